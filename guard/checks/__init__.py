@@ -1,0 +1,2 @@
+"""One module per check kind; importing this package registers them all, in this order."""
+from guard.checks import freshness, lineage, nulls, schema, units  # noqa: F401

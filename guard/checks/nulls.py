@@ -1,0 +1,39 @@
+"""Nulls: above the contract's limit, or a spike against the reference."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from guard.context import GuardContext
+from guard.findings import Finding, make_finding
+from guard.kinds import FindingKind
+from guard.registry import register
+
+__all__ = ["check_nulls", "SPIKE_MIN_INCREASE", "SPIKE_FACTOR"]
+
+SPIKE_MIN_INCREASE = 0.05  # absolute increase in null fraction before a spike is called
+SPIKE_FACTOR = 3.0
+
+
+@register("nulls")
+def check_nulls(ctx: GuardContext) -> Iterator[Finding]:
+    assert ctx.contract and ctx.snapshot and ctx.reference is not None
+    for column in ctx.contract.columns:
+        if column.name == ctx.contract.label_column:
+            continue  # missing labels are judged by label freshness (immature rows)
+        observed = ctx.snapshot.profile.columns.get(column.name)
+        if observed is None:
+            continue
+        fraction = observed.null_fraction
+        limit = column.max_null_fraction
+        reference = ctx.reference.columns.get(column.name)
+        baseline = reference.null_fraction if reference is not None else 0.0
+        if limit is not None and fraction > limit:
+            yield make_finding(
+                FindingKind.NULL_LIMIT, ctx.dataset_urn, column.name, observed=round(fraction, 6), expected=limit,
+                message=f"{column.name!r} is {fraction:.1%} null, the contract allows {limit:.1%}",
+                playbook="null_impute", reference_null_fraction=baseline, null_rows=observed.null_count)
+        elif fraction > baseline + SPIKE_MIN_INCREASE and fraction > SPIKE_FACTOR * baseline:
+            yield make_finding(
+                FindingKind.NULL_SPIKE, ctx.dataset_urn, column.name, observed=round(fraction, 6),
+                expected=round(baseline, 6), message=f"{column.name!r} nulls jumped from {baseline:.1%} to {fraction:.1%}",
+                playbook="null_impute", reference_null_fraction=baseline, null_rows=observed.null_count)

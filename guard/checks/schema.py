@@ -1,0 +1,74 @@
+"""Schema: missing, unexpected and retyped columns, and renames told apart from drops."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from guard.context import GuardContext
+from guard.findings import Finding, make_finding
+from guard.kinds import FindingKind
+from guard.profile import ColumnProfile
+from guard.registry import register
+
+__all__ = ["check_schema", "types_compatible"]
+
+_RENAME_TOLERANCE = 0.05
+
+
+def types_compatible(declared: str, observed: str) -> bool:
+    return declared == observed or (declared == "number" and observed == "integer")
+
+
+@register("schema")
+def check_schema(ctx: GuardContext) -> Iterator[Finding]:
+    assert ctx.contract and ctx.snapshot and ctx.reference is not None
+    urn, observed = ctx.dataset_urn, ctx.snapshot.profile.columns
+    missing = [c for c in ctx.contract.columns if c.name not in observed]
+    unexpected = [name for name in observed if ctx.contract.column(name) is None]
+    renames = _match_renames(ctx, [c.name for c in missing], unexpected)
+    for old, new in renames.items():
+        yield make_finding(FindingKind.COLUMN_RENAMED, urn, old, observed=new, expected=old,
+                           message=f"column {old!r} arrives as {new!r} (same type, same distribution)",
+                           playbook="rename_columns", mapping={new: old})
+    for column in missing:
+        if column.name not in renames:
+            yield make_finding(FindingKind.COLUMN_MISSING, urn, column.name, observed=None,
+                               expected=column.logical_type, message=f"contracted column {column.name!r} is missing")
+    for name in unexpected:
+        if name not in renames.values():
+            yield make_finding(FindingKind.COLUMN_UNEXPECTED, urn, name, observed=observed[name].logical_type,
+                               expected=None, message=f"column {name!r} is not in the contract")
+    for column in ctx.contract.columns:
+        seen = observed.get(column.name)
+        if seen is not None and not types_compatible(column.logical_type, seen.logical_type):
+            yield make_finding(
+                FindingKind.TYPE_CHANGED, urn, column.name, observed=seen.logical_type, expected=column.logical_type,
+                message=f"column {column.name!r} is {seen.logical_type}, the contract says {column.logical_type}",
+                playbook="cast_types", target_type=column.logical_type)
+
+
+def _match_renames(ctx: GuardContext, missing: list[str], unexpected: list[str]) -> dict[str, str]:
+    """old name -> new name, for each missing column that one unexpected column matches."""
+    assert ctx.snapshot and ctx.reference is not None
+    renames: dict[str, str] = {}
+    for old in missing:
+        reference = ctx.reference.columns.get(old)
+        if reference is None:
+            continue
+        matches = [new for new in unexpected if new not in renames.values()
+                   and _same_distribution(reference, ctx.snapshot.profile.columns[new])]
+        if len(matches) == 1:
+            renames[old] = matches[0]
+    return renames
+
+
+def _same_distribution(reference: ColumnProfile, observed: ColumnProfile) -> bool:
+    if reference.logical_type != observed.logical_type and not types_compatible(
+            reference.logical_type, observed.logical_type):
+        return False
+    if reference.value_counts is not None and observed.value_counts is not None:
+        return {v for v, _ in reference.value_counts} == {v for v, _ in observed.value_counts}
+    if not reference.quantiles or not observed.quantiles:
+        return False
+    spread = abs((reference.quantile(0.9) or 0.0) - (reference.quantile(0.1) or 0.0)) or 1.0
+    return all(abs(r - o) <= _RENAME_TOLERANCE * spread
+               for (_, r), (_, o) in zip(reference.quantiles, observed.quantiles))

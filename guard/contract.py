@@ -1,0 +1,45 @@
+"""The contract a feature table is held to, as plain data (parsed from ODCS by the control plane)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["ColumnContract", "Contract", "LOGICAL_TYPES"]
+
+LOGICAL_TYPES = ("number", "integer", "string", "boolean", "timestamp", "date")
+
+
+@dataclass(frozen=True)
+class ColumnContract:
+    name: str
+    logical_type: str
+    required: bool = True
+    unit: str | None = None
+    max_null_fraction: float | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    allowed_values: tuple[str, ...] | None = None
+    drift_blocking: bool = False
+    primary_key: bool = False
+
+
+@dataclass(frozen=True)
+class Contract:
+    dataset_urn: str
+    columns: tuple[ColumnContract, ...]
+    label_column: str | None = None
+    label_timestamp_column: str | None = None
+    event_timestamp_column: str | None = None
+    label_freshness_hours: float | None = None
+    max_immature_label_fraction: float = 0.05
+    label_sources: tuple[str, ...] = field(default_factory=tuple)
+
+    def column(self, name: str) -> ColumnContract | None:
+        return next((c for c in self.columns if c.name == name), None)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns if c.primary_key)

@@ -1,0 +1,117 @@
+"""Findings and the guard report: evidence, not prose."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+from guard.kinds import DEFAULT_SEVERITY, FindingKind, Severity
+
+__all__ = ["CheckOutcome", "Finding", "GuardReport", "Verdict", "make_finding"]
+
+
+class Verdict(str, Enum):
+    CLEAN = "CLEAN"
+    BLOCKED = "BLOCKED"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One failed check: what was looked at, what was seen, what was expected."""
+
+    kind: FindingKind
+    dataset: str
+    column: str | None
+    severity: Severity
+    observed: Any
+    expected: Any
+    message: str
+    playbook: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """The identity of a failure: (dataset, kind, column). Incidents are keyed on it."""
+        return (self.dataset, self.kind.value, self.column or "")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["kind"] = self.kind.value
+        data["severity"] = self.severity.value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Finding:
+        return cls(**{**data, "kind": FindingKind(data["kind"]), "severity": Severity(data["severity"])})
+
+
+def make_finding(
+    kind: FindingKind,
+    dataset: str,
+    column: str | None,
+    *,
+    observed: Any,
+    expected: Any,
+    message: str,
+    playbook: str | None = None,
+    severity: Severity | None = None,
+    **params: Any,
+) -> Finding:
+    """Build a finding with the kind's default severity unless one is given."""
+    return Finding(
+        kind=kind,
+        dataset=dataset,
+        column=column,
+        severity=severity or DEFAULT_SEVERITY[kind],
+        observed=observed,
+        expected=expected,
+        message=message,
+        playbook=playbook,
+        params=dict(params),
+    )
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """Which check ran on which column, and whether it failed: the assertion history."""
+
+    check: str
+    column: str | None
+    passed: bool
+    observed: Any = None
+
+
+@dataclass(frozen=True)
+class GuardReport:
+    dataset: str
+    findings: tuple[Finding, ...]
+    outcomes: tuple[CheckOutcome, ...] = ()
+
+    @property
+    def verdict(self) -> Verdict:
+        blocked = any(f.severity is Severity.BLOCK for f in self.findings)
+        return Verdict.BLOCKED if blocked else Verdict.CLEAN
+
+    @property
+    def blocking(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity is Severity.BLOCK)
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity is Severity.WARN)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "verdict": self.verdict.value,
+            "findings": [f.to_dict() for f in self.findings],
+            "outcomes": [asdict(o) for o in self.outcomes],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GuardReport:
+        return cls(
+            dataset=data["dataset"],
+            findings=tuple(Finding.from_dict(f) for f in data["findings"]),
+            outcomes=tuple(CheckOutcome(**o) for o in data.get("outcomes", [])),
+        )

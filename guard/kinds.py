@@ -1,0 +1,54 @@
+"""Stable reason codes: every finding kind, in one place, with its default severity."""
+from __future__ import annotations
+
+from enum import Enum
+
+__all__ = ["FindingKind", "Severity", "DEFAULT_SEVERITY"]
+
+
+class Severity(str, Enum):
+    BLOCK = "block"
+    WARN = "warn"
+
+
+class FindingKind(str, Enum):
+    # the guard itself could not decide: always a block (fail closed)
+    CONTRACT_MISSING = "contract_missing"
+    CONTRACT_INVALID = "contract_invalid"
+    SNAPSHOT_UNREADABLE = "snapshot_unreadable"
+    REFERENCE_MISSING = "reference_missing"
+    CHECK_ERROR = "check_error"
+    # schema
+    COLUMN_MISSING = "column_missing"
+    COLUMN_UNEXPECTED = "column_unexpected"
+    COLUMN_RENAMED = "column_renamed"
+    TYPE_CHANGED = "type_changed"
+    # units and scale
+    UNIT_MISMATCH = "unit_mismatch"
+    SCALE_SHIFT = "scale_shift"
+    # nulls
+    NULL_LIMIT = "null_limit"
+    NULL_SPIKE = "null_spike"
+    # labels
+    LABEL_STALE = "label_stale"
+    LABEL_IMMATURE = "label_immature"
+    TIMESTAMP_UNPARSEABLE = "timestamp_unparseable"
+    # volume and keys
+    VOLUME_DROP = "volume_drop"
+    DUPLICATE_KEYS = "duplicate_keys"
+    # domain
+    OUT_OF_RANGE = "out_of_range"
+    NEW_CATEGORY = "new_category"
+    CATEGORY_CASING = "category_casing"
+    # distribution
+    DRIFT = "drift"
+    TARGET_LEAKAGE = "target_leakage"
+    # lineage
+    UPSTREAM_UNKNOWN = "upstream_unknown"
+    UPSTREAM_DEPRECATED = "upstream_deprecated"
+    UPSTREAM_INCIDENT = "upstream_incident"
+    UPSTREAM_STALE = "upstream_stale"
+
+
+DEFAULT_SEVERITY: dict[FindingKind, Severity] = {kind: Severity.BLOCK for kind in FindingKind}
+DEFAULT_SEVERITY[FindingKind.DRIFT] = Severity.WARN

@@ -1,0 +1,1 @@
+"""Remediation playbooks (pure table transforms keyed by finding kind) and the sandbox that applies them."""

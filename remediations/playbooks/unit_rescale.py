@@ -1,0 +1,27 @@
+"""Unit rescale: convert a column back to its contracted unit (affine conversions included)."""
+from __future__ import annotations
+
+import pandas as pd
+
+from guard.kinds import FindingKind
+from remediations.registry import HealInput, HealStep, PlaybookRefused, register
+
+__all__ = ["unit_rescale"]
+
+
+@register("unit_rescale", {FindingKind.UNIT_MISMATCH},
+          description="undo a unit change: value_declared = (value_actual - offset) / scale")
+def unit_rescale(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
+    finding, table = heal.finding, heal.table
+    column = finding.column
+    scale, offset = finding.params.get("scale"), finding.params.get("offset", 0.0)
+    if column not in table.columns or not scale:
+        raise PlaybookRefused(f"unit_rescale needs column {column!r} and a non-zero scale in the finding")
+    values = pd.to_numeric(table[column], errors="raise")
+    healed = table.copy()
+    healed[column] = (values - offset) / scale
+    step = HealStep("unit_rescale", finding.kind.value, column,
+                    {"from_unit": finding.params.get("actual_unit"), "to_unit": finding.params.get("declared_unit"),
+                     "scale": scale, "offset": offset},
+                    rows_touched=int(values.notna().sum()))
+    return healed, step
