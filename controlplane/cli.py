@@ -1,0 +1,189 @@
+"""The `kintsugi` command line: parse input, call the service layer, format output. Errors exit 2."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import logging
+import os
+import time
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Optional
+
+import click
+import typer
+
+from controlplane.errors import KintsugiError, WorkspaceError
+from controlplane.workspace import Workspace, resolve_workspace
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Kintsugi: a self-healing continuous-training control plane.")
+runs_app = typer.Typer(help="List runs and show a run's timeline.", invoke_without_command=True)
+contract_app = typer.Typer(help="Data contracts (ODCS v3) in DataHub.", no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
+app.add_typer(contract_app, name="contract")
+
+WorkspaceOption = Annotated[Optional[Path], typer.Option("--workspace", "-w", help="Workspace folder "
+                            "(default: $KINTSUGI_HOME or ./.kintsugi).", show_default=False)]
+EXIT_BLOCKED = 1
+EXIT_BY_STATUS = {"promoted": 0, "clean": 0, "needs-review": 0, "planned": 0, "paused": 0, "blocked": EXIT_BLOCKED}
+
+
+NowOption = Annotated[Optional[str], typer.Option("--now", help="Evaluate as of this ISO-8601 instant "
+                      "(default: the current time).", show_default=False)]
+
+
+def _now_ms(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise typer.BadParameter(f"{text!r} is not an ISO-8601 instant, e.g. 2026-11-01T12:00:00+00:00",
+                                 param_hint="--now") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def _workspace(option: Path | None, *, must_exist: bool = True) -> Workspace:
+    ws = resolve_workspace(option)
+    if must_exist and not ws.datahub_db.exists():
+        raise WorkspaceError(f"no Kintsugi estate in {ws.root}",
+                             "run `kintsugi demo` first, or pass --workspace DIR / set KINTSUGI_HOME")
+    return ws
+
+
+def _echo_event(event) -> None:  # type: ignore[no-untyped-def]
+    from controlplane.render import event_line
+
+    typer.echo(event_line(event))
+
+
+@app.command()
+def demo(workspace: WorkspaceOption = None,
+         seed: Annotated[int, typer.Option(help="Generator seed.")] = 7,
+         reset: Annotated[bool, typer.Option(help="Wipe the workspace first.")] = False) -> None:
+    """Seed the estate, promote a champion, inject a unit failure, heal it, and show the impact."""
+    from controlplane.render import timeline
+    from demo.story import run_demo
+
+    ws = resolve_workspace(workspace)
+    if ws.datahub_db.exists() and not reset:
+        raise WorkspaceError(f"workspace {ws.root} already holds an estate",
+                             "pass --reset to start over, or --workspace DIR for a new one")
+    if reset and ws.root.exists():
+        shutil.rmtree(ws.root)
+    started = time.monotonic()
+    result = run_demo(ws.ensure(), seed=seed, say=typer.echo, listener=_echo_event)
+    typer.echo("\n=== first run (clean data) ===\n" + timeline(result.first, with_ledger=False))
+    typer.echo("\n=== second run (distance written in metres) ===\n" + timeline(result.healed))
+    typer.echo("\n=== customer impact: holdout ETA error (MAE, minutes) ===")
+    typer.echo(f"  model trained on poisoned data: {result.mae_poisoned:6.2f} min")
+    typer.echo(f"  model trained on healed data:   {result.mae_healed:6.2f} min")
+    typer.echo(f"\nworkspace {ws.root}  ({time.monotonic() - started:.0f} s)")
+
+
+@app.command()
+def run(pipeline: str, workspace: WorkspaceOption = None,
+        policy: Annotated[Optional[str], typer.Option(help="auto | ratify | dry-run (default: the spec's).")] = None,
+        now: NowOption = None,
+        json_out: Annotated[bool, typer.Option("--json", help="Print the run record as JSON.")] = False) -> None:
+    """Run the loop for PIPELINE. Exit 0 promoted or clean, 1 blocked, 2 error."""
+    from controlplane.loop import run_pipeline
+    from controlplane.render import timeline
+    from controlplane.spec import POLICIES, load_spec
+
+    ws = _workspace(workspace)
+    spec = load_spec(ws, pipeline)
+    if policy is not None and policy not in POLICIES:
+        raise typer.BadParameter(f"policy {policy!r}; use one of {', '.join(POLICIES)}", param_hint="--policy")
+    record = run_pipeline(ws, spec, policy=policy, now_ms=_now_ms(now), listener=None if json_out else _echo_event)
+    typer.echo(json.dumps(record.to_dict(), indent=2, default=str) if json_out else "\n" + timeline(record))
+    raise typer.Exit(EXIT_BY_STATUS.get(record.status, 2))
+
+
+@app.command()
+def guard(pipeline: str, workspace: WorkspaceOption = None,
+          data: Annotated[Optional[Path], typer.Option(help="Check this parquet file instead.")] = None,
+          now: NowOption = None,
+          json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False) -> None:
+    """Check PIPELINE's data against its contract. Exit 0 CLEAN, 1 BLOCKED, 2 error."""
+    from controlplane.services import guard_pipeline
+    from controlplane.render import report_table
+
+    report = guard_pipeline(_workspace(workspace), pipeline, data, _now_ms(now))
+    if json_out:
+        payload = report.to_dict()
+        payload["findings"] = [{k: f[k] for k in ("kind", "dataset", "column", "severity", "observed", "expected",
+                                                  "playbook", "message")} for f in payload["findings"]]
+        typer.echo(json.dumps(payload, indent=2, default=str))
+    else:
+        typer.echo(report_table(report))
+    raise typer.Exit(0 if report.verdict.value == "CLEAN" else EXIT_BLOCKED)
+
+
+@runs_app.callback()
+def runs(ctx: typer.Context, workspace: WorkspaceOption = None) -> None:
+    """List runs (newest last)."""
+    if ctx.invoked_subcommand is None:
+        from controlplane.journal import list_runs
+        from controlplane.render import runs_table
+
+        typer.echo(runs_table(list_runs(_workspace(workspace))))
+
+
+@runs_app.command("show")
+def runs_show(run_id: str, workspace: WorkspaceOption = None) -> None:
+    """A run's timeline, stage by stage, with its evidence and ledger."""
+    from controlplane.journal import load_run
+    from controlplane.render import timeline
+
+    typer.echo(timeline(load_run(_workspace(workspace), run_id)))
+
+
+@contract_app.command("apply")
+def contract_apply(file: Path, workspace: WorkspaceOption = None,
+                   reference: Annotated[Optional[Path], typer.Option(help="Record this parquet file's profile "
+                                                                     "as the reference.")] = None) -> None:
+    """Validate an ODCS contract and write it (and optionally a reference profile) to DataHub."""
+    from controlplane.services import apply_contract
+
+    urn = apply_contract(resolve_workspace(workspace).ensure(), file, reference)
+    typer.echo(f"contract for {urn} written to DataHub" + (" with its reference profile" if reference else ""))
+
+
+@contract_app.command("show")
+def contract_show(urn: str, workspace: WorkspaceOption = None) -> None:
+    """Print the contract DataHub holds for a dataset URN."""
+    from controlplane.services import show_contract
+
+    typer.echo(show_contract(_workspace(workspace), urn))
+
+
+def _quiet_libraries() -> None:
+    """Third-party chatter (MLflow's table migrations, schema hints) is not the user's business."""
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+    for name in ("mlflow", "alembic", "datahub"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", category=UserWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+
+
+def main() -> None:
+    _quiet_libraries()
+    try:
+        app(standalone_mode=False)
+    except KintsugiError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        typer.echo("aborted", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)

@@ -1,0 +1,1 @@
+"""The DataHub port and its adapters. Only this package talks to DataHub."""

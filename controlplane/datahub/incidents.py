@@ -1,0 +1,95 @@
+"""DataHub incidents, one per failure (dataset, kind, column), reused while ACTIVE, never duplicated."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
+from datahub.metadata import schema_classes as s
+
+from controlplane.datahub.port import MetadataPort
+from controlplane.datahub.urns import incident_urn
+from guard.findings import Finding
+from guard.kinds import FindingKind, Severity
+
+__all__ = ["IncidentRef", "open_incident", "resolve_incident", "incident_key", "EVIDENCE_MARKER", "ACTOR"]
+
+ACTOR = "urn:li:corpuser:kintsugi"
+EVIDENCE_MARKER = "evidence: "
+_TYPE_BY_KIND = {
+    FindingKind.UNIT_MISMATCH: s.IncidentTypeClass.FIELD, FindingKind.SCALE_SHIFT: s.IncidentTypeClass.FIELD,
+    FindingKind.NULL_LIMIT: s.IncidentTypeClass.FIELD, FindingKind.NULL_SPIKE: s.IncidentTypeClass.FIELD,
+    FindingKind.OUT_OF_RANGE: s.IncidentTypeClass.FIELD, FindingKind.COLUMN_MISSING: s.IncidentTypeClass.DATA_SCHEMA,
+    FindingKind.COLUMN_RENAMED: s.IncidentTypeClass.DATA_SCHEMA, FindingKind.TYPE_CHANGED: s.IncidentTypeClass.DATA_SCHEMA,
+    FindingKind.COLUMN_UNEXPECTED: s.IncidentTypeClass.DATA_SCHEMA, FindingKind.LABEL_STALE: s.IncidentTypeClass.FRESHNESS,
+    FindingKind.LABEL_IMMATURE: s.IncidentTypeClass.FRESHNESS, FindingKind.VOLUME_DROP: s.IncidentTypeClass.VOLUME,
+}
+
+
+@dataclass(frozen=True)
+class IncidentRef:
+    urn: str
+    key: tuple[str, str, str]
+    created: bool
+    previous: str | None = None
+
+
+def incident_key(info: s.IncidentInfoClass) -> tuple[str, str, str] | None:
+    """The failure an incident stands for, read back from its evidence line."""
+    for line in reversed((info.description or "").splitlines()):
+        if line.startswith(EVIDENCE_MARKER):
+            key = json.loads(line[len(EVIDENCE_MARKER):]).get("key")
+            return tuple(key) if key else None  # type: ignore[return-value]
+    return None
+
+
+def open_incident(port: MetadataPort, finding: Finding, assertion: str, run_id: str, now_ms: int) -> IncidentRef:
+    """Reuse the ACTIVE incident for this failure, or raise the next one (referring to the last resolved)."""
+    generation, previous = 0, None
+    while True:
+        urn = incident_urn(finding.dataset, finding.kind.value, finding.column, generation)
+        info = port.aspect(urn, s.IncidentInfoClass)
+        if info is None:
+            port.emit([MCP(entityUrn=urn, aspect=_new_info(finding, assertion, run_id, now_ms, previous))], now_ms)
+            return IncidentRef(urn, finding.key, created=True, previous=previous)
+        if info.status.state == s.IncidentStateClass.ACTIVE:
+            info.status = _status(s.IncidentStateClass.ACTIVE, s.IncidentStageClass.TRIAGE,
+                                  f"seen again by run {run_id}: {finding.message}", now_ms)
+            port.emit([MCP(entityUrn=urn, aspect=info)], now_ms)
+            return IncidentRef(urn, finding.key, created=False, previous=previous)
+        previous, generation = urn, generation + 1
+
+
+def resolve_incident(port: MetadataPort, urn: str, note: str, now_ms: int) -> None:
+    info = port.aspect(urn, s.IncidentInfoClass)
+    if info is None or info.status.state == s.IncidentStateClass.RESOLVED:
+        return
+    info.status = _status(s.IncidentStateClass.RESOLVED, s.IncidentStageClass.FIXED, note, now_ms)
+    port.emit([MCP(entityUrn=urn, aspect=info)], now_ms)
+
+
+def _new_info(finding: Finding, assertion: str, run_id: str, now_ms: int, previous: str | None) -> s.IncidentInfoClass:
+    evidence = {"key": list(finding.key), "observed": finding.observed, "expected": finding.expected,
+                "playbook": finding.playbook, "run": run_id, "recurrence_of": previous}
+    lines = [finding.message]
+    if previous:
+        lines.append(f"Recurrence of {previous}, which was resolved earlier.")
+    lines.append(EVIDENCE_MARKER + json.dumps(evidence, sort_keys=True, default=str))
+    incident_type = _TYPE_BY_KIND.get(finding.kind, s.IncidentTypeClass.CUSTOM)
+    return s.IncidentInfoClass(
+        type=incident_type,
+        customType=finding.kind.value if incident_type == s.IncidentTypeClass.CUSTOM else None,
+        entities=[finding.dataset],
+        title=f"{finding.kind.value} on {finding.column or 'the dataset'}",
+        description="\n".join(lines),
+        priority=1 if finding.severity is Severity.BLOCK else 2,
+        status=_status(s.IncidentStateClass.ACTIVE, s.IncidentStageClass.TRIAGE, f"raised by run {run_id}", now_ms),
+        source=s.IncidentSourceClass(type=s.IncidentSourceTypeClass.ASSERTION_FAILURE, sourceUrn=assertion),
+        created=s.AuditStampClass(time=now_ms, actor=ACTOR),
+        startedAt=now_ms,
+    )
+
+
+def _status(state: str, stage: str, message: str, now_ms: int) -> s.IncidentStatusClass:
+    return s.IncidentStatusClass(state=state, stage=stage, message=message,
+                                 lastUpdated=s.AuditStampClass(time=now_ms, actor=ACTOR))

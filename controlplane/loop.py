@@ -1,0 +1,210 @@
+"""The loop: detect -> incident -> heal (sandbox) -> verify -> publish -> resolve -> train -> promote.
+
+Each stage reads what it needs, calls a pure decision, writes, and appends to the run journal.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from datahub.metadata.schema_classes import IncidentInfoClass
+
+from controlplane.datahub.estate import active_incidents_on, profile_mcps
+from controlplane.datahub.incidents import IncidentRef, incident_key, open_incident, resolve_incident
+from controlplane.datahub.lite import LiteMetadata
+from controlplane.datahub.port import MetadataPort
+from controlplane.datahub.urns import assertion_urn
+from controlplane.detect import guard_context, record_guard_run
+from controlplane.errors import DataError
+from controlplane.journal import Event, RunJournal, RunRecord, new_run_id
+from controlplane.spec import PipelineSpec
+from controlplane.train import train_and_promote
+from controlplane.workspace import Workspace
+from guard.context import GuardContext
+from guard.findings import GuardReport, Verdict
+from guard.runner import run_guard
+from guard.snapshot import SnapshotError, read_snapshot
+from remediations.sandbox import HealOutcome, content_hash, heal_copy, publish
+
+__all__ = ["run_pipeline", "LoopState"]
+
+
+@dataclass
+class LoopState:
+    ws: Workspace
+    spec: PipelineSpec
+    metadata: MetadataPort
+    journal: RunJournal
+    now_ms: int
+
+    @property
+    def writes(self) -> bool:
+        return self.journal.record.policy != "dry-run"
+
+    @property
+    def run_id(self) -> str:
+        return self.journal.record.run_id
+
+
+def run_pipeline(ws: Workspace, spec: PipelineSpec, *, policy: str | None = None, now_ms: int | None = None,
+                 listener: Callable[[Event], None] | None = None) -> RunRecord:
+    now_ms = now_ms or int(time.time() * 1000)
+    record = RunRecord(new_run_id(now_ms), spec.name, policy or spec.policy, now_ms)
+    journal = RunJournal(ws, record, listener)
+    metadata = LiteMetadata(ws.datahub_db, read_only=record.policy == "dry-run")
+    try:
+        _loop(LoopState(ws, spec, metadata, journal, now_ms))
+    except Exception as exc:
+        journal.event("error", "failed", str(exc))
+        journal.finish("failed", str(exc))
+        raise
+    finally:
+        metadata.close()
+    return record
+
+
+def _loop(state: LoopState) -> None:
+    context, report = _detect(state)
+    if report.verdict is Verdict.CLEAN:
+        _resolve_cleared(state, report)
+        _remember_reference(state, context)
+        train_and_promote(state, report, heal=None, incidents=[])
+        return
+    incidents = _raise_incidents(state, report)
+    outcome = _heal(state, context, report)
+    if outcome is None:
+        return
+    verified = _verify(state, context, outcome)
+    if verified is None:
+        return
+    if not state.writes:
+        state.journal.finish("planned", "dry-run: the heal verifies; nothing was published or written")
+        return
+    _publish(state, outcome)
+    _resolve(state, incidents, outcome)
+    _remember_reference(state, verified)
+    train_and_promote(state, run_guard(verified), heal=outcome, incidents=incidents)
+
+
+def _detect(state: LoopState) -> tuple[GuardContext, GuardReport]:
+    data = state.spec.data
+    if not data.is_file():
+        raise DataError(f"data file {data} of pipeline {state.spec.name!r} does not exist",
+                        f"check `data:` in {state.spec.source}, or re-seed with `kintsugi demo`")
+    try:
+        snapshot = read_snapshot(data)
+    except SnapshotError as exc:
+        raise DataError(str(exc), f"replace {data} with a readable parquet file") from exc
+    context = guard_context(state.metadata, state.spec.feature_table, snapshot, state.now_ms)
+    report = run_guard(context)
+    state.journal.record.state["source_hash"] = content_hash(data)
+    if state.writes:
+        written = record_guard_run(state.metadata, report, state.run_id, state.now_ms)
+        state.journal.ledger("datahub-aspect", state.spec.feature_table, what="assertions+run events", count=written)
+    state.journal.event("detect", report.verdict.value, _summary(report), verdict=report.verdict.value,
+                        findings=[f.to_dict() for f in report.findings], rows=snapshot.profile.row_count,
+                        snapshot=str(data), content_hash=state.journal.record.state["source_hash"])
+    return context, report
+
+
+def _summary(report: GuardReport) -> str:
+    if not report.findings:
+        return f"guard CLEAN: {len(report.outcomes)} checks passed"
+    return f"guard {report.verdict.value}: " + "; ".join(f.message for f in report.findings)
+
+
+def _raise_incidents(state: LoopState, report: GuardReport) -> list[IncidentRef]:
+    if not state.writes:
+        state.journal.event("incident", "skipped", "dry-run: would raise an incident per blocking finding",
+                            would_raise=[list(f.key) for f in report.blocking])
+        return []
+    refs = []
+    for finding in report.blocking:
+        check = _check_of(report, finding.column)
+        refs.append(open_incident(state.metadata, finding, assertion_urn(finding.dataset, check, finding.column),
+                                  state.run_id, state.now_ms))
+        state.journal.ledger("datahub-aspect", refs[-1].urn, aspect="incidentInfo", created=refs[-1].created)
+    state.journal.event("incident", "raised", ", ".join(
+        f"{'new' if r.created else 'reused'} {r.urn} ({r.key[1]} on {r.key[2] or 'dataset'})" for r in refs),
+        incidents=[{"urn": r.urn, "key": list(r.key), "created": r.created, "previous": r.previous} for r in refs])
+    state.journal.record.state["incidents"] = [r.urn for r in refs]
+    return refs
+
+
+def _check_of(report: GuardReport, column: str | None) -> str:
+    failed = [o.check for o in report.outcomes if not o.passed and o.column in (column, None)]
+    return failed[0] if failed else "guard"
+
+
+def _heal(state: LoopState, context: GuardContext, report: GuardReport) -> HealOutcome | None:
+    assert context.contract is not None
+    sandbox = state.ws.run_dir(state.run_id) / "sandbox"
+    outcome = heal_copy(state.spec.data, sandbox, report.blocking, context.contract, context.reference)
+    evidence = {"steps": [s.__dict__ for s in outcome.steps], "before_hash": outcome.before_hash,
+                "after_hash": outcome.after_hash, "unhealable": [f.to_dict() for f in outcome.unhealable],
+                "refused": [{"finding": f.to_dict(), "why": why} for f, why in outcome.refused]}
+    if not outcome.complete:
+        why = [f"no safe playbook for {f.kind.value}" for f in outcome.unhealable] + [w for _, w in outcome.refused]
+        state.journal.event("heal", "failed", "cannot heal: " + "; ".join(why), **evidence)
+        state.journal.finish("blocked", "BLOCKED: " + "; ".join(why) + " (incident stays open)")
+        return None
+    state.journal.event("heal", "healed", "sandbox: " + "; ".join(
+        f"{s.playbook} on {s.column} ({s.rows_touched} rows, {s.params})" for s in outcome.steps), **evidence)
+    return outcome
+
+
+def _verify(state: LoopState, context: GuardContext, outcome: HealOutcome) -> GuardContext | None:
+    try:
+        healed = read_snapshot(outcome.healed_path)
+    except SnapshotError as exc:
+        state.journal.event("verify", "failed", f"healed copy unreadable: {exc}")
+        state.journal.finish("blocked", "BLOCKED: the healed copy could not be read (incident stays open)")
+        return None
+    verified = GuardContext(**{**context.__dict__, "snapshot": healed})
+    report = run_guard(verified)
+    state.journal.event("verify", report.verdict.value, _summary(report), verdict=report.verdict.value,
+                        findings=[f.to_dict() for f in report.findings])
+    if report.verdict is not Verdict.CLEAN:
+        state.journal.finish("blocked", "BLOCKED: the heal did not verify (incident stays open)")
+        return None
+    return verified
+
+
+def _publish(state: LoopState, outcome: HealOutcome) -> None:
+    backup = state.ws.run_dir(state.run_id) / "previous.parquet"
+    before, after = publish(outcome.healed_path, state.spec.data, backup)
+    state.journal.ledger("publish", str(state.spec.data), backup=str(backup), before_hash=before, after_hash=after)
+    state.journal.event("publish", "published", f"healed table published to {state.spec.data}",
+                        before_hash=before, after_hash=after, backup=str(backup))
+
+
+def _resolve(state: LoopState, incidents: list[IncidentRef], outcome: HealOutcome) -> None:
+    notes = "; ".join(f"{s.playbook} {s.params} on {s.column}, {s.rows_touched} rows" for s in outcome.steps)
+    note = f"healed by run {state.run_id}: {notes}; before {outcome.before_hash} after {outcome.after_hash}; verified CLEAN"
+    for ref in incidents:
+        resolve_incident(state.metadata, ref.urn, note, state.now_ms)
+        state.journal.ledger("datahub-aspect", ref.urn, aspect="incidentInfo", state="RESOLVED")
+    state.journal.event("resolve", "resolved", f"{len(incidents)} incident(s) RESOLVED with heal notes",
+                        incidents=[r.urn for r in incidents], note=note)
+
+
+def _resolve_cleared(state: LoopState, report: GuardReport) -> None:
+    """ACTIVE incidents of this dataset whose failure the guard no longer sees: cleared at the source."""
+    if not state.writes:
+        return
+    failing = {f.key for f in report.blocking}
+    for urn in active_incidents_on(state.metadata, state.spec.feature_table):
+        info = state.metadata.aspect(urn, IncidentInfoClass)
+        key = incident_key(info) if info else None
+        if key is not None and key not in failing:
+            resolve_incident(state.metadata, urn, f"cleared at the source: run {state.run_id} no longer sees it",
+                             state.now_ms)
+            state.journal.ledger("datahub-aspect", urn, aspect="incidentInfo", state="RESOLVED")
+            state.journal.event("resolve", "cleared", f"{urn} cleared at the source", incident=urn)
+
+
+def _remember_reference(state: LoopState, context: GuardContext) -> None:
+    if state.writes and context.snapshot is not None:
+        state.metadata.emit(profile_mcps(state.spec.feature_table, context.snapshot.profile, state.now_ms), state.now_ms)
+        state.journal.ledger("datahub-aspect", state.spec.feature_table, aspect="datasetProfile")

@@ -1,0 +1,95 @@
+"""The promotion gate: a pure, escalate-only decision over evidence. Missing evidence is never APPROVED."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+from controlplane.errors import SpecError
+from training.model import relative_gain
+
+__all__ = ["PromotionVerdict", "PromotionEvidence", "PromotionDecision", "decide", "check_rules",
+           "DEFAULT_MIN_GAIN", "DEFAULT_MAX_REGRESSION"]
+
+DEFAULT_MIN_GAIN = 0.005  # a candidate must beat the champion by 0.5% to be APPROVED
+DEFAULT_MAX_REGRESSION = 0.02  # worse than the champion by more than 2% is BLOCKED
+
+
+class PromotionVerdict(str, Enum):
+    APPROVED = "APPROVED"
+    NEEDS_REVIEW = "NEEDS_REVIEW"
+    BLOCKED = "BLOCKED"
+
+
+@dataclass(frozen=True)
+class PromotionEvidence:
+    metric: str
+    guard_verdict: str | None  # the guard on the data trained on, after any heal
+    guard_warnings: int
+    unhealed_upstream_incidents: tuple[str, ...]
+    candidate_score: float | None
+    has_champion: bool
+    champion_score: float | None
+    snapshot_hash: str | None
+
+
+@dataclass(frozen=True)
+class PromotionDecision:
+    verdict: PromotionVerdict
+    reasons: tuple[str, ...]
+    gain: float | None
+
+
+def check_rules(min_gain: float, max_regression: float) -> None:
+    """Configuration may make the gate stricter, never looser."""
+    if min_gain < DEFAULT_MIN_GAIN or max_regression > DEFAULT_MAX_REGRESSION or max_regression < 0:
+        raise SpecError(
+            f"promotion rules min_gain={min_gain} max_regression={max_regression} loosen the gate",
+            f"use min_gain >= {DEFAULT_MIN_GAIN} and 0 <= max_regression <= {DEFAULT_MAX_REGRESSION}")
+
+
+def decide(evidence: PromotionEvidence, min_gain: float = DEFAULT_MIN_GAIN,
+           max_regression: float = DEFAULT_MAX_REGRESSION) -> PromotionDecision:
+    blocked = _blocking_reasons(evidence)
+    if blocked:
+        return PromotionDecision(PromotionVerdict.BLOCKED, tuple(blocked), None)
+    assert evidence.candidate_score is not None
+    if not evidence.has_champion:
+        return _soft(evidence, None, ["no champion yet: the candidate is the first"], min_gain)
+    assert evidence.champion_score is not None
+    gain = relative_gain(evidence.metric, evidence.candidate_score, evidence.champion_score)
+    where = f"{evidence.metric} {evidence.candidate_score:.4g} vs champion {evidence.champion_score:.4g} ({gain:+.2%})"
+    if gain < -max_regression:
+        return PromotionDecision(PromotionVerdict.BLOCKED, (f"candidate regresses beyond {max_regression:.1%}: {where}",), gain)
+    if gain < min_gain:
+        return PromotionDecision(PromotionVerdict.NEEDS_REVIEW, (f"gain below {min_gain:.1%}: {where}",), gain)
+    return _soft(evidence, gain, [f"beats the champion: {where}"], min_gain)
+
+
+def _soft(evidence: PromotionEvidence, gain: float | None, reasons: list[str], min_gain: float) -> PromotionDecision:
+    if evidence.guard_warnings:
+        return PromotionDecision(PromotionVerdict.NEEDS_REVIEW,
+                                 (*reasons, f"{evidence.guard_warnings} guard warning(s) stand"), gain)
+    return PromotionDecision(PromotionVerdict.APPROVED, tuple(reasons), gain)
+
+
+def _blocking_reasons(evidence: PromotionEvidence) -> list[str]:
+    reasons = []
+    if evidence.guard_verdict is None:
+        reasons.append("guard report at training time is missing")
+    elif evidence.guard_verdict != "CLEAN":
+        reasons.append(f"guard at training time was {evidence.guard_verdict}, not CLEAN")
+    if evidence.unhealed_upstream_incidents:
+        reasons.append("upstream incident(s) ACTIVE at training time and not healed by this run: "
+                       + ", ".join(evidence.unhealed_upstream_incidents))
+    if not _finite(evidence.candidate_score):
+        reasons.append("candidate score is missing or not a number")
+    if evidence.has_champion and not _finite(evidence.champion_score):
+        reasons.append("champion score on the holdout is missing or unreadable")
+    if not evidence.snapshot_hash:
+        reasons.append("content hash of the training snapshot is missing")
+    return reasons
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)

@@ -1,0 +1,62 @@
+"""The service layer the front doors (CLI, API, MCP) share: open the stores, call the loop or the guard."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from controlplane.datahub.estate import contract_mcps, profile_mcps
+from controlplane.datahub.lite import LiteMetadata
+from controlplane.datahub.urns import contract_urn
+from controlplane.detect import guard_snapshot
+from controlplane.errors import ContractError, DataError
+from controlplane.odcs import parse_odcs
+from controlplane.spec import load_spec
+from controlplane.workspace import Workspace
+from guard.findings import GuardReport
+from guard.snapshot import SnapshotError, read_snapshot
+
+__all__ = ["guard_pipeline", "apply_contract", "show_contract"]
+
+
+def guard_pipeline(ws: Workspace, pipeline: str, data: Path | None = None, now_ms: int | None = None) -> GuardReport:
+    """The guard alone, read-only: nothing is written anywhere."""
+    spec = load_spec(ws, pipeline)
+    metadata = LiteMetadata(ws.datahub_db, read_only=True)
+    try:
+        _, report = guard_snapshot(metadata, spec.feature_table, data or spec.data, now_ms or int(time.time() * 1000))
+    finally:
+        metadata.close()
+    return report
+
+
+def apply_contract(ws: Workspace, file: Path, reference: Path | None = None) -> str:
+    if not file.is_file():
+        raise ContractError(f"contract file {file} does not exist", "pass the path of an ODCS v3 YAML file")
+    text = file.read_text()
+    contract = parse_odcs(text, str(file))
+    mcps = contract_mcps(contract, text)
+    now_ms = int(time.time() * 1000)
+    if reference is not None:
+        try:
+            mcps += profile_mcps(contract.dataset_urn, read_snapshot(reference).profile, now_ms)
+        except SnapshotError as exc:
+            raise DataError(str(exc), "pass a readable parquet file as --reference") from exc
+    metadata = LiteMetadata(ws.datahub_db)
+    try:
+        metadata.emit(mcps, now_ms)
+    finally:
+        metadata.close()
+    return contract.dataset_urn
+
+
+def show_contract(ws: Workspace, dataset: str) -> str:
+    from datahub.metadata.schema_classes import DataContractPropertiesClass
+
+    metadata = LiteMetadata(ws.datahub_db, read_only=True)
+    try:
+        properties = metadata.aspect(contract_urn(dataset), DataContractPropertiesClass)
+    finally:
+        metadata.close()
+    if properties is None or not properties.rawContract:
+        raise ContractError(f"DataHub holds no contract for {dataset}", "apply one with `kintsugi contract apply FILE`")
+    return properties.rawContract

@@ -1,0 +1,71 @@
+"""Where everything lives: one workspace folder (default ./.kintsugi, or KINTSUGI_HOME, or --workspace)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from controlplane.errors import WorkspaceError
+
+__all__ = ["Workspace", "resolve_workspace", "DEFAULT_WORKSPACE"]
+
+DEFAULT_WORKSPACE = ".kintsugi"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+
+    @property
+    def datahub_db(self) -> Path:
+        return self.root / "datahub.db"
+
+    @property
+    def mlflow_db(self) -> Path:
+        return self.root / "mlflow.db"
+
+    @property
+    def mlflow_uri(self) -> str:
+        return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{self.mlflow_db}"
+
+    @property
+    def artifacts(self) -> Path:
+        return self.root / "mlartifacts"
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def pipelines(self) -> Path:
+        return self.root / "pipelines"
+
+    @property
+    def contracts(self) -> Path:
+        return self.root / "contracts"
+
+    @property
+    def runs(self) -> Path:
+        return self.root / "runs"
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs / run_id
+
+    def ensure(self) -> Workspace:
+        """Create the folders, or fail with one line naming the fix."""
+        try:
+            for folder in (self.root, self.data, self.pipelines, self.contracts, self.runs, self.artifacts):
+                folder.mkdir(parents=True, exist_ok=True)
+            probe = self.root / ".write-probe"
+            probe.write_text("ok")
+            probe.unlink()
+        except OSError as exc:
+            raise WorkspaceError(f"workspace {self.root} is not writable ({exc.strerror or exc})",
+                                 "pass --workspace DIR or set KINTSUGI_HOME to a writable folder") from exc
+        return self
+
+
+def resolve_workspace(option: str | Path | None = None) -> Workspace:
+    """--workspace wins, then KINTSUGI_HOME, then ./.kintsugi."""
+    chosen = option or os.environ.get("KINTSUGI_HOME") or DEFAULT_WORKSPACE
+    return Workspace(Path(chosen).expanduser().resolve())

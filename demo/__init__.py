@@ -1,0 +1,1 @@
+"""The synthetic delivery estate: data generator, DataHub seed, pipeline specs, the demo story."""

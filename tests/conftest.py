@@ -1,0 +1,34 @@
+"""Shared fixtures: one demo workspace, built once per session with the real stores, copied for tests that write."""
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+
+DEMO_NOW = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory):
+    """The full `kintsugi demo` story in a fresh workspace, at a fixed instant. Read it, don't write it."""
+    from controlplane.workspace import Workspace
+    from demo.story import run_demo
+
+    ws = Workspace(tmp_path_factory.mktemp("demo") / "ws").ensure()
+    return ws, run_demo(ws, now=DEMO_NOW)
+
+
+@pytest.fixture
+def demo_copy(demo_run, tmp_path: Path):
+    """A private copy of the demo workspace, for tests that write."""
+    from controlplane.workspace import Workspace
+
+    ws, result = demo_run
+    target = tmp_path / "ws"
+    shutil.copytree(ws.root, target)
+    return Workspace(target), result
