@@ -12,7 +12,7 @@ import pandas as pd
 from guard.contract import Contract
 from guard.findings import Finding
 from guard.profile import DatasetProfile
-from remediations.registry import HealInput, HealStep, PlaybookRefused, playbook_for
+from remediations.registry import HealInput, HealStep, Playbook, PlaybookRefused, playbook_for
 
 __all__ = ["HealOutcome", "content_hash", "heal_copy", "publish", "restore", "PLAYBOOK_ORDER"]
 
@@ -61,6 +61,9 @@ def heal_copy(source: Path, sandbox: Path, findings: tuple[Finding, ...], contra
         except PlaybookRefused as exc:
             refused.append((finding, str(exc)))
             continue
+        except Exception as exc:  # a playbook that breaks refuses; it never half-heals silently
+            refused.append((finding, f"{playbook.name} failed: {type(exc).__name__}: {exc}"))
+            continue
         steps.append(step)
     healed = sandbox / "healed.parquet"
     table.to_parquet(healed, index=False)
@@ -68,7 +71,7 @@ def heal_copy(source: Path, sandbox: Path, findings: tuple[Finding, ...], contra
                        tuple(refused))
 
 
-def _apply(playbook, heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
+def _apply(playbook: Playbook, heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     rows = max(len(heal.table), 1)
     healed, step = playbook.apply(heal)
     touched = max(step.rows_touched, step.rows_dropped) / rows

@@ -17,6 +17,7 @@ _HOUR_MS = 3_600_000
 def check_label_freshness(ctx: GuardContext) -> Iterator[Finding]:
     contract, snapshot, urn = ctx.contract, ctx.snapshot, ctx.dataset_urn
     assert contract and snapshot
+    yield from _immature(ctx)
     stamp_column = contract.label_timestamp_column
     if stamp_column is None or contract.label_freshness_hours is None:
         return
@@ -35,7 +36,6 @@ def check_label_freshness(ctx: GuardContext) -> Iterator[Finding]:
             FindingKind.LABEL_STALE, urn, stamp_column, observed=round(lag_hours, 3),
             expected=contract.label_freshness_hours, playbook=None, watermark_ms=int(stamps.maximum),
             message=f"newest label is {lag_hours:.1f} h old, the SLA is {contract.label_freshness_hours:g} h")
-    yield from _immature(ctx)
 
 
 def _immature(ctx: GuardContext) -> Iterator[Finding]:
@@ -46,9 +46,9 @@ def _immature(ctx: GuardContext) -> Iterator[Finding]:
         return
     fraction = label.null_fraction
     if fraction > contract.max_immature_label_fraction:
-        stamps = snapshot.profile.columns[contract.label_timestamp_column or ""]
+        stamps = snapshot.profile.columns.get(contract.label_timestamp_column or "")
         yield make_finding(
             FindingKind.LABEL_IMMATURE, ctx.dataset_urn, contract.label_column, observed=round(fraction, 6),
             expected=contract.max_immature_label_fraction, playbook="label_window",
-            watermark_ms=int(stamps.maximum or 0), event_column=contract.event_timestamp_column,
+            watermark_ms=int(stamps.maximum) if stamps and stamps.maximum is not None else None, event_column=contract.event_timestamp_column,
             message=f"{fraction:.1%} of rows have no label yet (limit {contract.max_immature_label_fraction:.1%})")

@@ -17,7 +17,10 @@ def unit_rescale(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     scale, offset = finding.params.get("scale"), finding.params.get("offset", 0.0)
     if column not in table.columns or not scale:
         raise PlaybookRefused(f"unit_rescale needs column {column!r} and a non-zero scale in the finding")
-    values = pd.to_numeric(table[column], errors="raise")
+    try:
+        values = pd.to_numeric(table[column], errors="raise")
+    except (ValueError, TypeError) as exc:
+        raise PlaybookRefused(f"unit_rescale: column {column!r} holds values that are not numbers ({exc})") from exc
     healed = table.copy()
     healed[column] = (values - offset) / scale
     step = HealStep("unit_rescale", finding.kind.value, column,
