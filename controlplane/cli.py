@@ -12,7 +12,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Optional
 
-import click
 import typer
 
 from controlplane.errors import KintsugiError, WorkspaceError
@@ -175,15 +174,16 @@ def _quiet_libraries() -> None:
 def main() -> None:
     _quiet_libraries()
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # click returns a command's Exit code instead of raising it
     except KintsugiError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except typer.Abort:
         typer.echo("aborted", err=True)
         sys.exit(2)
-    except click.ClickException as exc:
-        exc.show()
+    except typer.TyperException as exc:  # usage errors and bad parameters
+        typer.echo(f"error: {exc.format_message() if hasattr(exc, 'format_message') else exc}", err=True)
         sys.exit(2)
+    sys.exit(code if isinstance(code, int) else 0)
