@@ -124,6 +124,36 @@ def guard(pipeline: str, workspace: WorkspaceOption = None,
     raise typer.Exit(0 if report.verdict.value == "CLEAN" else EXIT_BLOCKED)
 
 
+@app.command()
+def approve(run_id: str, workspace: WorkspaceOption = None, now: NowOption = None) -> None:
+    """Continue a run paused at a ratify gate (publish or promote); the heal is re-verified first."""
+    from controlplane.gates import approve as approve_run
+    from controlplane.render import timeline
+
+    record = approve_run(_workspace(workspace), run_id, now_ms=_now_ms(now), listener=_echo_event)
+    typer.echo("\n" + timeline(record))
+    raise typer.Exit(EXIT_BY_STATUS.get(record.status, 2))
+
+
+@app.command()
+def reject(run_id: str, reason: Annotated[str, typer.Option(help="Why the run is stopped.")],
+           workspace: WorkspaceOption = None) -> None:
+    """Stop a run paused at a ratify gate: nothing more is published or promoted."""
+    from controlplane.gates import reject as reject_run
+
+    record = reject_run(_workspace(workspace), run_id, reason)
+    typer.echo(record.outcome)
+
+
+@app.command()
+def undo(run_id: str, workspace: WorkspaceOption = None) -> None:
+    """Take back a run: restore the exact bytes it replaced, move `champion` back, reopen its incidents."""
+    from controlplane.gates import undo as undo_run
+
+    record = undo_run(_workspace(workspace), run_id)
+    typer.echo(record.outcome)
+
+
 @runs_app.callback()
 def runs(ctx: typer.Context, workspace: WorkspaceOption = None) -> None:
     """List runs (newest last)."""

@@ -5,8 +5,10 @@ Each stage reads what it needs, calls a pure decision, writes, and appends to th
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Callable
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 from datahub.metadata.schema_classes import IncidentInfoClass
 
@@ -25,9 +27,11 @@ from guard.context import GuardContext
 from guard.findings import GuardReport, Verdict
 from guard.runner import run_guard
 from guard.snapshot import SnapshotError, read_snapshot
+from remediations.registry import HealStep
 from remediations.sandbox import HealOutcome, content_hash, heal_copy, publish
 
-__all__ = ["run_pipeline", "LoopState"]
+__all__ = ["run_pipeline", "LoopState", "open_state", "publish_and_train", "verify_heal", "heal_from_dict",
+           "ref_from_dict"]
 
 
 @dataclass
@@ -51,17 +55,23 @@ def run_pipeline(ws: Workspace, spec: PipelineSpec, *, policy: str | None = None
                  listener: Callable[[Event], None] | None = None) -> RunRecord:
     now_ms = now_ms or int(time.time() * 1000)
     record = RunRecord(new_run_id(now_ms), spec.name, policy or spec.policy, now_ms)
-    journal = RunJournal(ws, record, listener)
-    metadata = LiteMetadata(ws.datahub_db, read_only=record.policy == "dry-run")
+    with open_state(ws, spec, RunJournal(ws, record, listener), now_ms) as state:
+        _loop(state)
+    return record
+
+
+@contextmanager
+def open_state(ws: Workspace, spec: PipelineSpec, journal: RunJournal, now_ms: int) -> Iterator[LoopState]:
+    """Open the stores for one stretch of a run; any error is recorded in the run and re-raised."""
+    metadata = LiteMetadata(ws.datahub_db, read_only=journal.record.policy == "dry-run")
     try:
-        _loop(LoopState(ws, spec, metadata, journal, now_ms))
+        yield LoopState(ws, spec, metadata, journal, now_ms)
     except Exception as exc:
         journal.event("error", "failed", str(exc))
         journal.finish("failed", str(exc))
         raise
     finally:
         metadata.close()
-    return record
 
 
 def _loop(state: LoopState) -> None:
@@ -75,12 +85,25 @@ def _loop(state: LoopState) -> None:
     outcome = _heal(state, context, report)
     if outcome is None:
         return
-    verified = _verify(state, context, outcome)
+    verified = verify_heal(state, context, outcome)
     if verified is None:
         return
     if not state.writes:
         state.journal.finish("planned", "dry-run: the heal verifies; nothing was published or written")
         return
+    if state.journal.record.policy == "ratify":
+        state.journal.record.state.update(gate="publish", heal=heal_to_dict(outcome),
+                                          incident_refs=[ref_to_dict(r) for r in incidents])
+        state.journal.event("publish", "paused", f"ratify: the heal verifies; waiting for "
+                            f"`kintsugi approve {state.run_id}` before publishing", healed=str(outcome.healed_path))
+        state.journal.finish("paused", "paused at the publish gate (heal verified, nothing published)")
+        return
+    publish_and_train(state, verified, outcome, incidents)
+
+
+def publish_and_train(state: LoopState, verified: GuardContext, outcome: HealOutcome,
+                      incidents: list[IncidentRef]) -> None:
+    """Everything after a verified heal: publish, resolve, remember the reference, train, promote."""
     _publish(state, outcome)
     _resolve(state, incidents, outcome)
     _remember_reference(state, verified)
@@ -127,7 +150,7 @@ def _raise_incidents(state: LoopState, report: GuardReport) -> list[IncidentRef]
         state.journal.ledger("datahub-aspect", refs[-1].urn, aspect="incidentInfo", created=refs[-1].created)
     state.journal.event("incident", "raised", ", ".join(
         f"{'new' if r.created else 'reused'} {r.urn} ({r.key[1]} on {r.key[2] or 'dataset'})" for r in refs),
-        incidents=[{"urn": r.urn, "key": list(r.key), "created": r.created, "previous": r.previous} for r in refs])
+        incidents=[ref_to_dict(r) for r in refs])
     state.journal.record.state["incidents"] = [r.urn for r in refs]
     return refs
 
@@ -154,7 +177,25 @@ def _heal(state: LoopState, context: GuardContext, report: GuardReport) -> HealO
     return outcome
 
 
-def _verify(state: LoopState, context: GuardContext, outcome: HealOutcome) -> GuardContext | None:
+def heal_to_dict(outcome: HealOutcome) -> dict[str, Any]:
+    return {"healed_path": str(outcome.healed_path), "before_hash": outcome.before_hash,
+            "after_hash": outcome.after_hash, "steps": [asdict(s) for s in outcome.steps]}
+
+
+def heal_from_dict(data: dict[str, Any]) -> HealOutcome:
+    return HealOutcome(Path(data["healed_path"]), data["before_hash"], data["after_hash"],
+                       tuple(HealStep(**s) for s in data["steps"]))
+
+
+def ref_to_dict(ref: IncidentRef) -> dict[str, Any]:
+    return {"urn": ref.urn, "key": list(ref.key), "created": ref.created, "previous": ref.previous}
+
+
+def ref_from_dict(data: dict[str, Any]) -> IncidentRef:
+    return IncidentRef(data["urn"], tuple(data["key"]), data["created"], data["previous"])  # type: ignore[arg-type]
+
+
+def verify_heal(state: LoopState, context: GuardContext, outcome: HealOutcome) -> GuardContext | None:
     try:
         healed = read_snapshot(outcome.healed_path)
     except SnapshotError as exc:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -21,9 +22,25 @@ if TYPE_CHECKING:
     from controlplane.loop import LoopState
     from training.registry import ModelStore
 
-__all__ = ["train_and_promote", "open_model_store", "training_errors_mapped"]
+__all__ = ["Candidate", "train_and_promote", "conclude", "open_model_store", "training_errors_mapped"]
 
 STATUS_BY_VERDICT = {"APPROVED": "promoted", "NEEDS_REVIEW": "needs-review", "BLOCKED": "blocked"}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A trained, registered version and the gate's decision on it: what the promote gate acts on."""
+
+    version: int
+    mlflow_run: str
+    metrics: dict[str, float]
+    verdict: str
+    reasons: list[str]
+    gain: float | None
+    passport: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @contextmanager
@@ -46,16 +63,34 @@ def open_model_store(state: LoopState) -> ModelStore:
 
 def train_and_promote(state: LoopState, report: GuardReport, *, heal: HealOutcome | None,
                       incidents: list[IncidentRef]) -> None:
+    """Train, gate, and (unless the policy pauses at the promote gate) conclude."""
     if not state.writes:
         state.journal.event("train", "skipped", "dry-run: no training, no MLflow writes")
         state.journal.finish("planned", f"dry-run: guard {report.verdict.value}; nothing was written")
         return
     with training_errors_mapped():
-        _train_and_promote(state, report, heal, incidents)
+        candidate = _train_candidate(state, report, heal, incidents)
+        if candidate.verdict == PromotionVerdict.APPROVED.value and state.journal.record.policy == "ratify":
+            state.journal.record.state.update(gate="promote", candidate=candidate.to_dict())
+            state.journal.event("promote", "paused", f"ratify: v{candidate.version} is APPROVED by the gate; "
+                                f"waiting for `kintsugi approve {state.run_id}`", version=candidate.version)
+            state.journal.finish("paused", f"paused at the promote gate (v{candidate.version} APPROVED)")
+            return
+        conclude(state, candidate)
 
 
-def _train_and_promote(state: LoopState, report: GuardReport, heal: HealOutcome | None,
-                       incidents: list[IncidentRef]) -> None:
+def conclude(state: LoopState, candidate: Candidate, *, rejected: str | None = None) -> None:
+    """Record the verdict in MLflow, move the alias if APPROVED (and not rejected), write back to DataHub."""
+    with training_errors_mapped():
+        store = open_model_store(state)
+        verdict = "REJECTED" if rejected else candidate.verdict
+        reasons = [f"rejected by an operator: {rejected}"] if rejected else candidate.reasons
+        _record_verdict(state, store, candidate.version, verdict, reasons, candidate.gain)
+        _write_back(state, candidate, verdict, reasons)
+
+
+def _train_candidate(state: LoopState, report: GuardReport, heal: HealOutcome | None,
+                     incidents: list[IncidentRef]) -> Candidate:
     spec, journal = state.spec, state.journal
     store = open_model_store(state)
     frame = pd.read_parquet(spec.data)
@@ -86,8 +121,8 @@ def _train_and_promote(state: LoopState, report: GuardReport, heal: HealOutcome 
     passport = sign(_passport_body(state, report, heal, incidents, candidate, champion, champion_version,
                                    decision, version, mlflow_run, content_hash, len(frame)))
     store.log_json_artifact(mlflow_run, "passport.json", passport)
-    _record_verdict(state, store, version, decision)
-    _write_back(state, version, mlflow_run, candidate, decision, passport)
+    return Candidate(version, mlflow_run, candidate, decision.verdict.value, list(decision.reasons), decision.gain,
+                     passport)
 
 
 def _score_champion(store: ModelStore, state: LoopState, holdout: pd.DataFrame) -> tuple[int | None, dict[str, float]]:
@@ -102,30 +137,27 @@ def _score_champion(store: ModelStore, state: LoopState, holdout: pd.DataFrame) 
         return version, {}
 
 
-def _record_verdict(state: LoopState, store: ModelStore, version: int, decision: PromotionDecision) -> None:
+def _record_verdict(state: LoopState, store: ModelStore, version: int, verdict: str, reasons: list[str],
+                    gain: float | None) -> None:
     name = state.spec.name
-    store.set_version_tags(name, version, {"kintsugi.verdict": decision.verdict.value,
-                                           "kintsugi.reasons": " | ".join(decision.reasons),
+    store.set_version_tags(name, version, {"kintsugi.verdict": verdict, "kintsugi.reasons": " | ".join(reasons),
                                            "kintsugi.run_id": state.run_id})
-    if decision.verdict is PromotionVerdict.APPROVED:
+    if verdict == PromotionVerdict.APPROVED.value:
         before = store.champion_version(name)
         store.promote(name, version)
         state.journal.ledger("mlflow-alias", f"{name}@champion", version=version, previous=before)
-    status = STATUS_BY_VERDICT[decision.verdict.value]
-    summary = f"{decision.verdict.value} v{version}: " + "; ".join(decision.reasons)
-    state.journal.event("promote", decision.verdict.value, summary, verdict=decision.verdict.value,
-                        reasons=list(decision.reasons), version=version, gain=decision.gain)
-    state.journal.finish(status, summary)
+    summary = f"{verdict} v{version}: " + "; ".join(reasons)
+    state.journal.event("promote", verdict, summary, verdict=verdict, reasons=reasons, version=version, gain=gain)
+    state.journal.finish(STATUS_BY_VERDICT.get(verdict, "rejected"), summary)
 
 
-def _write_back(state: LoopState, version: int, mlflow_run: str, metrics: dict[str, float],
-                decision: PromotionDecision, passport: dict[str, Any]) -> None:
+def _write_back(state: LoopState, candidate: Candidate, verdict: str, reasons: list[str]) -> None:
     trained = TrainedVersion(
-        pipeline=state.spec.name, version=version, run_id=state.run_id, mlflow_run_id=mlflow_run,
-        feature_table=state.spec.feature_table, trained_at_ms=state.now_ms, metrics=metrics,
+        pipeline=state.spec.name, version=candidate.version, run_id=state.run_id, mlflow_run_id=candidate.mlflow_run,
+        feature_table=state.spec.feature_table, trained_at_ms=candidate.passport["body"]["trained_at_ms"],
+        metrics=candidate.metrics,
         params={"estimator": state.spec.training.estimator, **state.spec.training.params, "seed": state.spec.training.seed},
-        verdict=decision.verdict.value, summary=f"{decision.verdict.value}: " + "; ".join(decision.reasons),
-        passport=passport)
+        verdict=verdict, summary=f"{verdict}: " + "; ".join(reasons), passport=candidate.passport)
     mcps = model_mcps(trained)
     state.metadata.emit(mcps, state.now_ms)
     state.journal.ledger("datahub-aspect", mcps[1].entityUrn or "", what="mlModel+group+lineage+process", count=len(mcps))

@@ -15,7 +15,7 @@ __all__ = ["TrainedVersion", "model_mcps", "read_passport", "PASSPORT_PROPERTY",
 
 PASSPORT_PROPERTY = "kintsugi.passport"
 VERDICT_TAGS = {"APPROVED": "urn:li:tag:champion", "BLOCKED": "urn:li:tag:blocked",
-                "NEEDS_REVIEW": "urn:li:tag:needs-review"}
+                "NEEDS_REVIEW": "urn:li:tag:needs-review", "REJECTED": "urn:li:tag:rejected"}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,4 @@
+"""`python -m controlplane` is the `kintsugi` command."""
+from controlplane.cli import main
+
+main()
