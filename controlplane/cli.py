@@ -173,6 +173,26 @@ def runs_show(run_id: str, workspace: WorkspaceOption = None) -> None:
     typer.echo(timeline(load_run(_workspace(workspace), run_id)))
 
 
+@contract_app.command("infer")
+def contract_infer(data: Path,
+                   dataset: Annotated[str, typer.Option(help="DataHub URN of the dataset the contract governs.")],
+                   unit: Annotated[Optional[list[str]], typer.Option(help="COLUMN=UNIT, once per numeric column "
+                                                                    "(see guard/units.py).")] = None,
+                   out: Annotated[Optional[Path], typer.Option(help="Write the YAML here instead of stdout.")] = None
+                   ) -> None:
+    """Propose an ODCS contract from a reference snapshot, for review. Units are asked for, never guessed."""
+    from controlplane.services import infer_contract
+
+    text, unanswered = infer_contract(data, dataset, unit or [])
+    if out is not None:
+        out.write_text(text)
+    else:
+        typer.echo(text, nl=False)
+    if unanswered:
+        typer.echo(f"unit not declared for: {', '.join(unanswered)}; answer with --unit COLUMN=UNIT, or replace "
+                   "`unit: ?` by a unit (or delete it for unitless columns) before `kintsugi contract apply`", err=True)
+
+
 @contract_app.command("apply")
 def contract_apply(file: Path, workspace: WorkspaceOption = None,
                    reference: Annotated[Optional[Path], typer.Option(help="Record this parquet file's profile "

@@ -9,13 +9,15 @@ from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.urns import contract_urn
 from controlplane.detect import guard_snapshot
 from controlplane.errors import ContractError, DataError
+from controlplane.infer import propose_contract
 from controlplane.odcs import parse_odcs
 from controlplane.spec import load_spec
 from controlplane.workspace import Workspace
 from guard.findings import GuardReport
 from guard.snapshot import SnapshotError, read_snapshot
+from guard.units import UNITS
 
-__all__ = ["guard_pipeline", "apply_contract", "show_contract"]
+__all__ = ["guard_pipeline", "apply_contract", "show_contract", "infer_contract"]
 
 
 def guard_pipeline(ws: Workspace, pipeline: str, data: Path | None = None, now_ms: int | None = None) -> GuardReport:
@@ -60,3 +62,21 @@ def show_contract(ws: Workspace, dataset: str) -> str:
     if properties is None or not properties.rawContract:
         raise ContractError(f"DataHub holds no contract for {dataset}", "apply one with `kintsugi contract apply FILE`")
     return properties.rawContract
+
+
+def infer_contract(data: Path, dataset: str, unit_options: list[str]) -> tuple[str, list[str]]:
+    units = {}
+    for option in unit_options:
+        column, sep, unit = option.partition("=")
+        if not sep or unit not in UNITS:
+            raise ContractError(f"--unit {option!r} is not COLUMN=UNIT with a known unit",
+                                f"use one of: {', '.join(sorted(UNITS))}")
+        units[column] = unit
+    try:
+        profile = read_snapshot(data).profile
+    except SnapshotError as exc:
+        raise DataError(str(exc), "pass a readable parquet file") from exc
+    unknown = sorted(set(units) - set(profile.columns))
+    if unknown:
+        raise ContractError(f"--unit names columns not in {data}: {', '.join(unknown)}", "check the column names")
+    return propose_contract(profile, dataset=dataset, name=data.stem, units=units)

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import pandas as pd
 
+from controlplane.datahub.estate import walk_upstream
 from controlplane.datahub.incidents import IncidentRef
 from controlplane.datahub.models import TrainedVersion, model_mcps
 from controlplane.errors import RegistryError, SpecError
+from controlplane.history import health_at
 from controlplane.passport import sign
 from controlplane.promotion import PromotionDecision, PromotionEvidence, PromotionVerdict, decide
 from guard.findings import GuardReport
@@ -22,7 +24,8 @@ if TYPE_CHECKING:
     from controlplane.loop import LoopState
     from training.registry import ModelStore
 
-__all__ = ["Candidate", "train_and_promote", "conclude", "open_model_store", "training_errors_mapped"]
+__all__ = ["Candidate", "train_and_promote", "conclude", "open_model_store", "training_errors_mapped",
+           "unhealed_at_training"]
 
 STATUS_BY_VERDICT = {"APPROVED": "promoted", "NEEDS_REVIEW": "needs-review", "BLOCKED": "blocked"}
 
@@ -106,9 +109,12 @@ def _train_candidate(state: LoopState, report: GuardReport, heal: HealOutcome | 
                   candidate=candidate, champion=champion, champion_version=champion_version,
                   rows_train=len(train_df), rows_holdout=len(holdout), rows_unlabelled=len(frame) - len(labelled))
     content_hash = journal.record.state.get("source_hash") if heal is None else heal.after_hash
+    lineage = [node.urn for node in walk_upstream(state.metadata, spec.feature_table)]
+    health = health_at(state.metadata, {spec.feature_table, *lineage}, state.now_ms)
+    unhealed = unhealed_at_training(health, spec.feature_table, [r.urn for r in incidents])
     decision = decide(PromotionEvidence(
         metric=spec.training.metric, guard_verdict=report.verdict.value, guard_warnings=len(report.warnings),
-        unhealed_upstream_incidents=(), candidate_score=candidate.get(spec.training.metric),
+        unhealed_upstream_incidents=tuple(unhealed), candidate_score=candidate.get(spec.training.metric),
         has_champion=champion_version is not None, champion_score=champion.get(spec.training.metric),
         snapshot_hash=content_hash), spec.promotion.min_gain, spec.promotion.max_regression)
     mlflow_run = store.log_training(
@@ -118,11 +124,22 @@ def _train_candidate(state: LoopState, report: GuardReport, heal: HealOutcome | 
     journal.ledger("mlflow-run", mlflow_run, experiment=spec.name)
     version = store.find_version_by_run(spec.name, mlflow_run) or store.register(spec.name, mlflow_run)
     journal.ledger("mlflow-version", f"{spec.name}/{version}", run=mlflow_run)
-    passport = sign(_passport_body(state, report, heal, incidents, candidate, champion, champion_version,
-                                   decision, version, mlflow_run, content_hash, len(frame)))
+    body = _passport_body(state, report, heal, incidents, candidate, champion, champion_version,
+                          decision, version, mlflow_run, content_hash, len(frame))
+    passport = sign({**body, "lineage": lineage, "health_at_training": health, "unhealed_at_training": unhealed})
     store.log_json_artifact(mlflow_run, "passport.json", passport)
     return Candidate(version, mlflow_run, candidate, decision.verdict.value, list(decision.reasons), decision.gain,
                      passport)
+
+
+def unhealed_at_training(health: dict[str, list[dict[str, Any]]], feature_table: str, healed: list[str]) -> list[str]:
+    """Incidents ACTIVE at the training instant that this run did not heal, and failing upstream assertions.
+
+    The feature table's own assertions are this guard's: the guard at training time (after heal) speaks for them.
+    """
+    incidents = [str(i["urn"]) for i in health["incidents"] if i["urn"] not in healed]
+    assertions = [str(a["assertion"]) for a in health["failing_assertions"] if a["dataset"] != feature_table]
+    return sorted(set(incidents)) + sorted(set(assertions))
 
 
 def _score_champion(store: ModelStore, state: LoopState, holdout: pd.DataFrame) -> tuple[int | None, dict[str, float]]:

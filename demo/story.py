@@ -53,9 +53,10 @@ def run_demo(ws: Workspace, *, seed: int = 7, now: datetime | None = None,
     return DemoResult(first, healed, mae_poisoned, mae_healed)
 
 
-def land_batch(ws: Workspace, spec: PipelineSpec, *, seed: int, anchor: datetime, metres: bool) -> None:
-    """A new batch of `INITIAL_DAYS + NEW_DAYS` days; upstreams report fresh loads."""
-    frame = generate_eta_features(days=INITIAL_DAYS + NEW_DAYS, seed=seed, anchor=anchor)
+def land_batch(ws: Workspace, spec: PipelineSpec, *, seed: int, anchor: datetime, metres: bool,
+               days: int = INITIAL_DAYS + NEW_DAYS) -> None:
+    """A new batch: `days` days of deliveries ending at `anchor`; upstreams report fresh loads."""
+    frame = generate_eta_features(days=days, seed=seed, anchor=anchor)
     if metres:
         frame["distance_km"] = frame["distance_km"] * 1000.0
     frame.to_parquet(spec.data, index=False, row_group_size=100_000)
