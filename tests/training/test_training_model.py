@@ -1,0 +1,329 @@
+"""Time holdout, estimator building, fit/evaluate determinism and champion comparison."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.compose import ColumnTransformer
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import OneHotEncoder
+
+from training.errors import SpecError, TrainingError
+from training.model import (
+    build_estimator,
+    evaluate,
+    fit,
+    is_better,
+    relative_gain,
+    time_holdout,
+)
+from training.spec import TrainingSpec
+
+SpecFactory = Callable[..., TrainingSpec]
+
+# -- time_holdout --------------------------------------------------------------------------
+
+
+def test_holdout_is_the_latest_rows(deliveries: pd.DataFrame) -> None:
+    train, holdout = time_holdout(deliveries, "event_time", 0.2)
+    assert (len(train), len(holdout)) == (320, 80)
+    assert train["event_time"].max() < holdout["event_time"].min()
+    assert holdout["event_time"].min() == deliveries["event_time"].sort_values().iloc[320]
+    assert train["event_time"].is_monotonic_increasing
+    assert holdout["event_time"].is_monotonic_increasing
+
+
+def test_holdout_is_deterministic_whatever_the_row_order(deliveries: pd.DataFrame) -> None:
+    first = time_holdout(deliveries, "event_time", 0.25)
+    again = time_holdout(deliveries, "event_time", 0.25)
+    reshuffled = time_holdout(deliveries.sample(frac=1.0, random_state=99), "event_time", 0.25)
+    for left, right in ((first, again), (first, reshuffled)):
+        pd.testing.assert_frame_equal(left[0], right[0])
+        pd.testing.assert_frame_equal(left[1], right[1])
+
+
+def test_rows_sharing_the_boundary_timestamp_all_go_to_the_holdout() -> None:
+    times = pd.to_datetime(["2024-01-01"] * 3 + ["2024-01-02"] * 4 + ["2024-01-03"] * 3)
+    df = pd.DataFrame({"t": times, "x": range(10)}).iloc[::-1]
+    train, holdout = time_holdout(df, "t", 0.5)
+    assert sorted(train["x"]) == [0, 1, 2]
+    assert sorted(holdout["x"]) == [3, 4, 5, 6, 7, 8, 9]
+
+
+def test_iso_strings_split_like_timestamps(deliveries: pd.DataFrame) -> None:
+    as_text = deliveries.assign(
+        event_time=deliveries["event_time"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    )
+    _, holdout = time_holdout(deliveries, "event_time", 0.2)
+    _, text_holdout = time_holdout(as_text, "event_time", 0.2)
+    assert list(text_holdout.index) == list(holdout.index)
+
+
+@pytest.mark.parametrize(
+    ("times", "expected"),
+    [
+        (["2024-01-01", None, "2024-01-03"], "1 row(s) have no 't' timestamp"),
+        (["2024-01-01", "yesterday", "2024-01-03"], "column 't' has values that do not parse"),
+        (["2024-01-01"] * 3, "every row of 't' is at or after the holdout boundary"),
+        (["2024-01-01"], "cannot split 1 row(s)"),
+    ],
+)
+def test_unsplittable_time_column_is_refused(times: list[str | None], expected: str) -> None:
+    with pytest.raises(TrainingError) as info:
+        time_holdout(pd.DataFrame({"t": times}), "t", 0.5)
+    assert info.value.message.startswith(expected)
+
+
+@pytest.mark.parametrize("fraction", [0, 1, 1.5, -0.1, "0.2"])
+def test_holdout_fraction_must_be_a_fraction(deliveries: pd.DataFrame, fraction: object) -> None:
+    with pytest.raises(SpecError, match="holdout fraction must be"):
+        time_holdout(deliveries, "event_time", fraction)  # type: ignore[arg-type]
+
+
+def test_holdout_needs_the_time_column(deliveries: pd.DataFrame) -> None:
+    with pytest.raises(SpecError, match="lacks columns named in the spec: ts"):
+        time_holdout(deliveries, "ts", 0.2)
+
+
+# -- build_estimator -----------------------------------------------------------------------
+
+
+def test_build_preprocesses_then_seeds_the_estimator(spec_factory: SpecFactory) -> None:
+    pipeline = build_estimator(spec_factory("regression", seed=11))
+    assert [name for name, _ in pipeline.steps] == ["preprocess", "model"]
+    pre = pipeline.named_steps["preprocess"]
+    assert isinstance(pre, ColumnTransformer)
+    numeric, categorical = pre.transformers[0], pre.transformers[1]
+    assert numeric[1].strategy == "median" and numeric[2] == ["distance_km", "weight_kg"]
+    impute, onehot = categorical[1].steps
+    assert impute[1].strategy == "most_frequent"
+    assert isinstance(onehot[1], OneHotEncoder) and onehot[1].handle_unknown == "ignore"
+    assert pipeline.named_steps["model"].random_state == 11
+    assert pipeline.named_steps["model"].n_estimators == 15
+
+
+def test_params_win_over_the_seed(spec_factory: SpecFactory) -> None:
+    spec = spec_factory("regression", params={"random_state": 5})
+    assert build_estimator(spec).named_steps["model"].random_state == 5
+
+
+def test_estimators_without_random_state_build(spec_factory: SpecFactory) -> None:
+    spec = spec_factory("regression", estimator="sklearn.linear_model.Ridge", params={})
+    assert isinstance(build_estimator(spec), Pipeline)
+
+
+FACTORIES = """
+from sklearn.ensemble import RandomForestRegressor
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+
+
+def scaled_forest(n_estimators):
+    return Pipeline(
+        [("scale", StandardScaler()), ("forest", RandomForestRegressor(n_estimators=n_estimators))]
+    )
+
+
+def seeded_forest(n_estimators, random_state=None):
+    return RandomForestRegressor(n_estimators=n_estimators, random_state=random_state)
+"""
+
+
+@pytest.fixture
+def factories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "kintsugi_test_factories.py").write_text(FACTORIES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "kintsugi_test_factories"
+
+
+def test_pipeline_factory_gets_its_nested_steps_seeded(
+    spec_factory: SpecFactory, factories: str
+) -> None:
+    spec = spec_factory(
+        "regression", estimator=f"{factories}:scaled_forest", params={"n_estimators": 4}
+    )
+    model = build_estimator(spec).named_steps["model"]
+    assert isinstance(model, Pipeline)
+    assert model.get_params()["forest__random_state"] == spec.seed
+    assert model.get_params()["forest__n_estimators"] == 4
+
+
+def test_factory_accepting_random_state_gets_the_seed(
+    spec_factory: SpecFactory, factories: str
+) -> None:
+    spec = spec_factory(
+        "regression", estimator=f"{factories}.seeded_forest", params={"n_estimators": 4}
+    )
+    assert build_estimator(spec).named_steps["model"].random_state == spec.seed
+
+
+@pytest.mark.parametrize(
+    ("estimator", "params", "message"),
+    [
+        (
+            "sklearn.ensemble.NoSuchForest",
+            {},
+            "cannot import estimator 'sklearn.ensemble.NoSuchForest'",
+        ),
+        ("no_such_package.Model", {}, "cannot import estimator 'no_such_package.Model'"),
+        ("RandomForestRegressor", {}, "estimator 'RandomForestRegressor' is not an import path"),
+        ("sklearn.__version__", {}, "estimator 'sklearn.__version__' is a str"),
+        (
+            "sklearn.ensemble.RandomForestRegressor",
+            {"n_trees": 5},
+            "estimator 'sklearn.ensemble.RandomForestRegressor' rejected params",
+        ),
+        (
+            "sklearn.ensemble.RandomForestRegressor",
+            {"n_estimators": -1},
+            "estimator 'sklearn.ensemble.RandomForestRegressor' rejected its params",
+        ),
+        ("sklearn.base.clone", {}, "estimator 'sklearn.base.clone' rejected params"),
+    ],
+)
+def test_bad_estimator_is_a_spec_error_naming_the_fix(
+    spec_factory: SpecFactory, estimator: str, params: dict[str, object], message: str
+) -> None:
+    with pytest.raises(SpecError) as info:
+        build_estimator(spec_factory("regression", estimator=estimator, params=params))
+    assert info.value.message.startswith(message)
+    assert info.value.fix
+
+
+def test_unknown_param_error_lists_the_accepted_ones(spec_factory: SpecFactory) -> None:
+    with pytest.raises(SpecError) as info:
+        build_estimator(spec_factory("regression", params={"n_trees": 5}))
+    assert "n_estimators" in info.value.fix and "max_depth" in info.value.fix
+
+
+# -- fit / evaluate ------------------------------------------------------------------------
+
+
+def _fit_and_score(spec: TrainingSpec, deliveries: pd.DataFrame) -> dict[str, float]:
+    train, holdout = time_holdout(deliveries, spec.time_column, spec.holdout_fraction)
+    return evaluate(spec, fit(spec, train), holdout)
+
+
+def test_regression_scores_are_reproducible(
+    regression_spec: TrainingSpec, deliveries: pd.DataFrame
+) -> None:
+    first = _fit_and_score(regression_spec, deliveries)
+    again = _fit_and_score(regression_spec, deliveries)
+    assert first == again
+    assert sorted(first) == ["mae", "r2", "rmse"]
+    assert 0 < first["mae"] <= first["rmse"] and 0.5 < first["r2"] <= 1
+
+
+def test_seed_changes_the_model(
+    regression_spec: TrainingSpec, spec_factory: SpecFactory, deliveries: pd.DataFrame
+) -> None:
+    other = spec_factory("regression", seed=regression_spec.seed + 1)
+    assert _fit_and_score(other, deliveries) != _fit_and_score(regression_spec, deliveries)
+
+
+def test_classification_scores_are_reproducible(
+    classification_spec: TrainingSpec, deliveries: pd.DataFrame
+) -> None:
+    first = _fit_and_score(classification_spec, deliveries)
+    again = _fit_and_score(classification_spec, deliveries)
+    assert first == again
+    assert sorted(first) == ["accuracy", "f1", "log_loss", "roc_auc"]
+    assert 0.6 < first["roc_auc"] <= 1 and 0 < first["f1"] <= 1 and first["log_loss"] > 0
+
+
+def test_multiclass_scores(spec_factory: SpecFactory, deliveries: pd.DataFrame) -> None:
+    spec = spec_factory(
+        "classification", target="courier", categorical_features=["region"], metric="f1"
+    )
+    scores = _fit_and_score(spec, deliveries)
+    assert all(math.isfinite(v) for v in scores.values())
+
+
+def test_unseen_categories_are_ignored_at_evaluation(
+    regression_spec: TrainingSpec, deliveries: pd.DataFrame
+) -> None:
+    train, holdout = time_holdout(deliveries, "event_time", 0.2)
+    model = fit(regression_spec, train)
+    scores = evaluate(regression_spec, model, holdout.assign(region="mars"))
+    assert math.isfinite(scores["mae"])
+
+
+def test_holdout_labels_must_match_the_model_classes(
+    classification_spec: TrainingSpec, deliveries: pd.DataFrame
+) -> None:
+    train, holdout = time_holdout(deliveries, "event_time", 0.2)
+    model = fit(classification_spec, train)
+    with pytest.raises(TrainingError, match=r"the holdout lacks class\(es\) 0, so roc_auc"):
+        evaluate(classification_spec, model, holdout.assign(late=1))
+    with pytest.raises(TrainingError, match="labels the model never saw in training: 5"):
+        evaluate(classification_spec, model, holdout.assign(late=5))
+
+
+def test_classifier_without_probabilities_is_refused(
+    spec_factory: SpecFactory, deliveries: pd.DataFrame
+) -> None:
+    spec = spec_factory("classification", estimator="sklearn.svm.LinearSVC", params={})
+    with pytest.raises(SpecError, match="has no predict_proba"):
+        _fit_and_score(spec, deliveries)
+
+
+def test_fit_needs_the_spec_columns(
+    regression_spec: TrainingSpec, deliveries: pd.DataFrame
+) -> None:
+    with pytest.raises(SpecError, match="lacks columns named in the spec: courier"):
+        fit(regression_spec, deliveries.drop(columns=["courier"]))
+
+
+def test_missing_target_values_fail_the_fit(
+    regression_spec: TrainingSpec, deliveries: pd.DataFrame
+) -> None:
+    broken = deliveries.assign(delivery_minutes=np.nan)
+    with pytest.raises(TrainingError) as info:
+        fit(regression_spec, broken)
+    assert info.value.message.startswith("fitting sklearn.ensemble.RandomForestRegressor on 400")
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+# -- comparing with the champion -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("metric", "candidate", "champion", "gain"),
+    [
+        ("mae", 8.0, 10.0, 0.2),
+        ("mae", 12.0, 10.0, -0.2),
+        ("r2", 0.9, 0.8, 0.125),
+        ("r2", 0.7, 0.8, -0.125),
+        ("r2", -0.2, -0.5, 0.6),
+        ("log_loss", 0.5, 0.5, 0.0),
+        ("r2", 0.3, 0.0, math.inf),
+        ("mae", 0.1, 0.0, -math.inf),
+    ],
+)
+def test_relative_gain_is_positive_when_the_candidate_is_better(
+    metric: str, candidate: float, champion: float, gain: float
+) -> None:
+    assert relative_gain(metric, candidate, champion) == pytest.approx(gain)
+
+
+def test_is_better_respects_direction_and_min_gain() -> None:
+    assert is_better("rmse", 9.0, 10.0)
+    assert not is_better("rmse", 11.0, 10.0)
+    assert is_better("accuracy", 0.9, 0.8)
+    assert not is_better("accuracy", 0.8, 0.8)
+    assert not is_better("rmse", 9.5, 10.0, min_gain=0.1)
+    assert is_better("rmse", 8.5, 10.0, min_gain=0.1)
+
+
+def test_missing_scores_are_never_better() -> None:
+    with pytest.raises(TrainingError, match="candidate mae is nan"):
+        is_better("mae", math.nan, 1.0)
+    with pytest.raises(SpecError, match="min_gain must be a non-negative fraction"):
+        is_better("mae", 1.0, 2.0, min_gain=-0.5)
+    with pytest.raises(SpecError, match="unknown metric"):
+        relative_gain("mape", 1.0, 2.0)

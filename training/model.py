@@ -1,0 +1,207 @@
+"""Split, build, fit and score scikit-learn models from a TrainingSpec. Pure: no MLflow."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.compose import ColumnTransformer
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import OneHotEncoder
+from sklearn.utils._param_validation import InvalidParameterError
+
+from training._estimator import make_estimator
+from training._scores import classification_scores, regression_scores
+from training.errors import SpecError, TrainingError
+from training.spec import TrainingSpec, metric_direction
+
+__all__ = ["build_estimator", "evaluate", "fit", "is_better", "relative_gain", "time_holdout"]
+
+
+def time_holdout(
+    df: pd.DataFrame, time_column: str, fraction: float
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Split ``df`` by time: the rows from the ``1 - fraction`` row quantile on are the holdout.
+
+    Rows are stably sorted by ``time_column`` (timestamps, numbers or ISO 8601 strings); the
+    boundary is the timestamp of the ``round(len(df) * fraction)``-th row from the end, and
+    every row at or after it is held out, so each training row is strictly earlier than each
+    holdout row (ties can make the holdout a little larger than ``fraction``). Both frames
+    keep the original index and come back in time order. Missing or unparseable timestamps,
+    and a split that leaves no training rows, are TrainingErrors.
+    """
+    _check_fraction(fraction)
+    _require_columns(df, [time_column], "the frame to split")
+    if len(df) < 2:
+        raise TrainingError(
+            f"cannot split {len(df)} row(s) into training and holdout",
+            "train on a table with at least two rows",
+        )
+    times = _time_values(df[time_column], time_column)
+    order = np.argsort(times, kind="stable")
+    ordered, sorted_times = df.iloc[order], times[order]
+    n_holdout = max(1, round(len(df) * fraction))
+    boundary = sorted_times[len(df) - n_holdout]
+    cut = int(np.searchsorted(sorted_times, boundary, side="left"))
+    if cut == 0:
+        raise TrainingError(
+            f"every row of {time_column!r} is at or after the holdout boundary {boundary}",
+            "train on rows that span more than one timestamp or lower holdout_fraction",
+        )
+    return ordered.iloc[:cut], ordered.iloc[cut:]
+
+
+def build_estimator(spec: TrainingSpec) -> Pipeline:
+    """Preprocessing (median / most-frequent imputation, one-hot) then the spec's estimator."""
+    estimator = make_estimator(spec.estimator, spec.params, spec.seed)
+    return Pipeline([("preprocess", _preprocessor(spec)), ("model", estimator)])
+
+
+def fit(spec: TrainingSpec, train_df: pd.DataFrame) -> Pipeline:
+    """Build the spec's pipeline and fit it on ``train_df``."""
+    _require_columns(train_df, [*spec.features, spec.target], "the training frame")
+    pipeline = build_estimator(spec)
+    fix = "check that the target has no missing values and the features have the expected types"
+    with _sklearn_errors(f"fitting {spec.estimator} on {len(train_df)} rows", fix=fix):
+        pipeline.fit(train_df[spec.features], train_df[spec.target])
+    return pipeline
+
+
+def evaluate(spec: TrainingSpec, model: Any, df: pd.DataFrame) -> dict[str, float]:
+    """Score ``model`` on ``df``: mae/rmse/r2, or accuracy/f1/roc_auc/log_loss."""
+    _require_columns(df, [*spec.features, spec.target], "the evaluation frame")
+    if df.empty:
+        raise TrainingError(
+            "the evaluation frame has no rows",
+            "evaluate on a non-empty holdout (check holdout_fraction and the table's time range)",
+        )
+    features, target = df[spec.features], df[spec.target]
+    fix = "check the holdout's feature types against the training data"
+    with _sklearn_errors(f"evaluating {spec.estimator} on {len(df)} rows", fix=fix):
+        if spec.task == "regression":
+            scores = regression_scores(model, features, target)
+        else:
+            scores = classification_scores(model, features, target)
+    bad = sorted(name for name, value in scores.items() if not math.isfinite(value))
+    if bad:
+        raise TrainingError(
+            f"metrics {', '.join(bad)} are not finite on {len(df)} holdout rows",
+            "evaluate on a larger holdout (raise holdout_fraction or add rows)",
+        )
+    return scores
+
+
+def relative_gain(metric: str, candidate: float, champion: float) -> float:
+    """How much better ``candidate`` is than ``champion``, as a fraction of ``|champion|``.
+
+    Positive means the candidate is better whatever the metric's direction; a zero champion
+    gives ``inf`` or ``-inf`` unless the two are equal.
+    """
+    direction = metric_direction(metric)
+    for role, value in (("candidate", candidate), ("champion", champion)):
+        if not math.isfinite(value):
+            raise TrainingError(
+                f"{role} {metric} is {value}, not a finite number",
+                "re-evaluate the model; a missing score cannot be compared",
+            )
+    improvement = candidate - champion if direction == "max" else champion - candidate
+    if improvement == 0:
+        return 0.0
+    if champion == 0:
+        return math.copysign(math.inf, improvement)
+    return improvement / abs(champion)
+
+
+def is_better(metric: str, candidate: float, champion: float, min_gain: float = 0.0) -> bool:
+    """True if ``candidate`` beats ``champion`` by more than ``min_gain`` (a relative gain)."""
+    if not (math.isfinite(min_gain) and min_gain >= 0):
+        raise SpecError(
+            f"min_gain must be a non-negative fraction, got {min_gain}",
+            "set min_gain to 0.0 or a positive fraction such as 0.01 (1% better)",
+        )
+    return relative_gain(metric, candidate, champion) > min_gain
+
+
+def _preprocessor(spec: TrainingSpec) -> ColumnTransformer:
+    categorical = Pipeline(
+        [
+            ("impute", SimpleImputer(strategy="most_frequent")),
+            ("onehot", OneHotEncoder(handle_unknown="ignore", sparse_output=False)),
+        ]
+    )
+    transformers: list[tuple[str, Any, list[str]]] = []
+    if spec.numeric_features:
+        transformers.append(
+            ("numeric", SimpleImputer(strategy="median"), list(spec.numeric_features))
+        )
+    if spec.categorical_features:
+        transformers.append(("categorical", categorical, list(spec.categorical_features)))
+    return ColumnTransformer(transformers, remainder="drop")
+
+
+@contextmanager
+def _sklearn_errors(action: str, fix: str) -> Iterator[None]:
+    """The one place scikit-learn's exceptions become TrainingError / SpecError."""
+    try:
+        yield
+    except InvalidParameterError as exc:
+        raise SpecError(
+            f"{action} failed: {_text(exc)}", "fix the estimator params in the training spec"
+        ) from exc
+    except (ValueError, TypeError, ArithmeticError, IndexError, KeyError) as exc:
+        raise TrainingError(f"{action} failed: {_text(exc)}", fix) from exc
+
+
+def _text(exc: BaseException) -> str:
+    return " ".join(str(exc).split()).rstrip(".")
+
+
+def _check_fraction(fraction: float) -> None:
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
+        raise SpecError(f"holdout fraction must be a number, got {fraction!r}", "use e.g. 0.2")
+    if not 0 < fraction < 1:
+        raise SpecError(
+            f"holdout fraction must be between 0 and 1, got {fraction}", "use e.g. 0.2"
+        )
+
+
+def _require_columns(df: pd.DataFrame, columns: Sequence[str], where: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise SpecError(
+            f"{where} lacks columns named in the spec: {', '.join(missing)}",
+            "fix the column names in the training spec or add the columns to the table",
+        )
+
+
+def _time_values(column: pd.Series, name: str) -> np.ndarray:
+    """The time column as a sortable array; missing or unparseable timestamps are errors."""
+    missing = int(column.isna().sum())
+    if missing:
+        raise TrainingError(
+            f"{missing} row(s) have no {name!r} timestamp",
+            "fill or drop rows with missing timestamps before training",
+        )
+    if pd.api.types.is_datetime64_any_dtype(column):
+        return _as_utc_ns(column)
+    if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
+        return np.asarray(column.to_numpy())
+    try:
+        parsed = pd.to_datetime(column, utc=True, format="ISO8601")
+    except (ValueError, TypeError) as exc:
+        raise TrainingError(
+            f"column {name!r} has values that do not parse as ISO 8601 timestamps: {exc}",
+            "store the time column as timestamps or ISO 8601 strings",
+        ) from exc
+    return _as_utc_ns(parsed)
+
+
+def _as_utc_ns(column: pd.Series) -> np.ndarray:
+    if getattr(column.dt, "tz", None) is not None:
+        column = column.dt.tz_convert("UTC").dt.tz_localize(None)
+    return np.asarray(column.to_numpy(dtype="datetime64[ns]"))
