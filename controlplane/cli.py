@@ -20,9 +20,11 @@ from controlplane.workspace import Workspace, resolve_workspace
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Kintsugi: a self-healing continuous-training control plane.")
 runs_app = typer.Typer(help="List runs and show a run's timeline.", invoke_without_command=True)
+passport_app = typer.Typer(help="Model Passports: show and verify.", no_args_is_help=True)
 contract_app = typer.Typer(help="Data contracts (ODCS v3) in DataHub.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
 app.add_typer(contract_app, name="contract")
+app.add_typer(passport_app, name="passport")
 
 WorkspaceOption = Annotated[Optional[Path], typer.Option("--workspace", "-w", help="Workspace folder "
                             "(default: $KINTSUGI_HOME or ./.kintsugi).", show_default=False)]
@@ -152,6 +154,45 @@ def undo(run_id: str, workspace: WorkspaceOption = None) -> None:
 
     record = undo_run(_workspace(workspace), run_id)
     typer.echo(record.outcome)
+
+
+@passport_app.command("show")
+def passport_show(model: str, version: Annotated[Optional[int], typer.Argument()] = None,
+                  workspace: WorkspaceOption = None) -> None:
+    """Print a version's passport (default: the champion's)."""
+    from controlplane.passports import show_passport
+
+    typer.echo(json.dumps(show_passport(_workspace(workspace), model, version), indent=2, sort_keys=True))
+
+
+@passport_app.command("verify")
+def passport_verify(model: str, version: Annotated[Optional[int], typer.Argument()] = None,
+                    workspace: WorkspaceOption = None) -> None:
+    """Check a passport's signature and that DataHub and MLflow hold the same document. Exit 1 if not."""
+    from controlplane.passports import verify_passport
+
+    check = verify_passport(_workspace(workspace), model, version)
+    typer.echo(("verified: " if check.ok else "NOT verified: ") + "; ".join(check.reasons))
+    raise typer.Exit(0 if check.ok else EXIT_BLOCKED)
+
+
+@app.command()
+def audit(model: Annotated[Optional[str], typer.Argument(help="A model name; omit with --all.")] = None,
+          all_models: Annotated[bool, typer.Option("--all", help="Audit every model.")] = False,
+          write: Annotated[bool, typer.Option(help="Tag unsafe versions in DataHub.")] = False,
+          workspace: WorkspaceOption = None) -> None:
+    """Recompute each version's data health at its training instant; exit 1 if a champion is unsafe."""
+    from controlplane.passports import audit_versions
+
+    if model is None and not all_models:
+        raise typer.BadParameter("name a MODEL or pass --all", param_hint="MODEL")
+    rows = audit_versions(_workspace(workspace), None if all_models else model, write=write)
+    for row in rows:
+        state = "UNSAFE" if row.unsafe else "ok"
+        flag = " (passport disagrees)" if row.disagrees else ""
+        typer.echo(f"{row.model} v{row.version}{' [champion]' if row.champion else ''}: {state}{flag} "
+                   + (f"unhealed at training: {', '.join(row.recomputed)}" if row.recomputed else ""))
+    raise typer.Exit(EXIT_BLOCKED if any(r.champion and r.unsafe for r in rows) else 0)
 
 
 @runs_app.callback()

@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from controlplane.errors import PipelineNotFound, SpecError
+from controlplane.promotion import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN, check_rules
 from controlplane.workspace import Workspace
 from training.errors import TrainingError
 from training.spec import TrainingSpec
@@ -20,8 +21,8 @@ POLICIES = ("auto", "ratify", "dry-run")
 @dataclass(frozen=True)
 class PromotionRules:
     metric: str
-    min_gain: float = 0.005
-    max_regression: float = 0.0
+    min_gain: float
+    max_regression: float
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,8 @@ def parse_spec(raw: Any, path: Path, ws: Workspace) -> PipelineSpec:
             categorical_features=list(features.get("categorical", [])), time_column=raw["time_column"],
             estimator=model["estimator"], params=dict(model.get("params") or {}), metric=promotion["metric"],
             seed=int(model.get("seed", 0)), holdout_fraction=float(raw.get("holdout_fraction", 0.2)))
-        rules = PromotionRules(promotion["metric"], float(promotion.get("min_gain", 0.005)),
-                               float(promotion.get("max_regression", 0.0)))
+        rules = PromotionRules(promotion["metric"], float(promotion.get("min_gain", DEFAULT_MIN_GAIN)),
+                               float(promotion.get("max_regression", DEFAULT_MAX_REGRESSION)))
         spec = PipelineSpec(raw["name"], raw["feature_table"], ws.root / raw["data"], training, rules,
                             raw.get("policy", "auto"), path)
     except TrainingError as exc:
@@ -72,6 +73,7 @@ def parse_spec(raw: Any, path: Path, ws: Workspace) -> PipelineSpec:
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise SpecError(f"pipeline spec {path} is missing or mistypes {exc}",
                         "compare it with demo/pipelines/delivery-eta.yaml") from exc
+    check_rules(rules.min_gain, rules.max_regression)
     if spec.policy not in POLICIES:
         raise SpecError(f"pipeline spec {path} has policy {spec.policy!r}", f"use one of {', '.join(POLICIES)}")
     return spec
