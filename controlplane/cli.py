@@ -156,6 +156,33 @@ def undo(run_id: str, workspace: WorkspaceOption = None) -> None:
     typer.echo(record.outcome)
 
 
+@app.command()
+def promote(model: str, version: int, workspace: WorkspaceOption = None) -> None:
+    """Make VERSION the champion — only if the gate APPROVED it."""
+    from controlplane.gates import promote_version
+
+    before = promote_version(_workspace(workspace), model, version)
+    typer.echo(f"{model} v{version} is champion" + (f" (v{before} is previous)" if before else ""))
+
+
+@app.command()
+def incidents(workspace: WorkspaceOption = None,
+              active: Annotated[bool, typer.Option("--active", help="Only ACTIVE incidents.")] = False,
+              json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """Incidents in DataHub, with the models downstream of each (at risk)."""
+    from controlplane.services import list_incidents
+
+    rows = list_incidents(_workspace(workspace), active_only=active)
+    if json_out:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        typer.echo(f"{row['state']:<9} {row['urn']}  {row['title']}\n          at risk: "
+                   + (", ".join(row["at_risk_models"]) or "no model"))
+    if not rows:
+        typer.echo("no incidents")
+
+
 @passport_app.command("show")
 def passport_show(model: str, version: Annotated[Optional[int], typer.Argument()] = None,
                   workspace: WorkspaceOption = None) -> None:

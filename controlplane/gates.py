@@ -13,13 +13,14 @@ from controlplane.datahub.urns import model_urn
 from controlplane.detect import guard_context
 from controlplane.errors import RunError
 from controlplane.journal import Event, RunJournal, RunRecord, load_run
+from controlplane.locks import pipeline_lock
 from controlplane.loop import LoopState, heal_from_dict, open_state, publish_and_train, ref_from_dict, verify_heal
 from controlplane.spec import load_spec
-from controlplane.train import Candidate, conclude, open_model_store, training_errors_mapped
+from controlplane.train import Candidate, conclude, open_model_store, open_store, training_errors_mapped
 from controlplane.workspace import Workspace
 from remediations.sandbox import content_hash, restore
 
-__all__ = ["approve", "reject", "undo"]
+__all__ = ["approve", "reject", "undo", "promote_version"]
 
 
 def _paused(ws: Workspace, run_id: str) -> RunRecord:
@@ -36,7 +37,8 @@ def approve(ws: Workspace, run_id: str, *, now_ms: int | None = None,
     record = _paused(ws, run_id)
     journal = RunJournal(ws, record, listener)
     gate = record.state.get("gate")
-    with open_state(ws, load_spec(ws, record.pipeline), journal, now_ms or int(time.time() * 1000)) as state:
+    spec = load_spec(ws, record.pipeline)
+    with pipeline_lock(ws, spec.name, run_id), open_state(ws, spec, journal, now_ms or int(time.time() * 1000)) as state:
         record.status = "running"
         journal.event("approve", "approved", f"approved at the {gate} gate")
         if gate == "publish":
@@ -135,3 +137,20 @@ def _reopen_incidents(state: LoopState) -> None:
             lastUpdated=s.AuditStampClass(time=state.now_ms, actor=ACTOR))
         state.metadata.emit([MCP(entityUrn=ref, aspect=info)], state.now_ms)
         state.journal.event("undo", "reopened", f"{ref} ACTIVE again", incident=ref)
+
+
+def promote_version(ws: Workspace, model: str, version: int) -> int | None:
+    """Move `champion` to a version, through the same gate: only an APPROVED, not undone, version passes.
+
+    Returns the version that was champion before."""
+    with training_errors_mapped():
+        store = open_store(ws)
+        tags = store.get_version_tags(model, version)
+        verdict = tags.get("kintsugi.verdict")
+        if verdict != "APPROVED" or "kintsugi.undone" in tags:
+            why = "it was undone" if "kintsugi.undone" in tags else f"its verdict is {verdict or 'missing'}"
+            raise RunError(f"{model} v{version} cannot be promoted: {why}",
+                           "only a version the gate APPROVED can be promoted; fix the evidence and run the loop again")
+        before = store.champion_version(model)
+        store.promote(model, version)
+    return before

@@ -14,11 +14,12 @@ from datahub.metadata.schema_classes import IncidentInfoClass
 
 from controlplane.datahub.estate import active_incidents_on, profile_mcps
 from controlplane.datahub.incidents import IncidentRef, incident_key, open_incident, resolve_incident
-from controlplane.datahub.lite import LiteMetadata
+from controlplane.datahub.connect import open_metadata
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import assertion_urn
 from controlplane.detect import guard_context, record_guard_run
 from controlplane.errors import DataError
+from controlplane.locks import pipeline_lock
 from controlplane.journal import Event, RunJournal, RunRecord, new_run_id
 from controlplane.spec import PipelineSpec
 from controlplane.train import train_and_promote
@@ -55,15 +56,16 @@ def run_pipeline(ws: Workspace, spec: PipelineSpec, *, policy: str | None = None
                  listener: Callable[[Event], None] | None = None) -> RunRecord:
     now_ms = now_ms or int(time.time() * 1000)
     record = RunRecord(new_run_id(now_ms), spec.name, policy or spec.policy, now_ms)
-    with open_state(ws, spec, RunJournal(ws, record, listener), now_ms) as state:
-        _loop(state)
+    with pipeline_lock(ws, spec.name, record.run_id):
+        with open_state(ws, spec, RunJournal(ws, record, listener), now_ms) as state:
+            _loop(state)
     return record
 
 
 @contextmanager
 def open_state(ws: Workspace, spec: PipelineSpec, journal: RunJournal, now_ms: int) -> Iterator[LoopState]:
     """Open the stores for one stretch of a run; any error is recorded in the run and re-raised."""
-    metadata = LiteMetadata(ws.datahub_db, read_only=journal.record.policy == "dry-run")
+    metadata = open_metadata(ws, read_only=journal.record.policy == "dry-run")
     try:
         yield LoopState(ws, spec, metadata, journal, now_ms)
     except Exception as exc:

@@ -8,13 +8,14 @@ from typing import Any
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
 
-from controlplane.datahub.lite import LiteMetadata
+from controlplane.datahub.connect import open_metadata
+from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.models import read_passport
 from controlplane.datahub.urns import model_urn
 from controlplane.errors import RegistryError, RunError
 from controlplane.history import health_at
 from controlplane.passport import canonical, verify_signature
-from controlplane.train import training_errors_mapped, unhealed_at_training
+from controlplane.train import open_store, training_errors_mapped, unhealed_at_training
 from controlplane.workspace import Workspace
 
 __all__ = ["PassportCheck", "AuditRow", "show_passport", "verify_passport", "audit_versions", "AUDIT_TAG"]
@@ -46,18 +47,11 @@ class AuditRow:
         return bool(self.recomputed)
 
 
-def _store(ws: Workspace):  # type: ignore[no-untyped-def]
-    from training.registry import ModelStore
-
-    with training_errors_mapped():
-        return ModelStore(ws.mlflow_uri, ws.artifacts)
-
-
 def _version(ws: Workspace, model: str, version: int | None) -> int:
     if version is not None:
         return version
     with training_errors_mapped():
-        champion = _store(ws).champion_version(model)
+        champion = open_store(ws).champion_version(model)
     if champion is None:
         raise RunError(f"model {model!r} has no champion", "name a version: `kintsugi passport show MODEL VERSION`")
     return champion
@@ -65,7 +59,7 @@ def _version(ws: Workspace, model: str, version: int | None) -> int:
 
 def show_passport(ws: Workspace, model: str, version: int | None = None) -> dict[str, Any]:
     version = _version(ws, model, version)
-    metadata = LiteMetadata(ws.datahub_db, read_only=True)
+    metadata = open_metadata(ws, read_only=True)
     try:
         passport = read_passport(metadata, model, version)
     finally:
@@ -79,14 +73,14 @@ def verify_passport(ws: Workspace, model: str, version: int | None = None) -> Pa
     """Signature valid, and the same document in DataHub and in the MLflow artifact."""
     version = _version(ws, model, version)
     reasons: list[str] = []
-    metadata = LiteMetadata(ws.datahub_db, read_only=True)
+    metadata = open_metadata(ws, read_only=True)
     try:
         in_datahub = read_passport(metadata, model, version)
     finally:
         metadata.close()
     try:
         with training_errors_mapped():
-            store = _store(ws)
+            store = open_store(ws)
             in_mlflow = store.read_json_artifact(store.run_for_version(model, version), "passport.json")
     except RegistryError as exc:
         in_mlflow, reasons = None, [f"MLflow copy unreadable: {exc.message}"]
@@ -104,7 +98,7 @@ def verify_passport(ws: Workspace, model: str, version: int | None = None) -> Pa
 
 def audit_versions(ws: Workspace, model: str | None, *, write: bool = False) -> list[AuditRow]:
     """Recompute each version's health at its training instant from DataHub history."""
-    metadata = LiteMetadata(ws.datahub_db, read_only=not write)
+    metadata = open_metadata(ws, read_only=not write)
     try:
         rows = [_audit_one(ws, metadata, urn) for urn in metadata.urns("mlModel")]
         rows = [r for r in rows if r is not None and (model is None or r.model == model)]
@@ -116,7 +110,7 @@ def audit_versions(ws: Workspace, model: str | None, *, write: bool = False) -> 
     return sorted(rows, key=lambda r: (r.model, r.version))
 
 
-def _audit_one(ws: Workspace, metadata: LiteMetadata, urn: str) -> AuditRow | None:
+def _audit_one(ws: Workspace, metadata: MetadataPort, urn: str) -> AuditRow | None:
     properties = metadata.aspect(urn, s.MLModelPropertiesClass)
     if properties is None or properties.version is None or not properties.groups:
         return None
@@ -129,11 +123,11 @@ def _audit_one(ws: Workspace, metadata: LiteMetadata, urn: str) -> AuditRow | No
     healed = [i["urn"] for i in body.get("incidents", [])]
     recomputed = unhealed_at_training(health_at(metadata, {table, *body.get("lineage", [])}, at_ms), table, healed)
     with training_errors_mapped():
-        champion = _store(ws).champion_version(model) == version
+        champion = open_store(ws).champion_version(model) == version
     return AuditRow(model, version, champion, at_ms, tuple(body.get("unhealed_at_training", [])), tuple(recomputed))
 
 
-def _write_audit(metadata: LiteMetadata, row: AuditRow) -> None:
+def _write_audit(metadata: MetadataPort, row: AuditRow) -> None:
     urn = model_urn(row.model, row.version)
     tags = metadata.aspect(urn, s.GlobalTagsClass) or s.GlobalTagsClass(tags=[])
     kept = [t for t in tags.tags if t.tag != AUDIT_TAG]

@@ -3,9 +3,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
-from controlplane.datahub.estate import contract_mcps, profile_mcps
-from controlplane.datahub.lite import LiteMetadata
+from datahub.metadata.schema_classes import IncidentInfoClass, IncidentStateClass
+
+from controlplane.datahub.connect import metadata_session
+from controlplane.datahub.estate import contract_mcps, downstream_of, profile_mcps
+from controlplane.datahub.models import models_trained_on
+from controlplane.datahub.port import MetadataPort
+from controlplane.datahub.connect import open_metadata
 from controlplane.datahub.urns import contract_urn
 from controlplane.detect import guard_snapshot
 from controlplane.errors import ContractError, DataError
@@ -17,13 +23,13 @@ from guard.findings import GuardReport
 from guard.snapshot import SnapshotError, read_snapshot
 from guard.units import UNITS
 
-__all__ = ["guard_pipeline", "apply_contract", "show_contract", "infer_contract"]
+__all__ = ["guard_pipeline", "apply_contract", "show_contract", "infer_contract", "list_incidents", "at_risk_models"]
 
 
 def guard_pipeline(ws: Workspace, pipeline: str, data: Path | None = None, now_ms: int | None = None) -> GuardReport:
     """The guard alone, read-only: nothing is written anywhere."""
     spec = load_spec(ws, pipeline)
-    metadata = LiteMetadata(ws.datahub_db, read_only=True)
+    metadata = open_metadata(ws, read_only=True)
     try:
         _, report = guard_snapshot(metadata, spec.feature_table, data or spec.data, now_ms or int(time.time() * 1000))
     finally:
@@ -43,7 +49,7 @@ def apply_contract(ws: Workspace, file: Path, reference: Path | None = None) -> 
             mcps += profile_mcps(contract.dataset_urn, read_snapshot(reference).profile, now_ms)
         except SnapshotError as exc:
             raise DataError(str(exc), "pass a readable parquet file as --reference") from exc
-    metadata = LiteMetadata(ws.datahub_db)
+    metadata = open_metadata(ws)
     try:
         metadata.emit(mcps, now_ms)
     finally:
@@ -54,7 +60,7 @@ def apply_contract(ws: Workspace, file: Path, reference: Path | None = None) -> 
 def show_contract(ws: Workspace, dataset: str) -> str:
     from datahub.metadata.schema_classes import DataContractPropertiesClass
 
-    metadata = LiteMetadata(ws.datahub_db, read_only=True)
+    metadata = open_metadata(ws, read_only=True)
     try:
         properties = metadata.aspect(contract_urn(dataset), DataContractPropertiesClass)
     finally:
@@ -80,3 +86,21 @@ def infer_contract(data: Path, dataset: str, unit_options: list[str]) -> tuple[s
     if unknown:
         raise ContractError(f"--unit names columns not in {data}: {', '.join(unknown)}", "check the column names")
     return propose_contract(profile, dataset=dataset, name=data.stem, units=units)
+
+
+def at_risk_models(metadata: MetadataPort, datasets: list[str]) -> list[str]:
+    """mlModels trained on these datasets or on anything downstream of them."""
+    return models_trained_on(metadata, downstream_of(metadata, set(datasets)))
+
+
+def list_incidents(ws: Workspace, *, active_only: bool = False) -> list[dict[str, Any]]:
+    with metadata_session(ws, read_only=True) as metadata:
+        rows = []
+        for urn in metadata.urns("incident"):
+            info = metadata.aspect(urn, IncidentInfoClass)
+            if info is None or (active_only and info.status.state != IncidentStateClass.ACTIVE):
+                continue
+            rows.append({"urn": urn, "title": info.title, "state": info.status.state, "datasets": list(info.entities),
+                         "message": info.status.message, "created_ms": info.created.time,
+                         "at_risk_models": at_risk_models(metadata, list(info.entities))})
+    return sorted(rows, key=lambda r: r["created_ms"])

@@ -14,6 +14,7 @@ from controlplane.datahub.models import TrainedVersion, model_mcps
 from controlplane.errors import RegistryError, SpecError
 from controlplane.history import health_at
 from controlplane.passport import sign
+from controlplane.workspace import Workspace
 from controlplane.promotion import PromotionDecision, PromotionEvidence, PromotionVerdict, decide
 from guard.findings import GuardReport
 from remediations.sandbox import HealOutcome
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from controlplane.loop import LoopState
     from training.registry import ModelStore
 
-__all__ = ["Candidate", "train_and_promote", "conclude", "open_model_store", "training_errors_mapped",
+__all__ = ["Candidate", "train_and_promote", "conclude", "open_model_store", "open_store", "training_errors_mapped",
            "unhealed_at_training"]
 
 STATUS_BY_VERDICT = {"APPROVED": "promoted", "NEEDS_REVIEW": "needs-review", "BLOCKED": "blocked"}
@@ -57,11 +58,16 @@ def training_errors_mapped() -> Iterator[None]:
         raise RegistryError(exc.message, exc.fix) from exc
 
 
-def open_model_store(state: LoopState) -> ModelStore:
+def open_store(ws: Workspace) -> ModelStore:
+    """The workspace's MLflow store (imported lazily: MLflow is slow to import)."""
     from training.registry import ModelStore
 
     with training_errors_mapped():
-        return ModelStore(state.ws.mlflow_uri, state.ws.artifacts)
+        return ModelStore(ws.mlflow_uri, ws.artifacts)
+
+
+def open_model_store(state: LoopState) -> ModelStore:
+    return open_store(state.ws)
 
 
 def train_and_promote(state: LoopState, report: GuardReport, *, heal: HealOutcome | None,

@@ -17,7 +17,7 @@ from guard.profile import ColumnProfile, DatasetProfile
 
 __all__ = [
     "dataset_mcps", "contract_mcps", "profile_mcps", "read_contract", "read_profile", "walk_upstream",
-    "active_incidents_on", "FRESHNESS_PROPERTY",
+    "active_incidents_on", "downstream_of", "FRESHNESS_PROPERTY",
 ]
 
 FRESHNESS_PROPERTY = "kintsugi.freshnessSlaHours"
@@ -140,6 +140,21 @@ def _node(port: MetadataPort, urn: str, depth: int) -> UpstreamNode:
         last_updated_ms=properties.lastModified.time if properties.lastModified else None,
         freshness_hours=float(sla) if sla else None,
     )
+
+
+def downstream_of(port: MetadataPort, datasets: set[str]) -> set[str]:
+    """`datasets` and every dataset that reads from them through upstreamLineage, any depth."""
+    readers: dict[str, set[str]] = {}
+    for urn in port.urns("dataset"):
+        lineage = port.aspect(urn, s.UpstreamLineageClass)
+        for upstream in (lineage.upstreams if lineage else []):
+            readers.setdefault(upstream.dataset, set()).add(urn)
+    found, queue = set(datasets), deque(datasets)
+    while queue:
+        for reader in readers.get(queue.popleft(), set()) - found:
+            found.add(reader)
+            queue.append(reader)
+    return found
 
 
 def active_incidents_on(port: MetadataPort, dataset: str) -> list[str]:
