@@ -53,9 +53,10 @@ class LoopState:
 
 
 def run_pipeline(ws: Workspace, spec: PipelineSpec, *, policy: str | None = None, now_ms: int | None = None,
-                 listener: Callable[[Event], None] | None = None) -> RunRecord:
+                 listener: Callable[[Event], None] | None = None, run_id: str | None = None) -> RunRecord:
+    """One run of the loop; `run_id` may be chosen by the caller (an API that answers before the run ends)."""
     now_ms = now_ms or int(time.time() * 1000)
-    record = RunRecord(new_run_id(now_ms), spec.name, policy or spec.policy, now_ms)
+    record = RunRecord(run_id or new_run_id(now_ms), spec.name, policy or spec.policy, now_ms)
     with pipeline_lock(ws, spec.name, record.run_id):
         with open_state(ws, spec, RunJournal(ws, record, listener), now_ms) as state:
             _loop(state)
