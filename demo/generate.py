@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pandas as pd
 
-__all__ = ["generate_eta_features", "VEHICLE_SPEED_KMH", "ROWS_PER_DAY"]
+__all__ = ["generate_eta_features", "generate_cancel_features", "VEHICLE_SPEED_KMH", "ROWS_PER_DAY"]
 
 VEHICLE_SPEED_KMH = {"bike": 14.0, "scooter": 22.0, "car": 27.0}
 ROWS_PER_DAY = 400
@@ -57,3 +57,18 @@ def _eta_minutes(distance, prep, load, vehicle, rain, hour, day, rng) -> np.ndar
     speed = np.where(rush, speed * 0.8, speed)
     travel = distance / speed * 60.0
     return prep * 0.6 + travel + 2.0 * load + 3.0 + rng.normal(0.0, 2.0, len(distance))
+
+
+def generate_cancel_features(*, days: int, seed: int, anchor: datetime, rows_per_day: int = ROWS_PER_DAY) -> pd.DataFrame:
+    """Order cancellations over the same orders: long prep, long trips, rain and busy couriers drive them.
+
+    The outcome is known 45 minutes after the order (`label_ts`)."""
+    orders = generate_eta_features(days=days, seed=seed, anchor=anchor, rows_per_day=rows_per_day)
+    rng = np.random.default_rng([seed, 1_000_003])
+    logit = (-4.2 + 0.09 * orders["prep_time_min"] + 0.12 * orders["distance_km"] + 0.25 * orders["rain_mm"].clip(upper=8)
+             + 0.35 * orders["courier_load"] + 0.4 * orders["hour_of_day"].isin([12, 19]))
+    cancelled = rng.random(len(orders)) < 1.0 / (1.0 + np.exp(-logit.to_numpy()))
+    frame = orders.drop(columns=["eta_minutes", "label_ts"])
+    frame["cancelled"] = cancelled.astype("int64")
+    frame["label_ts"] = frame["event_ts"] + pd.Timedelta(minutes=45)
+    return frame

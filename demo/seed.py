@@ -2,21 +2,29 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 
 from controlplane.datahub.estate import contract_mcps, dataset_mcps, profile_mcps
-from controlplane.datahub.lite import LiteMetadata
+from controlplane.datahub.connect import open_metadata
 from controlplane.odcs import parse_odcs
 from controlplane.workspace import Workspace
-from demo.generate import generate_eta_features
+from demo.generate import generate_cancel_features, generate_eta_features
 from guard.snapshot import read_snapshot
 
-__all__ = ["seed_estate", "write_feature_table", "FEATURE_TABLE", "UPSTREAMS", "PIPELINE", "INITIAL_DAYS"]
+__all__ = ["seed_estate", "write_feature_table", "FEATURE_TABLE", "UPSTREAMS", "PIPELINE", "INITIAL_DAYS",
+           "CANCEL_PIPELINE", "CANCEL_TABLE", "TABLES"]
 
 PIPELINE = "delivery-eta"
 FEATURE_TABLE = "urn:li:dataset:(urn:li:dataPlatform:file,delivery.eta_features,PROD)"
+CANCEL_PIPELINE = "cancel-risk"
+CANCEL_TABLE = "urn:li:dataset:(urn:li:dataPlatform:file,delivery.cancel_features,PROD)"
 ORDERS = "urn:li:dataset:(urn:li:dataPlatform:postgres,delivery.public.orders,PROD)"
 COURIERS = "urn:li:dataset:(urn:li:dataPlatform:postgres,delivery.public.couriers,PROD)"
 WEATHER = "urn:li:dataset:(urn:li:dataPlatform:s3,weather-feed/hourly,PROD)"
@@ -34,36 +42,59 @@ _UPSTREAM_SCHEMAS = {
 }
 
 
-def write_feature_table(path: Path, *, days: int, seed: int, anchor: datetime) -> None:
-    frame = generate_eta_features(days=days, seed=seed, anchor=anchor)
+@dataclass(frozen=True)
+class DemoTable:
+    pipeline: str
+    urn: str
+    name: str
+    description: str
+    generate: Callable[..., pd.DataFrame]
+
+    @property
+    def contract_file(self) -> str:
+        return f"{self.name}.odcs.yaml"
+
+
+TABLES = (
+    DemoTable(PIPELINE, FEATURE_TABLE, "eta_features", "Delivery ETA features and label, one row per delivered order",
+              generate_eta_features),
+    DemoTable(CANCEL_PIPELINE, CANCEL_TABLE, "cancel_features", "Order cancellation features and outcome",
+              generate_cancel_features),
+)
+
+
+def write_feature_table(path: Path, frame: pd.DataFrame) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     frame.to_parquet(path, index=False, row_group_size=100_000)
 
 
 def seed_estate(ws: Workspace, *, seed: int, anchor: datetime, days: int = INITIAL_DAYS) -> None:
-    """A clean estate: `days` days of deliveries ending at `anchor`, registered and profiled in DataHub."""
+    """A clean estate: `days` days of orders ending at `anchor`, both feature tables registered and profiled."""
     ws.ensure()
     anchor_ms = int(anchor.astimezone(timezone.utc).timestamp() * 1000)
-    for name in ("delivery-eta.yaml",):
-        shutil.copyfile(_packaged("pipelines", name), ws.pipelines / name)
-    contract_text = _packaged("contracts", "eta_features.odcs.yaml").read_text()
-    (ws.contracts / "eta_features.odcs.yaml").write_text(contract_text)
-    data = ws.data / "eta_features.parquet"
-    write_feature_table(data, days=days, seed=seed, anchor=anchor)
-    contract = parse_odcs(contract_text, "demo contract")
-    metadata = LiteMetadata(ws.datahub_db)
+    metadata = open_metadata(ws)
     try:
         for urn, (name, description, columns) in _UPSTREAM_SCHEMAS.items():
             metadata.emit(dataset_mcps(urn, name=name, description=description, columns=columns, upstreams=[],
                                        owner=_OWNER, last_modified_ms=anchor_ms, freshness_hours=24.0), anchor_ms)
-        columns = [(c.name, c.logical_type) for c in contract.columns]
-        metadata.emit(dataset_mcps(FEATURE_TABLE, name="eta_features", columns=columns, upstreams=list(UPSTREAMS),
-                                   description="Delivery ETA features and label, one row per delivered order",
-                                   owner=_OWNER, last_modified_ms=anchor_ms), anchor_ms)
-        metadata.emit(contract_mcps(contract, contract_text), anchor_ms)
-        metadata.emit(profile_mcps(FEATURE_TABLE, read_snapshot(data).profile, anchor_ms), anchor_ms)
+        for table in TABLES:
+            data = ws.data / f"{table.name}.parquet"
+            write_feature_table(data, table.generate(days=days, seed=seed, anchor=anchor))
+            metadata.emit(_table_mcps(ws, table, data, anchor_ms), anchor_ms)
     finally:
         metadata.close()
+
+
+def _table_mcps(ws: Workspace, table: DemoTable, data: Path, anchor_ms: int) -> list[MCP]:
+    shutil.copyfile(_packaged("pipelines", f"{table.pipeline}.yaml"), ws.pipelines / f"{table.pipeline}.yaml")
+    contract_text = _packaged("contracts", table.contract_file).read_text()
+    (ws.contracts / table.contract_file).write_text(contract_text)
+    contract = parse_odcs(contract_text, f"demo contract {table.contract_file}")
+    columns = [(c.name, c.logical_type) for c in contract.columns]
+    return [*dataset_mcps(table.urn, name=table.name, columns=columns, upstreams=list(UPSTREAMS),
+                          description=table.description, owner=_OWNER, last_modified_ms=anchor_ms),
+            *contract_mcps(contract, contract_text),
+            *profile_mcps(table.urn, read_snapshot(data).profile, anchor_ms)]
 
 
 def _packaged(folder: str, name: str) -> Path:

@@ -10,14 +10,14 @@ import pandas as pd
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata.schema_classes import DatasetPropertiesClass, TimeStampClass
 
-from controlplane.datahub.lite import LiteMetadata
+from controlplane.datahub.connect import open_metadata
 from controlplane.journal import Event, RunRecord
 from controlplane.loop import run_pipeline
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.train import training_errors_mapped
 from controlplane.workspace import Workspace
 from demo.generate import generate_eta_features
-from demo.seed import INITIAL_DAYS, PIPELINE, UPSTREAMS, seed_estate
+from demo.seed import CANCEL_PIPELINE, INITIAL_DAYS, PIPELINE, UPSTREAMS, seed_estate
 from training.model import evaluate, fit, time_holdout
 
 __all__ = ["DemoResult", "run_demo", "land_batch", "NEW_DAYS"]
@@ -41,8 +41,9 @@ def run_demo(ws: Workspace, *, seed: int = 7, now: datetime | None = None,
     say(f"[1/5] seeding the delivery estate: {INITIAL_DAYS} days of orders up to {first_day:%Y-%m-%d}")
     seed_estate(ws, seed=seed, anchor=first_day)
     spec = load_spec(ws, PIPELINE)
-    say("[2/5] first run on clean data: trains and promotes the first champion")
+    say("[2/5] first runs on clean data: delivery-eta and cancel-risk each promote a first champion")
     first = run_pipeline(ws, spec, now_ms=_ms(first_day + timedelta(hours=1)), listener=listener)
+    run_pipeline(ws, load_spec(ws, CANCEL_PIPELINE), now_ms=_ms(first_day + timedelta(hours=1)), listener=listener)
     say(f"[3/5] {NEW_DAYS} days later a new batch lands; the orders service now writes distance in metres")
     land_batch(ws, spec, seed=seed, anchor=now, metres=True)
     say("[4/5] the loop runs on the poisoned batch")
@@ -61,7 +62,7 @@ def land_batch(ws: Workspace, spec: PipelineSpec, *, seed: int, anchor: datetime
         frame["distance_km"] = frame["distance_km"] * 1000.0
     frame.to_parquet(spec.data, index=False, row_group_size=100_000)
     stamp = _ms(anchor)
-    metadata = LiteMetadata(ws.datahub_db)
+    metadata = open_metadata(ws)
     try:
         for urn in UPSTREAMS:
             properties = metadata.aspect(urn, DatasetPropertiesClass)
