@@ -27,7 +27,7 @@ def test_unknown_pipeline(monkeypatch, capsys, demo_copy):
     code, _, err = kintsugi(monkeypatch, capsys, "run", "nope", "--workspace", str(ws.root))
     assert code == 2
     assert err.strip().splitlines() == [
-        f"error: unknown pipeline 'nope' in {ws.root} (known: delivery-eta); "
+        f"error: unknown pipeline 'nope' in {ws.root} (known: cancel-risk, delivery-eta); "
         "check the name, or seed the demo estate with `kintsugi demo`"]
 
 

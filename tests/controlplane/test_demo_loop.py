@@ -110,3 +110,22 @@ def test_rerun_on_unchanged_data_raises_nothing_and_never_promotes_worse(demo_co
     assert record.status in ("needs-review", "blocked"), record.outcome
     assert client.get_model_version_by_alias(PIPELINE, "champion").version == champion_before
     assert load_run(ws, record.run_id).events[0].status == "CLEAN"
+
+
+def test_one_upstream_incident_marks_both_demo_models_at_risk(demo_copy):
+    from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
+
+    from controlplane.services import list_incidents
+    from demo.seed import CANCEL_PIPELINE
+
+    ws, _ = demo_copy
+    stamp = s.AuditStampClass(time=1, actor="urn:li:corpuser:oncall")
+    info = s.IncidentInfoClass(type=s.IncidentTypeClass.OPERATIONAL, entities=[UPSTREAMS[0]], title="orders duplicated",
+                               status=s.IncidentStatusClass(state=s.IncidentStateClass.ACTIVE, lastUpdated=stamp),
+                               created=stamp)
+    store = LiteMetadata(ws.datahub_db)
+    store.emit([MCP(entityUrn="urn:li:incident:orders-dup", aspect=info)])
+    store.close()
+    (row,) = [r for r in list_incidents(ws, active_only=True) if r["urn"] == "urn:li:incident:orders-dup"]
+    pipelines = {urn.split(",")[1].rsplit(".v", 1)[0] for urn in row["at_risk_models"]}
+    assert pipelines == {PIPELINE, CANCEL_PIPELINE}
