@@ -10,7 +10,7 @@ from mlflow import MlflowClient
 
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import PASSPORT_PROPERTY
-from controlplane.datahub.urns import model_urn
+from controlplane.datahub.urns import assertion_urn, model_urn
 from controlplane.journal import load_run
 from controlplane.loop import run_pipeline
 from controlplane.spec import load_spec
@@ -99,14 +99,20 @@ def test_rerun_on_unchanged_data_raises_nothing_and_never_promotes_worse(demo_co
     ws, _ = demo_copy
     spec = load_spec(ws, PIPELINE)
     store = LiteMetadata(ws.datahub_db, read_only=True)
-    incidents_before = store.urns("incident")
+    incidents_before, assertions_before = store.urns("incident"), store.urns("assertion")
+    units = assertion_urn(FEATURE_TABLE, "units", "distance_km")
+    events_before = store.history(units, s.AssertionRunEventClass)
     store.close()
     client = MlflowClient(tracking_uri=ws.mlflow_uri)
     champion_before = client.get_model_version_by_alias(PIPELINE, "champion").version
     record = run_pipeline(ws, spec, now_ms=int((DEMO_NOW + timedelta(minutes=30)).timestamp() * 1000))
     store = LiteMetadata(ws.datahub_db, read_only=True)
     assert store.urns("incident") == incidents_before
+    assert store.urns("assertion") == assertions_before  # same checks, same URNs: no new assertions
+    events = store.history(units, s.AssertionRunEventClass)
     store.close()
+    assert len(events) == len(events_before) + 1 and events[-1].runId == record.run_id
+    assert [e.result.type for e in events] == ["SUCCESS", "FAILURE", "SUCCESS"]
     assert record.status in ("needs-review", "blocked"), record.outcome
     assert client.get_model_version_by_alias(PIPELINE, "champion").version == champion_before
     assert load_run(ws, record.run_id).events[0].status == "CLEAN"
