@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import json
-import shutil
-import sys
 import logging
 import os
+import shutil
+import sys
 import time
 import warnings
 from datetime import datetime, timezone
@@ -112,8 +112,8 @@ def guard(pipeline: str, workspace: WorkspaceOption = None,
           now: NowOption = None,
           json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False) -> None:
     """Check PIPELINE's data against its contract. Exit 0 CLEAN, 1 BLOCKED, 2 error."""
-    from controlplane.services import guard_pipeline
     from controlplane.render import report_table
+    from controlplane.services import guard_pipeline
 
     report = guard_pipeline(_workspace(workspace), pipeline, data, _now_ms(now))
     if json_out:

@@ -12,15 +12,15 @@ from typing import Any, Callable, Iterator
 
 from datahub.metadata.schema_classes import IncidentInfoClass
 
+from controlplane.datahub.connect import open_metadata
 from controlplane.datahub.estate import active_incidents_on, profile_mcps
 from controlplane.datahub.incidents import IncidentRef, incident_key, open_incident, resolve_incident
-from controlplane.datahub.connect import open_metadata
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import assertion_urn
 from controlplane.detect import guard_context, record_guard_run
 from controlplane.errors import DataError
-from controlplane.locks import pipeline_lock
 from controlplane.journal import Event, RunJournal, RunRecord, new_run_id
+from controlplane.locks import pipeline_lock
 from controlplane.spec import PipelineSpec
 from controlplane.train import train_and_promote
 from controlplane.workspace import Workspace

@@ -9,8 +9,8 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.connect import open_metadata
-from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.models import read_passport
+from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import model_urn
 from controlplane.errors import RegistryError, RunError
 from controlplane.history import health_at

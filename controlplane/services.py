@@ -7,11 +7,10 @@ from typing import Any
 
 from datahub.metadata.schema_classes import IncidentInfoClass, IncidentStateClass
 
-from controlplane.datahub.connect import metadata_session
+from controlplane.datahub.connect import metadata_session, open_metadata
 from controlplane.datahub.estate import contract_mcps, downstream_of, profile_mcps
 from controlplane.datahub.models import models_trained_on
 from controlplane.datahub.port import MetadataPort
-from controlplane.datahub.connect import open_metadata
 from controlplane.datahub.urns import contract_urn
 from controlplane.detect import guard_snapshot
 from controlplane.errors import ContractError, DataError

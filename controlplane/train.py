@@ -14,8 +14,8 @@ from controlplane.datahub.models import TrainedVersion, model_mcps
 from controlplane.errors import RegistryError, SpecError
 from controlplane.history import health_at
 from controlplane.passport import sign
-from controlplane.workspace import Workspace
 from controlplane.promotion import PromotionDecision, PromotionEvidence, PromotionVerdict, decide
+from controlplane.workspace import Workspace
 from guard.findings import GuardReport
 from remediations.sandbox import HealOutcome
 from training import errors as training_errors

@@ -11,8 +11,8 @@ from typing import Callable
 import pandas as pd
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 
-from controlplane.datahub.estate import contract_mcps, dataset_mcps, profile_mcps
 from controlplane.datahub.connect import open_metadata
+from controlplane.datahub.estate import contract_mcps, dataset_mcps, profile_mcps
 from controlplane.odcs import parse_odcs
 from controlplane.workspace import Workspace
 from demo.generate import generate_cancel_features, generate_eta_features

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
-from datahub.lite.lite_util import get_datahub_lite
 from datahub.emitter.serialization_helper import post_json_transform
+from datahub.lite.lite_util import get_datahub_lite
 from datahub.metadata.schema_classes import SystemMetadataClass
 
 from controlplane.datahub.port import AspectT
