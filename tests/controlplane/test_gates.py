@@ -131,3 +131,42 @@ def test_approve_of_an_unknown_run(demo_copy):
     ws, _ = demo_copy
     with pytest.raises(RunError, match="no run 'nope'"):
         approve(ws, "nope")
+
+
+def _land(ws, corrupt):
+    import pandas as pd
+
+    spec = _poison(ws)
+    frame = corrupt(pd.read_parquet(spec.data))
+    frame.to_parquet(spec.data, index=False)
+    return spec
+
+
+def test_a_heal_that_does_not_verify_blocks_and_leaves_the_incident_open(demo_copy):
+    ws, _ = demo_copy
+
+    def absurd(frame):  # metres, and a few trips that are absurd in any unit
+        frame.loc[frame.index[::2000], "distance_km"] = 9.0e7
+        return frame
+
+    spec = _land(ws, absurd)
+    before = content_hash(spec.data)
+    record = run_pipeline(ws, spec, now_ms=LATER_MS)
+    assert record.status == "blocked" and "did not verify" in record.outcome
+    verify = next(e for e in record.events if e.stage == "verify")
+    assert {f["kind"] for f in verify.evidence["findings"]} == {"out_of_range"}
+    assert content_hash(spec.data) == before
+    (urn,) = record.state["incidents"]
+    assert _incidents(ws)[urn].status.state == s.IncidentStateClass.ACTIVE
+
+
+def test_a_playbook_over_its_limit_refuses_and_changes_nothing(demo_copy):
+    ws, _ = demo_copy
+    spec = _land(ws, lambda f: f.assign(distance_km=f["distance_km"] / 1000,
+                                        rain_mm=f["rain_mm"].mask(f.index % 5 < 2)))  # 40% nulls, limit 30%
+    before = content_hash(spec.data)
+    record = run_pipeline(ws, spec, now_ms=LATER_MS)
+    assert record.status == "blocked"
+    assert "over its limit of 30% of rows" in record.outcome
+    assert content_hash(spec.data) == before
+    assert [e.stage for e in record.events] == ["detect", "incident", "heal"]
