@@ -21,6 +21,7 @@ from guard.profile import QUANTILES, ColumnProfile, DatasetProfile
 __all__ = ["Snapshot", "SnapshotError", "read_snapshot", "logical_type", "MAX_CATEGORIES"]
 
 MAX_CATEGORIES = 200
+_PROBE_ROWS = 10_000  # rows looked at before counting a column's values in a row group
 DEFAULT_SAMPLE_ROWS = 50_000
 
 
@@ -63,8 +64,8 @@ def read_snapshot(path: str | Path, *, sample_rows: int = DEFAULT_SAMPLE_ROWS, s
             scan.add(parquet.read_row_group(index))
     except (OSError, pa.ArrowException, ValueError) as exc:
         raise SnapshotError(f"cannot read parquet snapshot {path}: {exc}") from exc
-    profile = scan.profile()
-    return Snapshot(str(path), profile, scan.sample(), {f.name: str(f.type) for f in schema})
+    sample = scan.sample()
+    return Snapshot(str(path), scan.profile(sample), sample, {f.name: str(f.type) for f in schema})
 
 
 class _Scan:
@@ -73,8 +74,9 @@ class _Scan:
     def __init__(self, schema: pa.Schema, total_rows: int, sample_rows: int, seed: int) -> None:
         self.schema = schema
         self.total_rows = total_rows
-        self.fraction = min(1.0, sample_rows / total_rows) if total_rows else 1.0
-        self.rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(seed)  # the sampled rows, drawn once: exactly min(sample_rows, total_rows)
+        self.picks = np.sort(rng.choice(total_rows, size=min(sample_rows, total_rows), replace=False))
+        self.offset = 0  # row number of the next group's first row
         self.pieces: list[pa.Table] = []
         self.nulls = {f.name: 0 for f in schema}
         self.mins: dict[str, object] = {}
@@ -92,17 +94,15 @@ class _Scan:
                 self._min_max(name, column)
             if name in self.counts and self.counts[name] is not None:
                 self._count_values(name, column)
-        keep = int(round(group.num_rows * self.fraction))
-        if keep:
-            rows = np.sort(self.rng.choice(group.num_rows, size=keep, replace=False))
-            self.pieces.append(group.take(pa.array(rows)))
+        low, high = np.searchsorted(self.picks, [self.offset, self.offset + group.num_rows])
+        if high > low:
+            self.pieces.append(group.take(pa.array(self.picks[low:high] - self.offset)))
+        self.offset += group.num_rows
 
     def _min_max(self, name: str, column: pa.ChunkedArray) -> None:
-        if pa.types.is_floating(column.type):
-            column = pc.if_else(pc.is_nan(column), None, column)
-        bounds = pc.min_max(column)
+        bounds = pc.min_max(column)  # skips nulls, and NaN unless every value is NaN
         low, high = bounds["min"].as_py(), bounds["max"].as_py()
-        if low is None:
+        if low is None or low != low:  # no value, or only NaN
             return
         self.mins[name] = low if name not in self.mins else min(self.mins[name], low)
         self.maxs[name] = high if name not in self.maxs else max(self.maxs[name], high)
@@ -110,9 +110,15 @@ class _Scan:
     def _count_values(self, name: str, column: pa.ChunkedArray) -> None:
         counts = self.counts[name]
         assert counts is not None
-        for item in pc.value_counts(column.drop_null()).to_pylist():
-            key = str(item["values"])
-            counts[key] = counts.get(key, 0) + item["counts"]
+        if len(pc.unique(column.slice(0, _PROBE_ROWS))) > MAX_CATEGORIES:
+            self.counts[name] = None  # an identifier or free text: stop before counting a million values
+            return
+        found = pc.value_counts(column.drop_null())
+        if len(found) > MAX_CATEGORIES:
+            self.counts[name] = None
+            return
+        for value, count in zip(found.field("values").to_pylist(), found.field("counts").to_pylist()):
+            counts[str(value)] = counts.get(str(value), 0) + count
         if len(counts) > MAX_CATEGORIES:
             self.counts[name] = None
 
@@ -120,8 +126,7 @@ class _Scan:
         table = pa.concat_tables(self.pieces) if self.pieces else self.schema.empty_table()
         return table.to_pandas()
 
-    def profile(self) -> DatasetProfile:
-        sample = self.sample()
+    def profile(self, sample: pd.DataFrame) -> DatasetProfile:
         columns = {f.name: self._column_profile(f, sample[f.name]) for f in self.schema}
         return DatasetProfile(row_count=self.total_rows, columns=columns)
 

@@ -12,7 +12,7 @@ from guard.profile import ColumnProfile
 from guard.registry import register
 from guard.units import UNITS, candidates_for, conversion
 
-__all__ = ["check_units", "fit_affine", "name_unit"]
+__all__ = ["check_units", "fit_affine", "name_unit", "unit_shifted"]
 
 _FIT_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 _IDENTITY_SCALE_TOLERANCE = 0.15
@@ -51,6 +51,19 @@ def fit_affine(reference: ColumnProfile, observed: ColumnProfile) -> tuple[float
     return float(scale), float(offset), spread
 
 
+def unit_shifted(unit: str | None, reference: ColumnProfile | None, observed: ColumnProfile) -> bool:
+    """True when the units check reports this column (its values are in other units or rescaled):
+    range and drift checks, which judge values in the declared unit, then stay quiet about it."""
+    if unit is None or reference is None or not reference.quantiles or not observed.quantiles:
+        return False
+    scale, offset, spread = fit_affine(reference, observed)
+    return not _is_identity(scale, offset, spread)
+
+
+def _is_identity(scale: float, offset: float, spread: float) -> bool:
+    return abs(scale - 1) <= _IDENTITY_SCALE_TOLERANCE and abs(offset) <= _OFFSET_TOLERANCE * spread
+
+
 def name_unit(declared: str, scale: float, offset: float, spread: float) -> str | None:
     """The unit whose conversion from `declared` explains (scale, offset), if one does."""
     best: tuple[float, str] | None = None
@@ -69,7 +82,7 @@ def name_unit(declared: str, scale: float, offset: float, spread: float) -> str 
 def _unit_finding(urn: str, name: str, declared: str, reference: ColumnProfile,
                   observed: ColumnProfile) -> Finding | None:
     scale, offset, spread = fit_affine(reference, observed)
-    if abs(scale - 1) <= _IDENTITY_SCALE_TOLERANCE and abs(offset) <= _OFFSET_TOLERANCE * spread:
+    if _is_identity(scale, offset, spread):
         return None
     seen = {"scale": round(scale, 6), "offset": round(offset, 6), "median": observed.quantile(0.5)}
     expected = {"unit": declared, "median": reference.quantile(0.5)}

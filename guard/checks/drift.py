@@ -1,0 +1,179 @@
+"""Drift: how far each feature's distribution moved from the reference's.
+
+Numbers: the largest gap between the reference's CDF and the snapshot's empirical CDF, at each of the
+reference's profiled quantiles (q, v): the snapshot's CDF, counted exactly on its row sample, jumps from
+F(v-) to F(v) at v, and q must fall inside that jump; the distance it falls outside is the gap.
+Counting on the sample, not interpolating its quantiles, keeps ties exact (counts, zero-inflated
+amounts), so a quantile that straddles a point mass differently in two samples does not read as drift.
+Evaluated at nine points only, the gap is a lower bound on the Kolmogorov-Smirnov distance: it errs
+towards silence on noise, not towards alarms.
+Categories: the total variation distance between the exact value shares, casing folded (a casing defect
+is the domain check's finding alone).
+
+A feature drifts when its distance exceeds both DRIFT_THRESHOLD and the two-sample Kolmogorov-Smirnov
+critical value at alpha = 0.001, 1.95 * sqrt(1/n + 1/m), so small samples do not warn on noise. DRIFT
+warns unless the contract makes the column drift-blocking. A column with a declared unit whose values
+the units check finds converted or rescaled (`unit_shifted`) is left to the units check.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+from guard.checks.domain import is_categorical, normalize_category
+from guard.checks.units import unit_shifted
+from guard.context import GuardContext
+from guard.contract import ColumnContract, Contract
+from guard.findings import Finding, make_finding
+from guard.kinds import FindingKind, Severity
+from guard.profile import ColumnProfile
+from guard.registry import register
+from guard.snapshot import SnapshotError
+
+__all__ = ["check_drift", "feature_columns", "require_sample", "quantile_gap", "category_distance",
+           "DRIFT_THRESHOLD", "KS_CRITICAL"]
+
+DRIFT_THRESHOLD = 0.1  # largest CDF gap (or total variation) tolerated: a tenth of the mass moved
+KS_CRITICAL = 1.95  # sqrt(-ln(alpha / 2) / 2) at alpha = 0.001
+_NUMERIC = ("integer", "number")
+
+
+def feature_columns(contract: Contract) -> tuple[ColumnContract, ...]:
+    """The model's inputs: every contracted column but the label, the keys and the timestamps."""
+    roles = {contract.label_column, contract.label_timestamp_column, contract.event_timestamp_column}
+    return tuple(c for c in contract.columns
+                 if c.name not in roles and not c.primary_key and c.logical_type not in ("timestamp", "date"))
+
+
+def require_sample(ctx: GuardContext) -> None:
+    """Fail closed when the snapshot has rows but its row sample is empty: nothing sampled is not 'no drift'."""
+    assert ctx.snapshot is not None
+    if len(ctx.snapshot.sample) == 0 and ctx.snapshot.profile.row_count > 0:
+        raise SnapshotError(f"snapshot {ctx.snapshot.path} has {ctx.snapshot.profile.row_count} rows but an empty "
+                            "row sample; distributions cannot be judged: read it again with a larger sample")
+
+
+@register("drift", needs_reference=True)
+def check_drift(ctx: GuardContext) -> Iterator[Finding]:
+    assert ctx.contract and ctx.snapshot and ctx.reference is not None
+    require_sample(ctx)
+    for column in feature_columns(ctx.contract):
+        observed = ctx.snapshot.profile.columns.get(column.name)
+        if observed is None:
+            continue  # reported by the schema check as a missing column
+        severity = Severity.BLOCK if column.drift_blocking else Severity.WARN
+        reference = ctx.reference.columns.get(column.name)
+        if observed.logical_type in _NUMERIC:
+            finding = _numeric_drift(ctx, column, observed, reference, severity)
+        elif observed.logical_type == "string":
+            finding = _category_drift(ctx, column, observed, reference, severity)
+        else:
+            finding = None
+        if finding is not None:
+            yield finding
+
+
+def _numeric_drift(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile,
+                   reference: ColumnProfile | None, severity: Severity) -> Finding | None:
+    if not observed.quantiles:
+        return None  # no values: the nulls check speaks
+    if reference is None or not reference.quantiles:
+        return _no_reference(ctx, column.name, severity)
+    if unit_shifted(column.unit, reference, observed):
+        return None  # a unit or scale change: the units check's finding
+    values = _sampled_values(ctx, column.name)
+    gap, level = quantile_gap(reference, values)
+    limit = _limit(len(values), _reference_size(ctx, reference))
+    if gap <= limit:
+        return None
+    return make_finding(
+        FindingKind.DRIFT, ctx.dataset_urn, column.name, observed=round(gap, 4), expected=round(limit, 4),
+        severity=severity, statistic="max_cdf_gap", at_level=level,
+        reference_median=reference.quantile(0.5), observed_median=observed.quantile(0.5),
+        sample_rows=len(values),
+        message=f"{column.name!r} moved: {gap:.1%} of its mass shifted across the reference's {level:g} quantile "
+                f"(median {reference.quantile(0.5):g} -> {observed.quantile(0.5):g}); the limit is {limit:.1%}")
+
+
+def _category_drift(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile,
+                    reference: ColumnProfile | None, severity: Severity) -> Finding | None:
+    if observed.value_counts is None or observed.row_count == observed.null_count:
+        return None  # too many values to count (the domain check's), or none (the nulls check's)
+    if reference is None or reference.row_count == reference.null_count:
+        return _no_reference(ctx, column.name, severity)
+    if not is_categorical(reference):
+        return None  # an identifier or free text: no mix of categories to compare
+    distance = category_distance(reference, observed)
+    limit = _limit(observed.row_count - observed.null_count, reference.row_count - reference.null_count)
+    if distance <= limit:
+        return None
+    return make_finding(
+        FindingKind.DRIFT, ctx.dataset_urn, column.name, observed=round(distance, 4), expected=round(limit, 4),
+        severity=severity, statistic="total_variation",
+        message=f"{column.name!r} changed its mix of values: {distance:.1%} of rows moved between categories; "
+                f"the limit is {limit:.1%}")
+
+
+def _no_reference(ctx: GuardContext, name: str, severity: Severity) -> Finding:
+    return make_finding(
+        FindingKind.REFERENCE_MISSING, ctx.dataset_urn, name, observed=None, expected="a reference distribution",
+        severity=severity, check="drift",
+        message=f"the reference profile has no distribution for {name!r}, so its drift cannot be judged; "
+                "record a new reference with `kintsugi contract apply FILE --reference DATA.parquet`")
+
+
+def quantile_gap(reference: ColumnProfile, values: np.ndarray) -> tuple[float, float]:
+    """The largest gap between the reference's CDF and the empirical CDF of `values`, and its level.
+
+    At each reference quantile (q, v) the sample's CDF jumps from F(v-) to F(v); q must fall inside
+    [F(v-), F(v)], and the distance it falls outside is the gap at q.
+    """
+    ordered = np.sort(values)
+    n = len(ordered)
+    if n == 0 or not reference.quantiles:
+        return 0.0, 0.5  # nothing to compare: callers report missing values or reference first
+    gaps = []
+    for q, v in reference.quantiles:
+        below = np.searchsorted(ordered, v, side="left") / n  # F(v-)
+        within = np.searchsorted(ordered, v, side="right") / n  # F(v)
+        gaps.append((max(0.0, below - q, q - within), q))
+    gap, level = max(gaps, key=lambda item: item[0])
+    return float(gap), float(level)
+
+
+def _sampled_values(ctx: GuardContext, name: str) -> np.ndarray:
+    assert ctx.snapshot is not None
+    return pd.to_numeric(ctx.snapshot.sample[name], errors="coerce").dropna().to_numpy(dtype=float)
+
+
+def _reference_size(ctx: GuardContext, reference: ColumnProfile) -> int:
+    """Values behind the reference's quantiles: its non-null rows, capped by the sample size alike."""
+    assert ctx.snapshot is not None
+    size = reference.row_count - reference.null_count
+    if len(ctx.snapshot.sample) < ctx.snapshot.profile.row_count:
+        size = min(size, len(ctx.snapshot.sample))  # the reference was sampled like this snapshot
+    return size
+
+
+def _limit(n: int, m: int) -> float:
+    if n <= 0 or m <= 0:
+        return math.inf
+    return max(DRIFT_THRESHOLD, KS_CRITICAL * math.sqrt(1 / n + 1 / m))
+
+
+def category_distance(reference: ColumnProfile, observed: ColumnProfile) -> float:
+    """Total variation distance between the two value distributions, casing folded."""
+    ref, obs = _shares(reference), _shares(observed)
+    return 0.5 * sum(abs(ref.get(v, 0.0) - obs.get(v, 0.0)) for v in set(ref) | set(obs))
+
+
+def _shares(profile: ColumnProfile) -> dict[str, float]:
+    counts: dict[str, int] = {}
+    for value, count in profile.value_counts or ():
+        key = normalize_category(value)
+        counts[key] = counts.get(key, 0) + count
+    total = sum(counts.values())
+    return {value: count / total for value, count in counts.items()} if total else {}

@@ -1,0 +1,158 @@
+"""Target leakage: a feature that nearly determines the label, judged on the snapshot's row sample.
+
+Two scores, each flagged at LEAKAGE_THRESHOLD or above:
+
+- correlation (numeric feature and numeric label): the larger of |Pearson| and |Spearman|;
+- mapping (any feature, any label): how well the label is predicted from the feature's value alone,
+  out of sample. The sampled rows are split in two by a seeded shuffle; each half's per-value label
+  (mean for a numeric label, most frequent for a categorical one) predicts the other half, values the
+  other half; rows whose value the other half never saw are left out, and when they are more than
+  1 - MIN_COVERAGE of the rows the score is 0 (an identifier has no mapping to learn). The score is
+  sqrt(R²) for a numeric label and the error removed over always guessing the mode,
+  (accuracy - base) / (1 - base), for a categorical one, floored at 0. Numeric features with more than
+  MAX_BINS distinct values are cut into MAX_BINS quantile bins first. Being out of sample, an
+  independent feature scores about 0 however many values it has; a deterministic mapping about 1.
+
+A column outside the contract whose values equal the label's on at least COPY_THRESHOLD of the sampled
+labelled rows is a copy of the label. Only features are tested: not the label, the keys or timestamps.
+At least MIN_ROWS sampled rows holding both values are needed for a verdict.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+from guard.checks.drift import feature_columns, require_sample
+from guard.context import GuardContext
+from guard.findings import Finding, make_finding
+from guard.kinds import FindingKind
+from guard.registry import register
+
+__all__ = ["check_leakage", "association", "mapping_score", "LEAKAGE_THRESHOLD", "COPY_THRESHOLD", "MIN_ROWS",
+           "MAX_BINS", "MIN_COVERAGE"]
+
+LEAKAGE_THRESHOLD = 0.98
+COPY_THRESHOLD = 0.99
+MIN_ROWS = 30  # sampled rows with both values needed before a verdict
+MAX_BINS = 100  # numeric features with more distinct values are binned by quantile for the mapping score
+MIN_COVERAGE = 0.5  # share of rows whose value the other half saw, needed to score a mapping
+_SEED = 0
+
+
+@register("leakage")
+def check_leakage(ctx: GuardContext) -> Iterator[Finding]:
+    assert ctx.contract and ctx.snapshot
+    require_sample(ctx)
+    label, sample = ctx.contract.label_column, ctx.snapshot.sample
+    if label is None or label not in sample:
+        return  # no label declared, or missing (the schema check)
+    for column in feature_columns(ctx.contract):
+        if column.name in sample:
+            finding = _determines_label(ctx, column.name, label)
+            if finding is not None:
+                yield finding
+    for name in sample.columns:
+        if ctx.contract.column(name) is None:
+            finding = _copies_label(ctx, name, label)
+            if finding is not None:
+                yield finding
+
+
+def _determines_label(ctx: GuardContext, name: str, label: str) -> Finding | None:
+    assert ctx.snapshot is not None
+    pair = ctx.snapshot.sample[[name, label]].dropna()
+    if len(pair) < MIN_ROWS:
+        return None
+    scores = association(pair[name], pair[label])
+    if not scores or max(scores.values()) < LEAKAGE_THRESHOLD:
+        return None
+    strongest = max(scores, key=lambda key: scores[key])
+    return make_finding(
+        FindingKind.TARGET_LEAKAGE, ctx.dataset_urn, name, observed=round(scores[strongest], 4),
+        expected=LEAKAGE_THRESHOLD, scores={k: round(v, 4) for k, v in scores.items()}, statistic=strongest,
+        sample_rows=len(pair), label=label,
+        message=f"{name!r} nearly determines the label {label!r} ({strongest} {scores[strongest]:.3f} over "
+                f"{len(pair)} sampled rows, limit {LEAKAGE_THRESHOLD}): is it computed from the outcome?")
+
+
+def _copies_label(ctx: GuardContext, name: str, label: str) -> Finding | None:
+    assert ctx.snapshot is not None
+    pair = ctx.snapshot.sample[[name, label]]
+    pair = pair[pair[label].notna()]
+    if len(pair) < MIN_ROWS:
+        return None
+    share = _equal_share(pair[name], pair[label])
+    if share < COPY_THRESHOLD:
+        return None
+    return make_finding(
+        FindingKind.TARGET_LEAKAGE, ctx.dataset_urn, name, observed=round(share, 4), expected=COPY_THRESHOLD,
+        statistic="equal_share", sample_rows=len(pair), label=label,
+        message=f"column {name!r}, not in the contract, equals the label {label!r} on {share:.1%} of "
+                f"{len(pair)} sampled rows: a copy of the outcome")
+
+
+def association(feature: pd.Series, label: pd.Series, *, seed: int = _SEED) -> dict[str, float]:
+    """The leakage scores of feature -> label; undefined ones (a constant side) are left out."""
+    scores = {"mapping": mapping_score(feature, label, seed=seed)}
+    if _is_number(feature) and _is_number(label):
+        x, y = feature.astype(float), label.astype(float)
+        pearson, spearman = _pearson(x.to_numpy(), y.to_numpy()), _pearson(x.rank().to_numpy(), y.rank().to_numpy())
+        scores["correlation"] = max(abs(pearson), abs(spearman))
+    return {key: float(value) for key, value in scores.items() if not math.isnan(value)}
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    dx, dy = x - x.mean(), y - y.mean()  # sums of products, not BLAS dot: no thread pool to wake up
+    scale = math.sqrt(float((dx * dx).sum()) * float((dy * dy).sum()))
+    return float((dx * dy).sum()) / scale if scale > 0 else math.nan
+
+
+def mapping_score(feature: pd.Series, label: pd.Series, *, seed: int = _SEED) -> float:
+    """Out-of-sample predictability of the label from the feature's value: ~0 unrelated, ~1 determined."""
+    keys = pd.Series(_categories(feature))
+    half = np.random.default_rng(seed).permutation(len(keys)) % 2 == 0
+    numeric = _is_number(label)
+    y = pd.Series(label.to_numpy(dtype=float, na_value=np.nan) if numeric else label.astype(str).to_numpy())
+    guess = pd.concat([_predict(keys, y, half, numeric), _predict(keys, y, ~half, numeric)]).sort_index()
+    seen = guess.notna().to_numpy()
+    if seen.mean() < MIN_COVERAGE:
+        return 0.0  # most values are new to the other half (an identifier): no mapping to learn
+    y, guess = y[seen], guess[seen]
+    if numeric:
+        total = float(((y - y.mean()) ** 2).sum())
+        return math.sqrt(max(0.0, 1.0 - float(((y - guess) ** 2).sum()) / total)) if total else math.nan
+    base = float(y.value_counts(normalize=True).iloc[0])
+    return max(0.0, (float((guess == y).mean()) - base) / (1.0 - base)) if base < 1.0 else math.nan
+
+
+def _predict(keys: pd.Series, y: pd.Series, train: np.ndarray, numeric: bool) -> pd.Series:
+    """Predict y outside `train` by the per-key mean (or mode) inside it; a key it never saw gets NaN."""
+    known, target = keys[train], y[train]
+    if numeric:
+        table = target.groupby(known).mean()
+    else:
+        pairs = pd.DataFrame({"key": known, "y": target}).value_counts().reset_index()
+        table = pairs.drop_duplicates("key").set_index("key")["y"]  # value_counts sorts most frequent first
+    return keys[~train].map(table)
+
+
+def _categories(feature: pd.Series) -> np.ndarray:
+    """The feature's values as category codes; many-valued numbers cut into quantile bins first."""
+    if _is_number(feature) and feature.nunique() > MAX_BINS:
+        return pd.qcut(feature.astype(float), MAX_BINS, labels=False, duplicates="drop").to_numpy()
+    codes, _ = pd.factorize(feature.astype(str) if not _is_number(feature) else feature)
+    return codes
+
+
+def _equal_share(column: pd.Series, label: pd.Series) -> float:
+    if _is_number(column) and _is_number(label):
+        x, y = column.to_numpy(dtype=float, na_value=np.nan), label.to_numpy(dtype=float, na_value=np.nan)
+        return float(np.isclose(x, y, rtol=1e-9, atol=0.0).mean())
+    return float((column.astype(str) == label.astype(str)).fillna(False).mean())
+
+
+def _is_number(values: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(values.dtype)
