@@ -14,8 +14,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from controlplane.api.commands import mcp_command, serve_command
 from controlplane.errors import KintsugiError, WorkspaceError
-from controlplane.workspace import Workspace, resolve_workspace
+from controlplane.options import WorkspaceOption, require_estate
+from controlplane.workspace import resolve_workspace
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Kintsugi: a self-healing continuous-training control plane.")
@@ -26,8 +28,6 @@ app.add_typer(runs_app, name="runs")
 app.add_typer(contract_app, name="contract")
 app.add_typer(passport_app, name="passport")
 
-WorkspaceOption = Annotated[Optional[Path], typer.Option("--workspace", "-w", help="Workspace folder "
-                            "(default: $KINTSUGI_HOME or ./.kintsugi).", show_default=False)]
 EXIT_BLOCKED = 1
 EXIT_BY_STATUS = {"promoted": 0, "clean": 0, "needs-review": 0, "planned": 0, "paused": 0, "blocked": EXIT_BLOCKED}
 
@@ -47,14 +47,6 @@ def _now_ms(text: str | None) -> int | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return int(moment.timestamp() * 1000)
-
-
-def _workspace(option: Path | None, *, must_exist: bool = True) -> Workspace:
-    ws = resolve_workspace(option)
-    if must_exist and not ws.datahub_db.exists():
-        raise WorkspaceError(f"no Kintsugi estate in {ws.root}",
-                             "run `kintsugi demo` first, or pass --workspace DIR / set KINTSUGI_HOME")
-    return ws
 
 
 def _echo_event(event) -> None:  # type: ignore[no-untyped-def]
@@ -97,7 +89,7 @@ def run(pipeline: str, workspace: WorkspaceOption = None,
     from controlplane.render import timeline
     from controlplane.spec import POLICIES, load_spec
 
-    ws = _workspace(workspace)
+    ws = require_estate(workspace)
     spec = load_spec(ws, pipeline)
     if policy is not None and policy not in POLICIES:
         raise typer.BadParameter(f"policy {policy!r}; use one of {', '.join(POLICIES)}", param_hint="--policy")
@@ -115,7 +107,7 @@ def guard(pipeline: str, workspace: WorkspaceOption = None,
     from controlplane.render import report_table
     from controlplane.services import guard_pipeline
 
-    report = guard_pipeline(_workspace(workspace), pipeline, data, _now_ms(now))
+    report = guard_pipeline(require_estate(workspace), pipeline, data, _now_ms(now))
     if json_out:
         payload = report.to_dict()
         payload["findings"] = [{k: f[k] for k in ("kind", "dataset", "column", "severity", "observed", "expected",
@@ -132,7 +124,7 @@ def approve(run_id: str, workspace: WorkspaceOption = None, now: NowOption = Non
     from controlplane.gates import approve as approve_run
     from controlplane.render import timeline
 
-    record = approve_run(_workspace(workspace), run_id, now_ms=_now_ms(now), listener=_echo_event)
+    record = approve_run(require_estate(workspace), run_id, now_ms=_now_ms(now), listener=_echo_event)
     typer.echo("\n" + timeline(record))
     raise typer.Exit(EXIT_BY_STATUS.get(record.status, 2))
 
@@ -143,7 +135,7 @@ def reject(run_id: str, reason: Annotated[str, typer.Option(help="Why the run is
     """Stop a run paused at a ratify gate: nothing more is published or promoted."""
     from controlplane.gates import reject as reject_run
 
-    record = reject_run(_workspace(workspace), run_id, reason)
+    record = reject_run(require_estate(workspace), run_id, reason)
     typer.echo(record.outcome)
 
 
@@ -152,7 +144,7 @@ def undo(run_id: str, workspace: WorkspaceOption = None) -> None:
     """Take back a run: restore the exact bytes it replaced, move `champion` back, reopen its incidents."""
     from controlplane.gates import undo as undo_run
 
-    record = undo_run(_workspace(workspace), run_id)
+    record = undo_run(require_estate(workspace), run_id)
     typer.echo(record.outcome)
 
 
@@ -161,7 +153,7 @@ def promote(model: str, version: int, workspace: WorkspaceOption = None) -> None
     """Make VERSION the champion — only if the gate APPROVED it."""
     from controlplane.gates import promote_version
 
-    before = promote_version(_workspace(workspace), model, version)
+    before = promote_version(require_estate(workspace), model, version)
     typer.echo(f"{model} v{version} is champion" + (f" (v{before} is previous)" if before else ""))
 
 
@@ -172,7 +164,7 @@ def incidents(workspace: WorkspaceOption = None,
     """Incidents in DataHub, with the models downstream of each (at risk)."""
     from controlplane.services import list_incidents
 
-    rows = list_incidents(_workspace(workspace), active_only=active)
+    rows = list_incidents(require_estate(workspace), active_only=active)
     if json_out:
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -189,7 +181,7 @@ def passport_show(model: str, version: Annotated[Optional[int], typer.Argument()
     """Print a version's passport (default: the champion's)."""
     from controlplane.passports import show_passport
 
-    typer.echo(json.dumps(show_passport(_workspace(workspace), model, version), indent=2, sort_keys=True))
+    typer.echo(json.dumps(show_passport(require_estate(workspace), model, version), indent=2, sort_keys=True))
 
 
 @passport_app.command("verify")
@@ -198,7 +190,7 @@ def passport_verify(model: str, version: Annotated[Optional[int], typer.Argument
     """Check a passport's signature and that DataHub and MLflow hold the same document. Exit 1 if not."""
     from controlplane.passports import verify_passport
 
-    check = verify_passport(_workspace(workspace), model, version)
+    check = verify_passport(require_estate(workspace), model, version)
     typer.echo(("verified: " if check.ok else "NOT verified: ") + "; ".join(check.reasons))
     raise typer.Exit(0 if check.ok else EXIT_BLOCKED)
 
@@ -213,7 +205,7 @@ def audit(model: Annotated[Optional[str], typer.Argument(help="A model name; omi
 
     if model is None and not all_models:
         raise typer.BadParameter("name a MODEL or pass --all", param_hint="MODEL")
-    rows = audit_versions(_workspace(workspace), None if all_models else model, write=write)
+    rows = audit_versions(require_estate(workspace), None if all_models else model, write=write)
     for row in rows:
         state = "UNSAFE" if row.unsafe else "ok"
         flag = " (passport disagrees)" if row.disagrees else ""
@@ -229,7 +221,7 @@ def runs(ctx: typer.Context, workspace: WorkspaceOption = None) -> None:
         from controlplane.journal import list_runs
         from controlplane.render import runs_table
 
-        typer.echo(runs_table(list_runs(_workspace(workspace))))
+        typer.echo(runs_table(list_runs(require_estate(workspace))))
 
 
 @runs_app.command("show")
@@ -238,7 +230,7 @@ def runs_show(run_id: str, workspace: WorkspaceOption = None) -> None:
     from controlplane.journal import load_run
     from controlplane.render import timeline
 
-    typer.echo(timeline(load_run(_workspace(workspace), run_id)))
+    typer.echo(timeline(load_run(require_estate(workspace), run_id)))
 
 
 @contract_app.command("infer")
@@ -277,7 +269,11 @@ def contract_show(urn: str, workspace: WorkspaceOption = None) -> None:
     """Print the contract DataHub holds for a dataset URN."""
     from controlplane.services import show_contract
 
-    typer.echo(show_contract(_workspace(workspace), urn))
+    typer.echo(show_contract(require_estate(workspace), urn))
+
+
+app.command("mcp")(mcp_command)
+app.command("serve")(serve_command)
 
 
 def _quiet_libraries() -> None:

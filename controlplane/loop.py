@@ -58,7 +58,9 @@ def run_pipeline(ws: Workspace, spec: PipelineSpec, *, policy: str | None = None
     now_ms = now_ms or int(time.time() * 1000)
     record = RunRecord(run_id or new_run_id(now_ms), spec.name, policy or spec.policy, now_ms)
     with pipeline_lock(ws, spec.name, record.run_id):
-        with open_state(ws, spec, RunJournal(ws, record, listener), now_ms) as state:
+        journal = RunJournal(ws, record, listener)
+        journal.save()  # on disk from its first instant: a front door can answer with its id
+        with open_state(ws, spec, journal, now_ms) as state:
             _loop(state)
     return record
 

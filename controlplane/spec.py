@@ -34,6 +34,7 @@ class PipelineSpec:
     promotion: PromotionRules
     policy: str
     source: Path
+    schedule: str | None = None  # cron, e.g. "0 2 * * *": `kintsugi serve` runs the pipeline when due
 
 
 def list_specs(ws: Workspace) -> list[str]:
@@ -67,7 +68,7 @@ def parse_spec(raw: Any, path: Path, ws: Workspace) -> PipelineSpec:
         rules = PromotionRules(promotion["metric"], float(promotion.get("min_gain", DEFAULT_MIN_GAIN)),
                                float(promotion.get("max_regression", DEFAULT_MAX_REGRESSION)))
         spec = PipelineSpec(raw["name"], raw["feature_table"], ws.root / raw["data"], training, rules,
-                            raw.get("policy", "auto"), path)
+                            raw.get("policy", "auto"), path, raw.get("schedule"))
     except TrainingError as exc:
         raise SpecError(f"pipeline spec {path}: {exc.message}", exc.fix) from exc
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
@@ -76,4 +77,13 @@ def parse_spec(raw: Any, path: Path, ws: Workspace) -> PipelineSpec:
     check_rules(rules.min_gain, rules.max_regression)
     if spec.policy not in POLICIES:
         raise SpecError(f"pipeline spec {path} has policy {spec.policy!r}", f"use one of {', '.join(POLICIES)}")
+    _check_schedule(spec.schedule, path)
     return spec
+
+
+def _check_schedule(schedule: Any, path: Path) -> None:
+    from croniter import croniter
+
+    if schedule is not None and not (isinstance(schedule, str) and croniter.is_valid(schedule)):
+        raise SpecError(f"pipeline spec {path} has schedule {schedule!r}, not a cron expression",
+                        "use five cron fields, e.g. schedule: \"0 2 * * *\" (daily at 02:00 UTC), or remove it")
