@@ -8,7 +8,6 @@ import shutil
 import sys
 import time
 import warnings
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -37,16 +36,9 @@ NowOption = Annotated[Optional[str], typer.Option("--now", help="Evaluate as of 
 
 
 def _now_ms(text: str | None) -> int | None:
-    if text is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise typer.BadParameter(f"{text!r} is not an ISO-8601 instant, e.g. 2026-11-01T12:00:00+00:00",
-                                 param_hint="--now") from exc
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return int(moment.timestamp() * 1000)
+    from controlplane.operations import parse_now
+
+    return parse_now(text)
 
 
 def _echo_event(event) -> None:  # type: ignore[no-untyped-def]
