@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from controlplane.api.commands import mcp_command, serve_command
+from controlplane.datahub.commands import datahub_app, doctor_command
 from controlplane.errors import KintsugiError, WorkspaceError
 from controlplane.options import WorkspaceOption, require_estate
 from controlplane.workspace import resolve_workspace
@@ -50,12 +51,18 @@ def _echo_event(event) -> None:  # type: ignore[no-untyped-def]
 @app.command()
 def demo(workspace: WorkspaceOption = None,
          seed: Annotated[int, typer.Option(help="Generator seed.")] = 7,
-         reset: Annotated[bool, typer.Option(help="Wipe the workspace first.")] = False) -> None:
+         reset: Annotated[bool, typer.Option(help="Wipe the workspace first.")] = False,
+         to_gms: Annotated[bool, typer.Option("--to-gms", help="Seed the synthetic estate into the "
+                                              "configured DataHub GMS.")] = False) -> None:
     """Seed the estate, promote a champion, inject a unit failure, heal it, and show the impact."""
+    from controlplane.datahub.config import load_gms_config
     from controlplane.render import timeline
     from demo.story import run_demo
 
     ws = resolve_workspace(workspace)
+    if load_gms_config(ws) is not None and not to_gms:
+        raise WorkspaceError("a DataHub GMS is configured; the demo would write a synthetic estate into it",
+                             "unset DATAHUB_GMS_URL for the demo, or pass --to-gms")
     if ws.datahub_db.exists() and not reset:
         raise WorkspaceError(f"workspace {ws.root} already holds an estate",
                              "pass --reset to start over, or --workspace DIR for a new one")
@@ -266,12 +273,16 @@ def contract_show(urn: str, workspace: WorkspaceOption = None) -> None:
 
 app.command("mcp")(mcp_command)
 app.command("serve")(serve_command)
+app.add_typer(datahub_app, name="datahub")
+app.command("doctor")(doctor_command)
 
 
 def _quiet_libraries() -> None:
     """Third-party chatter (MLflow's table migrations, schema hints) is not the user's business."""
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
-    for name in ("mlflow", "alembic", "datahub"):
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "3")  # a dead tracking server fails in seconds,
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")     # not after minutes of MLflow's own retries
+    for name in ("mlflow", "alembic", "datahub", "urllib3"):
         logging.getLogger(name).setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", category=UserWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from controlplane.datahub.config import load_gms_config
 from controlplane.errors import WorkspaceError
 from controlplane.workspace import Workspace, resolve_workspace
 
@@ -18,7 +19,7 @@ WorkspaceOption = Annotated[Optional[Path], typer.Option("--workspace", "-w", he
 def require_estate(option: Path | None) -> Workspace:
     """The chosen workspace, or one line naming the fix when no estate is there."""
     ws = resolve_workspace(option)
-    if not ws.datahub_db.exists():
+    if not ws.datahub_db.exists() and load_gms_config(ws) is None:
         raise WorkspaceError(f"no Kintsugi estate in {ws.root}",
                              "run `kintsugi demo` first, or pass --workspace DIR / set KINTSUGI_HOME")
     return ws

@@ -94,8 +94,8 @@ def conclude(state: LoopState, candidate: Candidate, *, rejected: str | None = N
         store = open_model_store(state)
         verdict = "REJECTED" if rejected else candidate.verdict
         reasons = [f"rejected by an operator: {rejected}"] if rejected else candidate.reasons
+        _write_back(state, candidate, verdict, reasons)  # DataHub first: no evidence written, no promotion
         _record_verdict(state, store, candidate.version, verdict, reasons, candidate.gain)
-        _write_back(state, candidate, verdict, reasons)
 
 
 def _train_candidate(state: LoopState, report: GuardReport, heal: HealOutcome | None,

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+for _name in ("DATAHUB_GMS_URL", "DATAHUB_GMS_TOKEN", "MLFLOW_TRACKING_URI"):  # never a developer's servers
+    os.environ.pop(_name, None)
 
 DEMO_NOW = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 

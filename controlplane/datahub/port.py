@@ -12,7 +12,7 @@ AspectT = TypeVar("AspectT", bound=_Aspect)
 
 
 class MetadataPort(Protocol):
-    """Implemented by the DataHub Lite adapter (embedded default) and, later, a GMS adapter."""
+    """Implemented by the DataHub Lite adapter (lite.py, the embedded default) and the GMS adapter (gms.py)."""
 
     location: str
 
