@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from chaos.cli import chaos_app, drill_command
 from controlplane.api.commands import mcp_command, serve_command
 from controlplane.datahub.commands import datahub_app, doctor_command
 from controlplane.errors import KintsugiError, WorkspaceError
@@ -275,6 +276,8 @@ app.command("mcp")(mcp_command)
 app.command("serve")(serve_command)
 app.add_typer(datahub_app, name="datahub")
 app.command("doctor")(doctor_command)
+app.add_typer(chaos_app, name="chaos")
+app.command("drill")(drill_command)
 
 
 def _quiet_libraries() -> None:

@@ -1,0 +1,123 @@
+"""Front doors for chaos: `kintsugi chaos inject|revert|list` (a Typer sub-app) and `kintsugi drill`.
+
+Registered by the composition root (controlplane/cli.py):
+    app.add_typer(chaos_app, name="chaos")
+    app.command("drill")(drill_command)
+Errors are KintsugiErrors: the CLI prints one line and exits 2.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from controlplane.errors import WorkspaceError
+from controlplane.workspace import Workspace, resolve_workspace
+
+__all__ = ["chaos_app", "drill_command"]
+
+chaos_app = typer.Typer(help="Chaos game days: inject a silent failure by hand, then revert to the exact bytes.",
+                        no_args_is_help=True)
+
+WorkspaceOption = Annotated[Optional[Path], typer.Option("--workspace", "-w", help="Workspace folder "
+                            "(default: $KINTSUGI_HOME or ./.kintsugi).", show_default=False)]
+PipelineOption = Annotated[str, typer.Option("--pipeline", "-p", help="The pipeline whose feature table to corrupt.")]
+
+
+def _workspace(option: Path | None) -> Workspace:
+    ws = resolve_workspace(option)
+    if not ws.datahub_db.exists():
+        raise WorkspaceError(f"no Kintsugi estate in {ws.root}",
+                             "run `kintsugi demo` first, or pass --workspace DIR / set KINTSUGI_HOME")
+    return ws
+
+
+@chaos_app.command("inject")
+def inject(scenario: Annotated[str, typer.Argument(help="A scenario name (see `kintsugi chaos list`).")],
+           pipeline: PipelineOption, workspace: WorkspaceOption = None,
+           seed: Annotated[int, typer.Option(help="Seed of the rows chosen and any noise drawn.")] = 0,
+           magnitude: Annotated[Optional[float], typer.Option(help="How hard to hit (default: the scenario's; "
+                                                              "its unit is in `chaos list`).")] = None,
+           rows: Annotated[Optional[str], typer.Option(help="random | window (of the column itself) | "
+                                                       "window:COLUMN (default: the scenario's).")] = None) -> None:
+    """Corrupt PIPELINE's feature table (or its upstreams in DataHub) as SCENARIO; the original bytes are kept."""
+    from chaos.gameday import inject_game_day
+    from chaos.selection import Selection
+
+    game = inject_game_day(_workspace(workspace), pipeline, scenario, seed=seed, magnitude=magnitude,
+                           selection=Selection.parse(rows) if rows else None)
+    expected = game.expected
+    where = expected["upstream"] or "/".join(expected["columns"]) or "the dataset"
+    typer.echo(f"injected {game.scenario} (magnitude {game.magnitude:g}, rows {game.selection}, seed {game.seed}) "
+               f"into {game.pipeline}: {game.summary}")
+    typer.echo(f"the guard should raise {expected['kind']} on {where}; "
+               + ("a playbook should heal it" if expected["healable"]
+                  else "no playbook heals it: the loop should hold it back"))
+    typer.echo(f"now run `kintsugi run {game.pipeline}`; afterwards `kintsugi chaos revert --pipeline {game.pipeline}` "
+               f"restores {game.data} to {game.original_hash}")
+
+
+@chaos_app.command("revert")
+def revert(pipeline: PipelineOption, workspace: WorkspaceOption = None) -> None:
+    """Restore the exact bytes PIPELINE's table had before `chaos inject`, and undo upstream metadata."""
+    from chaos.gameday import revert_game_day
+
+    game = revert_game_day(_workspace(workspace), pipeline)
+    typer.echo(f"reverted {game.scenario} on {game.pipeline}: {game.data} is back to {game.original_hash}"
+               + (f"; {len(game.undo)} DataHub aspect(s) restored" if game.undo else ""))
+
+
+@chaos_app.command("list")
+def list_scenarios(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """The registered scenarios: what each corrupts and what the guard should say."""
+    from chaos.drill import default_scenarios
+    from chaos.observe import expected_outcome
+    from chaos.registry import get_scenario
+
+    described = [{**get_scenario(n).describe(), "outcome": expected_outcome(get_scenario(n))}
+                 for n in default_scenarios()]
+    if json_out:
+        typer.echo(json.dumps(described, indent=2))
+        return
+    for d in described:
+        where = (d["upstream"] or "").split(",")[1:2] or d["columns"] or ["the dataset"]
+        typer.echo(f"{d['name']:<20} {d['kind']:<22} {'/'.join(where):<28} "
+                   f"{d['outcome']:<13} magnitude {d['magnitude']:g} ({d['magnitude_unit']})")
+
+
+def drill_command(
+        scenarios: Annotated[Optional[list[str]], typer.Option("--scenarios", "-s", help="Scenario names, "
+                             "repeated or comma-separated (default: all).", show_default=False)] = None,
+        seeds: Annotated[int, typer.Option(help="Seeds per scenario (1..N).")] = 3,
+        controls: Annotated[int, typer.Option(help="Clean control runs, spread over the seeds.")] = 20,
+        sweep_seeds: Annotated[int, typer.Option(help="Seeds the magnitude sweeps run on (0: no sweep).")] = 1,
+        jobs: Annotated[int, typer.Option(help="Worker processes (0: one per CPU, at most 4).")] = 0,
+        json_out: Annotated[bool, typer.Option("--json", help="Print the scoreboard as JSON "
+                                               "(progress goes to stderr).")] = False,
+        out: Annotated[Optional[Path], typer.Option(help="Write scoreboard.json, .md and .png here.")] = None,
+        keep: Annotated[Optional[Path], typer.Option(help="Keep the throwaway estates in this folder (and reuse "
+                                                     "the seeds' clean estates already there).")] = None,
+) -> None:
+    """Score the loop like a benchmark: every scenario in a throwaway estate, through the real loop.
+
+    Exit 0 when every scenario passed on every seed with no false alarm, 1 otherwise, 2 on error.
+    Never touches your workspace.
+    """
+    from chaos.drill import DrillPlan, default_scenarios, run_drill
+    from chaos.report import markdown, write_reports
+
+    names = tuple(n.strip() for value in (scenarios or []) for n in value.split(",") if n.strip())
+    plan = DrillPlan(names or default_scenarios(), tuple(range(1, seeds + 1)), controls, sweep_seeds,
+                     jobs or min(4, os.cpu_count() or 1))
+    board = run_drill(plan, say=lambda line: typer.echo(line, err=json_out), keep=keep)
+    if out is not None:
+        written = write_reports(board, out)
+        typer.echo("wrote " + ", ".join(str(p) for p in written), err=json_out)
+    if json_out:
+        typer.echo(json.dumps(board, indent=2, sort_keys=True))
+    else:
+        typer.echo("\n" + markdown(board))
+    raise typer.Exit(0 if not board["scenarios_failed"] and not board["false_alarms"] else 1)
