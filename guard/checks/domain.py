@@ -65,7 +65,7 @@ def _range_findings(ctx: GuardContext, column: ColumnContract, observed: ColumnP
     if observed.logical_type not in _NUMERIC or observed.minimum is None or observed.maximum is None:
         return  # not a number (the schema check), or no value at all (the nulls check)
     reference = ctx.reference.columns.get(column.name) if ctx.reference else None
-    if unit_shifted(column.unit, reference, observed):
+    if unit_shifted(column.unit, reference, observed, strict=column.name != ctx.contract.label_column):
         return  # the bounds are in the declared unit; the units check reports the conversion
     below = column.minimum is not None and observed.minimum < column.minimum
     above = column.maximum is not None and observed.maximum > column.maximum

@@ -38,6 +38,7 @@ __all__ = ["check_drift", "feature_columns", "require_sample", "quantile_gap", "
 
 DRIFT_THRESHOLD = 0.1  # largest CDF gap (or total variation) tolerated: a tenth of the mass moved
 KS_CRITICAL = 1.95  # sqrt(-ln(alpha / 2) / 2) at alpha = 0.001
+STDEV_RATIO_LIMIT = 1.15  # spread grown or shrunk by more than this factor (noise, clipping) is drift
 _NUMERIC = ("integer", "number")
 
 
@@ -88,7 +89,8 @@ def _numeric_drift(ctx: GuardContext, column: ColumnContract, observed: ColumnPr
     gap, level = quantile_gap(reference, values)
     limit = _limit(len(values), _reference_size(ctx, reference))
     if gap <= limit:
-        return None
+        return _dispersion_drift(ctx, column, observed, reference, severity,
+                                 len(values), _reference_size(ctx, reference))
     return make_finding(
         FindingKind.DRIFT, ctx.dataset_urn, column.name, observed=round(gap, 4), expected=round(limit, 4),
         severity=severity, statistic="max_cdf_gap", at_level=level,
@@ -96,6 +98,23 @@ def _numeric_drift(ctx: GuardContext, column: ColumnContract, observed: ColumnPr
         sample_rows=len(values),
         message=f"{column.name!r} moved: {gap:.1%} of its mass shifted across the reference's {level:g} quantile "
                 f"(median {reference.quantile(0.5):g} -> {observed.quantile(0.5):g}); the limit is {limit:.1%}")
+
+
+def _dispersion_drift(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile,
+                      reference: ColumnProfile, severity: Severity, n: int, m: int) -> Finding | None:
+    """Quantiles of a discrete column hide extra noise (ties absorb it); its standard deviation does not.
+    The limit widens for small samples: ~4 standard errors of a log stdev ratio, sqrt(1/2n + 1/2m)."""
+    if not observed.stdev or not reference.stdev or n <= 1 or m <= 1:
+        return None
+    ratio = observed.stdev / reference.stdev
+    limit = max(STDEV_RATIO_LIMIT, math.exp(4.0 * math.sqrt(1 / (2 * n) + 1 / (2 * m))))
+    if max(ratio, 1 / ratio) <= limit:
+        return None
+    return make_finding(
+        FindingKind.DRIFT, ctx.dataset_urn, column.name, observed=round(ratio, 4), expected=round(limit, 4),
+        severity=severity, statistic="stdev_ratio", reference_stdev=reference.stdev, observed_stdev=observed.stdev,
+        message=f"{column.name!r} spread changed x{ratio:.3g} (stdev {reference.stdev:.4g} -> {observed.stdev:.4g}); "
+                f"the limit is x{limit:.3g}: added noise, clipping or a mixed source?")
 
 
 def _category_drift(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile,
@@ -167,7 +186,7 @@ def _limit(n: int, m: int) -> float:
 def category_distance(reference: ColumnProfile, observed: ColumnProfile) -> float:
     """Total variation distance between the two value distributions, casing folded."""
     ref, obs = _shares(reference), _shares(observed)
-    return 0.5 * sum(abs(ref.get(v, 0.0) - obs.get(v, 0.0)) for v in set(ref) | set(obs))
+    return 0.5 * math.fsum(abs(ref.get(v, 0.0) - obs.get(v, 0.0)) for v in sorted(set(ref) | set(obs)))
 
 
 def _shares(profile: ColumnProfile) -> dict[str, float]:

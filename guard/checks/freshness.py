@@ -11,6 +11,7 @@ from guard.registry import register
 __all__ = ["check_label_freshness"]
 
 _HOUR_MS = 3_600_000
+CLOCK_SKEW_HOURS = 3.0  # a label watermark further than this past `now` is a clock or timezone error
 
 
 @register("label_freshness", per_column=False)
@@ -31,6 +32,13 @@ def check_label_freshness(ctx: GuardContext) -> Iterator[Finding]:
                     "the label watermark cannot be established")
         return
     lag_hours = (ctx.now_ms - stamps.maximum) / _HOUR_MS
+    if -lag_hours > CLOCK_SKEW_HOURS:
+        yield make_finding(
+            FindingKind.TIMESTAMP_UNPARSEABLE, urn, stamp_column, observed=int(stamps.maximum),
+            expected=f"at most {CLOCK_SKEW_HOURS:g} h after now ({ctx.now_ms})", watermark_ms=int(stamps.maximum),
+            message=f"newest label is {-lag_hours:.1f} h in the future: timestamps written in a local timezone, or a "
+                    "clock error; the label watermark cannot be trusted")
+        return
     if lag_hours > contract.label_freshness_hours:
         yield make_finding(
             FindingKind.LABEL_STALE, urn, stamp_column, observed=round(lag_hours, 3),

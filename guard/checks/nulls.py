@@ -18,8 +18,8 @@ SPIKE_FACTOR = 3.0
 def check_nulls(ctx: GuardContext) -> Iterator[Finding]:
     assert ctx.contract and ctx.snapshot and ctx.reference is not None
     for column in ctx.contract.columns:
-        if column.name == ctx.contract.label_column:
-            continue  # missing labels are judged by label freshness (immature rows)
+        if column.name in (ctx.contract.label_column, ctx.contract.label_timestamp_column):
+            continue  # a label not yet arrived has no arrival time either: label freshness judges both
         observed = ctx.snapshot.profile.columns.get(column.name)
         if observed is None:
             continue

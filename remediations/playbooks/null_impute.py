@@ -12,6 +12,7 @@ dates. It plans from the nulls in the table now, so a filled column is left alon
 """
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import numpy as np
@@ -42,12 +43,39 @@ def null_impute(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
             "find why the producer stopped sending values")
     reference = _reference_column(heal)
     kind = _logical_type(heal, reference)
-    value = fill_value(reference, kind)
-    params: dict[str, Any] = {"nulls_filled": nulls, "logical_type": kind, "fill_value": value,
-                              "source": "reference median" if kind in ("number", "integer") else "reference mode"}
     healed = table.copy()
-    healed[column] = _filled(table[column], value, kind)
+    if kind in ("number", "integer") and len(reference.quantiles) >= 2:
+        draws = reference_draws(reference, nulls, seed=zlib.crc32(f"{column}:{nulls}".encode()))
+        value: Any = np.round(draws) if kind == "integer" else draws
+        params: dict[str, Any] = {"nulls_filled": nulls, "logical_type": kind,
+                                  "source": "seeded draws from the reference quantiles",
+                                  "fill_median": float(np.median(value))}
+        healed[column] = _filled_with(table[column], value, kind)
+    else:  # categories (and numbers whose reference has no distribution): the mode (the median)
+        value = fill_value(reference, kind)
+        params = {"nulls_filled": nulls, "logical_type": kind, "fill_value": value,
+                  "source": "reference median" if kind in ("number", "integer") else "reference mode"}
+        healed[column] = _filled(table[column], value, kind)
     return healed, HealStep("null_impute", finding.kind.value, column, params, rows_touched=nulls)
+
+
+def reference_draws(reference: ColumnProfile, count: int, *, seed: int) -> np.ndarray:
+    """`count` seeded draws from the reference distribution (its quantile function, linear between the
+    profiled quantiles and the minimum and maximum): a filled column keeps the reference's shape, where a
+    constant median would pile a point mass that biases the model and reads as a scale shift."""
+    points = [(0.0, reference.minimum), *reference.quantiles, (1.0, reference.maximum)]
+    known = [(q, v) for q, v in points if v is not None and not np.isnan(v)]
+    if len(known) < 2:
+        raise PlaybookRefused(f"null_impute needs the reference quantiles of {reference.name!r}; "
+                              "refresh the reference profile")
+    levels, values = zip(*known)
+    return np.interp(np.random.default_rng(seed).random(count), levels, values)
+
+
+def _filled_with(values: pd.Series, draws: np.ndarray, kind: str) -> pd.Series:
+    filled = values.astype("float64").copy()
+    filled[values.isna().to_numpy()] = draws
+    return filled.astype("int64") if kind == "integer" else filled
 
 
 def fill_value(reference: ColumnProfile, kind: str) -> Any:

@@ -202,7 +202,8 @@ def test_cast_is_idempotent() -> None:
 # ---------------------------------------------------------------- null_impute
 
 REFERENCE = DatasetProfile(row_count=1000, columns={
-    "distance_km": ColumnProfile("distance_km", "number", 1000, 0, quantiles=((0.25, 1.0), (0.5, 4.25), (0.75, 9.0))),
+    "distance_km": ColumnProfile("distance_km", "number", 1000, 0, minimum=0.5, maximum=12.0,
+                                 quantiles=((0.25, 1.0), (0.5, 4.25), (0.75, 9.0))),
     "items": ColumnProfile("items", "integer", 1000, 0, quantiles=((0.5, 2.6),)),
     "service": ColumnProfile("service", "string", 1000, 0,
                              value_counts=(("standard", 450), ("express", 450), ("economy", 100))),
@@ -214,11 +215,15 @@ def null_finding(column: str, kind: FindingKind = FindingKind.NULL_LIMIT) -> Fin
     return finding(kind, column, "null_impute", reference_null_fraction=0.0, null_rows=3)
 
 
-def test_impute_fills_numbers_with_the_reference_median() -> None:
+def test_impute_fills_numbers_with_seeded_draws_from_the_reference_distribution() -> None:
     values = [1.0, None, 3.0, None, 5.0, 6.0, None, 8.0, 9.0, 10.0]  # 3 of 10: at the 30% limit
     healed, step = heal(pd.DataFrame({"distance_km": values}), null_finding("distance_km"), REFERENCE)
-    assert healed["distance_km"].tolist() == [1.0, 4.25, 3.0, 4.25, 5.0, 6.0, 4.25, 8.0, 9.0, 10.0]
-    assert (step.rows_touched, step.params["fill_value"]) == (3, 4.25)
+    again, _ = heal(pd.DataFrame({"distance_km": values}), null_finding("distance_km"), REFERENCE)
+    filled = healed["distance_km"][[1, 3, 6]]
+    assert healed["distance_km"].notna().all() and healed["distance_km"].tolist() == again["distance_km"].tolist()
+    assert filled.between(0.5, 12.0).all() and filled.nunique() == 3  # within the reference, not a point mass
+    assert healed["distance_km"][[0, 2, 4, 5, 7, 8, 9]].tolist() == [1.0, 3.0, 5.0, 6.0, 8.0, 9.0, 10.0]
+    assert step.rows_touched == 3 and step.params["source"] == "seeded draws from the reference quantiles"
 
 
 def test_impute_keeps_an_integer_column_integer() -> None:
