@@ -25,7 +25,8 @@ from controlplane.spec import PipelineSpec
 from controlplane.train import train_and_promote
 from controlplane.workspace import Workspace
 from guard.context import GuardContext
-from guard.findings import GuardReport, Verdict
+from guard.findings import Finding, GuardReport, Verdict
+from guard.registry import CHECKS
 from guard.runner import run_guard
 from guard.snapshot import SnapshotError, read_snapshot
 from remediations.registry import HealStep
@@ -149,9 +150,7 @@ def _raise_incidents(state: LoopState, report: GuardReport) -> list[IncidentRef]
         return []
     refs = []
     for finding in report.blocking:
-        check = _check_of(report, finding.column)
-        refs.append(open_incident(state.metadata, finding, assertion_urn(finding.dataset, check, finding.column),
-                                  state.run_id, state.now_ms))
+        refs.append(open_incident(state.metadata, finding, _assertion_of(finding), state.run_id, state.now_ms))
         state.journal.ledger("datahub-aspect", refs[-1].urn, aspect="incidentInfo", created=refs[-1].created)
     state.journal.event("incident", "raised", ", ".join(
         f"{'new' if r.created else 'reused'} {r.urn} ({r.key[1]} on {r.key[2] or 'dataset'})" for r in refs),
@@ -160,9 +159,11 @@ def _raise_incidents(state: LoopState, report: GuardReport) -> list[IncidentRef]
     return refs
 
 
-def _check_of(report: GuardReport, column: str | None) -> str:
-    failed = [o.check for o in report.outcomes if not o.passed and o.column in (column, None)]
-    return failed[0] if failed else "guard"
+def _assertion_of(finding: Finding) -> str:
+    """The assertion that recorded this failure: its check, on its column for per-column checks."""
+    check = CHECKS.get(finding.check)
+    column = finding.column if check is not None and check.per_column else None
+    return assertion_urn(finding.dataset, finding.check or "guard", column)
 
 
 def _heal(state: LoopState, context: GuardContext, report: GuardReport) -> HealOutcome | None:

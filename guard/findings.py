@@ -28,6 +28,7 @@ class Finding:
     message: str
     playbook: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    check: str = ""  # the registered check that found it ("" for the runner's own preconditions)
 
     @property
     def key(self) -> tuple[str, str, str]:

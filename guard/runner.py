@@ -1,6 +1,7 @@
 """Run every registered check, collect every finding, and never fail open."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterable
 
 import guard.checks  # noqa: F401  (registers the checks)
@@ -49,12 +50,12 @@ def _preconditions(ctx: GuardContext) -> list[Finding]:
 
 def _run_one(check: RegisteredCheck, ctx: GuardContext) -> list[Finding]:
     try:
-        return list(check.run(ctx))
+        return [replace(finding, check=check.name) for finding in check.run(ctx)]
     except Exception as exc:  # a check that breaks must block, never pass
-        return [make_finding(
+        broken = make_finding(
             FindingKind.CHECK_ERROR, ctx.dataset_urn, None, observed=f"{type(exc).__name__}: {exc}",
-            expected="the check to complete", message=f"check {check.name!r} raised {type(exc).__name__}: {exc}",
-            check=check.name)]
+            expected="the check to complete", message=f"check {check.name!r} raised {type(exc).__name__}: {exc}")
+        return [replace(broken, check=check.name)]
 
 
 def _outcomes(check: RegisteredCheck, ctx: GuardContext, found: Iterable[Finding]) -> list[CheckOutcome]:

@@ -1,2 +1,2 @@
 """One module per check kind; importing this package registers them all, in this order."""
-from guard.checks import freshness, lineage, nulls, schema, units, volume, duplicates, domain, drift, leakage  # noqa: F401
+from guard.checks import domain, drift, duplicates, freshness, leakage, lineage, nulls, schema, units, volume  # noqa: F401

@@ -48,7 +48,7 @@ def test_one_incident_on_the_feature_table_resolved_with_heal_notes(lite, demo_r
     assert info.status.state == s.IncidentStateClass.RESOLVED
     assert "unit_rescale" in info.status.message and "sha256:" in info.status.message
     assert "distance_km" in info.title and "unit_mismatch" in info.title
-    assert info.source.sourceUrn.startswith("urn:li:assertion:")
+    assert info.source.sourceUrn == assertion_urn(FEATURE_TABLE, "units", "distance_km")
     assert "'m'" in info.description or " m," in info.description
 
 

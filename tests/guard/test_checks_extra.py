@@ -393,7 +393,7 @@ def test_an_empty_row_sample_blocks_instead_of_passing(tmp_path: Path, reference
     unsampled = dataclasses.replace(snapshot, sample=snapshot.sample.head(0))  # as a too-small sample rounds to
     report = run_guard(context(unsampled, reference))
     errors = [f for f in report.blocking if f.kind is FindingKind.CHECK_ERROR]
-    assert sorted(f.params["check"] for f in errors) == ["drift", "leakage"]
+    assert sorted(f.check for f in errors) == ["drift", "leakage"]
     assert all("empty row sample" in f.message for f in errors)
 
 

@@ -164,7 +164,7 @@ def test_a_check_that_raises_blocks(demo_run, monkeypatch):
     report = guard_pipeline(ws, PIPELINE, None, NOW_MS)
     assert report.verdict is Verdict.BLOCKED
     (error,) = report.blocking
-    assert error.kind is K.CHECK_ERROR and "boom" in error.message
+    assert error.kind is K.CHECK_ERROR and "boom" in error.message and error.check == "broken"
 
 
 def test_a_missing_contract_blocks(demo_copy):
