@@ -1,7 +1,7 @@
 """The contract a feature table is held to, as plain data (parsed from ODCS by the control plane)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 __all__ = ["ColumnContract", "Contract", "LOGICAL_TYPES"]
 
@@ -31,7 +31,6 @@ class Contract:
     event_timestamp_column: str | None = None
     label_freshness_hours: float | None = None
     max_immature_label_fraction: float = 0.05
-    label_sources: tuple[str, ...] = field(default_factory=tuple)
 
     def column(self, name: str) -> ColumnContract | None:
         return next((c for c in self.columns if c.name == name), None)
