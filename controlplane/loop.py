@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 
 from datahub.metadata.schema_classes import IncidentInfoClass
 
-from controlplane.datahub.connect import open_metadata
+from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.estate import active_incidents_on, profile_mcps
 from controlplane.datahub.incidents import IncidentRef, incident_key, open_incident, resolve_incident
 from controlplane.datahub.port import MetadataPort
@@ -69,15 +69,13 @@ def run_pipeline(ws: Workspace, spec: PipelineSpec, *, policy: str | None = None
 @contextmanager
 def open_state(ws: Workspace, spec: PipelineSpec, journal: RunJournal, now_ms: int) -> Iterator[LoopState]:
     """Open the stores for one stretch of a run; any error is recorded in the run and re-raised."""
-    metadata = open_metadata(ws, read_only=journal.record.policy == "dry-run")
-    try:
-        yield LoopState(ws, spec, metadata, journal, now_ms)
-    except Exception as exc:
-        journal.event("error", "failed", str(exc))
-        journal.finish("failed", str(exc))
-        raise
-    finally:
-        metadata.close()
+    with metadata_session(ws, read_only=journal.record.policy == "dry-run") as metadata:
+        try:
+            yield LoopState(ws, spec, metadata, journal, now_ms)
+        except Exception as exc:
+            journal.event("error", "failed", str(exc))
+            journal.finish("failed", str(exc))
+            raise
 
 
 def _loop(state: LoopState) -> None:

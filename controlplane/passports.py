@@ -8,7 +8,7 @@ from typing import Any
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
 
-from controlplane.datahub.connect import open_metadata
+from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.models import read_passport
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import model_urn
@@ -59,11 +59,8 @@ def _version(ws: Workspace, model: str, version: int | None) -> int:
 
 def show_passport(ws: Workspace, model: str, version: int | None = None) -> dict[str, Any]:
     version = _version(ws, model, version)
-    metadata = open_metadata(ws, read_only=True)
-    try:
+    with metadata_session(ws, read_only=True) as metadata:
         passport = read_passport(metadata, model, version)
-    finally:
-        metadata.close()
     if passport is None:
         raise RunError(f"DataHub holds no passport for {model} v{version}", "check the model name and version")
     return passport
@@ -73,11 +70,8 @@ def verify_passport(ws: Workspace, model: str, version: int | None = None) -> Pa
     """Signature valid, and the same document in DataHub and in the MLflow artifact."""
     version = _version(ws, model, version)
     reasons: list[str] = []
-    metadata = open_metadata(ws, read_only=True)
-    try:
+    with metadata_session(ws, read_only=True) as metadata:
         in_datahub = read_passport(metadata, model, version)
-    finally:
-        metadata.close()
     try:
         with training_errors_mapped():
             store = open_store(ws)
@@ -98,15 +92,12 @@ def verify_passport(ws: Workspace, model: str, version: int | None = None) -> Pa
 
 def audit_versions(ws: Workspace, model: str | None, *, write: bool = False) -> list[AuditRow]:
     """Recompute each version's health at its training instant from DataHub history."""
-    metadata = open_metadata(ws, read_only=not write)
-    try:
+    with metadata_session(ws, read_only=not write) as metadata:
         rows = [_audit_one(ws, metadata, urn) for urn in metadata.urns("mlModel")]
         rows = [r for r in rows if r is not None and (model is None or r.model == model)]
         if write:
             for row in rows:
                 _write_audit(metadata, row)
-    finally:
-        metadata.close()
     return sorted(rows, key=lambda r: (r.model, r.version))
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from datahub.metadata.schema_classes import IncidentInfoClass, IncidentStateClass
 
-from controlplane.datahub.connect import metadata_session, open_metadata
+from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.estate import contract_mcps, downstream_of, profile_mcps
 from controlplane.datahub.models import models_trained_on
 from controlplane.datahub.port import MetadataPort
@@ -28,11 +28,8 @@ __all__ = ["guard_pipeline", "apply_contract", "show_contract", "infer_contract"
 def guard_pipeline(ws: Workspace, pipeline: str, data: Path | None = None, now_ms: int | None = None) -> GuardReport:
     """The guard alone, read-only: nothing is written anywhere."""
     spec = load_spec(ws, pipeline)
-    metadata = open_metadata(ws, read_only=True)
-    try:
+    with metadata_session(ws, read_only=True) as metadata:
         _, report = guard_snapshot(metadata, spec.feature_table, data or spec.data, now_ms or int(time.time() * 1000))
-    finally:
-        metadata.close()
     return report
 
 
@@ -48,22 +45,16 @@ def apply_contract(ws: Workspace, file: Path, reference: Path | None = None) -> 
             mcps += profile_mcps(contract.dataset_urn, read_snapshot(reference).profile, now_ms)
         except SnapshotError as exc:
             raise DataError(str(exc), "pass a readable parquet file as --reference") from exc
-    metadata = open_metadata(ws)
-    try:
+    with metadata_session(ws) as metadata:
         metadata.emit(mcps, now_ms)
-    finally:
-        metadata.close()
     return contract.dataset_urn
 
 
 def show_contract(ws: Workspace, dataset: str) -> str:
     from datahub.metadata.schema_classes import DataContractPropertiesClass
 
-    metadata = open_metadata(ws, read_only=True)
-    try:
+    with metadata_session(ws, read_only=True) as metadata:
         properties = metadata.aspect(contract_urn(dataset), DataContractPropertiesClass)
-    finally:
-        metadata.close()
     if properties is None or not properties.rawContract:
         raise ContractError(f"DataHub holds no contract for {dataset}", "apply one with `kintsugi contract apply FILE`")
     return properties.rawContract

@@ -11,7 +11,7 @@ from typing import Callable
 import pandas as pd
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 
-from controlplane.datahub.connect import open_metadata
+from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.estate import contract_mcps, dataset_mcps, profile_mcps
 from controlplane.odcs import parse_odcs
 from controlplane.workspace import Workspace
@@ -72,8 +72,7 @@ def seed_estate(ws: Workspace, *, seed: int, anchor: datetime, days: int = INITI
     """A clean estate: `days` days of orders ending at `anchor`, both feature tables registered and profiled."""
     ws.ensure()
     anchor_ms = int(anchor.astimezone(timezone.utc).timestamp() * 1000)
-    metadata = open_metadata(ws)
-    try:
+    with metadata_session(ws) as metadata:
         for urn, (name, description, columns) in _UPSTREAM_SCHEMAS.items():
             metadata.emit(dataset_mcps(urn, name=name, description=description, columns=columns, upstreams=[],
                                        owner=_OWNER, last_modified_ms=anchor_ms, freshness_hours=24.0), anchor_ms)
@@ -81,8 +80,6 @@ def seed_estate(ws: Workspace, *, seed: int, anchor: datetime, days: int = INITI
             data = ws.data / f"{table.name}.parquet"
             write_feature_table(data, table.generate(days=days, seed=seed, anchor=anchor))
             metadata.emit(_table_mcps(ws, table, data, anchor_ms), anchor_ms)
-    finally:
-        metadata.close()
 
 
 def _table_mcps(ws: Workspace, table: DemoTable, data: Path, anchor_ms: int) -> list[MCP]:

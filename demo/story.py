@@ -10,7 +10,7 @@ import pandas as pd
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata.schema_classes import DatasetPropertiesClass, TimeStampClass
 
-from controlplane.datahub.connect import open_metadata
+from controlplane.datahub.connect import metadata_session
 from controlplane.journal import Event, RunRecord
 from controlplane.loop import run_pipeline
 from controlplane.spec import PipelineSpec, load_spec
@@ -62,15 +62,12 @@ def land_batch(ws: Workspace, spec: PipelineSpec, *, seed: int, anchor: datetime
         frame["distance_km"] = frame["distance_km"] * 1000.0
     frame.to_parquet(spec.data, index=False, row_group_size=100_000)
     stamp = _ms(anchor)
-    metadata = open_metadata(ws)
-    try:
+    with metadata_session(ws) as metadata:
         for urn in UPSTREAMS:
             properties = metadata.aspect(urn, DatasetPropertiesClass)
             assert properties is not None, f"upstream {urn} missing from the seeded estate"
             properties.lastModified = TimeStampClass(stamp)
             metadata.emit([MCP(entityUrn=urn, aspect=properties)], stamp)
-    finally:
-        metadata.close()
 
 
 def customer_impact(spec: PipelineSpec, poisoned: Path, healed: Path) -> tuple[float, float]:
