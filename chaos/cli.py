@@ -1,9 +1,7 @@
 """Front doors for chaos: `kintsugi chaos inject|revert|list` (a Typer sub-app) and `kintsugi drill`.
 
-Registered by the composition root (controlplane/cli.py):
-    app.add_typer(chaos_app, name="chaos")
-    app.command("drill")(drill_command)
-Errors are KintsugiErrors: the CLI prints one line and exits 2.
+Registered into the CLI through the `kintsugi.commands` entry point (`register`). Errors are KintsugiErrors:
+the CLI prints one line and exits 2.
 """
 from __future__ import annotations
 
@@ -17,7 +15,7 @@ import typer
 from controlplane.errors import WorkspaceError
 from controlplane.workspace import Workspace, resolve_workspace
 
-__all__ = ["chaos_app", "drill_command"]
+__all__ = ["chaos_app", "drill_command", "register"]
 
 chaos_app = typer.Typer(help="Chaos game days: inject a silent failure by hand, then revert to the exact bytes.",
                         no_args_is_help=True)
@@ -75,7 +73,7 @@ def list_scenarios(json_out: Annotated[bool, typer.Option("--json", help="Print 
     """The registered scenarios: what each corrupts and what the guard should say."""
     from chaos.drill import default_scenarios
     from chaos.observe import expected_outcome
-    from chaos.registry import get_scenario
+    from chaos.catalog import get_scenario
 
     described = [{**get_scenario(n).describe(), "outcome": expected_outcome(get_scenario(n))}
                  for n in default_scenarios()]
@@ -121,3 +119,8 @@ def drill_command(
     else:
         typer.echo("\n" + markdown(board))
     raise typer.Exit(0 if not board["scenarios_failed"] and not board["false_alarms"] else 1)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(chaos_app, name="chaos")
+    app.command("drill")(drill_command)

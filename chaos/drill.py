@@ -19,9 +19,9 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from chaos.errors import ChaosError
+from chaos.errors import InjectionError
 from chaos.estate import DRILL_NOW, DrillEstate, build_estate, load_estate
-from chaos.registry import SCENARIOS, get_scenario
+from chaos.catalog import SCENARIOS, get_scenario
 from chaos.scoreboard import build_scoreboard
 from chaos.tasks import run_control, run_scenario, run_sweep
 
@@ -49,9 +49,9 @@ class DrillPlan:
         for name in self.scenarios:
             get_scenario(name)
         if not self.seeds:
-            raise ChaosError("a drill needs at least one seed", "pass --seeds 1 or more")
+            raise InjectionError("a drill needs at least one seed", "pass --seeds 1 or more")
         if self.controls < 0 or self.sweep_seeds < 0 or self.jobs < 1:
-            raise ChaosError(f"controls={self.controls}, sweep seeds={self.sweep_seeds}, jobs={self.jobs}",
+            raise InjectionError(f"controls={self.controls}, sweep seeds={self.sweep_seeds}, jobs={self.jobs}",
                              "use --controls >= 0, --sweep-seeds >= 0 and --jobs >= 1")
 
     def control_slots(self) -> list[tuple[int, int]]:

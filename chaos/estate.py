@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from chaos.errors import ChaosError
+from chaos.errors import DrillFailed
 from chaos.impact import clean_holdout, holdout_score
-from controlplane.loop import run_pipeline
+from controlplane.pipeline import run_pipeline
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.workspace import Workspace
 from demo.seed import PIPELINE, seed_estate
@@ -66,7 +66,7 @@ def build_estate(root: Path, seed: int, now: datetime = DRILL_NOW) -> DrillEstat
     spec = load_spec(base, PIPELINE)
     first = run_pipeline(base, spec, now_ms=_ms(first_day + timedelta(hours=1)))
     if first.status != "promoted":
-        raise ChaosError(f"the drill's clean estate for seed {seed} did not promote a first champion "
+        raise DrillFailed(f"the drill's clean estate for seed {seed} did not promote a first champion "
                          f"({first.status}: {first.outcome})", f"inspect the throwaway estate in {root}")
     landed = Workspace(root / "landed")
     shutil.copytree(base.root, landed.root)
@@ -75,7 +75,7 @@ def build_estate(root: Path, seed: int, now: datetime = DRILL_NOW) -> DrillEstat
     clean = pd.read_parquet(batch_spec.data)
     score = holdout_score(batch_spec, clean, clean_holdout(batch_spec, clean))
     if score.value is None:
-        raise ChaosError(f"the clean batch of seed {seed} does not train: {score.error}",
+        raise DrillFailed(f"the clean batch of seed {seed} does not train: {score.error}",
                          f"inspect the throwaway estate in {root}")
     estate = DrillEstate(str(root), seed, PIPELINE, _ms(now), _ms(now + RUN_DELAY), score.value)
     (root / _META).write_text(json.dumps(asdict(estate), indent=2, sort_keys=True))

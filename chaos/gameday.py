@@ -20,10 +20,11 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 
 from chaos.errors import GameDayError
 from chaos.estate import write_table
-from chaos.registry import Scenario, UpstreamTarget, get_scenario
+from chaos.catalog import get_scenario
+from chaos.registry import Scenario, UpstreamTarget
 from chaos.selection import Selection
 from controlplane.datahub.connect import metadata_session
-from controlplane.datahub.estate import read_contract
+from controlplane.datahub.contracts import read_contract
 from controlplane.errors import DataError
 from controlplane.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, load_spec

@@ -23,7 +23,7 @@ from guard.findings import Finding
 from guard.kinds import FindingKind
 
 __all__ = ["Target", "Injected", "UpstreamTarget", "UpstreamInjected", "Scenario", "TableInjector",
-           "UpstreamInjector", "SCENARIOS", "register", "get_scenario", "scenario_rng"]
+           "UpstreamInjector", "SCENARIOS", "register", "lookup", "scenario_rng"]
 
 
 @dataclass(frozen=True)
@@ -134,9 +134,8 @@ def register(scenario: Scenario) -> Scenario:
     return scenario
 
 
-def get_scenario(name: str) -> Scenario:
-    import chaos.scenarios  # noqa: F401  (registers the demo estate's scenarios)
-
+def lookup(name: str) -> Scenario:
+    """A registered scenario (`chaos.catalog.get_scenario` makes sure the demo's are registered first)."""
     if name not in SCENARIOS:
         raise UnknownScenario(f"unknown chaos scenario {name!r}",
                               f"use one of: {', '.join(sorted(SCENARIOS))}")

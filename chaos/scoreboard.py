@@ -9,7 +9,7 @@ import numpy as np
 
 from chaos.impact import HARM_THRESHOLD
 from chaos.observe import expected_outcome
-from chaos.registry import get_scenario
+from chaos.catalog import get_scenario
 from demo.seed import PIPELINE
 
 __all__ = ["build_scoreboard", "stat", "strip_timings"]

@@ -13,13 +13,14 @@ from chaos.errors import InjectionError
 from chaos.estate import DrillEstate, fork, fork_control, write_table
 from chaos.impact import HARM_THRESHOLD, Score, clean_holdout, holdout_score, recovery_ratio, relative_change
 from chaos.observe import PROMOTED, Observed, expected_outcome, finding_label, held_correctly, judge, observe
-from chaos.registry import Injected, Scenario, UpstreamTarget, get_scenario
+from chaos.catalog import get_scenario
+from chaos.registry import Injected, Scenario, UpstreamTarget
 from chaos.repair import repair_scores
 from chaos.selection import Selection
 from controlplane.datahub.connect import metadata_session
-from controlplane.datahub.estate import read_contract
-from controlplane.loop import run_pipeline
-from controlplane.services import guard_pipeline
+from controlplane.datahub.contracts import read_contract
+from controlplane.pipeline import run_pipeline
+from controlplane.services import guard as guard_pipeline
 from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace
 from guard.contract import Contract

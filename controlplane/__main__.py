@@ -1,4 +1,4 @@
 """`python -m controlplane` is the `kintsugi` command."""
-from controlplane.cli import main
+from controlplane.cli.main import main
 
 main()

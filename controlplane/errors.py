@@ -1,9 +1,44 @@
-"""One error tree. Every error says what was wrong and what to do; front doors print it and exit 2."""
+"""One error tree. Every error says what was wrong (`message`) and what to do (`fix`), and has a stable `code`.
+
+    KintsugiError                  error            base: message + fix
+    ├── InputError                 invalid_input    the request is wrong: fix the input and ask again
+    │   ├── SpecError              spec_invalid     a pipeline spec (YAML) is malformed or inconsistent
+    │   └── ContractError          contract_invalid a data contract (ODCS YAML) is malformed or inconsistent
+    ├── NotFound                   not_found        no such thing
+    │   ├── PipelineNotFound       pipeline_not_found
+    │   ├── RunNotFound            run_not_found
+    │   └── VersionNotFound        version_not_found
+    ├── Conflict                   conflict         the current state does not allow it
+    │   ├── PipelineBusy           pipeline_busy    another writer holds the pipeline's lock
+    │   ├── RunStateError          run_state        the run is not in a state that allows it
+    │   └── GateRefused            gate_refused     the promotion gate did not approve this version
+    ├── DataError                  data             the table cannot be read or written
+    │   └── TableChanged           table_changed    the table changed during a run (the run ends BLOCKED)
+    ├── StoreError                 store            a store of record failed
+    │   ├── MetadataError          datahub          DataHub (Lite or GMS) could not be read or written
+    │   ├── RegistryError          mlflow           MLflow could not be read or written
+    │   └── StoreMismatch          store_mismatch   a store is not this workspace's (replaced or emptied)
+    ├── WorkspaceError             workspace        the workspace folder is missing, unwritable or moved
+    ├── TrainingFailed             training         the model could not be trained or scored on this data
+    ├── AccessError                access           the caller may not do this
+    │   ├── Unauthorized           unauthorized     no API token, or a wrong one
+    │   └── ReadOnlyMode           read_only        the server only reads
+    ├── ServerConfigError          server_config    the server would start unsafely
+    └── InternalError              internal         something unexpected (a bug): the message says what
+
+Third-party errors become these at one place each (DataHub in `controlplane.datahub`, MLflow and training in
+`controlplane.modelstore`, the file system in `controlplane.snapshot`), chained with `from exc`. Each front
+door maps the tree in one place: `controlplane.cli.errors` (exit 2 and one line), `controlplane.api.errors`
+(HTTP status), `mcp_server.server.error_result` (a tool error carrying the code).
+"""
 from __future__ import annotations
 
 __all__ = [
-    "KintsugiError", "WorkspaceError", "SpecError", "PipelineNotFound", "DataError", "ContractError",
-    "MetadataError", "RegistryError", "RunError", "HealRefused",
+    "KintsugiError", "InputError", "SpecError", "ContractError", "NotFound", "PipelineNotFound", "RunNotFound",
+    "VersionNotFound", "Conflict", "PipelineBusy", "RunStateError", "GateRefused", "DataError", "TableChanged",
+    "StoreError",
+    "MetadataError", "RegistryError", "StoreMismatch", "WorkspaceError", "TrainingFailed", "AccessError",
+    "Unauthorized", "ReadOnlyMode", "ServerConfigError", "InternalError",
 ]
 
 
@@ -21,43 +56,97 @@ class KintsugiError(Exception):
         return f"{self.message}; {self.fix}"
 
 
-class WorkspaceError(KintsugiError):
-    code = "workspace"
+class InputError(KintsugiError):
+    code = "invalid_input"
 
 
-class SpecError(KintsugiError):
+class SpecError(InputError):
     code = "spec_invalid"
 
 
-class PipelineNotFound(SpecError):
+class ContractError(InputError):
+    code = "contract_invalid"
+
+
+class NotFound(KintsugiError):
+    code = "not_found"
+
+
+class PipelineNotFound(NotFound):
     code = "pipeline_not_found"
+
+
+class RunNotFound(NotFound):
+    code = "run_not_found"
+
+
+class VersionNotFound(NotFound):
+    code = "version_not_found"
+
+
+class Conflict(KintsugiError):
+    code = "conflict"
+
+
+class PipelineBusy(Conflict):
+    code = "pipeline_busy"
+
+
+class RunStateError(Conflict):
+    code = "run_state"
+
+
+class GateRefused(Conflict):
+    code = "gate_refused"
 
 
 class DataError(KintsugiError):
     code = "data"
 
 
-class ContractError(KintsugiError):
-    code = "contract_invalid"
+class TableChanged(DataError):
+    code = "table_changed"
 
 
-class MetadataError(KintsugiError):
-    """DataHub could not be read or written."""
+class StoreError(KintsugiError):
+    code = "store"
 
+
+class MetadataError(StoreError):
     code = "datahub"
 
 
-class RegistryError(KintsugiError):
-    """MLflow could not be read or written."""
-
+class RegistryError(StoreError):
     code = "mlflow"
 
 
-class RunError(KintsugiError):
-    """A run id is unknown or the run is not in a state that allows the request."""
-
-    code = "run"
+class StoreMismatch(StoreError):
+    code = "store_mismatch"
 
 
-class HealRefused(KintsugiError):
-    code = "heal_refused"
+class WorkspaceError(KintsugiError):
+    code = "workspace"
+
+
+class TrainingFailed(KintsugiError):
+    code = "training"
+
+
+class AccessError(KintsugiError):
+    code = "access"
+
+
+class Unauthorized(AccessError):
+    code = "unauthorized"
+
+
+class ReadOnlyMode(AccessError):
+    code = "read_only"
+
+
+class ServerConfigError(KintsugiError):
+    code = "server_config"
+
+
+class InternalError(KintsugiError):
+    code = "internal"

@@ -9,13 +9,13 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.connect import metadata_session
-from controlplane.datahub.models import read_passport
+from controlplane.datahub.history import health_at, unhealed_at
+from controlplane.datahub.models import model_versions, read_passport
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import model_urn
-from controlplane.errors import RegistryError, RunError
-from controlplane.history import health_at
+from controlplane.errors import NotFound, RegistryError, VersionNotFound
+from controlplane.modelstore import open_store, training_errors_mapped
 from controlplane.passport import canonical, verify_signature
-from controlplane.train import open_store, training_errors_mapped, unhealed_at_training
 from controlplane.workspace import Workspace
 
 __all__ = ["PassportCheck", "AuditRow", "show_passport", "verify_passport", "audit_versions", "AUDIT_TAG"]
@@ -53,7 +53,7 @@ def _version(ws: Workspace, model: str, version: int | None) -> int:
     with training_errors_mapped():
         champion = open_store(ws).champion_version(model)
     if champion is None:
-        raise RunError(f"model {model!r} has no champion", "name a version: `kintsugi passport show MODEL VERSION`")
+        raise NotFound(f"model {model!r} has no champion", "name a version: `kintsugi passport show MODEL VERSION`")
     return champion
 
 
@@ -62,7 +62,7 @@ def show_passport(ws: Workspace, model: str, version: int | None = None) -> dict
     with metadata_session(ws, read_only=True) as metadata:
         passport = read_passport(metadata, model, version)
     if passport is None:
-        raise RunError(f"DataHub holds no passport for {model} v{version}", "check the model name and version")
+        raise VersionNotFound(f"DataHub holds no passport for {model} v{version}", "check the model name and version")
     return passport
 
 
@@ -93,26 +93,21 @@ def verify_passport(ws: Workspace, model: str, version: int | None = None) -> Pa
 def audit_versions(ws: Workspace, model: str | None, *, write: bool = False) -> list[AuditRow]:
     """Recompute each version's health at its training instant from DataHub history."""
     with metadata_session(ws, read_only=not write) as metadata:
-        rows = [_audit_one(ws, metadata, urn) for urn in metadata.urns("mlModel")]
-        rows = [r for r in rows if r is not None and (model is None or r.model == model)]
+        rows = [_audit_one(ws, metadata, name, version) for name, version in model_versions(metadata, model)]
         if write:
             for row in rows:
                 _write_audit(metadata, row)
     return sorted(rows, key=lambda r: (r.model, r.version))
 
 
-def _audit_one(ws: Workspace, metadata: MetadataPort, urn: str) -> AuditRow | None:
-    properties = metadata.aspect(urn, s.MLModelPropertiesClass)
-    if properties is None or properties.version is None or not properties.groups:
-        return None
-    model, version = properties.groups[0].split(",")[1], int(properties.version.versionTag or 0)
+def _audit_one(ws: Workspace, metadata: MetadataPort, model: str, version: int) -> AuditRow:
     passport = read_passport(metadata, model, version)
     if passport is None:
-        raise RunError(f"{model} v{version} has no readable passport", "every trained version should carry one")
+        raise VersionNotFound(f"{model} v{version} has no readable passport", "every trained version should carry one")
     body = passport["body"]
     at_ms, table = int(body["trained_at_ms"]), body["snapshot"]["dataset"]
     healed = [i["urn"] for i in body.get("incidents", [])]
-    recomputed = unhealed_at_training(health_at(metadata, {table, *body.get("lineage", [])}, at_ms), table, healed)
+    recomputed = unhealed_at(health_at(metadata, {table, *body.get("lineage", [])}, at_ms), table, healed)
     with training_errors_mapped():
         champion = open_store(ws).champion_version(model) == version
     return AuditRow(model, version, champion, at_ms, tuple(body.get("unhealed_at_training", [])), tuple(recomputed))

@@ -2,23 +2,18 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from enum import Enum
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from controlplane.errors import SpecError
+from controlplane.vocab import Verdict
 from training.model import relative_gain
 
-__all__ = ["PromotionVerdict", "PromotionEvidence", "PromotionDecision", "decide", "check_rules",
-           "DEFAULT_MIN_GAIN", "DEFAULT_MAX_REGRESSION"]
+__all__ = ["PromotionEvidence", "PromotionDecision", "decide", "check_rules", "DEFAULT_MIN_GAIN",
+           "DEFAULT_MAX_REGRESSION"]
 
 DEFAULT_MIN_GAIN = 0.005  # a candidate must beat the champion by 0.5% to be APPROVED
 DEFAULT_MAX_REGRESSION = 0.02  # worse than the champion by more than 2% is BLOCKED
-
-
-class PromotionVerdict(str, Enum):
-    APPROVED = "APPROVED"
-    NEEDS_REVIEW = "NEEDS_REVIEW"
-    BLOCKED = "BLOCKED"
 
 
 @dataclass(frozen=True)
@@ -32,12 +27,18 @@ class PromotionEvidence:
     champion_score: float | None
     snapshot_hash: str | None
 
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
 
 @dataclass(frozen=True)
 class PromotionDecision:
-    verdict: PromotionVerdict
+    verdict: Verdict
     reasons: tuple[str, ...]
     gain: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict.value, "reasons": list(self.reasons), "gain": self.gain}
 
 
 def check_rules(min_gain: float, max_regression: float) -> None:
@@ -52,7 +53,7 @@ def decide(evidence: PromotionEvidence, min_gain: float = DEFAULT_MIN_GAIN,
            max_regression: float = DEFAULT_MAX_REGRESSION) -> PromotionDecision:
     blocked = _blocking_reasons(evidence)
     if blocked:
-        return PromotionDecision(PromotionVerdict.BLOCKED, tuple(blocked), None)
+        return PromotionDecision(Verdict.BLOCKED, tuple(blocked), None)
     assert evidence.candidate_score is not None
     if not evidence.has_champion:
         return _soft(evidence, None, ["no champion yet: the candidate is the first"], min_gain)
@@ -60,17 +61,17 @@ def decide(evidence: PromotionEvidence, min_gain: float = DEFAULT_MIN_GAIN,
     gain = relative_gain(evidence.metric, evidence.candidate_score, evidence.champion_score)
     where = f"{evidence.metric} {evidence.candidate_score:.4g} vs champion {evidence.champion_score:.4g} ({gain:+.2%})"
     if gain < -max_regression:
-        return PromotionDecision(PromotionVerdict.BLOCKED, (f"candidate regresses beyond {max_regression:.1%}: {where}",), gain)
+        return PromotionDecision(Verdict.BLOCKED, (f"candidate regresses beyond {max_regression:.1%}: {where}",), gain)
     if gain < min_gain:
-        return PromotionDecision(PromotionVerdict.NEEDS_REVIEW, (f"gain below {min_gain:.1%}: {where}",), gain)
+        return PromotionDecision(Verdict.NEEDS_REVIEW, (f"gain below {min_gain:.1%}: {where}",), gain)
     return _soft(evidence, gain, [f"beats the champion: {where}"], min_gain)
 
 
 def _soft(evidence: PromotionEvidence, gain: float | None, reasons: list[str], min_gain: float) -> PromotionDecision:
     if evidence.guard_warnings:
-        return PromotionDecision(PromotionVerdict.NEEDS_REVIEW,
+        return PromotionDecision(Verdict.NEEDS_REVIEW,
                                  (*reasons, f"{evidence.guard_warnings} guard warning(s) stand"), gain)
-    return PromotionDecision(PromotionVerdict.APPROVED, tuple(reasons), gain)
+    return PromotionDecision(Verdict.APPROVED, tuple(reasons), gain)
 
 
 def _blocking_reasons(evidence: PromotionEvidence) -> list[str]:

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from controlplane.journal import Event, RunRecord
 from guard.findings import GuardReport
 
-__all__ = ["event_line", "timeline", "report_table", "runs_table"]
+__all__ = ["event_line", "timeline", "report_table", "runs_table", "outcome_lines"]
 
 _EVIDENCE_KEYS = ("findings", "steps", "incidents", "before_hash", "after_hash", "candidate", "champion", "reasons")
 
@@ -35,17 +35,32 @@ def _evidence_lines(event: Event) -> list[str]:
     return lines
 
 
+def _header(record: RunRecord) -> str:
+    return (f"run {record.run_id}  pipeline {record.pipeline}  policy {record.policy.value}  "
+            f"started {_when(record.started_ms)}  status {record.status.value}")
+
+
+def _ledger_lines(record: RunRecord) -> list[str]:
+    if not record.ledger:
+        return []
+    return ["  ledger:"] + [f"    {e.kind:<15} {e.state:<11} {e.target} {json.dumps(e.detail, default=str)[:140]}"
+                           for e in record.ledger]
+
+
 def timeline(record: RunRecord, *, with_ledger: bool = True) -> str:
-    lines = [f"run {record.run_id}  pipeline {record.pipeline}  policy {record.policy}  "
-             f"started {_when(record.started_ms)}  status {record.status}"]
+    lines = [_header(record)]
     for event in record.events:
         lines.append(event_line(event))
         lines.extend(_evidence_lines(event))
     lines.append(f"  outcome: {record.outcome}")
-    if with_ledger and record.ledger:
-        lines.append("  ledger:")
-        lines.extend(f"    {e.kind:<15} {e.target} {json.dumps(e.detail, default=str)[:160]}" for e in record.ledger)
+    if with_ledger:
+        lines.extend(_ledger_lines(record))
     return "\n".join(lines)
+
+
+def outcome_lines(record: RunRecord) -> list[str]:
+    """What follows a run's live events: who it was, how it ended, what it wrote."""
+    return ["", _header(record), f"  outcome: {record.outcome}", *_ledger_lines(record)]
 
 
 def report_table(report: GuardReport) -> str:
@@ -62,4 +77,5 @@ def report_table(report: GuardReport) -> str:
 def runs_table(records: list[RunRecord]) -> str:
     if not records:
         return "no runs yet"
-    return "\n".join(f"{r.run_id}  {r.pipeline:<14} {r.policy:<8} {r.status:<13} {r.outcome[:80]}" for r in records)
+    return "\n".join(f"{r.run_id}  {r.pipeline:<14} {r.policy.value:<8} {r.status.value:<13} {r.outcome[:80]}"
+                     for r in records)

@@ -1,43 +1,26 @@
 """Scheduled retraining: a pipeline whose spec carries a cron `schedule` runs when due, under its policy.
 
-`due` decides (pure: schedules, last runs and an instant in, names out); `Scheduler` is the plumbing that
-`kintsugi serve` runs in one small thread. Times are UTC. A fire time missed while nothing was serving is
+`controlplane.schedule.due` decides (pure: schedules, last runs and an instant in, names out); `Scheduler` is the
+plumbing that `kintsugi serve` runs in one small thread. Times are UTC. A fire time missed while nothing was serving is
 not replayed: the scheduler counts from its own start, so a restart never fires a burst of runs.
 """
 from __future__ import annotations
 
 import logging
 import threading
-from datetime import datetime, timedelta, timezone
-from typing import Callable, Mapping
+from datetime import datetime, timezone
+from typing import Callable
 
-from croniter import croniter
-
+from controlplane import services
 from controlplane.errors import KintsugiError
+from controlplane.journal import list_runs
+from controlplane.schedule import due
+from controlplane.spec import list_specs, load_spec
 from controlplane.workspace import Workspace
 
-__all__ = ["due", "next_fire", "latest_fire", "Scheduler"]
+__all__ = ["Scheduler"]
 
 log = logging.getLogger(__name__)
-
-
-def latest_fire(schedule: str, now: datetime) -> datetime:
-    """The latest fire time at or before `now`."""
-    return croniter(schedule, now + timedelta(microseconds=1)).get_prev(datetime)
-
-
-def next_fire(schedule: str, now: datetime) -> datetime:
-    """The first fire time after `now`."""
-    return croniter(schedule, now).get_next(datetime)
-
-
-def due(spec_schedules: Mapping[str, str], last_runs: Mapping[str, datetime | None], now: datetime) -> list[str]:
-    """Pipelines with a fire time in (last run, now], by name; a pipeline that never ran is due at once.
-
-    However many fire times were missed, a due pipeline runs once.
-    """
-    return sorted(name for name, schedule in spec_schedules.items()
-                  if (last := last_runs.get(name)) is None or latest_fire(schedule, now) > last)
 
 
 def _utc_now() -> datetime:
@@ -59,8 +42,6 @@ class Scheduler:
 
     def schedules(self) -> dict[str, str]:
         """Pipelines with a valid schedule; a spec that does not load is left out (and logged), never guessed."""
-        from controlplane.spec import list_specs, load_spec
-
         found = {}
         for name in list_specs(self.ws):
             try:
@@ -74,23 +55,19 @@ class Scheduler:
 
     def last_runs(self, names: list[str]) -> dict[str, datetime | None]:
         """For each pipeline, the latest of: its last run's start, the last attempt here, this scheduler's start."""
-        from controlplane.journal import list_runs
-
         started = {r.pipeline: datetime.fromtimestamp(r.started_ms / 1000, tz=timezone.utc) for r in list_runs(self.ws)}
         return {n: max(t for t in (started.get(n), self.attempts.get(n), self.started_at) if t is not None)
                 for n in names}
 
     def tick(self, now: datetime | None = None) -> list[str]:
         """Start every due pipeline; returns the names started. A refused start is logged, not raised."""
-        from controlplane.operations import start_run
-
         now = now or self.clock()
         schedules = self.schedules()
         started = []
         for name in due(schedules, self.last_runs(list(schedules)), now):
             self.attempts[name] = now
             try:
-                run_id = start_run(self.ws, name)
+                run_id = services.start_run(self.ws, name)
             except KintsugiError as exc:
                 self.last_error[name] = str(exc)
                 log.warning("scheduler: %s was due but did not start: %s", name, exc)

@@ -1,96 +1,280 @@
-"""The service layer the front doors (CLI, API, MCP) share: open the stores, call the loop or the guard."""
+"""The one service layer every front door calls (CLI, HTTP API, MCP server, scheduler): typed input in, the
+project's dataclasses out, errors from the one tree. It validates what front doors cannot (instants, policies,
+free text) and decides nothing itself: the loop, the guard, undo and recovery do."""
 from __future__ import annotations
 
+import logging
+import threading
 import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Callable
 
-from datahub.metadata.schema_classes import IncidentInfoClass, IncidentStateClass
+from datahub.metadata import schema_classes as s
 
+from controlplane.contracts import apply_contract_file
 from controlplane.datahub.connect import metadata_session
-from controlplane.datahub.estate import contract_mcps, downstream_of, profile_mcps
-from controlplane.datahub.models import models_trained_on
-from controlplane.datahub.port import MetadataPort
-from controlplane.datahub.urns import contract_urn
-from controlplane.detect import guard_snapshot
-from controlplane.errors import ContractError, DataError
-from controlplane.infer import propose_contract
-from controlplane.odcs import parse_odcs
-from controlplane.spec import load_spec
+from controlplane.datahub.contracts import read_raw_contract
+from controlplane.datahub.datasets import downstream_of
+from controlplane.datahub.incidents import IncidentRow, active_incidents, read_incidents
+from controlplane.datahub.models import VERDICT_PROPERTY, model_versions, models_trained_on
+from controlplane.datahub.urns import model_urn
+from controlplane.errors import InputError, InternalError, KintsugiError, NotFound
+from controlplane.journal import Event, RunRecord, UnreadableRun, load_run, new_run_id, scan_runs
+from controlplane.pipeline import approve as approve_run
+from controlplane.pipeline import reject as reject_run
+from controlplane.pipeline import run_pipeline
+from controlplane.promote import promote_version
+from controlplane.recovery import is_interrupted, recover_run
+from controlplane.schedule import next_fire
+from controlplane.spec import PipelineSpec, list_specs, load_spec
+from controlplane.stages.detect import guard_context
+from controlplane.undo import undo as undo_run
+from controlplane.vocab import Policy, RunStatus
 from controlplane.workspace import Workspace
 from guard.findings import GuardReport
+from guard.runner import run_guard
 from guard.snapshot import SnapshotError, read_snapshot
-from guard.units import UNITS
 
-__all__ = ["guard_pipeline", "apply_contract", "show_contract", "infer_contract", "list_incidents", "at_risk_models"]
+__all__ = ["PipelineInfo", "IncidentInfo", "RunListing", "parse_now", "parse_policy", "check_text", "pipelines",
+           "guard", "run", "start_run", "approve", "reject", "undo", "recover", "promote", "runs", "get_run",
+           "incidents", "lineage", "apply_contract", "show_contract", "DatasetNode", "ModelNode", "Lineage", "MAX_TEXT",
+           "EARLIEST_NOW"]
+
+log = logging.getLogger(__name__)
+
+MAX_TEXT = 2000  # a reason, a note: longer text is refused, never truncated silently
+EARLIEST_NOW = datetime(1990, 1, 1, tzinfo=timezone.utc)
+_LATEST_AHEAD = timedelta(days=7)
+_START_TIMEOUT_S = 60.0
 
 
-def guard_pipeline(ws: Workspace, pipeline: str, data: Path | None = None, now_ms: int | None = None) -> GuardReport:
-    """The guard alone, read-only: nothing is written anywhere."""
-    spec = load_spec(ws, pipeline)
-    with metadata_session(ws, read_only=True) as metadata:
-        _, report = guard_snapshot(metadata, spec.feature_table, data or spec.data, now_ms or int(time.time() * 1000))
-    return report
+@dataclass(frozen=True)
+class PipelineInfo:
+    name: str
+    spec: PipelineSpec | None
+    last_run: RunRecord | None
+    next_run_ms: int | None
+    error: KintsugiError | None = None
 
 
-def apply_contract(ws: Workspace, file: Path, reference: Path | None = None) -> str:
-    if not file.is_file():
-        raise ContractError(f"contract file {file} does not exist", "pass the path of an ODCS v3 YAML file")
-    text = file.read_text()
-    contract = parse_odcs(text, str(file))
-    mcps = contract_mcps(contract, text)
-    now_ms = int(time.time() * 1000)
-    if reference is not None:
+@dataclass(frozen=True)
+class IncidentInfo:
+    row: IncidentRow
+    at_risk_models: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RunListing:
+    runs: list[RunRecord]
+    unreadable: list[UnreadableRun]
+
+
+def parse_now(text: str | None) -> int | None:
+    """An ISO-8601 instant (UTC when no offset is given) as epoch ms, inside a sane window; None means now."""
+    if text is None or text == "":
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise InputError(f"now {text[:80]!r} is not an ISO-8601 instant",
+                         "pass e.g. 2026-11-01T12:00:00+00:00, or omit it for the current time") from exc
+    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    latest = datetime.now(timezone.utc) + _LATEST_AHEAD
+    if not EARLIEST_NOW <= moment <= latest:
+        raise InputError(f"now {text!r} is outside {EARLIEST_NOW:%Y-%m-%d} .. {latest:%Y-%m-%d}",
+                         "pass the instant the data should be judged at (no epoch zero, no far future)")
+    return int(moment.timestamp() * 1000)
+
+
+def parse_policy(policy: str | None) -> Policy | None:
+    if policy is None:
+        return None
+    try:
+        return Policy(policy)
+    except ValueError:
+        raise InputError(f"policy {policy[:40]!r} is not known",
+                         f"use one of {', '.join(p.value for p in Policy)}, or omit it for the spec's") from None
+
+
+def check_text(text: str, what: str, *, required: bool = True) -> str:
+    if required and not text.strip():
+        raise InputError(f"{what} is empty", f"say why in a few words (at most {MAX_TEXT} characters)")
+    if len(text) > MAX_TEXT:
+        raise InputError(f"{what} is {len(text)} characters long", f"keep it under {MAX_TEXT} characters")
+    return text.strip()
+
+
+def pipelines(ws: Workspace, *, now: datetime | None = None) -> list[PipelineInfo]:
+    """Each pipeline with its spec (or the error loading it), its last run and its next scheduled run."""
+    records = scan_runs(ws)[0]
+    found = []
+    for name in list_specs(ws):
+        last = next((r for r in reversed(records) if r.pipeline == name), None)
         try:
-            mcps += profile_mcps(contract.dataset_urn, read_snapshot(reference).profile, now_ms)
-        except SnapshotError as exc:
-            raise DataError(str(exc), "pass a readable parquet file as --reference") from exc
-    with metadata_session(ws) as metadata:
-        metadata.emit(mcps, now_ms)
-    return contract.dataset_urn
+            spec = load_spec(ws, name)
+        except KintsugiError as exc:
+            found.append(PipelineInfo(name, None, last, None, exc))
+            continue
+        fire = next_fire(spec.schedule, now or datetime.now(timezone.utc)) if spec.schedule else None
+        found.append(PipelineInfo(name, spec, last, int(fire.timestamp() * 1000) if fire else None))
+    return found
+
+
+def guard(ws: Workspace, pipeline: str, data: Path | None = None, now_ms: int | None = None) -> GuardReport:
+    """The guard alone, read-only: nothing is written anywhere. An unreadable table is a blocking finding."""
+    spec = load_spec(ws, pipeline)
+    path = data or spec.data
+    try:
+        snapshot, error = read_snapshot(path), None
+    except SnapshotError as exc:
+        snapshot, error = None, str(exc)
+    with metadata_session(ws, read_only=True) as metadata:
+        context = guard_context(metadata, spec.feature_table, snapshot, now_ms or int(time.time() * 1000), error)
+    return run_guard(context)
+
+
+def run(ws: Workspace, pipeline: str, policy: str | None = None, now_ms: int | None = None,
+        listener: Callable[[Event], None] | None = None) -> RunRecord:
+    chosen = parse_policy(policy)
+    return run_pipeline(ws, load_spec(ws, pipeline), policy=chosen, now_ms=now_ms, listener=listener)
+
+
+def start_run(ws: Workspace, pipeline: str, policy: str | None = None, now_ms: int | None = None,
+              listener: Callable[[Event], None] | None = None, *, timeout_s: float = _START_TIMEOUT_S) -> str:
+    """Start a run in a background thread; return its id once its record is on disk.
+
+    Not a daemon thread: the run goes on when the caller (an HTTP client) goes away, and a stopping server waits
+    for it. A run refused at its start (another writer holds the pipeline) raises here."""
+    chosen, spec = parse_policy(policy), load_spec(ws, pipeline)
+    now_ms = now_ms or int(time.time() * 1000)
+    run_id, failure = new_run_id(now_ms), []
+
+    def work() -> None:
+        try:
+            run_pipeline(ws, spec, policy=chosen, now_ms=now_ms, listener=listener, run_id=run_id)
+        except BaseException as exc:  # the run records its own failure; the thread only reports it
+            failure.append(exc)
+            log.warning("run %s of %s ended with an error: %s", run_id, pipeline, exc)
+
+    thread = threading.Thread(target=work, name=f"kintsugi-run-{run_id}")
+    thread.start()
+    record, deadline = ws.run_dir(run_id) / "run.json", time.monotonic() + timeout_s
+    while not record.is_file() and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if not record.is_file() and failure:
+        error = failure[0]
+        if isinstance(error, KintsugiError):
+            raise error
+        raise InternalError(f"run of {pipeline!r} could not start ({type(error).__name__}: {error})",
+                            "check the server log, then try again") from error
+    return run_id
+
+
+def approve(ws: Workspace, run_id: str, reason: str = "", now_ms: int | None = None,
+            listener: Callable[[Event], None] | None = None) -> RunRecord:
+    return approve_run(ws, run_id, reason=check_text(reason, "the approval's reason", required=False),
+                       now_ms=now_ms, listener=listener)
+
+
+def reject(ws: Workspace, run_id: str, reason: str) -> RunRecord:
+    return reject_run(ws, run_id, check_text(reason, "the rejection's reason"))
+
+
+def undo(ws: Workspace, run_id: str) -> RunRecord:
+    return undo_run(ws, run_id)
+
+
+def recover(ws: Workspace, run_id: str) -> RunRecord:
+    return recover_run(ws, run_id)
+
+
+def promote(ws: Workspace, model: str, version: int) -> RunRecord:
+    if version < 1:
+        raise InputError(f"version {version} is not a model version", "versions count from 1")
+    return promote_version(ws, model, version)
+
+
+def _as_seen(ws: Workspace, record: RunRecord) -> RunRecord:
+    """A record whose process died mid-run reads as interrupted, whatever it says of itself."""
+    if record.status in (RunStatus.RUNNING, RunStatus.UNDOING) and is_interrupted(ws, record):
+        record.status = RunStatus.INTERRUPTED
+    return record
+
+
+def runs(ws: Workspace, pipeline: str | None = None, limit: int | None = None) -> RunListing:
+    """Runs, newest first, and the run folders whose record cannot be read."""
+    records, unreadable = scan_runs(ws)
+    chosen = [_as_seen(ws, r) for r in reversed(records) if pipeline is None or r.pipeline == pipeline]
+    return RunListing(chosen[:limit] if limit else chosen, unreadable)
+
+
+def get_run(ws: Workspace, run_id: str) -> RunRecord:
+    return _as_seen(ws, load_run(ws, run_id))
+
+
+def incidents(ws: Workspace, *, active_only: bool = False) -> list[IncidentInfo]:
+    """DataHub's incidents, with the models downstream of each (at risk)."""
+    with metadata_session(ws, read_only=True) as metadata:
+        rows = [r for r in read_incidents(metadata) if not active_only or r.state == "ACTIVE"]
+        return [IncidentInfo(r, tuple(models_trained_on(metadata, downstream_of(metadata, set(r.datasets)))))
+                for r in rows]
+
+
+@dataclass(frozen=True)
+class DatasetNode:
+    urn: str
+    name: str
+    upstreams: tuple[str, ...]
+    active_incidents: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ModelNode:
+    urn: str
+    model: str
+    version: int
+    verdict: str | None
+    trained_on: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Lineage:
+    datasets: list[DatasetNode]
+    models: list[ModelNode]
+
+
+def lineage(ws: Workspace) -> Lineage:
+    """Datasets with their upstreams and open incidents, and the model versions trained on them."""
+    with metadata_session(ws, read_only=True) as metadata:
+        active = active_incidents(metadata)
+        datasets = []
+        for urn in metadata.urns("dataset"):
+            properties = metadata.aspect(urn, s.DatasetPropertiesClass)
+            upstream = metadata.aspect(urn, s.UpstreamLineageClass)
+            datasets.append(DatasetNode(urn, properties.name if properties and properties.name else urn,
+                                        tuple(sorted(u.dataset for u in (upstream.upstreams if upstream else []))),
+                                        tuple(sorted(active.get(urn, [])))))
+        models = []
+        for name, version in model_versions(metadata):
+            urn = model_urn(name, version)
+            properties = metadata.aspect(urn, s.MLModelPropertiesClass)
+            training = metadata.aspect(urn, s.TrainingDataClass)
+            verdict = (properties.customProperties or {}).get(VERDICT_PROPERTY) if properties else None
+            models.append(ModelNode(urn, name, version, verdict,
+                                    tuple(sorted(d.dataset for d in (training.trainingData if training else [])))))
+    return Lineage(datasets, models)
+
+
+def apply_contract(ws: Workspace, file: Path, reference: Path | None = None, now_ms: int | None = None) -> str:
+    """Validate an ODCS contract, keep it under contracts/, and write it (and a reference profile) to DataHub."""
+    return apply_contract_file(ws, file, reference, now_ms or int(time.time() * 1000))
 
 
 def show_contract(ws: Workspace, dataset: str) -> str:
-    from datahub.metadata.schema_classes import DataContractPropertiesClass
-
     with metadata_session(ws, read_only=True) as metadata:
-        properties = metadata.aspect(contract_urn(dataset), DataContractPropertiesClass)
-    if properties is None or not properties.rawContract:
-        raise ContractError(f"DataHub holds no contract for {dataset}", "apply one with `kintsugi contract apply FILE`")
-    return properties.rawContract
-
-
-def infer_contract(data: Path, dataset: str, unit_options: list[str]) -> tuple[str, list[str]]:
-    units = {}
-    for option in unit_options:
-        column, sep, unit = option.partition("=")
-        if not sep or unit not in UNITS:
-            raise ContractError(f"--unit {option!r} is not COLUMN=UNIT with a known unit",
-                                f"use one of: {', '.join(sorted(UNITS))}")
-        units[column] = unit
-    try:
-        profile = read_snapshot(data).profile
-    except SnapshotError as exc:
-        raise DataError(str(exc), "pass a readable parquet file") from exc
-    unknown = sorted(set(units) - set(profile.columns))
-    if unknown:
-        raise ContractError(f"--unit names columns not in {data}: {', '.join(unknown)}", "check the column names")
-    return propose_contract(profile, dataset=dataset, name=data.stem, units=units)
-
-
-def at_risk_models(metadata: MetadataPort, datasets: list[str]) -> list[str]:
-    """mlModels trained on these datasets or on anything downstream of them."""
-    return models_trained_on(metadata, downstream_of(metadata, set(datasets)))
-
-
-def list_incidents(ws: Workspace, *, active_only: bool = False) -> list[dict[str, Any]]:
-    with metadata_session(ws, read_only=True) as metadata:
-        rows = []
-        for urn in metadata.urns("incident"):
-            info = metadata.aspect(urn, IncidentInfoClass)
-            if info is None or (active_only and info.status.state != IncidentStateClass.ACTIVE):
-                continue
-            rows.append({"urn": urn, "title": info.title, "state": info.status.state, "datasets": list(info.entities),
-                         "message": info.status.message, "created_ms": info.created.time,
-                         "at_risk_models": at_risk_models(metadata, list(info.entities))})
-    return sorted(rows, key=lambda r: r["created_ms"])
+        raw = read_raw_contract(metadata, dataset)
+    if raw is None:
+        raise NotFound(f"DataHub holds no contract for {dataset}", "apply one with `kintsugi contract apply FILE`")
+    return raw

@@ -5,17 +5,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from controlplane.errors import PipelineNotFound, SpecError
+from controlplane.datahub.urns import check_dataset_urn
+from controlplane.errors import InputError, PipelineNotFound, SpecError
 from controlplane.promotion import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN, check_rules
+from controlplane.safeyaml import YamlRefused, load_yaml
+from controlplane.vocab import Policy
 from controlplane.workspace import Workspace
 from training.errors import TrainingError
 from training.spec import TrainingSpec
 
-__all__ = ["PipelineSpec", "PromotionRules", "load_spec", "list_specs", "POLICIES"]
+__all__ = ["PipelineSpec", "PromotionRules", "load_spec", "list_specs", "parse_spec", "check_pipeline_name"]
 
-POLICIES = ("auto", "ratify", "dry-run")
+_EXAMPLE = "compare it with demo/pipelines/delivery-eta.yaml"
 
 
 @dataclass(frozen=True)
@@ -29,12 +30,21 @@ class PromotionRules:
 class PipelineSpec:
     name: str
     feature_table: str
-    data: Path
+    data: Path  # where the table lives, resolved against the workspace root
+    data_text: str  # `data:` as written in the spec (workspace-relative, or a URI)
     training: TrainingSpec
     promotion: PromotionRules
-    policy: str
+    policy: Policy
     source: Path
     schedule: str | None = None  # cron, e.g. "0 2 * * *": `kintsugi serve` runs the pipeline when due
+
+
+def check_pipeline_name(name: str) -> str:
+    """A pipeline name names files: letters, digits, '-', '_' and '.', not starting with '.'."""
+    if not name or len(name) > 64 or name.startswith(".") or not all(c.isalnum() or c in "-_." for c in name):
+        raise InputError(f"{name[:80]!r} is not a pipeline name",
+                         "use letters, digits, '-', '_' and '.' (at most 64), e.g. delivery-eta")
+    return name
 
 
 def list_specs(ws: Workspace) -> list[str]:
@@ -42,43 +52,47 @@ def list_specs(ws: Workspace) -> list[str]:
 
 
 def load_spec(ws: Workspace, name: str) -> PipelineSpec:
-    path = ws.pipelines / f"{name}.yaml"
+    path = ws.pipelines / f"{check_pipeline_name(name)}.yaml"
     if not path.is_file():
         known = ", ".join(list_specs(ws)) or "none"
         raise PipelineNotFound(f"unknown pipeline {name!r} in {ws.root} (known: {known})",
-                               "check the name, or seed the demo estate with `kintsugi demo`")
+                               "check the name, or onboard it with `kintsugi init`")
     try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise SpecError(f"pipeline spec {path} is not valid YAML ({exc.__class__.__name__})",
-                        "fix the YAML syntax in that file") from exc
+        raw = load_yaml(path.read_text())
+    except YamlRefused as exc:
+        raise SpecError(f"pipeline spec {path} {exc}", "fix the YAML syntax in that file") from exc
     return parse_spec(raw, path, ws)
 
 
 def parse_spec(raw: Any, path: Path, ws: Workspace) -> PipelineSpec:
     if not isinstance(raw, dict):
-        raise SpecError(f"pipeline spec {path} must be a mapping", "see demo/pipelines/delivery-eta.yaml")
+        raise SpecError(f"pipeline spec {path} must be a mapping", _EXAMPLE)
     try:
-        features, model, promotion = raw["features"], raw["model"], raw["promotion"]
-        training = TrainingSpec(
-            task=raw["task"], target=raw["target"], numeric_features=list(features.get("numeric", [])),
-            categorical_features=list(features.get("categorical", [])), time_column=raw["time_column"],
-            estimator=model["estimator"], params=dict(model.get("params") or {}), metric=promotion["metric"],
-            seed=int(model.get("seed", 0)), holdout_fraction=float(raw.get("holdout_fraction", 0.2)))
-        rules = PromotionRules(promotion["metric"], float(promotion.get("min_gain", DEFAULT_MIN_GAIN)),
-                               float(promotion.get("max_regression", DEFAULT_MAX_REGRESSION)))
-        spec = PipelineSpec(raw["name"], raw["feature_table"], ws.root / raw["data"], training, rules,
-                            raw.get("policy", "auto"), path, raw.get("schedule"))
+        spec = _build(raw, path, ws)
     except TrainingError as exc:
         raise SpecError(f"pipeline spec {path}: {exc.message}", exc.fix) from exc
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        raise SpecError(f"pipeline spec {path} is missing or mistypes {exc}",
-                        "compare it with demo/pipelines/delivery-eta.yaml") from exc
-    check_rules(rules.min_gain, rules.max_regression)
-    if spec.policy not in POLICIES:
-        raise SpecError(f"pipeline spec {path} has policy {spec.policy!r}", f"use one of {', '.join(POLICIES)}")
+        raise SpecError(f"pipeline spec {path} is missing or mistypes {exc}", _EXAMPLE) from exc
+    check_rules(spec.promotion.min_gain, spec.promotion.max_regression)
+    check_dataset_urn(spec.feature_table, f"pipeline spec {path} feature_table")
     _check_schedule(spec.schedule, path)
     return spec
+
+
+def _build(raw: dict[str, Any], path: Path, ws: Workspace) -> PipelineSpec:
+    features, model, promotion = raw["features"], raw["model"], raw["promotion"]
+    training = TrainingSpec(
+        task=raw["task"], target=raw["target"], numeric_features=list(features.get("numeric", [])),
+        categorical_features=list(features.get("categorical", [])), time_column=raw["time_column"],
+        estimator=model["estimator"], params=dict(model.get("params") or {}), metric=promotion["metric"],
+        seed=int(model.get("seed", 0)), holdout_fraction=float(raw.get("holdout_fraction", 0.2)))
+    rules = PromotionRules(promotion["metric"], float(promotion.get("min_gain", DEFAULT_MIN_GAIN)),
+                           float(promotion.get("max_regression", DEFAULT_MAX_REGRESSION)))
+    policy = raw.get("policy", Policy.AUTO.value)
+    if policy not in {p.value for p in Policy}:
+        raise SpecError(f"pipeline spec {path} has policy {policy!r}", f"use one of {', '.join(p.value for p in Policy)}")
+    return PipelineSpec(check_pipeline_name(str(raw["name"])), str(raw["feature_table"]), ws.path(str(raw["data"])),
+                        str(raw["data"]), training, rules, Policy(policy), path, raw.get("schedule"))
 
 
 def _check_schedule(schedule: Any, path: Path) -> None:

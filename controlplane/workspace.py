@@ -1,4 +1,9 @@
-"""Where everything lives: one workspace folder (default ./.kintsugi, or KINTSUGI_HOME, or --workspace)."""
+"""Where everything lives: one workspace folder (default ./.kintsugi, or KINTSUGI_HOME, or --workspace).
+
+Everything the workspace records about itself is relative to its root, so a copied folder is a workspace of
+its own (`rel` and `path` convert); the MLflow store's absolute artifact locations are rebased when a copy is
+first opened (`controlplane.identity`).
+"""
 from __future__ import annotations
 
 import os
@@ -48,8 +53,33 @@ class Workspace:
     def runs(self) -> Path:
         return self.root / "runs"
 
+    @property
+    def references(self) -> Path:
+        return self.root / "references"
+
+    @property
+    def keys(self) -> Path:
+        return self.root / "keys"
+
+    @property
+    def identity_file(self) -> Path:
+        return self.root / "workspace.json"
+
     def run_dir(self, run_id: str) -> Path:
         return self.runs / run_id
+
+    def rel(self, path: Path | str) -> str:
+        """A path inside the workspace as text relative to its root (absolute if it lies outside)."""
+        absolute = Path(path) if Path(path).is_absolute() else self.root / path
+        try:
+            return absolute.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(absolute)
+
+    def path(self, recorded: str) -> Path:
+        """A path as recorded by `rel`, back to an absolute path under this root."""
+        candidate = Path(recorded)
+        return candidate if candidate.is_absolute() else self.root / candidate
 
     def ensure(self) -> Workspace:
         """Create the folders, or fail with one line naming the fix."""

@@ -12,7 +12,9 @@ import pandas as pd
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 
 from controlplane.datahub.connect import metadata_session
-from controlplane.datahub.estate import contract_mcps, dataset_mcps, profile_mcps
+from controlplane.datahub.contracts import contract_mcps
+from controlplane.datahub.datasets import SchemaColumn, dataset_mcps, profile_mcps
+from controlplane.identity import establish_identity
 from controlplane.odcs import parse_odcs
 from controlplane.workspace import Workspace
 from demo.generate import generate_cancel_features, generate_eta_features
@@ -73,8 +75,10 @@ def seed_estate(ws: Workspace, *, seed: int, anchor: datetime, days: int = INITI
     ws.ensure()
     anchor_ms = int(anchor.astimezone(timezone.utc).timestamp() * 1000)
     with metadata_session(ws) as metadata:
+        establish_identity(ws, metadata, anchor_ms)
         for urn, (name, description, columns) in _UPSTREAM_SCHEMAS.items():
-            metadata.emit(dataset_mcps(urn, name=name, description=description, columns=columns, upstreams=[],
+            metadata.emit(dataset_mcps(urn, name=name, description=description,
+                                       columns=[SchemaColumn(c, kind) for c, kind in columns], upstreams=[],
                                        owner=_OWNER, last_modified_ms=anchor_ms, freshness_hours=24.0), anchor_ms)
         for table in TABLES:
             data = ws.data / f"{table.name}.parquet"
@@ -87,7 +91,7 @@ def _table_mcps(ws: Workspace, table: DemoTable, data: Path, anchor_ms: int) -> 
     contract_text = _packaged("contracts", table.contract_file).read_text()
     (ws.contracts / table.contract_file).write_text(contract_text)
     contract = parse_odcs(contract_text, f"demo contract {table.contract_file}")
-    columns = [(c.name, c.logical_type) for c in contract.columns]
+    columns = [SchemaColumn(c.name, c.logical_type) for c in contract.columns]
     return [*dataset_mcps(table.urn, name=table.name, columns=columns, upstreams=list(UPSTREAMS),
                           description=table.description, owner=_OWNER, last_modified_ms=anchor_ms),
             *contract_mcps(contract, contract_text),

@@ -1,6 +1,6 @@
 """`python -m mcp_server --workspace DIR [--read-only]`: the MCP server over stdio (same as `kintsugi mcp`)."""
 from __future__ import annotations
 
-from controlplane.api.commands import run_mcp_cli
+from mcp_server.commands import run_mcp_cli
 
 run_mcp_cli()

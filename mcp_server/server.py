@@ -1,9 +1,10 @@
-"""The bundled MCP server: the CLI's operations for agents, through `controlplane.operations` and the same gates.
+"""The bundled MCP server: the CLI's operations for agents, through `controlplane.services` and the same gates.
 
-Every tool returns a typed, structured result (the SDK declares its outputSchema from the return annotation).
-A `KintsugiError` becomes a tool error whose text is the message and the fix, with the same
-`{"error": {code, message, fix}}` as structured content. In read-only mode the mutating tools are not
-registered, and a call to one is refused with a message saying so.
+Every tool returns a typed, structured result (the SDK declares its outputSchema from the return annotation;
+the shapes are `controlplane.views`'). A `KintsugiError` becomes a tool error whose text is the message and the
+fix, with `{"error": {code, message, fix}}` as structured content (`error_result`, the one place this front
+door maps the error tree). In read-only mode the mutating tools are not registered, and a call to one is refused.
+Tool descriptions say only what the tests prove.
 """
 from __future__ import annotations
 
@@ -18,20 +19,12 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from controlplane import operations as ops
-from controlplane.api.schemas import (
-    DrillOut,
-    GuardOut,
-    IncidentList,
-    PassportOut,
-    PipelineList,
-    PromoteOut,
-    RunList,
-    RunOut,
-)
-from controlplane.api.settings import read_only_refusal
+from chaos.service import drill as run_drill
+from controlplane import services, views
+from controlplane.access import read_only_refusal
 from controlplane.errors import KintsugiError
 from controlplane.journal import Event
+from controlplane.passports import show_passport
 from controlplane.workspace import Workspace
 
 __all__ = ["build_server", "error_result", "READ_ONLY_TOOLS", "MUTATING_TOOLS"]
@@ -39,19 +32,21 @@ __all__ = ["build_server", "error_result", "READ_ONLY_TOOLS", "MUTATING_TOOLS"]
 log = logging.getLogger(__name__)
 
 READ_ONLY_TOOLS = ("list_pipelines", "list_runs", "get_run", "guard", "list_incidents", "get_passport")
-MUTATING_TOOLS = tuple(sorted(ops.MUTATING))
+MUTATING_TOOLS = ("approve", "drill", "promote", "recover", "reject", "run", "undo")
 
 INSTRUCTIONS = (
     "Kintsugi guards the data a retrain uses and promotes only a model version its deterministic gate APPROVED. "
     "Start with list_pipelines, then guard a pipeline; run drives the whole loop (detect, incident, heal, verify, "
-    "resolve, train, promote). A run under policy ratify pauses at a gate: read it with get_run, then approve or "
-    "reject it. promote moves `champion` only to an APPROVED version; undo takes a run back. Errors say what to do."
+    "resolve, train, promote). A run under policy ratify (or a NEEDS_REVIEW candidate) pauses at a gate: read it "
+    "with get_run, then approve (with a reason) or reject it. promote moves `champion` only to an APPROVED version; "
+    "undo takes a run back. Errors say what to do."
 )
 
-Pipeline = Annotated[str, Field(description="Pipeline name, as list_pipelines gives it (e.g. delivery-eta)")]
-RunId = Annotated[str, Field(description="A run id, as list_runs or run gives it")]
-Now = Annotated[Optional[str], Field(description="Evaluate as of this ISO-8601 instant (default: the current "
-                                                 "time), e.g. 2026-11-01T12:00:00+00:00")]
+Pipeline = Annotated[str, Field(max_length=64, description="Pipeline name, as list_pipelines gives it")]
+RunId = Annotated[str, Field(max_length=64, description="A run id, as list_runs or run gives it")]
+Reason = Annotated[str, Field(max_length=services.MAX_TEXT, description="Why (kept in the run and the passport)")]
+Now = Annotated[Optional[str], Field(max_length=64, description="Evaluate as of this ISO-8601 instant (default: "
+                                                                "the current time), e.g. 2026-11-01T12:00:00+00:00")]
 Policy = Annotated[Optional[Literal["auto", "ratify", "dry-run"]],
                    Field(description="auto: heal and promote on the gate's verdict; ratify: pause at each gate for "
                                      "approve; dry-run: detect and plan, write nothing (default: the spec's)")]
@@ -60,13 +55,10 @@ Policy = Annotated[Optional[Literal["auto", "ratify", "dry-run"]],
 def error_result(exc: KintsugiError) -> CallToolResult:
     """A KintsugiError as a tool error: the message and the fix as text, the error as structured content."""
     return CallToolResult(content=[TextContent(type="text", text=f"{exc.message}; {exc.fix} [{exc.code}]")],
-                          structured_content={"error": {"code": exc.code, "message": exc.message, "fix": exc.fix}},
-                          is_error=True)
+                          structured_content={"error": views.error_body(exc)}, is_error=True)
 
 
 def _mapped(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The one place this front door translates the error tree."""
-
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -98,7 +90,6 @@ def _progress(ctx: Context[Any, Any]) -> Callable[[Event], None]:
 
 
 def _say(ctx: Context[Any, Any]) -> Callable[[str], None]:
-    """A drill's progress lines as progress notifications, counted."""
     notify, counter = _notifier(ctx), itertools.count(1)
     return lambda line: notify(next(counter), line)
 
@@ -106,7 +97,7 @@ def _say(ctx: Context[Any, Any]) -> Callable[[str], None]:
 async def _refuse_mutating(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
     """Read-only mode: a call to a mutating tool is answered with a refusal before any lookup."""
     name = (ctx.params or {}).get("name")
-    if ctx.method == "tools/call" and name in ops.MUTATING:
+    if ctx.method == "tools/call" and name in MUTATING_TOOLS:
         return error_result(read_only_refusal(f"tool {name!r}"))
     return await call_next(ctx)
 
@@ -125,68 +116,78 @@ def build_server(ws: Workspace, *, read_only: bool = False) -> MCPServer:
 
 
 def _read_tools(ws: Workspace) -> list[Callable[..., Any]]:
-    def list_pipelines() -> PipelineList:
-        """Pipelines with their schedule and last run (guard verdict, status, outcome)."""
-        return PipelineList.model_validate({"pipelines": ops.list_pipelines(ws)})
+    def list_pipelines() -> views.PipelineList:
+        """Pipelines with their schedule and last run (guard verdict at detect, status, outcome)."""
+        return views.PipelineList.model_validate(views.pipelines_out(services.pipelines(ws)))
 
-    def list_runs(pipeline: Optional[str] = None,
-                  limit: Annotated[int, Field(ge=1, le=500)] = 20) -> RunList:
+    def list_runs(pipeline: Optional[str] = None, limit: Annotated[int, Field(ge=1, le=500)] = 20) -> views.RunList:
         """Runs, newest first, with their stage timeline (optionally of one pipeline)."""
-        return RunList.model_validate({"runs": ops.list_runs(ws, pipeline, limit)})
+        return views.RunList.model_validate(views.runs_out(services.runs(ws, pipeline, limit)))
 
-    def get_run(run_id: RunId) -> RunOut:
-        """A run's timeline: every event with its evidence, the ledger of writes, and the gate a paused run waits at."""
-        return RunOut.model_validate(ops.get_run(ws, run_id))
+    def get_run(run_id: RunId) -> views.RunOut:
+        """A run's timeline: every event with its evidence, the ledger of writes, the gate a paused run waits at."""
+        return views.RunOut.model_validate(views.run_out(services.get_run(ws, run_id)))
 
-    def guard(pipeline: Pipeline, now: Now = None) -> GuardOut:
+    def guard(pipeline: Pipeline, now: Now = None) -> views.GuardOut:
         """Check a pipeline's data against its contract and lineage, read-only: CLEAN or BLOCKED with findings."""
-        return GuardOut.model_validate(ops.guard(ws, pipeline, ops.parse_now(now)))
+        return views.GuardOut.model_validate(views.guard_out(services.guard(ws, pipeline, None,
+                                                                            services.parse_now(now))))
 
-    def list_incidents(active_only: bool = False) -> IncidentList:
+    def list_incidents(active_only: bool = False) -> views.IncidentList:
         """DataHub incidents, with the models downstream of each (at risk)."""
-        return IncidentList.model_validate({"incidents": ops.list_incidents(ws, active_only)})
+        return views.IncidentList.model_validate(views.incidents_out(services.incidents(ws, active_only=active_only)))
 
-    def get_passport(model: Annotated[str, Field(description="Model (pipeline) name")],
-                     version: Optional[int] = None) -> PassportOut:
-        """A model version's signed passport (default: the champion's): data, heals, metrics, verdict."""
-        return PassportOut.model_validate(ops.get_passport(ws, model, version))
+    def get_passport(model: Annotated[str, Field(max_length=64, description="Model (pipeline) name")],
+                     version: Annotated[Optional[int], Field(ge=1)] = None) -> views.PassportOut:
+        """A model version's passport as DataHub holds it (default: the champion's): data, heals, metrics, verdict."""
+        passport = show_passport(ws, model, version)
+        return views.PassportOut.model_validate({"model": model, "passport": passport,
+                                                 "version": passport.get("body", {}).get("version", version)})
 
     return [list_pipelines, list_runs, get_run, guard, list_incidents, get_passport]
 
 
 def _write_tools(ws: Workspace) -> list[Callable[..., Any]]:
-    def run(pipeline: Pipeline, ctx: Context[Any, Any], policy: Policy = None, now: Now = None) -> RunOut:
-        """Run the loop for a pipeline to its end (or its ratify gate) and return the run's timeline.
+    def run(pipeline: Pipeline, ctx: Context[Any, Any], policy: Policy = None, now: Now = None) -> views.RunOut:
+        """Run the loop for a pipeline to its end (or a gate) and return the run's timeline; each stage is
+        reported as a progress notification. The model trains on exactly the bytes the guard passed."""
+        record = services.run(ws, pipeline, policy, services.parse_now(now), listener=_progress(ctx))
+        return views.RunOut.model_validate(views.run_out(record))
 
-        Each stage is reported as a progress notification while the run goes on."""
-        return RunOut.model_validate(ops.run(ws, pipeline, policy, ops.parse_now(now), listener=_progress(ctx)))
+    def approve(run_id: RunId, ctx: Context[Any, Any], reason: Reason = "", now: Now = None) -> views.RunOut:
+        """Continue a run paused at a gate. The current state (the table's hash, the champion, incidents) is read
+        again and the gate decides anew; the reason is kept in the passport. It may pause at the next gate."""
+        record = services.approve(ws, run_id, reason, services.parse_now(now), listener=_progress(ctx))
+        return views.RunOut.model_validate(views.run_out(record))
 
-    def approve(run_id: RunId, ctx: Context[Any, Any], now: Now = None) -> RunOut:
-        """Continue a run paused at a ratify gate; the heal is re-verified first. It may pause at the next gate."""
-        return RunOut.model_validate(ops.approve(ws, run_id, ops.parse_now(now), listener=_progress(ctx)))
+    def reject(run_id: RunId, reason: Reason) -> views.RunOut:
+        """Stop a run paused at a gate: nothing more is published or promoted."""
+        return views.RunOut.model_validate(views.run_out(services.reject(ws, run_id, reason)))
 
-    def reject(run_id: RunId, reason: Annotated[str, Field(description="Why the run is stopped")]) -> RunOut:
-        """Stop a run paused at a ratify gate: nothing more is published or promoted."""
-        return RunOut.model_validate(ops.reject(ws, run_id, reason))
+    def promote(model: Annotated[str, Field(max_length=64, description="Model (pipeline) name")],
+                version: Annotated[int, Field(ge=1, description="The version to make champion")]) -> views.PromoteOut:
+        """Make a version the champion, only if the promotion gate APPROVED it and it was not undone."""
+        return views.PromoteOut.model_validate(views.promote_out(services.promote(ws, model, version)))
 
-    def promote(model: Annotated[str, Field(description="Model (pipeline) name")],
-                version: Annotated[int, Field(description="The model version to make champion")]) -> PromoteOut:
-        """Make a version the champion, only if the promotion gate APPROVED it (the same gate as the CLI)."""
-        return PromoteOut.model_validate(ops.promote(ws, model, version))
+    def undo(run_id: RunId) -> views.RunOut:
+        """Take back a run: the previous bytes of the table (checked before anything is touched), its versions
+        (never champion again), the champion, the incidents it resolved."""
+        return views.RunOut.model_validate(views.run_out(services.undo(ws, run_id)))
 
-    def undo(run_id: RunId) -> RunOut:
-        """Take back a run: restore the exact bytes it replaced, move `champion` back, reopen its incidents."""
-        return RunOut.model_validate(ops.undo(ws, run_id))
+    def recover(run_id: RunId) -> views.RunOut:
+        """Bring an interrupted run (its process died) to a consistent state: rolled back, or forward if it had
+        concluded."""
+        return views.RunOut.model_validate(views.run_out(services.recover(ws, run_id)))
 
     def drill(ctx: Context[Any, Any],
               scenarios: Annotated[Optional[list[str]], Field(description="Scenario names (default: all)")] = None,
               seeds: Annotated[int, Field(ge=1, le=10)] = 1,
               controls: Annotated[int, Field(ge=0, le=50, description="Clean control runs (false alarms)")] = 2,
               sweep_seeds: Annotated[int, Field(ge=0, le=10, description="Seeds with a magnitude sweep")] = 0
-              ) -> DrillOut:
-        """A chaos drill: inject seeded silent failures in throwaway estates (never this workspace), run the real
-        loop on each, and score it. Slow: minutes for all scenarios; progress is reported as it goes."""
-        say = _say(ctx)
-        return DrillOut.model_validate({"drill": ops.drill(scenarios, seeds, controls, sweep_seeds, say)})
+              ) -> views.DrillOut:
+        """A chaos drill: seeded silent failures in throwaway estates (never this workspace) through the real loop,
+        scored. Slow: minutes for all scenarios; progress is reported as it goes."""
+        board = run_drill(scenarios, seeds, controls, sweep_seeds, _say(ctx))
+        return views.DrillOut.model_validate({"drill": board})
 
-    return [run, approve, reject, promote, undo, drill]
+    return [run, approve, reject, promote, undo, recover, drill]

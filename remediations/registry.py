@@ -66,8 +66,7 @@ def register(name: str, heals: set[FindingKind], *, max_fraction_touched: float 
 
 
 def playbook_for(finding: Finding) -> Playbook | None:
-    """The allowlisted playbook named by a finding, if it really heals that kind."""
-    import remediations.playbooks  # noqa: F401  (registers them)
-
+    """The allowlisted playbook named by a finding, if it really heals that kind (once `remediations.playbooks`
+    has registered them: the sandbox imports it)."""
     playbook = PLAYBOOKS.get(finding.playbook or "")
     return playbook if playbook is not None and finding.kind in playbook.heals else None

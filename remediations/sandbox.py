@@ -12,6 +12,7 @@ import pandas as pd
 from guard.contract import Contract
 from guard.findings import Finding
 from guard.profile import DatasetProfile
+import remediations.playbooks  # noqa: F401  (registers the playbooks)
 from remediations.registry import HealInput, HealStep, Playbook, PlaybookRefused, playbook_for
 
 __all__ = ["HealOutcome", "content_hash", "heal_copy", "publish", "restore", "PLAYBOOK_ORDER"]

@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import os
 import shutil
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+
+from tests.support import DEMO_NOW
 
 os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
 for _name in ("DATAHUB_GMS_URL", "DATAHUB_GMS_TOKEN", "MLFLOW_TRACKING_URI"):  # never a developer's servers
     os.environ.pop(_name, None)
 
-DEMO_NOW = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +30,10 @@ def demo_copy(demo_run, tmp_path: Path):
     """A private copy of the demo workspace, for tests that write."""
     from controlplane.workspace import Workspace
 
+    from controlplane.identity import rebase_if_moved
+
     ws, result = demo_run
     target = tmp_path / "ws"
     shutil.copytree(ws.root, target)
+    rebase_if_moved(Workspace(target))  # what the copy's first command would do: its own artifacts from now on
     return Workspace(target), result

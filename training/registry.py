@@ -39,6 +39,8 @@ CHAMPION = "champion"
 PREVIOUS = "previous"
 _SQLITE_PREFIX = "sqlite:///"
 _RUN_ID = re.compile(r"[A-Za-z0-9_-]+")
+_MARKER_EXPERIMENT = "kintsugi-workspace"
+_MARKER_TAG = "kintsugi.workspace_id"
 _LOAD_ERRORS: tuple[type[BaseException], ...] = (
     ImportError,
     AttributeError,
@@ -233,6 +235,48 @@ class ModelStore:
                 if not is_not_found(exc):
                     raise
 
+    def set_champion(self, model_name: str, version: int | None) -> None:
+        """Point ``champion`` at ``version`` exactly (None: no champion), leaving ``previous`` alone."""
+        if version is None:
+            self.delete_alias(model_name, CHAMPION)
+            return
+        with self._errors(f"set the champion of {model_name!r} to version {version}"):
+            self._client.set_registered_model_alias(model_name, CHAMPION, str(version))
+
+    def versions(self, model_name: str) -> dict[int, dict[str, str]]:
+        """Every version of ``model_name`` with its tags; empty if the model is not registered."""
+        with self._errors(f"list versions of {model_name!r}"):
+            found = self._client.search_model_versions(f"name = '{_quoted(model_name)}'")
+        return {int(v.version): dict(v.tags) for v in found if v.name == model_name}
+
+    def find_runs(self, experiment: str, tag: str, value: str) -> list[str]:
+        """Ids of the runs of ``experiment`` whose tag ``tag`` equals ``value`` (none if no such experiment)."""
+        with self._errors(f"search runs of {experiment!r} tagged {tag}"):
+            found = self._client.get_experiment_by_name(experiment)
+            if found is None:
+                return []
+            runs = self._client.search_runs([found.experiment_id], f"tags.`{tag}` = '{_quoted(value)}'")
+        return sorted(r.info.run_id for r in runs)
+
+    def terminate_run(self, run_id: str, status: str = "FAILED") -> None:
+        """Mark a run finished with ``status`` (FAILED for a run whose loop was interrupted)."""
+        with self._errors(f"mark run {run_id} {status}"):
+            self._client.set_terminated(run_id, status)
+
+    # -- the workspace marker -------------------------------------------------------------
+
+    def workspace_marker(self) -> str | None:
+        """The Kintsugi workspace id this store was marked with, or None."""
+        with self._errors("read the workspace marker"):
+            found = self._client.get_experiment_by_name(_MARKER_EXPERIMENT)
+        return None if found is None else found.tags.get(_MARKER_TAG)
+
+    def set_workspace_marker(self, workspace_id: str) -> None:
+        with self._errors("write the workspace marker"):
+            found = self._client.get_experiment_by_name(_MARKER_EXPERIMENT)
+            experiment_id = found.experiment_id if found is not None else self._create_experiment(_MARKER_EXPERIMENT)
+            self._client.set_experiment_tag(experiment_id, _MARKER_TAG, workspace_id)
+
     # -- helpers ------------------------------------------------------------------------
 
     def _errors(
@@ -359,3 +403,8 @@ def _relpath(relpath: str) -> PurePosixPath:
             "use a relative path such as 'passport/passport.json'",
         )
     return path
+
+
+def _quoted(text: str) -> str:
+    """A value inside a single-quoted MLflow search filter."""
+    return text.replace("\\", "\\\\").replace("'", "\\'")

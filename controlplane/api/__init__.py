@@ -1,7 +1,6 @@
-"""The HTTP API (`kintsugi serve`): FastAPI over `controlplane.operations`, the MCP mount and the operator page.
+"""The HTTP API (`kintsugi serve`): FastAPI over `controlplane.services`, and the operator page.
 
-Kept import-light: `create_app` lives in `controlplane.api.app`, the shared result shapes in
-`controlplane.api.schemas`.
+Kept import-light: `create_app` lives in `controlplane.api.app`, the result shapes in `controlplane.views`.
 """
 from __future__ import annotations
 

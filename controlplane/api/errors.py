@@ -8,31 +8,37 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from controlplane.api.schemas import ErrorResponse
-from controlplane.api.settings import ReadOnlyMode, Unauthorized
-from controlplane.errors import KintsugiError, PipelineNotFound, RunError
-from controlplane.operations import DrillsNotInstalled, InvalidInput, RunNotFound
+from controlplane import errors as e
+from controlplane.views import ErrorResponse
 
-__all__ = ["status_of", "error_response", "install_error_handlers", "ERROR_RESPONSES"]
+__all__ = ["status_of", "error_response", "install_error_handlers", "ERROR_RESPONSES", "STATUS"]
 
 log = logging.getLogger(__name__)
 
-# First match wins: subclasses before their bases.
-_STATUS: tuple[tuple[type[KintsugiError], int], ...] = (
-    (PipelineNotFound, 404), (RunNotFound, 404), (Unauthorized, 401), (ReadOnlyMode, 403), (InvalidInput, 422),
-    (DrillsNotInstalled, 501), (RunError, 409),
+# The error tree (controlplane.errors) as HTTP statuses. First match wins: subclasses before their bases; every
+# branch of the tree is here, and a test checks that every error class anyone raises finds its row.
+STATUS: tuple[tuple[type[e.KintsugiError], int], ...] = (
+    (e.Unauthorized, 401), (e.ReadOnlyMode, 403), (e.AccessError, 403),
+    (e.NotFound, 404),
+    (e.Conflict, 409), (e.TableChanged, 409),
+    (e.InputError, 422), (e.DataError, 422), (e.TrainingFailed, 422),
+    (e.StoreError, 503),
+    (e.WorkspaceError, 500), (e.ServerConfigError, 500), (e.InternalError, 500),
 )
 
 ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
     status: {"description": what, "model": ErrorResponse} for status, what in (
-        (401, "No bearer token, or a wrong one"), (403, "The server is read-only"), (404, "Unknown pipeline or run"),
-        (409, "The run is not in a state that allows this (another run in progress, not paused, not APPROVED)"),
-        (422, "Bad input"), (500, "Anything else: the message says what to do"))
+        (401, "No bearer token, or a wrong one"), (403, "Read-only server, foreign Origin or Host"),
+        (404, "Unknown pipeline, run or version"), (409, "The state does not allow it (busy, not paused, not "
+                                                        "APPROVED, the table changed)"),
+        (413, "The body is too large"), (422, "Bad input, unreadable data, or data that cannot be trained on"),
+        (500, "The workspace or the server's configuration: the message says what to do"),
+        (503, "DataHub or MLflow failed or is not this workspace's store"))
 }
 
 
-def status_of(exc: KintsugiError) -> int:
-    return next((status for kind, status in _STATUS if isinstance(exc, kind)), 500)
+def status_of(exc: e.KintsugiError) -> int:
+    return next((status for kind, status in STATUS if isinstance(exc, kind)), 500)
 
 
 def error_response(status: int, code: str, message: str, fix: str) -> JSONResponse:
@@ -42,13 +48,15 @@ def error_response(status: int, code: str, message: str, fix: str) -> JSONRespon
 
 
 async def _kintsugi(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, KintsugiError)
+    assert isinstance(exc, e.KintsugiError)
     return error_response(status_of(exc), exc.code, exc.message, exc.fix)
 
 
 async def _validation(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+    where = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
+    if exc.errors() and all(err["loc"][:1] == ("path",) for err in exc.errors()):
+        return error_response(404, "not_found", f"no such resource ({where})", "check the id in the URL")
     return error_response(422, "invalid_input", f"the request is not valid ({where})",
                           "see the OpenAPI description at /docs for this route's parameters")
 
@@ -66,7 +74,7 @@ async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(KintsugiError, _kintsugi)
+    app.add_exception_handler(e.KintsugiError, _kintsugi)
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(StarletteHTTPException, _http)
     app.add_exception_handler(Exception, _unexpected)

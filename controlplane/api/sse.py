@@ -1,7 +1,8 @@
 """A run's events as server-sent events, tailed from its persisted run.json (any process's run can be streamed).
 
 Each event carries `id: <seq>`, so a client that reconnects with `Last-Event-ID` gets exactly what it missed.
-The stream ends with an `end` event when the run is finished or paused at a gate.
+The stream ends with an `end` event when the run is finished, paused at a gate, or found interrupted
+(its process died).
 """
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from typing import Any, AsyncIterator
 
 import anyio
 
-from controlplane import operations as ops
+from controlplane import services, views
+from controlplane.errors import InputError
+from controlplane.vocab import RunStatus
 from controlplane.workspace import Workspace
 
 __all__ = ["tail_events", "format_event", "parse_last_event_id"]
@@ -26,10 +29,10 @@ def parse_last_event_id(value: str | None) -> int:
     try:
         seq = int(value)
     except ValueError:
-        raise ops.InvalidInput(f"Last-Event-ID {value!r} is not an event seq",
+        raise InputError(f"Last-Event-ID {value!r} is not an event seq",
                                "send the `id` of the last event received, or omit the header") from None
     if seq < 0:
-        raise ops.InvalidInput(f"Last-Event-ID {seq} is negative", "send the `id` of the last event received")
+        raise InputError(f"Last-Event-ID {seq} is negative", "send the `id` of the last event received")
     return seq
 
 
@@ -46,11 +49,12 @@ async def tail_events(ws: Workspace, run_id: str, after: int, *, poll_s: float =
     yield f"retry: {RETRY_MS}\n\n"
     beat = time.monotonic()
     while True:
-        batch = await anyio.to_thread.run_sync(ops.run_events, ws, run_id, after)
+        record = await anyio.to_thread.run_sync(services.get_run, ws, run_id)
+        batch = views.run_events_out(record, after)
         for event in batch["events"]:
             after = event["seq"]
             yield format_event(event, event_id=after)
-        if batch["status"] != "running":
+        if record.status not in (RunStatus.RUNNING, RunStatus.UNDOING):
             yield format_event({"run_id": run_id, "status": batch["status"], "outcome": batch["outcome"]},
                                event_id=after, event="end")
             return

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
@@ -12,7 +13,8 @@ from controlplane.datahub.urns import incident_urn
 from guard.findings import Finding
 from guard.kinds import FindingKind, Severity
 
-__all__ = ["IncidentRef", "open_incident", "resolve_incident", "incident_key", "EVIDENCE_MARKER", "ACTOR"]
+__all__ = ["IncidentRef", "IncidentRow", "open_incident", "resolve_incident", "reopen_incident", "incident_key",
+           "active_incidents", "read_incidents", "EVIDENCE_MARKER", "ACTOR"]
 
 ACTOR = "urn:li:corpuser:kintsugi"
 EVIDENCE_MARKER = "evidence: "
@@ -32,6 +34,47 @@ class IncidentRef:
     key: tuple[str, str, str]
     created: bool
     previous: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "key": list(self.key)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IncidentRef:
+        return cls(data["urn"], tuple(data["key"]), data["created"], data.get("previous"))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class IncidentRow:
+    """An incident as the front doors list it."""
+
+    urn: str
+    title: str
+    state: str
+    datasets: tuple[str, ...]
+    message: str
+    created_ms: int
+    key: tuple[str, str, str] | None
+
+
+def read_incidents(port: MetadataPort) -> list[IncidentRow]:
+    """Every incident DataHub holds, oldest first: the one query every "which incidents" question starts from."""
+    rows = []
+    for urn in port.urns("incident"):
+        info = port.aspect(urn, s.IncidentInfoClass)
+        if info is not None:
+            rows.append(IncidentRow(urn, info.title or "", str(info.status.state), tuple(info.entities),
+                                    info.status.message or "", info.created.time, incident_key(info)))
+    return sorted(rows, key=lambda r: (r.created_ms, r.urn))
+
+
+def active_incidents(port: MetadataPort) -> dict[str, list[str]]:
+    """dataset URN -> its ACTIVE incidents' URNs."""
+    by_dataset: dict[str, list[str]] = {}
+    for row in read_incidents(port):
+        if row.state == s.IncidentStateClass.ACTIVE:
+            for dataset in row.datasets:
+                by_dataset.setdefault(dataset, []).append(row.urn)
+    return by_dataset
 
 
 def incident_key(info: s.IncidentInfoClass) -> tuple[str, str, str] | None:
@@ -66,6 +109,16 @@ def resolve_incident(port: MetadataPort, urn: str, note: str, now_ms: int) -> No
         return
     info.status = _status(s.IncidentStateClass.RESOLVED, s.IncidentStageClass.FIXED, note, now_ms)
     port.emit([MCP(entityUrn=urn, aspect=info)], now_ms)
+
+
+def reopen_incident(port: MetadataPort, urn: str, note: str, now_ms: int) -> bool:
+    """Make a RESOLVED incident ACTIVE again (an undone heal); False when it was not resolved."""
+    info = port.aspect(urn, s.IncidentInfoClass)
+    if info is None or info.status.state != s.IncidentStateClass.RESOLVED:
+        return False
+    info.status = _status(s.IncidentStateClass.ACTIVE, s.IncidentStageClass.TRIAGE, note, now_ms)
+    port.emit([MCP(entityUrn=urn, aspect=info)], now_ms)
+    return True
 
 
 def _new_info(finding: Finding, assertion: str, run_id: str, now_ms: int, previous: str | None) -> s.IncidentInfoClass:

@@ -1,4 +1,5 @@
-"""Trained versions in DataHub: mlModelGroup, mlModel with its passport, training lineage, the run as a process."""
+"""Trained versions in DataHub: mlModelGroup, mlModel with its passport, training lineage, the run as a process,
+and tags: the verdict on every version, `champion` on exactly one version per model."""
 from __future__ import annotations
 
 import json
@@ -9,13 +10,16 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.port import MetadataPort
-from controlplane.datahub.urns import model_group_urn, model_urn, run_urn
+from controlplane.datahub.urns import CHAMPION_TAG, model_group_urn, model_urn, parse_model_urn, run_urn, tag_urn
+from controlplane.vocab import Verdict
 
-__all__ = ["TrainedVersion", "model_mcps", "read_passport", "PASSPORT_PROPERTY", "VERDICT_TAGS", "models_trained_on"]
+__all__ = ["TrainedVersion", "model_mcps", "read_passport", "PASSPORT_PROPERTY", "models_trained_on",
+           "model_versions", "champion_tag_mcps", "tag_mcps", "datahub_champion", "read_model_tags",
+           "VERDICT_PROPERTY", "UNDONE_TAG"]
 
 PASSPORT_PROPERTY = "kintsugi.passport"
-VERDICT_TAGS = {"APPROVED": "urn:li:tag:champion", "BLOCKED": "urn:li:tag:blocked",
-                "NEEDS_REVIEW": "urn:li:tag:needs-review", "REJECTED": "urn:li:tag:rejected"}
+VERDICT_PROPERTY = "kintsugi.verdict"
+UNDONE_TAG = tag_urn("undone")
 
 
 @dataclass(frozen=True)
@@ -28,35 +32,73 @@ class TrainedVersion:
     trained_at_ms: int
     metrics: dict[str, float]
     params: dict[str, Any]
-    verdict: str
+    verdict: Verdict
     summary: str
     passport: dict[str, Any]
 
 
-def model_mcps(trained: TrainedVersion) -> list[MCP]:
-    group, model, process = model_group_urn(trained.pipeline), model_urn(trained.pipeline, trained.version), run_urn(trained.run_id)
+def model_mcps(trained: TrainedVersion, current_tags: list[str]) -> list[MCP]:
+    """Everything DataHub learns about a concluded version; its verdict tag replaces any earlier verdict tag."""
+    group, model = model_group_urn(trained.pipeline), model_urn(trained.pipeline, trained.version)
+    process = run_urn(trained.run_id)
     properties = s.MLModelPropertiesClass(
         name=f"{trained.pipeline} v{trained.version}", description=trained.summary,
         version=s.VersionTagClass(versionTag=str(trained.version)), date=trained.trained_at_ms,
         trainingMetrics=[s.MLMetricClass(name=k, value=repr(v)) for k, v in sorted(trained.metrics.items())],
         hyperParams=[s.MLHyperParamClass(name=k, value=str(v)) for k, v in sorted(trained.params.items())],
         groups=[group], trainingJobs=[process],
-        customProperties={PASSPORT_PROPERTY: json.dumps(trained.passport, sort_keys=True), "kintsugi.verdict": trained.verdict,
-                          "mlflow.run_id": trained.mlflow_run_id, "kintsugi.run_id": trained.run_id},
+        customProperties={PASSPORT_PROPERTY: json.dumps(trained.passport, sort_keys=True),
+                          VERDICT_PROPERTY: trained.verdict.value, "mlflow.run_id": trained.mlflow_run_id,
+                          "kintsugi.run_id": trained.run_id},
     )
+    verdict_tags = {v.tag for v in Verdict}
+    tags = [t for t in current_tags if t not in verdict_tags] + [trained.verdict.tag]
     created = s.AuditStampClass(time=trained.trained_at_ms, actor="urn:li:corpuser:kintsugi")
     return [
         MCP(entityUrn=group, aspect=s.MLModelGroupPropertiesClass(name=trained.pipeline,
                                                                  description=f"Models of the {trained.pipeline} pipeline")),
         MCP(entityUrn=model, aspect=properties),
         MCP(entityUrn=model, aspect=s.TrainingDataClass(trainingData=[s.BaseDataClass(dataset=trained.feature_table)])),
-        MCP(entityUrn=model, aspect=s.GlobalTagsClass(tags=[s.TagAssociationClass(VERDICT_TAGS[trained.verdict])])),
+        *tag_mcps(model, tags),
         MCP(entityUrn=process, aspect=s.DataProcessInstancePropertiesClass(
             name=f"kintsugi run {trained.run_id}", created=created, type=s.DataProcessTypeClass.BATCH_AD_HOC,
             customProperties={"pipeline": trained.pipeline})),
         MCP(entityUrn=process, aspect=s.DataProcessInstanceInputClass(inputs=[trained.feature_table])),
         MCP(entityUrn=process, aspect=s.DataProcessInstanceOutputClass(outputs=[model])),
     ]
+
+
+def tag_mcps(urn: str, tags: list[str]) -> list[MCP]:
+    unique = list(dict.fromkeys(tags))
+    return [MCP(entityUrn=urn, aspect=s.GlobalTagsClass(tags=[s.TagAssociationClass(t) for t in unique]))]
+
+
+def read_model_tags(port: MetadataPort, urn: str) -> list[str]:
+    tags = port.aspect(urn, s.GlobalTagsClass)
+    return [t.tag for t in tags.tags] if tags else []
+
+
+def model_versions(port: MetadataPort, pipeline: str | None = None) -> list[tuple[str, int]]:
+    """(pipeline, version) of every mlModel Kintsugi wrote (of one pipeline), sorted."""
+    found = [parsed for urn in port.urns("mlModel") if (parsed := parse_model_urn(urn)) is not None]
+    return sorted(p for p in found if pipeline is None or p[0] == pipeline)
+
+
+def datahub_champion(port: MetadataPort, pipeline: str) -> list[int]:
+    """The versions DataHub tags `champion` (exactly one, or none, when DataHub and MLflow agree)."""
+    return [v for _, v in model_versions(port, pipeline) if CHAMPION_TAG in read_model_tags(port, model_urn(pipeline, v))]
+
+
+def champion_tag_mcps(port: MetadataPort, pipeline: str, champion: int | None) -> list[MCP]:
+    """Move the `champion` tag: off every other version of the pipeline, onto `champion` (None: onto none)."""
+    mcps: list[MCP] = []
+    for _, version in model_versions(port, pipeline):
+        urn = model_urn(pipeline, version)
+        tags = read_model_tags(port, urn)
+        wanted = [t for t in tags if t != CHAMPION_TAG] + ([CHAMPION_TAG] if version == champion else [])
+        if wanted != tags:
+            mcps.extend(tag_mcps(urn, wanted))
+    return mcps
 
 
 def read_passport(port: MetadataPort, pipeline: str, version: int) -> dict[str, Any] | None:

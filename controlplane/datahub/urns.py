@@ -1,32 +1,87 @@
-"""Every URN the loop writes is derived from its key, so reruns and retries reuse instead of duplicating."""
+"""Every URN the loop writes is derived from its key, so reruns and retries reuse instead of duplicating.
+
+Built and parsed with the SDK's typed URN classes, never by splitting strings.
+"""
 from __future__ import annotations
 
-from datahub.emitter.mce_builder import datahub_guid, make_ml_model_group_urn, make_ml_model_urn
+from datahub.emitter.mce_builder import datahub_guid
+from datahub.metadata.urns import (
+    AssertionUrn,
+    DataContractUrn,
+    DataPlatformUrn,
+    DataProcessInstanceUrn,
+    DatasetUrn,
+    IncidentUrn,
+    MlModelGroupUrn,
+    MlModelUrn,
+    TagUrn,
+)
 
-__all__ = ["assertion_urn", "contract_urn", "incident_urn", "model_group_urn", "model_urn", "run_urn"]
+from controlplane.errors import InputError
+
+__all__ = ["assertion_urn", "contract_urn", "incident_urn", "model_group_urn", "model_urn", "run_urn",
+           "parse_model_urn", "parse_model_group_urn", "dataset_platform", "check_dataset_urn", "tag_urn",
+           "CHAMPION_TAG", "MODEL_PLATFORM"]
+
+MODEL_PLATFORM = "mlflow"
+CHAMPION_TAG = str(TagUrn("champion"))
 
 
 def assertion_urn(dataset: str, check: str, column: str | None) -> str:
-    return "urn:li:assertion:" + datahub_guid({"dataset": dataset, "check": check, "column": column or ""})
+    return str(AssertionUrn(datahub_guid({"dataset": dataset, "check": check, "column": column or ""})))
 
 
 def contract_urn(dataset: str) -> str:
-    return "urn:li:dataContract:" + datahub_guid({"dataset": dataset})
+    return str(DataContractUrn(datahub_guid({"dataset": dataset})))
 
 
 def incident_urn(dataset: str, kind: str, column: str | None, generation: int) -> str:
     """The n-th incident for one failure (dataset, kind, column); a recurrence after resolution is n+1."""
     key = {"dataset": dataset, "kind": kind, "column": column or "", "generation": str(generation)}
-    return "urn:li:incident:" + datahub_guid(key)
+    return str(IncidentUrn(datahub_guid(key)))
 
 
 def model_group_urn(pipeline: str) -> str:
-    return make_ml_model_group_urn("mlflow", pipeline, "PROD")
+    return str(MlModelGroupUrn(MODEL_PLATFORM, pipeline, "PROD"))
 
 
 def model_urn(pipeline: str, version: int) -> str:
-    return make_ml_model_urn("mlflow", f"{pipeline}.v{version}", "PROD")
+    return str(MlModelUrn(MODEL_PLATFORM, f"{pipeline}.v{version}", "PROD"))
+
+
+def parse_model_urn(urn: str) -> tuple[str, int] | None:
+    """(pipeline, version) of a model URN this package wrote, or None for any other mlModel."""
+    try:
+        name = MlModelUrn.from_string(urn).name
+    except Exception:
+        return None
+    pipeline, dot, version = name.rpartition(".v")
+    return (pipeline, int(version)) if dot and version.isdigit() else None
+
+
+def parse_model_group_urn(urn: str) -> str:
+    """The pipeline name of a model group URN."""
+    return MlModelGroupUrn.from_string(urn).name
 
 
 def run_urn(run_id: str) -> str:
-    return "urn:li:dataProcessInstance:" + datahub_guid({"kintsugi_run": run_id})
+    return str(DataProcessInstanceUrn(datahub_guid({"kintsugi_run": run_id})))
+
+
+def tag_urn(name: str) -> str:
+    return str(TagUrn(name))
+
+
+def dataset_platform(urn: str) -> str:
+    """The platform name of a dataset URN (`file`, `postgres`, `s3`...)."""
+    return DataPlatformUrn.from_string(DatasetUrn.from_string(urn).platform).platform_name
+
+
+def check_dataset_urn(urn: str, where: str) -> str:
+    """The URN if it is a well-formed dataset URN; one clear error otherwise."""
+    try:
+        DatasetUrn.from_string(urn)
+    except Exception as exc:
+        raise InputError(f"{where}: {urn[:200]!r} is not a DataHub dataset URN ({type(exc).__name__})",
+                         "write it as urn:li:dataset:(urn:li:dataPlatform:PLATFORM,NAME,PROD)") from exc
+    return urn

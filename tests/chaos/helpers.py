@@ -6,7 +6,7 @@ from datetime import timedelta
 import typer
 from typer.testing import CliRunner
 
-from tests.conftest import DEMO_NOW
+from tests.support import DEMO_NOW
 
 GUARD_NOW_MS = int((DEMO_NOW + timedelta(minutes=5)).timestamp() * 1000)
 

@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from chaos.registry import get_scenario
+from chaos.catalog import get_scenario
 from chaos.scenarios import DEMO_SCENARIOS
 from chaos.tasks import inject
-from controlplane.services import guard_pipeline
+from controlplane.services import guard as guard_pipeline
 from controlplane.spec import load_spec
 from demo.seed import PIPELINE
 from guard.findings import Verdict

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from chaos.errors import InjectionError, UnknownScenario
-from chaos.registry import SCENARIOS, get_scenario, register, scenario_rng
+from chaos.catalog import SCENARIOS, get_scenario
+from chaos.registry import register, scenario_rng
 from chaos.scenarios import DEMO_SCENARIOS
 from chaos.selection import Selection, select_rows
 

@@ -14,13 +14,14 @@ from mlflow import MlflowClient
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import PASSPORT_PROPERTY
 from controlplane.datahub.urns import model_urn
-from controlplane.loop import run_pipeline
+from controlplane.pipeline import reject, run_pipeline
 from controlplane.passport import sign
 from controlplane.passports import audit_versions, verify_passport
-from controlplane.promotion import PromotionEvidence, PromotionVerdict, decide
+from controlplane.promotion import PromotionEvidence, decide
+from controlplane.vocab import Verdict as PromotionVerdict
 from controlplane.spec import load_spec
 from demo.seed import PIPELINE, UPSTREAMS
-from tests.conftest import DEMO_NOW
+from tests.support import DEMO_NOW
 
 GOOD = PromotionEvidence(metric="mae", guard_verdict="CLEAN", guard_warnings=0, unhealed_upstream_incidents=(),
                          candidate_score=2.0, has_champion=True, champion_score=2.5, snapshot_hash="sha256:x")
@@ -91,6 +92,9 @@ def test_signed_passport_verifies_and_a_tampered_one_does_not(demo_copy, monkeyp
     raw["promotion"]["min_gain"] = 0.9  # stricter: this run will not be promoted, but it is trained and signed
     path.write_text(yaml.safe_dump(raw))
     record = run_pipeline(ws, load_spec(ws, PIPELINE), now_ms=_ms(timedelta(minutes=25)))
+    assert record.status == "paused" and record.checkpoint["verdict"] == "NEEDS_REVIEW", record.outcome
+    record = reject(ws, record.run_id, "the gain is too small to bother")
+    assert record.status == "rejected"
     version = next(e for e in record.events if e.stage == "promote").evidence["version"]
     assert verify_passport(ws, PIPELINE, version).ok
     store = LiteMetadata(ws.datahub_db)
@@ -114,8 +118,8 @@ def test_sign_marks_unsigned_without_a_key(monkeypatch):
 def test_audit_flags_the_version_trained_inside_a_later_recorded_incident(demo_copy):
     """v1 trained at +1h before the demo day... an incident recorded afterwards covers only v1's instant."""
     ws, result = demo_copy
-    first_at = result.first.started_ms
-    healed_at = result.healed.started_ms
+    first_at = result.first.now_ms  # the training instants
+    healed_at = result.healed.now_ms
     store = LiteMetadata(ws.datahub_db)
     incident = "urn:li:incident:recorded-late"
     stamp = s.AuditStampClass(time=healed_at + 3_600_000, actor="urn:li:corpuser:oncall")

@@ -11,13 +11,13 @@ from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.urns import contract_urn
-from controlplane.services import guard_pipeline
+from controlplane.services import guard as guard_pipeline
 from demo.generate import generate_eta_features
 from demo.seed import FEATURE_TABLE, PIPELINE, UPSTREAMS
 from guard import registry
 from guard.findings import Verdict
 from guard.kinds import FindingKind as K
-from tests.conftest import DEMO_NOW
+from tests.support import DEMO_NOW
 
 NOW_MS = int((DEMO_NOW + timedelta(minutes=10)).timestamp() * 1000)
 

@@ -1,0 +1,69 @@
+"""`kintsugi passport show | verify`, `kintsugi audit` and `kintsugi incidents`: models and what they rest on."""
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import typer
+
+from controlplane import services, views
+from controlplane.cli.options import JsonOption, WorkspaceOption, require_estate
+from controlplane.passports import audit_versions, show_passport, verify_passport
+from controlplane.vocab import EXIT_BLOCKED
+
+__all__ = ["register"]
+
+passport_app = typer.Typer(help="Model Passports: show and verify.", no_args_is_help=True)
+
+
+@passport_app.command("show")
+def passport_show(model: str, version: Annotated[Optional[int], typer.Argument()] = None,
+                  workspace: WorkspaceOption = None) -> None:
+    """Print a version's passport (default: the champion's)."""
+    typer.echo(json.dumps(show_passport(require_estate(workspace), model, version), indent=2, sort_keys=True))
+
+
+@passport_app.command("verify")
+def passport_verify(model: str, version: Annotated[Optional[int], typer.Argument()] = None,
+                    workspace: WorkspaceOption = None) -> None:
+    """Check a passport's signature and that DataHub and MLflow hold the same document. Exit 1 if not."""
+    check = verify_passport(require_estate(workspace), model, version)
+    typer.echo(("verified: " if check.ok else "NOT verified: ") + "; ".join(check.reasons))
+    raise typer.Exit(0 if check.ok else EXIT_BLOCKED)
+
+
+def audit(model: Annotated[Optional[str], typer.Argument(help="A model name; omit with --all.")] = None,
+          all_models: Annotated[bool, typer.Option("--all", help="Audit every model.")] = False,
+          write: Annotated[bool, typer.Option(help="Tag unsafe versions in DataHub.")] = False,
+          workspace: WorkspaceOption = None) -> None:
+    """Recompute each version's data health at its training instant; exit 1 if a champion is unsafe."""
+    if model is None and not all_models:
+        raise typer.BadParameter("name a MODEL or pass --all", param_hint="MODEL")
+    rows = audit_versions(require_estate(workspace), None if all_models else model, write=write)
+    for row in rows:
+        state = "UNSAFE" if row.unsafe else "ok"
+        flag = " (passport disagrees)" if row.disagrees else ""
+        typer.echo(f"{row.model} v{row.version}{' [champion]' if row.champion else ''}: {state}{flag} "
+                   + (f"unhealed at training: {', '.join(row.recomputed)}" if row.recomputed else ""))
+    raise typer.Exit(EXIT_BLOCKED if any(r.champion and r.unsafe for r in rows) else 0)
+
+
+def incidents(workspace: WorkspaceOption = None,
+              active: Annotated[bool, typer.Option("--active", help="Only ACTIVE incidents.")] = False,
+              json_out: JsonOption = False) -> None:
+    """Incidents in DataHub, with the models downstream of each (at risk)."""
+    found = services.incidents(require_estate(workspace), active_only=active)
+    if json_out:
+        typer.echo(json.dumps(views.incidents_out(found)["incidents"], indent=2))
+        return
+    for info in found:
+        typer.echo(f"{info.row.state:<9} {info.row.urn}  {info.row.title}\n          at risk: "
+                   + (", ".join(info.at_risk_models) or "no model"))
+    if not found:
+        typer.echo("no incidents")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(passport_app, name="passport")
+    app.command()(audit)
+    app.command()(incidents)

@@ -1,0 +1,102 @@
+"""`kintsugi run | guard | approve | reject | undo | recover | promote | runs`: the loop and its gates."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from controlplane import services, views
+from controlplane.cli.options import JsonOption, NowOption, WorkspaceOption, echo_event, require_estate
+from controlplane.journal import RunRecord
+from controlplane.render import outcome_lines, report_table, runs_table, timeline
+from controlplane.vocab import EXIT_BLOCKED
+
+__all__ = ["register"]
+
+ReasonOption = Annotated[str, typer.Option("--reason", help="Why (kept in the run, the passport and DataHub).")]
+
+
+def _finish(record: RunRecord, json_out: bool) -> None:
+    """Live events were printed as they came; end with the outcome (or the whole record as JSON) and the exit."""
+    typer.echo(json.dumps(views.run_out(record), indent=2) if json_out else "\n".join(outcome_lines(record)))
+    raise typer.Exit(record.status.exit_code)
+
+
+def run(pipeline: str, workspace: WorkspaceOption = None,
+        policy: Annotated[Optional[str], typer.Option(help="auto | ratify | dry-run (default: the spec's).")] = None,
+        now: NowOption = None, json_out: JsonOption = False) -> None:
+    """Run the loop for PIPELINE. Exit 0 promoted, planned, paused or needs review; 1 blocked; 2 error."""
+    ws = require_estate(workspace)
+    record = services.run(ws, pipeline, policy, services.parse_now(now), None if json_out else echo_event)
+    _finish(record, json_out)
+
+
+def guard(pipeline: str, workspace: WorkspaceOption = None,
+          data: Annotated[Optional[Path], typer.Option(help="Check this parquet file instead.")] = None,
+          now: NowOption = None, json_out: JsonOption = False) -> None:
+    """Check PIPELINE's data against its contract, read-only. Exit 0 CLEAN, 1 BLOCKED, 2 error."""
+    report = services.guard(require_estate(workspace), pipeline, data, services.parse_now(now))
+    typer.echo(json.dumps(views.guard_out(report), indent=2) if json_out else report_table(report))
+    raise typer.Exit(0 if report.verdict.value == "CLEAN" else EXIT_BLOCKED)
+
+
+def approve(run_id: str, workspace: WorkspaceOption = None, reason: ReasonOption = "", now: NowOption = None,
+            json_out: JsonOption = False) -> None:
+    """Continue a run paused at a gate; the current state is read again and the gate decides anew."""
+    ws = require_estate(workspace)
+    _finish(services.approve(ws, run_id, reason, services.parse_now(now), None if json_out else echo_event), json_out)
+
+
+def reject(run_id: str, reason: ReasonOption, workspace: WorkspaceOption = None) -> None:
+    """Stop a run paused at a gate: nothing more is published or promoted."""
+    typer.echo(services.reject(require_estate(workspace), run_id, reason).outcome)
+
+
+def undo(run_id: str, workspace: WorkspaceOption = None) -> None:
+    """Take back a run: the exact bytes it replaced, its versions, the champion, the incidents it resolved."""
+    typer.echo(services.undo(require_estate(workspace), run_id).outcome)
+
+
+def recover(run_id: str, workspace: WorkspaceOption = None) -> None:
+    """Bring an interrupted run (its process died) to a consistent state, forward or back."""
+    record = services.recover(require_estate(workspace), run_id)
+    typer.echo(f"{record.run_id}: {record.status.value}: {record.outcome}")
+
+
+def promote(model: str, version: int, workspace: WorkspaceOption = None) -> None:
+    """Make VERSION the champion — only if the gate APPROVED it."""
+    typer.echo(services.promote(require_estate(workspace), model, version).outcome)
+
+
+runs_app = typer.Typer(help="List runs and show a run's timeline.", invoke_without_command=True)
+
+
+@runs_app.callback()
+def runs(ctx: typer.Context, workspace: WorkspaceOption = None,
+         pipeline: Annotated[Optional[str], typer.Option(help="Only this pipeline's runs.")] = None,
+         json_out: JsonOption = False) -> None:
+    """List runs (newest last); unreadable run records are reported, never fatal."""
+    if ctx.invoked_subcommand is not None:
+        return
+    listing = services.runs(require_estate(workspace), pipeline)
+    if json_out:
+        typer.echo(json.dumps(views.runs_out(listing), indent=2))
+        return
+    typer.echo(runs_table(list(reversed(listing.runs))))
+    for bad in listing.unreadable:
+        typer.echo(f"unreadable run {bad.run_id}: {bad.why}", err=True)
+
+
+@runs_app.command("show")
+def runs_show(run_id: str, workspace: WorkspaceOption = None, json_out: JsonOption = False) -> None:
+    """A run's timeline, stage by stage, with its evidence and ledger."""
+    record = services.get_run(require_estate(workspace), run_id)
+    typer.echo(json.dumps(views.run_out(record), indent=2) if json_out else timeline(record))
+
+
+def register(app: typer.Typer) -> None:
+    for command in (run, guard, approve, reject, undo, recover, promote):
+        app.command()(command)
+    app.add_typer(runs_app, name="runs")

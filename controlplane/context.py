@@ -1,0 +1,84 @@
+"""What every stage of a run works with: the workspace, the spec, the metadata port and the run's journal."""
+from __future__ import annotations
+
+import os
+import signal
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from controlplane.datahub.connect import metadata_session
+from controlplane.datahub.port import MetadataPort
+from controlplane.errors import KintsugiError
+from controlplane.identity import check_datahub, rebase_if_moved
+from controlplane.journal import Event, RunJournal, RunRecord
+from controlplane.spec import PipelineSpec
+from controlplane.vocab import Policy, RunStatus, Stage
+from controlplane.workspace import Workspace
+
+__all__ = ["RunContext", "open_run", "crash_point", "CRASH_ENV"]
+
+CRASH_ENV = "KINTSUGI_TEST_CRASH_AT"
+
+
+@dataclass
+class RunContext:
+    ws: Workspace
+    spec: PipelineSpec
+    metadata: MetadataPort
+    journal: RunJournal
+
+    @property
+    def record(self) -> RunRecord:
+        return self.journal.record
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id
+
+    @property
+    def policy(self) -> Policy:
+        return self.record.policy
+
+    @property
+    def now_ms(self) -> int:
+        return self.record.now_ms
+
+    @property
+    def writes(self) -> bool:
+        return self.policy.writes
+
+    def event(self, stage: Stage, status: str, summary: str, **evidence: Any) -> Event:
+        return self.journal.event(stage, status, summary, **evidence)
+
+    def finish(self, status: RunStatus, outcome: str) -> RunRecord:
+        self.journal.finish(status, outcome)
+        return self.record
+
+
+@contextmanager
+def open_run(ws: Workspace, spec: PipelineSpec, record: RunRecord, listener: Callable[[Event], None] | None = None,
+             *, on_error: RunStatus | None = RunStatus.FAILED) -> Iterator[RunContext]:
+    """Open the stores for one stretch of a run. An error is recorded in the run and re-raised; the run ends
+    `on_error` (FAILED), or keeps its status when None (an undo in progress stays UNDOING, to be finished)."""
+    journal = RunJournal(ws, record, listener)
+    try:
+        rebase_if_moved(ws)
+        with metadata_session(ws, read_only=not record.policy.writes) as metadata:
+            check_datahub(ws, metadata)
+            yield RunContext(ws, spec, metadata, journal)
+    except Exception as exc:
+        what = str(exc) if isinstance(exc, KintsugiError) else f"{type(exc).__name__}: {exc}"
+        journal.event(Stage.ERROR, "failed", what, code=getattr(exc, "code", "internal"))
+        if on_error is not None:
+            journal.finish(on_error, what)
+        raise
+
+
+def crash_point(name: str) -> None:
+    """Test-only: kill this process with SIGKILL at the named point when KINTSUGI_TEST_CRASH_AT names it.
+
+    The fault-matrix suite uses it to prove that a run killed at any stage boundary leaves a state that
+    `kintsugi recover` brings back to consistency. It does nothing unless the variable is set."""
+    if os.environ.get(CRASH_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,214 @@
+"""The loop as one story: detect -> incident -> heal -> verify -> publish -> resolve -> train -> promote.
+
+    run:      detect ─ CLEAN ─────────────────────────────────────────────────► train ─► assess ─► conclude
+                 └ BLOCKED ─► incident ─► heal ─► verify ─► [publish gate] ─► publish ─► resolve ─┘   │
+                              not healed / not verified: BLOCKED, the incident stays open    [promote gate]
+    approve:  resume at a gate by reading the current state again and deciding anew
+    reject:   stop at a gate; nothing more is published or promoted
+
+Each stage takes the previous stage's typed result and returns its own (`controlplane.stages`). The guard runs
+once per snapshot: on the pinned table at detect, on the healed copy at verify. Policy `ratify` pauses at both
+gates; a NEEDS_REVIEW candidate pauses at the promote gate under any policy. Every writer holds the pipeline's
+lock; every external write is journaled before it is made (`controlplane.journal`), and a run whose process
+died is rolled back by the next writer (`controlplane.recovery`).
+"""
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, replace
+from typing import Callable, Iterator
+
+from controlplane.checkpoint import Checkpoint, PromoteCheckpoint, PublishCheckpoint, load_checkpoint, save_checkpoint
+from controlplane.context import RunContext, open_run
+from controlplane.datahub.incidents import IncidentRef
+from controlplane.errors import TableChanged
+from controlplane.journal import Event, RunJournal, RunRecord, load_run, new_run_id, raise_if_not
+from controlplane.locks import pipeline_lock
+from controlplane.modelstore import open_store
+from controlplane.recovery import recover_pipeline
+from controlplane.snapshot import Pinned, live_hash, verify_pinned
+from controlplane.spec import PipelineSpec, load_spec
+from controlplane.stages.conclude import Approval, conclude
+from controlplane.stages.detect import TrainingView, detect, guard_context
+from controlplane.stages.heal import Healed, heal, raise_incidents, verify
+from controlplane.stages.publish import publish, remember_reference, resolve, resolve_cleared
+from controlplane.stages.train import Trained, assess, holdout_of, score_champion, train
+from controlplane.vocab import Policy, RunStatus, Stage, Verdict
+from controlplane.workspace import Workspace
+from guard.findings import Verdict as GuardVerdict
+
+__all__ = ["run_pipeline", "approve", "reject"]
+
+Listener = Callable[[Event], None]
+
+
+def run_pipeline(ws: Workspace, spec: PipelineSpec, *, policy: Policy | str | None = None, now_ms: int | None = None,
+                 listener: Listener | None = None, run_id: str | None = None) -> RunRecord:
+    """One run of the loop, to its end or a gate; `run_id` may be chosen by the caller (an API answering early)."""
+    now_ms = now_ms or int(time.time() * 1000)
+    record = RunRecord(run_id or new_run_id(now_ms), spec.name, Policy(policy or spec.policy),
+                       started_ms=int(time.time() * 1000), now_ms=now_ms, pid=os.getpid())
+    with pipeline_lock(ws, spec.name, f"run {record.run_id}"):
+        recover_pipeline(ws, spec.name)
+        RunJournal(ws, record).save()  # on disk from its first instant: a front door can answer with its id
+        with open_run(ws, spec, record, listener) as run, _blocked_on_change(run):
+            _story(run)
+    return record
+
+
+def _story(run: RunContext) -> None:
+    detected = detect(run)
+    if detected.report.verdict is GuardVerdict.CLEAN:
+        resolve_cleared(run, detected.report)
+        _train_and_promote(run, detected.view, detected.report.to_dict(), (), ())
+        return
+    incidents = raise_incidents(run, detected.report)
+    healed = heal(run, detected)
+    view = verify(run, detected.context, healed) if healed is not None else None
+    if healed is None or view is None:
+        return  # BLOCKED: the incident stays open
+    if not run.writes:
+        run.finish(RunStatus.PLANNED, "dry-run: the heal verifies; nothing was published or written")
+        return
+    if run.policy is Policy.RATIFY:
+        _pause(run, PublishCheckpoint(detected.pinned, healed, incidents, detected.report.to_dict()),
+               "the heal verifies", healed=healed.healed_path)
+        return
+    _publish_and_train(run, detected.pinned, healed, view, incidents, detected.report.to_dict())
+
+
+def _publish_and_train(run: RunContext, pinned: Pinned, healed: Healed, view: TrainingView,
+                       incidents: tuple[IncidentRef, ...], detect_report: dict) -> None:
+    publish(run, pinned, healed)
+    resolve(run, incidents, healed)
+    _train_and_promote(run, view, detect_report, incidents, tuple(asdict(s) for s in healed.steps))
+
+
+def _train_and_promote(run: RunContext, view: TrainingView, detect_report: dict, incidents: tuple[IncidentRef, ...],
+                       remediations: tuple[dict, ...]) -> None:
+    if not run.writes:
+        run.event(Stage.TRAIN, "skipped", "dry-run: no training, no MLflow writes")
+        run.finish(RunStatus.PLANNED, f"dry-run: guard {view.report.verdict.value}; nothing was written")
+        return
+    remember_reference(run, view)
+    trained = train(run, view, detect_report, incidents, remediations)
+    assessment = assess(run, trained)
+    verdict = assessment.decision.verdict
+    if verdict is Verdict.NEEDS_REVIEW or (verdict is Verdict.APPROVED and run.policy is Policy.RATIFY):
+        _pause(run, PromoteCheckpoint(trained, verdict.value, assessment.decision.reasons),
+               f"v{trained.version} is {verdict.value}: " + "; ".join(assessment.decision.reasons),
+               version=trained.version, verdict=verdict.value)
+        return
+    conclude(run, trained, assessment)
+
+
+def _pause(run: RunContext, checkpoint: Checkpoint, why: str, **evidence: object) -> None:
+    save_checkpoint(run.record, checkpoint)
+    gate = checkpoint.gate.value
+    run.event(Stage(gate), "paused", f"{why}; waiting for `kintsugi approve {run.run_id} --reason ...` "
+              f"or `kintsugi reject {run.run_id} --reason ...`", **evidence)
+    run.finish(RunStatus.PAUSED, f"paused at the {gate} gate ({why})")
+
+
+@contextmanager
+def _blocked_on_change(run: RunContext) -> Iterator[None]:
+    """A table that changed during the run ends it BLOCKED (nothing more is written), not as an error."""
+    try:
+        yield
+    except TableChanged as exc:
+        run.event(Stage.ERROR, "blocked", exc.message)
+        run.finish(RunStatus.BLOCKED, f"BLOCKED: {exc.message}")
+
+
+def _paused(ws: Workspace, run_id: str, action: str) -> RunRecord:
+    record = load_run(ws, run_id)
+    raise_if_not(record, RunStatus.PAUSED, action=action,
+                 fix="only a run paused at a gate can be approved or rejected; see `kintsugi runs`")
+    return record
+
+
+def _claim(ws: Workspace, run_id: str, action: str) -> RunRecord:
+    """Under the pipeline's lock: the run must still be paused; it becomes running (one of two racers wins)."""
+    record = _paused(ws, run_id, action)
+    record.status = RunStatus.RUNNING
+    RunJournal(ws, record).save()
+    return record
+
+
+def approve(ws: Workspace, run_id: str, *, reason: str = "", now_ms: int | None = None,
+            listener: Listener | None = None, by: str = "operator") -> RunRecord:
+    """Continue a paused run past its gate, deciding again on the current state; it may pause at the next gate."""
+    spec = load_spec(ws, _paused(ws, run_id, "approve").pipeline)
+    with pipeline_lock(ws, spec.name, f"approve {run_id}"):
+        record = _claim(ws, run_id, "approve")
+        checkpoint = load_checkpoint(record)
+        record.now_ms = now_ms or int(time.time() * 1000)
+        with open_run(ws, spec, record, listener) as run, _blocked_on_change(run):
+            save_checkpoint(record, None)
+            run.event(Stage.APPROVE, "approved", f"approved at the {checkpoint.gate.value} gate by {by}"
+                      + (f": {reason}" if reason else ""), reason=reason, by=by)
+            if isinstance(checkpoint, PublishCheckpoint):
+                _resume_publish(run, checkpoint)
+            else:
+                _resume_promote(run, checkpoint, Approval(True, reason, by))
+    return record
+
+
+def _resume_publish(run: RunContext, checkpoint: PublishCheckpoint) -> None:
+    """Publish only if the table, its pinned copy and the heal are as they were, and the heal verifies now."""
+    verify_pinned(run.ws, checkpoint.pinned, "publishing")
+    if live_hash(run.spec.data) != checkpoint.pinned.content_hash:
+        raise TableChanged(f"{run.spec.data_text} changed since run {run.run_id} healed it",
+                           "reject this run and start a new one on the current data")
+    context = guard_context(run.metadata, run.spec.feature_table, None, run.now_ms)
+    view = verify(run, context, checkpoint.healed)
+    if view is not None:
+        _publish_and_train(run, checkpoint.pinned, checkpoint.healed, view, checkpoint.incidents,
+                           checkpoint.detect_report)
+
+
+def _resume_promote(run: RunContext, checkpoint: PromoteCheckpoint, approval: Approval) -> None:
+    """Decide again on the current facts: the data, the champion and its score, the incidents."""
+    trained = checkpoint.trained
+    verify_pinned(run.ws, trained.view.pinned(run.spec.data_text), "promoting")
+    if live_hash(run.spec.data) != trained.view.content_hash:
+        raise TableChanged(f"{run.spec.data_text} changed since run {run.run_id} trained on it",
+                           "reject this run and start a new one on the current data")
+    trained, changes = _rescore_if_champion_moved(run, trained)
+    assessment = assess(run, trained, also_now=True)
+    if assessment.decision.verdict.value != checkpoint.verdict:
+        changes.append(f"the gate now says {assessment.decision.verdict.value} (was {checkpoint.verdict}): "
+                       + "; ".join(assessment.decision.reasons))
+    if changes:
+        run.event(Stage.APPROVE, "re-decided", "; ".join(changes), changes=changes)
+    conclude(run, trained, assessment, approval)
+
+
+def _rescore_if_champion_moved(run: RunContext, trained: Trained) -> tuple[Trained, list[str]]:
+    store = open_store(run.ws)
+    if store.champion_version(run.spec.name) == trained.champion_version:
+        return trained, []
+    _, holdout, _, _ = holdout_of(run, trained.view)
+    version, scores = score_champion(run, store, holdout)
+    change = f"the champion moved from v{trained.champion_version} to v{version} since the pause; rescored"
+    return replace(trained, champion_version=version, champion_metrics=scores), [change]
+
+
+def reject(ws: Workspace, run_id: str, reason: str, *, by: str = "operator") -> RunRecord:
+    """Stop a paused run: nothing more is published or promoted; open incidents stay open."""
+    spec = load_spec(ws, _paused(ws, run_id, "reject").pipeline)
+    with pipeline_lock(ws, spec.name, f"reject {run_id}"):
+        record = _claim(ws, run_id, "reject")
+        checkpoint = load_checkpoint(record)
+        with open_run(ws, spec, record) as run:
+            save_checkpoint(record, None)
+            run.event(Stage.REJECT, "rejected", f"rejected at the {checkpoint.gate.value} gate by {by}: {reason}",
+                      reason=reason, by=by)
+            if isinstance(checkpoint, PromoteCheckpoint):
+                conclude(run, checkpoint.trained, assess(run, checkpoint.trained), Approval(False, reason, by))
+            else:
+                run.finish(RunStatus.REJECTED, f"rejected at the publish gate: nothing was published; the "
+                                               f"incident stays open ({reason})")
+    return record

@@ -1,0 +1,156 @@
+"""Taking writes back, shared by `undo` and crash recovery. Each step is planned from the current state (level-
+based: running it twice changes nothing the second time) and checks everything before it touches anything."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from controlplane.context import RunContext, crash_point
+from controlplane.datahub.incidents import reopen_incident
+from controlplane.datahub.models import UNDONE_TAG, read_model_tags, tag_mcps
+from controlplane.datahub.urns import model_urn, tag_urn
+from controlplane.errors import RunStateError
+from controlplane.journal import LedgerEntry, RunRecord
+from controlplane.modelstore import open_store, training_errors_mapped
+from controlplane.snapshot import file_hash, live_hash
+from controlplane.spec import PipelineSpec
+from controlplane.stages.conclude import move_champion
+from controlplane.vocab import LedgerKind, Stage, Verdict
+from controlplane.workspace import Workspace
+from remediations.sandbox import restore
+
+__all__ = ["TableRestore", "plan_restore", "restore_table", "retire_version", "settle_champion",
+           "reopen_incidents", "eligible_champion", "versions_of", "resolved_by", "plan_take_back", "take_back",
+           "ABANDONED_TAG", "UNDONE_KEY", "ABANDONED_KEY"]
+
+UNDONE_KEY, ABANDONED_KEY = "kintsugi.undone", "kintsugi.abandoned"
+ABANDONED_TAG = tag_urn("abandoned")
+
+
+@dataclass(frozen=True)
+class TableRestore:
+    """Put a publish's previous bytes back: `needed` is False when they are back already."""
+
+    target: Path
+    backup: Path
+    before_hash: str
+    after_hash: str
+    needed: bool
+
+
+def plan_restore(ws: Workspace, spec: PipelineSpec, run_id: str, detail: dict[str, Any]) -> TableRestore:
+    """Check a publish can be taken back — the live table is what the run published (or already restored) and
+    the kept backup is intact — before anything is touched; refuse with the reason otherwise."""
+    target, backup = spec.data, ws.path(detail["backup"])
+    before, after = detail["before_hash"], detail["after_hash"]
+    current = live_hash(target) if target.is_file() else None
+    if current == before:
+        return TableRestore(target, backup, before, after, needed=False)
+    if current != after:
+        raise RunStateError(f"{spec.data_text} changed after run {run_id} published it (now {current})",
+                            "undo the later runs first, newest first; nothing was changed")
+    if not backup.is_file() or file_hash(backup) != before:
+        raise RunStateError(f"the kept bytes {detail['backup']} of run {run_id} are missing or damaged "
+                            f"(expected {before})", "nothing was changed; restore the table from your own backup")
+    return TableRestore(target, backup, before, after, needed=True)
+
+
+def restore_table(run: RunContext, plan: TableRestore) -> None:
+    if not plan.needed:
+        return
+    with run.journal.writing(LedgerKind.RESTORE, run.spec.data_text, backup=run.ws.rel(plan.backup),
+                             restore_hash=plan.before_hash):
+        crash_point("undo:before-restore")
+        restored = restore(plan.backup, plan.target)
+    if restored != plan.before_hash:  # cannot happen after the checks above, unless the disk lies
+        raise RunStateError(f"restored bytes of {run.spec.data_text} hash to {restored}, not {plan.before_hash}",
+                            "inspect the table by hand")
+    run.event(Stage.UNDO, "restored", f"{run.spec.data_text} restored to {restored}", restored_hash=restored)
+
+
+def retire_version(run: RunContext, version: int, key: str, why: str) -> None:
+    """Mark a version undone (or abandoned) in MLflow and DataHub; it can never be champion again."""
+    name = run.spec.name
+    with run.journal.writing(LedgerKind.MLFLOW_TAGS, f"{name}/{version}", tag=key):
+        with training_errors_mapped():
+            open_store(run.ws).set_version_tags(name, version, {key: why})
+    urn = model_urn(name, version)
+    tag = UNDONE_TAG if key == UNDONE_KEY else ABANDONED_TAG
+    with run.journal.writing(LedgerKind.DATAHUB, urn, aspect="globalTags", tag=tag):
+        run.metadata.emit(tag_mcps(urn, [*read_model_tags(run.metadata, urn), tag]), run.now_ms)
+
+
+def eligible_champion(run: RunContext) -> int | None:
+    """The newest version the gate APPROVED that was neither undone nor abandoned."""
+    with training_errors_mapped():
+        versions = open_store(run.ws).versions(run.spec.name)
+    eligible = [v for v, tags in versions.items() if tags.get("kintsugi.verdict") == Verdict.APPROVED.value
+                and UNDONE_KEY not in tags and ABANDONED_KEY not in tags]
+    return max(eligible) if eligible else None
+
+
+def settle_champion(run: RunContext) -> None:
+    """After versions were retired: `champion` on the newest eligible version (or on none, said so)."""
+    with training_errors_mapped():
+        current = open_store(run.ws).champion_version(run.spec.name)
+    target = eligible_champion(run)
+    if current != target:
+        move_champion(run, target)
+        run.event(Stage.UNDO, "alias", f"champion of {run.spec.name} moved from "
+                  + (f"v{current}" if current else "none") + " to " + (f"v{target}" if target else
+                                                                        "none: no eligible version is left"),
+                  version=target, previous=current)
+
+
+def reopen_incidents(run: RunContext, urns: list[str], note: str) -> None:
+    for urn in urns:
+        with run.journal.writing(LedgerKind.DATAHUB, urn, aspect="incidentInfo", state="ACTIVE"):
+            reopened = reopen_incident(run.metadata, urn, note, run.now_ms)
+        if reopened:
+            run.event(Stage.UNDO, "reopened", f"{urn} ACTIVE again", incident=urn)
+
+
+def versions_of(entries: list[LedgerEntry]) -> list[int]:
+    return [int(e.result["version"]) for e in entries if e.result.get("version") is not None]
+
+
+def resolved_by(record: RunRecord) -> list[str]:
+    """Incidents the run resolved (or set out to resolve), from its ledger."""
+    return [e.target for e in record.ledger if e.kind == LedgerKind.DATAHUB.value
+            and e.detail.get("aspect") == "incidentInfo" and e.detail.get("state") == "RESOLVED"]
+
+
+def plan_take_back(ws: Workspace, spec: PipelineSpec, record: RunRecord, *, unfinished: bool) -> list[TableRestore]:
+    """Every publish of the run (`unfinished`: also those begun and not recorded done), checked restorable."""
+    entries = record.entries(LedgerKind.PUBLISH, done_only=not unfinished)
+    return [plan_restore(ws, spec, record.run_id, e.detail) for e in entries]
+
+
+def take_back(run: RunContext, plans: list[TableRestore], *, retire: str, why: str, unfinished: bool) -> int:
+    """Restore the tables, retire the run's versions, settle the champion, reopen what it resolved.
+
+    `unfinished` (an interrupted run): also the writes begun and never recorded done, and its MLflow runs are
+    marked FAILED. Returns how many versions were retired."""
+    record = run.record
+    for plan in plans:
+        restore_table(run, plan)
+    versions = versions_of(record.entries(LedgerKind.MLFLOW_VERSION, done_only=not unfinished))
+    if unfinished:
+        versions += _fail_mlflow_runs(run)
+    for version in dict.fromkeys(versions):
+        retire_version(run, version, retire, why)
+    settle_champion(run)
+    reopen_incidents(run, resolved_by(record), f"{why}: the data the incident was raised on is back")
+    return len(set(versions))
+
+
+def _fail_mlflow_runs(run: RunContext) -> list[int]:
+    """Mark the run's MLflow runs FAILED; the versions registered from them (which the ledger may lack)."""
+    with training_errors_mapped():
+        store = open_store(run.ws)
+        mlflow_runs = store.find_runs(run.spec.name, "kintsugi.run_id", run.run_id)
+        for mlflow_run in mlflow_runs:
+            store.terminate_run(mlflow_run, "FAILED")
+        found = [store.find_version_by_run(run.spec.name, r) for r in mlflow_runs]
+    return [v for v in found if v is not None]

@@ -1,0 +1,120 @@
+"""Conclude: the passport, DataHub write-back, the verdict in MLflow, and (when APPROVED) the champion alias.
+
+DataHub is written before the alias moves, so a failure there promotes nothing; every write is journaled
+before it is made. Exactly one version of a model carries DataHub's `champion` tag: the alias move moves it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from controlplane.context import RunContext, crash_point
+from controlplane.datahub.models import TrainedVersion, champion_tag_mcps, model_mcps, read_model_tags
+from controlplane.datahub.urns import model_urn
+from controlplane.modelstore import open_store, training_errors_mapped
+from controlplane.passport import sign
+from controlplane.promotion import PromotionDecision
+from controlplane.stages.train import Assessment, Trained
+from controlplane.vocab import LedgerKind, Stage, Verdict
+
+__all__ = ["Approval", "conclude", "passport_body", "move_champion"]
+
+
+@dataclass(frozen=True)
+class Approval:
+    """A person's word at the promote gate: approved (with why) or rejected (with why)."""
+
+    approved: bool
+    reason: str
+    by: str = "operator"
+
+
+def _final(decision: PromotionDecision, approval: Approval | None) -> tuple[Verdict, list[str]]:
+    reasons = list(decision.reasons)
+    if approval is None:
+        return decision.verdict, reasons
+    if not approval.approved:
+        return Verdict.REJECTED, [f"rejected by {approval.by}: {approval.reason}", *reasons]
+    if decision.verdict is Verdict.NEEDS_REVIEW:
+        return Verdict.APPROVED, [f"approved after review by {approval.by}: {approval.reason}", *reasons]
+    return decision.verdict, reasons + ([f"ratified by {approval.by}: {approval.reason}"] if approval.reason else [])
+
+
+def conclude(run: RunContext, trained: Trained, assessment: Assessment, approval: Approval | None = None) -> None:
+    verdict, reasons = _final(assessment.decision, approval)
+    passport = sign(passport_body(run, trained, assessment, verdict, reasons, approval))
+    name = run.spec.name
+    with training_errors_mapped():
+        store = open_store(run.ws)
+        store.log_json_artifact(trained.mlflow_run, "passport.json", passport)
+    _write_back(run, trained, verdict, reasons, passport)
+    crash_point("conclude:after-datahub")
+    with run.journal.writing(LedgerKind.MLFLOW_TAGS, f"{name}/{trained.version}", verdict=verdict.value):
+        with training_errors_mapped():
+            store.set_version_tags(name, trained.version, {
+                "kintsugi.verdict": verdict.value, "kintsugi.reasons": " | ".join(reasons)[:4000],
+                "kintsugi.run_id": run.run_id})
+    if verdict is Verdict.APPROVED:
+        move_champion(run, trained.version)
+    summary = f"{verdict.value} v{trained.version}: " + "; ".join(reasons)
+    run.event(Stage.PROMOTE, verdict.value, summary, verdict=verdict.value, reasons=reasons,
+              version=trained.version, gain=assessment.decision.gain)
+    run.finish(verdict.run_status, summary)
+
+
+def move_champion(run: RunContext, version: int | None) -> None:
+    """Point `champion` at `version` in MLflow and DataHub (journaled), keeping `previous` for the old one."""
+    name = run.spec.name
+    with training_errors_mapped():
+        store = open_store(run.ws)
+        before = store.champion_version(name)
+        with run.journal.writing(LedgerKind.ALIAS, f"{name}@champion", version=version, previous=before):
+            crash_point("conclude:before-alias")
+            if version is None:
+                store.set_champion(name, None)
+            else:
+                store.promote(name, version)
+    with run.journal.writing(LedgerKind.DATAHUB, f"{name}@champion", aspect="globalTags", champion=version):
+        run.metadata.emit(champion_tag_mcps(run.metadata, name, version), run.now_ms)
+
+
+def _write_back(run: RunContext, trained: Trained, verdict: Verdict, reasons: list[str],
+                passport: dict[str, Any]) -> None:
+    spec = run.spec
+    version = TrainedVersion(
+        pipeline=spec.name, version=trained.version, run_id=run.run_id, mlflow_run_id=trained.mlflow_run,
+        feature_table=spec.feature_table, trained_at_ms=trained.trained_at_ms, metrics=trained.metrics,
+        params={"estimator": spec.training.estimator, **spec.training.params, "seed": spec.training.seed},
+        verdict=verdict, summary=f"{verdict.value}: " + "; ".join(reasons), passport=passport)
+    tags = read_model_tags(run.metadata, model_urn(spec.name, trained.version))
+    mcps = model_mcps(version, tags)
+    with run.journal.writing(LedgerKind.DATAHUB, model_urn(spec.name, trained.version),
+                             what="mlModel+group+lineage+process", count=len(mcps)):
+        run.metadata.emit(mcps, run.now_ms)
+
+
+def passport_body(run: RunContext, trained: Trained, assessment: Assessment, verdict: Verdict, reasons: list[str],
+                  approval: Approval | None) -> dict[str, Any]:
+    spec = run.spec
+    return {
+        "pipeline": spec.name, "version": trained.version, "run_id": run.run_id,
+        "trained_at_ms": trained.trained_at_ms,
+        "trained_at": datetime.fromtimestamp(trained.trained_at_ms / 1000, tz=timezone.utc).isoformat(),
+        "snapshot": {"dataset": spec.feature_table, "location": spec.data_text,
+                     "content_hash": trained.view.content_hash, "rows": trained.rows["total"]},
+        "guard_at_detect": {"verdict": trained.detect_report.get("verdict"),
+                            "findings": trained.detect_report.get("findings", [])},
+        "guard_at_training": trained.view.report.to_dict(),
+        "incidents": [{"urn": r.urn, "key": list(r.key), "created": r.created, "healed_by_this_run": True}
+                      for r in trained.incidents],
+        "remediations": list(trained.remediations),
+        "metrics": {"metric": spec.training.metric, "candidate": trained.metrics, "champion": trained.champion_metrics,
+                    "champion_version": trained.champion_version, "gain": assessment.decision.gain},
+        "verdict": {"verdict": verdict.value, "reasons": reasons, "gate": assessment.decision.verdict.value},
+        "approval": None if approval is None else {"approved": approval.approved, "reason": approval.reason,
+                                                   "by": approval.by},
+        "mlflow": {"model": spec.name, "version": trained.version, "run_id": trained.mlflow_run},
+        "lineage": list(assessment.lineage), "health_at_training": assessment.health,
+        "unhealed_at_training": list(assessment.unhealed),
+    }

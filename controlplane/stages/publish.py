@@ -1,0 +1,70 @@
+"""Publish, resolve and remember: put the verified heal in place of the table (compare-and-swap on the pinned
+hash, previous bytes kept), resolve the incidents with heal notes, and record the passed data's profile."""
+from __future__ import annotations
+
+from controlplane.context import RunContext, crash_point
+from controlplane.datahub.datasets import profile_mcps
+from controlplane.datahub.incidents import IncidentRef, read_incidents, resolve_incident
+from controlplane.errors import TableChanged
+from controlplane.snapshot import Pinned, live_hash, verify_pinned
+from controlplane.stages.detect import TrainingView
+from controlplane.stages.heal import Healed, heal_notes
+from controlplane.vocab import LedgerKind, Stage
+from guard.findings import GuardReport
+from remediations.sandbox import publish as swap_in
+
+__all__ = ["publish", "resolve", "resolve_cleared", "remember_reference"]
+
+
+def publish(run: RunContext, pinned: Pinned, healed: Healed) -> None:
+    verify_pinned(run.ws, pinned, "publishing")
+    target = run.spec.data
+    current = live_hash(target)
+    if current != pinned.content_hash:
+        raise TableChanged(f"the table at {run.spec.data_text} changed during the run ({pinned.content_hash} "
+                           f"was guarded, {current} is there now); nothing was published",
+                           "start a new run on the current data")
+    backup = run.journal.run_dir / "previous.parquet"
+    with run.journal.writing(LedgerKind.PUBLISH, run.spec.data_text, backup=run.ws.rel(backup),
+                             before_hash=pinned.content_hash, after_hash=healed.after_hash):
+        crash_point("publish:before-swap")
+        before, after = swap_in(run.ws.path(healed.healed_path), target, backup)
+        crash_point("publish:after-swap")
+    run.event(Stage.PUBLISH, "published", f"healed table published to {run.spec.data_text}", before_hash=before,
+              after_hash=after, backup=run.ws.rel(backup))
+
+
+def resolve(run: RunContext, incidents: tuple[IncidentRef, ...], healed: Healed) -> None:
+    note = heal_notes(run.run_id, healed)
+    for ref in incidents:
+        with run.journal.writing(LedgerKind.DATAHUB, ref.urn, aspect="incidentInfo", state="RESOLVED"):
+            resolve_incident(run.metadata, ref.urn, note, run.now_ms)
+    run.record.facts["resolved"] = [r.urn for r in incidents]
+    run.event(Stage.RESOLVE, "resolved", f"{len(incidents)} incident(s) RESOLVED with heal notes",
+              incidents=[r.urn for r in incidents], note=note)
+
+
+def resolve_cleared(run: RunContext, report: GuardReport) -> None:
+    """ACTIVE incidents this guard raised on the table whose failure it no longer sees: cleared at the source."""
+    if not run.writes:
+        return
+    failing = {f.key for f in report.blocking}
+    cleared = []
+    for row in read_incidents(run.metadata):
+        if row.state == "ACTIVE" and run.spec.feature_table in row.datasets and row.key and row.key not in failing:
+            with run.journal.writing(LedgerKind.DATAHUB, row.urn, aspect="incidentInfo", state="RESOLVED"):
+                resolve_incident(run.metadata, row.urn, f"cleared at the source: run {run.run_id} no longer sees it",
+                                 run.now_ms)
+            cleared.append(row.urn)
+    run.record.facts["resolved"] = cleared
+    for urn in cleared:
+        run.event(Stage.RESOLVE, "cleared", f"{urn} cleared at the source", incident=urn)
+
+
+def remember_reference(run: RunContext, view: TrainingView) -> None:
+    """The passed data's profile becomes the reference the next batch is compared with."""
+    if not run.writes or view.profile is None:
+        return
+    profile = view.profile
+    with run.journal.writing(LedgerKind.DATAHUB, run.spec.feature_table, aspect="datasetProfile"):
+        run.metadata.emit(profile_mcps(run.spec.feature_table, profile, run.now_ms), run.now_ms)

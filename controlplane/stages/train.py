@@ -1,0 +1,145 @@
+"""Train and assess: fit on exactly the guarded bytes, score candidate and champion on the same holdout,
+register the version, and gather the evidence the promotion gate decides on."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from controlplane.context import RunContext, crash_point
+from controlplane.datahub.datasets import walk_upstream
+from controlplane.datahub.history import health_at, unhealed_at
+from controlplane.datahub.incidents import IncidentRef
+from controlplane.modelstore import open_store, training_errors_mapped
+from controlplane.promotion import PromotionDecision, PromotionEvidence, decide
+from controlplane.snapshot import verify_pinned
+from controlplane.stages.detect import TrainingView
+from controlplane.vocab import LedgerKind, Stage
+from training import errors as training_errors
+from training.model import evaluate, fit, time_holdout
+
+if TYPE_CHECKING:
+    from training.registry import ModelStore
+
+__all__ = ["Trained", "Assessment", "train", "assess", "holdout_of", "score_champion"]
+
+
+@dataclass(frozen=True)
+class Trained:
+    """A registered candidate and everything its passport will say about how it was made."""
+
+    version: int
+    mlflow_run: str
+    metrics: dict[str, float]
+    champion_version: int | None
+    champion_metrics: dict[str, float]
+    view: TrainingView
+    rows: dict[str, int]
+    detect_report: dict[str, Any]
+    incidents: tuple[IncidentRef, ...]  # raised and healed by this run
+    remediations: tuple[dict[str, Any], ...]
+    trained_at_ms: int
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(view=self.view.to_dict(), incidents=[r.to_dict() for r in self.incidents])
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trained:
+        return cls(**{**data, "view": TrainingView.from_dict(data["view"]),
+                      "incidents": tuple(IncidentRef.from_dict(r) for r in data["incidents"]),
+                      "remediations": tuple(data["remediations"])})
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The gate's inputs read from the stores, and its decision."""
+
+    evidence: PromotionEvidence
+    decision: PromotionDecision
+    lineage: tuple[str, ...]
+    health: dict[str, list[dict[str, Any]]]
+    unhealed: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"evidence": self.evidence.to_dict(), "decision": self.decision.to_dict(),
+                "lineage": list(self.lineage), "health": self.health, "unhealed": list(self.unhealed)}
+
+
+def holdout_of(run: RunContext, view: TrainingView) -> tuple[pd.DataFrame, pd.DataFrame, int, int]:
+    """(train rows, holdout rows, all rows, labelled rows) of exactly the guarded bytes."""
+    verify_pinned(run.ws, view.pinned(run.spec.data_text), "training")
+    frame = pd.concat([pd.read_parquet(p) for p in view.pinned(run.spec.data_text).paths(run.ws)], ignore_index=True)
+    training = run.spec.training
+    labelled = frame[frame[training.target].notna()] if training.target in frame else frame
+    with training_errors_mapped():
+        train_df, holdout = time_holdout(labelled, training.time_column, training.holdout_fraction)
+    return train_df, holdout, len(frame), len(labelled)
+
+
+def score_champion(run: RunContext, store: ModelStore, holdout: pd.DataFrame) -> tuple[int | None, dict[str, float]]:
+    """The champion on the candidate's holdout; an unreadable champion gives empty scores (the gate blocks)."""
+    version = store.champion_version(run.spec.name)
+    if version is None:
+        return None, {}
+    try:
+        return version, evaluate(run.spec.training, store.load_model(run.spec.name, version), holdout)
+    except training_errors.TrainingError as exc:
+        run.event(Stage.TRAIN, "warning", f"champion v{version} could not be scored: {exc}")
+        return version, {}
+
+
+def train(run: RunContext, view: TrainingView, detect_report: dict[str, Any], incidents: tuple[IncidentRef, ...],
+          remediations: tuple[dict[str, Any], ...]) -> Trained:
+    spec = run.spec
+    train_df, holdout, total, labelled = holdout_of(run, view)
+    store = open_store(run.ws)
+    with training_errors_mapped():
+        model = fit(spec.training, train_df)
+        candidate = evaluate(spec.training, model, holdout)
+        champion_version, champion = score_champion(run, store, holdout)
+        crash_point("train:before-log")
+        with run.journal.writing(LedgerKind.MLFLOW_RUN, spec.name, experiment=spec.name) as entry:
+            mlflow_run = store.log_training(
+                experiment=spec.name, spec=spec.training, model=model, train_df=train_df, metrics=candidate,
+                dataset_source={"urn": spec.feature_table, "content_hash": view.content_hash,
+                                "path": spec.data_text},
+                tags={"kintsugi.run_id": run.run_id}, run_name=run.run_id)
+            entry.result["mlflow_run"] = mlflow_run
+        with run.journal.writing(LedgerKind.MLFLOW_VERSION, spec.name, run=mlflow_run) as entry:
+            version = store.find_version_by_run(spec.name, mlflow_run) or store.register(spec.name, mlflow_run)
+            entry.result["version"] = version
+    rows = {"train": len(train_df), "holdout": len(holdout), "unlabelled": total - labelled, "total": total}
+    run.event(Stage.TRAIN, "trained", f"{spec.training.estimator} on {rows['train']} rows; holdout {rows['holdout']}"
+              f" rows; {spec.training.metric}={candidate[spec.training.metric]:.4g}"
+              + (f" vs champion v{champion_version} {champion.get(spec.training.metric, float('nan')):.4g}"
+                 if champion_version else " (no champion yet)"),
+              candidate=candidate, champion=champion, champion_version=champion_version, version=version,
+              rows_train=rows["train"], rows_holdout=rows["holdout"], rows_unlabelled=rows["unlabelled"])
+    return Trained(version, mlflow_run, candidate, champion_version, champion, view, rows, detect_report,
+                   incidents, remediations, run.now_ms)
+
+
+def assess(run: RunContext, trained: Trained, *, also_now: bool = False) -> Assessment:
+    """Read the evidence from the stores now and let the pure gate decide.
+
+    The data's health is read at the training instant (an incident recorded later whose window covers it
+    counts); `also_now` adds what is unhealed at the run's current instant (a resumed run's approval)."""
+    spec = run.spec
+    lineage = tuple(node.urn for node in walk_upstream(run.metadata, spec.feature_table))
+    datasets, healed = {spec.feature_table, *lineage}, [r.urn for r in trained.incidents]
+    health = health_at(run.metadata, datasets, trained.trained_at_ms)
+    unhealed = unhealed_at(health, spec.feature_table, healed)
+    if also_now and run.now_ms != trained.trained_at_ms:
+        unhealed += unhealed_at(health_at(run.metadata, datasets, run.now_ms), spec.feature_table, healed)
+    unhealed = tuple(dict.fromkeys(unhealed))
+    metric = spec.training.metric
+    evidence = PromotionEvidence(
+        metric=metric, guard_verdict=trained.view.report.verdict.value,
+        guard_warnings=len(trained.view.report.warnings), unhealed_upstream_incidents=unhealed,
+        candidate_score=trained.metrics.get(metric), has_champion=trained.champion_version is not None,
+        champion_score=trained.champion_metrics.get(metric), snapshot_hash=trained.view.content_hash)
+    decision = decide(evidence, spec.promotion.min_gain, spec.promotion.max_regression)
+    return Assessment(evidence, decision, lineage, health, unhealed)

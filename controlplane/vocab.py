@@ -1,0 +1,104 @@
+"""The control plane's words, defined once: run status, policy, stage, ledger kind and promotion verdict.
+
+Exit codes, API/MCP literals and DataHub tags all come from these enums.
+"""
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = ["Policy", "RunStatus", "Stage", "LedgerKind", "Verdict", "Gate", "EXIT_BLOCKED", "EXIT_ERROR"]
+
+EXIT_BLOCKED = 1  # a verdict: the guard or the gate blocked; a scheduler should not retry
+EXIT_ERROR = 2  # an error: bad input, a store down...; the message says what to do
+
+
+class Policy(StrEnum):
+    AUTO = "auto"  # heal, publish and promote on the gate's verdict
+    RATIFY = "ratify"  # pause before publishing a heal and before moving the champion alias
+    DRY_RUN = "dry-run"  # detect and plan; write nothing anywhere
+
+    @property
+    def writes(self) -> bool:
+        return self is not Policy.DRY_RUN
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    PAUSED = "paused"  # at a ratify gate (or a NEEDS_REVIEW candidate): `approve` or `reject`
+    PROMOTED = "promoted"
+    NEEDS_REVIEW = "needs-review"  # trained, not promoted: a soft verdict a person may approve
+    PLANNED = "planned"  # dry-run
+    BLOCKED = "blocked"
+    REJECTED = "rejected"
+    FAILED = "failed"  # an error ended the run; its writes were rolled back or never made
+    INTERRUPTED = "interrupted"  # its process is gone mid-run: `kintsugi recover RUN_ID`
+    RECOVERED = "recovered"  # an interrupted run rolled back to a consistent state
+    UNDOING = "undoing"  # an undo in progress (an interrupted undo is finished by `undo` again)
+    UNDONE = "undone"
+
+    @property
+    def exit_code(self) -> int:
+        """What a scheduler sees: 0 nothing wrong with the data, 1 blocked, 2 an error."""
+        if self in (RunStatus.BLOCKED, RunStatus.REJECTED):
+            return EXIT_BLOCKED
+        if self in (RunStatus.FAILED, RunStatus.INTERRUPTED, RunStatus.RUNNING, RunStatus.UNDOING):
+            return EXIT_ERROR
+        return 0
+
+    @property
+    def finished(self) -> bool:
+        return self not in (RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.UNDOING)
+
+
+class Stage(StrEnum):
+    DETECT = "detect"
+    INCIDENT = "incident"
+    HEAL = "heal"
+    VERIFY = "verify"
+    PUBLISH = "publish"
+    RESOLVE = "resolve"
+    REFERENCE = "reference"
+    TRAIN = "train"
+    PROMOTE = "promote"
+    APPROVE = "approve"
+    REJECT = "reject"
+    UNDO = "undo"
+    RECOVER = "recover"
+    ERROR = "error"
+
+
+class Gate(StrEnum):
+    PUBLISH = "publish"
+    PROMOTE = "promote"
+
+
+class LedgerKind(StrEnum):
+    """Every external write a run makes; each is journaled as intended before it is made."""
+
+    DATAHUB = "datahub-aspect"
+    PUBLISH = "publish"
+    REFERENCE = "reference"
+    MLFLOW_RUN = "mlflow-run"
+    MLFLOW_VERSION = "mlflow-version"
+    MLFLOW_TAGS = "mlflow-tags"
+    ALIAS = "mlflow-alias"
+    RESTORE = "restore"
+
+
+class Verdict(StrEnum):
+    """The promotion gate's verdict on a candidate, and an operator's rejection of it."""
+
+    APPROVED = "APPROVED"
+    NEEDS_REVIEW = "NEEDS_REVIEW"
+    BLOCKED = "BLOCKED"
+    REJECTED = "REJECTED"
+
+    @property
+    def tag(self) -> str:
+        """The DataHub tag a version carries (`champion` is separate: exactly one version holds it)."""
+        return "urn:li:tag:" + self.value.lower().replace("_", "-")
+
+    @property
+    def run_status(self) -> RunStatus:
+        return {Verdict.APPROVED: RunStatus.PROMOTED, Verdict.NEEDS_REVIEW: RunStatus.NEEDS_REVIEW,
+                Verdict.BLOCKED: RunStatus.BLOCKED, Verdict.REJECTED: RunStatus.REJECTED}[self]

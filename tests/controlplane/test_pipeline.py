@@ -1,0 +1,142 @@
+"""The loop as one story on the demo estate, asserted by reading the real stores back (DataHub Lite, MLflow sqlite)."""
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from datahub.metadata import schema_classes as s
+from mlflow import MlflowClient
+
+from controlplane.datahub.lite import LiteMetadata
+from controlplane.datahub.models import PASSPORT_PROPERTY
+from controlplane.datahub.urns import assertion_urn, model_urn
+from controlplane.journal import load_run
+from controlplane.pipeline import run_pipeline
+from controlplane.snapshot import file_hash as content_hash
+from controlplane.spec import load_spec
+from demo.seed import FEATURE_TABLE, PIPELINE, UPSTREAMS
+from tests.support import DEMO_NOW
+
+
+@pytest.fixture
+def lite(demo_run):
+    ws, _ = demo_run
+    store = LiteMetadata(ws.datahub_db, read_only=True)
+    yield store
+    store.close()
+
+
+def _incidents_on(store: LiteMetadata, dataset: str) -> list[s.IncidentInfoClass]:
+    infos = [store.aspect(urn, s.IncidentInfoClass) for urn in store.urns("incident")]
+    return [i for i in infos if i is not None and dataset in i.entities]
+
+
+def test_estate_has_datasets_with_lineage_and_owners(lite):
+    assert set(UPSTREAMS) | {FEATURE_TABLE} <= set(lite.urns("dataset"))
+    lineage = lite.aspect(FEATURE_TABLE, s.UpstreamLineageClass)
+    assert {u.dataset for u in lineage.upstreams} == set(UPSTREAMS)
+    assert lite.aspect(FEATURE_TABLE, s.OwnershipClass).owners
+    assert lite.aspect(FEATURE_TABLE, s.SchemaMetadataClass).fields
+
+
+def test_one_incident_on_the_feature_table_resolved_with_heal_notes(lite, demo_run):
+    _, result = demo_run
+    incidents = _incidents_on(lite, FEATURE_TABLE)
+    assert len(incidents) == 1
+    info = incidents[0]
+    assert info.status.state == s.IncidentStateClass.RESOLVED
+    assert "unit_rescale" in info.status.message and "sha256:" in info.status.message
+    assert "distance_km" in info.title and "unit_mismatch" in info.title
+    assert info.source.sourceUrn == assertion_urn(FEATURE_TABLE, "units", "distance_km")
+    assert "'m'" in info.description or " m," in info.description
+
+
+def test_model_carries_the_passport_and_training_lineage(lite, demo_run):
+    _, result = demo_run
+    promote = next(e for e in result.healed.events if e.stage == "promote")
+    version = promote.evidence["version"]
+    urn = model_urn(PIPELINE, version)
+    properties = lite.aspect(urn, s.MLModelPropertiesClass)
+    passport = json.loads(properties.customProperties[PASSPORT_PROPERTY])
+    assert passport["body"]["verdict"]["verdict"] == "APPROVED"
+    assert passport["body"]["remediations"][0]["playbook"] == "unit_rescale"
+    assert passport["body"]["snapshot"]["content_hash"].startswith("sha256:")
+    training = lite.aspect(urn, s.TrainingDataClass)
+    assert [d.dataset for d in training.trainingData] == [FEATURE_TABLE]
+    tags = lite.aspect(urn, s.GlobalTagsClass)
+    assert [t.tag for t in tags.tags] == ["urn:li:tag:approved", "urn:li:tag:champion"]
+    first = lite.aspect(model_urn(PIPELINE, 1), s.GlobalTagsClass)
+    assert [t.tag for t in first.tags] == ["urn:li:tag:approved"]  # exactly one version is the champion
+
+
+def test_mlflow_champion_is_the_healed_version(demo_run):
+    ws, result = demo_run
+    promote = next(e for e in result.healed.events if e.stage == "promote")
+    assert result.healed.status == "promoted", result.healed.outcome
+    client = MlflowClient(tracking_uri=ws.mlflow_uri)
+    champion = client.get_model_version_by_alias(PIPELINE, "champion")
+    assert int(champion.version) == promote.evidence["version"] == 2
+    assert int(client.get_model_version_by_alias(PIPELINE, "previous").version) == 1
+    run = client.get_run(champion.run_id)
+    assert run.data.tags["kintsugi.dataset.content_hash"] == content_hash(ws.data / "eta_features.parquet")
+
+
+def test_healed_model_is_clearly_better_for_customers(demo_run):
+    _, result = demo_run
+    assert result.mae_healed < 0.5 * result.mae_poisoned
+
+
+def test_healed_table_holds_kilometres_and_source_was_kept(demo_run):
+    import pandas as pd
+
+    ws, result = demo_run
+    healed = pd.read_parquet(ws.data / "eta_features.parquet")
+    previous = pd.read_parquet(ws.run_dir(result.healed.run_id) / "previous.parquet")
+    assert healed["distance_km"].median() == pytest.approx(previous["distance_km"].median() / 1000, rel=1e-9)
+    assert 1.0 < healed["distance_km"].median() < 6.0
+
+
+def test_rerun_on_unchanged_data_raises_nothing_and_never_promotes_worse(demo_copy):
+    ws, _ = demo_copy
+    spec = load_spec(ws, PIPELINE)
+    store = LiteMetadata(ws.datahub_db, read_only=True)
+    incidents_before, assertions_before = store.urns("incident"), store.urns("assertion")
+    units = assertion_urn(FEATURE_TABLE, "units", "distance_km")
+    events_before = store.history(units, s.AssertionRunEventClass)
+    store.close()
+    client = MlflowClient(tracking_uri=ws.mlflow_uri)
+    champion_before = client.get_model_version_by_alias(PIPELINE, "champion").version
+    record = run_pipeline(ws, spec, now_ms=int((DEMO_NOW + timedelta(minutes=30)).timestamp() * 1000))
+    store = LiteMetadata(ws.datahub_db, read_only=True)
+    assert store.urns("incident") == incidents_before
+    assert store.urns("assertion") == assertions_before  # same checks, same URNs: no new assertions
+    events = store.history(units, s.AssertionRunEventClass)
+    store.close()
+    assert len(events) == len(events_before) + 1 and events[-1].runId == record.run_id
+    assert [e.result.type for e in events] == ["SUCCESS", "FAILURE", "SUCCESS"]
+    assert record.status in ("paused", "blocked"), record.outcome
+    if record.status == "paused":  # a NEEDS_REVIEW candidate waits at the promote gate for a person
+        assert record.checkpoint["gate"] == "promote" and record.checkpoint["verdict"] == "NEEDS_REVIEW"
+    assert client.get_model_version_by_alias(PIPELINE, "champion").version == champion_before
+    assert load_run(ws, record.run_id).events[0].status == "CLEAN"
+
+
+def test_one_upstream_incident_marks_both_demo_models_at_risk(demo_copy):
+    from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
+
+    from controlplane.datahub.urns import parse_model_urn
+    from controlplane.services import incidents
+    from demo.seed import CANCEL_PIPELINE
+
+    ws, _ = demo_copy
+    stamp = s.AuditStampClass(time=1, actor="urn:li:corpuser:oncall")
+    info = s.IncidentInfoClass(type=s.IncidentTypeClass.OPERATIONAL, entities=[UPSTREAMS[0]], title="orders duplicated",
+                               status=s.IncidentStatusClass(state=s.IncidentStateClass.ACTIVE, lastUpdated=stamp),
+                               created=stamp)
+    store = LiteMetadata(ws.datahub_db)
+    store.emit([MCP(entityUrn="urn:li:incident:orders-dup", aspect=info)])
+    store.close()
+    (row,) = [i for i in incidents(ws, active_only=True) if i.row.urn == "urn:li:incident:orders-dup"]
+    pipelines = {parse_model_urn(urn)[0] for urn in row.at_risk_models}
+    assert pipelines == {PIPELINE, CANCEL_PIPELINE}

@@ -1,0 +1,142 @@
+"""The bundled MCP server driven by the SDK's own client, over stdio (a spawned server) and over streamable HTTP
+(the API's /mcp mount under uvicorn): tools with output schemas, the guard, the promotion gate, ratify gates."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from controlplane.access import ApiSettings
+from controlplane.workspace import Workspace
+from mcp_server.commands import build_app
+from mcp_server.server import MUTATING_TOOLS, READ_ONLY_TOOLS, build_server
+from tests.support import (
+    APPROVE_AT, BLOCKED_AT, GUARD_AT, PIPELINE, RATIFY_AT, TOKEN, iso, poison, served, use_estimator,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+STAGES_HEALED = ["detect", "incident", "heal", "verify", "publish"]
+
+
+def _stdio(ws: Workspace, **env: str) -> Client:
+    return Client(StdioServerParameters(command=sys.executable, args=["-m", "controlplane", "mcp", "--workspace", str(ws.root)],
+                                        cwd=str(ROOT), env=env or None))
+
+
+def _ok(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def _agent_story(client: Client, ws: Workspace) -> None:
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert sorted(tools) == sorted(READ_ONLY_TOOLS + MUTATING_TOOLS)
+    assert all(t.output_schema and t.output_schema.get("type") == "object" for t in tools.values())
+    assert "verdict" in tools["guard"].output_schema["properties"]
+
+    guard = _ok(await client.call_tool("guard", {"pipeline": PIPELINE, "now": iso(GUARD_AT)}))
+    assert guard["verdict"] == "CLEAN" and guard["findings"] == [] and guard["checks"] > 0
+
+    # a worse candidate is trained and BLOCKED by the gate; promoting it through MCP is refused all the same
+    champion = _ok(await client.call_tool("get_passport", {"model": PIPELINE}))["version"]
+    with use_estimator(ws, "sklearn.dummy.DummyRegressor"):
+        blocked = _ok(await client.call_tool("run", {"pipeline": PIPELINE, "now": iso(BLOCKED_AT)}))
+    assert blocked["status"] == "blocked", blocked["outcome"]
+    version = next(e for e in blocked["events"] if e["stage"] == "promote")["evidence"]["version"]
+    refused = await client.call_tool("promote", {"model": PIPELINE, "version": version})
+    assert refused.is_error
+    assert refused.structured_content["error"]["code"] == "gate_refused"
+    assert refused.content[0].text == (
+        f"{PIPELINE} v{version}'s verdict is BLOCKED: it cannot be promoted; only a version the gate APPROVED can "
+        "be promoted; fix the evidence and run the loop again [gate_refused]")
+    assert _ok(await client.call_tool("get_passport", {"model": PIPELINE}))["version"] == champion
+
+    # ratify: the run pauses at the publish gate, then at the promote gate, and completes once approved
+    poison(ws)
+    progress: list[tuple[float, str]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, message or ""))
+
+    paused = _ok(await client.call_tool("run", {"pipeline": PIPELINE, "policy": "ratify", "now": iso(RATIFY_AT)},
+                                        progress_callback=on_progress))
+    assert (paused["status"], paused["gate"]) == ("paused", "publish")
+    assert [s["stage"] for s in paused["stages"]] == STAGES_HEALED
+    assert [(n, m.split()[0]) for n, m in progress] == list(enumerate(STAGES_HEALED, start=1))  # live, per stage
+    run_id = paused["run_id"]
+    first = _ok(await client.call_tool("approve", {"run_id": run_id, "now": iso(APPROVE_AT), "reason": "heal checked"}))
+    assert (first["status"], first["gate"]) == ("paused", "promote")
+    done = _ok(await client.call_tool("approve", {"run_id": run_id, "now": iso(APPROVE_AT)}))
+    assert done["status"] == "promoted", done["outcome"]
+    timeline = _ok(await client.call_tool("get_run", {"run_id": run_id}))
+    assert [(s["stage"], s["status"]) for s in timeline["stages"]][-2:] == [("approve", "approved"),
+                                                                           ("promote", "APPROVED")]
+    new_champion = _ok(await client.call_tool("get_passport", {"model": PIPELINE}))["version"]
+    assert new_champion not in (champion, version)
+    again = await client.call_tool("approve", {"run_id": run_id})
+    assert again.is_error and "is promoted; approve needs it paused" in again.content[0].text
+
+
+def test_agent_over_stdio(demo_copy):
+    ws, _ = demo_copy
+
+    async def story() -> None:
+        async with _stdio(ws) as client:
+            await _agent_story(client, ws)
+
+    anyio.run(story)
+
+
+def test_agent_over_streamable_http_on_the_api(demo_copy):
+    ws, _ = demo_copy
+    app = build_app(ws, ApiSettings(token=TOKEN))
+
+    async def story(url: str) -> None:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"},
+                                      timeout=httpx2.Timeout(30, read=300)) as http:
+            async with Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+                await _agent_story(client, ws)
+
+    with served(app) as url:
+        anyio.run(story, url)
+
+
+def test_read_only_mode_hides_and_refuses_every_mutating_tool(demo_copy):
+    ws, _ = demo_copy
+    runs_before = sorted(p.name for p in ws.runs.iterdir())
+
+    async def story() -> None:
+        async with _stdio(ws, KINTSUGI_READ_ONLY="1") as client:
+            listed = sorted(t.name for t in (await client.list_tools()).tools)
+            assert listed == sorted(READ_ONLY_TOOLS)
+            for name, arguments in [("run", {"pipeline": PIPELINE}), ("approve", {"run_id": "x"}),
+                                    ("reject", {"run_id": "x", "reason": "r"}), ("undo", {"run_id": "x"}),
+                                    ("promote", {"model": PIPELINE, "version": 1}), ("drill", {}),
+                                    ("recover", {"run_id": "x"})]:
+                result = await client.call_tool(name, arguments)
+                assert result.is_error, name
+                assert result.structured_content["error"]["code"] == "read_only", name
+                assert "read-only" in result.content[0].text
+            assert _ok(await client.call_tool("list_pipelines", {}))["pipelines"][0]["name"]
+
+    anyio.run(story)
+    assert sorted(p.name for p in ws.runs.iterdir()) == runs_before
+    assert set(MUTATING_TOOLS) == {"run", "approve", "reject", "undo", "promote", "recover", "drill"}
+
+
+def test_drill_errors_name_the_fix(demo_copy):
+    ws, _ = demo_copy
+
+    async def story() -> Any:
+        async with Client(build_server(ws)) as client:
+            return await client.call_tool("drill", {"scenarios": ["no_such_scenario"]})
+
+    unknown = anyio.run(story)
+    assert unknown.is_error and unknown.structured_content["error"]["code"] == "invalid_input"
+    assert "unknown drill scenario(s): no_such_scenario; use some of: unit_km_to_m" in unknown.content[0].text

@@ -1,0 +1,156 @@
+"""Facts about the code anyone can check: no import cycle between modules, imports only in the house's direction,
+and every error of the one tree mapped by every front door."""
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("guard", "remediations", "training", "controlplane", "chaos", "mcp_server", "demo")
+# who may import whom (DESIGN.md): guard <- remediations <- controlplane <- (chaos, mcp_server, demo); training <- controlplane
+ALLOWED = {
+    "guard": {"guard"},
+    "remediations": {"remediations", "guard"},
+    "training": {"training"},
+    "controlplane": {"controlplane", "guard", "remediations", "training"},
+    "chaos": {"chaos", "controlplane", "guard", "remediations", "training", "demo"},
+    "demo": {"demo", "controlplane", "guard", "remediations", "training"},
+    "mcp_server": {"mcp_server", "controlplane", "chaos", "guard", "remediations", "training"},
+}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """Our modules `path` imports, anywhere in the file (a lazy import inside a function counts too)."""
+    targets = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module]
+        else:
+            continue
+        for name in names:
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name:
+                targets.add(name)
+    return targets
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    graph = {}
+    for name, path in modules.items():
+        edges = _imports(path, modules) - {name}
+        if path.name == "__init__.py":  # a package importing its own submodules is how it registers them
+            graph[name] = edges
+        else:
+            graph[name] = {e for e in edges if not (name.startswith(e + ".") and modules[e].name == "__init__.py")}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycle_between_modules():
+    assert _cycles(_graph()) == []
+
+
+def test_a_cycle_would_be_found():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_imports_follow_the_house_direction():
+    wrong = sorted(f"{source} imports {target}" for source, targets in _graph().items() for target in targets
+                   if target.split(".")[0] not in ALLOWED[source.split(".")[0]])
+    assert wrong == []
+
+
+def test_controlplane_imports_none_of_chaos_demo_or_the_mcp_server():
+    reached = {t.split(".")[0] for s, ts in _graph().items() if s.startswith("controlplane") for t in ts}
+    assert not reached & {"chaos", "demo", "mcp_server"}
+
+
+def _error_classes() -> list[type]:
+    for package in PACKAGES:
+        module = importlib.import_module(package)
+        for info in pkgutil.walk_packages(module.__path__, f"{package}."):
+            if not info.name.endswith("__main__"):
+                importlib.import_module(info.name)
+    from controlplane.errors import KintsugiError
+
+    seen, queue = [], [KintsugiError]
+    while queue:
+        cls = queue.pop()
+        seen.append(cls)
+        queue.extend(c for c in cls.__subclasses__() if c not in seen)
+    return seen
+
+
+@pytest.mark.parametrize("front_door", ["cli", "http", "mcp"])
+def test_every_error_class_is_mapped_by_every_front_door(front_door):
+    from controlplane.api.errors import STATUS, status_of
+    from controlplane.cli.errors import exit_code_of
+    from mcp_server.server import error_result
+
+    classes = _error_classes()
+    assert len(classes) > 20
+    for cls in classes:
+        error = cls.__new__(cls)
+        error.message, error.fix = "what was wrong", "what to do"
+        if front_door == "cli":
+            assert exit_code_of(error) == 2, cls
+        elif front_door == "http":
+            if cls.__name__ == "KintsugiError":
+                continue  # the base itself is never raised bare... and maps to 500 if it were
+            assert any(issubclass(cls, kind) for kind, _ in STATUS), f"{cls.__module__}.{cls.__name__} has no row"
+            assert status_of(error) in (401, 403, 404, 409, 413, 422, 500, 503)
+        else:
+            result = error_result(error)
+            assert result.is_error and result.structured_content["error"]["code"] == cls.code, cls

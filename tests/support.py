@@ -1,0 +1,136 @@
+"""Shared test plumbing: the demo instants, the workspace edits the stories need (a poisoned batch, a worse
+estimator), what the stores say (incidents, the champion, byte hashes), the CLI in-process, and an app served
+with uvicorn on a free loopback port."""
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import uvicorn
+
+from controlplane.spec import load_spec
+from controlplane.workspace import Workspace
+from demo.seed import PIPELINE
+from demo.story import land_batch
+
+__all__ = ["served", "copy_workspace", "iso", "ms", "poison", "use_estimator", "TOKEN", "GUARD_AT", "BLOCKED_AT",
+           "LATER", "LATER_MS", "RATIFY_AT", "APPROVE_AT", "PIPELINE", "DEMO_NOW", "incidents_on", "champion",
+           "store_hashes", "kintsugi"]
+
+DEMO_NOW = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+TOKEN = "test-token-4f9c2e-0b1d7a93c55e8f21"
+GUARD_AT = DEMO_NOW + timedelta(minutes=15)
+BLOCKED_AT = DEMO_NOW + timedelta(minutes=20)
+LATER = DEMO_NOW + timedelta(days=10)
+LATER_MS = int((LATER + timedelta(minutes=5)).timestamp() * 1000)
+RATIFY_AT = LATER + timedelta(minutes=5)
+APPROVE_AT = LATER + timedelta(minutes=10)
+
+
+def iso(moment: datetime) -> str:
+    return moment.isoformat()
+
+
+def ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def copy_workspace(source: Workspace, target: Path) -> Workspace:
+    shutil.copytree(source.root, target)
+    return Workspace(target)
+
+
+def poison(ws: Workspace) -> None:
+    """Ten more days of a slowing city land, with distance written in metres (as in test_gates)."""
+    land_batch(ws, load_spec(ws, PIPELINE), seed=7, anchor=LATER, metres=True, days=50)
+
+
+@contextmanager
+def use_estimator(ws: Workspace, estimator: str) -> Iterator[None]:
+    """The spec trains `estimator` for the duration; the original spec text is put back after."""
+    import yaml
+
+    path = ws.pipelines / f"{PIPELINE}.yaml"
+    original = path.read_text()
+    raw = yaml.safe_load(original)
+    raw["model"] = {"estimator": estimator, "params": {}, "seed": 1}
+    path.write_text(yaml.safe_dump(raw))
+    try:
+        yield
+    finally:
+        path.write_text(original)
+
+
+@contextmanager
+def served(app: Any) -> Iterator[str]:
+    """Run `app` with uvicorn in a thread on 127.0.0.1 and a free port; yields the base URL."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+        sock.close()
+
+
+def incidents_on(ws: Workspace, dataset: str) -> dict[str, Any]:
+    """urn -> IncidentInfo of every incident on `dataset`, read from DataHub Lite."""
+    from datahub.metadata import schema_classes as s
+
+    from controlplane.datahub.lite import LiteMetadata
+
+    store = LiteMetadata(ws.datahub_db, read_only=True)
+    try:
+        infos = {urn: store.aspect(urn, s.IncidentInfoClass) for urn in store.urns("incident")}
+    finally:
+        store.close()
+    return {urn: info for urn, info in infos.items() if info is not None and dataset in info.entities}
+
+
+def champion(ws: Workspace, model: str = PIPELINE) -> int | None:
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return int(MlflowClient(tracking_uri=ws.mlflow_uri).get_model_version_by_alias(model, "champion").version)
+    except MlflowException:
+        return None
+
+
+def store_hashes(ws: Workspace) -> tuple[str, str, str]:
+    """The bytes of DataHub Lite, MLflow and the demo table."""
+    from controlplane.snapshot import file_hash
+
+    return file_hash(ws.datahub_db), file_hash(ws.mlflow_db), file_hash(ws.data / "eta_features.parquet")
+
+
+def kintsugi(monkeypatch: Any, capsys: Any, *args: str) -> tuple[int, str, str]:
+    """The CLI in-process: (exit code, stdout, stderr)."""
+    import sys
+
+    import pytest
+
+    from controlplane.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["kintsugi", *args])
+    with pytest.raises(SystemExit) as exit_info:
+        main.main()
+    captured = capsys.readouterr()
+    return exit_info.value.code, captured.out, captured.err
