@@ -131,7 +131,8 @@ def _verify_legacy(doc: Mapping[str, Any], hmac_key: str | None) -> PassportVeri
         why = "legacy HMAC-SHA256 passport: only its secret can check it; pass the HMAC key, or re-sign the version"
         return PassportVerification(LEGACY_HMAC, (why,))
     if legacy_hmac_matches(doc, hmac_key):
-        return PassportVerification(LEGACY_HMAC, ("legacy HMAC-SHA256 passport: valid with the given key",), verified=True)
+        why = "legacy HMAC-SHA256 passport: valid with the given key"
+        return PassportVerification(LEGACY_HMAC, (why,), verified=True)
     why = "altered: the legacy HMAC does not match (changed, or made with another key: an HMAC cannot tell which)"
     return PassportVerification(ALTERED, (why,))
 
@@ -207,7 +208,8 @@ def _check_content(
             raise ValueError(f"payloadType is {envelope.payload_type!r}, not {PAYLOAD_TYPE!r}")
         statement = parse_statement(envelope.payload)
     except ValueError as exc:
-        return PassportVerification(ALTERED, (f"altered: the signed content is not a Kintsugi passport ({exc})",), keyid=keyid)
+        why = f"altered: the signed content is not a Kintsugi passport ({exc})"
+        return PassportVerification(ALTERED, (why,), keyid=keyid)
     fields = changed_paths(claimed, statement["predicate"]) if claimed is not None else []
     lines = [f"altered: {f} (the stored copy differs from the signed passport)" for f in fields]
     files: tuple[str, ...] = ()

@@ -113,7 +113,7 @@ def _pem_source(pem: Path | str | bytes) -> tuple[str, bytes]:
 
 def load_private_key(path: Path) -> SigningKey:
     """The signing key in the PEM file at `path`: owner-only permissions, unencrypted, ECDSA P-256."""
-    path = Path(path).expanduser()
+    path = Path(path).expanduser().absolute()  # model_signing re-reads it later, maybe from another cwd
     _require_private_mode(path)
     try:
         data = path.read_bytes()
@@ -124,7 +124,8 @@ def load_private_key(path: Path) -> SigningKey:
     except TypeError as exc:
         raise SigningError(
             f"private key {path} is encrypted",
-            f"store it unencrypted with owner-only permissions: `openssl pkcs8 -topk8 -nocrypt -in {path} -out plain.pem`",
+            "store it unencrypted and owner-only: "
+            f"`openssl pkcs8 -topk8 -nocrypt -in {path} -out plain.pem && chmod 600 plain.pem`",
         ) from exc
     except (ValueError, UnsupportedAlgorithm) as exc:
         raise SigningError(

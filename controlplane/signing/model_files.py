@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import io
 import json
 import tempfile
 from dataclasses import dataclass
@@ -21,6 +23,9 @@ import model_signing.hashing
 import model_signing.signing
 import model_signing.verifying
 from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from securesystemslib.dsse import Envelope
 
 from controlplane.signing.errors import SigningError
 from controlplane.signing.keys import PublicKey, SigningKey, load_public_key
@@ -106,31 +111,39 @@ def verify_model_dir(
     public = load_public_key(public_key)
     if not signature.is_file():
         return ModelFilesVerification(False, (f"unsigned: no model_signing signature at {signature}",))
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()) as printed:
         pem_path = Path(tmp) / "public.pem"
         pem_path.write_bytes(public.pem)
         try:
             config = model_signing.verifying.Config().use_elliptic_key_verifier(public_key=pem_path)
             config.set_hashing_config(_hashing()).verify(model_dir, signature)
         except _REJECTED as exc:
-            return _rejected(model_dir, signature, exc)
-    return ModelFilesVerification(True, (f"model_signing signature valid for every file of {model_dir}",))
+            return _rejected(model_dir, signature, public, exc)
+    said = [f"model_signing: {line}" for line in printed.getvalue().splitlines() if line.strip()]
+    return ModelFilesVerification(True, (f"model_signing signature valid for every file of {model_dir}", *said))
 
 
-def _rejected(model_dir: Path, signature: Path, exc: BaseException) -> ModelFilesVerification:
-    """model_signing said no; name the files that differ from the ones the signature lists."""
-    signed = _signed_digests(signature)
+def _rejected(model_dir: Path, signature: Path, public: PublicKey, exc: BaseException) -> ModelFilesVerification:
+    """model_signing said no; if the signature itself is genuine, name the files that differ from it."""
+    signed = _signed_digests(signature, public)
     altered, lines = compare_files(signed, file_digests(model_dir)) if signed is not None else ((), ())
-    detail = "the files differ from the signed ones" if altered else (str(exc) or type(exc).__name__)
+    if altered:
+        detail = "the files differ from the signed ones"
+    elif isinstance(exc, InvalidSignature):
+        detail = "the signature does not match its content or this public key"
+    else:
+        detail = str(exc) or type(exc).__name__
     return ModelFilesVerification(False, (*lines, f"model_signing rejected {signature}: {detail}"), altered)
 
 
-def _signed_digests(signature: Path) -> dict[str, str] | None:
-    """The files a model_signing bundle lists (read only to name changes, never to decide)."""
+def _signed_digests(signature: Path, public: PublicKey) -> dict[str, str] | None:
+    """The files a model_signing bundle lists, only if `public` verifies its DSSE signature (else names would lie)."""
     try:
-        bundle = json.loads(signature.read_text(encoding="utf-8"))
-        statement = json.loads(base64.b64decode(bundle["dsseEnvelope"]["payload"], validate=True))
-        resources = statement["predicate"]["resources"]
+        dsse = json.loads(signature.read_text(encoding="utf-8"))["dsseEnvelope"]
+        payload = base64.b64decode(dsse["payload"], validate=True)
+        pae = Envelope(payload, dsse["payloadType"], {}).pae()
+        public.key.verify(base64.b64decode(dsse["signatures"][0]["sig"], validate=True), pae, ec.ECDSA(hashes.SHA256()))
+        resources = json.loads(payload)["predicate"]["resources"]
         return {str(r["name"]): str(r["digest"]) for r in resources if r.get("algorithm") == "sha256"}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, binascii.Error):
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError, binascii.Error, InvalidSignature):
         return None

@@ -1,6 +1,8 @@
 """The model's files in the OpenSSF model-signing format, checked by us and by the real model_signing CLI."""
 from __future__ import annotations
 
+import base64
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +68,16 @@ def test_a_missing_or_corrupt_signature_is_not_ok(model_dir, key):
     (model_dir / SIGNATURE_FILE).write_text("{not json")
     result = verify_model_dir(model_dir, key.public)
     assert not result.ok and result.reasons[-1].startswith("model_signing rejected")
+
+
+def test_a_forged_signature_names_no_files_it_cannot_vouch_for(model_dir, key):
+    """A bundle whose listed digests were edited: the signature breaks, and its (unsigned) list is not believed."""
+    sign_model_dir(model_dir, key)
+    bundle = json.loads((model_dir / SIGNATURE_FILE).read_text())
+    statement = json.loads(base64.b64decode(bundle["dsseEnvelope"]["payload"]))
+    statement["predicate"]["resources"][0]["digest"] = "00" * 32
+    bundle["dsseEnvelope"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    (model_dir / SIGNATURE_FILE).write_text(json.dumps(bundle))
+    result = verify_model_dir(model_dir, key.public)
+    assert not result.ok and result.altered_files == ()
+    assert "does not match its content" in result.reasons[-1]
