@@ -180,7 +180,8 @@ class TableLocation:
 
     def _scan(self, *, allow_empty: bool = False, shape: str | None = None, ignore_marker: bool = False) -> _Listing:
         kind = self.store.kind(self.root)
-        if self.pattern is None and (kind == "file" or (shape == "file" and kind == "missing")):
+        missing_file = kind == "missing" and (shape == "file" or (allow_empty and shape is None and _format_of(self.root)))
+        if self.pattern is None and (kind == "file" or missing_file):
             return self._scan_file(kind)
         if kind == "missing" and not allow_empty:
             raise LocationError(f"no table at {self.display}", "fix the data: path, or land a first batch there")
@@ -360,11 +361,10 @@ class TableLocation:
         digest = hashlib.sha256()
         for batch in rows.to_batches():
             digest.update(batch.serialize().to_pybytes())
-        stem = f"part-{digest.hexdigest()[:16]}"
         ext = ".csv" if listing.fmt == "csv" else ".parquet"
-        if listing.shape == "glob":
-            return self._glob_name(stem, ext)
-        return "/".join([f"{k}={v}" for k, v in key] + [stem + ext])
+        if listing.shape == "glob":  # the glob's * becomes the content hash: data/part-*.parquet -> part-<hash>.parquet
+            return self._glob_name(digest.hexdigest()[:16], ext)
+        return "/".join([f"{k}={v}" for k, v in key] + [f"part-{digest.hexdigest()[:16]}{ext}"])
 
     def _glob_name(self, stem: str, ext: str) -> str:
         assert self.pattern is not None
@@ -415,14 +415,33 @@ class TableLocation:
         batch's rows appended (a CSV file keeps its bytes and gains lines). The batch's columns must be the
         table's columns, in order, with the same types (values that convert exactly are accepted, e.g.
         CSV integers into an int64 column); otherwise one error and nothing written."""
-        listing = self._scan()
+        listing = self._scan(allow_empty=True)
         with tempfile.TemporaryDirectory(prefix="kintsugi-land-") as work:
             work_dir = Path(work)
+            if not listing.entries:
+                return self._first_batch(listing, Path(batch), work_dir)
             reading = _read_parts(listing, self._local_copies(listing, work_dir / "files"))
             rows = _batch_rows(Path(batch), reading)
             if listing.shape == "file":
                 return self._append_to_file(listing, reading, rows, work_dir)
             return self._append_files(listing, reading, rows, work_dir)
+
+    def _first_batch(self, listing: _Listing, batch: Path, work_dir: Path) -> Appended:
+        """Land into a missing or empty location: the batch's bytes as they are when the formats agree,
+        else converted (a CSV batch into a .parquet location, or the reverse)."""
+        rows = _batch_rows(batch, _Reading([], pa.schema([]), (), None, {}))
+        wanted = listing.fmt if listing.shape == "file" or _format_of(self.pattern or "") else _format_of(batch.name)
+        staged = batch
+        if wanted != _format_of(batch.name):
+            staged = work_dir / f"converted.{'csv' if wanted == 'csv' else 'parquet'}"
+            write_part(rows, staged, like=None, csv=(CsvSchema(()), default_dialect()) if wanted == "csv" else None)
+        if listing.shape == "file":
+            name = PurePosixPath(self.root).name
+            self._commit(listing, {name: staged}, (), work_dir)
+            return Appended((name,), rows.num_rows, (sha256_file(staged),), True)
+        name = self._new_name(_Listing(listing.shape, wanted or "parquet", ()), (), rows)
+        created = self.store.put_new(self._path_of(name, listing), staged)
+        return Appended((name,), rows.num_rows, (sha256_file(staged),), created)
 
     def _local_copies(self, listing: _Listing, files_dir: Path) -> Path:
         """Where the files can be read locally: in place on a local disk, else downloaded."""

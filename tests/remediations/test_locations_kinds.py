@@ -177,3 +177,22 @@ def test_append_lands_a_batch_where_the_table_lives(case, backend, tmp_path):
         location.append(wrong)
     assert "distance_mi" in str(refused.value) and "\n" not in str(refused.value)
     assert backend.read_all(root) == before
+
+
+@pytest.mark.parametrize("store", ["local", "s3"])
+@pytest.mark.parametrize("where", ["landing/", "landing/part-*.parquet", "landing/table.parquet", "landing/table.csv"])
+def test_the_first_batch_creates_the_table(store, where, request, tmp_path):
+    backend = request.getfixturevalue(f"{store}_backend")
+    location = parse_location(backend.location(where), getattr(backend, "base", tmp_path))
+    with pytest.raises(LocationError):
+        location.files()
+    batch = tmp_path / "batch.csv"
+    batch.write_bytes(csv_bytes(table_rows()))
+    landed = location.append(batch)
+    assert landed.created and landed.rows == 8
+    assert records(pq.read_table(location.pin(tmp_path / "pin").table_path)) == records(table_rows())
+    if where.endswith(".csv"):  # same format: the batch's own bytes
+        assert backend.read_all("landing/table.csv") == {"table.csv": csv_bytes(table_rows())}
+    elif where.endswith("*.parquet"):
+        (name,) = [f.name for f in location.files()]
+        assert name == landed.names[0] and name.startswith("part-") and len(name) == len("part-.parquet") + 16
