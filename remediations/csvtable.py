@@ -19,11 +19,13 @@ checked, not assumed.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from remediations.objectstore import LocationError
@@ -32,12 +34,9 @@ __all__ = ["ColumnFormat", "FileDialect", "CsvSchema", "RawCsv", "read_raw", "in
            "render", "default_dialect"]
 
 _NULLS = ("", "NA")
-_INT = re.compile(r"-?(0|[1-9][0-9]*)")
-_FLOAT = re.compile(r"-?(0|[1-9][0-9]*)?(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _BOOLS = (("TRUE", "FALSE"), ("True", "False"), ("true", "false"))
 _DATETIME_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%d %H:%M",
                      "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S.%fZ")
-_INT64 = (-(2**63), 2**63 - 1)
 
 
 @dataclass(frozen=True)
@@ -81,12 +80,12 @@ class CsvSchema:
 
 @dataclass(frozen=True)
 class RawCsv:
-    """One CSV file's cells as text, with which cells were bare null tokens."""
+    """One CSV file's cells as text (never null), and which cells were bare null tokens."""
 
     name: str
     header: tuple[str, ...]
-    cells: dict[str, list[str]]
-    bare_null: dict[str, list[bool]]
+    cells: dict[str, pa.Array]
+    bare_null: dict[str, pa.Array]  # booleans
     dialect: FileDialect  # round_trips not yet known
 
 
@@ -109,8 +108,8 @@ def read_raw(path: Path, name: str) -> RawCsv:
     if len(set(header)) != len(header) or any(not h for h in header):
         raise LocationError(f"{name} has empty or repeated column names {list(header)}",
                             "give every column a unique name in the header row")
-    cells = {h: text_cells.column(i).to_pylist() for i, h in enumerate(header)}
-    bare = {h: [v is None for v in null_cells.column(i).to_pylist()] for i, h in enumerate(header)}
+    cells = {h: text_cells.column(i).combine_chunks() for i, h in enumerate(header)}
+    bare = {h: null_cells.column(i).combine_chunks().is_null() for i, h in enumerate(header)}
     return RawCsv(name, header, cells, bare, dialect)
 
 
@@ -161,47 +160,66 @@ def infer_schema(files: list[RawCsv]) -> CsvSchema:
 
 
 def _infer_column(name: str, files: list[RawCsv]) -> ColumnFormat:
-    values = [c for raw in files for c, bare in zip(raw.cells[name], raw.bare_null[name]) if not bare]
-    tokens = {c for raw in files for c, bare in zip(raw.cells[name], raw.bare_null[name]) if bare}
+    texts = pa.chunked_array([raw.cells[name] for raw in files], type=pa.string())
+    bare = pa.chunked_array([raw.bare_null[name] for raw in files], type=pa.bool_())
+    values = texts.filter(pc.invert(bare)).combine_chunks()
+    tokens = set(pc.unique(texts.filter(bare)).to_pylist())
     null = "NA" if tokens == {"NA"} else ""
-    for kind, style in _candidates(values):
-        return ColumnFormat(name, kind, style, null)
-    return ColumnFormat(name, "string", "", null)
+    kind, style = _kind_of(values) if len(values) else ("string", "")
+    return ColumnFormat(name, kind, style, null)
 
 
-def _candidates(values: list[str]):
-    if not values:
-        return
-    if all(_INT.fullmatch(v) for v in values) and all(_INT64[0] <= int(v) <= _INT64[1] for v in values):
-        yield "int", ""
-        return
-    if all(_FLOAT.fullmatch(v) and any(ch.isdigit() for ch in v) for v in values) and not _leading_zero(values):
-        yield "float", _float_style(values)
-        return
+def _kind_of(values: pa.Array) -> tuple[str, str]:
+    if _all_match(values, r"-?(0|[1-9][0-9]*)") and _casts(values, pa.int64()):
+        return "int", ""
+    if _all_match(values, r"-?(0|[1-9][0-9]*)?(\.[0-9]+)?([eE][-+]?[0-9]+)?") and _all_match(values, r".*[0-9].*") \
+            and not pc.any(pc.match_substring_regex(values, r"^-?0[0-9]")).as_py() and _casts(values, pa.float64()):
+        return "float", _float_style(values.to_pylist())
+    distinct = set(pc.unique(values).to_pylist())
     for true, false in _BOOLS:
-        if set(values) <= {true, false}:
-            yield "bool", f"{true}/{false}"
-            return
-    if all(_parses(v, "%Y-%m-%d") for v in values):
-        yield "date", "%Y-%m-%d"
-        return
+        if distinct <= {true, false}:
+            return "bool", f"{true}/{false}"
+    if _all_match(values, r"[0-9]{4}-[0-9]{2}-[0-9]{2}") and _round_trips(values, "%Y-%m-%d"):
+        return "date", "%Y-%m-%d"
     for fmt in _DATETIME_FORMATS:
-        if all(_parses(v, fmt) for v in values):
-            yield "datetime", fmt
-            return
+        if _round_trips(values, fmt):
+            return "datetime", fmt
+    return "string", ""
 
 
-def _leading_zero(values: list[str]) -> bool:
-    return any(re.match(r"-?0[0-9]", v) for v in values)
+def _all_match(values: pa.Array, pattern: str) -> bool:
+    return bool(pc.all(pc.match_substring_regex(values, f"^(?:{pattern})$")).as_py())
+
+
+def _casts(values: pa.Array, target: pa.DataType) -> bool:
+    try:
+        values.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    return True
 
 
 def _float_style(values: list[str]) -> str:
-    """The style that writes back the most cells exactly (ties: the first listed)."""
+    """The first style that writes back every cell exactly; else the one that writes back the most."""
     numbers = [float(v) for v in values]
-    styles = ["repr", "short"] + sorted({f"fixed:{len(v.split('.')[1])}" for v in values
-                                         if "." in v and "e" not in v.lower()})
-    scores = {s: sum(_format_float(x, s) == v for x, v in zip(numbers, values)) for s in styles}
+    decimals = Counter(len(v.split(".")[1]) for v in values if "." in v and "e" not in v.lower())
+    styles = ["repr", "short"] + [f"fixed:{n}" for n, _ in decimals.most_common(2)]
+    scores = {}
+    for style in styles:
+        scores[style] = sum(_format_float(x, style) == v for x, v in zip(numbers, values))
+        if scores[style] == len(values):
+            return style
     return max(styles, key=lambda s: scores[s])
+
+
+def _round_trips(values: pa.Array, fmt: str) -> bool:
+    """Every value parses with `fmt` and prints back identically (so 2024-02-30 or 5:00 are refused)."""
+    if "%f" in fmt:  # arrow's strftime has no %f: the slow, exact way
+        return all(_parses(v, fmt) for v in values.to_pylist())
+    parsed = pc.strptime(values, format=fmt, unit="s", error_is_null=True)
+    if parsed.null_count:
+        return False
+    return bool(pc.all(pc.equal(pc.strftime(parsed, format=fmt), values)).as_py())
 
 
 def _parses(value: str, fmt: str) -> bool:
@@ -215,29 +233,27 @@ def _parses(value: str, fmt: str) -> bool:
 
 
 def to_table(raw: RawCsv, schema: CsvSchema) -> pa.Table:
-    arrays = [pa.array(_convert(raw.cells[c.name], raw.bare_null[c.name], c), type=c.arrow_type())
-              for c in schema.columns]
+    arrays = [_convert(raw.cells[c.name], raw.bare_null[c.name], c) for c in schema.columns]
     return pa.Table.from_arrays(arrays, schema=schema.arrow_schema())
 
 
-def _convert(cells: list[str], bare: list[bool], column: ColumnFormat) -> list:
-    parse = _PARSERS[column.kind]
-    return [None if is_null else parse(cell, column.style) for cell, is_null in zip(cells, bare)]
+def _convert(texts: pa.Array, bare: pa.Array, column: ColumnFormat) -> pa.Array:
+    values = pc.if_else(bare, pa.scalar(None, pa.string()), texts)
+    target = column.arrow_type()
+    if column.kind in ("int", "float", "string"):
+        return values.cast(target)
+    if column.kind == "bool":
+        return pc.equal(values, column.style.split("/")[0])
+    if column.kind == "datetime" and "%f" in column.style:
+        parsed = [None if v is None else _parse_datetime(v, column.style) for v in values.to_pylist()]
+        return pa.array(parsed, type=target)
+    parsed = pc.strptime(values, format=column.style, unit="s", error_is_null=False)
+    return parsed.cast(target)
 
 
 def _parse_datetime(cell: str, fmt: str) -> datetime:
     value = datetime.strptime(cell, fmt)
     return value.replace(tzinfo=timezone.utc) if fmt.endswith("Z") else value
-
-
-_PARSERS = {
-    "int": lambda c, s: int(c),
-    "float": lambda c, s: float(c),
-    "bool": lambda c, s: c == s.split("/")[0],
-    "date": lambda c, s: date.fromisoformat(c),
-    "datetime": _parse_datetime,
-    "string": lambda c, s: c,
-}
 
 
 # ------------------------------------------------------------------------------------------- writing
@@ -251,11 +267,10 @@ def render(table: pa.Table, schema: CsvSchema, dialect: FileDialect) -> bytes:
     for field, column in zip(table.schema, table.columns):
         recorded = formats.get(field.name)
         fmt = recorded if recorded and recorded.arrow_type() == field.type else _default_format(field)
-        columns.append(_render_column(column.to_pylist(), fmt, dialect))
-    header = [_quote(f.name, dialect, force=dialect.quote_strings) for f in table.schema]
-    lines = [dialect.delimiter.join(header)]
-    lines.extend(dialect.delimiter.join(row) for row in zip(*columns))
-    body = dialect.newline.join(lines)
+        columns.append(_render_column(column.combine_chunks(), fmt, dialect))
+    header = dialect.delimiter.join(_quote(f.name, dialect, force=dialect.quote_strings) for f in table.schema)
+    rows = pc.binary_join_element_wise(*columns, dialect.delimiter).to_pylist() if columns and table.num_rows else []
+    body = dialect.newline.join([header] + rows)
     return (body + dialect.newline if dialect.final_newline else body).encode("utf-8")
 
 
@@ -274,11 +289,27 @@ def _default_format(field: pa.Field) -> ColumnFormat:
     return ColumnFormat(field.name, "string")
 
 
-def _render_column(values: list, fmt: ColumnFormat, dialect: FileDialect) -> list[str]:
-    write = _WRITERS[fmt.kind]
-    is_string = fmt.kind == "string"
-    return [fmt.null if v is None else _quote(write(v, fmt.style), dialect, force=is_string and dialect.quote_strings)
-            for v in values]
+def _render_column(values: pa.Array, fmt: ColumnFormat, dialect: FileDialect) -> pa.Array:
+    if fmt.kind == "string":
+        text = values.cast(pa.string())
+        needs = pc.or_(pc.match_substring_regex(text, "[" + re.escape(dialect.delimiter) + '"\r\n]'),
+                       pc.is_in(text, pa.array(_NULLS)))
+        if dialect.quote_strings:
+            needs = pc.is_valid(text)
+        quoted = pc.binary_join_element_wise('"', pc.replace_substring(text, '"', '""'), '"', "")
+        text = pc.if_else(needs, quoted, text)
+    elif fmt.kind == "int":
+        text = values.cast(pa.string())
+    elif fmt.kind == "bool":
+        true, false = (fmt.style or "True/False").split("/")
+        text = pc.if_else(values, true, false)
+    elif fmt.kind == "float":
+        text = pa.array([None if v is None else _format_float(v, fmt.style) for v in values.to_pylist()], pa.string())
+    elif fmt.kind == "datetime" and "%f" in fmt.style:
+        text = pa.array([None if v is None else _format_datetime(v, fmt.style) for v in values.to_pylist()], pa.string())
+    else:  # date, datetime: arrow formats in the value's time zone (UTC for a trailing Z)
+        text = pc.strftime(values, format=fmt.style or "%Y-%m-%d")
+    return pc.fill_null(text, fmt.null)
 
 
 def _quote(text: str, dialect: FileDialect, *, force: bool) -> str:
@@ -299,11 +330,3 @@ def _format_datetime(value: datetime, fmt: str) -> str:
     return value.strftime(fmt)
 
 
-_WRITERS = {
-    "int": lambda v, s: str(int(v)),
-    "float": _format_float,
-    "bool": lambda v, s: (s or "True/False").split("/")[0 if v else 1],
-    "date": lambda v, s: v.strftime(s or "%Y-%m-%d"),
-    "datetime": _format_datetime,
-    "string": lambda v, s: str(v),
-}

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from remediations.csvtable import CsvSchema, FileDialect, RawCsv, render, to_table
@@ -187,6 +188,7 @@ class Rewrite:
 
 
 def _split_by_partition(table: pa.Table, fields: tuple[pa.Field, ...]) -> dict[tuple[tuple[str, str], ...], pa.Table]:
+    """Rows grouped by their partition values (order kept within a group), partition columns dropped."""
     if not fields:
         return {(): table}
     keys = [f.name for f in fields]
@@ -194,12 +196,16 @@ def _split_by_partition(table: pa.Table, fields: tuple[pa.Field, ...]) -> dict[t
     if missing:
         raise LocationError(f"the healed table lacks the partition column(s) {missing}",
                             "keep the partition columns in the healed table")
-    columns = [table.column(k).to_pylist() for k in keys]
-    groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
-    for row, values in enumerate(zip(*columns)):
-        groups.setdefault(tuple((k, _folder_value(k, v)) for k, v in zip(keys, values)), []).append(row)
+    combos = table.select(keys).group_by(keys, use_threads=False).aggregate([]).to_pylist()
     rest = table.drop_columns(keys)
-    return {key: rest.take(pa.array(rows, type=pa.int64())) for key, rows in groups.items()}
+    groups = {}
+    for combo in combos:
+        mask = None
+        for key in keys:
+            match = pc.equal(table.column(key), pa.scalar(combo[key], table.schema.field(key).type))
+            mask = match if mask is None else pc.and_(mask, match)
+        groups[tuple((k, _folder_value(k, combo[k])) for k in keys)] = rest.filter(mask)
+    return groups
 
 
 def _folder_value(key: str, value: object) -> str:
