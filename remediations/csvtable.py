@@ -306,7 +306,8 @@ def _render_column(values: pa.Array, fmt: ColumnFormat, dialect: FileDialect) ->
     elif fmt.kind == "float":
         text = pa.array([None if v is None else _format_float(v, fmt.style) for v in values.to_pylist()], pa.string())
     elif fmt.kind == "datetime" and "%f" in fmt.style:
-        text = pa.array([None if v is None else _format_datetime(v, fmt.style) for v in values.to_pylist()], pa.string())
+        text = pa.array([None if v is None else _format_datetime(v, fmt.style) for v in values.to_pylist()],
+                        pa.string())
     else:  # date, datetime: arrow formats in the value's time zone (UTC for a trailing Z)
         text = pc.strftime(values, format=fmt.style or "%Y-%m-%d")
     return pc.fill_null(text, fmt.null)

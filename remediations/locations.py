@@ -105,7 +105,8 @@ def parse_location(text: str, base: Path) -> TableLocation:
     """Validate a `data:` location's form (no I/O); relative local paths are taken from `base`."""
     raw = (text or "").strip()
     if not raw:
-        raise LocationError("the pipeline's data: location is empty", "set data: to a parquet/CSV file, folder, glob or s3:// URL")
+        raise LocationError("the pipeline's data: location is empty",
+                            "set data: to a parquet/CSV file, folder, glob or s3:// URL")
     if "**" in raw:
         raise LocationError(f"data: {raw} uses **", "name the folder instead (folders are read recursively)")
     if raw.startswith("s3://"):
@@ -180,7 +181,8 @@ class TableLocation:
 
     def _scan(self, *, allow_empty: bool = False, shape: str | None = None, ignore_marker: bool = False) -> _Listing:
         kind = self.store.kind(self.root)
-        missing_file = kind == "missing" and (shape == "file" or (allow_empty and shape is None and _format_of(self.root)))
+        named_like_a_file = allow_empty and shape is None and _format_of(self.root) is not None
+        missing_file = kind == "missing" and (shape == "file" or named_like_a_file)
         if self.pattern is None and (kind == "file" or missing_file):
             return self._scan_file(kind)
         if kind == "missing" and not allow_empty:
@@ -316,7 +318,8 @@ class TableLocation:
             before_hash = content_hash(before.items())
             if before_hash != expected_hash:
                 raise TableChanged(f"the table at {self.display} changed since it was pinned ({before_hash} is not "
-                                   f"{expected_hash}); nothing was published", "rerun the pipeline on the table as it is now")
+                                   f"{expected_hash}); nothing was published",
+                                   "rerun the pipeline on the table as it is now")
             staged, deletes = self._stage(listing, healed, backup_dir)
         except BaseException:
             shutil.rmtree(backup_dir, ignore_errors=True)
@@ -352,7 +355,8 @@ class TableLocation:
         for name, rows in plan.writes.items():
             target = backup_dir / "staged" / name
             like = backup_dir / "files" / name if name in old else None
-            csv = (reading.csv_schema, reading.dialects.get(name, reading.first_dialect)) if reading.csv_schema else None
+            dialect = reading.dialects.get(name, reading.first_dialect)
+            csv = (reading.csv_schema, dialect) if reading.csv_schema else None
             write_part(rows, target, like=like if listing.fmt == "parquet" else None, csv=csv)
             staged[name] = target
         return staged, plan.deletes
@@ -451,20 +455,35 @@ class TableLocation:
         return files_dir
 
     def _append_files(self, listing: _Listing, reading: _Reading, rows: pa.Table, work_dir: Path) -> Appended:
+        """New content-named files; a batch spanning several partitions is landed under the in-progress
+        marker (as a glob publish is), and an error removes the files this call created."""
         plan = plan_rewrite([], {}, rows, reading.fields, lambda key, part: self._new_name(listing, key, part))
-        created, names, shas = [], [], []
+        staged = {}
         for name, part in sorted(plan.writes.items()):
-            staged = work_dir / "staged" / name
+            staged[name] = work_dir / "staged" / name
             csv = (reading.csv_schema, reading.first_dialect) if reading.csv_schema else None
-            write_part(part, staged, like=None, csv=csv)
-            target = self._path_of(name, listing)
-            fresh = self.store.put_new(target, staged)
-            if not fresh and self.store.sha256(target) != sha256_file(staged):
-                raise LocationError(f"{self.store.display(target)} exists with other bytes", "remove it or land under another name")
-            created.append(fresh)
-            names.append(name)
-            shas.append(sha256_file(staged))
-        return Appended(tuple(names), rows.num_rows, tuple(shas), any(created))
+            write_part(part, staged[name], like=None, csv=csv)
+        marker_path = self._path_of(MARKER, _Listing("folder", listing.fmt, ())) if len(staged) > 1 else None
+        if marker_path:
+            (work_dir / "marker.json").write_text(json.dumps({"location": self.text, "landing": sorted(staged)}))
+            self.store.put(marker_path, work_dir / "marker.json")
+        created: list[str] = []
+        try:
+            for name, source in staged.items():
+                target = self._path_of(name, listing)
+                if self.store.put_new(target, source):
+                    created.append(target)
+                elif self.store.sha256(target) != sha256_file(source):
+                    raise LocationError(f"{self.store.display(target)} exists with other bytes",
+                                        "remove it, or land the batch under another name")
+        except BaseException:
+            for target in created:
+                self.store.delete(target)
+            raise
+        finally:
+            if marker_path:
+                self.store.delete(marker_path)
+        return Appended(tuple(staged), rows.num_rows, tuple(sha256_file(p) for p in staged.values()), bool(created))
 
     def _append_to_file(self, listing: _Listing, reading: _Reading, rows: pa.Table, work_dir: Path) -> Appended:
         old = reading.parts[0]
@@ -551,8 +570,8 @@ def _batch_rows(batch: Path, reading: _Reading) -> pa.Table:
     expected = pa.schema(list(reading.schema) + list(reading.fields))
     conformed = conform(table, expected)
     if [(f.name, f.type) for f in conformed.schema] != [(f.name, f.type) for f in expected] and reading.parts:
-        raise LocationError(f"batch {batch.name} does not match the table's columns: expected "
-                            f"{[f'{f.name}:{f.type}' for f in expected]}, got {[f'{f.name}:{f.type}' for f in table.schema]}",
+        wanted, got = [f"{f.name}:{f.type}" for f in expected], [f"{f.name}:{f.type}" for f in table.schema]
+        raise LocationError(f"batch {batch.name} does not match the table's columns: expected {wanted}, got {got}",
                             "fix the batch's columns and types to the table's, or change the table first")
     return conformed
 
@@ -698,7 +717,8 @@ class BackupManifest:
         try:
             data = json.loads((folder / "manifest.json").read_text())
             files = {n: ManifestEntry(**m) for n, m in data.pop("files").items()}
-            return cls(folder, files=files, **{**data, "written": tuple(data["written"]), "deleted": tuple(data["deleted"])})
+            data.update(written=tuple(data["written"]), deleted=tuple(data["deleted"]))
+            return cls(folder, files=files, **data)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise TableChanged(f"the backup at {folder} has no readable manifest ({type(exc).__name__})",
                                "restore from another copy; the live table was not touched") from exc

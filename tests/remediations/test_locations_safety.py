@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -79,7 +80,8 @@ BAD = {
                        "t/b.parquet": parquet_bytes(table_rows().rename(columns={"city": "town"}))},
                       "t", "different schemas"),
     "mixed CSV headers": ({"t/a.csv": b"id,v\n1,2\n", "t/b.csv": b"id,w\n1,2\n"}, "t", "different columns"),
-    "mixed formats": ({"t/a.parquet": parquet_bytes(table_rows()), "t/b.csv": b"id\n1\n"}, "t", "mixes parquet and CSV"),
+    "mixed formats": ({"t/a.parquet": parquet_bytes(table_rows()), "t/b.csv": b"id\n1\n"}, "t",
+                      "mixes parquet and CSV"),
     "stray file in folder": ({"t/a.parquet": parquet_bytes(table_rows()), "t/README.md": b"hi"}, "t", "README.md"),
     "unknown extension": ({"t.txt": b"id\n1\n"}, "t.txt", "neither .parquet nor .csv"),
     "other scheme": ({}, "gs://bucket/t.parquet", "unsupported scheme"),
@@ -311,3 +313,15 @@ def test_hive_folder_values_keep_their_spelling(local_backend: LocalBackend, tmp
     assert published.backup.written[0] == "month=02/a.parquet"
     assert published.backup.written[1].startswith("month=03/part-")
     assert sorted(p.name for p in (local_backend.base / "t").iterdir()) == ["month=01", "month=02", "month=03"]
+
+
+def test_a_batch_spanning_partitions_lands_one_file_in_each(local_backend: LocalBackend, tmp_path):
+    local_backend.write("t/year=2023/a.parquet", parquet_bytes(table_rows()))
+    location = parse_location("t", local_backend.base)
+    batch = table_rows().iloc[:3].assign(year=[2023, 2025, 2025])
+    pq.write_table(pa.Table.from_pandas(batch, preserve_index=False), tmp_path / "batch.parquet")
+    landed = location.append(tmp_path / "batch.parquet")
+    assert [n.split("/")[0] for n in landed.names] == ["year=2023", "year=2025"] and landed.created
+    assert not (local_backend.base / "t" / MARKER).exists()
+    whole = pq.read_table(location.pin(tmp_path / "pin").table_path)
+    assert whole.num_rows == 11 and sorted(set(whole.column("year").to_pylist())) == [2023, 2025]
