@@ -1,24 +1,33 @@
-"""Show and verify a version's passport against both stores, and audit versions against DataHub history."""
+"""A version's passport: shown, verified against both stores and the model's files with public keys only,
+used as the evidence a promotion rests on, and audited against DataHub history."""
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
 
+from controlplane import passport
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.history import health_at, unhealed_at
-from controlplane.datahub.models import model_versions, read_passport
+from controlplane.datahub.models import datahub_champion, model_versions, read_passport
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import model_urn
 from controlplane.errors import NotFound, RegistryError, VersionNotFound
 from controlplane.modelstore import open_store, training_errors_mapped
-from controlplane.passport import canonical, verify_signature
+from controlplane.signing import PublicKey
+from controlplane.vocab import Verdict
 from controlplane.workspace import Workspace
 
-__all__ = ["PassportCheck", "AuditRow", "show_passport", "verify_passport", "audit_versions", "AUDIT_TAG"]
+if TYPE_CHECKING:
+    from training.registry import ModelStore
+
+__all__ = ["PassportCheck", "AuditRow", "show_passport", "verify_passport", "audit_versions", "evidence_refusal",
+           "champions_agree", "AUDIT_TAG"]
 
 AUDIT_TAG = "urn:li:tag:audit-unsafe"
 
@@ -26,6 +35,7 @@ AUDIT_TAG = "urn:li:tag:audit-unsafe"
 @dataclass(frozen=True)
 class PassportCheck:
     ok: bool
+    status: str  # valid | altered | untrusted_key | unsigned | legacy_hmac | copies_differ | missing
     reasons: tuple[str, ...]
 
 
@@ -37,6 +47,7 @@ class AuditRow:
     trained_at_ms: int
     recorded: tuple[str, ...]
     recomputed: tuple[str, ...]
+    signature: str = "valid"
 
     @property
     def disagrees(self) -> bool:
@@ -44,7 +55,7 @@ class AuditRow:
 
     @property
     def unsafe(self) -> bool:
-        return bool(self.recomputed)
+        return bool(self.recomputed) or self.signature != "valid"
 
 
 def _version(ws: Workspace, model: str, version: int | None) -> int:
@@ -60,57 +71,115 @@ def _version(ws: Workspace, model: str, version: int | None) -> int:
 def show_passport(ws: Workspace, model: str, version: int | None = None) -> dict[str, Any]:
     version = _version(ws, model, version)
     with metadata_session(ws, read_only=True) as metadata:
-        passport = read_passport(metadata, model, version)
-    if passport is None:
+        found = read_passport(metadata, model, version)
+    if found is None:
         raise VersionNotFound(f"DataHub holds no passport for {model} v{version}", "check the model name and version")
-    return passport
+    return found
 
 
-def verify_passport(ws: Workspace, model: str, version: int | None = None) -> PassportCheck:
-    """Signature valid, and the same document in DataHub and in the MLflow artifact."""
+def _mlflow_copy(store: ModelStore, model: str, version: int, scratch: Path) -> tuple[dict[str, Any], Path]:
+    """The passport MLflow holds for a version, and the version's model files (downloaded into `scratch`)."""
+    with training_errors_mapped():
+        document = store.read_json_artifact(store.run_for_version(model, version), "passport.json")
+        return document, store.download_model(model, version, scratch)
+
+
+def _checked(where: str, document: dict[str, Any], keys: list[PublicKey], model_dir: Path | None) -> tuple[str, list[str]]:
+    result = passport.check(document, keys, model_dir)
+    status = "valid" if result.status == "legacy_hmac" and result.verified else result.status
+    return status, [f"{where} copy: {reason}" for reason in result.reasons]
+
+
+def verify_passport(ws: Workspace, model: str, version: int | None = None, *,
+                    public_key: Path | None = None) -> PassportCheck:
+    """Valid only when both copies (DataHub's, MLflow's) are signed by a trusted key, name the model files as
+    they are now, and are the same document. Needs only the public key."""
     version = _version(ws, model, version)
-    reasons: list[str] = []
+    keys = passport.trusted_keys(ws, public_key)
     with metadata_session(ws, read_only=True) as metadata:
         in_datahub = read_passport(metadata, model, version)
-    try:
-        with training_errors_mapped():
-            store = open_store(ws)
-            in_mlflow = store.read_json_artifact(store.run_for_version(model, version), "passport.json")
-    except RegistryError as exc:
-        in_mlflow, reasons = None, [f"MLflow copy unreadable: {exc.message}"]
-    if in_datahub is None:
-        reasons.append("DataHub copy missing")
-    if in_datahub is not None and in_mlflow is not None and canonical(in_datahub) != canonical(in_mlflow):
+    with tempfile.TemporaryDirectory() as scratch, training_errors_mapped():
+        try:
+            in_mlflow, model_dir = _mlflow_copy(open_store(ws), model, version, Path(scratch))
+        except RegistryError as exc:
+            in_mlflow, model_dir = None, None
+            mlflow_reasons = [f"MLflow copy unreadable: {exc.message}"]
+        else:
+            mlflow_status, mlflow_reasons = _checked("MLflow", in_mlflow, keys, model_dir)
+        statuses, reasons = [], list(mlflow_reasons)
+        if in_mlflow is not None:
+            statuses.append(mlflow_status)
+        if in_datahub is None:
+            reasons.append("DataHub copy missing")
+            statuses.append("missing")
+        else:
+            datahub_status, more = _checked("DataHub", in_datahub, keys, model_dir)
+            statuses.append(datahub_status)
+            reasons += more
+    if in_datahub is not None and in_mlflow is not None and _canonical(in_datahub) != _canonical(in_mlflow):
         reasons.append("DataHub and MLflow copies differ")
-    for where, copy in (("DataHub", in_datahub), ("MLflow", in_mlflow)):
-        if copy is not None:
-            valid, why = verify_signature(copy)
-            if not valid:
-                reasons.append(f"{where} copy: {why}")
-    return PassportCheck(not reasons, tuple(reasons) or ("signature valid; DataHub and MLflow copies agree",))
+        statuses.append("copies_differ")
+    bad = [status for status in statuses if status != "valid"]
+    ok = in_mlflow is not None and not bad
+    return PassportCheck(ok, bad[0] if bad else ("valid" if ok else "missing"), tuple(dict.fromkeys(reasons)))
+
+
+def _canonical(document: dict[str, Any]) -> str:
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def evidence_refusal(ws: Workspace, store: ModelStore, model: str, version: int) -> str | None:
+    """Why the version's own evidence does not allow it to be champion, or None: the passport MLflow holds must
+    be signed by the workspace's key over the model files as they are, and its signed verdict APPROVED."""
+    try:
+        keys = passport.trusted_keys(ws)
+        with tempfile.TemporaryDirectory() as scratch, training_errors_mapped():
+            document, model_dir = _mlflow_copy(store, model, version, Path(scratch))
+            result = passport.check(document, keys, model_dir)
+    except (RegistryError, passport.SigningError) as exc:
+        return f"its passport cannot be read or checked ({exc.message})"
+    if not (result.status == "valid" or (result.status == "legacy_hmac" and result.verified)):
+        return "its passport does not verify (" + "; ".join(result.reasons) + ")"
+    verdict = (document.get("body", {}).get("verdict") or {}).get("verdict")
+    if verdict != Verdict.APPROVED.value:
+        return f"its signed verdict is {verdict or 'missing'}"
+    return None
 
 
 def audit_versions(ws: Workspace, model: str | None, *, write: bool = False) -> list[AuditRow]:
-    """Recompute each version's health at its training instant from DataHub history."""
+    """Recompute each version's health at its training instant from DataHub history, and check its signature."""
+    keys = passport.trusted_keys(ws)
     with metadata_session(ws, read_only=not write) as metadata:
-        rows = [_audit_one(ws, metadata, name, version) for name, version in model_versions(metadata, model)]
+        rows = [_audit_one(ws, metadata, keys, name, version) for name, version in model_versions(metadata, model)]
         if write:
             for row in rows:
                 _write_audit(metadata, row)
     return sorted(rows, key=lambda r: (r.model, r.version))
 
 
-def _audit_one(ws: Workspace, metadata: MetadataPort, model: str, version: int) -> AuditRow:
-    passport = read_passport(metadata, model, version)
-    if passport is None:
+def _audit_one(ws: Workspace, metadata: MetadataPort, keys: list[PublicKey], model: str, version: int) -> AuditRow:
+    found = read_passport(metadata, model, version)
+    if found is None:
         raise VersionNotFound(f"{model} v{version} has no readable passport", "every trained version should carry one")
-    body = passport["body"]
+    body = found["body"]
     at_ms, table = int(body["trained_at_ms"]), body["snapshot"]["dataset"]
     healed = [i["urn"] for i in body.get("incidents", [])]
     recomputed = unhealed_at(health_at(metadata, {table, *body.get("lineage", [])}, at_ms), table, healed)
     with training_errors_mapped():
         champion = open_store(ws).champion_version(model) == version
-    return AuditRow(model, version, champion, at_ms, tuple(body.get("unhealed_at_training", [])), tuple(recomputed))
+    signature, _ = _checked("DataHub", found, keys, None)
+    return AuditRow(model, version, champion, at_ms, tuple(body.get("unhealed_at_training", [])), tuple(recomputed),
+                    signature)
+
+
+def champions_agree(ws: Workspace, model: str) -> tuple[bool, str]:
+    """DataHub tags exactly the version MLflow's `champion` alias points at (or none when there is none)."""
+    with training_errors_mapped():
+        in_mlflow = open_store(ws).champion_version(model)
+    with metadata_session(ws, read_only=True) as metadata:
+        in_datahub = datahub_champion(metadata, model)
+    agree = in_datahub == ([in_mlflow] if in_mlflow is not None else [])
+    return agree, f"MLflow champion {in_mlflow}, DataHub champion tag on {in_datahub or 'no version'}"
 
 
 def _write_audit(metadata: MetadataPort, row: AuditRow) -> None:

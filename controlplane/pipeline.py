@@ -28,7 +28,7 @@ from controlplane.journal import Event, RunJournal, RunRecord, load_run, new_run
 from controlplane.locks import pipeline_lock
 from controlplane.modelstore import open_store
 from controlplane.recovery import recover_pipeline
-from controlplane.snapshot import Pinned, live_hash, verify_pinned
+from controlplane.snapshot import Pinned, live_hash, verify_file
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.stages.conclude import Approval, conclude
 from controlplane.stages.detect import TrainingView, detect, guard_context
@@ -81,9 +81,10 @@ def _story(run: RunContext) -> None:
 
 def _publish_and_train(run: RunContext, pinned: Pinned, healed: Healed, view: TrainingView,
                        incidents: tuple[IncidentRef, ...], detect_report: dict) -> None:
-    publish(run, pinned, healed)
+    published = publish(run, pinned, healed)
     resolve(run, incidents, healed)
-    _train_and_promote(run, view, detect_report, incidents, tuple(asdict(s) for s in healed.steps))
+    _train_and_promote(run, replace(view, location_hash=published), detect_report, incidents,
+                       tuple(asdict(s) for s in healed.steps))
 
 
 def _train_and_promote(run: RunContext, view: TrainingView, detect_report: dict, incidents: tuple[IncidentRef, ...],
@@ -158,8 +159,8 @@ def approve(ws: Workspace, run_id: str, *, reason: str = "", now_ms: int | None 
 
 def _resume_publish(run: RunContext, checkpoint: PublishCheckpoint) -> None:
     """Publish only if the table, its pinned copy and the heal are as they were, and the heal verifies now."""
-    verify_pinned(run.ws, checkpoint.pinned, "publishing")
-    if live_hash(run.spec.data) != checkpoint.pinned.content_hash:
+    verify_file(run.ws, checkpoint.pinned.table, checkpoint.pinned.table_hash, "publishing")
+    if live_hash(run.ws, run.spec) != checkpoint.pinned.content_hash:
         raise TableChanged(f"{run.spec.data_text} changed since run {run.run_id} healed it",
                            "reject this run and start a new one on the current data")
     context = guard_context(run.metadata, run.spec.feature_table, None, run.now_ms)
@@ -172,8 +173,8 @@ def _resume_publish(run: RunContext, checkpoint: PublishCheckpoint) -> None:
 def _resume_promote(run: RunContext, checkpoint: PromoteCheckpoint, approval: Approval) -> None:
     """Decide again on the current facts: the data, the champion and its score, the incidents."""
     trained = checkpoint.trained
-    verify_pinned(run.ws, trained.view.pinned(run.spec.data_text), "promoting")
-    if live_hash(run.spec.data) != trained.view.content_hash:
+    verify_file(run.ws, trained.view.table, trained.view.table_hash, "promoting")
+    if live_hash(run.ws, run.spec) != trained.view.location_hash:
         raise TableChanged(f"{run.spec.data_text} changed since run {run.run_id} trained on it",
                            "reject this run and start a new one on the current data")
     trained, changes = _rescore_if_champion_moved(run, trained)

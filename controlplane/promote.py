@@ -1,18 +1,22 @@
 """Promote by hand: move `champion` to a version, through the same gate as the loop.
 
-Only a version whose evidence says APPROVED — and that was neither undone nor abandoned — passes. The move is
-a run record of its own (one PROMOTE event, the alias writes in its ledger), so it can be listed and undone.
+Only a version whose own evidence says APPROVED passes: its passport, signed by the workspace's key over the
+model files as they are now, with a signed verdict of APPROVED (a mutable MLflow tag is not evidence) — and
+that was neither undone nor abandoned. The move is a run record of its own (one PROMOTE event, the alias
+writes in its ledger), so it can be listed and undone.
 """
 from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING
 
 from controlplane.context import open_run
 from controlplane.errors import GateRefused, VersionNotFound
 from controlplane.journal import RunJournal, RunRecord, new_run_id
 from controlplane.locks import pipeline_lock
 from controlplane.modelstore import open_store, training_errors_mapped
+from controlplane.passports import evidence_refusal
 from controlplane.recovery import recover_pipeline
 from controlplane.rollback import ABANDONED_KEY, UNDONE_KEY
 from controlplane.spec import load_spec
@@ -20,21 +24,20 @@ from controlplane.stages.conclude import move_champion
 from controlplane.vocab import Policy, RunStatus, Stage, Verdict
 from controlplane.workspace import Workspace
 
+if TYPE_CHECKING:
+    from training.registry import ModelStore
+
 __all__ = ["promote_version", "refusal"]
 
 
-def refusal(tags: dict[str, str] | None, model: str, version: int) -> str | None:
+def refusal(ws: Workspace, store: ModelStore, tags: dict[str, str], model: str, version: int) -> str | None:
     """Why the version may not be champion, or None when it may."""
-    if tags is None:
-        return f"{model} has no version {version}"
     if UNDONE_KEY in tags:
         return f"{model} v{version} was undone ({tags[UNDONE_KEY]})"
     if ABANDONED_KEY in tags:
         return f"{model} v{version} was abandoned ({tags[ABANDONED_KEY]})"
-    verdict = tags.get("kintsugi.verdict")
-    if verdict != Verdict.APPROVED.value:
-        return f"{model} v{version}'s verdict is {verdict or 'missing'}"
-    return None
+    why = evidence_refusal(ws, store, model, version)
+    return None if why is None else f"{model} v{version}: {why}"
 
 
 def promote_version(ws: Workspace, model: str, version: int, *, now_ms: int | None = None) -> RunRecord:
@@ -44,9 +47,10 @@ def promote_version(ws: Workspace, model: str, version: int, *, now_ms: int | No
         with training_errors_mapped():
             store = open_store(ws)
             tags, before = store.versions(model).get(version), store.champion_version(model)
-        why = refusal(tags, model, version)
         if tags is None:
-            raise VersionNotFound(why or "", f"list versions with `kintsugi passport show {model} VERSION`")
+            raise VersionNotFound(f"{model} has no version {version}",
+                                  f"list its versions with `kintsugi audit {model}`")
+        why = refusal(ws, store, tags, model, version)
         if why is not None:
             raise GateRefused(f"{why}: it cannot be promoted",
                               "only a version the gate APPROVED can be promoted; fix the evidence and run the loop again")

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from controlplane.context import RunContext, crash_point
 from controlplane.datahub.incidents import reopen_incident
 from controlplane.datahub.models import UNDONE_TAG, read_model_tags, tag_mcps
 from controlplane.datahub.urns import model_urn, tag_urn
-from controlplane.errors import RunStateError
+from controlplane.errors import RunStateError, TableChanged
 from controlplane.journal import LedgerEntry, RunRecord
 from controlplane.modelstore import open_store, training_errors_mapped
-from controlplane.snapshot import file_hash, live_hash
+from controlplane.passports import evidence_refusal
+from controlplane.snapshot import check_backup, live_hash
+from controlplane.snapshot import restore_table as snapshot_restore
 from controlplane.spec import PipelineSpec
 from controlplane.stages.conclude import move_champion
 from controlplane.vocab import LedgerKind, Stage, Verdict
 from controlplane.workspace import Workspace
-from remediations.sandbox import restore
 
 __all__ = ["TableRestore", "plan_restore", "restore_table", "retire_version", "settle_champion",
            "reopen_incidents", "eligible_champion", "versions_of", "resolved_by", "plan_take_back", "take_back",
@@ -30,30 +30,37 @@ ABANDONED_TAG = tag_urn("abandoned")
 
 @dataclass(frozen=True)
 class TableRestore:
-    """Put a publish's previous bytes back: `needed` is False when they are back already."""
+    """Put a publish's previous bytes back: `needed` is False when they are back already (or never left);
+    `mixed` when an interrupted publish may have left the location part old, part new."""
 
-    target: Path
     backup: Path
     before_hash: str
-    after_hash: str
     needed: bool
+    mixed: bool = False
 
 
-def plan_restore(ws: Workspace, spec: PipelineSpec, run_id: str, detail: dict[str, Any]) -> TableRestore:
+def plan_restore(ws: Workspace, spec: PipelineSpec, run_id: str, entry: LedgerEntry) -> TableRestore:
     """Check a publish can be taken back — the live table is what the run published (or already restored) and
-    the kept backup is intact — before anything is touched; refuse with the reason otherwise."""
-    target, backup = spec.data, ws.path(detail["backup"])
-    before, after = detail["before_hash"], detail["after_hash"]
-    current = live_hash(target) if target.is_file() else None
+    the kept backup is whole — before anything is touched; refuse with the reason otherwise."""
+    backup, before = ws.path(entry.detail["backup"]), entry.detail["before_hash"]
+    after = entry.result.get("after_hash")
+    current = live_hash(ws, spec)
     if current == before:
-        return TableRestore(target, backup, before, after, needed=False)
-    if current != after:
+        return TableRestore(backup, before, needed=False)
+    if not (backup / "manifest.json").is_file():
+        if entry.done:
+            raise RunStateError(f"the kept bytes of run {run_id} ({entry.detail['backup']}) are gone",
+                                "nothing was changed; restore the table from your own backup")
+        return TableRestore(backup, before, needed=False)  # interrupted before its first byte: nothing moved
+    if entry.done and current != after:
         raise RunStateError(f"{spec.data_text} changed after run {run_id} published it (now {current})",
                             "undo the later runs first, newest first; nothing was changed")
-    if not backup.is_file() or file_hash(backup) != before:
-        raise RunStateError(f"the kept bytes {detail['backup']} of run {run_id} are missing or damaged "
-                            f"(expected {before})", "nothing was changed; restore the table from your own backup")
-    return TableRestore(target, backup, before, after, needed=True)
+    try:
+        check_backup(ws, spec, backup)
+    except TableChanged as exc:
+        raise RunStateError(f"the kept bytes of run {run_id} are damaged: {exc.message}",
+                            "nothing was changed; restore the table from your own backup") from exc
+    return TableRestore(backup, before, needed=True, mixed=not entry.done)
 
 
 def restore_table(run: RunContext, plan: TableRestore) -> None:
@@ -62,10 +69,7 @@ def restore_table(run: RunContext, plan: TableRestore) -> None:
     with run.journal.writing(LedgerKind.RESTORE, run.spec.data_text, backup=run.ws.rel(plan.backup),
                              restore_hash=plan.before_hash):
         crash_point("undo:before-restore")
-        restored = restore(plan.backup, plan.target)
-    if restored != plan.before_hash:  # cannot happen after the checks above, unless the disk lies
-        raise RunStateError(f"restored bytes of {run.spec.data_text} hash to {restored}, not {plan.before_hash}",
-                            "inspect the table by hand")
+        restored = snapshot_restore(run.ws, run.spec, plan.backup, check_live=not plan.mixed)
     run.event(Stage.UNDO, "restored", f"{run.spec.data_text} restored to {restored}", restored_hash=restored)
 
 
@@ -82,12 +86,13 @@ def retire_version(run: RunContext, version: int, key: str, why: str) -> None:
 
 
 def eligible_champion(run: RunContext) -> int | None:
-    """The newest version the gate APPROVED that was neither undone nor abandoned."""
+    """The newest version neither undone nor abandoned whose own signed evidence says APPROVED."""
     with training_errors_mapped():
-        versions = open_store(run.ws).versions(run.spec.name)
-    eligible = [v for v, tags in versions.items() if tags.get("kintsugi.verdict") == Verdict.APPROVED.value
-                and UNDONE_KEY not in tags and ABANDONED_KEY not in tags]
-    return max(eligible) if eligible else None
+        store = open_store(run.ws)
+        versions = store.versions(run.spec.name)
+    candidates = sorted((v for v, tags in versions.items() if tags.get("kintsugi.verdict") == Verdict.APPROVED.value
+                         and UNDONE_KEY not in tags and ABANDONED_KEY not in tags), reverse=True)
+    return next((v for v in candidates if evidence_refusal(run.ws, store, run.spec.name, v) is None), None)
 
 
 def settle_champion(run: RunContext) -> None:
@@ -124,7 +129,7 @@ def resolved_by(record: RunRecord) -> list[str]:
 def plan_take_back(ws: Workspace, spec: PipelineSpec, record: RunRecord, *, unfinished: bool) -> list[TableRestore]:
     """Every publish of the run (`unfinished`: also those begun and not recorded done), checked restorable."""
     entries = record.entries(LedgerKind.PUBLISH, done_only=not unfinished)
-    return [plan_restore(ws, spec, record.run_id, e.detail) for e in entries]
+    return [plan_restore(ws, spec, record.run_id, e) for e in reversed(entries)]
 
 
 def take_back(run: RunContext, plans: list[TableRestore], *, retire: str, why: str, unfinished: bool) -> int:

@@ -1,42 +1,49 @@
-"""Pin the table for a run: the bytes the guard passes are the bytes that are healed, trained on and recorded.
+"""The table of a run: pinned, hash-checked at every use, published by compare-and-swap, restored exactly.
 
-At detect the table's files are pinned into the run folder (a hard link when the file system allows: a writer
-that replaces the table atomically leaves the link on the old bytes; one that writes in place changes them,
-and the content hash, checked again before every use, catches it). Every later stage reads the pinned files,
-never the live location; publishing compares the live table with the pinned hash first (compare-and-swap).
+The control plane's one door to `remediations.locations` (a parquet file, a folder of partitions, a glob, CSV
+files, an s3:// prefix), where its errors become the project's. At detect the table is pinned into the run
+folder (hard links where the file system allows, else copies) as ONE parquet file every later stage reads —
+the guard, the heal, training — never the live location. A writer that replaces the table's files atomically
+leaves the pin on the old bytes; one that writes in place changes them, and the hash, checked again before
+every use, catches it: the run ends BLOCKED ("the table changed during the run").
 """
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from controlplane.errors import DataError, TableChanged
+from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace
+from remediations import locations
+from remediations.objectstore import LocationError
+from remediations.objectstore import TableChanged as LocationChanged
 
-__all__ = ["Pinned", "pin_table", "verify_pinned", "file_hash", "live_hash", "require_table"]
+__all__ = ["Pinned", "pin_table", "verify_file", "live_hash", "publish_table", "restore_table", "check_backup",
+           "file_hash", "locations_mapped"]
 
 
 @dataclass(frozen=True)
 class Pinned:
-    """A run's immutable view of a table: its files (workspace-relative) and one content hash over them."""
+    """A run's immutable view of its table."""
 
-    files: tuple[str, ...]
-    content_hash: str
-    location: str  # the table's location, as the spec names it
+    table: str  # workspace-relative: the one parquet file every stage reads
+    table_hash: str  # sha256 of that file's bytes
+    content_hash: str  # the location's content hash when pinned (what publishing compares and swaps)
+    location: str  # as the spec names it
 
-    def paths(self, ws: Workspace) -> list[Path]:
-        return [ws.path(f) for f in self.files]
+    def path(self, ws: Workspace) -> Path:
+        return ws.path(self.table)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Pinned:
-        return cls(tuple(data["files"]), data["content_hash"], data["location"])
+        return cls(**data)
 
 
 def file_hash(path: Path) -> str:
@@ -47,47 +54,57 @@ def file_hash(path: Path) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def require_table(path: Path, pipeline: str, spec_source: Path) -> None:
-    if not path.is_file():
-        raise DataError(f"data file {path} of pipeline {pipeline!r} does not exist",
-                        f"check `data:` in {spec_source}, or land a batch with `kintsugi land`")
-
-
-def live_hash(path: Path) -> str:
+@contextmanager
+def locations_mapped(spec: PipelineSpec) -> Iterator[None]:
+    """Where the file system's and object store's errors become the project's."""
     try:
-        return file_hash(path)
-    except OSError as exc:
-        raise DataError(f"cannot read the table {path} ({exc.strerror or exc})",
-                        "check that the data location exists and is readable") from exc
+        yield
+    except LocationChanged as exc:
+        raise TableChanged(exc.message, exc.fix) from exc
+    except LocationError as exc:
+        raise DataError(f"pipeline {spec.name!r}: {exc.message}", f"{exc.fix} (`data:` in {spec.source})") from exc
 
 
-def pin_table(ws: Workspace, source: Path, location: str, into: Path) -> Pinned:
-    """Hard-link (or copy) the table's file into `into` and hash it."""
-    into.mkdir(parents=True, exist_ok=True)
-    pinned = into / source.name
-    if pinned.exists():
-        pinned.unlink()
-    try:
-        os.link(source, pinned)
-    except OSError:
-        try:
-            shutil.copyfile(source, pinned)
-        except OSError as exc:
-            raise DataError(f"cannot read the table {source} ({exc.strerror or exc})",
-                            "check that the data location exists and is readable") from exc
-    return Pinned((ws.rel(pinned),), live_hash(pinned), location)
+def _location(ws: Workspace, spec: PipelineSpec) -> locations.TableLocation:
+    return locations.parse_location(spec.data_text, ws.root)
 
 
-def verify_pinned(ws: Workspace, pinned: Pinned, stage: str) -> None:
-    """The pinned bytes are still the ones the guard passed; otherwise the run must end."""
-    paths = pinned.paths(ws)
-    if not all(p.is_file() for p in paths) or _combined(paths) != pinned.content_hash:
-        raise TableChanged(f"the table changed during the run (before {stage}): the pinned snapshot no longer "
-                           f"hashes to {pinned.content_hash}", "start a new run on the current data")
+def pin_table(ws: Workspace, spec: PipelineSpec, into: Path) -> Pinned:
+    with locations_mapped(spec):
+        pinned = _location(ws, spec).pin(into)
+    return Pinned(ws.rel(pinned.table_path), "sha256:" + pinned.table_sha256, pinned.content_hash, spec.data_text)
 
 
-def _combined(paths: list[Path]) -> str:
-    if len(paths) == 1:
-        return file_hash(paths[0])
-    digest = hashlib.sha256("".join(f"{p.name}={file_hash(p)}\n" for p in sorted(paths)).encode())
-    return "sha256:" + digest.hexdigest()
+def verify_file(ws: Workspace, table: str, expected: str, stage: str) -> None:
+    """The bytes a stage is about to read are still the ones the guard passed; otherwise the run must end."""
+    path = ws.path(table)
+    if not path.is_file() or file_hash(path) != expected:
+        raise TableChanged(f"the table changed during the run (before {stage}): {table} no longer hashes to "
+                           f"{expected}", "start a new run on the current data")
+
+
+def live_hash(ws: Workspace, spec: PipelineSpec) -> str:
+    """The content hash of what the table's location holds now."""
+    with locations_mapped(spec):
+        return _location(ws, spec).current_hash()
+
+
+def publish_table(ws: Workspace, spec: PipelineSpec, healed: Path, expected_hash: str,
+                  backup: Path) -> tuple[str, str]:
+    """Write the healed table back to the same kind of location, if it still holds `expected_hash`; the previous
+    bytes are kept under `backup`. Returns (before, after) content hashes."""
+    with locations_mapped(spec):
+        published = _location(ws, spec).publish(healed, expected_hash, backup)
+    return published.before_hash, published.after_hash
+
+
+def restore_table(ws: Workspace, spec: PipelineSpec, backup: Path, *, check_live: bool = True) -> str:
+    """Put a publish's previous bytes back (the backup is checked before the location is touched)."""
+    with locations_mapped(spec):
+        return locations.restore(backup, check_live=check_live, base=ws.root)
+
+
+def check_backup(ws: Workspace, spec: PipelineSpec, backup: Path) -> None:
+    """The kept bytes of a publish are whole (every file re-hashed), before anything relies on them."""
+    with locations_mapped(spec):
+        locations.verify_backup(backup)

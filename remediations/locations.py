@@ -67,7 +67,7 @@ from remediations.tablefiles import Part, check_same_schema, conform, materialis
     plan_rewrite, read_healed, write_part
 
 __all__ = ["LocationError", "TableChanged", "FileEntry", "ManifestEntry", "TableLocation", "PinnedTable",
-           "BackupManifest", "Published", "Appended", "parse_location", "restore", "MARKER"]
+           "BackupManifest", "Published", "Appended", "parse_location", "restore", "verify_backup", "MARKER"]
 
 MARKER = "_kintsugi_publishing.json"
 _PARQUET = (".parquet", ".parq", ".pq")
@@ -739,20 +739,27 @@ class Appended:
     created: bool  # False when the very same batch had already been landed
 
 
-def restore(backup: BackupManifest | Path, *, check_live: bool = True) -> str:
-    """Put the exact previous bytes back; returns the restored content hash (the publish's before_hash).
-
-    The backup's files are re-hashed BEFORE the live location is touched: a damaged or incomplete backup
-    raises TableChanged and changes nothing. With `check_live` (the default) the location must still hold
-    what the publish wrote (or already the old bytes: then nothing is done); pass False to roll back an
-    interrupted publish, whose location holds a mix."""
+def verify_backup(backup: BackupManifest | Path) -> BackupManifest:
+    """The backup's manifest, once every kept file has been re-hashed; TableChanged if any is missing or damaged."""
     manifest = backup if isinstance(backup, BackupManifest) else BackupManifest.load(Path(backup))
     for name, entry in manifest.files.items():
         path = manifest.root / "files" / name
         if not path.is_file() or sha256_file(path) != entry.sha256:
             raise TableChanged(f"the backup at {manifest.root} is damaged: {name} does not have its recorded bytes; "
                                "nothing was restored", "restore from another copy; the live table was not touched")
-    location = parse_location(manifest.location, Path(manifest.base))
+    return manifest
+
+
+def restore(backup: BackupManifest | Path, *, check_live: bool = True, base: Path | None = None) -> str:
+    """Put the exact previous bytes back; returns the restored content hash (the publish's before_hash).
+
+    The backup's files are re-hashed BEFORE the live location is touched: a damaged or incomplete backup
+    raises TableChanged and changes nothing. With `check_live` (the default) the location must still hold
+    what the publish wrote (or already the old bytes: then nothing is done); pass False to roll back an
+    interrupted publish, whose location holds a mix. `base` resolves a relative location (default: the one
+    recorded, which is wrong for a workspace that was copied or moved since)."""
+    manifest = verify_backup(backup)
+    location = parse_location(manifest.location, base or Path(manifest.base))
     listing = location._scan(allow_empty=True, shape=manifest.shape, ignore_marker=True)
     live = {e.name: location.store.sha256(e.path) for e in listing.entries}
     live_hash = content_hash(live.items())

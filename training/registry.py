@@ -80,10 +80,12 @@ class ModelStore:
         dataset_source: dict[str, Any],
         tags: dict[str, str],
         run_name: str,
+        seal: Callable[[Path], None] | None = None,
     ) -> str:
         """Log one finished training run (params, metrics, dataset, model); return its id.
 
-        Everything is prepared before the first write, so bad input leaves no half-made run.
+        Everything is prepared before the first write, so bad input leaves no half-made run. `seal`, when given,
+        is called on the saved model directory before it is logged (to sign its files).
         """
         action = f"log training run {run_name!r} in experiment {experiment!r}"
         with self._errors(action, also=(ValueError, TypeError)):
@@ -94,6 +96,7 @@ class ModelStore:
                 dataset=training_dataset_input(spec, train_df, dataset_source),
                 model=model,
                 sample=signature_sample(spec, train_df),
+                seal=seal,
             )
             experiment_id = self._experiment_id(experiment)
             run = self._client.create_run(experiment_id, run_name=run_name, tags=contents.tags)
@@ -186,6 +189,13 @@ class ModelStore:
                     artifact_uri=uri, dst_path=str(download), tracking_uri=self.tracking_uri
                 )
                 return mlflow.sklearn.load_model(local, dst_path=str(unpack))
+
+    def download_model(self, model_name: str, version: int, dest: Path) -> Path:
+        """The files of ``version`` of ``model_name`` (the saved model directory), downloaded under ``dest``."""
+        with self._errors(f"download version {version} of {model_name!r}", also=(OSError,)):
+            uri = self._client.get_model_version_download_uri(model_name, str(version))
+            return Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(dest),
+                                                            tracking_uri=self.tracking_uri))
 
     def set_version_tags(self, model_name: str, version: int, tags: dict[str, str]) -> None:
         """Set (overwrite) tags on ``version`` of ``model_name``."""
@@ -326,6 +336,8 @@ class ModelStore:
             with TemporaryDirectory() as tmp:
                 local = Path(tmp) / MODEL_NAME
                 save_sklearn_model(contents.model, contents.sample, local, logged, run_id)
+                if contents.seal is not None:
+                    contents.seal(local)
                 self._client.log_model_artifacts(logged.model_id, str(local))
         except BaseException:
             self._quietly(lambda: self._client.finalize_logged_model(logged.model_id, "FAILED"))
@@ -379,6 +391,7 @@ class _RunContents:
     dataset: DatasetInput
     model: Any
     sample: pd.DataFrame
+    seal: Callable[[Path], None] | None = None
 
 
 def _artifact_root(tracking_uri: str, artifact_root: Path | None) -> Path | None:

@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from controlplane import services, views
 from controlplane.cli.options import JsonOption, WorkspaceOption, require_estate
-from controlplane.passports import audit_versions, show_passport, verify_passport
+from controlplane.passport import public_key
+from controlplane.passports import audit_versions, champions_agree, show_passport, verify_passport
 from controlplane.vocab import EXIT_BLOCKED
 
 __all__ = ["register"]
@@ -25,11 +27,22 @@ def passport_show(model: str, version: Annotated[Optional[int], typer.Argument()
 
 @passport_app.command("verify")
 def passport_verify(model: str, version: Annotated[Optional[int], typer.Argument()] = None,
-                    workspace: WorkspaceOption = None) -> None:
-    """Check a passport's signature and that DataHub and MLflow hold the same document. Exit 1 if not."""
-    check = verify_passport(require_estate(workspace), model, version)
-    typer.echo(("verified: " if check.ok else "NOT verified: ") + "; ".join(check.reasons))
+                    workspace: WorkspaceOption = None,
+                    public_key: Annotated[Optional[Path], typer.Option("--public-key", help="Trust this public "
+                                          "key (PEM) instead of the workspace's.")] = None) -> None:
+    """Check a passport with the public key only: its signature, the model's files, and that DataHub and MLflow
+    hold the same document. Exit 1 if not."""
+    check = verify_passport(require_estate(workspace), model, version, public_key=public_key)
+    typer.echo((f"verified ({check.status}): " if check.ok else f"NOT verified ({check.status}): ")
+               + "; ".join(check.reasons))
     raise typer.Exit(0 if check.ok else EXIT_BLOCKED)
+
+
+@passport_app.command("key")
+def passport_key(workspace: WorkspaceOption = None) -> None:
+    """Print the public key passports are signed with (created on first use), and its id."""
+    key = public_key(require_estate(workspace))
+    typer.echo(f"key id {key.keyid}\n{key.pem.decode()}", nl=False)
 
 
 def audit(model: Annotated[Optional[str], typer.Argument(help="A model name; omit with --all.")] = None,
@@ -40,12 +53,17 @@ def audit(model: Annotated[Optional[str], typer.Argument(help="A model name; omi
     if model is None and not all_models:
         raise typer.BadParameter("name a MODEL or pass --all", param_hint="MODEL")
     rows = audit_versions(require_estate(workspace), None if all_models else model, write=write)
+    ws = require_estate(workspace)
     for row in rows:
         state = "UNSAFE" if row.unsafe else "ok"
         flag = " (passport disagrees)" if row.disagrees else ""
-        typer.echo(f"{row.model} v{row.version}{' [champion]' if row.champion else ''}: {state}{flag} "
+        signature = "" if row.signature == "valid" else f" signature {row.signature}"
+        typer.echo(f"{row.model} v{row.version}{' [champion]' if row.champion else ''}: {state}{flag}{signature} "
                    + (f"unhealed at training: {', '.join(row.recomputed)}" if row.recomputed else ""))
-    raise typer.Exit(EXIT_BLOCKED if any(r.champion and r.unsafe for r in rows) else 0)
+    disagree = [line for name in sorted({r.model for r in rows}) for ok, line in [champions_agree(ws, name)] if not ok]
+    for line in disagree:
+        typer.echo(f"DataHub and MLflow disagree on the champion: {line}")
+    raise typer.Exit(EXIT_BLOCKED if any(r.champion and r.unsafe for r in rows) or disagree else 0)
 
 
 def incidents(workspace: WorkspaceOption = None,

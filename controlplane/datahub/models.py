@@ -15,9 +15,11 @@ from controlplane.vocab import Verdict
 
 __all__ = ["TrainedVersion", "model_mcps", "read_passport", "PASSPORT_PROPERTY", "models_trained_on",
            "model_versions", "champion_tag_mcps", "tag_mcps", "datahub_champion", "read_model_tags",
-           "VERDICT_PROPERTY", "UNDONE_TAG"]
+           "VERDICT_PROPERTY", "UNDONE_TAG", "KEY_ID_PROPERTY", "PUBLIC_KEY_PROPERTY"]
 
 PASSPORT_PROPERTY = "kintsugi.passport"
+KEY_ID_PROPERTY = "kintsugi.signingKeyId"  # on the model group: the key its passports are signed with
+PUBLIC_KEY_PROPERTY = "kintsugi.signingPublicKey"
 VERDICT_PROPERTY = "kintsugi.verdict"
 UNDONE_TAG = tag_urn("undone")
 
@@ -35,6 +37,7 @@ class TrainedVersion:
     verdict: Verdict
     summary: str
     passport: dict[str, Any]
+    signing_key: tuple[str, str] | None = None  # (key id, public key PEM) the passport is signed with
 
 
 def model_mcps(trained: TrainedVersion, current_tags: list[str]) -> list[MCP]:
@@ -54,9 +57,11 @@ def model_mcps(trained: TrainedVersion, current_tags: list[str]) -> list[MCP]:
     verdict_tags = {v.tag for v in Verdict}
     tags = [t for t in current_tags if t not in verdict_tags] + [trained.verdict.tag]
     created = s.AuditStampClass(time=trained.trained_at_ms, actor="urn:li:corpuser:kintsugi")
+    key = {KEY_ID_PROPERTY: trained.signing_key[0], PUBLIC_KEY_PROPERTY: trained.signing_key[1]} \
+        if trained.signing_key else {}
     return [
-        MCP(entityUrn=group, aspect=s.MLModelGroupPropertiesClass(name=trained.pipeline,
-                                                                 description=f"Models of the {trained.pipeline} pipeline")),
+        MCP(entityUrn=group, aspect=s.MLModelGroupPropertiesClass(
+            name=trained.pipeline, description=f"Models of the {trained.pipeline} pipeline", customProperties=key)),
         MCP(entityUrn=model, aspect=properties),
         MCP(entityUrn=model, aspect=s.TrainingDataClass(trainingData=[s.BaseDataClass(dataset=trained.feature_table)])),
         *tag_mcps(model, tags),

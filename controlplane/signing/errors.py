@@ -1,18 +1,12 @@
-"""The signing library's one error: what was wrong, and what to do about it."""
+"""The signing library's one error, on the project's tree: a key or a signature could not be made or read."""
 from __future__ import annotations
+
+from controlplane.errors import WorkspaceError
 
 __all__ = ["SigningError"]
 
 
-class SigningError(Exception):
+class SigningError(WorkspaceError):
     """A key or a signature could not be made or read. `message` says what; `fix` says what to do."""
 
     code = "signing"
-
-    def __init__(self, message: str, fix: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.fix = fix
-
-    def __str__(self) -> str:
-        return f"{self.message}; {self.fix}"

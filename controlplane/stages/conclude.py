@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from controlplane.context import RunContext, crash_point
 from controlplane.datahub.models import TrainedVersion, champion_tag_mcps, model_mcps, read_model_tags
 from controlplane.datahub.urns import model_urn
 from controlplane.modelstore import open_store, training_errors_mapped
-from controlplane.passport import sign
+from controlplane import passport
 from controlplane.promotion import PromotionDecision
 from controlplane.stages.train import Assessment, Trained
 from controlplane.vocab import LedgerKind, Stage, Verdict
@@ -43,12 +44,14 @@ def _final(decision: PromotionDecision, approval: Approval | None) -> tuple[Verd
 
 def conclude(run: RunContext, trained: Trained, assessment: Assessment, approval: Approval | None = None) -> None:
     verdict, reasons = _final(assessment.decision, approval)
-    passport = sign(passport_body(run, trained, assessment, verdict, reasons, approval))
     name = run.spec.name
     with training_errors_mapped():
         store = open_store(run.ws)
-        store.log_json_artifact(trained.mlflow_run, "passport.json", passport)
-    _write_back(run, trained, verdict, reasons, passport)
+        model_dir = store.download_model(name, trained.version, run.journal.run_dir / "model")
+    document, verdict, reasons = _signed(run, trained, assessment, verdict, reasons, approval, model_dir)
+    with training_errors_mapped():
+        store.log_json_artifact(trained.mlflow_run, "passport.json", document)
+    _write_back(run, trained, verdict, reasons, document)
     crash_point("conclude:after-datahub")
     with run.journal.writing(LedgerKind.MLFLOW_TAGS, f"{name}/{trained.version}", verdict=verdict.value):
         with training_errors_mapped():
@@ -61,6 +64,22 @@ def conclude(run: RunContext, trained: Trained, assessment: Assessment, approval
     run.event(Stage.PROMOTE, verdict.value, summary, verdict=verdict.value, reasons=reasons,
               version=trained.version, gain=assessment.decision.gain)
     run.finish(verdict.run_status, summary)
+
+
+def _signed(run: RunContext, trained: Trained, assessment: Assessment, verdict: Verdict, reasons: list[str],
+            approval: Approval | None, model_dir: Path) -> tuple[dict[str, Any], Verdict, list[str]]:
+    """The signed passport; a candidate whose passport (or model files) could not be signed is BLOCKED."""
+    if trained.unsealed is not None:
+        why = f"the model's files could not be signed: {trained.unsealed}"
+    else:
+        try:
+            body = passport_body(run, trained, assessment, verdict, reasons, approval)
+            return passport.sign(run.ws, body, model_dir), verdict, reasons
+        except passport.SigningError as exc:
+            why = f"the passport could not be signed: {exc}"
+    reasons = [why, *reasons]
+    body = passport_body(run, trained, assessment, Verdict.BLOCKED, reasons, approval)
+    return passport.unsigned(body, why), Verdict.BLOCKED, reasons
 
 
 def move_champion(run: RunContext, version: int | None) -> None:
@@ -79,14 +98,22 @@ def move_champion(run: RunContext, version: int | None) -> None:
         run.metadata.emit(champion_tag_mcps(run.metadata, name, version), run.now_ms)
 
 
+def _key_of(document: dict[str, Any]) -> tuple[str, str] | None:
+    """The signer's key id and public key, as the signed passport names them."""
+    pem = document.get("public_key")
+    signatures = (document.get("envelope") or {}).get("signatures") or [{}]
+    return (signatures[0].get("keyid", ""), pem) if pem else None
+
+
 def _write_back(run: RunContext, trained: Trained, verdict: Verdict, reasons: list[str],
-                passport: dict[str, Any]) -> None:
+                document: dict[str, Any]) -> None:
     spec = run.spec
     version = TrainedVersion(
         pipeline=spec.name, version=trained.version, run_id=run.run_id, mlflow_run_id=trained.mlflow_run,
         feature_table=spec.feature_table, trained_at_ms=trained.trained_at_ms, metrics=trained.metrics,
         params={"estimator": spec.training.estimator, **spec.training.params, "seed": spec.training.seed},
-        verdict=verdict, summary=f"{verdict.value}: " + "; ".join(reasons), passport=passport)
+        verdict=verdict, summary=f"{verdict.value}: " + "; ".join(reasons), passport=document,
+        signing_key=_key_of(document))
     tags = read_model_tags(run.metadata, model_urn(spec.name, trained.version))
     mcps = model_mcps(version, tags)
     with run.journal.writing(LedgerKind.DATAHUB, model_urn(spec.name, trained.version),
@@ -102,7 +129,8 @@ def passport_body(run: RunContext, trained: Trained, assessment: Assessment, ver
         "trained_at_ms": trained.trained_at_ms,
         "trained_at": datetime.fromtimestamp(trained.trained_at_ms / 1000, tz=timezone.utc).isoformat(),
         "snapshot": {"dataset": spec.feature_table, "location": spec.data_text,
-                     "content_hash": trained.view.content_hash, "rows": trained.rows["total"]},
+                     "content_hash": trained.view.table_hash, "location_hash": trained.view.location_hash,
+                     "rows": trained.rows["total"]},
         "guard_at_detect": {"verdict": trained.detect_report.get("verdict"),
                             "findings": trained.detect_report.get("findings", [])},
         "guard_at_training": trained.view.report.to_dict(),

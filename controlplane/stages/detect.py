@@ -10,7 +10,7 @@ from controlplane.datahub.contracts import read_contract
 from controlplane.datahub.datasets import read_profile, walk_upstream
 from controlplane.datahub.port import MetadataPort
 from controlplane.errors import DataError
-from controlplane.snapshot import Pinned, pin_table, require_table, verify_pinned
+from controlplane.snapshot import Pinned, pin_table, verify_file
 from controlplane.vocab import LedgerKind, Stage
 from controlplane.workspace import Workspace
 from guard.context import GuardContext
@@ -26,20 +26,19 @@ __all__ = ["Detected", "TrainingView", "detect", "guard_context", "read_pinned",
 class TrainingView:
     """The exact bytes training may read, and the guard report that passed them."""
 
-    files: tuple[str, ...]  # workspace-relative parquet files
-    content_hash: str
+    table: str  # workspace-relative parquet file: the pinned table, or the healed copy
+    table_hash: str  # its bytes' sha256, checked before every read
+    location_hash: str  # what the table's location holds when these bytes are the table ("" until published)
     report: GuardReport  # the guard on exactly these bytes (detect when clean, verify after a heal)
     profile: DatasetProfile | None = field(default=None, compare=False)  # their profile (not persisted)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"files": list(self.files), "content_hash": self.content_hash, "report": self.report.to_dict()}
+        return {"table": self.table, "table_hash": self.table_hash, "location_hash": self.location_hash,
+                "report": self.report.to_dict()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainingView:
-        return cls(tuple(data["files"]), data["content_hash"], GuardReport.from_dict(data["report"]))
-
-    def pinned(self, location: str) -> Pinned:
-        return Pinned(self.files, self.content_hash, location)
+        return cls(data["table"], data["table_hash"], data["location_hash"], GuardReport.from_dict(data["report"]))
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,7 @@ class Detected:
     @property
     def view(self) -> TrainingView:
         profile = self.context.snapshot.profile if self.context.snapshot is not None else None
-        return TrainingView(self.pinned.files, self.pinned.content_hash, self.report, profile)
+        return TrainingView(self.pinned.table, self.pinned.table_hash, self.pinned.content_hash, self.report, profile)
 
 
 def guard_context(metadata: MetadataPort, dataset: str, snapshot: Snapshot | None, now_ms: int,
@@ -65,19 +64,17 @@ def guard_context(metadata: MetadataPort, dataset: str, snapshot: Snapshot | Non
 
 def read_pinned(ws: Workspace, pinned: Pinned) -> Snapshot:
     """The guard's profile of the pinned bytes; an unreadable table is an error before anything is written."""
-    (path,) = pinned.paths(ws)
     try:
-        return read_snapshot(path)
+        return read_snapshot(pinned.path(ws))
     except SnapshotError as exc:
-        raise DataError(str(exc), f"replace the table at {pinned.location} with a readable parquet file") from exc
+        raise DataError(str(exc), f"replace the table at {pinned.location} with a readable one") from exc
 
 
 def detect(run: RunContext) -> Detected:
     spec = run.spec
-    require_table(spec.data, spec.name, spec.source)
-    pinned = pin_table(run.ws, spec.data, spec.data_text, run.journal.run_dir / "snapshot")
+    pinned = pin_table(run.ws, spec, run.journal.run_dir / "snapshot")
     snapshot = read_pinned(run.ws, pinned)
-    verify_pinned(run.ws, pinned, "the guard")  # the bytes profiled are the bytes pinned
+    verify_file(run.ws, pinned.table, pinned.table_hash, "the guard")  # the bytes profiled are the bytes pinned
     context = guard_context(run.metadata, spec.feature_table, snapshot, run.now_ms)
     report = run_guard(context)
     run.record.facts["pinned"] = pinned.to_dict()
@@ -88,7 +85,7 @@ def detect(run: RunContext) -> Detected:
             run.metadata.emit(mcps, run.now_ms)
     run.event(Stage.DETECT, report.verdict.value, summary(report), verdict=report.verdict.value,
               findings=[f.to_dict() for f in report.findings], rows=snapshot.profile.row_count,
-              snapshot=pinned.files[0], content_hash=pinned.content_hash)
+              snapshot=pinned.table, content_hash=pinned.content_hash)
     return Detected(pinned, context, report)
 
 

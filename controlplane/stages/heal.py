@@ -8,7 +8,7 @@ from typing import Any
 from controlplane.context import RunContext
 from controlplane.datahub.incidents import IncidentRef, open_incident
 from controlplane.datahub.urns import assertion_urn
-from controlplane.snapshot import file_hash, verify_pinned
+from controlplane.snapshot import file_hash, verify_file
 from controlplane.stages.detect import Detected, TrainingView, summary
 from controlplane.vocab import LedgerKind, RunStatus, Stage
 from guard.context import GuardContext
@@ -69,7 +69,7 @@ def raise_incidents(run: RunContext, report: GuardReport) -> tuple[IncidentRef, 
 
 def heal(run: RunContext, detected: Detected) -> Healed | None:
     """Heal a copy of the pinned bytes; None (and the run BLOCKED) when any blocking finding cannot be healed."""
-    verify_pinned(run.ws, detected.pinned, "the heal")
+    verify_file(run.ws, detected.pinned.table, detected.pinned.table_hash, "the heal")
     contract = detected.context.contract
     blocking = detected.report.blocking
     if contract is None:  # nothing can be healed against no contract: say what to do
@@ -78,8 +78,7 @@ def heal(run: RunContext, detected: Detected) -> Healed | None:
                   unhealable=[f.to_dict() for f in blocking])
         run.finish(RunStatus.BLOCKED, "BLOCKED: " + "; ".join(why) + " (incident stays open)")
         return None
-    (source,) = detected.pinned.paths(run.ws)
-    outcome = heal_copy(source, run.journal.run_dir / "sandbox", blocking, contract, detected.context.reference)
+    outcome = heal_copy(detected.pinned.path(run.ws), run.journal.run_dir / "sandbox", blocking, contract, detected.context.reference)
     evidence = _evidence(outcome)
     if not outcome.complete:
         why = [f"no safe playbook for {f.kind.value} ({f.message})" for f in outcome.unhealable]
@@ -115,7 +114,7 @@ def verify(run: RunContext, context: GuardContext, healed: Healed) -> TrainingVi
     if report.verdict is not Verdict.CLEAN:
         run.finish(RunStatus.BLOCKED, "BLOCKED: the heal did not verify (incident stays open)")
         return None
-    return TrainingView((healed.healed_path,), healed.after_hash, report, snapshot.profile)
+    return TrainingView(healed.healed_path, healed.after_hash, "", report, snapshot.profile)
 
 
 def heal_notes(run_id: str, healed: Healed) -> str:

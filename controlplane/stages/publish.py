@@ -5,33 +5,31 @@ from __future__ import annotations
 from controlplane.context import RunContext, crash_point
 from controlplane.datahub.datasets import profile_mcps
 from controlplane.datahub.incidents import IncidentRef, read_incidents, resolve_incident
-from controlplane.errors import TableChanged
-from controlplane.snapshot import Pinned, live_hash, verify_pinned
+from controlplane.snapshot import Pinned, publish_table, verify_file
 from controlplane.stages.detect import TrainingView
 from controlplane.stages.heal import Healed, heal_notes
 from controlplane.vocab import LedgerKind, Stage
 from guard.findings import GuardReport
-from remediations.sandbox import publish as swap_in
 
 __all__ = ["publish", "resolve", "resolve_cleared", "remember_reference"]
 
 
-def publish(run: RunContext, pinned: Pinned, healed: Healed) -> None:
-    verify_pinned(run.ws, pinned, "publishing")
-    target = run.spec.data
-    current = live_hash(target)
-    if current != pinned.content_hash:
-        raise TableChanged(f"the table at {run.spec.data_text} changed during the run ({pinned.content_hash} "
-                           f"was guarded, {current} is there now); nothing was published",
-                           "start a new run on the current data")
-    backup = run.journal.run_dir / "previous.parquet"
+def publish(run: RunContext, pinned: Pinned, healed: Healed) -> str:
+    """Publish the healed copy in place of the table, if the table is still what was guarded (compare-and-swap
+    on the pinned content hash); the previous bytes are kept in the run. Returns the table's new content hash."""
+    verify_file(run.ws, pinned.table, pinned.table_hash, "publishing")
+    verify_file(run.ws, healed.healed_path, healed.after_hash, "publishing")
+    backup = run.journal.run_dir / "backup"
     with run.journal.writing(LedgerKind.PUBLISH, run.spec.data_text, backup=run.ws.rel(backup),
-                             before_hash=pinned.content_hash, after_hash=healed.after_hash):
+                             before_hash=pinned.content_hash, healed_hash=healed.after_hash) as entry:
         crash_point("publish:before-swap")
-        before, after = swap_in(run.ws.path(healed.healed_path), target, backup)
+        before, after = publish_table(run.ws, run.spec, run.ws.path(healed.healed_path), pinned.content_hash, backup)
+        entry.result["after_hash"] = after
         crash_point("publish:after-swap")
+    run.record.facts["published_hash"] = after
     run.event(Stage.PUBLISH, "published", f"healed table published to {run.spec.data_text}", before_hash=before,
               after_hash=after, backup=run.ws.rel(backup))
+    return after
 
 
 def resolve(run: RunContext, incidents: tuple[IncidentRef, ...], healed: Healed) -> None:

@@ -3,17 +3,19 @@ register the version, and gather the evidence the promotion gate decides on."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
 
 import pandas as pd
 
+from controlplane import passport
 from controlplane.context import RunContext, crash_point
 from controlplane.datahub.datasets import walk_upstream
 from controlplane.datahub.history import health_at, unhealed_at
 from controlplane.datahub.incidents import IncidentRef
 from controlplane.modelstore import open_store, training_errors_mapped
 from controlplane.promotion import PromotionDecision, PromotionEvidence, decide
-from controlplane.snapshot import verify_pinned
+from controlplane.snapshot import verify_file
 from controlplane.stages.detect import TrainingView
 from controlplane.vocab import LedgerKind, Stage
 from training import errors as training_errors
@@ -40,6 +42,7 @@ class Trained:
     incidents: tuple[IncidentRef, ...]  # raised and healed by this run
     remediations: tuple[dict[str, Any], ...]
     trained_at_ms: int
+    unsealed: str | None = None  # why the model's files could not be signed (the gate then blocks)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -70,8 +73,8 @@ class Assessment:
 
 def holdout_of(run: RunContext, view: TrainingView) -> tuple[pd.DataFrame, pd.DataFrame, int, int]:
     """(train rows, holdout rows, all rows, labelled rows) of exactly the guarded bytes."""
-    verify_pinned(run.ws, view.pinned(run.spec.data_text), "training")
-    frame = pd.concat([pd.read_parquet(p) for p in view.pinned(run.spec.data_text).paths(run.ws)], ignore_index=True)
+    verify_file(run.ws, view.table, view.table_hash, "training")
+    frame = pd.read_parquet(run.ws.path(view.table))
     training = run.spec.training
     labelled = frame[frame[training.target].notna()] if training.target in frame else frame
     with training_errors_mapped():
@@ -96,6 +99,7 @@ def train(run: RunContext, view: TrainingView, detect_report: dict[str, Any], in
     spec = run.spec
     train_df, holdout, total, labelled = holdout_of(run, view)
     store = open_store(run.ws)
+    seal, unsealed = _sealer(run)
     with training_errors_mapped():
         model = fit(spec.training, train_df)
         candidate = evaluate(spec.training, model, holdout)
@@ -104,9 +108,9 @@ def train(run: RunContext, view: TrainingView, detect_report: dict[str, Any], in
         with run.journal.writing(LedgerKind.MLFLOW_RUN, spec.name, experiment=spec.name) as entry:
             mlflow_run = store.log_training(
                 experiment=spec.name, spec=spec.training, model=model, train_df=train_df, metrics=candidate,
-                dataset_source={"urn": spec.feature_table, "content_hash": view.content_hash,
-                                "path": spec.data_text},
-                tags={"kintsugi.run_id": run.run_id}, run_name=run.run_id)
+                dataset_source={"urn": spec.feature_table, "content_hash": view.table_hash,
+                                "location_hash": view.location_hash, "path": spec.data_text},
+                tags={"kintsugi.run_id": run.run_id}, run_name=run.run_id, seal=seal)
             entry.result["mlflow_run"] = mlflow_run
         with run.journal.writing(LedgerKind.MLFLOW_VERSION, spec.name, run=mlflow_run) as entry:
             version = store.find_version_by_run(spec.name, mlflow_run) or store.register(spec.name, mlflow_run)
@@ -119,7 +123,16 @@ def train(run: RunContext, view: TrainingView, detect_report: dict[str, Any], in
               candidate=candidate, champion=champion, champion_version=champion_version, version=version,
               rows_train=rows["train"], rows_holdout=rows["holdout"], rows_unlabelled=rows["unlabelled"])
     return Trained(version, mlflow_run, candidate, champion_version, champion, view, rows, detect_report,
-                   incidents, remediations, run.now_ms)
+                   incidents, remediations, run.now_ms, unsealed)
+
+
+def _sealer(run: RunContext) -> tuple[Callable[[Path], None] | None, str | None]:
+    """The workspace key's model-file signer, or why there is none (the gate will refuse the candidate)."""
+    try:
+        return passport.seal(run.ws), None
+    except passport.SigningError as exc:
+        run.event(Stage.TRAIN, "warning", f"the model's files cannot be signed: {exc}")
+        return None, str(exc)
 
 
 def assess(run: RunContext, trained: Trained, *, also_now: bool = False) -> Assessment:
@@ -140,6 +153,6 @@ def assess(run: RunContext, trained: Trained, *, also_now: bool = False) -> Asse
         metric=metric, guard_verdict=trained.view.report.verdict.value,
         guard_warnings=len(trained.view.report.warnings), unhealed_upstream_incidents=unhealed,
         candidate_score=trained.metrics.get(metric), has_champion=trained.champion_version is not None,
-        champion_score=trained.champion_metrics.get(metric), snapshot_hash=trained.view.content_hash)
+        champion_score=trained.champion_metrics.get(metric), snapshot_hash=trained.view.table_hash)
     decision = decide(evidence, spec.promotion.min_gain, spec.promotion.max_regression)
     return Assessment(evidence, decision, lineage, health, unhealed)

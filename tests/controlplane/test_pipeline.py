@@ -92,7 +92,7 @@ def test_healed_table_holds_kilometres_and_source_was_kept(demo_run):
 
     ws, result = demo_run
     healed = pd.read_parquet(ws.data / "eta_features.parquet")
-    previous = pd.read_parquet(ws.run_dir(result.healed.run_id) / "previous.parquet")
+    previous = pd.read_parquet(ws.run_dir(result.healed.run_id) / "backup" / "files" / "eta_features.parquet")
     assert healed["distance_km"].median() == pytest.approx(previous["distance_km"].median() / 1000, rel=1e-9)
     assert 1.0 < healed["distance_km"].median() < 6.0
 

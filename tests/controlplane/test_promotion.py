@@ -15,7 +15,6 @@ from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import PASSPORT_PROPERTY
 from controlplane.datahub.urns import model_urn
 from controlplane.pipeline import reject, run_pipeline
-from controlplane.passport import sign
 from controlplane.passports import audit_versions, verify_passport
 from controlplane.promotion import PromotionEvidence, decide
 from controlplane.vocab import Verdict as PromotionVerdict
@@ -86,7 +85,7 @@ def test_worse_candidate_is_not_promoted_and_the_reason_is_recorded(demo_copy):
 
 def test_signed_passport_verifies_and_a_tampered_one_does_not(demo_copy, monkeypatch):
     ws, _ = demo_copy
-    monkeypatch.setenv("KINTSUGI_PASSPORT_KEY", "test-key")
+    monkeypatch.delenv("KINTSUGI_PASSPORT_KEY", raising=False)  # signed by default: no key to configure
     path = ws.pipelines / "delivery-eta.yaml"
     raw = yaml.safe_load(path.read_text())
     raw["promotion"]["min_gain"] = 0.9  # stricter: this run will not be promoted, but it is trained and signed
@@ -106,13 +105,9 @@ def test_signed_passport_verifies_and_a_tampered_one_does_not(demo_copy, monkeyp
     store.emit([MCP(entityUrn=urn, aspect=properties)])
     store.close()
     check = verify_passport(ws, PIPELINE, version)
-    assert not check.ok
-    assert any("altered" in r for r in check.reasons) and any("differ" in r for r in check.reasons)
-
-
-def test_sign_marks_unsigned_without_a_key(monkeypatch):
-    monkeypatch.delenv("KINTSUGI_PASSPORT_KEY", raising=False)
-    assert sign({"a": 1})["signature"]["alg"] == "none"
+    assert not check.ok and check.status == "altered"
+    assert any("DataHub copy: altered" in r and "verdict.verdict" in r for r in check.reasons), check.reasons
+    assert "DataHub and MLflow copies differ" in check.reasons
 
 
 def test_audit_flags_the_version_trained_inside_a_later_recorded_incident(demo_copy):

@@ -53,8 +53,8 @@ async def _agent_story(client: Client, ws: Workspace) -> None:
     assert refused.is_error
     assert refused.structured_content["error"]["code"] == "gate_refused"
     assert refused.content[0].text == (
-        f"{PIPELINE} v{version}'s verdict is BLOCKED: it cannot be promoted; only a version the gate APPROVED can "
-        "be promoted; fix the evidence and run the loop again [gate_refused]")
+        f"{PIPELINE} v{version}: its signed verdict is BLOCKED: it cannot be promoted; only a version the gate "
+        "APPROVED can be promoted; fix the evidence and run the loop again [gate_refused]")
     assert _ok(await client.call_tool("get_passport", {"model": PIPELINE}))["version"] == champion
 
     # ratify: the run pauses at the publish gate, then at the promote gate, and completes once approved

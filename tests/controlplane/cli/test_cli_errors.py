@@ -46,7 +46,8 @@ def test_missing_parquet_writes_nothing(monkeypatch, capsys, demo_copy):
     before = (content_hash(ws.datahub_db), content_hash(ws.mlflow_db))
     code, _, err = kintsugi(monkeypatch, capsys, "run", "delivery-eta", "--workspace", str(ws.root))
     assert code == 2
-    assert f"data file {data} of pipeline 'delivery-eta' does not exist" in err
+    assert f"pipeline 'delivery-eta': no table at {data}" in err and "`data:` in" in err
+    assert len(err.strip().splitlines()) == 1
     assert (content_hash(ws.datahub_db), content_hash(ws.mlflow_db)) == before
 
 
@@ -55,7 +56,7 @@ def test_corrupt_parquet_writes_nothing(monkeypatch, capsys, demo_copy):
     (ws.data / "eta_features.parquet").write_bytes(b"PAR1 this is not parquet")
     before = _stores(ws)
     code, _, err = kintsugi(monkeypatch, capsys, "run", "delivery-eta", "--workspace", str(ws.root))
-    assert code == 2 and "cannot read parquet snapshot" in err
+    assert code == 2 and "is not a readable parquet file" in err
     assert _stores(ws) == before
 
 

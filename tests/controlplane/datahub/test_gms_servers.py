@@ -84,8 +84,9 @@ def _key_fields(port: Any, urn: str) -> dict[str, Any]:
                 "owners": port.aspect(urn, s.OwnershipClass).to_obj(), "rows": profile.rowCount if profile else None}
     if kind == "dataContract":
         return port.aspect(urn, s.DataContractPropertiesClass).to_obj()
-    if kind == "mlModelGroup":
-        return port.aspect(urn, s.MLModelGroupPropertiesClass).to_obj()
+    if kind == "mlModelGroup":  # each workspace signs with its own key: the key's id and PEM differ by design
+        found = port.aspect(urn, s.MLModelGroupPropertiesClass).to_obj()
+        return {**found, "customProperties": sorted(found.get("customProperties", {}))}
     return {}
 
 
