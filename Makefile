@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test install install-dev bench clean
+.PHONY: demo test test-faults install install-dev bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,10 @@ demo: install
 	$(BIN)/kintsugi demo
 
 test: install-dev
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
+
+test-faults: install-dev   # the whole fault matrix: a run killed at every stage boundary, inside publish and undo
+	KINTSUGI_FAULT_MATRIX=full $(BIN)/python -m pytest -q -s tests/controlplane/test_faults.py
 
 bench: install-dev
 	$(BIN)/python benchmarks/guard_bench.py
