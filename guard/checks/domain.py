@@ -64,7 +64,7 @@ def check_domain(ctx: GuardContext) -> Iterator[Finding]:
 def _range_findings(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile) -> Iterator[Finding]:
     if observed.logical_type not in _NUMERIC or observed.minimum is None or observed.maximum is None:
         return  # not a number (the schema check), or no value at all (the nulls check)
-    reference = ctx.reference.columns.get(column.name) if ctx.reference else None
+    reference = ctx.reference_profile.columns.get(column.name) if ctx.reference_profile else None
     if unit_shifted(column.unit, reference, observed, strict=column.name != ctx.contract.label_column):
         return  # the bounds are in the declared unit; the units check reports the conversion
     below = column.minimum is not None and observed.minimum < column.minimum
@@ -128,7 +128,7 @@ def _allowed_values(ctx: GuardContext, column: ColumnContract) -> tuple[frozense
     """The allowed set and where it comes from: the contract, else a categorical reference column."""
     if column.allowed_values is not None:
         return frozenset(column.allowed_values), "contract"
-    reference = ctx.reference.columns.get(column.name) if ctx.reference is not None else None
+    reference = ctx.reference_profile.columns.get(column.name) if ctx.reference_profile is not None else None
     if column.primary_key or reference is None or not is_categorical(reference):
         return None
     assert reference.value_counts is not None

@@ -59,14 +59,14 @@ def require_sample(ctx: GuardContext) -> None:
 
 @register("drift", needs_reference=True)
 def check_drift(ctx: GuardContext) -> Iterator[Finding]:
-    assert ctx.contract and ctx.snapshot and ctx.reference is not None
+    assert ctx.contract and ctx.snapshot and ctx.reference_profile is not None
     require_sample(ctx)
     for column in feature_columns(ctx.contract):
         observed = ctx.snapshot.profile.columns.get(column.name)
         if observed is None:
             continue  # reported by the schema check as a missing column
         severity = Severity.BLOCK if column.drift_blocking else Severity.WARN
-        reference = ctx.reference.columns.get(column.name)
+        reference = ctx.reference_profile.columns.get(column.name)
         if observed.logical_type in _NUMERIC:
             finding = _numeric_drift(ctx, column, observed, reference, severity)
         elif observed.logical_type == "string":

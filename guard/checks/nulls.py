@@ -16,7 +16,7 @@ SPIKE_FACTOR = 3.0
 
 @register("nulls")
 def check_nulls(ctx: GuardContext) -> Iterator[Finding]:
-    assert ctx.contract and ctx.snapshot and ctx.reference is not None
+    assert ctx.contract and ctx.snapshot and ctx.reference_profile is not None
     for column in ctx.contract.columns:
         if column.name in (ctx.contract.label_column, ctx.contract.label_timestamp_column):
             continue  # a label not yet arrived has no arrival time either: label freshness judges both
@@ -25,7 +25,7 @@ def check_nulls(ctx: GuardContext) -> Iterator[Finding]:
             continue
         fraction = observed.null_fraction
         limit = column.max_null_fraction
-        reference = ctx.reference.columns.get(column.name)
+        reference = ctx.reference_profile.columns.get(column.name)
         baseline = reference.null_fraction if reference is not None else 0.0
         if limit is not None and fraction > limit:
             yield make_finding(

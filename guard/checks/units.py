@@ -24,14 +24,14 @@ _OFFSET_TOLERANCE = 0.15  # of the reference's 10-90% spread
 
 @register("units")
 def check_units(ctx: GuardContext) -> Iterator[Finding]:
-    assert ctx.contract and ctx.snapshot and ctx.reference is not None
+    assert ctx.contract and ctx.snapshot and ctx.reference_profile is not None
     for column in ctx.contract.columns:
         observed = ctx.snapshot.profile.columns.get(column.name)
         if column.unit is None or observed is None or observed.logical_type not in ("number", "integer"):
             continue
         if column.unit not in UNITS:
             raise ValueError(f"column {column.name!r} declares unit {column.unit!r}, which the guard cannot check")
-        reference = ctx.reference.columns.get(column.name)
+        reference = ctx.reference_profile.columns.get(column.name)
         if reference is None or not reference.quantiles:
             yield make_finding(FindingKind.REFERENCE_MISSING, ctx.dataset_urn, column.name, observed=None,
                                expected="reference quantiles", message=f"no reference profile for {column.name!r}")
