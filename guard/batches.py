@@ -21,7 +21,7 @@ from guard.profile import TimeWindow
 from guard.profiler import ProfileBuilder, epoch_ms
 from guard.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, SnapshotError, batch_profile, open_files
 
-__all__ = ["split_batches", "cadence_windows", "infer_cadence", "CADENCES"]
+__all__ = ["split_batches", "cadence_windows", "period_starts", "infer_cadence", "CADENCES"]
 
 CADENCES = ("month", "week", "day")
 _DAY_MS = 86_400_000
@@ -33,7 +33,7 @@ def infer_cadence(span_ms: float) -> str:
     return "month" if days >= 240 else "week" if days >= 56 else "day"
 
 
-def _period_starts(cadence: str, stamps: np.ndarray) -> np.ndarray:
+def period_starts(cadence: str, stamps: np.ndarray) -> np.ndarray:
     """Each time's period start, in epoch ms."""
     days = np.floor_divide(stamps, _DAY_MS)
     if cadence == "day":
@@ -111,13 +111,13 @@ def _count_periods(sources: list[pq.ParquetFile], time_column: str) -> tuple[dic
             stamps = _stamps(source.read_row_group(group, columns=[time_column]).column(0), time_column)
             if len(stamps):
                 low, high = min(low, int(stamps.min())), max(high, int(stamps.max()))
-            _tally(counts, _period_starts("day", stamps))
+            _tally(counts, period_starts("day", stamps))
     return counts, (high - low) if high >= low else 0.0
 
 
 def _regroup(days: dict[int, int], cadence: str) -> dict[int, int]:
     """Rows per period, from rows per day (every period is a whole number of days)."""
-    starts = _period_starts(cadence, np.array(sorted(days), dtype=np.int64))
+    starts = period_starts(cadence, np.array(sorted(days), dtype=np.int64))
     counts: dict[int, int] = {}
     for start, day in zip(starts.tolist(), sorted(days)):
         counts[start] = counts.get(start, 0) + days[day]
@@ -131,7 +131,7 @@ def _tally(counts: dict[int, int], starts: np.ndarray) -> None:
 
 
 def _route(table: pa.Table, time_column: str, cadence: str, builders: dict[int, ProfileBuilder]) -> None:
-    starts = _period_starts(cadence, _stamps(table.column(time_column), time_column))
+    starts = period_starts(cadence, _stamps(table.column(time_column), time_column))
     for start in np.unique(starts).tolist():
         builders[start].add(table.filter(pa.array(starts == start)))
 
