@@ -7,7 +7,10 @@ Exact over every row: row, null, NaN and zero counts, min and max, count/sum/m2 
 category counts up to MAX_CATEGORIES (a column showing more distinct values in its first
 _PROBE_ROWS rows of a table, or more in total, is "too many": None), hour-of-day and weekday
 histograms of timestamps. Sketched over every row: quantiles (KLL) of numbers and times (as epoch
-milliseconds), distinct values (HyperLogLog). From the seeded uniform sample of at most `sample_rows`
+milliseconds), distinct values (HyperLogLog) of strings, booleans, integers and times. Floats get no
+distinct-count sketch: hashing every measurement cost about as much as the rest of the profile (23 ms
+per column per million rows) and a continuous column's distinct count says little; its point masses
+come from the quantile sketch. From the seeded uniform sample of at most `sample_rows`
 rows (exact for smaller tables): the profiled quantiles of numbers that the checks compare, as before.
 """
 from __future__ import annotations
@@ -29,7 +32,8 @@ __all__ = ["ProfileBuilder", "logical_type", "epoch_ms", "as_number", "WORKERS"]
 _PROBE_ROWS = 10_000  # rows looked at before counting a column's values in a table
 _NUMERIC = ("integer", "number")
 _TIMES = ("timestamp", "date")
-_HASHED = ("string", "boolean")  # counted while few, then hashed value by value (other types: no distinct sketch)
+_HASHED = ("string", "boolean")  # counted while few, then hashed value by value
+_DISTINCT = ("string", "boolean", "integer", "timestamp", "date")  # floats: no HLL (its cost; see below)
 _HOUR_MS, _DAY_MS = 3_600_000, 86_400_000
 WORKERS = 2  # columns profiled at once (numpy and arrow release the GIL)
 _UNIT_MS = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}
@@ -130,7 +134,10 @@ class _Column:
         self.zeros += int(np.count_nonzero(values == 0))
         self.moments = self.moments.merge(Moments.of(values))
         self.sketch.update(values)
-        self.distinct.update_hashes(hash_array(pa.array(values)))
+        if self.kind == "integer":  # codes, counts, identifiers: distinct counts tell them apart
+            present = pc.drop_null(column)
+            few = len(pc.unique(present.slice(0, _PROBE_ROWS))) <= MAX_CATEGORIES
+            self.distinct.update_hashes(hash_array(pc.unique(present) if few else pa.array(values.astype(np.int64))))
 
     def _times(self, column: pa.ChunkedArray) -> None:
         stamps = np.concatenate([epoch_ms(chunk) for chunk in column.chunks]) if column.num_chunks else \
@@ -171,7 +178,7 @@ class _Column:
             value_counts=tuple(sorted(self.counts.items())) if self.counts is not None else None,
             nan_count=self.nans, moments=self.moments if numeric else None,
             zero_count=self.zeros if numeric else None, sketch=self.sketch if numeric or timed else None,
-            distinct=self.distinct if numeric or timed or self.kind in _HASHED else None, hours=tuple(int(n) for n in self.hours) if self.kind == "timestamp" else None,
+            distinct=self.distinct if self.kind in _DISTINCT else None, hours=tuple(int(n) for n in self.hours) if self.kind == "timestamp" else None,
             weekdays=tuple(int(n) for n in self.weekdays) if timed else None)
         if not numeric or not self.moments.count:
             return profile
