@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from chaos.falsealarms import (INJECTIONS, Batch, GuardJudge, Judge, Outcome, WalkResult,  # noqa: E402
-                               injected_outcomes, load_batches, true_cause, walk)
+                               injected_outcomes, load_batches, named_right, walk)
 from chaos.realdata import DATASETS, RealDataset  # noqa: E402
 
 
@@ -112,12 +112,6 @@ def judges_for(dataset: RealDataset, tools: Sequence[str]) -> list[Judge]:
         else:
             raise SystemExit(f"unknown tool {tool!r}: choose among guard, pandera, evidently")
     return made
-
-
-def named_right(reasons: Sequence[str], dataset: RealDataset, injection: str) -> bool:
-    """A blocking finding names the true cause: its kind, on (one of) the corrupted column(s)."""
-    kind, columns = true_cause(dataset, injection)
-    return any(r.split(":")[0] == kind and r.split(":")[1] in columns for r in reasons)
 
 
 def run_dataset(dataset: RealDataset, tools: Sequence[str], cadence: str | None) -> None:

@@ -30,13 +30,14 @@ from chaos.selection import Selection
 from guard.batches import split_batches
 from guard.context import GuardContext
 from guard.contract import Contract
-from guard.findings import GuardReport, Verdict
+from guard.findings import Finding, GuardReport, Verdict
 from guard.reference import build_reference
 from guard.runner import run_guard
 from guard.snapshot import Snapshot, read_snapshot
+from guard.units import same_unit
 
 __all__ = ["Batch", "Judge", "Outcome", "GuardJudge", "WalkResult", "Injection", "INJECTIONS", "walk",
-           "load_batches", "inject", "injected_outcomes", "true_cause", "ROW_GROUP_ROWS"]
+           "load_batches", "inject", "injected_outcomes", "true_cause", "true_unit", "named_right", "ROW_GROUP_ROWS"]
 
 ROW_GROUP_ROWS = 2_048  # small row groups, so windows straddle and skip them as in a large table
 _SEED = 12
@@ -63,11 +64,13 @@ class Judge(Protocol):
 
 @dataclass
 class GuardJudge:
-    """Today's guard, unchanged: run_guard on the candidate against a Reference of the window's batches."""
+    """The guard: run_guard on the candidate against a Reference of the window's batches; blocked when a
+    blocking finding (of a kind not in `ignore`) was raised."""
 
     contract: Contract
     name: str = "guard"
     reports: list[GuardReport] = field(default_factory=list)
+    ignore: frozenset[str] = frozenset()  # finding kinds left out of the verdict (to measure the others alone)
 
     def judge(self, reference: Sequence[Batch], candidate: Batch) -> Outcome:
         built = build_reference([b.snapshot.batch for b in reference if b.snapshot.batch is not None])
@@ -75,8 +78,15 @@ class GuardJudge:
         report = run_guard(GuardContext(self.contract.dataset_urn, self.contract, candidate.snapshot, built, (),
                                         now_ms=now_ms))
         self.reports.append(report)
-        reasons = tuple(sorted({f"{f.kind.value}:{f.column or '-'}" for f in report.blocking}))
-        return Outcome(report.verdict is Verdict.BLOCKED, reasons)
+        reasons = tuple(sorted({_reason(f) for f in report.blocking if f.kind.value not in self.ignore}))
+        return Outcome(bool(reasons), reasons)
+
+
+def _reason(finding: Finding) -> str:
+    """kind:column, and the unit a unit mismatch names (kind:column:unit)."""
+    reason = f"{finding.kind.value}:{finding.column or '-'}"
+    unit = finding.params.get("actual_unit") if finding.kind.value == "unit_mismatch" else None
+    return f"{reason}:{unit}" if unit else reason
 
 
 @dataclass
@@ -141,9 +151,12 @@ def _target(dataset: RealDataset, column: str) -> Target:
     return Target(column, 1.0, 1.0, Selection(), dataset.contract(), np.random.default_rng(_SEED))
 
 
-def _unit(frame: pd.DataFrame, dataset: RealDataset) -> pd.DataFrame:
-    column, to_unit = _UNIT_CHANGES[dataset.name]
-    return unit_change(to_unit)(frame, _target(dataset, column)).frame
+def _unit_at(slot: int) -> Callable[[pd.DataFrame, RealDataset], pd.DataFrame]:
+    def apply(frame: pd.DataFrame, dataset: RealDataset) -> pd.DataFrame:
+        column, to_unit = _UNIT_CHANGES[dataset.name][slot]
+        return unit_change(to_unit)(frame, _target(dataset, column)).frame
+
+    return apply
 
 
 def _timezone(frame: pd.DataFrame, dataset: RealDataset) -> pd.DataFrame:
@@ -168,13 +181,23 @@ def _label_copy(frame: pd.DataFrame, dataset: RealDataset) -> pd.DataFrame:
     return frame.assign(**{f"{label}_observed": frame[label]})
 
 
-_UNIT_CHANGES = {"seattle_weather": ("temp_max", "F"), "pnw_temps": ("sf_temp", "C"),
-                 "greensboro_tmy": ("temp_air", "F")}
+# per dataset, the unit changes injected (column, the unit it is written in instead), in pint's spelling:
+# offsets (degC <-> degF, kelvin), ratios (m/s -> km/h, hPa -> inHg), a zero-inflated column (precipitation
+# mm -> inch) and a point-mass column (visibility m -> km, its 16,100 m moving to 16.1)
+_UNIT_CHANGES = {
+    "seattle_weather": (("temp_max", "degF"), ("wind", "km/h"), ("precipitation", "inch"), ("temp_min", "kelvin")),
+    "pnw_temps": (("sf_temp", "degC"), ("seattle_temp", "degC"), ("sf_temp", "kelvin"), ("seattle_temp", "kelvin")),
+    "greensboro_tmy": (("temp_air", "degF"), ("pressure", "inHg"), ("visibility", "km"), ("wind_speed", "mph")),
+}
+UNIT_SLOTS = 4
 _JOINED = {"seattle_weather": ("temp_min", "wind", "precipitation"), "pnw_temps": ("sf_temp",),
            "greensboro_tmy": ("temp_air", "temp_dew", "relative_humidity", "wind_speed")}
 
 INJECTIONS: tuple[Injection, ...] = (
-    Injection("unit", _unit, "unit_mismatch"),
+    Injection("unit", _unit_at(0), "unit_mismatch"),
+    Injection("unit #2", _unit_at(1), "unit_mismatch"),
+    Injection("unit #3", _unit_at(2), "unit_mismatch"),
+    Injection("unit #4", _unit_at(3), "unit_mismatch"),
     Injection("timezone+5h", _timezone, "timestamp_shift"),
     Injection("rename", _rename, "column_renamed"),
     Injection("join 25% nulls", _broken_join, "null_spike"),
@@ -185,11 +208,20 @@ INJECTIONS: tuple[Injection, ...] = (
 def true_cause(dataset: RealDataset, injection: str) -> tuple[str, tuple[str, ...]]:
     """(finding kind, the columns it may name) that an injection's true cause is."""
     label = dataset.label or ""
-    columns = {"unit": (_UNIT_CHANGES[dataset.name][0],), "timezone+5h": (dataset.time_column,),
-               "rename": (_JOINED[dataset.name][0],), "join 25% nulls": _JOINED[dataset.name],
-               "label copy": (f"{label}_observed",)}
+    columns = {"timezone+5h": (dataset.time_column,), "rename": (_JOINED[dataset.name][0],),
+               "join 25% nulls": _JOINED[dataset.name], "label copy": (f"{label}_observed",)}
+    columns.update({name: (column,) for name, (column, _) in zip(_UNIT_NAMES, _UNIT_CHANGES[dataset.name])})
     kind = next(i.expected for i in INJECTIONS if i.name == injection)
     return kind, columns[injection]
+
+
+def true_unit(dataset: RealDataset, injection: str) -> str | None:
+    """The unit a unit-change injection wrote its column in (None for other injections)."""
+    changes = dict(zip(_UNIT_NAMES, _UNIT_CHANGES[dataset.name]))
+    return changes[injection][1] if injection in changes else None
+
+
+_UNIT_NAMES = ("unit", "unit #2", "unit #3", "unit #4")
 
 
 def inject(frame: pd.DataFrame, dataset: RealDataset, injection: Injection, workdir: Path, name: str) -> Batch:
@@ -228,3 +260,15 @@ def injected_outcomes(dataset: RealDataset, batches: Sequence[Batch], judges: Se
         if owned:
             owned.cleanup()
     return results
+
+
+def named_right(reasons: Sequence[str], dataset: RealDataset, injection: str) -> bool:
+    """A blocking reason names the true cause: its kind, on (one of) the corrupted column(s), and for a unit
+    change the unit the column was really written in (any spelling of it)."""
+    kind, columns = true_cause(dataset, injection)
+    unit = true_unit(dataset, injection)
+    for reason in reasons:
+        parts = reason.split(":")
+        if parts[0] == kind and parts[1] in columns and (unit is None or (len(parts) > 2 and same_unit(parts[2], unit))):
+            return True
+    return False

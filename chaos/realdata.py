@@ -38,9 +38,10 @@ from guard.contract import ColumnContract, Contract
 
 __all__ = ["ColumnSpec", "RealDataset", "DATASETS", "get_dataset", "GUARD_UNITS"]
 
-# pint spelling -> the guard's unit table name (guard.units), for the units the guard can check today
-GUARD_UNITS = {"degC": "C", "degF": "F", "kelvin": "K", "mm": "mm", "m": "m", "km": "km", "cm": "cm",
-               "mile": "mi", "percent": "percent"}
+# the guard reads pint's spellings (guard.units): every unit the specs write goes into the contract as is
+GUARD_UNITS = {"degC": "degC", "degF": "degF", "kelvin": "kelvin", "mm": "mm", "m": "m", "km": "km", "cm": "cm",
+               "mile": "mile", "percent": "percent", "m/s": "m/s", "hPa": "hPa", "W/m**2": "W/m**2",
+               "degree": "degree", "dimensionless": "dimensionless"}
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class RealDataset:
         return next((c.name for c in self.columns if c.role == "label"), None)
 
     def contract(self, dataset_urn: str | None = None) -> Contract:
-        """The proposed contract as the guard reads it (units the guard's table does not know are left off)."""
+        """The proposed contract as the guard reads it (every unit in pint's spelling)."""
         urn = dataset_urn or f"urn:li:dataset:(urn:li:dataPlatform:file,realdata.{self.name},PROD)"
         columns = tuple(
             ColumnContract(c.name, c.logical_type, unit=GUARD_UNITS.get(c.unit or ""), minimum=c.minimum,

@@ -3,7 +3,8 @@
 `build_reference` merges the batches' profiles (sketches merged, never a row reread) and keeps, per
 batch, the few numbers that describe natural variation from one batch to the next: per column the
 median, the interquartile range, the null share, the zero share and the share of the most frequent
-value; per batch its rows and time span, from which the cadence and the expected batch size follow.
+value, and the quantiles of its core and its share on the reference's point mass (`guard.variation`);
+per batch its rows and time span, from which the cadence and the expected batch size follow.
 Pure and deterministic: the same batches in the same order give the same reference, byte for byte.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from guard.profile import BatchProfile, ColumnProfile, DatasetProfile, canonical_json, json_number, parse_number
+from guard.variation import atom_of, core, sketched
 
 __all__ = ["Reference", "BatchSummary", "ColumnSummary", "build_reference", "REFERENCE_FORMAT"]
 
@@ -31,9 +33,19 @@ class ColumnSummary:
     point_share: float | None  # share of the most frequent value (numbers and times)
     mean: float | None
     stdev: float | None
+    # the core (values off the reference's point mass, `guard.variation`): where and how wide it sat
+    core_q10: float | None = None
+    core_q25: float | None = None
+    core_median: float | None = None
+    core_q75: float | None = None
+    core_q90: float | None = None
+    atom_share: float | None = None  # share of values on the reference's point mass (None: it has none)
+    core_count: float | None = None  # values in the core, and all values: the sizes behind the statistics
+    values: float | None = None
 
     @classmethod
-    def of(cls, column: ColumnProfile) -> ColumnSummary:
+    def of(cls, column: ColumnProfile, atom: float | None = None) -> ColumnSummary:
+        """The summary; `atom` is the merged reference's point mass, kept out of the core."""
         sketch = column.sketch
         median = q25 = q75 = None
         if sketch is not None and sketch.n:
@@ -43,7 +55,19 @@ class ColumnSummary:
         mass = column.point_mass
         return cls(median=median, iqr=None if q25 is None or q75 is None else q75 - q25,
                    null_share=column.null_fraction, zero_share=column.zero_share,
-                   point_share=mass[1] if mass else None, mean=column.mean, stdev=column.stdev)
+                   point_share=mass[1] if mass else None, mean=column.mean, stdev=column.stdev,
+                   **_core_fields(column, atom))
+
+
+def _core_fields(column: ColumnProfile, atom: float | None) -> dict[str, float | None]:
+    if column.logical_type not in ("integer", "number") or not sketched(column):
+        return {}
+    assert column.sketch is not None
+    found = core(column.sketch, atom)
+    levels = found.quantiles or (None,) * 5
+    return {"core_q10": levels[0], "core_q25": levels[1], "core_median": levels[2], "core_q75": levels[3],
+            "core_q90": levels[4], "atom_share": found.atom_share, "core_count": found.count,
+            "values": found.total}
 
 
 @dataclass(frozen=True)
@@ -142,16 +166,17 @@ def build_reference(batch_profiles: Sequence[BatchProfile]) -> Reference:
     merged = batch_profiles[0].profile
     for batch in batch_profiles[1:]:
         merged = merged.merge(batch.profile)
-    return Reference(profile=merged, batches=tuple(_summary(b) for b in batch_profiles),
+    return Reference(profile=merged, batches=tuple(_summary(b, merged) for b in batch_profiles),
                      time_column=clocks.pop() if clocks else None)
 
 
-def _summary(batch: BatchProfile) -> BatchSummary:
+def _summary(batch: BatchProfile, merged: DatasetProfile) -> BatchSummary:
     window = batch.window
+    atoms = {name: atom_of(column) if sketched(column) else None for name, column in merged.columns.items()}
     return BatchSummary(
         batch_id=batch.batch_id, rows=batch.row_count, start_ms=batch.start_ms, end_ms=batch.end_ms,
         after_ms=window.after_ms if window else None, through_ms=window.through_ms if window else None,
-        columns={name: ColumnSummary.of(column) for name, column in batch.profile.columns.items()})
+        columns={name: ColumnSummary.of(column, atoms.get(name)) for name, column in batch.profile.columns.items()})
 
 
 def _batch_to_dict(batch: BatchSummary) -> dict[str, Any]:

@@ -105,8 +105,10 @@ def _as_files(paths: str | Path | Sequence[str | Path]) -> tuple[str, ...]:
 
 
 def open_files(files: Sequence[str]) -> tuple[list[pq.ParquetFile], pa.Schema]:
-    """Open every file; they must share one schema (names and types, in order)."""
-    sources = [pq.ParquetFile(f) for f in files]
+    """Open every file; they must share one schema (names and types, in order). Page checksums (CRC32,
+    written by writers that set them, e.g. pyarrow's `write_page_checksum=True`) are verified as pages are
+    read: a flipped bit in a page is an unreadable snapshot, not a different value."""
+    sources = [pq.ParquetFile(f, page_checksum_verification=True) for f in files]
     schema = sources[0].schema_arrow
     for file, source in zip(files[1:], sources[1:]):
         if not source.schema_arrow.remove_metadata().equals(schema.remove_metadata()):
