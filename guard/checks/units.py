@@ -166,8 +166,16 @@ def _batch_finding(urn: str, column: ColumnContract, reference: Reference, ref: 
     return make_finding(
         FindingKind.DRIFT, urn, column.name, observed=evidence, expected=_expected(column, ref),
         severity=Severity.BLOCK if column.drift_blocking else Severity.WARN, statistic="natural_variation",
-        message=f"{column.name!r} moved beyond the natural variation of past batches ({d0:.2f}x the band, a block "
-                f"needs {FAR:g}x): a change a person may accept, not evidence of a failure")
+        message=f"{column.name!r} moved beyond the natural variation of past batches ({d0:.2f}x the band"
+                f"{_why_not_blocked(d0, rescaled[0], multi)}): a change a person may accept, not evidence of a failure")
+
+
+def _why_not_blocked(d0: float, shape_kept: bool, multi: bool) -> str:
+    if d0 <= FAR:
+        return f"; a block needs {FAR:g}x"
+    if not shape_kept:
+        return "; its shape changed too, so it was not rescaled"
+    return "; a whole table of several batches is judged for named conversions only" if multi else ""
 
 
 def _explains(d0: float, jump0: float, best: _Hypothesis) -> bool:
