@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test test-faults install install-dev bench clean
+.PHONY: demo test test-faults install install-dev bench bench-realdata clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ test-faults: install-dev   # the whole fault matrix: a run killed at every stage
 
 bench: install-dev
 	$(BIN)/python benchmarks/guard_bench.py
+
+# false blocks on real data's clean batches + injected failures: the guard vs pandera vs evidently
+bench-realdata: install-dev
+	$(BIN)/pip install -q -e ".[dev,bench]"
+	$(BIN)/python benchmarks/realdata_bench.py
 
 clean:
 	rm -rf .kintsugi

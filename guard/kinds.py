@@ -26,6 +26,7 @@ class FindingKind(str, Enum):
     # units and scale
     UNIT_MISMATCH = "unit_mismatch"
     SCALE_SHIFT = "scale_shift"
+    UNIT_UNCHECKED = "unit_unchecked"  # guard-robust: too few values beside a point mass to judge a unit (warns)
     # nulls
     NULL_LIMIT = "null_limit"
     NULL_SPIKE = "null_spike"
@@ -36,6 +37,7 @@ class FindingKind(str, Enum):
     # volume and keys
     VOLUME_DROP = "volume_drop"
     DUPLICATE_KEYS = "duplicate_keys"
+    VOLUME_SPIKE = "volume_spike"  # guard-robust: far more rows than the cadence expects (a table loaded 40x)
     # domain
     OUT_OF_RANGE = "out_of_range"
     NEW_CATEGORY = "new_category"
@@ -52,3 +54,4 @@ class FindingKind(str, Enum):
 
 DEFAULT_SEVERITY: dict[FindingKind, Severity] = {kind: Severity.BLOCK for kind in FindingKind}
 DEFAULT_SEVERITY[FindingKind.DRIFT] = Severity.WARN
+DEFAULT_SEVERITY[FindingKind.UNIT_UNCHECKED] = Severity.WARN  # guard-robust: says it cannot judge, never passes silently
