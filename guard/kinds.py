@@ -38,6 +38,7 @@ class FindingKind(str, Enum):
     VOLUME_DROP = "volume_drop"
     DUPLICATE_KEYS = "duplicate_keys"
     VOLUME_SPIKE = "volume_spike"  # guard-robust: far more rows than the cadence expects (a table loaded 40x)
+    HISTORY_CHANGED = "history_changed"  # rows the guard passed in an earlier batch are not what they were
     # domain
     OUT_OF_RANGE = "out_of_range"
     NEW_CATEGORY = "new_category"

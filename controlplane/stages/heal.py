@@ -9,13 +9,11 @@ from controlplane.context import RunContext
 from controlplane.datahub.incidents import IncidentRef, open_incident
 from controlplane.datahub.urns import assertion_urn
 from controlplane.snapshot import file_hash, verify_file
+from controlplane.guarding import guard_table
 from controlplane.stages.detect import Detected, TrainingView, summary
 from controlplane.vocab import LedgerKind, RunStatus, Stage
-from guard.context import GuardContext
 from guard.findings import Finding, GuardReport, Verdict
 from guard.registry import CHECKS
-from guard.runner import run_guard
-from guard.snapshot import SnapshotError, read_snapshot
 from remediations.registry import HealStep
 from remediations.sandbox import HealOutcome, heal_copy
 
@@ -97,24 +95,22 @@ def _evidence(outcome: HealOutcome) -> dict[str, Any]:
             "refused": [{"finding": f.to_dict(), "why": why} for f, why in outcome.refused]}
 
 
-def verify(run: RunContext, context: GuardContext, healed: Healed) -> TrainingView | None:
-    """The same guard on the healed copy; None (and the run BLOCKED) unless it is CLEAN."""
+def verify(run: RunContext, healed: Healed) -> TrainingView | None:
+    """The same guard on the healed copy (its new batch and its history); None (the run BLOCKED) unless CLEAN."""
     path = run.ws.path(healed.healed_path)
-    try:
-        if file_hash(path) != healed.after_hash:
-            raise SnapshotError(f"the healed copy {healed.healed_path} changed after the heal")
-        snapshot = read_snapshot(path)
-    except (SnapshotError, OSError) as exc:
-        run.event(Stage.VERIFY, "failed", f"healed copy unreadable: {exc}")
+    if not path.is_file() or file_hash(path) != healed.after_hash:
+        run.event(Stage.VERIFY, "failed", f"the healed copy {healed.healed_path} is missing or changed after the heal")
         run.finish(RunStatus.BLOCKED, "BLOCKED: the healed copy could not be read (incident stays open)")
         return None
-    report = run_guard(replace(context, snapshot=snapshot, snapshot_error=None))
+    guarded = guard_table(run.ws, run.metadata, run.spec, path, run.now_ms)
+    report = guarded.report
     run.event(Stage.VERIFY, report.verdict.value, summary(report), verdict=report.verdict.value,
               findings=[f.to_dict() for f in report.findings])
     if report.verdict is not Verdict.CLEAN:
         run.finish(RunStatus.BLOCKED, "BLOCKED: the heal did not verify (incident stays open)")
         return None
-    return TrainingView(healed.healed_path, healed.after_hash, "", report, snapshot.profile)
+    profile = guarded.context.snapshot.profile if guarded.context.snapshot is not None else None
+    return TrainingView(healed.healed_path, healed.after_hash, "", report, profile, guarded.batch)
 
 
 def heal_notes(run_id: str, healed: Healed) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from controlplane.context import RunContext, crash_point
 from controlplane.datahub.datasets import profile_mcps
 from controlplane.datahub.incidents import IncidentRef, read_incidents, resolve_incident
+from controlplane.reference import load_reference, load_state, save_batch
 from controlplane.snapshot import Pinned, publish_table, verify_file
 from controlplane.stages.detect import TrainingView
 from controlplane.stages.heal import Healed, heal_notes
@@ -60,9 +61,18 @@ def resolve_cleared(run: RunContext, report: GuardReport) -> None:
 
 
 def remember_reference(run: RunContext, view: TrainingView) -> None:
-    """The passed data's profile becomes the reference the next batch is compared with."""
-    if not run.writes or view.profile is None:
+    """The passed batch joins the reference the next batch is compared with (kept in the workspace, summarised
+    in DataHub); without a kept reference (an old workspace), the passed table's profile is DataHub's."""
+    if not run.writes:
         return
-    profile = view.profile
+    state = load_state(run.ws, run.spec.name)
+    if state is not None and view.batch is not None:
+        with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, batch=view.batch.batch_id,
+                                 previous={"batches": len(state.batches), "watermark_ms": state.watermark_ms}):
+            save_batch(run.ws, run.spec.name, view.batch, state)
+    reference = load_reference(run.ws, run.spec.name) if state is not None else None
+    profile = reference.profile if reference is not None else view.profile
+    if profile is None:
+        return
     with run.journal.writing(LedgerKind.DATAHUB, run.spec.feature_table, aspect="datasetProfile"):
         run.metadata.emit(profile_mcps(run.spec.feature_table, profile, run.now_ms), run.now_ms)
