@@ -33,7 +33,7 @@ from guard.profile import TimeWindow
 from guard.profiler import ProfileBuilder
 from guard.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, SnapshotError, batch_profile
 
-__all__ = ["spark_session", "spark_snapshot", "read_frame", "window_filter", "spark_content_hash",
+__all__ = ["spark_session", "spark_snapshot", "read_frame", "local_parquet_files", "window_filter", "spark_content_hash",
            "ship_guard", "map_partitions", "SparkEngineError", "LOCAL_CONFIG"]
 
 _CHUNK_ROWS = 1 << 20  # rows profiled at once inside a partition (Arrow batches are gathered up to this)
@@ -114,6 +114,21 @@ def read_frame(session: Any, source: str | Path | Sequence[str | Path], *, table
     return frame
 
 
+def local_parquet_files(paths: Sequence[str]) -> tuple[str, ...]:
+    """Local folders expanded to the parquet files Spark reads in them (sorted; `_` and `.` names skipped),
+    so that a snapshot names real files; other paths (remote, files) as given."""
+    files: list[str] = []
+    for path in paths:
+        folder = Path(path)
+        if not folder.is_dir():
+            files.append(path)
+            continue
+        found = sorted(str(p) for p in folder.rglob("*.parquet")
+                       if not any(part.startswith(("_", ".")) for part in p.relative_to(folder).parts))
+        files.extend(found or [path])
+    return tuple(files)
+
+
 def _nanosecond_columns(paths: Sequence[str]) -> list[str]:
     """Columns stored as nanosecond timestamps, from the footer of the first local parquet file."""
     import pyarrow.parquet as pq
@@ -184,6 +199,8 @@ def spark_snapshot(source: str | Path | Sequence[str | Path], *, session: Any, k
                    time_column: str | None = None, batch_id: str | None = None, table: bool = False) -> Snapshot:
     """The snapshot of the rows of `source` (in `window`), computed by Spark: see the module's docstring."""
     files = (str(source),) if isinstance(source, (str, Path)) else tuple(str(p) for p in source)
+    if not table:
+        files = local_parquet_files(files)
     try:
         frame = read_frame(session, source, table=table)
         if window is not None:
