@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from guard.engines.content import canonical_row_hashes
-from guard.engines.keys import KeyHashes
+from guard.engines.keys import KeyHashes, key_ceiling
 from guard.hashing import _mix, hash_array, hash_rows
 from guard.profile import MAX_CATEGORIES, QUANTILES, ColumnProfile, DatasetProfile
 from guard.sketches import DistinctSketch, Moments, QuantileSketch, _splitmix
@@ -54,6 +54,7 @@ _HOUR_MS, _DAY_MS = 3_600_000, 86_400_000
 WORKERS = 2  # columns profiled at once (numpy and arrow release the GIL)
 _UNIT_MS = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}
 _SMALL_RANGE = 1 << 16  # integers spanning fewer values are counted with one bincount
+_MAX_HOURS = 1 << 22  # time spans up to ~478 years are binned per hour since their first hour
 
 
 def logical_type(arrow_type: pa.DataType) -> str:
@@ -170,13 +171,28 @@ class _Column:
         stamps = epoch_ms(column)
         if not len(stamps):
             return
-        self._bounds(float(stamps.min()), float(stamps.max()))
-        days = np.floor_divide(stamps, _DAY_MS)
-        self.weekdays += np.bincount((days + 3) % 7, minlength=7)  # 1970-01-01 was a Thursday
-        if self.kind == "timestamp":
-            self.hours += np.bincount((stamps - days * _DAY_MS) // _HOUR_MS, minlength=24)
+        low, high = int(stamps.min()), int(stamps.max())
+        self._bounds(float(low), float(high))
+        self._calendar(stamps, low, high)
         self.sketch.update(stamps.astype(np.float64))
         self.distinct.update_hashes(_mix(stamps.view(np.uint64).copy()))  # = hash_array of the int64 ms
+
+    def _calendar(self, stamps: np.ndarray, low: int, high: int) -> None:
+        """Hour-of-day and weekday histograms: one division and one bincount per row (rows per hour since
+        the first hour), folded into 24 and 7 bins; a batch spanning over _MAX_HOURS hours bins row by row."""
+        unit = _HOUR_MS if self.kind == "timestamp" else _DAY_MS
+        first, last = low // unit, high // unit
+        if last - first > _MAX_HOURS:
+            periods = np.floor_divide(stamps, unit)
+            starts, counts = periods, np.ones(len(periods), dtype=np.int64)
+        else:
+            counts = np.bincount(np.floor_divide(stamps, unit) - first, minlength=last - first + 1)
+            starts = np.arange(first, last + 1)
+        hours = starts if unit == _HOUR_MS else starts * 24
+        days = np.floor_divide(hours, 24)
+        self.weekdays += np.bincount((days + 3) % 7, weights=counts, minlength=7).astype(np.int64)
+        if self.kind == "timestamp":
+            self.hours += np.bincount(hours % 24, weights=counts, minlength=24).astype(np.int64)
 
     def _count_values(self, column: pa.ChunkedArray) -> None:
         if pa.types.is_dictionary(column.type):
@@ -358,6 +374,7 @@ class ProfileBuilder:
             _PositionSampler(total_rows, sample_rows, seed) if self.keys is None
             else _HashSampler(total_rows, sample_rows))
         self.key_pieces: list[np.ndarray] = []
+        self.key_ceiling = key_ceiling(total_rows)  # above EXACT_KEY_ROWS rows, a sample by key
         self.offset = 0  # rows seen so far
         self.columns = {f.name: _Column(f.name, logical_type(f.type)) for f in schema}
         for state in self.columns.values():
@@ -397,7 +414,7 @@ class ProfileBuilder:
             scores, key_hashes = sample_scores(table, self.keys, self.seed)
         if key_hashes is None:
             return scores
-        complete = np.ones(table.num_rows, dtype=bool)
+        complete = np.ones(table.num_rows, dtype=bool) if self.key_ceiling is None else key_hashes <= self.key_ceiling
         for name in self.keys:
             if table.column(name).null_count:
                 complete &= pc.is_valid(table.column(name)).to_numpy(zero_copy_only=False)
@@ -417,7 +434,9 @@ class ProfileBuilder:
     def key_hashes(self) -> KeyHashes | None:
         if not self.keys:
             return None
-        return KeyHashes.of(self.keys, self.key_pieces)
+        hashes = KeyHashes.of(self.keys, self.key_pieces, exact=self.key_ceiling is None)
+        self.key_pieces = [hashes.hashes]
+        return hashes
 
     def finish(self) -> tuple[DatasetProfile, pd.DataFrame]:
         if self.offset != self.total_rows:

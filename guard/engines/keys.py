@@ -2,8 +2,11 @@
 
 `KeyHashes` holds the 64-bit hashes (`guard.hashing.hash_rows` over the key columns, the hash the
 duplicates check uses) of every row of a batch whose key has no null, sorted: 8 bytes a row, exact up
-to 64-bit collisions (n²/2⁶⁵ expected false repeats: 3e-6 at 10M rows). Both engines compute it with the
-same function, so a batch profiled by Spark and one profiled by pyarrow compare.
+to 64-bit collisions (n²/2⁶⁵ expected false repeats: 3e-6 at 10M rows). Above EXACT_KEY_ROWS rows, as
+the duplicates check does, only the keys hashing into the lowest EXACT_KEY_ROWS / n of the hash range
+are kept (a sample by key: every copy of a kept key is kept; `exact` is False), so memory stays at
+128 MB whatever the batch. Both engines compute it with the same function, so a batch profiled by
+Spark and one profiled by pyarrow compare.
 
 `KeyIndex` is the history: the sorted union of accepted batches' distinct key hashes, kept on disk
 (`save` / `load`, a .npy file memory-mapped on load) and extended one batch at a time (`add`: one merge
@@ -18,7 +21,16 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["KeyHashes", "KeyIndex", "DuplicateCount"]
+__all__ = ["KeyHashes", "KeyIndex", "DuplicateCount", "EXACT_KEY_ROWS", "key_ceiling"]
+
+EXACT_KEY_ROWS = 16_000_000  # as guard.checks.duplicates: up to this many rows every key hash is kept
+
+
+def key_ceiling(total_rows: int, exact_rows: int = EXACT_KEY_ROWS) -> np.uint64 | None:
+    """Keep key hashes at or below this value: None (all of them) up to `exact_rows` rows."""
+    if total_rows <= exact_rows:
+        return None
+    return np.uint64(int((2**64 - 1) * (exact_rows / total_rows)))
 
 
 @dataclass(frozen=True)
@@ -37,12 +49,14 @@ class DuplicateCount:
 class KeyHashes:
     columns: tuple[str, ...]
     hashes: np.ndarray  # sorted uint64, one per row with a complete key (repeats kept)
+    exact: bool = True  # False: the hashes are a sample by key (see key_ceiling)
 
     @classmethod
-    def of(cls, columns: Sequence[str], pieces: Sequence[np.ndarray]) -> KeyHashes:
-        hashes = np.concatenate(list(pieces)) if pieces else np.empty(0, dtype=np.uint64)
+    def of(cls, columns: Sequence[str], pieces: Sequence[np.ndarray], *, exact: bool = True) -> KeyHashes:
+        hashes = np.concatenate(list(pieces)) if len(pieces) != 1 else pieces[0]
+        hashes = hashes if len(pieces) else np.empty(0, dtype=np.uint64)
         hashes.sort()
-        return cls(tuple(columns), hashes)
+        return cls(tuple(columns), hashes, exact)
 
     @property
     def rows(self) -> int:
@@ -66,7 +80,7 @@ class KeyHashes:
             seen = history.contains(unique)
             across = int(counts[seen].sum())
             repeats += int(seen.sum())
-        return DuplicateCount(rows_compared=len(h), duplicate_rows=repeats, across_rows=across)
+        return DuplicateCount(rows_compared=len(h), duplicate_rows=repeats, across_rows=across, exact=self.exact)
 
     def save(self, path: str | Path) -> None:
         np.save(path, self.hashes, allow_pickle=False)
