@@ -121,8 +121,9 @@ class KeyIndex:
             raise ValueError(f"the batch's keys {list(batch.columns)} are not the index's {list(self.columns)}: "
                              "index one table's key")
         unique, _ = batch.unique()
-        merged = np.union1d(np.asarray(self.hashes), unique) if self.size else unique.copy()
-        return KeyIndex(self.columns, merged)
+        fresh = unique[~self.contains(unique)]
+        history = np.asarray(self.hashes)
+        return KeyIndex(self.columns, np.insert(history, np.searchsorted(history, fresh), fresh))
 
     def save(self, path: str | Path) -> None:
         np.save(path, np.asarray(self.hashes), allow_pickle=False)

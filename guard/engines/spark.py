@@ -33,7 +33,7 @@ from guard.profile import TimeWindow
 from guard.profiler import ProfileBuilder
 from guard.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, SnapshotError, batch_profile
 
-__all__ = ["spark_session", "spark_snapshot", "read_frame", "local_parquet_files", "window_filter", "spark_content_hash",
+__all__ = ["spark_session", "spark_snapshot", "probe_spark", "read_frame", "local_parquet_files", "window_filter", "spark_content_hash",
            "ship_guard", "map_partitions", "SparkEngineError", "LOCAL_CONFIG"]
 
 _CHUNK_ROWS = 1 << 20  # rows profiled at once inside a partition (Arrow batches are gathered up to this)
@@ -69,6 +69,9 @@ def spark_session(master: str = "local[2]", *, app_name: str = "kintsugi-guard",
     else:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors run this package's code
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        for leftover in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE"):  # set by an earlier sc:// session
+            os.environ.pop(leftover, None)
+        settings["spark.api.mode"] = "classic"
         builder = builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -77,6 +80,31 @@ def spark_session(master: str = "local[2]", *, app_name: str = "kintsugi-guard",
     except Exception as exc:  # the JVM or the server: one error that names the fix
         raise SparkEngineError(f"cannot start or reach Spark at {master!r}: {type(exc).__name__}: {exc}; check "
                                "Java 17+ (`java -version`) for local[N], or the Spark Connect URL") from exc
+
+
+def probe_spark(session: Any) -> dict[str, Any]:
+    """What `kintsugi doctor` reports of a session: Spark's version, whether it is Spark Connect, and whether
+    the executors run this package's code (a partition imports guard and hashes a row). Raises
+    SparkEngineError, naming the fix, when the executors cannot."""
+    def work(tables: Iterator[pa.Table]) -> dict[str, Any]:
+        import guard.engines.content as content
+
+        rows = sum(t.num_rows for t in tables)
+        return {"rows": rows, "hash": content.ContentDigest.of(pa.table({"x": [1]})).hash}
+
+    try:
+        version = session.version
+        parts = map_partitions(session.range(1, numPartitions=1), work)
+    except Exception as exc:
+        raise SparkEngineError(f"Spark answers but its executors cannot run the guard ({type(exc).__name__}: "
+                               f"{str(exc).splitlines()[0] if str(exc) else ''}); install kintsugi (with numpy, "
+                               "pyarrow, pandas) on the executors or call ship_guard(session)") from exc
+    expected = ContentDigest.of(pa.table({"x": [1]})).hash
+    if not parts or parts[0]["hash"] != expected:
+        raise SparkEngineError("the executors hash rows differently from this driver: install the same kintsugi "
+                               "version on the executors")
+    connect = type(session).__module__.startswith("pyspark.sql.connect")
+    return {"version": version, "connect": connect, "executors_run_guard": True}
 
 
 def ship_guard(session: Any) -> None:
