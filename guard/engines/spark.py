@@ -236,7 +236,7 @@ def spark_snapshot(source: str | Path | Sequence[str | Path], *, session: Any, k
         missing = [k for k in keys if k not in frame.columns]
         if missing:
             raise SparkEngineError(f"key column(s) {missing} are not in {', '.join(files)}: fix the contract's keys")
-        total = frame.count()
+        total = _row_count(frame, files, local=not table and window is None)
         schema = _arrow_schema(frame)
         builder = _profile(frame, schema, total, tuple(keys), sample_rows, seed)
         profile, sample = builder.finish()
@@ -249,6 +249,16 @@ def spark_snapshot(source: str | Path | Sequence[str | Path], *, session: Any, k
     batch = batch_profile(files, profile, clock, window, batch_id)
     return Snapshot(files[0], profile, sample, {f.name: str(f.type) for f in schema}, paths=files,
                     window=window, batch=batch, keys=builder.key_hashes(), engine="spark")
+
+
+def _row_count(frame: Any, files: Sequence[str], *, local: bool) -> int:
+    """Rows to profile: from the parquet footers when every file is local and no window filters them (no
+    Spark job), else counted by Spark."""
+    import pyarrow.parquet as pq
+
+    if local and files and all(Path(f).is_file() for f in files):
+        return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    return int(frame.count())
 
 
 def _profile(frame: Any, schema: pa.Schema, total: int, keys: tuple[str, ...], sample_rows: int,
