@@ -87,3 +87,21 @@ def test_every_drill_scenario_gets_the_same_verdict_and_findings_from_both_engin
         assert _findings(first) == _findings(second), name
         detected.append(any(scenario.localizes(f) for f in first.findings))
     assert sum(detected) >= len(TABLE_SCENARIOS) - 3, dict(zip(TABLE_SCENARIOS, detected))
+
+
+def test_a_batch_cut_by_a_time_window_is_the_same_batch_in_both_engines(setting, spark):
+    from guard.profile import TimeWindow
+
+    _, _, folder = setting
+    path = folder / "windowed.parquet"
+    frame = demo_frame(11)
+    frame.to_parquet(path, index=False, row_group_size=2000)
+    start = int(frame["event_ts"].min().timestamp() * 1000)
+    window = TimeWindow("event_ts", start + 10 * 86_400_000, start + 17 * 86_400_000)
+    arrow = snapshot("arrow", path, keys=KEYS, window=window)
+    sparked = snapshot("spark", path, session=spark, keys=KEYS, window=window)
+    inside = ((frame["event_ts"].astype("int64") // 1_000_000 > window.after_ms)
+              & (frame["event_ts"].astype("int64") // 1_000_000 <= window.through_ms))
+    assert 0 < arrow.profile.row_count == int(inside.sum()) < len(frame)
+    _assert_same_snapshot(arrow, sparked)
+    assert sparked.batch.window == window and sparked.batch.start_ms == arrow.batch.start_ms
