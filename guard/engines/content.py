@@ -44,8 +44,10 @@ def canonical_values(array: pa.Array) -> np.ndarray:
         array = array.dictionary_decode()
         kind = array.type
     if pa.types.is_timestamp(kind):
-        micros = array.cast(pa.timestamp("us", kind.tz), safe=False) if kind.unit != "us" else array
-        hashes = hash_array(micros.view(pa.int64()) if hasattr(micros, "view") else micros.cast(pa.int64()))
+        raw = pc.fill_null(array.view(pa.int64()), 0).to_numpy(zero_copy_only=False)
+        scale = {"s": -1_000_000, "ms": -1000, "us": 1, "ns": 1000}[kind.unit]  # negative: multiply
+        micros = raw * -scale if scale < 0 else np.floor_divide(raw, scale) if scale > 1 else raw
+        hashes = _mix(micros.astype(np.int64).view(np.uint64).copy())  # = hash_array of the int64 micros
     elif pa.types.is_date(kind):
         hashes = hash_array(array.cast(pa.date32()).view(pa.int32()).cast(pa.int64()))
     elif pa.types.is_floating(kind):
