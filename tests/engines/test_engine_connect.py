@@ -8,7 +8,7 @@ import pytest
 
 from guard.context import GuardContext
 from guard.engines import snapshot
-from guard.engines.spark import probe_spark, spark_session
+from guard.engines.spark import probe_spark, ship_guard, spark_session
 from guard.runner import run_guard
 from tests.engines.connect_server import connect_server
 from tests.engines.helpers import KEYS, NOW_MS, demo_contract, demo_frame
@@ -41,3 +41,8 @@ def test_the_spark_engine_over_spark_connect_matches_the_arrow_engine(remote, tm
     assert {(f.kind.value, f.column) for f in reports[0].findings} == {
         (f.kind.value, f.column) for f in reports[1].findings}
     assert ("new_category", "vehicle_type") in {(f.kind.value, f.column) for f in reports[1].blocking}
+
+
+def test_the_guard_package_ships_to_the_executors_as_an_artifact(remote):
+    ship_guard(remote)  # what a cluster without kintsugi installed needs
+    assert probe_spark(remote)["executors_run_guard"]
