@@ -272,8 +272,11 @@ def main() -> None:
         reference.write_text(json.dumps(profile.to_dict()))
         print(f"engine benchmark: 10 columns, row groups of 1M rows, best of {args.repeat} (1 at 50M); "
               "each measurement in a fresh child; peak = its VmHWM")
-        section_sizes([int(s) for s in args.sizes.split(",") if s], workdir, reference, args.repeat)
-        section_history([int(n) for n in args.history.split(",") if n], workdir, args.repeat)
+        sizes, history = [int(s) for s in args.sizes.split(",") if s], [int(n) for n in args.history.split(",") if n]
+        if sizes:
+            section_sizes(sizes, workdir, reference, args.repeat)
+        if history:
+            section_history(history, workdir, args.repeat)
         if not args.skip_spark:
             section_spark(args.spark_rows, workdir, reference)
 
