@@ -76,12 +76,13 @@ def _chunk(rng: np.random.Generator, start: int, rows: int) -> pa.Table:
     })
 
 
-def write_table(path: Path, rows: int, seed: int) -> None:
-    """Write `rows` rows in row groups of ROW_GROUP, generated and written one group at a time."""
+def write_table(path: Path, rows: int, seed: int, offset: int = 0) -> None:
+    """Write `rows` rows in row groups of ROW_GROUP, generated and written one group at a time; keys and
+    times start at row `offset` (so tables written with other offsets are later batches of one table)."""
     rng = np.random.default_rng(seed)
     writer: pq.ParquetWriter | None = None
     for start in range(0, rows, ROW_GROUP):
-        chunk = _chunk(rng, start, min(ROW_GROUP, rows - start))
+        chunk = _chunk(rng, offset + start, min(ROW_GROUP, rows - start))
         writer = writer or pq.ParquetWriter(path, chunk.schema)
         writer.write_table(chunk, row_group_size=ROW_GROUP)
     assert writer is not None

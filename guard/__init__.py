@@ -7,4 +7,7 @@ Batches: `guard.snapshot.read_snapshot(paths, window=...)` profiles one batch's 
 sketches (`guard.profile.BatchProfile`, JSON round-trip); `guard.batches.split_batches` cuts a table
 into calendar batches in one pass; `guard.reference.build_reference` merges the last clean batches'
 profiles into the `Reference` a new batch is judged against.
+
+Engines: `guard.engines.snapshot("arrow" | "spark", ...)` computes the same snapshot with pyarrow in
+this process or with Spark (local or Spark Connect), with the batch's key hashes from the same pass.
 """

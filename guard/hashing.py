@@ -60,20 +60,19 @@ def _hash_bytes(array: pa.Array, offset_type: type[np.signedinteger]) -> np.ndar
     lengths = np.diff(offsets)
     data = array.buffers()[2]
     raw = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]] if data is not None else np.empty(0, np.uint8)
-    words = np.concatenate([raw, np.zeros(16 + (-len(raw)) % 8, dtype=np.uint8)]).view("<u8")
+    padded = np.zeros(len(raw) + 16, dtype=np.uint8)
+    padded[:len(raw)] = raw
+    # the 8 bytes (little-endian) starting at every byte offset: an unaligned view, one gather per word
+    at_byte = np.ndarray(buffer=padded, dtype="<u8", shape=(len(raw) + 9,), strides=(1,))
     starts, end = offsets[:-1] - offsets[0], len(raw)
     hashes = lengths.astype(np.uint64) * _GOLDEN
     for word in range(-(-int(lengths.max(initial=0)) // 8)):
-        hashes = _mix(hashes ^ _load_words(words, np.minimum(starts + 8 * word, end), lengths - 8 * word))
+        remaining = lengths - 8 * word
+        loaded = at_byte[np.minimum(starts + 8 * word, end)]
+        if int(remaining.min()) < 8:  # keep only each value's own bytes (none past its end)
+            loaded &= _LOW_BYTES[np.clip(remaining, 0, 8)]
+        hashes = _mix(hashes ^ loaded)
     return hashes
-
-
-def _load_words(words: np.ndarray, starts: np.ndarray, remaining: np.ndarray) -> np.ndarray:
-    """The 8 bytes at each byte offset (little-endian), keeping only the first `remaining` of them."""
-    index, shift = starts >> 3, (starts & 7).astype(np.uint64) * np.uint64(8)
-    low = words[index] >> shift
-    high = (words[index + 1] << (np.uint64(63) - shift)) << np.uint64(1)  # two shifts: never by 64
-    return (low | high) & _LOW_BYTES[np.clip(remaining, 0, 8)]
 
 
 def _mix(values: np.ndarray) -> np.ndarray:

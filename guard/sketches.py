@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = ["QuantileSketch", "DistinctSketch", "Moments", "KLL_K", "KLL_RANK_ERROR", "HLL_LG_K",
            "HLL_RELATIVE_ERROR", "SAMPLER_ITEMS"]
@@ -309,8 +311,8 @@ class Moments:
         if not len(values):
             return cls()
         total = float(values.sum())
-        centred = values - total / len(values)
-        return cls(len(values), total, float(np.square(centred, out=centred).sum()))
+        variance = pc.variance(pa.array(values, type=pa.float64()), ddof=0).as_py()  # one pass, no temporary
+        return cls(len(values), total, float(variance) * len(values))
 
     def merge(self, other: Moments) -> Moments:
         if not other.count:

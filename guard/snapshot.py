@@ -10,6 +10,7 @@ and merged into a reference.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -20,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from guard.engines.keys import KeyHashes
 from guard.profile import MAX_CATEGORIES, BatchProfile, DatasetProfile, TimeWindow
 from guard.profiler import ProfileBuilder, as_number, epoch_ms, logical_type
 
@@ -27,6 +29,7 @@ __all__ = ["Snapshot", "SnapshotError", "read_snapshot", "logical_type", "MAX_CA
            "DEFAULT_SAMPLE_ROWS", "window_mask", "open_files"]
 
 DEFAULT_SAMPLE_ROWS = 50_000
+DICTIONARY_PAGE_LIMIT = 64 * 1024  # a string column whose dictionary page is smaller is read as a dictionary
 
 
 class SnapshotError(Exception):
@@ -42,6 +45,8 @@ class Snapshot:
     paths: tuple[str, ...] = ()  # every file the batch was read from (read_snapshot always fills it)
     window: TimeWindow | None = None  # only the rows inside it were read
     batch: BatchProfile | None = None  # identity + profile, to store and merge into a reference
+    keys: KeyHashes | None = None  # the batch's key hashes, when read with key columns
+    engine: str = "arrow"
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -60,25 +65,44 @@ class _Part:
 
 def read_snapshot(paths: str | Path | Sequence[str | Path], *, window: TimeWindow | None = None,
                   sample_rows: int = DEFAULT_SAMPLE_ROWS, seed: int = 0, time_column: str | None = None,
-                  batch_id: str | None = None) -> Snapshot:
-    """The profile and seeded sample of the rows of `paths` (inside `window`, when one is given)."""
+                  batch_id: str | None = None, keys: Sequence[str] | None = None) -> Snapshot:
+    """The profile and seeded sample of the rows of `paths` (inside `window`, when one is given).
+
+    With `keys` (a tuple, empty for a table without a key), the key hashes are kept in the same pass
+    (`Snapshot.keys`) and the sample is drawn by hash (see `guard.profiler`): what the engines do.
+    """
     files = _as_files(paths)
     try:
-        sources, schema = open_files(files)
+        sources, schema = open_files(files, dictionaries=True)
         if window is not None:
             _check_time_column(schema, window.column)
         parts = list(_plan(sources, schema, window))
-        builder = ProfileBuilder(schema, sum(p.rows for p in parts), sample_rows=sample_rows, seed=seed)
-        for part in parts:
-            table = sources[part.source].read_row_group(part.group)
-            builder.add(table if part.mask is None else table.filter(pa.array(part.mask)))
+        builder = ProfileBuilder(schema, sum(p.rows for p in parts), sample_rows=sample_rows, seed=seed, keys=keys)
+        for table in _read_ahead(sources, parts):
+            builder.add(table)
         profile, sample = builder.finish()
     except (OSError, pa.ArrowException, ValueError) as exc:
         raise SnapshotError(f"cannot read parquet snapshot {', '.join(files)}: {exc}") from exc
     clock = window.column if window is not None else time_column
     batch = batch_profile(files, profile, clock, window, batch_id)
     return Snapshot(files[0], profile, sample, {f.name: str(f.type) for f in schema},
-                    paths=files, window=window, batch=batch)
+                    paths=files, window=window, batch=batch, keys=builder.key_hashes())
+
+
+def _read_ahead(sources: list[pq.ParquetFile], parts: list[_Part]) -> Iterator[pa.Table]:
+    """The parts' rows in order, the next row group decoding (in a thread) while this one is profiled."""
+
+    def read(part: _Part) -> pa.Table:
+        table = sources[part.source].read_row_group(part.group)
+        return table if part.mask is None else table.filter(pa.array(part.mask))
+
+    with ThreadPoolExecutor(max_workers=1) as reader:
+        pending = reader.submit(read, parts[0]) if parts else None
+        for following in [*parts[1:], None]:
+            assert pending is not None
+            table = pending.result()
+            pending = reader.submit(read, following) if following is not None else None
+            yield table
 
 
 def batch_profile(files: Sequence[str], profile: DatasetProfile, time_column: str | None,
@@ -104,16 +128,39 @@ def _as_files(paths: str | Path | Sequence[str | Path]) -> tuple[str, ...]:
     return files
 
 
-def open_files(files: Sequence[str]) -> tuple[list[pq.ParquetFile], pa.Schema]:
-    """Open every file; they must share one schema (names and types, in order). Page checksums (CRC32,
-    written by writers that set them, e.g. pyarrow's `write_page_checksum=True`) are verified as pages are
-    read: a flipped bit in a page is an unreadable snapshot, not a different value."""
-    sources = [pq.ParquetFile(f, page_checksum_verification=True) for f in files]
-    schema = sources[0].schema_arrow
+def open_files(files: Sequence[str], *, dictionaries: bool = False) -> tuple[list[pq.ParquetFile], pa.Schema]:
+    """Open every file; they must share one schema (names and types, in order). The schema returned is the
+    files' own; with `dictionaries`, string columns stored with a small dictionary are read as dictionaries
+    (their values counted from the indices, never decoded). Page checksums (CRC32, written by writers that set
+    them, e.g. pyarrow's `write_page_checksum=True`) are verified as pages are read: a flipped bit in a page
+    is an unreadable snapshot, not a different value."""
+    first = pq.ParquetFile(files[0], page_checksum_verification=True)
+    schema = first.schema_arrow
+    small = _small_dictionaries(first, schema) if dictionaries else []
+    sources = [pq.ParquetFile(f, read_dictionary=small or None, page_checksum_verification=True) for f in files]
+    read_as = sources[0].schema_arrow.remove_metadata()
     for file, source in zip(files[1:], sources[1:]):
-        if not source.schema_arrow.remove_metadata().equals(schema.remove_metadata()):
+        if not source.schema_arrow.remove_metadata().equals(read_as):
             raise ValueError(f"{file} has another schema than {files[0]}: a batch is read from files of one schema")
     return sources, schema
+
+
+def _small_dictionaries(source: pq.ParquetFile, schema: pa.Schema) -> list[str]:
+    """String columns whose first row group stores a dictionary page under DICTIONARY_PAGE_LIMIT bytes."""
+    if source.num_row_groups == 0:
+        return []
+    group = source.metadata.row_group(0)
+    names = []
+    for index in range(group.num_columns):
+        column = group.column(index)
+        name = column.path_in_schema
+        if name not in schema.names or logical_type(schema.field(name).type) != "string":
+            continue
+        if column.has_dictionary_page and column.dictionary_page_offset is not None:
+            size = column.data_page_offset - column.dictionary_page_offset
+            if 0 < size <= DICTIONARY_PAGE_LIMIT:
+                names.append(name)
+    return names
 
 
 def _check_time_column(schema: pa.Schema, column: str) -> None:
