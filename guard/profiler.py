@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from guard.hashing import hash_array
 from guard.profile import MAX_CATEGORIES, QUANTILES, ColumnProfile, DatasetProfile
+from guard.relations import learn_relations
 from guard.sketches import DistinctSketch, Moments, QuantileSketch
 
 __all__ = ["ProfileBuilder", "logical_type", "epoch_ms", "as_number", "WORKERS"]
@@ -222,4 +223,5 @@ class ProfileBuilder:
         table = pa.concat_tables(self.pieces) if self.pieces else self.schema.empty_table()
         sample = table.to_pandas()
         columns = {f.name: self.columns[f.name].profile(self.total_rows, sample[f.name]) for f in self.schema}
-        return DatasetProfile(row_count=self.total_rows, columns=columns), sample
+        relations = learn_relations(sample, {name: state.kind for name, state in self.columns.items()})
+        return DatasetProfile(row_count=self.total_rows, columns=columns, relations=relations), sample

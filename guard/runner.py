@@ -5,6 +5,7 @@ from dataclasses import replace
 from typing import Iterable
 
 import guard.checks  # noqa: F401  (registers the checks)
+from guard.causes import explain
 from guard.context import GuardContext
 from guard.findings import CheckOutcome, Finding, GuardReport, make_finding
 from guard.kinds import FindingKind
@@ -24,7 +25,7 @@ def run_guard(ctx: GuardContext) -> GuardReport:
         found = _run_one(check, ctx)
         findings.extend(found)
         outcomes.extend(_outcomes(check, ctx, found))
-    return GuardReport(ctx.dataset_urn, tuple(findings), tuple(outcomes))
+    return GuardReport(ctx.dataset_urn, tuple(explain(findings)), tuple(outcomes))
 
 
 def _preconditions(ctx: GuardContext) -> list[Finding]:
