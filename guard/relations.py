@@ -315,13 +315,29 @@ def _groups(sample: pd.DataFrame, categories: Mapping[str, pd.Series],
             numbers: Mapping[str, np.ndarray]) -> dict[str, GroupMoments]:
     result = {}
     for column, values in categories.items():
-        labels = values.to_numpy()
+        codes, labels = pd.factorize(values, sort=True)  # -1 for a missing category
         for name, x in numbers.items():
-            rows = values.notna().to_numpy() & ~np.isnan(x)
-            frame = pd.DataFrame({"g": labels[rows], "x": x[rows]})
-            moments = {str(g): Moments.of(part["x"].to_numpy(dtype=float)) for g, part in frame.groupby("g", sort=True)}
-            result[f"{column}|{name}"] = GroupMoments(moments)
+            rows = (codes >= 0) & ~np.isnan(x)
+            result[f"{column}|{name}"] = GroupMoments(_moments_by(codes[rows], x[rows], [str(v) for v in labels]))
     return result
+
+
+def _moments_by(codes: np.ndarray, x: np.ndarray, labels: list[str]) -> dict[str, Moments]:
+    """Count, sum and m2 of x per code, in one pass of bincounts (deviations from the overall mean: no
+    cancellation for values far from zero)."""
+    if not len(x):
+        return {}
+    groups = len(labels)
+    centre = float(x.mean())
+    counts = np.bincount(codes, minlength=groups)
+    totals = np.bincount(codes, weights=x, minlength=groups)
+    shifted = x - centre
+    sums, squares = np.bincount(codes, weights=shifted, minlength=groups), np.bincount(codes, weights=shifted ** 2,
+                                                                                       minlength=groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m2 = np.where(counts > 0, squares - sums ** 2 / counts, 0.0)
+    return {labels[g]: Moments(int(counts[g]), float(totals[g]), float(max(m2[g], 0.0)))
+            for g in range(groups) if counts[g]}
 
 
 def _spread(pairs: Mapping[str, PairMoments], groups: Mapping[str, GroupMoments]) -> dict[str, tuple[float, float]]:

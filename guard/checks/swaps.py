@@ -60,31 +60,29 @@ def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding]:
     sample = ctx.snapshot.sample
     names = [c.name for c in ctx.contract.columns if c.logical_type in _NUMERIC and not c.primary_key
              and c.name in sample and c.name in reference.columns]
+    values = {name: numeric_values(sample[name]) for name in names}
+    own = {name: ks_distance(values[name], reference.columns[name]) for name in names}  # each column once
     swapped: set[str] = set()
     for a, b in combinations(names, 2):
         if {a, b} & swapped or ctx.contract.column(a).logical_type != ctx.contract.column(b).logical_type:  # type: ignore[union-attr]
             continue
-        finding = _some_rows(ctx, reference, a, b) or _all_rows(ctx, reference, a, b)
+        finding = _some_rows(ctx, reference, a, b) or _all_rows(ctx, reference, a, b, values, own)
         if finding is not None:
             swapped |= {a, b}
             yield finding
 
 
-def _distances(values: np.ndarray, reference: DatasetProfile, own: str, other: str) -> tuple[float, float] | None:
-    mine, theirs = ks_distance(values, reference.columns[own]), ks_distance(values, reference.columns[other])
-    return None if mine is None or theirs is None else (mine, theirs)
-
-
-def _all_rows(ctx: GuardContext, reference: DatasetProfile, a: str, b: str) -> Finding | None:
+def _all_rows(ctx: GuardContext, reference: DatasetProfile, a: str, b: str, values: dict[str, np.ndarray],
+              own: dict[str, float | None]) -> Finding | None:
     assert ctx.snapshot is not None
-    x, y = numeric_values(ctx.snapshot.sample[a]), numeric_values(ctx.snapshot.sample[b])
-    if min(len(x), len(y)) < MIN_ROWS:
-        return None
-    first, second = _distances(x, reference, a, b), _distances(y, reference, b, a)
-    if first is None or second is None:
+    x, y = values[a], values[b]
+    self_a, self_b = own[a], own[b]
+    if min(len(x), len(y)) < MIN_ROWS or self_a is None or self_b is None or min(self_a, self_b) < SELF_DISTANCE:
+        return None  # a column that still looks like its own reference was not swapped away
+    cross_a, cross_b = ks_distance(x, reference.columns[b]), ks_distance(y, reference.columns[a])
+    if cross_a is None or cross_b is None:
         return None
     noise = ks_noise(min(len(x), len(y)))
-    (self_a, cross_a), (self_b, cross_b) = first, second
     if not all(own >= max(SELF_DISTANCE, CROSS_RATIO * cross) and cross <= max(noise, SELF_DISTANCE / CROSS_RATIO)
                for own, cross in ((self_a, cross_a), (self_b, cross_b))):
         return None

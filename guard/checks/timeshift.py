@@ -59,6 +59,7 @@ DIURNAL_GAIN = 0.35  # ...better than with the unshifted one by this much
 HOUR_OF_LEARNED = 0.99  # share of reference rows on one offset (or two adjacent ones)
 HOUR_OF_HOLDS = 0.95  # share of batch rows within the learned offsets (+-1 h): the relation holds
 HOUR_OF_MOVED = 0.9  # share of batch rows on the learned offsets moved by k: the relation moved by k
+DST_REGIME = 0.05  # share of batch rows on each of two learned offsets, for the batch to hold both regimes
 MIN_RELATION_ROWS = 10
 _LAG_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 
@@ -109,12 +110,18 @@ def count_shift(reference: tuple[int, ...] | None, batch: tuple[int, ...] | None
 
 
 def _rolled_correlations(reference: np.ndarray, batch: np.ndarray) -> np.ndarray:
-    scores = np.full(HOURS, np.nan)
-    for k in range(HOURS):
-        shifted = np.roll(reference, k)
-        both = ~np.isnan(shifted) & ~np.isnan(batch)
-        if both.sum() >= MIN_DIURNAL_HOURS and np.std(shifted[both]) > 0 and np.std(batch[both]) > 0:
-            scores[k] = float(np.corrcoef(shifted[both], batch[both])[0, 1])
+    """Pearson correlation of the batch's hourly means with the reference's rolled by k, for k = 0..23, over the
+    hours both hold (NaN where fewer than MIN_DIURNAL_HOURS, or a side is constant)."""
+    rolled = np.vstack([np.roll(reference, k) for k in range(HOURS)])  # row k: reference[h - k]
+    seen = np.broadcast_to(batch, rolled.shape)
+    both = ~np.isnan(rolled) & ~np.isnan(seen)
+    count = both.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        x, y = np.where(both, rolled, 0.0), np.where(both, seen, 0.0)
+        dx = np.where(both, x - (x.sum(axis=1) / count)[:, None], 0.0)
+        dy = np.where(both, y - (y.sum(axis=1) / count)[:, None], 0.0)
+        scores = (dx * dy).sum(axis=1) / np.sqrt((dx * dx).sum(axis=1) * (dy * dy).sum(axis=1))
+    scores[(count < MIN_DIURNAL_HOURS) | ~np.isfinite(scores)] = np.nan
     return scores
 
 
@@ -182,10 +189,12 @@ def _learned_offsets(counts: tuple[int, ...]) -> set[int] | None:
 
 def hour_of_shift(reference: tuple[int, ...], batch: tuple[int, ...]) -> tuple[int, bool] | None:
     """(how far (H - hour(T)) moved, in hours mod 24 as -11..12 (0: holds), pinned to the hour?); None when not
-    a learned relation or the batch is too small or moved only in part. A move is pinned when the batch's
-    offsets sit on the learned ones moved by it (at least HOUR_OF_MOVED of rows), not merely within an hour
-    of them: a reference of winter weeks learns one offset, and a shifted year spread over two (daylight
-    saving time) fits two moves."""
+    a learned relation or the batch is too small or moved only in part.
+
+    A local hour column moves by an hour at each daylight-saving change: a batch's offset may lawfully sit an
+    hour from the reference's, so a move read from one offset is known within an hour only. It is pinned when
+    the hour column is the UTC hour (offset 0: no daylight saving), or when the reference and the batch both
+    hold the two offsets of both regimes (k, k + 1: the move maps one pair onto the other)."""
     learned = _learned_offsets(reference)
     observed = np.asarray(batch[:HOURS], float)
     total = observed.sum() + batch[HOURS]
@@ -194,13 +203,18 @@ def hour_of_shift(reference: tuple[int, ...], batch: tuple[int, ...]) -> tuple[i
     tolerant = {(k + d) % HOURS for k in learned for d in (-1, 0, 1)}
     if observed[list(tolerant)].sum() / total >= HOUR_OF_HOLDS:
         return 0, True
+
     def share(move: int, reach: tuple[int, ...]) -> float:
         return observed[list({(k + move + d) % HOURS for k in learned for d in reach})].sum() / total
 
     tolerated = [share(move, (-1, 0, 1)) >= HOUR_OF_MOVED for move in range(HOURS)]  # DST moves an hour
     exact = [share(move, (0,)) if ok else -1.0 for move, ok in enumerate(tolerated)]
     move = int(np.argmax(exact))
-    return (signed(move), bool(exact[move] >= HOUR_OF_MOVED)) if tolerated[move] else None
+    if not tolerated[move]:
+        return None
+    both_regimes = len(learned) == 2 and exact[move] >= HOUR_OF_MOVED and min(
+        observed[(k + move) % HOURS] for k in learned) >= DST_REGIME * total
+    return signed(move), bool(learned == {0} or both_regimes)
 
 
 def lag_shift(reference: QuantileSketch, batch: QuantileSketch) -> int | None:

@@ -42,7 +42,8 @@ def shift_timestamps(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     shifted: dict[str, int] = {}
     for column, moved in sorted(shifts.items()):
         if _still_shifted(table, rows, column, moved, finding.params.get("observed_min_ms", {}).get(column)):
-            healed[column] = table[column].mask(rows, table[column] - pd.Timedelta(hours=moved))
+            back = (table[column] - pd.Timedelta(hours=moved)).astype(table[column].dtype)  # whole hours: exact
+            healed[column] = table[column].mask(rows, back)
             shifted[column] = moved
     for column, moved in sorted(hours.items()):
         if _hour_still_shifted(healed, rows, column, moved, finding.params.get("hour_of", {}).get(column)):
