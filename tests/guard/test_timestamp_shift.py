@@ -172,3 +172,15 @@ def test_the_guard_names_the_shift_as_the_cause_and_keeps_the_future_label_as_ev
     assert (FindingKind.TIMESTAMP_SHIFT, "time") in blocking
     future = [f for f in report.findings if f.kind is FindingKind.TIMESTAMP_UNPARSEABLE]
     assert future and all(f.params["explained_by"] == "timestamp_shift:time" for f in future)
+
+
+@pytest.mark.parametrize("hours,named", [(1, False), (-1, False), (-5, True), (3, True)])
+def test_daily_rows_are_named_from_two_hours_on(tmp_path: Path, hours: int, named: bool) -> None:
+    days = pd.DataFrame({"day": pd.date_range("2024-01-01", periods=120, freq="D", tz="UTC").astype("datetime64[ms, UTC]"),
+                         "rain": np.random.default_rng(0).exponential(2.0, 120).round(1)})
+    contract = Contract(URN, (ColumnContract("day", "timestamp"), ColumnContract("rain", "number")),
+                        event_timestamp_column="day")
+    reference = build_reference([snap(tmp_path, days.iloc[i * 30:(i + 1) * 30], f"m{i}", "day").batch for i in range(3)])
+    found = shifts(contract, snap(tmp_path, moved(days.iloc[90:], hours, "day"), "moved", "day"), reference)
+    assert [(f.column, f.params["offset_hours"], f.playbook) for f in found] == (
+        [("day", hours, "shift_timestamps")] if named else [])
