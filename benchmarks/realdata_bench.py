@@ -139,22 +139,23 @@ def run_dataset(dataset: RealDataset, tools: Sequence[str], cadence: str | None)
         more = " …" if len(result.reasons) > 8 else ""
         errors = f"; {len(result.errors)} errors" if result.errors else ""
         print(f"  {name:<10} {len(result.false_blocks):>6} of {result.batches:<5}  {shown}{more}{errors}")
-    print(f"  injected (true cause)            scope  " + "  ".join(f"{j.name:<10}" for j in judges) + "  guard names")
+    print(f"  injected (true cause)            scope  " + "  ".join(f"{j.name:<10}" for j in judges)
+          + "  guard names  guard heal (verified on the training view)")
     control = [next(o for i, s, t, o in injected if i == "clean" and t == j.name) for j in judges]
     print(f"  {'clean newest batch (control)':<32} {'batch':<6} "
           + "  ".join(f"{'BLOCKED' if o.blocked else 'error' if o.blocked is None else 'passed':<10}" for o in control))
     for injection in INJECTIONS:
         for scope in ("batch", "table"):
-            cells, guard_reasons = [], ()
+            cells, guard_reasons, heal = [], (), ""
             for judge in judges:
                 outcome = next(o for i, s, t, o in injected if i == injection.name and s == scope and t == judge.name)
                 cells.append("error" if outcome.blocked is None else "detected" if outcome.blocked else "MISSED")
                 if judge.name == "guard" or (judge.name == "guard-leak" and not guard_reasons):
-                    guard_reasons = outcome.reasons
+                    guard_reasons, heal = outcome.reasons, outcome.heal or "-"
             right = "right" if named_right(guard_reasons, dataset, injection.name) else "no"
             label = f"{injection.name} ({injection.expected})"
             print(f"  {label:<32} {scope:<6} " + "  ".join(f"{c:<10}" for c in cells)
-                  + (f"  {right}" if "guard" in tools else ""))
+                  + (f"  {right:<11}  {heal}" if "guard" in tools else ""))
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 import pandas as pd
 
-from chaos.injectors import rename, unit_change
+from chaos.injectors import rename, sentinel, swap_with, target_leakage, unit_change
 from chaos.realdata import RealDataset
 from chaos.registry import Target
 from chaos.selection import Selection
@@ -35,6 +35,7 @@ from guard.reference import build_reference
 from guard.runner import run_guard
 from guard.snapshot import Snapshot, read_snapshot
 from guard.units import same_unit
+from remediations.sandbox import HealOutcome, heal_copy
 
 __all__ = ["Batch", "Judge", "Outcome", "GuardJudge", "WalkResult", "Injection", "INJECTIONS", "walk",
            "load_batches", "inject", "injected_outcomes", "true_cause", "true_unit", "named_right", "ROW_GROUP_ROWS"]
@@ -54,6 +55,7 @@ class Batch:
 class Outcome:
     blocked: bool | None  # None: the tool could not give a verdict (an error)
     reasons: tuple[str, ...] = ()  # what blocked: "kind:column" for the guard, a check's name for peers
+    heal: str | None = None  # the guard's heal of an injected failure (`GuardJudge.heal`); None: not tried
 
 
 class Judge(Protocol):
@@ -80,6 +82,35 @@ class GuardJudge:
         self.reports.append(report)
         reasons = tuple(sorted({_reason(f) for f in report.blocking if f.kind.value not in self.ignore}))
         return Outcome(bool(reasons), reasons)
+
+    def heal(self, reference: Sequence[Batch], candidate: Batch, control: Outcome, workdir: Path,
+             clean: pd.DataFrame | None = None) -> str:
+        """The sandbox's heal of the candidate's last report, verified on the training view against the same
+        reference: "healed" (exact corrections, nothing set aside), "quarantined N" (rows set aside, the
+        cause left open), or why not. Only the findings the clean rows (`control`) do not raise are healed:
+        those the injection caused (a check that blocks clean data blocks its heal as much, and is measured
+        by the walk). Verified means the training view blocks on nothing the clean rows do not block on."""
+        injected = tuple(f for f in self.reports[-1].blocking
+                         if f"{f.kind.value}:{f.column or '-'}" not in control.reasons)
+        if not injected:
+            return "-"
+        built = build_reference([b.snapshot.batch for b in reference if b.snapshot.batch is not None])
+        outcome = heal_copy(Path(candidate.snapshot.path), workdir / f"heal-{candidate.batch_id}", injected,
+                            self.contract, built)
+        if not outcome.complete:
+            why = [f"no playbook for {f.kind.value}" for f in outcome.unhealable] + [w for _, w in outcome.refused]
+            return "not healed: " + "; ".join(why)[:120]
+        view = read_snapshot(outcome.training_view, time_column=candidate.snapshot.batch.time_column
+                             if candidate.snapshot.batch else None)
+        now_ms = int(candidate.snapshot.batch.end_ms or 0) if candidate.snapshot.batch else 0
+        verified = run_guard(GuardContext(self.contract.dataset_urn, self.contract, view, built, (), now_ms=now_ms))
+        left = {f"{f.kind.value}:{f.column or '-'}" for f in verified.blocking} - set(control.reasons)
+        if left:
+            return "not verified: " + ", ".join(sorted(left))
+        exact = "" if clean is None else f", {_differences(outcome, clean)}"
+        if outcome.quarantine is not None:
+            return f"quarantined {outcome.quarantine.rows} rows{exact}"
+        return f"healed{exact}"
 
 
 def _reason(finding: Finding) -> str:
@@ -205,11 +236,54 @@ INJECTIONS: tuple[Injection, ...] = (
 )
 
 
+# --- root-cause injections (branch guard-causes): a swap, a sentinel, leakage in part of the rows -----
+
+
+def _swap(frame: pd.DataFrame, dataset: RealDataset) -> pd.DataFrame:
+    """Two contracted columns written into each other's place, on every row."""
+    a, b = _SWAPS[dataset.name]
+    return swap_with(b)(frame, _target(dataset, a)).frame
+
+
+def _sentinel(frame: pd.DataFrame, dataset: RealDataset) -> pd.DataFrame:
+    """A placeholder for 'unknown' written on 20% of rows."""
+    column, value = _SENTINELS[dataset.name]
+    target = Target(column, 1.0, 0.2, Selection(), dataset.contract(), np.random.default_rng(_SEED))
+    return sentinel(value)(frame, target).frame
+
+
+def _partial_leak(frame: pd.DataFrame, dataset: RealDataset) -> pd.DataFrame:
+    """A feature recomputed from the outcome on half the rows (its values re-dealt in the label's order)."""
+    contract = dataset.contract()
+    roles = Contract(contract.dataset_urn, contract.columns, contract.label_column,
+                     label_timestamp_column=dataset.time_column, event_timestamp_column=dataset.time_column)
+    target = Target(_LEAKS[dataset.name], 1.0, 0.5, Selection(), roles, np.random.default_rng(_SEED))
+    return target_leakage(frame, target).frame
+
+
+_SWAPS = {"seattle_weather": ("temp_max", "temp_min"), "pnw_temps": ("sf_temp", "seattle_temp"),
+          "greensboro_tmy": ("temp_air", "temp_dew")}
+_SENTINELS = {"seattle_weather": ("wind", -1.0), "pnw_temps": ("sf_temp", 9999.0),
+              "greensboro_tmy": ("temp_air", -9999.0)}
+_LEAKS = {"seattle_weather": "temp_max", "pnw_temps": "hour_local", "greensboro_tmy": "temp_air"}
+CAUSE_INJECTIONS: tuple[Injection, ...] = (
+    Injection("column swap", _swap, "columns_swapped"),
+    Injection("sentinel 20%", _sentinel, "sentinel"),
+    Injection("leak 50% rows", _partial_leak, "target_leakage"),
+)
+INJECTIONS = (*INJECTIONS, *CAUSE_INJECTIONS)
+
+
+def _cause_columns(dataset: RealDataset) -> dict[str, tuple[str, ...]]:
+    return {"column swap": _SWAPS[dataset.name], "sentinel 20%": (_SENTINELS[dataset.name][0],),
+            "leak 50% rows": (_LEAKS[dataset.name],)}
+
+
 def true_cause(dataset: RealDataset, injection: str) -> tuple[str, tuple[str, ...]]:
     """(finding kind, the columns it may name) that an injection's true cause is."""
     label = dataset.label or ""
     columns = {"timezone+5h": (dataset.time_column,), "rename": (_JOINED[dataset.name][0],),
-               "join 25% nulls": _JOINED[dataset.name], "label copy": (f"{label}_observed",)}
+               "join 25% nulls": _JOINED[dataset.name], "label copy": (f"{label}_observed",), **_cause_columns(dataset)}
     columns.update({name: (column,) for name, (column, _) in zip(_UNIT_NAMES, _UNIT_CHANGES[dataset.name])})
     kind = next(i.expected for i in INJECTIONS if i.name == injection)
     return kind, columns[injection]
@@ -232,6 +306,35 @@ def inject(frame: pd.DataFrame, dataset: RealDataset, injection: Injection, work
     return Batch(name, corrupted, read_snapshot(path, time_column=dataset.time_column, batch_id=name))
 
 
+def _differences(outcome: HealOutcome, clean: pd.DataFrame) -> str:
+    """How the published table compares with the clean rows, cell by cell, outside the quarantined rows."""
+    published = pd.read_parquet(outcome.healed_path)
+    if len(published) != len(clean):
+        return f"{len(published)} rows published of {len(clean)}"
+    keep = np.ones(len(clean), dtype=bool)
+    if outcome.quarantine is not None:
+        keep[pd.read_parquet(outcome.quarantine.path)["row"].to_numpy()] = False
+    differ = 0
+    for column in clean.columns:
+        if column not in published.columns:
+            return f"{column!r} not published"
+        a, b = published[column][keep].reset_index(drop=True), clean[column][keep].reset_index(drop=True)
+        differ += int((~((a == b) | (a.isna() & b.isna()))).sum())
+    return "every other cell exact" if differ == 0 else f"{differ} cells differ from the clean rows"
+
+
+def _control(judge: GuardJudge, window: Sequence[Batch], controls: dict[tuple[str, str], Outcome], scope: str,
+             table: pd.DataFrame, dataset: RealDataset, directory: Path) -> Outcome:
+    """What the guard blocks on the clean rows of a scope (the clean newest batch, or the clean table)."""
+    key = (judge.name, scope)
+    if key not in controls:
+        clean = Injection("clean", lambda frame, _: frame, "")
+        reports = list(judge.reports)
+        controls[key] = judge.judge(window, inject(table, dataset, clean, directory, f"clean-{scope}"))
+        judge.reports[:] = reports  # the candidate's report stays the last one
+    return controls[key]
+
+
 def injected_outcomes(dataset: RealDataset, batches: Sequence[Batch], judges: Sequence[Judge],
                       windows: dict[str, list[Batch]], workdir: Path | None = None
                       ) -> list[tuple[str, str, str, Outcome]]:
@@ -247,15 +350,22 @@ def injected_outcomes(dataset: RealDataset, batches: Sequence[Batch], judges: Se
     table = pd.concat([b.frame for b in batches], ignore_index=True)
     results = []
     try:
+        controls = {}
         for judge in judges:  # the control: the clean newest batch (a tool that blocks it detects nothing)
             window = [b for b in windows[judge.name] if b.batch_id != newest.batch_id]
             results.append(("clean", "batch", judge.name, judge.judge(window, newest)))
+            controls[(judge.name, "batch")] = results[-1][3]
         for injection in INJECTIONS:
             for scope, rows in (("batch", newest.frame), ("table", table)):
                 candidate = inject(rows, dataset, injection, directory, f"{injection.name}-{scope}".replace(" ", "_"))
                 for judge in judges:
                     window = [b for b in windows[judge.name] if b.batch_id != newest.batch_id]
-                    results.append((injection.name, scope, judge.name, judge.judge(window, candidate)))
+                    outcome = judge.judge(window, candidate)
+                    if isinstance(judge, GuardJudge) and outcome.blocked:
+                        control = _control(judge, window, controls, scope, table, dataset, directory)
+                        outcome = Outcome(outcome.blocked, outcome.reasons,
+                                          judge.heal(window, candidate, control, directory, rows))
+                    results.append((injection.name, scope, judge.name, outcome))
     finally:
         if owned:
             owned.cleanup()

@@ -51,6 +51,12 @@ class FindingKind(str, Enum):
     UPSTREAM_DEPRECATED = "upstream_deprecated"
     UPSTREAM_INCIDENT = "upstream_incident"
     UPSTREAM_STALE = "upstream_stale"
+    # --- root causes (branch guard-causes): relationships learned from the reference, named causes ---
+    TIMESTAMP_SHIFT = "timestamp_shift"  # a timestamp moved by a whole number of hours (a timezone)
+    COLUMNS_SWAPPED = "columns_swapped"  # two columns written into each other's place
+    SENTINEL = "sentinel"  # a placeholder value ('unknown' as -1, 0, 9999...) where a measurement belongs
+    RELATION_BROKEN = "relation_broken"  # a sum or ratio the reference always held no longer holds
+    # --- end of root causes ---
 
 
 DEFAULT_SEVERITY: dict[FindingKind, Severity] = {kind: Severity.BLOCK for kind in FindingKind}

@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from guard.relations import Relations
 from guard.sketches import DistinctSketch, Moments, QuantileSketch
 
 __all__ = ["ColumnProfile", "DatasetProfile", "BatchProfile", "TimeWindow", "QUANTILES", "MAX_CATEGORIES",
@@ -97,23 +98,31 @@ class ColumnProfile:
 class DatasetProfile:
     row_count: int
     columns: Mapping[str, ColumnProfile]
+    # relationships between columns (guard.relations); None where the profile came from somewhere that
+    # does not keep them (e.g. DataHub's datasetProfile)
+    relations: Relations | None = field(default=None, compare=False, repr=False)
 
     def merge(self, other: DatasetProfile) -> DatasetProfile:
         """The union of two profiles' rows. A column only one side has keeps that side's rows only."""
         columns = dict(self.columns)
         for name, column in other.columns.items():
             columns[name] = columns[name].merge(column) if name in columns else column
-        return DatasetProfile(self.row_count + other.row_count, columns)
+        return DatasetProfile(self.row_count + other.row_count, columns,
+                              _both(self.relations, other.relations, Relations.merge))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": PROFILE_FORMAT, "row_count": self.row_count,
+        data = {"format": PROFILE_FORMAT, "row_count": self.row_count,
                 "columns": {name: column.to_dict() for name, column in self.columns.items()}}
+        if self.relations is not None:
+            data["relations"] = self.relations.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> DatasetProfile:
         _expect_format(data, PROFILE_FORMAT)
         columns = {name: ColumnProfile.from_dict(name, column) for name, column in data["columns"].items()}
-        return cls(int(data["row_count"]), columns)
+        relations = data.get("relations")
+        return cls(int(data["row_count"]), columns, None if relations is None else Relations.from_dict(relations))
 
 
 @dataclass(frozen=True)

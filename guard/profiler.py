@@ -41,6 +41,7 @@ from guard.engines.content import canonical_row_hashes
 from guard.engines.keys import KeyHashes, key_ceiling
 from guard.hashing import _mix, hash_array, hash_rows
 from guard.profile import MAX_CATEGORIES, QUANTILES, ColumnProfile, DatasetProfile
+from guard.relations import learn_relations
 from guard.sketches import DistinctSketch, Moments, QuantileSketch, _splitmix
 
 __all__ = ["ProfileBuilder", "logical_type", "epoch_ms", "as_number", "WORKERS", "sample_scores"]
@@ -444,4 +445,5 @@ class ProfileBuilder:
                              "files changed while they were read; read them again")
         sample = self.sampler.finish(self.schema).to_pandas()
         columns = {f.name: self.columns[f.name].profile(self.total_rows, sample[f.name]) for f in self.schema}
-        return DatasetProfile(row_count=self.total_rows, columns=columns), sample
+        relations = learn_relations(sample, {name: state.kind for name, state in self.columns.items()})
+        return DatasetProfile(row_count=self.total_rows, columns=columns, relations=relations), sample

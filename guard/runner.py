@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Iterable
 
 import guard.checks  # noqa: F401  (registers the checks)
+from guard.causes import explain
 from guard.context import GuardContext
 from guard.findings import CheckOutcome, Finding, GuardReport, make_finding
 from guard.kinds import FindingKind, Severity
@@ -33,7 +34,7 @@ def run_guard(ctx: GuardContext) -> GuardReport:
         found = _run_one(check, ctx)
         findings.extend(found)
         outcomes.extend(_outcomes(check, ctx, found))
-    return GuardReport(ctx.dataset_urn, tuple(group_findings(findings)), tuple(outcomes))
+    return GuardReport(ctx.dataset_urn, tuple(group_findings(explain(findings))), tuple(outcomes))
 
 
 def group_findings(findings: list[Finding]) -> list[Finding]:

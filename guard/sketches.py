@@ -182,6 +182,15 @@ class QuantileSketch:
         index = int(np.searchsorted(values, value, side="right" if inclusive else "left"))
         return float(cumulative[index - 1]) / self.n if index else 0.0
 
+    def ranks(self, values: Sequence[float] | np.ndarray, *, inclusive: bool = True) -> np.ndarray:
+        """`rank` of many values at once (one sort of the retained values)."""
+        points = np.asarray(values, dtype=np.float64)
+        if self.n == 0:
+            return np.full(len(points), math.nan)
+        retained, cumulative = self._weighted()
+        index = np.searchsorted(retained, points, side="right" if inclusive else "left")
+        return np.where(index > 0, cumulative[np.maximum(index - 1, 0)], 0) / self.n
+
     def mode(self) -> tuple[float, float] | None:
         """The value with the most estimated weight and its share (within the sketch's 1.65% PMF error)."""
         if self.n == 0:

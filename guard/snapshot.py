@@ -96,8 +96,10 @@ def _read_ahead(sources: list[pq.ParquetFile], parts: list[_Part]) -> Iterator[p
         table = sources[part.source].read_row_group(part.group)
         return table if part.mask is None else table.filter(pa.array(part.mask))
 
+    if not parts:  # a window no row group reaches: no rows
+        return
     with ThreadPoolExecutor(max_workers=1) as reader:
-        pending = reader.submit(read, parts[0]) if parts else None
+        pending = reader.submit(read, parts[0])
         for following in [*parts[1:], None]:
             assert pending is not None
             table = pending.result()
