@@ -14,6 +14,8 @@ records history, not law).
 """
 from __future__ import annotations
 
+import math
+
 from typing import Iterator, Mapping
 
 import pandas as pd
@@ -124,7 +126,8 @@ def _beyond_reference(ctx: GuardContext, column: ColumnContract, observed: Colum
     if reference is None or reference.minimum is None or reference.maximum is None:
         return None
     assert observed.minimum is not None and observed.maximum is not None
-    margin = REFERENCE_MARGIN * (reference.maximum - reference.minimum)
+    share = REFERENCE_MARGIN * _size_factor(observed.row_count, ctx.reference.expected_rows)
+    margin = share * (reference.maximum - reference.minimum)
     low, high = reference.minimum - margin, reference.maximum + margin
     if low <= observed.minimum and observed.maximum <= high:
         return None
@@ -133,8 +136,15 @@ def _beyond_reference(ctx: GuardContext, column: ColumnContract, observed: Colum
         observed={"minimum": observed.minimum, "maximum": observed.maximum},
         expected={"minimum": low, "maximum": high}, source="reference",
         message=f"{column.name!r} spans [{observed.minimum:g}, {observed.maximum:g}], beyond the reference "
-                f"batches' [{reference.minimum:g}, {reference.maximum:g}] by more than {REFERENCE_MARGIN:.0%} of "
+                f"batches' [{reference.minimum:g}, {reference.maximum:g}] by more than {share:.0%} of "
                 "it: plausible, so a warning; accept it as the new normal or look upstream")
+
+
+def _size_factor(rows: int, expected_rows: float) -> float:
+    """Extremes grow with the rows they are drawn from (about as the log of their number for a light tail):
+    a batch k times the usual size gets a margin 1 + ln k times as wide."""
+    ratio = rows / expected_rows if expected_rows > 0 else 1.0
+    return 1.0 + math.log(ratio) if ratio > 1.0 else 1.0
 
 
 def _outside(sample: pd.DataFrame, name: str, low: float | None, high: float | None) -> tuple[int, int]:

@@ -44,7 +44,9 @@ def test_clean_data_from_any_seed_is_clean(demo_run, tmp_path, seed):
     frame = generate_eta_features(days=40, seed=100 + seed, anchor=DEMO_NOW)
     report = guard_frame(ws, frame, tmp_path)
     assert report.verdict is Verdict.CLEAN, [f.message for f in report.findings]
-    assert report.findings == ()
+    assert report.blocking == ()
+    # another seed's extremes may sit beyond the reference's batches: said as warnings a person may accept
+    assert {f.kind.value for f in report.warnings} <= {"out_of_range", "drift", "new_category"}
 
 
 def _rename(f):
