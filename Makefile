@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test install install-dev bench clean
+.PHONY: demo test install install-dev bench bench-loop clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ test: install-dev
 
 bench: install-dev
 	$(BIN)/python benchmarks/guard_bench.py
+
+bench-loop: install-dev
+	$(BIN)/python benchmarks/loop_bench.py
 
 clean:
 	rm -rf .kintsugi
