@@ -137,12 +137,12 @@ def dataset_schema(frame: pd.DataFrame) -> Schema | None:
     Arrow cannot type a column (mixed objects): ``from_pandas`` logs no schema then either.
     """
     try:
-        arrow = pa.Schema.from_pandas(frame, preserve_index=False)
-        nullable = frame.isna().any()
+        arrow = pa.Schema.from_pandas(frame, preserve_index=False)  # fields in column order
+        has_nulls = frame.isna().any().to_numpy()
         return Schema(
             [
-                ColSpec(_mlflow_type(f.type), name=f.name, required=not bool(nullable[f.name]))
-                for f in arrow
+                ColSpec(_mlflow_type(field.type), name=field.name, required=not bool(nulls))
+                for field, nulls in zip(arrow, has_nulls, strict=True)
             ]
         )
     except (pa.ArrowException, _Untyped):

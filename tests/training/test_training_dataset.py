@@ -7,6 +7,7 @@ The schema is the one ``from_pandas`` infers, built from the Arrow schema instea
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import warnings
@@ -130,6 +131,7 @@ def _mixed_frame() -> pd.DataFrame:
     return pd.DataFrame({
         "when": pd.date_range("2024-01-01", periods=4, freq="D", tz="UTC"),
         "day": pd.to_datetime(["2024-01-01", None, "2024-01-03", "2024-01-04"]),
+        "date": [dt.date(2024, 1, d) for d in range(1, 5)],
         "small": np.array([1, 2, 3, 4], dtype="int8"),
         "int32": np.array([1, 2, 3, 4], dtype="int32"),
         "uint32": np.array([1, 2, 3, 4], dtype="uint32"),
@@ -163,8 +165,9 @@ def test_every_column_kind_is_typed_as_from_pandas_types_it() -> None:
         np.array([1, 2], dtype="uint64"),
         pd.to_timedelta([1, 2], unit="s"),
         np.array([1, "two"], dtype=object),
+        [dt.time(1), dt.time(2)],
     ],
-    ids=["uint64", "duration", "mixed-objects"],
+    ids=["uint64", "duration", "mixed-objects", "time-of-day"],
 )
 def test_a_column_mlflow_cannot_type_means_no_schema_as_from_pandas(column: object) -> None:
     frame = pd.DataFrame({"ok": [1.0, 2.0], "odd": column})
