@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test test-faults install install-dev bench bench-guard bench-realdata clean
+.PHONY: demo test test-faults install install-dev bench bench-guard bench-loop bench-realdata clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ bench-guard: install-dev
 bench-realdata: install-dev
 	$(BIN)/pip install -q -e ".[dev,bench]"
 	$(BIN)/python benchmarks/realdata_bench.py
+
+# the wall time of each stage of two loop runs at 100k and 1M rows, and the share outside the model fit
+bench-loop: install-dev
+	$(BIN)/python benchmarks/loop_bench.py
 
 clean:
 	rm -rf .kintsugi

@@ -14,6 +14,7 @@ from typing import Callable
 
 from datahub.metadata import schema_classes as s
 
+from controlplane.accept import accept as accept_warnings
 from controlplane.contracts import apply_contract_file
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import read_raw_contract
@@ -40,7 +41,7 @@ from guard.runner import run_guard
 
 __all__ = ["PipelineInfo", "IncidentInfo", "RunListing", "parse_now", "parse_policy", "check_text", "pipelines",
            "guard", "run", "start_run", "approve", "reject", "undo", "recover", "promote", "runs", "get_run",
-           "incidents", "lineage", "apply_contract", "show_contract", "DatasetNode", "ModelNode", "Lineage", "MAX_TEXT",
+           "incidents", "lineage", "accept", "apply_contract", "show_contract", "DatasetNode", "ModelNode", "Lineage", "MAX_TEXT",
            "EARLIEST_NOW"]
 
 log = logging.getLogger(__name__)
@@ -184,6 +185,10 @@ def approve(ws: Workspace, run_id: str, reason: str = "", now_ms: int | None = N
 
 def reject(ws: Workspace, run_id: str, reason: str) -> RunRecord:
     return reject_run(ws, run_id, check_text(reason, "the rejection's reason"))
+
+
+def accept(ws: Workspace, run_id: str, reason: str, findings: list[str] | None = None) -> RunRecord:
+    return accept_warnings(ws, run_id, check_text(reason, "the acceptance's reason"), findings=findings)
 
 
 def undo(ws: Workspace, run_id: str) -> RunRecord:

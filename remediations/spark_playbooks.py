@@ -7,12 +7,11 @@ touches runs one Spark aggregation; the rows themselves stay on the executors.
 
 Two transforms choose rows where pandas relies on row order, deterministically whatever the partitioning:
 `dedupe_keys` keeps, of each key's rows, the one with the smallest values (all columns in name order)
-where pandas keeps the first; `null_impute` draws each filled value from the reference's quantile
-function at u = Spark's xxhash64(seed, column, the row's key) / 2^64 where pandas draws in row order. Both are exact in what they do: identical rows dropped, nulls filled from the reference shape.
+where pandas keeps the first. No Spark transform fills or sets aside null rows: a Spark pipeline's null
+spike or sentinel has no playbook here and ends BLOCKED with its incident open (never invented values).
 """
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -23,7 +22,6 @@ from remediations.playbooks import cast_types as cast_pb
 from remediations.playbooks import category_casing as casing_pb
 from remediations.playbooks import dedupe_keys as dedupe_pb
 from remediations.playbooks import label_window as label_pb
-from remediations.playbooks import null_impute as impute_pb
 from remediations.registry import PLAYBOOKS, HealInput, HealStep, PlaybookRefused
 
 __all__ = ["SparkHeal", "SPARK_PLAYBOOKS", "spark_playbook_for"]
@@ -204,51 +202,3 @@ def label_window(heal: SparkHeal) -> tuple[Any, HealStep]:
     params = {"label_column": label, "rows_before": rows, "rows_dropped": dropped}
     return frame.where(F.col(label).isNotNull()), HealStep("label_window", finding.kind.value, label, params,
                                                            rows_touched=0, rows_dropped=dropped)
-
-
-@_register("null_impute")
-def null_impute(heal: SparkHeal) -> tuple[Any, HealStep]:
-    F, finding, frame = _F(), heal.finding, heal.frame
-    column = _column(heal, finding.column)
-    if column == heal.contract.label_column or column in heal.contract.key_columns:
-        raise PlaybookRefused(f"null_impute never imputes the label or a key column ({column!r})")
-    rows, nulls = frame.count(), _count(frame, F.col(column).isNull())
-    if nulls == 0:
-        return frame, HealStep("null_impute", finding.kind.value, column, {"nulls_filled": 0}, rows_touched=0)
-    if nulls / rows > impute_pb.MAX_FILL_FRACTION:
-        raise PlaybookRefused(f"null_impute would fill {nulls} of {rows} rows of {column!r} ({nulls / rows:.1%}), "
-                              f"over its limit of {impute_pb.MAX_FILL_FRACTION:.0%}")
-    reference = heal.reference.columns.get(column) if heal.reference is not None else None
-    if reference is None:
-        raise PlaybookRefused(f"null_impute needs a reference profile of {column!r}; publish a reference profile")
-    kind = heal.contract.column(column).logical_type if heal.contract.column(column) else reference.logical_type
-    if kind in ("number", "integer") and len(reference.quantiles) >= 2:
-        value = _reference_draw(heal, reference, column, nulls)
-        params: dict[str, Any] = {"nulls_filled": nulls, "logical_type": kind,
-                                  "source": "seeded draws from the reference quantiles (by key hash)"}
-        value = F.round(value).cast("bigint") if kind == "integer" else value
-    elif kind in ("number", "integer", "string", "boolean"):
-        fill = impute_pb.fill_value(reference, kind)
-        params = {"nulls_filled": nulls, "logical_type": kind, "fill_value": fill}
-        value = F.lit(fill)
-    else:
-        raise PlaybookRefused(f"null_impute fills number, integer, string and boolean columns, not {kind}")
-    healed = frame.withColumn(column, F.coalesce(F.col(column), value.cast(dict(frame.dtypes)[column])))
-    return healed, HealStep("null_impute", finding.kind.value, column, params, rows_touched=nulls)
-
-
-def _reference_draw(heal: SparkHeal, reference: Any, column: str, nulls: int) -> Any:
-    """The reference quantile function (linear between knots) at a uniform drawn from the row's key hash."""
-    F = _F()
-    points = [(0.0, reference.minimum), *reference.quantiles, (1.0, reference.maximum)]
-    knots = [(q, v) for q, v in points if v is not None and v == v]
-    keys = list(heal.contract.key_columns) or sorted(heal.frame.columns)
-    seed = zlib.crc32(f"{column}:{nulls}".encode())
-    u = (F.xxhash64(F.lit(seed), F.lit(column), *[F.col(k) for k in keys]).cast("decimal(20,0)")
-         + F.lit(2**63)) / F.lit(float(2**64))
-    u = u.cast("double")
-    value = F.lit(float(knots[-1][1]))
-    for (q0, v0), (q1, v1) in reversed(list(zip(knots, knots[1:]))):
-        step = F.lit(float(v0)) if q1 == q0 else F.lit(float(v0)) + (u - F.lit(q0)) * F.lit((v1 - v0) / (q1 - q0))
-        value = F.when(u <= F.lit(q1), step).otherwise(value)
-    return value

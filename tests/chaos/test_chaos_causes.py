@@ -16,9 +16,10 @@ import pytest
 
 from chaos.estate import load_estate
 from chaos.observe import BLOCKED, PROMOTED, QUARANTINED, Observed, expected_outcome, held_correctly, judge
-from chaos.registry import get_scenario, register
+from chaos.catalog import get_scenario
+from chaos.registry import register
 from controlplane.datahub.connect import metadata_session
-from controlplane.datahub.estate import read_contract
+from controlplane.datahub.contracts import read_contract
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
