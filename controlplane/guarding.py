@@ -10,13 +10,15 @@ finding names the rows it concerns (`params["rows"]`: a time window). A workspac
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from controlplane.datahub.contracts import read_contract
 from controlplane.datahub.datasets import read_profile, walk_upstream
 from controlplane.datahub.port import MetadataPort
-from controlplane.reference import ReferenceState, changed_batches, load_reference, load_state, new_rows_window
+from controlplane.reference import (ReferenceState, changed_batches, kept_windows, load_reference, load_state,
+                                    new_rows_window)
 from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace
 from guard.context import GuardContext
@@ -26,7 +28,7 @@ from guard.profile import BatchProfile, TimeWindow
 from guard.runner import run_guard
 from guard.snapshot import Snapshot, SnapshotError, read_snapshot
 
-__all__ = ["Guarded", "guard_table", "context_without_snapshot", "rows_of"]
+__all__ = ["Guarded", "guard_table", "context_without_snapshot", "rows_of", "coalesce"]
 
 # what a batch that passed earlier is NOT judged on again: its age (freshness, upstream SLAs) and its size
 # against a cadence (it is compared with itself, as it was)
@@ -79,9 +81,42 @@ def guard_table(ws: Workspace, metadata: MetadataPort, spec: PipelineSpec, table
     report = run_guard(context)
     findings = _with_rows(report.findings, window)
     if state is not None and not as_batch:
-        findings += _history_findings(ws, spec, table, state, context)
+        findings = coalesce(findings + _history_findings(ws, spec, table, state, context),
+                            kept_windows(ws, spec.name, state))
     batch = snapshot.batch if window is not None else None
     return Guarded(context, GuardReport(report.dataset, findings, report.outcomes), batch)
+
+
+def _same_failure(finding: Finding) -> tuple[object, ...]:
+    """What makes two findings on adjacent rows one failure: kind, column, playbook and its parameters."""
+    params = {k: v for k, v in finding.params.items() if k not in ("rows", "sample_rows", "rows_outside")}
+    return (finding.kind, finding.column, finding.playbook, finding.severity,
+            json.dumps(params, sort_keys=True, default=str))
+
+
+def coalesce(findings: tuple[Finding, ...], windows: list[TimeWindow]) -> tuple[Finding, ...]:
+    """One finding for one failure over consecutive batches (`windows`, oldest first): the same conversion found
+    in each batch of a table a producer rewrote whole is named once, over the union of their rows."""
+    position = {(w.after_ms, w.through_ms): i for i, w in enumerate(windows)}
+    ends = {w.through_ms: i for i, w in enumerate(windows)}
+    merged: list[Finding] = []
+    for finding in sorted(findings, key=lambda f: (_same_failure(f), _after(f))):
+        last = merged[-1] if merged else None
+        rows = finding.params.get("rows") or {}
+        here = position.get((rows.get("after_ms"), rows.get("through_ms")))
+        if (last is not None and here is not None and _same_failure(last) == _same_failure(finding)
+                and ends.get(last.params.get("rows", {}).get("through_ms"), -2) + 1 == here):
+            joined = {**last.params["rows"], "through_ms": rows.get("through_ms")}
+            merged[-1] = replace(last, params={**last.params, "rows": joined})
+        else:
+            merged.append(finding)
+    order = {id(f): i for i, f in enumerate(findings)}
+    return tuple(sorted(merged, key=lambda f: order.get(id(f), len(order))))
+
+
+def _after(finding: Finding) -> float:
+    after = (finding.params.get("rows") or {}).get("after_ms")
+    return float("-inf") if after is None else float(after)
 
 
 def _read(table: Path, state: ReferenceState | None, as_batch: bool) -> tuple[Snapshot, TimeWindow | None]:

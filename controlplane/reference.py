@@ -6,29 +6,31 @@ latest time a passed batch covered). The reference is built from the last `REFER
 when the history has it, the same season a year earlier), so natural variation is inside it and guarding a
 batch never rescans old ones. Its merged profile is summarised in DataHub as the dataset's datasetProfile.
 
-Passed batches are also how history is checked: the rows of each batch in the reference window are profiled
-again at every run and compared with what was stored when they passed; a batch whose rows changed since
-(a producer that rewrote the whole table in other units) is guarded against its own stored profile, so the
-change is named exactly, with the rows it concerns.
+Passed batches are also how history is checked: the rows of every kept batch are fingerprinted at every run
+(one aggregate pass, `controlplane.fingerprints`) and compared with what was kept when they passed; a batch
+whose rows changed since (a producer that rewrote the whole table in other units) is profiled again and
+guarded against its own kept profile, so the change is named exactly, with the rows it concerns.
 """
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+import pyarrow as pa
+
 from controlplane.errors import DataError, WorkspaceError
+from controlplane.fingerprints import fingerprint_of_profile, fingerprint_windows
 from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace
 from guard.batches import split_batches
-from guard.profile import BatchProfile, ColumnProfile, DatasetProfile, TimeWindow
+from guard.profile import BatchProfile, TimeWindow
 from guard.reference import Reference, build_reference
 from guard.snapshot import Snapshot, SnapshotError, read_snapshot
 
 __all__ = ["ReferenceState", "REFERENCE_BATCHES", "load_state", "load_reference", "save_batch", "establish",
-           "new_rows_window", "changed_batches", "reference_batches", "state_path", "with_window_closed",
+           "new_rows_window", "kept_windows", "changed_batches", "reference_batches", "state_path", "with_window_closed",
            "forget_after", "same_rows"]
 
 REFERENCE_BATCHES = 12
@@ -165,42 +167,23 @@ def _cadence_of(snapshots: list[Snapshot]) -> str:
     return "day" if days <= 1.5 else "week" if days <= 8 else "month"
 
 
+def kept_windows(ws: Workspace, pipeline: str, state: ReferenceState) -> list[TimeWindow]:
+    """The rows of every batch that passed, oldest first, then the rows after the watermark (the new batch)."""
+    kept = [_load_batch(ws, pipeline, i).window for i in state.batches]
+    return [w for w in kept if w is not None] + [new_rows_window(state)]
+
+
 def changed_batches(ws: Workspace, pipeline: str, table: Path,
                     state: ReferenceState) -> list[tuple[BatchProfile, Snapshot]]:
-    """The reference window's batches whose rows in the table are no longer what passed: (as kept, as now)."""
-    changed = []
-    for kept in reference_batches(ws, pipeline, state):
-        if kept.window is None:
-            continue
-        try:
-            now = read_snapshot(table, window=kept.window, batch_id=kept.batch_id)
-        except SnapshotError as exc:
-            raise DataError(str(exc), "replace the table with a readable one") from exc
-        if not same_rows(kept.profile, now.profile):
-            changed.append((kept, now))
-    return changed
-
-
-def same_rows(kept: DatasetProfile, now: DatasetProfile) -> bool:
-    """The rows' fingerprint — count, columns, and per column nulls, extremes, mean and spread — is unchanged."""
-    if kept.row_count != now.row_count or set(kept.columns) != set(now.columns):
-        return False
-    return all(_same_column(kept.columns[name], now.columns[name]) for name in kept.columns)
-
-
-def _same_column(a: ColumnProfile, b: ColumnProfile) -> bool:
-    if a.logical_type != b.logical_type or a.null_count != b.null_count:
-        return False
-    if a.value_counts is not None or b.value_counts is not None:
-        return a.value_counts == b.value_counts
-    return all(_close(x, y) for x, y in ((a.minimum, b.minimum), (a.maximum, b.maximum), (a.mean, b.mean),
-                                         (a.stdev, b.stdev)))
-
-
-def _close(x: float | None, y: float | None) -> bool:
-    if x is None or y is None:
-        return x is y
-    return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12)
+    """Every kept batch whose rows in the table are no longer what passed: (as kept, as now). All batches are
+    fingerprinted in one aggregate pass; only those that moved are profiled again."""
+    kept = [b for b in (_load_batch(ws, pipeline, i) for i in state.batches) if b.window is not None]
+    try:
+        now = fingerprint_windows(table, [b.window for b in kept if b.window is not None])
+        moved = [b for b, f in zip(kept, now) if not f.matches(fingerprint_of_profile(b.profile))]
+        return [(b, read_snapshot(table, window=b.window, batch_id=b.batch_id)) for b in moved]
+    except (OSError, ValueError, SnapshotError, pa.ArrowException) as exc:
+        raise DataError(f"cannot check the history of {table}: {exc}", "replace the table with a readable one") from exc
 
 
 def forget_after(ws: Workspace, pipeline: str, batches: int, watermark_ms: int | None) -> None:

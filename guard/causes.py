@@ -39,14 +39,15 @@ def _columns(cause: Finding) -> set[str]:
 
 
 def explain(findings: Iterable[Finding]) -> list[Finding]:
-    """The findings, each symptom of a blocking cause on its columns turned into a WARN that names the cause."""
+    """The findings, each symptom of a blocking cause on its columns a WARN that names the cause (a warning
+    already is one, and is named too: what a person reads next to the cause is said to come from it)."""
     found = list(findings)
     causes = [f for f in found if f.kind in SYMPTOMS and f.severity is Severity.BLOCK]
     explained = []
     for finding in found:
         cause = next((c for c in causes if c is not finding and finding.kind in SYMPTOMS[c.kind]
                       and finding.column in _columns(c)), None)
-        if cause is None or finding.severity is Severity.WARN:
+        if cause is None or "explained_by" in finding.params:
             explained.append(finding)
             continue
         label = f"{cause.kind.value}:{cause.column or '-'}"

@@ -12,6 +12,9 @@ from guard.registry import register
 __all__ = ["check_schema", "types_compatible"]
 
 _RENAME_TOLERANCE = 0.05
+# a batch's quantiles wander from the reference's by sampling alone, about spread/sqrt(rows): a day of a few
+# hundred rows is judged with that allowance (inner quantiles only; the extremes of a small batch are noise)
+_RENAME_SAMPLING = 2.5
 
 
 def types_compatible(declared: str, observed: str) -> bool:
@@ -70,5 +73,6 @@ def _same_distribution(reference: ColumnProfile, observed: ColumnProfile) -> boo
     if not reference.quantiles or not observed.quantiles:
         return False
     spread = abs((reference.quantile(0.9) or 0.0) - (reference.quantile(0.1) or 0.0)) or 1.0
-    return all(abs(r - o) <= _RENAME_TOLERANCE * spread
-               for (_, r), (_, o) in zip(reference.quantiles, observed.quantiles))
+    tolerance = max(_RENAME_TOLERANCE, _RENAME_SAMPLING / max(observed.values, 1) ** 0.5) * spread
+    inner = [(r, o) for (q, r), (_, o) in zip(reference.quantiles, observed.quantiles) if 0.05 <= q <= 0.95]
+    return bool(inner) and all(abs(r - o) <= tolerance for r, o in inner)

@@ -8,8 +8,8 @@ beside it with the finding that put them there, and are left out of the training
 open: its cause is not corrected (`remediations.sandbox.HealOutcome.open_findings`).
 
 This is the playbook findings named `null_impute` now reach (`remediations.registry.ALIASES`).
-Limit: refuses when the rows to quarantine are more than MAX_QUARANTINE_FRACTION of the table (a table
-mostly quarantined is a broken feed: fix it upstream). Never quarantines on the label (label_window's
+Limit: refuses when the rows to quarantine are more than MAX_QUARANTINE_FRACTION of the rows the finding
+concerns (its batch: a batch mostly quarantined is a broken feed, however large the table; fix it upstream). Never quarantines on the label (label_window's
 business) or a key column.
 """
 from __future__ import annotations
@@ -46,11 +46,12 @@ def quarantine_rows(heal: HealInput) -> tuple[np.ndarray, HealStep]:
     else:
         hit = values.isna().to_numpy()
         reason = {"null": True}
-    mask = selected_rows(table, finding) & hit
-    count = int(mask.sum())
-    if table.shape[0] and count / len(table) > MAX_QUARANTINE_FRACTION:
+    concerned = selected_rows(table, finding)
+    mask = concerned & hit
+    count, of = int(mask.sum()), int(concerned.sum())
+    if of and count / of > MAX_QUARANTINE_FRACTION:
         raise PlaybookRefused(
-            f"quarantine_rows would set aside {count} of {len(table)} rows ({count / len(table):.1%}) for "
+            f"quarantine_rows would set aside {count} of the {of} rows the finding concerns ({count / of:.1%}) for "
             f"{finding.kind.value} on {column!r}, over its limit of {MAX_QUARANTINE_FRACTION:.0%} of rows "
             "(max_fraction_touched); the feed is broken: fix it upstream")
     params = {"column": column, **reason, "rows_quarantined": count, "rows": describe_rows(finding)}

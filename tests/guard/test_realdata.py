@@ -3,9 +3,7 @@ account: 0 false blocks over every clean batch of every dataset, in time order, 
 established once from the first batches and rolled over the last N clean ones, nothing accepted by
 hand; and the injected unit changes in the newest batch blocked and named (kind, column, unit).
 
-`target_leakage` (guard/checks/leakage.py, reworked on branch guard-causes) still false-blocks hour_local
-(pnw_temps) and dhi (greensboro_tmy) on clean batches: the walk of every other check is asserted clean,
-and the whole guard's walk is an xfail (strict) that turns green when leakage judges against the reference.
+The whole guard's walk (leakage included, judged against the reference) is asserted clean too.
 """
 from __future__ import annotations
 
@@ -128,8 +126,6 @@ def test_a_broken_join_is_blocked_as_nulls_in_both_scopes(walks, name):
         assert outcome.blocked and named_right(outcome.reasons, dataset, "join 25% nulls"), outcome.reasons
 
 
-@pytest.mark.xfail(strict=True, reason="target_leakage false-blocks hour_local (pnw_temps) and dhi (greensboro_tmy): "
-                                       "leakage.py is reworked on branch guard-causes")
 def test_the_whole_guard_blocks_no_clean_batch(tmp_path):
     for name in ("pnw_temps", "greensboro_tmy"):
         dataset = DATASETS[name]

@@ -235,7 +235,7 @@ def test_quarantine_lists_exactly_the_null_rows_and_fills_nothing() -> None:
 def test_quarantine_refuses_over_its_limit_of_rows() -> None:
     values = [1.0, None, None, None, None, None, 7.0, 8.0, 9.0, 10.0]  # 5 of 10 is allowed, 6 is not
     assert quarantine(pd.DataFrame({"distance_km": values[:5] + [6.0] + values[6:]}), null_finding("distance_km"))[1].rows_quarantined == 4
-    with pytest.raises(PlaybookRefused, match="6 of 10 rows .*over its limit of 50% of rows"):
+    with pytest.raises(PlaybookRefused, match="6 of the 10 rows .*over its limit of 50% of rows"):
         quarantine(pd.DataFrame({"distance_km": values[:6] + [None] + values[7:]}), null_finding("distance_km"))
 
 
