@@ -178,7 +178,9 @@ def _roles(profile: DatasetProfile, hints: Hints, unique: frozenset[str]) -> tup
             questions.append(Question("label_time", guess, guess, f"{guess!r} is a timestamp named like a label's"))
             label_time = guess
     for key in hints.keys:
-        _require(profile, key, "--key")
+        if _require(profile, key, "--key").logical_type not in ("string", "integer"):
+            raise InputError(f"--key {key!r} is {profile.columns[key].logical_type}", "a key is a string or integer "
+                             "column whose values are unique and never null")
     keys = list(hints.keys)
     for name in key_candidates(profile):
         if name in keys or f"key:{name}" in hints.settled or name in (hints.target, hints.time_column):

@@ -74,7 +74,8 @@ def location_mapped(where: str) -> Iterator[None]:
     except LocationChanged as exc:
         raise TableChanged(exc.message, exc.fix) from exc
     except LocationError as exc:
-        raise DataError(f"{where}: {exc.message}", exc.fix) from exc
+        fix = exc.fix.replace("fix the data: path", "check the path (a relative one is taken from the current folder)")
+        raise DataError(f"{where}: {exc.message}", fix.replace("data:", "the location")) from exc
     except PermissionError as exc:
         raise DataError(f"{where}: permission denied on {exc.filename or 'the table'}",
                         "give this user read access to the table's files and folders") from exc
