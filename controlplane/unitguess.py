@@ -218,7 +218,7 @@ def _temperature(words: list[str], column: ColumnProfile) -> UnitGuess | None:
         return UnitGuess("K", f"a temperature ({seen}: kelvin)", True)
     if high > 60:
         return UnitGuess("degF", f"a temperature ({seen}: above 60, too hot for °C)", high <= 140)
-    return UnitGuess("degC", f"a temperature ({seen}: °C; in °F the median would be "
+    return UnitGuess("degC", f"a temperature ({seen}: °C; read as °F its median would be "
                              f"{(median - 32) / 1.8:.0f} °C)", high <= 45)
 
 
