@@ -2,7 +2,8 @@
 
 Under the pipeline's lock, journaled in a `land` record under runs/ (listed by `kintsugi runs`, not a run of the
 loop). The batch goes in through `TableLocation.append`: a new content-named file in a folder, glob or S3 prefix
-(landing the same batch twice changes nothing), or an atomic rewrite of a single file. A parquet batch whose
+(landing the same batch twice changes nothing), or an atomic rewrite of a single file; a batch whose bytes a
+land record already put in is not landed again. A parquet batch whose
 columns differ from the table's (a renamed column) is landed as it is: the table reads by column name, and the
 next run's guard judges the change.
 
@@ -28,7 +29,7 @@ from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import check_dataset_urn
 from controlplane.errors import DataError, InputError, KintsugiError
 from controlplane.identity import check_datahub
-from controlplane.journal import RunJournal, RunRecord, new_run_id
+from controlplane.journal import RunJournal, RunRecord, list_runs, new_run_id
 from controlplane.locks import pipeline_lock
 from controlplane.recovery import recover_pipeline
 from controlplane.snapshot import append_batch, file_hash, live_hash
@@ -71,13 +72,30 @@ def land(ws: Workspace, pipeline: str, batch: Path, *, now_ms: int | None = None
             raise
 
 
+def _landed_before(ws: Workspace, pipeline: str, sha: str) -> str | None:
+    """The land record that already put these very bytes into the pipeline's table, if any."""
+    for earlier in reversed(list_runs(ws)):
+        if earlier.pipeline == pipeline and earlier.facts.get("command") == "land" and any(
+                e.done and e.detail.get("batch_sha256") == sha and e.result.get("created")
+                for e in earlier.entries(LedgerKind.APPEND)):
+            return earlier.run_id
+    return None
+
+
 def _land(ws: Workspace, spec: PipelineSpec, batch: Path, journal: RunJournal, upstreams: tuple[str, ...]) -> Landed:
     record = journal.record
+    sha = file_hash(batch)
+    earlier = _landed_before(ws, spec.name, sha)
+    if earlier is not None:  # a single file would take the rows twice; a folder already holds the file
+        summary = f"{batch.name} was landed already by {earlier}; nothing changed"
+        journal.event(Stage.LAND, "unchanged", summary, landed_by=earlier)
+        journal.finish(RunStatus.LANDED, summary)
+        return Landed(record, 0, (), False)
     try:
         before: str | None = live_hash(ws, spec)
     except DataError:
         before = None  # no table yet: the first batch creates it
-    with journal.writing(LedgerKind.APPEND, spec.data_text, batch=str(batch), batch_sha256=file_hash(batch),
+    with journal.writing(LedgerKind.APPEND, spec.data_text, batch=str(batch), batch_sha256=sha,
                          before_hash=before) as entry:
         appended = append_batch(ws, spec, batch)
         entry.result.update(names=list(appended.names), rows=appended.rows, created=appended.created)
