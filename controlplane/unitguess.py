@@ -20,7 +20,8 @@ from controlplane.errors import InputError
 from guard import units as guard_units
 from guard.profile import ColumnProfile
 
-__all__ = ["UnitGuess", "Domain", "guess_unit", "given_unit", "natural_domain", "contract_unit", "physical_domain", "UNIT_TABLE",
+__all__ = ["UnitGuess", "Domain", "guess_unit", "given_unit", "natural_domain", "contract_unit", "physical_domain",
+           "UNIT_TABLE",
            "PINT_SPELLINGS", "tokens"]
 
 PINT_SPELLINGS = hasattr(guard_units, "parse_unit")  # True once guard-robust's pint units are merged

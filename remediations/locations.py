@@ -583,7 +583,8 @@ def _batch_rows(batch: Path, reading: _Reading) -> pa.Table:
     if reading.csv_schema is not None:
         raise LocationError(f"batch {batch.name} does not match the CSV table's header: expected {wanted}, got {got}",
                             "a CSV table keeps one header in every file: fix the batch, or keep the table as parquet")
-    by_name = pa.schema([expected.field(n) if n in expected.names else table.schema.field(n) for n in table.column_names])
+    by_name = pa.schema([expected.field(n) if n in expected.names else table.schema.field(n)
+                         for n in table.column_names])
     conformed = conform(table, by_name)
     changed = [f"{f.name}: {f.type} (the table's is {expected.field(f.name).type})" for f in conformed.schema
                if f.name in expected.names and f.type != expected.field(f.name).type]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -10,7 +11,7 @@ import typer
 from controlplane import services
 from controlplane.cli.options import NowOption, WorkspaceOption, require_estate
 from controlplane.errors import InputError
-from controlplane.infer import ColumnProposal, Question
+from controlplane.infer import ColumnProposal, Hints, Question
 from controlplane.land import land as land_batch
 from controlplane.onboard import InitPlan, InitRequest, apply_init, features_of, plan_init, spec_document
 from controlplane.unitguess import contract_unit, given_unit
@@ -124,9 +125,7 @@ def _ask(plan: InitPlan) -> InitPlan:
     return answered
 
 
-def _answer(hints, question: Question):
-    from dataclasses import replace
-
+def _answer(hints: Hints, question: Question) -> Hints:
     if question.kind == "key":
         yes = typer.confirm(f"is {question.column} a key? ({question.evidence})", default=True)
         keys = hints.keys + ((question.column,) if yes else ())

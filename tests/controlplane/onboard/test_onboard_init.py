@@ -13,7 +13,7 @@ from controlplane.datahub.urns import contract_urn
 from controlplane.journal import list_runs
 from controlplane.odcs import parse_odcs
 from controlplane.unitguess import UnitGuess, contract_unit
-from onboard_support import INIT_AT, NAME, UPSTREAM, cli, copy_ws, init_args
+from onboard_support import INIT_AT, NAME, UPSTREAM, cli, copy_ws, init_args, weather
 from controlplane.snapshot import file_hash
 from tests.support import champion
 
@@ -50,7 +50,8 @@ def test_the_dataset_schema_and_lineage_are_readable_in_datahub(onboarded):
     finally:
         store.close()
     assert isinstance(fields["temp_max"].type.type, s.NumberTypeClass) and fields["temp_max"].nativeDataType == "double"
-    assert isinstance(fields["date"].type.type, s.TimeTypeClass) and fields["date"].nativeDataType.startswith("timestamp")
+    assert isinstance(fields["date"].type.type, s.TimeTypeClass)
+    assert fields["date"].nativeDataType.startswith("timestamp")
     assert isinstance(fields["weather"].type.type, s.StringTypeClass)
     assert [u.dataset for u in lineage.upstreams] == [UPSTREAM]
     assert upstream.customProperties[FRESHNESS_PROPERTY] == "48.0"
@@ -106,3 +107,20 @@ def test_init_force_keeps_the_earlier_contract_as_a_file_and_a_datahub_version(o
         store.close()
     assert [yaml.safe_load(v.rawContract)["version"] for v in versions][-2:] == ["1.0.0", "2.0.0"]
     assert champion(ws, NAME) == 1  # the model is not touched
+
+
+def test_init_asks_about_every_unsure_guess_and_takes_the_answers(tmp_path, monkeypatch):
+    import io
+    import sys
+
+    root = tmp_path / "ws"
+    (root / "data").mkdir(parents=True)
+    weather().to_parquet(root / "data" / "w.parquet", index=False)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("furlongs\nmph\ny\n"))  # a unit it does not know: asked again
+    code, out, err = cli("init", NAME, "--data", str(root / "data" / "w.parquet"), "--target", "temp_max",
+                         "--time-column", "date", "--now", INIT_AT, workspace=root)
+    assert code == 0, err
+    assert "unit of wind?" in out and "not one Kintsugi knows" in out and "write pipeline" in out
+    contract = parse_odcs((root / "contracts" / f"{NAME}.odcs.yaml").read_text())
+    assert contract.column("wind").unit == contract_unit(UnitGuess("mph", "", True))
+    assert "reviewed" in (root / "contracts" / f"{NAME}.odcs.yaml").read_text()
