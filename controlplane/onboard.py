@@ -34,7 +34,7 @@ from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.datasets import FRESHNESS_PROPERTY, SchemaColumn, dataset_mcps
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import check_dataset_urn
-from controlplane.errors import InputError, KintsugiError, SpecError, TableChanged
+from controlplane.errors import DataError, InputError, KintsugiError, SpecError, TableChanged
 from controlplane.identity import check_datahub
 from controlplane.infer import Hints, Proposal, infer_task, key_candidates, propose
 from controlplane.journal import RunJournal, RunRecord, new_run_id
@@ -46,11 +46,11 @@ from controlplane.recovery import recover_pipeline
 from controlplane.reference import establish_reference
 from controlplane.snapshot import pin_location
 from controlplane.spec import PipelineSpec, check_pipeline_name, parse_spec
-from controlplane.stages.detect import read_pinned
 from controlplane.unitguess import given_unit
 from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage
 from controlplane.workspace import Workspace
 from guard.profile import DatasetProfile
+from guard.snapshot import Snapshot, SnapshotError, read_snapshot
 
 __all__ = ["InitRequest", "Upstream", "InitPlan", "Onboarded", "plan_init", "apply_init", "features_of",
            "resolve_data", "default_dataset", "parse_upstream", "COMMAND_FACT"]
@@ -183,7 +183,7 @@ def plan_init(ws: Workspace, request: InitRequest, *, now_ms: int, cwd: Path) ->
     scratch = Path(tempfile.mkdtemp(prefix=".init-", dir=ws.runs))
     try:
         pinned = pin_location(ws, data_text, scratch / "pin", f"--data {request.data}")
-        snapshot = read_pinned(ws, pinned)
+        snapshot = _read(ws, pinned.table, request.data)
         profile = snapshot.profile
         unique = _unique(ws.path(pinned.table), key_candidates(profile))
     finally:
@@ -195,6 +195,13 @@ def plan_init(ws: Workspace, request: InitRequest, *, now_ms: int, cwd: Path) ->
     task = request.task or infer_task(profile, request.target)
     return InitPlan(request, data_text, dataset, upstreams, profile, snapshot.arrow_types, pinned.content_hash, unique,
                     hints, proposal, task)
+
+
+def _read(ws: Workspace, table: str, data: str) -> Snapshot:
+    try:
+        return read_snapshot(ws.path(table))
+    except SnapshotError as exc:
+        raise DataError(f"--data {data}: {exc}", "point --data at a readable parquet or CSV table") from exc
 
 
 def _unique(table: Path, candidates: list[str]) -> frozenset[str]:

@@ -4,6 +4,7 @@ free text) and decides nothing itself: the loop, the guard, undo and recovery do
 from __future__ import annotations
 
 import logging
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from controlplane.datahub.datasets import downstream_of
 from controlplane.datahub.incidents import IncidentRow, active_incidents, read_incidents
 from controlplane.datahub.models import VERDICT_PROPERTY, model_versions, models_trained_on
 from controlplane.datahub.urns import model_urn
-from controlplane.errors import InputError, InternalError, KintsugiError, NotFound
+from controlplane.errors import DataError, InputError, InternalError, KintsugiError, NotFound
 from controlplane.journal import Event, RunRecord, UnreadableRun, load_run, new_run_id, scan_runs
 from controlplane.pipeline import approve as approve_run
 from controlplane.pipeline import reject as reject_run
@@ -29,13 +30,13 @@ from controlplane.promote import promote_version
 from controlplane.recovery import is_interrupted, recover_run
 from controlplane.schedule import next_fire
 from controlplane.spec import PipelineSpec, list_specs, load_spec
-from controlplane.stages.detect import guard_context
+from controlplane.guarding import context_without_snapshot, guard_table
+from controlplane.snapshot import pin_table
 from controlplane.undo import undo as undo_run
 from controlplane.vocab import Policy, RunStatus
 from controlplane.workspace import Workspace
 from guard.findings import GuardReport
 from guard.runner import run_guard
-from guard.snapshot import SnapshotError, read_snapshot
 
 __all__ = ["PipelineInfo", "IncidentInfo", "RunListing", "parse_now", "parse_policy", "check_text", "pipelines",
            "guard", "run", "start_run", "approve", "reject", "undo", "recover", "promote", "runs", "get_run",
@@ -123,16 +124,19 @@ def pipelines(ws: Workspace, *, now: datetime | None = None) -> list[PipelineInf
 
 
 def guard(ws: Workspace, pipeline: str, data: Path | None = None, now_ms: int | None = None) -> GuardReport:
-    """The guard alone, read-only: nothing is written anywhere. An unreadable table is a blocking finding."""
+    """The guard alone, read-only: nothing is written anywhere. `data` is a batch to check as the next one
+    (else the table's new rows and its history). An unreadable table is a blocking finding."""
     spec = load_spec(ws, pipeline)
-    path = data or spec.data
-    try:
-        snapshot, error = read_snapshot(path), None
-    except SnapshotError as exc:
-        snapshot, error = None, str(exc)
-    with metadata_session(ws, read_only=True) as metadata:
-        context = guard_context(metadata, spec.feature_table, snapshot, now_ms or int(time.time() * 1000), error)
-    return run_guard(context)
+    now_ms = now_ms or int(time.time() * 1000)
+    with tempfile.TemporaryDirectory() as scratch, metadata_session(ws, read_only=True) as metadata:
+        if data is not None:
+            return guard_table(ws, metadata, spec, data, now_ms, as_batch=True).report
+        try:
+            table = pin_table(ws, spec, Path(scratch) / "pin")
+        except DataError as exc:  # a missing or unreadable table is a blocking finding for the guard alone
+            context = context_without_snapshot(ws, metadata, spec, now_ms, None, exc.message)
+            return run_guard(context)
+        return guard_table(ws, metadata, spec, table.path(ws), now_ms).report
 
 
 def run(ws: Workspace, pipeline: str, policy: str | None = None, now_ms: int | None = None,

@@ -14,7 +14,7 @@ from guard.findings import Finding
 from guard.kinds import FindingKind, Severity
 
 __all__ = ["IncidentRef", "IncidentRow", "open_incident", "resolve_incident", "reopen_incident", "incident_key",
-           "active_incidents", "read_incidents", "EVIDENCE_MARKER", "ACTOR"]
+           "active_incidents", "read_incidents", "note_incident", "EVIDENCE_MARKER", "ACTOR"]
 
 ACTOR = "urn:li:corpuser:kintsugi"
 EVIDENCE_MARKER = "evidence: "
@@ -108,6 +108,15 @@ def resolve_incident(port: MetadataPort, urn: str, note: str, now_ms: int) -> No
     if info is None or info.status.state == s.IncidentStateClass.RESOLVED:
         return
     info.status = _status(s.IncidentStateClass.RESOLVED, s.IncidentStageClass.FIXED, note, now_ms)
+    port.emit([MCP(entityUrn=urn, aspect=info)], now_ms)
+
+
+def note_incident(port: MetadataPort, urn: str, note: str, now_ms: int) -> None:
+    """Add a note to an ACTIVE incident (its status message), leaving it ACTIVE."""
+    info = port.aspect(urn, s.IncidentInfoClass)
+    if info is None or info.status.state != s.IncidentStateClass.ACTIVE:
+        return
+    info.status = _status(s.IncidentStateClass.ACTIVE, s.IncidentStageClass.INVESTIGATION, note, now_ms)
     port.emit([MCP(entityUrn=urn, aspect=info)], now_ms)
 
 

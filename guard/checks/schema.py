@@ -21,7 +21,7 @@ def types_compatible(declared: str, observed: str) -> bool:
 
 @register("schema")
 def check_schema(ctx: GuardContext) -> Iterator[Finding]:
-    assert ctx.contract and ctx.snapshot and ctx.reference is not None
+    assert ctx.contract and ctx.snapshot and ctx.reference_profile is not None
     urn, observed = ctx.dataset_urn, ctx.snapshot.profile.columns
     missing = [c for c in ctx.contract.columns if c.name not in observed]
     unexpected = [name for name in observed if ctx.contract.column(name) is None]
@@ -31,7 +31,7 @@ def check_schema(ctx: GuardContext) -> Iterator[Finding]:
                            message=f"column {old!r} arrives as {new!r} (same type, same distribution)",
                            playbook="rename_columns", mapping={new: old})
     rest = [name for name in unexpected if name not in renames.values()]
-    partial = split_renames(ctx.contract, ctx.snapshot, ctx.reference, rest)
+    partial = split_renames(ctx.contract, ctx.snapshot, ctx.reference_profile, rest)
     for old, new in partial.items():
         rows = observed[new].row_count - observed[new].null_count
         yield make_finding(FindingKind.COLUMN_RENAMED, urn, old, observed=new, expected=old, playbook="rename_columns",
@@ -58,10 +58,10 @@ def check_schema(ctx: GuardContext) -> Iterator[Finding]:
 
 def _match_renames(ctx: GuardContext, missing: list[str], unexpected: list[str]) -> dict[str, str]:
     """old name -> new name, for each missing column that one unexpected column matches."""
-    assert ctx.snapshot and ctx.reference is not None
+    assert ctx.snapshot and ctx.reference_profile is not None
     renames: dict[str, str] = {}
     for old in missing:
-        reference = ctx.reference.columns.get(old)
+        reference = ctx.reference_profile.columns.get(old)
         if reference is None:
             continue
         matches = [new for new in unexpected if new not in renames.values()

@@ -24,7 +24,13 @@ from tests.chaos.helpers import GUARD_NOW_MS
 
 TABLE = [s.name for s in DEMO_SCENARIOS if s.table is not None]
 UPSTREAM = [s.name for s in DEMO_SCENARIOS if s.upstream_injector is not None]
-GUARD_MISSES: dict[str, str] = {}  # scenario -> the guard weakness that lets it through (none today)
+GUARD_MISSES: dict[str, str] = {  # scenario -> the guard weakness that lets it through
+    "gaussian_noise": "the units check calls a noisier distance a scale_shift; its true cause is drift "
+                      "(branch guard-robust makes an unexplained change a drift)",
+    "timezone_shift": "the loop's reference is DataHub's datasetProfile, which keeps no hour-of-day profile nor "
+                      "relations: the control plane must store the full profile (DatasetProfile.to_dict) for the "
+                      "guard to name a timestamp_shift (tests/chaos/test_chaos_causes.py names it with one)",
+}
 
 
 def _bytes(frame: pd.DataFrame) -> bytes:

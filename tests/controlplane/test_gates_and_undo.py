@@ -150,11 +150,11 @@ def test_a_heal_that_does_not_verify_blocks_and_leaves_the_incident_open(demo_co
 def test_a_playbook_over_its_limit_refuses_and_changes_nothing(demo_copy):
     ws, _ = demo_copy
     spec = _land(ws, lambda f: f.assign(distance_km=f["distance_km"] / 1000,
-                                        rain_mm=f["rain_mm"].mask(f.index % 5 < 2)))  # 40% nulls, limit 30%
+                                        rain_mm=f["rain_mm"].mask(f.index % 5 < 3)))  # 60% nulls, quarantine limit 50%
     before = content_hash(spec.data)
     record = run_pipeline(ws, spec, now_ms=LATER_MS)
     assert record.status == "blocked"
-    assert "over its limit of 30% of rows" in record.outcome
+    assert "over its limit of 50% of rows" in record.outcome
     assert content_hash(spec.data) == before
     assert [e.stage for e in record.events] == ["detect", "incident", "heal"]
 

@@ -44,7 +44,9 @@ def test_clean_data_from_any_seed_is_clean(demo_run, tmp_path, seed):
     frame = generate_eta_features(days=40, seed=100 + seed, anchor=DEMO_NOW)
     report = guard_frame(ws, frame, tmp_path)
     assert report.verdict is Verdict.CLEAN, [f.message for f in report.findings]
-    assert report.findings == ()
+    assert report.blocking == ()
+    # another seed's extremes may sit beyond the reference's batches: said as warnings a person may accept
+    assert {f.kind.value for f in report.warnings} <= {"out_of_range", "drift", "new_category"}
 
 
 def _rename(f):
@@ -84,7 +86,11 @@ def _leak(f):
     return f.assign(prep_time_min=f["eta_minutes"] * 0.5)
 
 
-def _out_of_range(f):
+def _out_of_range(f):  # varied impossible loads; one repeated code (99 for 'unknown') is a sentinel instead
+    return f.assign(courier_load=f["courier_load"].where(np.arange(len(f)) % 50 != 0, f["courier_load"] + 25))
+
+
+def _sentinel(f):
     return f.assign(courier_load=f["courier_load"].where(np.arange(len(f)) % 50 != 0, 99))
 
 
@@ -106,6 +112,7 @@ CASES = [
     ("casing", _casing, (K.CATEGORY_CASING, "vehicle_type")),
     ("new category", _new_category, (K.NEW_CATEGORY, "vehicle_type")),
     ("out of range", _out_of_range, (K.OUT_OF_RANGE, "courier_load")),
+    ("sentinel", _sentinel, (K.SENTINEL, "courier_load")),
     ("leakage", _leak, (K.TARGET_LEAKAGE, "prep_time_min")),
 ]
 

@@ -105,7 +105,7 @@ def test_a_given_unit_in_either_spelling_and_a_unit_the_guard_cannot_name_yet():
     assert contract_unit(given_unit("degF")) in ("F", "degF")
     assert contract_unit(given_unit("none")) is None
     with pytest.raises(InputError, match="not one Kintsugi knows"):
-        given_unit("furlongs")
+        given_unit("wobbles")
     mph = guess_unit("wind_mph", _column(), now_year=2024)
     assert contract_unit(mph) in (None, "mph")  # today's guard has no speeds: recorded unitless, said so
 

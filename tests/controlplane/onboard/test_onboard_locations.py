@@ -23,13 +23,12 @@ def _halves(frame):
 
 
 def _partitions(root: Path, tmp_path: Path) -> tuple[str, Path]:
-    frame = weather().assign(month=lambda f: f["date"].dt.month)
-    for month, rows in frame.groupby("month"):
-        folder = root / "data" / "weather" / f"month={month}"
-        folder.mkdir(parents=True)
-        rows.drop(columns=["month"]).to_parquet(folder / "part-0.parquet", index=False)
+    for index, half in enumerate(_halves(weather())):  # hive folders: station=... becomes a column
+        folder = root / "data" / "weather" / "station=USW00024233"
+        folder.mkdir(parents=True, exist_ok=True)
+        half.to_parquet(folder / f"part-{index}.parquet", index=False)
     batch = tmp_path / "january.parquet"
-    weather("2013-01-01", "2013-02-01").assign(month=1).to_parquet(batch, index=False)
+    weather("2013-01-01", "2013-02-01").assign(station="USW00024233").to_parquet(batch, index=False)
     return "data/weather/", batch
 
 

@@ -51,7 +51,7 @@ def test_the_readme_walkthrough_runs_as_written(tmp_path, monkeypatch):
         assert code == 0, f"{step}\n{out}\n{err}"
         outputs.append(out)
     init, first, _, clean, _, broken = outputs
-    assert "recorded unitless: wind" in init
+    assert "\nrecorded unitless: " in init
     assert "APPROVED v1" in first
     assert "detect   CLEAN" in clean and "train    trained" in clean
     assert "column 'wind' arrives as 'wind_speed'" in broken and "heal     healed" in broken
