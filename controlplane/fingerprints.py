@@ -36,11 +36,15 @@ class Fingerprint:
     def from_dict(cls, data: dict[str, Any]) -> Fingerprint:
         return cls(int(data["rows"]), {k: dict(v) for k, v in data["columns"].items()})
 
-    def matches(self, other: Fingerprint) -> bool:
-        if self.rows != other.rows or set(self.columns) != set(other.columns):
+    def matches(self, kept: Fingerprint) -> bool:
+        """These rows are still the kept ones. A column the kept rows never had, all null in them now, is not a
+        change of theirs: a later batch brought it (the table is read by column name)."""
+        added = set(self.columns) - set(kept.columns)
+        if self.rows != kept.rows or not set(kept.columns) <= set(self.columns) \
+                or any(self.columns[c].get("nulls") != self.rows for c in added):
             return False
-        return all(_close(self.columns[c].get(k), other.columns[c].get(k))
-                   for c in self.columns for k in set(self.columns[c]) | set(other.columns[c]))
+        return all(_close(self.columns[c].get(k), kept.columns[c].get(k))
+                   for c in kept.columns for k in set(self.columns[c]) | set(kept.columns[c]))
 
 
 def _close(a: float | None, b: float | None) -> bool:

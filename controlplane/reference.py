@@ -15,13 +15,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
 
+from controlplane.datahub.datasets import profile_mcps
+from controlplane.datahub.port import MetadataPort
 from controlplane.errors import DataError, WorkspaceError
 from controlplane.fingerprints import fingerprint_of_profile, fingerprint_windows
+from controlplane.snapshot import pin_table
 from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace
 from guard.batches import split_batches
@@ -31,7 +36,7 @@ from guard.snapshot import Snapshot, SnapshotError, read_snapshot
 
 __all__ = ["ReferenceState", "REFERENCE_BATCHES", "load_state", "load_reference", "save_batch", "establish",
            "new_rows_window", "kept_windows", "changed_batches", "reference_batches", "state_path", "with_window_closed",
-           "forget_after", "same_rows"]
+           "forget_after", "Established", "establish_reference"]
 
 REFERENCE_BATCHES = 12
 _YEAR_MS = 365 * 24 * 3600 * 1000
@@ -191,3 +196,31 @@ def forget_after(ws: Workspace, pipeline: str, batches: int, watermark_ms: int |
     state = load_state(ws, pipeline)
     if state is not None and len(state.batches) > batches:
         _save_state(ws, pipeline, replace(state, batches=state.batches[:batches], watermark_ms=watermark_ms))
+
+
+@dataclass(frozen=True)
+class Established:
+    rows: int
+    content_hash: str  # the table's content hash when its reference was taken
+
+
+def establish_reference(ws: Workspace, spec: PipelineSpec, metadata: MetadataPort, now_ms: int) -> Established:
+    """A new pipeline's reference from its table as it is now (`kintsugi init`): the table pinned, cut into batches
+    by its time column and kept (`establish`), and their merged profile written as DataHub's datasetProfile.
+
+    The newest batch is left out: the pipeline's first run guards it as its new batch against the ones before it
+    (and keeps it when it passes), rather than the whole table against a reference made of itself."""
+    ws.runs.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=".reference-", dir=ws.runs))
+    try:
+        pinned = pin_table(ws, spec, folder / "pin")
+        reference = establish(ws, spec, pinned.path(ws))
+        state = load_state(ws, spec.name)
+        if state is not None and len(state.batches) > 1:
+            before_newest = _load_batch(ws, spec.name, state.batches[-2])
+            forget_after(ws, spec.name, len(state.batches) - 1, before_newest.end_ms)
+            reference = load_reference(ws, spec.name) or reference
+        metadata.emit(profile_mcps(spec.feature_table, reference.profile, now_ms), now_ms)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return Established(reference.profile.row_count, pinned.content_hash)

@@ -35,6 +35,8 @@ class RunStatus(StrEnum):
     RECOVERED = "recovered"  # an interrupted run rolled back to a consistent state
     UNDOING = "undoing"  # an undo in progress (an interrupted undo is finished by `undo` again)
     UNDONE = "undone"
+    ONBOARDED = "onboarded"  # `kintsugi init` registered the pipeline (a record of what it wrote, not a run)
+    LANDED = "landed"  # `kintsugi land` appended a batch (likewise)
 
     @property
     def exit_code(self) -> int:
@@ -64,6 +66,8 @@ class Stage(StrEnum):
     REJECT = "reject"
     UNDO = "undo"
     RECOVER = "recover"
+    INIT = "init"
+    LAND = "land"
     ERROR = "error"
 
 
@@ -83,6 +87,8 @@ class LedgerKind(StrEnum):
     MLFLOW_TAGS = "mlflow-tags"
     ALIAS = "mlflow-alias"
     RESTORE = "restore"
+    WORKSPACE_FILE = "workspace-file"  # a spec or contract file written under the workspace (init)
+    APPEND = "append"  # a batch appended to the table where it lives (land)
 
 
 class Verdict(StrEnum):

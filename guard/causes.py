@@ -25,6 +25,8 @@ SYMPTOMS: dict[FindingKind, frozenset[FindingKind]] = {
     FindingKind.SENTINEL: _VALUE_SYMPTOMS,
     FindingKind.TIMESTAMP_SHIFT: _VALUE_SYMPTOMS | {FindingKind.TIMESTAMP_UNPARSEABLE},
     FindingKind.TARGET_LEAKAGE: frozenset({FindingKind.COLUMN_UNEXPECTED}),
+    # a batch that renamed a column leaves the contracted name empty in its rows
+    FindingKind.COLUMN_RENAMED: frozenset({FindingKind.NULL_LIMIT, FindingKind.NULL_SPIKE}),
 }
 
 

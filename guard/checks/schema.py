@@ -8,6 +8,7 @@ from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
 from guard.profile import ColumnProfile
 from guard.registry import register
+from guard.renames import split_renames
 
 __all__ = ["check_schema", "types_compatible"]
 
@@ -32,6 +33,15 @@ def check_schema(ctx: GuardContext) -> Iterator[Finding]:
         yield make_finding(FindingKind.COLUMN_RENAMED, urn, old, observed=new, expected=old,
                            message=f"column {old!r} arrives as {new!r} (same type, same distribution)",
                            playbook="rename_columns", mapping={new: old})
+    rest = [name for name in unexpected if name not in renames.values()]
+    partial = split_renames(ctx.contract, ctx.snapshot, ctx.reference_profile, rest)
+    for old, new in partial.items():
+        rows = observed[new].row_count - observed[new].null_count
+        yield make_finding(FindingKind.COLUMN_RENAMED, urn, old, observed=new, expected=old, playbook="rename_columns",
+                           mapping={new: old}, merge=True, rows_renamed=rows,
+                           message=f"column {old!r} arrives as {new!r} in {rows} rows (a batch renamed it: "
+                                   f"{new!r} holds values exactly where {old!r} has none)")
+    renames.update(partial)
     for column in missing:
         if column.name not in renames:
             yield make_finding(FindingKind.COLUMN_MISSING, urn, column.name, observed=None,
