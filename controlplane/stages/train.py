@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from controlplane import passport
 from controlplane.context import RunContext, crash_point
@@ -74,8 +75,11 @@ class Assessment:
 def holdout_of(run: RunContext, view: TrainingView) -> tuple[pd.DataFrame, pd.DataFrame, int, int]:
     """(train rows, holdout rows, all rows, labelled rows) of exactly the guarded bytes."""
     verify_file(run.ws, view.table, view.table_hash, "training")
-    frame = pd.read_parquet(run.ws.path(view.table))
     training = run.spec.training
+    path = run.ws.path(view.table)
+    wanted = {*training.features, training.target, training.time_column}
+    present = [name for name in pq.read_schema(path).names if name in wanted]  # a missing one: fit names it
+    frame = pd.read_parquet(path, columns=present)
     labelled = frame[frame[training.target].notna()] if training.target in frame else frame
     with training_errors_mapped():
         train_df, holdout = time_holdout(labelled, training.time_column, training.holdout_fraction)
