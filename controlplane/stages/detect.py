@@ -79,7 +79,8 @@ def detect(run: RunContext) -> Detected:
     report = run_guard(context)
     run.record.facts["pinned"] = pinned.to_dict()
     if run.writes:
-        mcps = assertion_mcps(report, run.run_id, run.now_ms)
+        reference_rows = context.reference.row_count if context.reference is not None else None
+        mcps = assertion_mcps(report, run.run_id, run.now_ms, contract=context.contract, reference_rows=reference_rows)
         with run.journal.writing(LedgerKind.DATAHUB, spec.feature_table, what="assertions+run events",
                                  count=len(mcps)):
             run.metadata.emit(mcps, run.now_ms)
