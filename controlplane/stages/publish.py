@@ -2,9 +2,12 @@
 hash, previous bytes kept), resolve the incidents with heal notes, and record the passed data's profile."""
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from controlplane.context import RunContext, crash_point
 from controlplane.datahub.datasets import profile_mcps
 from controlplane.datahub.incidents import IncidentRef, read_incidents, resolve_incident
+from controlplane.memory import resolution_line
 from controlplane.snapshot import Pinned, publish_table, verify_file
 from controlplane.stages.detect import TrainingView
 from controlplane.stages.heal import Healed, heal_notes
@@ -34,9 +37,11 @@ def publish(run: RunContext, pinned: Pinned, healed: Healed) -> str:
 
 def resolve(run: RunContext, incidents: tuple[IncidentRef, ...], healed: Healed) -> None:
     note = heal_notes(run.run_id, healed)
+    steps = [asdict(step) for step in healed.steps]
     for ref in incidents:
+        line = resolution_line(run.record.facts.get("memory") or {}, ref.urn, run.run_id, steps)
         with run.journal.writing(LedgerKind.DATAHUB, ref.urn, aspect="incidentInfo", state="RESOLVED"):
-            resolve_incident(run.metadata, ref.urn, note, run.now_ms)
+            resolve_incident(run.metadata, ref.urn, f"{note}\n{line}", run.now_ms)
     run.record.facts["resolved"] = [r.urn for r in incidents]
     run.event(Stage.RESOLVE, "resolved", f"{len(incidents)} incident(s) RESOLVED with heal notes",
               incidents=[r.urn for r in incidents], note=note)
