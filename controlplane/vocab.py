@@ -35,6 +35,8 @@ class RunStatus(StrEnum):
     RECOVERED = "recovered"  # an interrupted run rolled back to a consistent state
     UNDOING = "undoing"  # an undo in progress (an interrupted undo is finished by `undo` again)
     UNDONE = "undone"
+    WATCHED = "watched"  # a watch pass recorded what it learned (models at risk, a flag, a postmortem)
+    ROLLED_BACK = "rolled-back"  # a watch pass moved an unsafe champion back to an earlier, clean version
 
     @property
     def exit_code(self) -> int:
@@ -64,12 +66,15 @@ class Stage(StrEnum):
     REJECT = "reject"
     UNDO = "undo"
     RECOVER = "recover"
+    WATCH = "watch"
+    ROLLBACK = "rollback"
     ERROR = "error"
 
 
 class Gate(StrEnum):
     PUBLISH = "publish"
     PROMOTE = "promote"
+    ROLLBACK = "rollback"  # a proposed rollback of an unsafe champion (controlplane.rollout)
 
 
 class LedgerKind(StrEnum):
