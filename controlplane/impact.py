@@ -16,7 +16,6 @@ from controlplane.errors import KintsugiError
 from controlplane.modelstore import training_errors_mapped
 from controlplane.snapshot import Pinned, verify_file
 from controlplane.stages.train import Trained, holdout_of
-from controlplane.vocab import Stage
 from training.model import evaluate, fit, time_holdout
 
 __all__ = ["measure_impact"]
@@ -33,13 +32,10 @@ def measure_impact(run: RunContext, trained: Trained) -> dict[str, Any] | None:
     except (KintsugiError, KeyError, ValueError, TypeError) as exc:
         why = exc.message if isinstance(exc, KintsugiError) else f"{type(exc).__name__}: {exc}"
         impact: dict[str, Any] = {"metric": metric, "healed": trained.metrics.get(metric), "error": why}
-        run.event(Stage.TRAIN, "impact", f"no model could be trained on the poisoned bytes: {why}")
     else:
         impact = {"metric": metric, "poisoned": poisoned[metric], "healed": trained.metrics.get(metric),
                   "holdout_rows": trained.rows["holdout"], "version": trained.version}
-        run.event(Stage.TRAIN, "impact", f"holdout {metric}: {poisoned[metric]:.4g} for a model trained on the "
-                  f"poisoned data vs {trained.metrics.get(metric, float('nan')):.4g} on the healed data", **impact)
-    run.record.facts["impact"] = impact
+    run.record.facts["impact"] = impact  # a fact, not a stage: the timeline stays the loop's
     run.journal.save()
     return impact
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
 
@@ -27,7 +28,7 @@ from controlplane.vocab import Stage
 from controlplane.workspace import Workspace
 
 __all__ = ["Postmortem", "build_postmortem", "postmortem_mcps", "read_postmortem", "healing_run", "write_markdown",
-           "NOTE_ID"]
+           "markdown_path", "NOTE_ID"]
 
 NOTE_ID = "kintsugi-postmortem"
 
@@ -217,10 +218,13 @@ def read_postmortem(port: MetadataPort, urn: str) -> str | None:
     return mine[-1].message if mine else None
 
 
+def markdown_path(ws: Workspace, postmortem: Postmortem, folder_run: str) -> Path:
+    return ws.run_dir(folder_run) / ("postmortem-" + postmortem.incident.rsplit(":", 1)[-1][:16] + ".md")
+
+
 def write_markdown(ws: Workspace, postmortem: Postmortem, folder_run: str) -> str:
     """The postmortem as markdown in a run's folder; returns its workspace-relative path."""
-    name = "postmortem-" + postmortem.incident.rsplit(":", 1)[-1][:16] + ".md"
-    path = ws.run_dir(folder_run) / name
+    path = markdown_path(ws, postmortem, folder_run)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(postmortem.markdown)
     return ws.rel(path)

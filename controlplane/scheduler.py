@@ -55,7 +55,8 @@ class Scheduler:
 
     def last_runs(self, names: list[str]) -> dict[str, datetime | None]:
         """For each pipeline, the latest of: its last run's start, the last attempt here, this scheduler's start."""
-        started = {r.pipeline: datetime.fromtimestamp(r.started_ms / 1000, tz=timezone.utc) for r in list_runs(self.ws)}
+        started = {r.pipeline: datetime.fromtimestamp(r.started_ms / 1000, tz=timezone.utc) for r in list_runs(self.ws)
+                   if not r.facts.get("kind")}  # runs of the loop only: a watch pass or a promote is not a retrain
         return {n: max(t for t in (started.get(n), self.attempts.get(n), self.started_at) if t is not None)
                 for n in names}
 

@@ -41,7 +41,7 @@ from controlplane.errors import KintsugiError, PipelineBusy
 from controlplane.journal import RunRecord, list_runs, new_run_id
 from controlplane.locks import pipeline_lock
 from controlplane.pipeline import run_pipeline
-from controlplane.postmortem import Postmortem, build_postmortem, postmortem_mcps, write_markdown
+from controlplane.postmortem import Postmortem, build_postmortem, markdown_path, postmortem_mcps, write_markdown
 from controlplane.retrain import due_retrains
 from controlplane.rollout import WATCH_KIND, ChampionOutcome, reconcile_champion
 from controlplane.spec import PipelineSpec, list_specs, load_spec
@@ -164,7 +164,7 @@ def _changes(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
     for urn, info in sorted(now["incidents"].items()):
         was = (old_incidents.get(urn) or {}).get("state")
         if was != info["state"]:
-            verb = "raised" if was is None else info["state"].lower()
+            verb = "raised" if was is None and info["state"] == "ACTIVE" else info["state"].lower()
             where = ", ".join(info["datasets"])
             changes.append(f"incident {urn} {verb} by {info['actor']} on {where}: {info['title']}")
     old_failing = set(before.get("failing", []))
@@ -254,7 +254,7 @@ def _home(postmortem: Postmortem, records: list[RunRecord], lineages: dict[str, 
 def _markdown_current(ws: Workspace, postmortem: Postmortem) -> bool:
     if postmortem.run_id is None:
         return True  # no healing run: DataHub and the writing record's folder hold it
-    path = ws.run_dir(postmortem.run_id) / ("postmortem-" + postmortem.incident.rsplit(":", 1)[-1][:16] + ".md")
+    path = markdown_path(ws, postmortem, postmortem.run_id)
     return path.is_file() and path.read_text() == postmortem.markdown
 
 
@@ -288,7 +288,7 @@ def on_change(ws: Workspace, urns: list[str], *, now_ms: int | None = None,
               start: Starter = run_now) -> PassReport | None:
     """The DataHub Actions entry: a change event names some URNs; when one is watched (a dataset, or an
     incident or assertion on one), run a whole pass — the event only says "look", the pass decides."""
-    specs = [load_spec(ws, name) for name in list_specs(ws)]
+    specs = _specs(ws, PassReport(0))  # a spec that does not load is left to the pass to report
     with metadata_session(ws, read_only=True) as metadata:
         datasets = set().union(*watched_datasets(metadata, specs).values()) if specs else set()
         relevant = any(urn in datasets or _on(metadata, urn, datasets) for urn in urns)

@@ -27,15 +27,18 @@ def watch(workspace: WorkspaceOption = None,
     cause is resolved, write postmortems. With --once: exit 1 if a champion stays unsafe, else 0."""
     ws = require_estate(workspace)
     now_ms = services.parse_now(now)
-    while True:
-        report = services.watch(ws, policy, now_ms)
-        if json_out:
-            typer.echo(json.dumps(_as_json(report), indent=2, default=str))
-        else:
-            typer.echo("\n".join(report.lines()))
-        if once:
-            raise typer.Exit(EXIT_BLOCKED if report.unsafe else 0)
-        time.sleep(interval)
+    try:
+        while True:
+            report = services.watch(ws, policy, now_ms)
+            if json_out:
+                typer.echo(json.dumps(_as_json(report), indent=2, default=str))
+            else:
+                typer.echo("\n".join(report.lines()))
+            if once:
+                raise typer.Exit(EXIT_BLOCKED if report.unsafe else 0)
+            time.sleep(interval)
+    except KeyboardInterrupt:  # Ctrl-C between passes (or in one: its records are finished by the next writer)
+        raise typer.Exit(0) from None
 
 
 def _as_json(report: PassReport) -> dict[str, object]:

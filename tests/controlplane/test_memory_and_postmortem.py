@@ -3,15 +3,17 @@ names the upstream owner) and postmortems (the demo incident's, with the poisone
 linked from the dataset, and as markdown in the healing run's folder)."""
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.incidents import incident_evidence
 from controlplane.datahub.lite import LiteMetadata
+from controlplane.journal import list_runs
 from controlplane.memory import fingerprint
 from controlplane.pipeline import run_pipeline
 from controlplane.postmortem import read_postmortem
+from controlplane.scheduler import Scheduler
 from controlplane.spec import load_spec
 from demo.seed import FEATURE_TABLE, PIPELINE
 from demo.story import land_batch
@@ -98,6 +100,11 @@ def test_the_demo_incident_postmortem_is_written_to_datahub_and_printed(demo_cop
     code, out, _ = kintsugi(monkeypatch, capsys, "watch", "--once", "-w", str(ws.root),
                             "--now", iso(DEMO_NOW + timedelta(hours=2)))
     assert code == 0 and "postmortem" not in out
+    # the watch's record is no run of the loop: a schedule still counts from the last real run
+    loop = max(r.started_ms for r in list_runs(ws) if r.pipeline == PIPELINE and not r.facts.get("kind"))
+    assert any(r.facts.get("kind") == "watch" and r.started_ms > loop for r in list_runs(ws))
+    last = Scheduler(ws, clock=lambda: datetime(2000, 1, 1, tzinfo=timezone.utc)).last_runs([PIPELINE])[PIPELINE]
+    assert last == datetime.fromtimestamp(loop / 1000, tz=timezone.utc)
 
 
 def test_postmortem_of_an_unknown_or_active_incident(demo_copy, monkeypatch, capsys):

@@ -16,6 +16,7 @@ from controlplane.datahub.models import read_model_tags
 from controlplane.datahub.urns import model_urn
 from controlplane.journal import list_runs, load_run
 from controlplane.pipeline import approve
+from controlplane.promote import promote_version
 from controlplane.retrain import in_quiet_hours
 from controlplane.undo import undo
 from controlplane.watch import on_change, watch_pass
@@ -95,6 +96,9 @@ def test_auto_rolls_the_champion_back_once_and_undo_restores_it(demo_copy, monke
     before = len(list_runs(ws))
     assert _watch(monkeypatch, capsys, ws)[0] == 0
     assert len(list_runs(ws)) == before and champion(ws) == 1
+    # a standing rollback keeps v2 out of settle: undoing an unrelated move of the champion lands on v1, not v2
+    manual = promote_version(ws, PIPELINE, 1)
+    assert undo(ws, manual.run_id).status == "undone" and champion(ws) == 1
     # undo of the rollback restores v2, at risk again; the next pass does not roll back twice: it flags v2
     assert undo(ws, rollback.run_id).status == "undone"
     assert champion(ws) == 2
