@@ -32,9 +32,10 @@ STARTED = DEMO_NOW - timedelta(days=1)  # ...for a failure that began a day befo
 WATCH_AT = DEMO_NOW + timedelta(hours=2)
 
 
-def raise_upstream_incident(ws, *, resolved_at=None) -> None:
-    """Another team's incident on the orders table (priority HIGH), optionally resolved later."""
-    store = LiteMetadata(ws.datahub_db)
+def raise_upstream_incident(ws, *, resolved_at=None, port=None) -> None:
+    """Another team's incident on the orders table (priority HIGH), optionally resolved later; written to the
+    workspace's DataHub Lite, or through `port` (a GMS)."""
+    store = port or LiteMetadata(ws.datahub_db)
     stamp = s.AuditStampClass(time=ms(RAISED), actor=ONCALL)
     info = s.IncidentInfoClass(
         type=s.IncidentTypeClass.OPERATIONAL, entities=[ORDERS], title="orders double-counted since yesterday",
@@ -46,7 +47,8 @@ def raise_upstream_incident(ws, *, resolved_at=None) -> None:
                                             lastUpdated=s.AuditStampClass(time=ms(resolved_at), actor=ONCALL),
                                             message="dedup job fixed")
         store.emit([MCP(entityUrn=INCIDENT, aspect=info)], ms(resolved_at))
-    store.close()
+    if port is None:
+        store.close()
 
 
 def _watch(monkeypatch, capsys, ws, *more, at=WATCH_AT):
