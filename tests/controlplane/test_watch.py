@@ -130,6 +130,18 @@ def test_ratify_proposes_the_rollback_and_approve_applies_it(demo_copy, monkeypa
     assert _watch(monkeypatch, capsys, ws, "--policy", "ratify")[0] == 0
 
 
+def test_a_rejected_rollback_keeps_the_champion_flagged_and_is_not_proposed_again(demo_copy, monkeypatch, capsys):
+    ws, _ = demo_copy
+    raise_upstream_incident(ws)
+    assert _watch(monkeypatch, capsys, ws, "--policy", "ratify")[0] == 1
+    (proposal,) = _records(ws, "rollback")
+    code, out, _ = kintsugi(monkeypatch, capsys, "reject", proposal.run_id, "--reason", "v1 is worse", "-w", str(ws.root))
+    assert code == 0 and "v2 stays champion, flagged" in out
+    code, out, _ = _watch(monkeypatch, capsys, ws, "--policy", "ratify")
+    assert code == 1 and f"the rollback of run {proposal.run_id} was rejected" in out
+    assert champion(ws) == 2 and UNSAFE_TAG in _mark(ws)[2] and len(_records(ws, "rollback")) == 1
+
+
 def test_dry_run_only_reports(demo_copy, monkeypatch, capsys):
     ws, _ = demo_copy
     raise_upstream_incident(ws)
