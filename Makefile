@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test install install-dev bench clean
+.PHONY: demo test test-faults install install-dev bench bench-guard bench-loop bench-realdata clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,10 +19,29 @@ demo: install
 	$(BIN)/kintsugi demo
 
 test: install-dev
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
+test-faults: install-dev   # the whole fault matrix: a run killed at every stage boundary, inside publish and undo
+	KINTSUGI_FAULT_MATRIX=full $(BIN)/python -m pytest -q -s tests/controlplane/test_faults.py
+
+# the profile engines side by side (minutes; ~2 GB of temporary parquet, deleted as it goes): arrow vs the
+# scan floor at 1M/10M/50M rows with peak RSS, guard time vs history size, spark (local[2]) vs arrow at 10M,
+# today's guard and pandera for reference
 bench: install-dev
+	$(BIN)/python benchmarks/engine_bench.py
+
+# the historical comparison: today's guard vs the pyarrow floor vs pandera at 1M and 10M rows
+bench-guard: install-dev
 	$(BIN)/python benchmarks/guard_bench.py
+
+# false blocks on real data's clean batches + injected failures: the guard vs pandera vs evidently
+bench-realdata: install-dev
+	$(BIN)/pip install -q -e ".[dev,bench]"
+	$(BIN)/python benchmarks/realdata_bench.py
+
+# the wall time of each stage of two loop runs at 100k and 1M rows, and the share outside the model fit
+bench-loop: install-dev
+	$(BIN)/python benchmarks/loop_bench.py
 
 clean:
 	rm -rf .kintsugi

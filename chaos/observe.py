@@ -20,9 +20,10 @@ from guard.findings import Finding
 from guard.kinds import DEFAULT_SEVERITY, Severity
 
 __all__ = ["Observed", "observe", "judge", "held_correctly", "expected_outcome", "finding_label", "PROMOTED",
-           "BLOCKED", "HELD"]
+           "BLOCKED", "HELD", "QUARANTINED"]
 
 PROMOTED, BLOCKED, HELD = "promoted", "blocked", "needs-review"
+QUARANTINED = "quarantined"  # rows set aside, incident left open; the run may train on the rest or stop
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ def finding_label(finding: Finding) -> str:
 def expected_outcome(scenario: Scenario) -> str:
     if scenario.healable:
         return PROMOTED
+    if scenario.quarantines:
+        return QUARANTINED
     return BLOCKED if DEFAULT_SEVERITY[scenario.kind] is Severity.BLOCK else HELD
 
 
@@ -85,7 +88,10 @@ def _incident_open(ws: Workspace, scenario: Scenario, dataset: str) -> bool:
 
 
 def held_correctly(status: str, expected: str, incident_open: bool) -> bool:
-    """Not promoted; and where a block is expected, BLOCKED with its incident left open."""
+    """Not promoted; and where a block is expected, BLOCKED with its incident left open. Quarantined rows: the
+    incident left open, whether the run stopped or trained on the rows that passed."""
+    if expected == QUARANTINED:
+        return incident_open
     if status == PROMOTED:
         return False
     return expected != BLOCKED or (status == BLOCKED and incident_open)
@@ -106,6 +112,10 @@ def judge(scenario: Scenario, seen: Observed, impact: dict[str, Any]) -> list[st
             reasons.append(f"expected BLOCKED, the loop ended {seen.status}: {seen.outcome}")
         if not seen.incident_open:
             reasons.append(f"no ACTIVE incident left open for {_where(scenario)}")
+    elif expected == QUARANTINED:
+        if not seen.incident_open:
+            reasons.append(f"rows of {_where(scenario)} cannot be corrected, yet no ACTIVE incident was left open "
+                           f"(the loop ended {seen.status})")
     elif seen.status == PROMOTED:
         reasons.append(f"promoted despite {', '.join(seen.labels)}")
     return reasons

@@ -91,6 +91,9 @@ class Scenario:
     selection: Selection = Selection()
     share: float = 1.0  # rows corrupted when the magnitude is not itself a share
     magnitude_is_share: bool = False
+    # the rows cannot be corrected (nulls, sentinels): a heal quarantines them, never fills them in, and the
+    # incident stays open whatever the run does with the rows that pass
+    quarantines: bool = False
 
     @property
     def column(self) -> str | None:
@@ -117,6 +120,7 @@ class Scenario:
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "summary": self.summary, "side": self.side, "kind": self.kind.value,
                 "columns": list(self.columns), "upstream": self.upstream, "healable": self.healable,
+                "quarantines": self.quarantines,
                 "magnitude": self.magnitude, "magnitude_unit": self.magnitude_unit,
                 "selection": self.selection.label(), "share": self.share if not self.magnitude_is_share else None,
                 "sweep": list(self.sweep)}
@@ -130,6 +134,9 @@ def register(scenario: Scenario) -> Scenario:
         raise ValueError(f"chaos scenario {scenario.name!r} is already registered")
     if (scenario.table is None) == (scenario.upstream_injector is None):
         raise ValueError(f"chaos scenario {scenario.name!r} needs exactly one of a table or an upstream injector")
+    if scenario.quarantines and scenario.healable:
+        raise ValueError(f"chaos scenario {scenario.name!r} cannot be both healed and quarantined: rows set aside "
+                         "are not corrected")
     SCENARIOS[scenario.name] = scenario
     return scenario
 

@@ -49,7 +49,9 @@ class RunContext:
         return self.policy.writes
 
     def event(self, stage: Stage, status: str, summary: str, **evidence: Any) -> Event:
-        return self.journal.event(stage, status, summary, **evidence)
+        recorded = self.journal.event(stage, status, summary, **evidence)
+        crash_point(f"{stage.value}:{status}")  # every stage boundary is a point the fault-matrix tests kill at
+        return recorded
 
     def finish(self, status: RunStatus, outcome: str) -> RunRecord:
         self.journal.finish(status, outcome)

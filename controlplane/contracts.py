@@ -8,11 +8,11 @@ from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import contract_mcps
 from controlplane.datahub.datasets import profile_mcps
 from controlplane.errors import ContractError, DataError
-from controlplane.infer import propose_contract
+from controlplane.infer import Hints, propose
 from controlplane.odcs import parse_odcs
 from controlplane.workspace import Workspace
 from guard.snapshot import SnapshotError, read_snapshot
-from guard.units import UNITS
+from controlplane.unitguess import given_unit
 
 __all__ = ["apply_contract_file", "infer_contract", "MAX_CONTRACT_BYTES"]
 
@@ -42,13 +42,13 @@ def apply_contract_file(ws: Workspace, file: Path, reference: Path | None, now_m
 
 
 def infer_contract(data: Path, dataset: str, unit_options: list[str]) -> tuple[str, list[str]]:
+    """(ODCS YAML proposed from a parquet file, the columns whose unit is a guess to review)."""
     units = {}
     for option in unit_options:
         column, sep, unit = option.partition("=")
-        if not sep or unit not in UNITS:
-            raise ContractError(f"--unit {option!r} is not COLUMN=UNIT with a known unit",
-                                f"use one of: {', '.join(sorted(UNITS))}")
-        units[column] = unit
+        if not sep:
+            raise ContractError(f"--unit {option!r} is not COLUMN=UNIT", "write it as COLUMN=UNIT, or COLUMN=none")
+        units[column] = given_unit(unit)
     try:
         profile = read_snapshot(data).profile
     except SnapshotError as exc:
@@ -56,4 +56,7 @@ def infer_contract(data: Path, dataset: str, unit_options: list[str]) -> tuple[s
     unknown = sorted(set(units) - set(profile.columns))
     if unknown:
         raise ContractError(f"--unit names columns not in {data}: {', '.join(unknown)}", "check the column names")
-    return propose_contract(profile, dataset=dataset, name=data.stem, units=units)
+    proposal = propose(profile, Hints(units=units), dataset=dataset, table=data.stem)
+    text = proposal.to_odcs(contract_id=data.stem, version="0.1.0",
+                            purpose=f"Proposed by `kintsugi contract infer` from {profile.row_count} rows; review it.")
+    return text, [q.column for q in proposal.questions if q.kind == "unit"]

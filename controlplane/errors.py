@@ -55,6 +55,9 @@ class KintsugiError(Exception):
     def __str__(self) -> str:
         return f"{self.message}; {self.fix}"
 
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # crosses process boundaries whole (the drill's workers)
+        return type(self), (self.message, self.fix)
+
 
 class InputError(KintsugiError):
     code = "invalid_input"

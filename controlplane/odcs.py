@@ -18,10 +18,11 @@ from importlib import resources
 from typing import Any
 
 import jsonschema
-import yaml
 from open_data_contract_standard.model import OpenDataContractStandard, SchemaProperty
 
-from controlplane.errors import ContractError
+from controlplane.datahub.urns import check_dataset_urn
+from controlplane.errors import ContractError, InputError
+from controlplane.safeyaml import YamlRefused, load_yaml
 from guard.contract import LOGICAL_TYPES, ColumnContract, Contract
 from guard.units import UNITS
 
@@ -34,9 +35,9 @@ _FIX = "fix the contract YAML (Open Data Contract Standard v3) and apply it agai
 def load_odcs_document(text: str, source: str) -> OpenDataContractStandard:
     """Parse and validate against the ODCS JSON schema; one clear error naming the problem."""
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ContractError(f"{source} is not valid YAML ({exc.__class__.__name__})", _FIX) from exc
+        raw = load_yaml(text)
+    except YamlRefused as exc:
+        raise ContractError(f"{source} {exc}", _FIX) from exc
     if not isinstance(raw, dict):
         raise ContractError(f"{source} is not an ODCS document (expected a mapping)", _FIX)
     schema = json.loads(resources.files("open_data_contract_standard").joinpath("schema.json").read_text())
@@ -56,6 +57,10 @@ def parse_odcs(text: str, source: str = "contract") -> Contract:
     dataset = top.get("datahubDataset")
     if not dataset:
         raise ContractError(f"{source} has no customProperties entry `datahubDataset`", _FIX)
+    try:
+        check_dataset_urn(str(dataset), f"{source} datahubDataset")
+    except InputError as exc:
+        raise ContractError(exc.message, exc.fix) from exc
     if not document.schema_ or len(document.schema_) != 1:
         raise ContractError(f"{source} must describe exactly one schema object (the feature table)", _FIX)
     columns = tuple(_column(prop, source) for prop in document.schema_[0].properties or [])
@@ -83,6 +88,12 @@ def _column(prop: SchemaProperty, source: str) -> ColumnContract:
         raise ContractError(f"{source}: column {prop.name!r} declares unit {unit!r}; known units: "
                             f"{', '.join(sorted(UNITS))}", _FIX)
     options = prop.logicalTypeOptions or {}
+    if unit is not None and prop.logicalType not in ("number", "integer"):
+        raise ContractError(f"{source}: column {prop.name!r} is {prop.logicalType} but declares unit {unit!r}; "
+                            "only numbers have units", _FIX)
+    low, high = options.get("minimum"), options.get("maximum")
+    if low is not None and high is not None and low > high:
+        raise ContractError(f"{source}: column {prop.name!r} has minimum {low} above maximum {high}", _FIX)
     quality = {q.metric: q for q in prop.quality or [] if q.metric}
     return ColumnContract(
         name=str(prop.name),

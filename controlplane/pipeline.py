@@ -40,7 +40,7 @@ from controlplane.rollout import reject_rollback, resume_rollback
 from controlplane.snapshot import Pinned, live_hash, verify_file
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.stages.conclude import Approval, conclude
-from controlplane.stages.detect import TrainingView, detect, guard_context
+from controlplane.stages.detect import TrainingView, detect
 from controlplane.stages.heal import Healed, heal, raise_incidents, verify
 from controlplane.stages.publish import publish, remember_reference, resolve, resolve_cleared
 from controlplane.stages.train import Trained, assess, holdout_of, score_champion, train
@@ -75,7 +75,7 @@ def _story(run: RunContext) -> None:
         return
     incidents = raise_incidents(run, detected.report)
     healed = heal(run, detected)
-    view = verify(run, detected.context, healed) if healed is not None else None
+    view = verify(run, healed) if healed is not None else None
     if healed is None or view is None:
         return  # BLOCKED: the incident stays open
     if not run.writes:
@@ -175,8 +175,7 @@ def _resume_publish(run: RunContext, checkpoint: PublishCheckpoint) -> None:
     if live_hash(run.ws, run.spec) != checkpoint.pinned.content_hash:
         raise TableChanged(f"{run.spec.data_text} changed since run {run.run_id} healed it",
                            "reject this run and start a new one on the current data")
-    context = guard_context(run.metadata, run.spec.feature_table, None, run.now_ms)
-    view = verify(run, context, checkpoint.healed)
+    view = verify(run, checkpoint.healed)
     if view is not None:
         _publish_and_train(run, checkpoint.pinned, checkpoint.healed, view, checkpoint.incidents,
                            checkpoint.detect_report)

@@ -23,6 +23,7 @@ from controlplane.datahub.model_risk import AT_RISK_TYPE, risks_of
 from controlplane.datahub.port import MetadataPort
 from controlplane.journal import RunRecord
 from controlplane.memory import read_heal
+from controlplane.retrain import is_loop_run
 from controlplane.rollback import resolved_by
 from controlplane.vocab import Stage
 from controlplane.workspace import Workspace
@@ -51,7 +52,7 @@ def _when(at_ms: int | None) -> str:
 
 def healing_run(records: list[RunRecord], urn: str) -> RunRecord | None:
     """The run that resolved the incident (its ledger says so), the latest if several did."""
-    found = [r for r in records if urn in resolved_by(r) and not r.facts.get("kind")]
+    found = [r for r in records if urn in resolved_by(r) and is_loop_run(r)]
     return found[-1] if found else None
 
 
@@ -178,7 +179,7 @@ def _retrains(records: list[RunRecord], info: s.IncidentInfoClass, resolved: int
     for pipeline, datasets in sorted(lineages.items()):
         if not set(info.entities) & datasets:
             continue
-        after = [r for r in records if r.pipeline == pipeline and not r.facts.get("kind") and r.policy.writes
+        after = [r for r in records if r.pipeline == pipeline and is_loop_run(r) and r.policy.writes
                  and r.now_ms >= resolved]
         if after:
             first = min(after, key=lambda r: r.now_ms)

@@ -58,6 +58,8 @@ def recover_run(ws: Workspace, run_id: str) -> RunRecord:
 
 
 def _recover(ws: Workspace, record: RunRecord) -> RunRecord:
+    if record.facts.get("command"):  # an interrupted init or land: no publish, no model version to take back
+        return _settle_command(ws, record)
     undoing = record.status is RunStatus.UNDOING
     unfinished = _dangling(record) or not undoing
     spec = load_spec(ws, record.pipeline)
@@ -87,6 +89,17 @@ def _recover(ws: Workspace, record: RunRecord) -> RunRecord:
             run.event(Stage.RECOVER, "rolled-back", f"interrupted after {last}: {len(plans)} publish(es) taken "
                       f"back, {retired} version(s) abandoned")
             run.finish(RunStatus.RECOVERED, f"interrupted after {last}; rolled back to a consistent state")
+    return record
+
+
+def _settle_command(ws: Workspace, record: RunRecord) -> RunRecord:
+    command = record.facts["command"]
+    unsure = [f"{e.kind} {e.target}" for e in record.ledger if e.state not in ("done", ROLLED_BACK)]
+    journal = RunJournal(ws, record)
+    journal.event(Stage.RECOVER, "settled", f"{command} was interrupted; unsure: {', '.join(unsure) or 'nothing'}",
+                  unsure=unsure)
+    journal.finish(RunStatus.RECOVERED, f"interrupted {command}: " + (f"{', '.join(unsure)} may or may not have been "
+                   "written; " if unsure else "") + f"run `kintsugi {command}` again (init: with --force)")
     return record
 
 

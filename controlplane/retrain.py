@@ -14,7 +14,7 @@ from controlplane.datahub.port import MetadataPort
 from controlplane.journal import RunRecord
 from controlplane.spec import PipelineSpec
 
-__all__ = ["RetrainDue", "due_retrains", "last_loop_run_ms", "in_quiet_hours"]
+__all__ = ["RetrainDue", "due_retrains", "is_loop_run", "last_loop_run_ms", "in_quiet_hours"]
 
 
 @dataclass(frozen=True)
@@ -34,10 +34,16 @@ def in_quiet_hours(quiet_hours: str | None, now_ms: int) -> bool:
     return start <= hour < end if start < end else hour >= start or hour < end
 
 
+def is_loop_run(record: RunRecord) -> bool:
+    """A run of the loop: not a watch pass, a rollback or a promote by hand (`facts["kind"]`), nor an init or a
+    land (`facts["command"]`, `controlplane.onboard.COMMAND_FACT`)."""
+    return not record.facts.get("kind") and not record.facts.get("command")
+
+
 def last_loop_run_ms(records: list[RunRecord], pipeline: str) -> int | None:
-    """The instant of the pipeline's latest run of the loop (not a watch pass, a promote by hand or a dry-run)."""
-    instants = [r.now_ms for r in records if r.pipeline == pipeline and not r.facts.get("kind")
-                and r.policy.writes]
+    """The instant of the pipeline's latest run of the loop (not a watch pass, a promote by hand, an init, a land
+    or a dry-run)."""
+    instants = [r.now_ms for r in records if r.pipeline == pipeline and is_loop_run(r) and r.policy.writes]
     return max(instants) if instants else None
 
 

@@ -14,6 +14,7 @@ from controlplane.errors import RunStateError, TableChanged
 from controlplane.journal import LedgerEntry, RunRecord
 from controlplane.modelstore import open_store, training_errors_mapped
 from controlplane.passports import evidence_refusal
+from controlplane.reference import forget_after
 from controlplane.snapshot import check_backup, live_hash
 from controlplane.snapshot import restore_table as snapshot_restore
 from controlplane.spec import PipelineSpec
@@ -151,7 +152,16 @@ def take_back(run: RunContext, plans: list[TableRestore], *, retire: str, why: s
         retire_version(run, version, retire, why)
     settle_champion(run)
     reopen_incidents(run, resolved_by(record), f"{why}: the data the incident was raised on is back")
+    _forget_batches(run, unfinished)
     return len(set(versions))
+
+
+def _forget_batches(run: RunContext, unfinished: bool) -> None:
+    """The batches the run added to the reference leave it (the data they were cut from is being taken back)."""
+    for entry in run.record.entries(LedgerKind.REFERENCE, done_only=not unfinished):
+        previous = entry.detail["previous"]
+        with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, forget=entry.detail["batch"]):
+            forget_after(run.ws, run.spec.name, previous["batches"], previous["watermark_ms"])
 
 
 def _fail_mlflow_runs(run: RunContext) -> list[int]:

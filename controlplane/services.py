@@ -4,6 +4,7 @@ free text) and decides nothing itself: the loop, the guard, undo and recovery do
 from __future__ import annotations
 
 import logging
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from typing import Callable
 
 from datahub.metadata import schema_classes as s
 
+from controlplane.accept import accept as accept_warnings
 from controlplane.contracts import apply_contract_file
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import read_raw_contract
@@ -20,7 +22,7 @@ from controlplane.datahub.datasets import downstream_of
 from controlplane.datahub.incidents import IncidentRow, active_incidents, read_incidents
 from controlplane.datahub.models import VERDICT_PROPERTY, model_versions, models_trained_on
 from controlplane.datahub.urns import model_urn
-from controlplane.errors import Conflict, InputError, InternalError, KintsugiError, NotFound
+from controlplane.errors import Conflict, DataError, InputError, InternalError, KintsugiError, NotFound
 from controlplane.journal import Event, RunRecord, UnreadableRun, list_runs, load_run, new_run_id, scan_runs
 from controlplane.pipeline import approve as approve_run
 from controlplane.pipeline import reject as reject_run
@@ -30,18 +32,18 @@ from controlplane.promote import promote_version
 from controlplane.recovery import is_interrupted, recover_run
 from controlplane.schedule import next_fire
 from controlplane.spec import PipelineSpec, list_specs, load_spec
-from controlplane.stages.detect import guard_context
+from controlplane.guarding import context_without_snapshot, guard_table
+from controlplane.snapshot import pin_table
 from controlplane.undo import undo as undo_run
 from controlplane.vocab import Policy, RunStatus
 from controlplane.watch import PassReport, Starter, run_now, watch_pass, watched_datasets
 from controlplane.workspace import Workspace
 from guard.findings import GuardReport
 from guard.runner import run_guard
-from guard.snapshot import SnapshotError, read_snapshot
 
 __all__ = ["PipelineInfo", "IncidentInfo", "RunListing", "parse_now", "parse_policy", "check_text", "pipelines",
            "guard", "run", "start_run", "approve", "reject", "undo", "recover", "promote", "runs", "get_run",
-           "incidents", "lineage", "apply_contract", "show_contract", "DatasetNode", "ModelNode", "Lineage", "MAX_TEXT",
+           "incidents", "lineage", "accept", "apply_contract", "show_contract", "DatasetNode", "ModelNode", "Lineage", "MAX_TEXT",
            "EARLIEST_NOW", "watch", "postmortem"]
 
 log = logging.getLogger(__name__)
@@ -125,16 +127,19 @@ def pipelines(ws: Workspace, *, now: datetime | None = None) -> list[PipelineInf
 
 
 def guard(ws: Workspace, pipeline: str, data: Path | None = None, now_ms: int | None = None) -> GuardReport:
-    """The guard alone, read-only: nothing is written anywhere. An unreadable table is a blocking finding."""
+    """The guard alone, read-only: nothing is written anywhere. `data` is a batch to check as the next one
+    (else the table's new rows and its history). An unreadable table is a blocking finding."""
     spec = load_spec(ws, pipeline)
-    path = data or spec.data
-    try:
-        snapshot, error = read_snapshot(path), None
-    except SnapshotError as exc:
-        snapshot, error = None, str(exc)
-    with metadata_session(ws, read_only=True) as metadata:
-        context = guard_context(metadata, spec.feature_table, snapshot, now_ms or int(time.time() * 1000), error)
-    return run_guard(context)
+    now_ms = now_ms or int(time.time() * 1000)
+    with tempfile.TemporaryDirectory() as scratch, metadata_session(ws, read_only=True) as metadata:
+        if data is not None:
+            return guard_table(ws, metadata, spec, data, now_ms, as_batch=True).report
+        try:
+            table = pin_table(ws, spec, Path(scratch) / "pin")
+        except DataError as exc:  # a missing or unreadable table is a blocking finding for the guard alone
+            context = context_without_snapshot(ws, metadata, spec, now_ms, None, exc.message)
+            return run_guard(context)
+        return guard_table(ws, metadata, spec, table.path(ws), now_ms).report
 
 
 def run(ws: Workspace, pipeline: str, policy: str | None = None, now_ms: int | None = None,
@@ -182,6 +187,10 @@ def approve(ws: Workspace, run_id: str, reason: str = "", now_ms: int | None = N
 
 def reject(ws: Workspace, run_id: str, reason: str) -> RunRecord:
     return reject_run(ws, run_id, check_text(reason, "the rejection's reason"))
+
+
+def accept(ws: Workspace, run_id: str, reason: str, findings: list[str] | None = None) -> RunRecord:
+    return accept_warnings(ws, run_id, check_text(reason, "the acceptance's reason"), findings=findings)
 
 
 def undo(ws: Workspace, run_id: str) -> RunRecord:

@@ -22,8 +22,8 @@ from remediations import locations
 from remediations.objectstore import LocationError
 from remediations.objectstore import TableChanged as LocationChanged
 
-__all__ = ["Pinned", "pin_table", "verify_file", "live_hash", "publish_table", "restore_table", "check_backup",
-           "file_hash", "locations_mapped"]
+__all__ = ["Pinned", "pin_table", "pin_location", "append_batch", "verify_file", "live_hash", "publish_table",
+           "restore_table", "check_backup", "file_hash", "locations_mapped", "location_mapped"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,39 @@ def locations_mapped(spec: PipelineSpec) -> Iterator[None]:
         raise TableChanged(exc.message, exc.fix) from exc
     except LocationError as exc:
         raise DataError(f"pipeline {spec.name!r}: {exc.message}", f"{exc.fix} (`data:` in {spec.source})") from exc
+
+
+@contextmanager
+def location_mapped(where: str) -> Iterator[None]:
+    """As `locations_mapped`, for a location not in a spec yet (`kintsugi init --data`); `where` names the option.
+    The file system's own refusals (no permission) become the same one line."""
+    try:
+        yield
+    except LocationChanged as exc:
+        raise TableChanged(exc.message, exc.fix) from exc
+    except LocationError as exc:
+        fix = exc.fix.replace("fix the data: path", "check the path (a relative one is taken from the current folder)")
+        raise DataError(f"{where}: {exc.message}", fix.replace("data:", "the location")) from exc
+    except PermissionError as exc:
+        raise DataError(f"{where}: permission denied on {exc.filename or 'the table'}",
+                        "give this user read access to the table's files and folders") from exc
+
+
+def pin_location(ws: Workspace, data_text: str, into: Path, where: str) -> Pinned:
+    """Pin a location named outside any spec (onboarding); errors name `where` (e.g. `--data LOCATION`)."""
+    with location_mapped(where):
+        pinned = locations.parse_location(data_text, ws.root).pin(into)
+    return Pinned(ws.rel(pinned.table_path), "sha256:" + pinned.table_sha256, pinned.content_hash, data_text)
+
+
+def append_batch(ws: Workspace, spec: PipelineSpec, batch: Path) -> locations.Appended:
+    """Append a batch file to the pipeline's table where it lives (`kintsugi land`)."""
+    with locations_mapped(spec):
+        try:
+            return _location(ws, spec).append(batch)
+        except PermissionError as exc:
+            raise LocationError(f"permission denied on {exc.filename or 'the table'}",
+                                "give this user write access to the table's files and folders") from exc
 
 
 def _location(ws: Workspace, spec: PipelineSpec) -> locations.TableLocation:

@@ -37,6 +37,8 @@ class RunStatus(StrEnum):
     UNDONE = "undone"
     WATCHED = "watched"  # a watch pass recorded what it learned (models at risk, a flag, a postmortem)
     ROLLED_BACK = "rolled-back"  # a watch pass moved an unsafe champion back to an earlier, clean version
+    ONBOARDED = "onboarded"  # `kintsugi init` registered the pipeline (a record of what it wrote, not a run)
+    LANDED = "landed"  # `kintsugi land` appended a batch (likewise)
 
     @property
     def exit_code(self) -> int:
@@ -68,6 +70,8 @@ class Stage(StrEnum):
     RECOVER = "recover"
     WATCH = "watch"
     ROLLBACK = "rollback"
+    INIT = "init"
+    LAND = "land"
     ERROR = "error"
 
 
@@ -88,6 +92,8 @@ class LedgerKind(StrEnum):
     MLFLOW_TAGS = "mlflow-tags"
     ALIAS = "mlflow-alias"
     RESTORE = "restore"
+    WORKSPACE_FILE = "workspace-file"  # a spec or contract file written under the workspace (init)
+    APPEND = "append"  # a batch appended to the table where it lives (land)
 
 
 class Verdict(StrEnum):

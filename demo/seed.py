@@ -16,9 +16,10 @@ from controlplane.datahub.contracts import contract_mcps
 from controlplane.datahub.datasets import SchemaColumn, dataset_mcps, profile_mcps
 from controlplane.identity import establish_identity
 from controlplane.odcs import parse_odcs
+from controlplane.reference import establish
+from controlplane.spec import load_spec
 from controlplane.workspace import Workspace
 from demo.generate import generate_cancel_features, generate_eta_features
-from guard.snapshot import read_snapshot
 
 __all__ = ["seed_estate", "write_feature_table", "FEATURE_TABLE", "UPSTREAMS", "PIPELINE", "INITIAL_DAYS",
            "CANCEL_PIPELINE", "CANCEL_TABLE", "TABLES"]
@@ -87,15 +88,17 @@ def seed_estate(ws: Workspace, *, seed: int, anchor: datetime, days: int = INITI
 
 
 def _table_mcps(ws: Workspace, table: DemoTable, data: Path, anchor_ms: int) -> list[MCP]:
+    """The table registered, its contract applied, and its days kept as the reference's batches."""
     shutil.copyfile(_packaged("pipelines", f"{table.pipeline}.yaml"), ws.pipelines / f"{table.pipeline}.yaml")
     contract_text = _packaged("contracts", table.contract_file).read_text()
     (ws.contracts / table.contract_file).write_text(contract_text)
     contract = parse_odcs(contract_text, f"demo contract {table.contract_file}")
     columns = [SchemaColumn(c.name, c.logical_type) for c in contract.columns]
+    reference = establish(ws, load_spec(ws, table.pipeline), data, cadence="day")
     return [*dataset_mcps(table.urn, name=table.name, columns=columns, upstreams=list(UPSTREAMS),
                           description=table.description, owner=_OWNER, last_modified_ms=anchor_ms),
             *contract_mcps(contract, contract_text),
-            *profile_mcps(table.urn, read_snapshot(data).profile, anchor_ms)]
+            *profile_mcps(table.urn, reference.profile, anchor_ms)]
 
 
 def _packaged(folder: str, name: str) -> Path:

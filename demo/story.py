@@ -60,10 +60,13 @@ def run_demo(ws: Workspace, *, seed: int = 7, now: datetime | None = None,
 
 def land_batch(ws: Workspace, spec: PipelineSpec, *, seed: int, anchor: datetime, metres: bool,
                days: int = INITIAL_DAYS + NEW_DAYS) -> None:
-    """A new batch: `days` days of deliveries ending at `anchor`; upstreams report fresh loads."""
+    """A new batch: the deliveries after the table's last one, up to `anchor` (the generator makes day d's rows
+    from (seed, d) alone, so the days already there come out the same); upstreams report fresh loads. With
+    `metres`, the new rows' distance is written in metres — the orders service changed, not the past."""
     frame = generate_eta_features(days=days, seed=seed, anchor=anchor)
     if metres:
-        frame["distance_km"] = frame["distance_km"] * 1000.0
+        newest = pd.read_parquet(spec.data, columns=["event_ts"])["event_ts"].max()
+        frame.loc[frame["event_ts"] > newest, "distance_km"] *= 1000.0
     frame.to_parquet(spec.data, index=False, row_group_size=100_000)
     stamp = _ms(anchor)
     with metadata_session(ws) as metadata:

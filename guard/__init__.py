@@ -1,6 +1,13 @@
 """The guard: pure, deterministic checks of a feature table against its contract.
 
-`GuardContext` in (contract, reference profile, snapshot statistics, lineage),
-`Finding`s and a `GuardReport` out. The only I/O is reading the parquet snapshot
-(`guard.snapshot`).
+`GuardContext` in (contract, reference, snapshot statistics, lineage), `Finding`s and a `GuardReport`
+out. The only I/O is reading parquet (`guard.snapshot`, `guard.batches`, the duplicate-key count).
+
+Batches: `guard.snapshot.read_snapshot(paths, window=...)` profiles one batch's rows into mergeable
+sketches (`guard.profile.BatchProfile`, JSON round-trip); `guard.batches.split_batches` cuts a table
+into calendar batches in one pass; `guard.reference.build_reference` merges the last clean batches'
+profiles into the `Reference` a new batch is judged against.
+
+Engines: `guard.engines.snapshot("arrow" | "spark", ...)` computes the same snapshot with pyarrow in
+this process or with Spark (local or Spark Connect), with the batch's key hashes from the same pass.
 """

@@ -1,4 +1,18 @@
-"""Findings and the guard report: evidence, not prose."""
+"""Findings and the guard report: evidence, not prose.
+
+The rows a finding concerns (`params["rows"]`). A finding about some rows only (the newest batch of a
+table, a unit changed since a release) names them by a time window of the batch, so a heal can act on those
+rows only and leave the rest exactly as they are:
+
+    params["rows"] = {"column": TIME_COLUMN, "after_ms": X, "through_ms": Y}
+
+the rows whose TIME_COLUMN lies in (X, Y]: after X, up to and including Y, in UTC epoch milliseconds, as
+`guard.profile.TimeWindow` cuts a batch (`TimeWindow.to_dict()` is this dict). Either bound may be None
+(unbounded). Absent or None: every row of the table. `window_rows(ctx)` gives the window the snapshot was
+read with. Playbooks read it through `remediations.rows.selected_rows`; a selector they cannot read (an
+unknown column, a column that is not a timestamp, a malformed dict) refuses the heal, never widens it.
+Other row counts in params use other names (`estimated_rows`, `rows_swapped`...).
+"""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -7,7 +21,14 @@ from typing import Any
 
 from guard.kinds import DEFAULT_SEVERITY, FindingKind, Severity
 
-__all__ = ["CheckOutcome", "Finding", "GuardReport", "Verdict", "make_finding"]
+__all__ = ["CheckOutcome", "Finding", "GuardReport", "Verdict", "make_finding", "window_rows"]
+
+
+def window_rows(ctx: Any) -> dict[str, Any] | None:
+    """The `params["rows"]` of a finding about the snapshot's rows: the window it was read with, or None (every
+    row). Takes a `guard.context.GuardContext`."""
+    window = getattr(ctx.snapshot, "window", None) if ctx.snapshot is not None else None
+    return window.to_dict() if window is not None else None
 
 
 class Verdict(str, Enum):

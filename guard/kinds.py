@@ -26,6 +26,7 @@ class FindingKind(str, Enum):
     # units and scale
     UNIT_MISMATCH = "unit_mismatch"
     SCALE_SHIFT = "scale_shift"
+    UNIT_UNCHECKED = "unit_unchecked"  # guard-robust: too few values beside a point mass to judge a unit (warns)
     # nulls
     NULL_LIMIT = "null_limit"
     NULL_SPIKE = "null_spike"
@@ -36,6 +37,8 @@ class FindingKind(str, Enum):
     # volume and keys
     VOLUME_DROP = "volume_drop"
     DUPLICATE_KEYS = "duplicate_keys"
+    VOLUME_SPIKE = "volume_spike"  # guard-robust: far more rows than the cadence expects (a table loaded 40x)
+    HISTORY_CHANGED = "history_changed"  # rows the guard passed in an earlier batch are not what they were
     # domain
     OUT_OF_RANGE = "out_of_range"
     NEW_CATEGORY = "new_category"
@@ -48,7 +51,14 @@ class FindingKind(str, Enum):
     UPSTREAM_DEPRECATED = "upstream_deprecated"
     UPSTREAM_INCIDENT = "upstream_incident"
     UPSTREAM_STALE = "upstream_stale"
+    # --- root causes (branch guard-causes): relationships learned from the reference, named causes ---
+    TIMESTAMP_SHIFT = "timestamp_shift"  # a timestamp moved by a whole number of hours (a timezone)
+    COLUMNS_SWAPPED = "columns_swapped"  # two columns written into each other's place
+    SENTINEL = "sentinel"  # a placeholder value ('unknown' as -1, 0, 9999...) where a measurement belongs
+    RELATION_BROKEN = "relation_broken"  # a sum or ratio the reference always held no longer holds
+    # --- end of root causes ---
 
 
 DEFAULT_SEVERITY: dict[FindingKind, Severity] = {kind: Severity.BLOCK for kind in FindingKind}
 DEFAULT_SEVERITY[FindingKind.DRIFT] = Severity.WARN
+DEFAULT_SEVERITY[FindingKind.UNIT_UNCHECKED] = Severity.WARN  # guard-robust: says it cannot judge, never passes silently

@@ -1,16 +1,26 @@
-"""Run every registered check, collect every finding, and never fail open."""
+"""Run every registered check, collect every finding, and never fail open.
+
+Bounded output: when one kind of finding names more than MAX_FINDINGS_PER_KIND columns (5,000 unexpected
+columns, say), they become ONE grouped finding of that kind (column None, the first GROUP_LISTED columns
+and the count, blocking if any of them blocked, no playbook: a heal per column is not planned from a
+summary), so a wide table raises one incident per kind, not thousands.
+"""
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Iterable
 
 import guard.checks  # noqa: F401  (registers the checks)
+from guard.causes import explain
 from guard.context import GuardContext
 from guard.findings import CheckOutcome, Finding, GuardReport, make_finding
-from guard.kinds import FindingKind
+from guard.kinds import FindingKind, Severity
 from guard.registry import CHECKS, RegisteredCheck
 
-__all__ = ["run_guard"]
+__all__ = ["run_guard", "group_findings", "MAX_FINDINGS_PER_KIND", "GROUP_LISTED"]
+
+MAX_FINDINGS_PER_KIND = 20  # more columns than this with one kind of finding are reported as one group
+GROUP_LISTED = 20  # columns listed by name in a grouped finding
 
 
 def run_guard(ctx: GuardContext) -> GuardReport:
@@ -24,7 +34,36 @@ def run_guard(ctx: GuardContext) -> GuardReport:
         found = _run_one(check, ctx)
         findings.extend(found)
         outcomes.extend(_outcomes(check, ctx, found))
-    return GuardReport(ctx.dataset_urn, tuple(findings), tuple(outcomes))
+    return GuardReport(ctx.dataset_urn, tuple(group_findings(explain(findings))), tuple(outcomes))
+
+
+def group_findings(findings: list[Finding]) -> list[Finding]:
+    """Findings as they came, each kind naming more than MAX_FINDINGS_PER_KIND columns folded into one."""
+    by_kind: dict[FindingKind, list[Finding]] = {}
+    for finding in findings:
+        by_kind.setdefault(finding.kind, []).append(finding)
+    crowded = {kind for kind, found in by_kind.items()
+               if len({f.column for f in found if f.column is not None}) > MAX_FINDINGS_PER_KIND}
+    grouped: list[Finding] = []
+    for finding in findings:
+        if finding.kind not in crowded:
+            grouped.append(finding)
+        elif finding is by_kind[finding.kind][0]:
+            grouped.append(_group(by_kind[finding.kind]))
+    return grouped
+
+
+def _group(found: list[Finding]) -> Finding:
+    first = found[0]
+    columns = list(dict.fromkeys(f.column for f in found if f.column is not None))
+    listed = columns[:GROUP_LISTED]
+    severity = Severity.BLOCK if any(f.severity is Severity.BLOCK for f in found) else Severity.WARN
+    more = f" and {len(columns) - len(listed)} more" if len(columns) > len(listed) else ""
+    return replace(make_finding(
+        first.kind, first.dataset, None, severity=severity, observed={"columns": listed, "count": len(columns)},
+        expected=first.expected, grouped=True, findings=len(found),
+        message=f"{first.kind.value} on {len(columns)} columns: {', '.join(listed)}{more} "
+                f"(first: {first.message})"), check=first.check)
 
 
 def _preconditions(ctx: GuardContext) -> list[Finding]:

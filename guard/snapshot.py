@@ -1,14 +1,19 @@
-"""Read a parquet snapshot column by column, row group by row group, into a profile.
+"""Read a batch of a table from parquet: one or more files, optionally only the rows of a time window.
 
-Exact from the footer where it can be (row count, null counts, min, max); the
-distribution (quantiles, mean, stdev) and the row sample come from a seeded
-uniform sample of at most `sample_rows` rows, so memory stays bounded by one row
-group plus the sample whatever the table's size.
+One pass over the files, row group by row group; a row group whose footer statistics put its time
+column wholly outside the window is skipped unread, one wholly inside is read whole, and only a row
+group that straddles a bound has its time column decoded first to count and mask its rows (so the
+seeded sample can be drawn over exactly the batch's rows, as for a whole file). Memory holds one row
+group plus the sample and the sketches whatever the table's size. See `guard.profiler` for what the
+profile holds; the snapshot also carries the batch's identity (`Snapshot.batch`), ready to be stored
+and merged into a reference.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -16,13 +21,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from guard.profile import QUANTILES, ColumnProfile, DatasetProfile
+from guard.engines.keys import KeyHashes
+from guard.profile import MAX_CATEGORIES, BatchProfile, DatasetProfile, TimeWindow
+from guard.profiler import ProfileBuilder, as_number, epoch_ms, logical_type
 
-__all__ = ["Snapshot", "SnapshotError", "read_snapshot", "logical_type", "MAX_CATEGORIES"]
+__all__ = ["Snapshot", "SnapshotError", "read_snapshot", "logical_type", "MAX_CATEGORIES", "TimeWindow",
+           "DEFAULT_SAMPLE_ROWS", "window_mask", "open_files"]
 
-MAX_CATEGORIES = 200
-_PROBE_ROWS = 10_000  # rows looked at before counting a column's values in a row group
 DEFAULT_SAMPLE_ROWS = 50_000
+DICTIONARY_PAGE_LIMIT = 64 * 1024  # a string column whose dictionary page is smaller is read as a dictionary
 
 
 class SnapshotError(Exception):
@@ -31,137 +38,185 @@ class SnapshotError(Exception):
 
 @dataclass(frozen=True)
 class Snapshot:
-    path: str
+    path: str  # the first file (the only one for a single-file snapshot)
     profile: DatasetProfile
     sample: pd.DataFrame
     arrow_types: dict[str, str]
+    paths: tuple[str, ...] = ()  # every file the batch was read from (read_snapshot always fills it)
+    window: TimeWindow | None = None  # only the rows inside it were read
+    batch: BatchProfile | None = None  # identity + profile, to store and merge into a reference
+    keys: KeyHashes | None = None  # the batch's key hashes, when read with key columns
+    engine: str = "arrow"
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return self.paths or (self.path,)
 
 
-def logical_type(arrow_type: pa.DataType) -> str:
-    if pa.types.is_dictionary(arrow_type):
-        return logical_type(arrow_type.value_type)
-    if pa.types.is_integer(arrow_type):
-        return "integer"
-    if pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type):
-        return "number"
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return "string"
-    if pa.types.is_boolean(arrow_type):
-        return "boolean"
-    if pa.types.is_timestamp(arrow_type):
-        return "timestamp"
-    if pa.types.is_date(arrow_type):
-        return "date"
-    return str(arrow_type)
+@dataclass(frozen=True)
+class _Part:
+    """One row group to read: its file, its index, and the mask of its rows in the window (None: all)."""
+
+    source: int
+    group: int
+    mask: np.ndarray | None
+    rows: int
 
 
-def read_snapshot(path: str | Path, *, sample_rows: int = DEFAULT_SAMPLE_ROWS, seed: int = 0) -> Snapshot:
+def read_snapshot(paths: str | Path | Sequence[str | Path], *, window: TimeWindow | None = None,
+                  sample_rows: int = DEFAULT_SAMPLE_ROWS, seed: int = 0, time_column: str | None = None,
+                  batch_id: str | None = None, keys: Sequence[str] | None = None) -> Snapshot:
+    """The profile and seeded sample of the rows of `paths` (inside `window`, when one is given).
+
+    With `keys` (a tuple, empty for a table without a key), the key hashes are kept in the same pass
+    (`Snapshot.keys`) and the sample is drawn by hash (see `guard.profiler`): what the engines do.
+    """
+    files = _as_files(paths)
     try:
-        parquet = pq.ParquetFile(str(path))
-        schema = parquet.schema_arrow
-        scan = _Scan(schema, parquet.metadata.num_rows, sample_rows, seed)
-        for index in range(parquet.num_row_groups):
-            scan.add(parquet.read_row_group(index))
+        sources, schema = open_files(files, dictionaries=True)
+        if window is not None:
+            _check_time_column(schema, window.column)
+        parts = list(_plan(sources, schema, window))
+        builder = ProfileBuilder(schema, sum(p.rows for p in parts), sample_rows=sample_rows, seed=seed, keys=keys)
+        for table in _read_ahead(sources, parts):
+            builder.add(table)
+        profile, sample = builder.finish()
     except (OSError, pa.ArrowException, ValueError) as exc:
-        raise SnapshotError(f"cannot read parquet snapshot {path}: {exc}") from exc
-    sample = scan.sample()
-    return Snapshot(str(path), scan.profile(sample), sample, {f.name: str(f.type) for f in schema})
+        raise SnapshotError(f"cannot read parquet snapshot {', '.join(files)}: {exc}") from exc
+    clock = window.column if window is not None else time_column
+    batch = batch_profile(files, profile, clock, window, batch_id)
+    return Snapshot(files[0], profile, sample, {f.name: str(f.type) for f in schema},
+                    paths=files, window=window, batch=batch, keys=builder.key_hashes())
 
 
-class _Scan:
-    """Accumulates exact counts and a seeded sample over row groups."""
+def _read_ahead(sources: list[pq.ParquetFile], parts: list[_Part]) -> Iterator[pa.Table]:
+    """The parts' rows in order, the next row group decoding (in a thread) while this one is profiled."""
 
-    def __init__(self, schema: pa.Schema, total_rows: int, sample_rows: int, seed: int) -> None:
-        self.schema = schema
-        self.total_rows = total_rows
-        rng = np.random.default_rng(seed)  # the sampled rows, drawn once: exactly min(sample_rows, total_rows)
-        self.picks = np.sort(rng.choice(total_rows, size=min(sample_rows, total_rows), replace=False))
-        self.offset = 0  # row number of the next group's first row
-        self.pieces: list[pa.Table] = []
-        self.nulls = {f.name: 0 for f in schema}
-        self.mins: dict[str, object] = {}
-        self.maxs: dict[str, object] = {}
-        self.counts: dict[str, dict[str, int] | None] = {
-            f.name: {} for f in schema if logical_type(f.type) in ("string", "boolean")
-        }
+    def read(part: _Part) -> pa.Table:
+        table = sources[part.source].read_row_group(part.group)
+        return table if part.mask is None else table.filter(pa.array(part.mask))
 
-    def add(self, group: pa.Table) -> None:
-        for name in group.column_names:
-            column = group.column(name)
-            self.nulls[name] += column.null_count
-            kind = logical_type(column.type)
-            if kind in ("integer", "number", "timestamp", "date"):
-                self._min_max(name, column)
-            if name in self.counts and self.counts[name] is not None:
-                self._count_values(name, column)
-        low, high = np.searchsorted(self.picks, [self.offset, self.offset + group.num_rows])
-        if high > low:
-            self.pieces.append(group.take(pa.array(self.picks[low:high] - self.offset)))
-        self.offset += group.num_rows
-
-    def _min_max(self, name: str, column: pa.ChunkedArray) -> None:
-        bounds = pc.min_max(column)  # skips nulls, and NaN unless every value is NaN
-        low, high = bounds["min"].as_py(), bounds["max"].as_py()
-        if low is None or low != low:  # no value, or only NaN
-            return
-        self.mins[name] = low if name not in self.mins else min(self.mins[name], low)
-        self.maxs[name] = high if name not in self.maxs else max(self.maxs[name], high)
-
-    def _count_values(self, name: str, column: pa.ChunkedArray) -> None:
-        counts = self.counts[name]
-        assert counts is not None
-        if len(pc.unique(column.slice(0, _PROBE_ROWS))) > MAX_CATEGORIES:
-            self.counts[name] = None  # an identifier or free text: stop before counting a million values
-            return
-        found = pc.value_counts(column.drop_null())
-        if len(found) > MAX_CATEGORIES:
-            self.counts[name] = None
-            return
-        for value, count in zip(found.field("values").to_pylist(), found.field("counts").to_pylist()):
-            counts[str(value)] = counts.get(str(value), 0) + count
-        if len(counts) > MAX_CATEGORIES:
-            self.counts[name] = None
-
-    def sample(self) -> pd.DataFrame:
-        table = pa.concat_tables(self.pieces) if self.pieces else self.schema.empty_table()
-        return table.to_pandas()
-
-    def profile(self, sample: pd.DataFrame) -> DatasetProfile:
-        columns = {f.name: self._column_profile(f, sample[f.name]) for f in self.schema}
-        return DatasetProfile(row_count=self.total_rows, columns=columns)
-
-    def _column_profile(self, field: pa.Field, values: pd.Series) -> ColumnProfile:
-        kind = logical_type(field.type)
-        counts = self.counts.get(field.name)
-        profile = ColumnProfile(
-            name=field.name,
-            logical_type=kind,
-            row_count=self.total_rows,
-            null_count=self.nulls[field.name],
-            minimum=_as_number(self.mins.get(field.name)),
-            maximum=_as_number(self.maxs.get(field.name)),
-            value_counts=tuple(sorted(counts.items())) if counts is not None else None,
-        )
-        if kind not in ("integer", "number"):
-            return profile
-        numeric = pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
-        if not len(numeric):
-            return profile
-        quantiles = tuple((q, float(v)) for q, v in zip(QUANTILES, np.quantile(numeric, QUANTILES)))
-        return ColumnProfile(
-            **{**profile.__dict__, "mean": float(numeric.mean()), "stdev": float(numeric.std()), "quantiles": quantiles}
-        )
+    if not parts:  # a window no row group reaches: no rows
+        return
+    with ThreadPoolExecutor(max_workers=1) as reader:
+        pending = reader.submit(read, parts[0])
+        for following in [*parts[1:], None]:
+            assert pending is not None
+            table = pending.result()
+            pending = reader.submit(read, following) if following is not None else None
+            yield table
 
 
-def _as_number(value: object) -> float | None:
-    """Numbers as floats; timestamps and dates as epoch milliseconds."""
-    if value is None:
+def batch_profile(files: Sequence[str], profile: DatasetProfile, time_column: str | None,
+                  window: TimeWindow | None, batch_id: str | None) -> BatchProfile:
+    stamps = profile.columns.get(time_column) if time_column else None
+    start = int(stamps.minimum) if stamps is not None and stamps.minimum is not None else None
+    end = int(stamps.maximum) if stamps is not None and stamps.maximum is not None else None
+    return BatchProfile(batch_id=batch_id or _default_id(files, window), files=tuple(files), profile=profile,
+                        time_column=time_column, window=window, start_ms=start, end_ms=end)
+
+
+def _default_id(files: Sequence[str], window: TimeWindow | None) -> str:
+    names = "+".join(Path(f).name for f in files)
+    if window is None:
+        return names
+    return f"{names}[{window.column}:({window.after_ms},{window.through_ms}]]"
+
+
+def _as_files(paths: str | Path | Sequence[str | Path]) -> tuple[str, ...]:
+    files = (str(paths),) if isinstance(paths, (str, Path)) else tuple(str(p) for p in paths)
+    if not files:
+        raise SnapshotError("no parquet file given: pass at least one path")
+    return files
+
+
+def open_files(files: Sequence[str], *, dictionaries: bool = False) -> tuple[list[pq.ParquetFile], pa.Schema]:
+    """Open every file; they must share one schema (names and types, in order). The schema returned is the
+    files' own; with `dictionaries`, string columns stored with a small dictionary are read as dictionaries
+    (their values counted from the indices, never decoded). Page checksums (CRC32, written by writers that set
+    them, e.g. pyarrow's `write_page_checksum=True`) are verified as pages are read: a flipped bit in a page
+    is an unreadable snapshot, not a different value."""
+    first = pq.ParquetFile(files[0], page_checksum_verification=True)
+    schema = first.schema_arrow
+    small = _small_dictionaries(first, schema) if dictionaries else []
+    sources = [pq.ParquetFile(f, read_dictionary=small or None, page_checksum_verification=True) for f in files]
+    read_as = sources[0].schema_arrow.remove_metadata()
+    for file, source in zip(files[1:], sources[1:]):
+        if not source.schema_arrow.remove_metadata().equals(read_as):
+            raise ValueError(f"{file} has another schema than {files[0]}: a batch is read from files of one schema")
+    return sources, schema
+
+
+def _small_dictionaries(source: pq.ParquetFile, schema: pa.Schema) -> list[str]:
+    """String columns whose first row group stores a dictionary page under DICTIONARY_PAGE_LIMIT bytes."""
+    if source.num_row_groups == 0:
+        return []
+    group = source.metadata.row_group(0)
+    names = []
+    for index in range(group.num_columns):
+        column = group.column(index)
+        name = column.path_in_schema
+        if name not in schema.names or logical_type(schema.field(name).type) != "string":
+            continue
+        if column.has_dictionary_page and column.dictionary_page_offset is not None:
+            size = column.data_page_offset - column.dictionary_page_offset
+            if 0 < size <= DICTIONARY_PAGE_LIMIT:
+                names.append(name)
+    return names
+
+
+def _check_time_column(schema: pa.Schema, column: str) -> None:
+    if column not in schema.names:
+        raise ValueError(f"the window's time column {column!r} is not in the table: name an existing "
+                         "timestamp or date column")
+    if logical_type(schema.field(column).type) not in ("timestamp", "date"):
+        raise ValueError(f"the window's time column {column!r} is {schema.field(column).type}, not a timestamp "
+                         "or date: cut batches on a time column")
+
+
+def _plan(sources: list[pq.ParquetFile], schema: pa.Schema, window: TimeWindow | None) -> Iterator[_Part]:
+    for index, source in enumerate(sources):
+        for group in range(source.num_row_groups):
+            rows = source.metadata.row_group(group).num_rows
+            if window is None:
+                yield _Part(index, group, None, rows)
+                continue
+            bounds = _footer_bounds(source, group, schema.get_field_index(window.column))
+            if bounds is not None and window.misses_range(*bounds):
+                continue
+            if bounds is not None and window.contains_range(*bounds):
+                yield _Part(index, group, None, rows)
+                continue
+            times = source.read_row_group(group, columns=[window.column]).column(0)
+            mask = window_mask(times, window)
+            if mask.any():
+                yield _Part(index, group, mask, int(mask.sum()))
+
+
+def _footer_bounds(source: pq.ParquetFile, group: int, column: int) -> tuple[float, float] | None:
+    """[min, max] of the time column in this row group from the footer, when known and it has no nulls."""
+    statistics = source.metadata.row_group(group).column(column).statistics
+    if statistics is None or not statistics.has_min_max or statistics.null_count != 0:
+        return None  # a null time is outside every window: the rows must be looked at
+    try:
+        low, high = as_number(statistics.min), as_number(statistics.max)
+    except (TypeError, ValueError, OverflowError):
         return None
-    if isinstance(value, pd.Timestamp) or hasattr(value, "timestamp"):
-        stamp = pd.Timestamp(value)
-        if stamp.tzinfo is None:
-            stamp = stamp.tz_localize("UTC")
-        return float(stamp.value // 1_000_000)
-    if hasattr(value, "toordinal"):
-        return float(pd.Timestamp(value).tz_localize("UTC").value // 1_000_000)
-    return float(value)  # type: ignore[arg-type]
+    return (low, high) if low is not None and high is not None else None
+
+
+def window_mask(times: pa.ChunkedArray | pa.Array, window: TimeWindow) -> np.ndarray:
+    """Rows whose time lies in (after_ms, through_ms]; a null time lies in no window."""
+    chunks = times.chunks if isinstance(times, pa.ChunkedArray) else [times]
+    masks = []
+    for chunk in chunks:
+        valid = pc.is_valid(chunk).to_numpy(zero_copy_only=False)
+        stamps = np.zeros(len(chunk), dtype=np.int64)
+        stamps[valid] = epoch_ms(chunk)
+        inside = valid.copy()
+        if window.after_ms is not None:
+            inside &= stamps > window.after_ms
+        if window.through_ms is not None:
+            inside &= stamps <= window.through_ms
+        masks.append(inside)
+    return np.concatenate(masks) if masks else np.zeros(0, dtype=bool)

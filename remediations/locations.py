@@ -64,7 +64,7 @@ from remediations.csvtable import CsvSchema, FileDialect, RawCsv, default_dialec
 from remediations.objectstore import LocalStore, LocationError, S3Store, TableChanged, content_hash, fsync_dir, \
     sha256_file
 from remediations.tablefiles import Part, check_same_schema, conform, materialise, parquet_schema, partition_fields, \
-    plan_rewrite, read_healed, write_part
+    plan_rewrite, project, read_healed, unify_schemas, write_part
 
 __all__ = ["LocationError", "TableChanged", "FileEntry", "ManifestEntry", "TableLocation", "PinnedTable",
            "BackupManifest", "Published", "Appended", "parse_location", "restore", "verify_backup", "MARKER"]
@@ -506,12 +506,17 @@ class TableLocation:
 
 
 def _append_parquet(source: Path, rows: pa.Table, out: Path) -> None:
+    """The file's row groups, then the batch's rows; a batch with other columns makes the file their union (by
+    name, nulls where a row has no value), so the table shows the change to the guard."""
     original = pq.ParquetFile(source)
-    with pq.ParquetWriter(out, original.schema_arrow) as writer:
+    schema = original.schema_arrow
+    if rows.schema.names != schema.names:
+        schema = unify_schemas([(source.name, schema.remove_metadata()), ("the batch", rows.schema)], ())
+    with pq.ParquetWriter(out, schema) as writer:
         for index in range(original.num_row_groups):
-            writer.write_table(original.read_row_group(index))
+            writer.write_table(project(original.read_row_group(index), schema).cast(schema))
         if rows.num_rows:
-            writer.write_table(rows.cast(original.schema_arrow))
+            writer.write_table(project(rows, schema).cast(schema))
 
 
 def _require_empty(folder: Path) -> None:
@@ -549,7 +554,7 @@ def _read_parts(listing: _Listing, files_dir: Path) -> _Reading:
     parts = [Part(e.name, e.partitions, files_dir / e.name) for e in listing.entries]
     if not parts:
         return _Reading(parts, pa.schema([]), fields, None, {})
-    schema = check_same_schema([(p.name, parquet_schema(p.path, p.name)) for p in parts], fields)
+    schema = unify_schemas([(p.name, parquet_schema(p.path, p.name)) for p in parts], fields)
     return _Reading(parts, schema, fields, None, {})
 
 
@@ -559,6 +564,9 @@ def _checked_dialect(raw: RawCsv, schema: CsvSchema, path: Path) -> FileDialect:
 
 
 def _batch_rows(batch: Path, reading: _Reading) -> pa.Table:
+    """The batch's rows, its columns in the table's types where no value changes. A parquet table takes a batch
+    whose columns differ (read by name, the table shows them: the guard judges a renamed column); a CSV table,
+    a missing partition column or a column whose type changed is refused."""
     fmt = _format_of(batch.name)
     if fmt is None or not batch.is_file():
         raise LocationError(f"batch {batch} is not a .parquet or .csv file", "land a parquet or CSV file")
@@ -569,10 +577,22 @@ def _batch_rows(batch: Path, reading: _Reading) -> pa.Table:
         table = Part(str(batch), (), batch).read(None).replace_schema_metadata(None)
     expected = pa.schema(list(reading.schema) + list(reading.fields))
     conformed = conform(table, expected)
-    if [(f.name, f.type) for f in conformed.schema] != [(f.name, f.type) for f in expected] and reading.parts:
-        wanted, got = [f"{f.name}:{f.type}" for f in expected], [f"{f.name}:{f.type}" for f in table.schema]
-        raise LocationError(f"batch {batch.name} does not match the table's columns: expected {wanted}, got {got}",
-                            "fix the batch's columns and types to the table's, or change the table first")
+    if not reading.parts or [(f.name, f.type) for f in conformed.schema] == [(f.name, f.type) for f in expected]:
+        return conformed
+    wanted, got = [f"{f.name}:{f.type}" for f in expected], [f"{f.name}:{f.type}" for f in table.schema]
+    if reading.csv_schema is not None:
+        raise LocationError(f"batch {batch.name} does not match the CSV table's header: expected {wanted}, got {got}",
+                            "a CSV table keeps one header in every file: fix the batch, or keep the table as parquet")
+    by_name = pa.schema([expected.field(n) if n in expected.names else table.schema.field(n)
+                         for n in table.column_names])
+    conformed = conform(table, by_name)
+    changed = [f"{f.name}: {f.type} (the table's is {expected.field(f.name).type})" for f in conformed.schema
+               if f.name in expected.names and f.type != expected.field(f.name).type]
+    lacking = [f.name for f in reading.fields if f.name not in table.column_names]
+    if changed or lacking:
+        why = "; ".join(changed + [f"no partition column {n}" for n in lacking])
+        raise LocationError(f"batch {batch.name} cannot join the table ({why}): expected {wanted}, got {got}",
+                            "give the batch the table's column types and partition columns")
     return conformed
 
 

@@ -1,9 +1,20 @@
-"""The allowlist: playbooks keyed by name, each declaring the finding kinds it heals and its limits."""
+"""The allowlist: playbooks keyed by name, each declaring the finding kinds it heals and its limits.
+
+Two sorts of playbook, neither of which ever writes an invented value:
+
+- a correction (`Transform`) returns the table with an exact, invertible correction applied (rename,
+  cast, casing, shift, swap, rescale, dedupe) and its `HealStep`;
+- a quarantine (`Quarantine`, registered with `quarantines=True`) returns the table unchanged in spirit:
+  only a boolean mask of the rows it cannot correct (nulls from a broken join, sentinels) and its step.
+  The sandbox keeps those rows in the published table as they are, lists them beside it and leaves them
+  out of the training view (`remediations.sandbox`).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
 import pandas as pd
 
 from guard.contract import Contract
@@ -11,7 +22,7 @@ from guard.findings import Finding
 from guard.kinds import FindingKind
 from guard.profile import DatasetProfile
 
-__all__ = ["HealInput", "HealStep", "Playbook", "PlaybookRefused", "PLAYBOOKS", "register", "playbook_for"]
+__all__ = ["HealInput", "HealStep", "Playbook", "PlaybookRefused", "PLAYBOOKS", "ALIASES", "register", "playbook_for"]
 
 
 class PlaybookRefused(Exception):
@@ -28,6 +39,7 @@ class HealStep:
     params: dict[str, Any]
     rows_touched: int
     rows_dropped: int = 0
+    rows_quarantined: int = 0  # rows left as they are in the published table and out of the training view
 
 
 @dataclass(frozen=True)
@@ -39,27 +51,33 @@ class HealInput:
 
 
 Transform = Callable[[HealInput], tuple[pd.DataFrame, HealStep]]
+Quarantine = Callable[[HealInput], tuple[np.ndarray, HealStep]]
 
 
 @dataclass(frozen=True)
 class Playbook:
     name: str
     heals: frozenset[FindingKind]
-    apply: Transform
+    apply: Callable[[HealInput], tuple[Any, HealStep]]  # a Transform, or a Quarantine when `quarantines`
     max_fraction_touched: float = 1.0
     description: str = ""
     limits: dict[str, Any] = field(default_factory=dict)
+    quarantines: bool = False
 
 
 PLAYBOOKS: dict[str, Playbook] = {}
+# names findings may still carry for a playbook that was renamed: null_impute filled nulls with invented
+# values; the rows it was given are now quarantined instead
+ALIASES = {"null_impute": "quarantine_rows"}
 
 
-def register(name: str, heals: set[FindingKind], *, max_fraction_touched: float = 1.0,
-             description: str = "") -> Callable[[Transform], Transform]:
-    def decorate(fn: Transform) -> Transform:
+def register(name: str, heals: set[FindingKind], *, max_fraction_touched: float = 1.0, description: str = "",
+             quarantines: bool = False) -> Callable[[Any], Any]:
+    def decorate(fn: Any) -> Any:
         if name in PLAYBOOKS:
             raise ValueError(f"playbook {name!r} is already registered")
-        PLAYBOOKS[name] = Playbook(name, frozenset(heals), fn, max_fraction_touched, description)
+        PLAYBOOKS[name] = Playbook(name, frozenset(heals), fn, max_fraction_touched, description,
+                                   quarantines=quarantines)
         return fn
 
     return decorate
@@ -68,5 +86,6 @@ def register(name: str, heals: set[FindingKind], *, max_fraction_touched: float 
 def playbook_for(finding: Finding) -> Playbook | None:
     """The allowlisted playbook named by a finding, if it really heals that kind (once `remediations.playbooks`
     has registered them: the sandbox imports it)."""
-    playbook = PLAYBOOKS.get(finding.playbook or "")
+    name = finding.playbook or ""
+    playbook = PLAYBOOKS.get(ALIASES.get(name, name))
     return playbook if playbook is not None and finding.kind in playbook.heals else None

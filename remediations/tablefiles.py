@@ -3,6 +3,11 @@ partition columns materialised, and splitting a whole healed table back into the
 
 Hive partition values are typed deterministically: a key whose every value is a canonical integer
 ("2024", "7", not "07") is int64; any other key is a string. Both write back to the same folder names.
+
+Files are joined BY COLUMN NAME (`unify_schemas`): a file that lacks a column of another (a batch whose producer
+renamed or dropped one) reads as nulls there, the way Spark's mergeSchema and pyarrow datasets read them. The
+table's columns are the first file's, then each new name in the order it first appears. One name with two
+types is still refused: no reading can make both true. Deciding what a changed column means is the guard's job.
 """
 from __future__ import annotations
 
@@ -17,8 +22,8 @@ import pyarrow.parquet as pq
 from remediations.csvtable import CsvSchema, FileDialect, RawCsv, render, to_table
 from remediations.objectstore import LocationError
 
-__all__ = ["Part", "partition_fields", "parquet_schema", "check_same_schema", "materialise", "read_healed",
-           "conform", "plan_rewrite", "write_part", "Rewrite"]
+__all__ = ["Part", "partition_fields", "parquet_schema", "check_same_schema", "unify_schemas", "project",
+           "materialise", "read_healed", "conform", "plan_rewrite", "write_part", "Rewrite"]
 
 _CANONICAL_INT = re.compile(r"-?(0|[1-9][0-9]*)")
 
@@ -88,6 +93,35 @@ def check_same_schema(schemas: list[tuple[str, pa.Schema]], partition: tuple[pa.
     return first
 
 
+def unify_schemas(schemas: list[tuple[str, pa.Schema]], partition: tuple[pa.Field, ...]) -> pa.Schema:
+    """The table's schema, by column name over every file; a name with two types is refused."""
+    fields: dict[str, tuple[pa.Field, str]] = {}
+    for name, schema in schemas:
+        for field in schema:
+            seen = fields.get(field.name)
+            if seen is None:
+                fields[field.name] = (field, name)
+            elif seen[0].type != field.type and not _both_text(seen[0].type, field.type):
+                raise LocationError(f"column {field.name!r} is {seen[0].type} in {seen[1]} but {field.type} in {name}",
+                                    "write the column with one type in every file, or move the odd file out")
+    unified = pa.schema([f for f, _ in fields.values()])
+    return check_same_schema([(schemas[0][0], unified)], partition)
+
+
+def _both_text(a: pa.DataType, b: pa.DataType) -> bool:
+    """string and large_string (pandas 3 writes the latter): one kind of value, read as the first file's type."""
+    return all(pa.types.is_string(t) or pa.types.is_large_string(t) for t in (a, b))
+
+
+def project(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` with `schema`'s columns, by name: nulls where the table lacks one (a file with fewer columns)."""
+    if table.schema.names == schema.names:
+        return table
+    columns = [table.column(f.name) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+               for f in schema]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
 def _describe(schema: pa.Schema) -> str:
     text = ", ".join(f"{f.name}:{f.type}" for f in schema)
     return "[" + (text if len(text) < 200 else text[:200] + "…") + "]"
@@ -115,7 +149,7 @@ def materialise(parts: list[Part], schema: pa.Schema, fields: tuple[pa.Field, ..
             try:
                 source = pq.ParquetFile(part.path)
                 for index in range(source.num_row_groups):
-                    group = source.read_row_group(index).replace_schema_metadata(None)
+                    group = project(source.read_row_group(index).replace_schema_metadata(None), schema)
                     writer.write_table(_with_partitions(group, part, fields).cast(target))
             except (pa.ArrowException, OSError) as exc:
                 raise _not_parquet(part.name, exc) from exc
@@ -250,10 +284,21 @@ def _plan_group(members: list[Part], old: dict[str, pa.Table], rows: pa.Table, w
         return
     offset = 0
     for part, before in zip(members, olds):
-        piece = rows.slice(offset, before.num_rows)
+        piece = _as_file(rows.slice(offset, before.num_rows), before.schema)
         offset += before.num_rows
         if not (piece.schema.equals(before.schema, check_metadata=False) and piece.equals(before)):
             writes[part.name] = piece
+
+
+def _as_file(piece: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A file's rows of the whole table, without the columns only other files have (all null in its rows), in
+    the file's types where no value changes: an untouched file of a table read by name compares equal."""
+    extra = [n for n in piece.column_names if n not in schema.names]
+    if not extra or any(piece.column(n).null_count != piece.num_rows for n in extra):
+        return piece
+    if not set(schema.names) <= set(piece.column_names):
+        return piece.select([n for n in piece.column_names if n in schema.names])
+    return conform(piece.select(schema.names), schema)
 
 
 def write_part(table: pa.Table, target: Path, *, like: Path | None, csv: tuple[CsvSchema, FileDialect] | None) -> None:

@@ -22,14 +22,8 @@ from mlflow.entities import DatasetInput, LoggedModel, LoggedModelOutput, Metric
 from mlflow.exceptions import MlflowException
 
 from training._mlflow_errors import is_not_found, mlflow_errors
-from training._mlflow_io import (
-    MODEL_NAME,
-    dataset_tags,
-    save_sklearn_model,
-    signature_sample,
-    training_dataset_input,
-    training_params,
-)
+from training._mlflow_dataset import dataset_tags, training_dataset_input
+from training._mlflow_io import MODEL_NAME, save_sklearn_model, signature_sample, training_params
 from training.errors import RegistryError, TrainingError
 from training.spec import TrainingSpec
 
@@ -93,7 +87,7 @@ class ModelStore:
                 params=training_params(spec),
                 metrics={k: float(v) for k, v in metrics.items()},
                 tags={**{k: str(v) for k, v in tags.items()}, **dataset_tags(dataset_source)},
-                dataset=training_dataset_input(spec, train_df, dataset_source),
+                dataset=training_dataset_input(train_df, dataset_source),
                 model=model,
                 sample=signature_sample(spec, train_df),
                 seal=seal,

@@ -27,7 +27,7 @@ _READS = frozenset({"GET", "HEAD", "OPTIONS"})
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
-class _TooLarge(Exception):
+class _TooLarge(BaseException):  # not an Exception: a framework that catches those must not swallow it
     pass
 
 

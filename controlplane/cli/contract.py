@@ -30,8 +30,8 @@ def contract_infer(data: Path,
     else:
         typer.echo(text, nl=False)
     if unanswered:
-        typer.echo(f"unit not declared for: {', '.join(unanswered)}; answer with --unit COLUMN=UNIT, or replace "
-                   "`unit: ?` by a unit (or delete it for unitless columns) before `kintsugi contract apply`", err=True)
+        typer.echo(f"units guessed, to review: {', '.join(unanswered)}; answer with --unit COLUMN=UNIT (or "
+                   "COLUMN=none), or edit the YAML before `kintsugi contract apply`", err=True)
 
 
 @contract_app.command("apply")

@@ -11,7 +11,7 @@ from controlplane import services, views
 from controlplane.cli.options import JsonOption, NowOption, WorkspaceOption, echo_event, require_estate
 from controlplane.journal import RunRecord
 from controlplane.render import outcome_lines, report_table, runs_table, timeline
-from controlplane.vocab import EXIT_BLOCKED
+from controlplane.vocab import EXIT_BLOCKED, Stage
 
 __all__ = ["register"]
 
@@ -52,6 +52,15 @@ def approve(run_id: str, workspace: WorkspaceOption = None, reason: ReasonOption
 def reject(run_id: str, reason: ReasonOption, workspace: WorkspaceOption = None) -> None:
     """Stop a run paused at a gate: nothing more is published or promoted."""
     typer.echo(services.reject(require_estate(workspace), run_id, reason).outcome)
+
+
+def accept(run_id: str, reason: ReasonOption,
+           finding: Annotated[Optional[list[str]], typer.Option("--finding", help="KIND:COLUMN (or KIND) of a "
+                              "warning to accept; repeat it; default: every warning of the run.")] = None,
+           workspace: WorkspaceOption = None) -> None:
+    """Accept a warned change as the new normal, recorded in DataHub with who and why (warnings only)."""
+    record = services.accept(require_estate(workspace), run_id, reason, finding)
+    typer.echo(record.last_event(Stage.APPROVE).summary if record.last_event(Stage.APPROVE) else record.outcome)
 
 
 def undo(run_id: str, workspace: WorkspaceOption = None) -> None:
@@ -97,6 +106,6 @@ def runs_show(run_id: str, workspace: WorkspaceOption = None, json_out: JsonOpti
 
 
 def register(app: typer.Typer) -> None:
-    for command in (run, guard, approve, reject, undo, recover, promote):
+    for command in (run, guard, approve, reject, accept, undo, recover, promote):
         app.command()(command)
     app.add_typer(runs_app, name="runs")

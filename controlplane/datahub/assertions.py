@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Callable
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
@@ -17,33 +18,43 @@ from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.datasets import field_type
 from controlplane.datahub.urns import assertion_urn
-from guard.checks.volume import MIN_ROW_FRACTION
 from guard.contract import ColumnContract, Contract
 from guard.findings import CheckOutcome, GuardReport
 
-__all__ = ["assertion_mcps", "NATIVE_TYPES"]
+__all__ = ["assertion_mcps", "VolumeLimits", "NATIVE_TYPES"]
+
+
+
+@dataclass(frozen=True)
+class VolumeLimits:
+    """The rows the guard's volume check accepted (`guard.checks.volume.volume_limits`)."""
+
+    least: int
+    most: int
+    of_batch: bool  # the snapshot was the new batch (the table's growth), not a whole table
+
 
 _STD_TYPES = {"number": "NUMBER", "integer": "NUMBER", "string": "STRING", "timestamp": "TIME", "date": "DATE",
               "boolean": "BOOLEAN"}
 
 
 def assertion_mcps(report: GuardReport, run_id: str, now_ms: int, *, contract: Contract | None = None,
-                   reference_rows: int | None = None) -> list[MCP]:
+                   volume: VolumeLimits | None = None) -> list[MCP]:
     """assertionInfo (idempotent: same URN, same content) plus an assertionRunEvent per check outcome.
 
-    `contract` and `reference_rows` give the native assertions their parameters (the null limit, the range, the
-    category set, the least row count, the freshness SLA); without them the type is native and the parameter
-    is left out."""
+    `contract` and `volume` give the native assertions their parameters (the null limit, the range, the
+    category set, the row counts the volume check accepts, the freshness SLA); without them the type is native
+    and the parameter is left out."""
     mcps: list[MCP] = []
     for outcome in report.outcomes:
         urn = assertion_urn(report.dataset, outcome.check, outcome.column)
-        mcps.append(MCP(entityUrn=urn, aspect=_info(report.dataset, outcome, contract, reference_rows)))
+        mcps.append(MCP(entityUrn=urn, aspect=_info(report.dataset, outcome, contract, volume)))
         mcps.append(MCP(entityUrn=urn, aspect=_run_event(report.dataset, urn, outcome, run_id, now_ms)))
     return mcps
 
 
 def _info(dataset: str, outcome: CheckOutcome, contract: Contract | None,
-          reference_rows: int | None) -> s.AssertionInfoClass:
+          volume: VolumeLimits | None) -> s.AssertionInfoClass:
     column = contract.column(outcome.column) if contract is not None and outcome.column else None
     info = s.AssertionInfoClass(
         type=s.AssertionTypeClass.CUSTOM,
@@ -54,7 +65,7 @@ def _info(dataset: str, outcome: CheckOutcome, contract: Contract | None,
     )
     native = NATIVE_TYPES.get(outcome.check)
     if native is not None and (outcome.column is None) != _per_column(outcome.check):
-        native(info, dataset, outcome, column, contract, reference_rows)
+        native(info, dataset, outcome, column, contract, volume)
         return info
     field = f"urn:li:schemaField:({dataset},{outcome.column})" if outcome.column else None
     info.customAssertion = s.CustomAssertionInfoClass(type=f"kintsugi.{outcome.check}", entity=dataset, field=field)
@@ -113,14 +124,23 @@ def _domain(info: s.AssertionInfoClass, dataset: str, outcome: CheckOutcome, col
 
 
 def _volume(info: s.AssertionInfoClass, dataset: str, outcome: CheckOutcome, column: ColumnContract | None,
-            contract: Contract | None, reference_rows: int | None) -> None:
-    """VOLUME / ROW_COUNT_TOTAL: at least half the reference's rows (the guard's collapse threshold)."""
-    least = math.ceil(reference_rows * MIN_ROW_FRACTION) if reference_rows else 1
+            contract: Contract | None, volume: VolumeLimits | None) -> None:
+    """VOLUME: the rows the guard's volume check accepts, BETWEEN its drop and spike limits — of the new batch as
+    ROW_COUNT_CHANGE (what the table grew by), of a whole table as ROW_COUNT_TOTAL; at least 1 without limits."""
+    operator = s.AssertionStdOperatorClass.BETWEEN if volume is not None else \
+        s.AssertionStdOperatorClass.GREATER_THAN_OR_EQUAL_TO
+    parameters = (s.AssertionStdParametersClass(minValue=_number(volume.least), maxValue=_number(volume.most))
+                  if volume is not None else s.AssertionStdParametersClass(value=_number(1)))
     info.type = s.AssertionTypeClass.VOLUME
+    if volume is not None and volume.of_batch:
+        info.volumeAssertion = s.VolumeAssertionInfoClass(
+            type=s.VolumeAssertionTypeClass.ROW_COUNT_CHANGE, entity=dataset,
+            rowCountChange=s.RowCountChangeClass(type=s.AssertionValueChangeTypeClass.ABSOLUTE, operator=operator,
+                                                 parameters=parameters))
+        return
     info.volumeAssertion = s.VolumeAssertionInfoClass(
         type=s.VolumeAssertionTypeClass.ROW_COUNT_TOTAL, entity=dataset,
-        rowCountTotal=s.RowCountTotalClass(operator=s.AssertionStdOperatorClass.GREATER_THAN_OR_EQUAL_TO,
-                                           parameters=s.AssertionStdParametersClass(value=_number(least))))
+        rowCountTotal=s.RowCountTotalClass(operator=operator, parameters=parameters))
 
 
 def _freshness(info: s.AssertionInfoClass, dataset: str, outcome: CheckOutcome, column: ColumnContract | None,

@@ -13,8 +13,9 @@ from controlplane.datahub.urns import incident_urn
 from guard.findings import Finding
 from guard.kinds import FindingKind, Severity
 
-__all__ = ["IncidentRef", "IncidentRow", "Recurrence", "open_incident", "incident_evidence", "resolve_incident", "reopen_incident", "incident_key",
-           "active_incidents", "read_incidents", "EVIDENCE_MARKER", "ACTOR"]
+__all__ = ["IncidentRef", "IncidentRow", "Recurrence", "open_incident", "incident_evidence", "resolve_incident",
+           "reopen_incident", "incident_key", "active_incidents", "read_incidents", "note_incident", "EVIDENCE_MARKER",
+           "ACTOR"]
 
 ACTOR = "urn:li:corpuser:kintsugi"
 EVIDENCE_MARKER = "evidence: "
@@ -130,6 +131,15 @@ def resolve_incident(port: MetadataPort, urn: str, note: str, now_ms: int) -> No
     if info is None or info.status.state == s.IncidentStateClass.RESOLVED:
         return
     info.status = _status(s.IncidentStateClass.RESOLVED, s.IncidentStageClass.FIXED, note, now_ms)
+    port.emit([MCP(entityUrn=urn, aspect=info)], now_ms)
+
+
+def note_incident(port: MetadataPort, urn: str, note: str, now_ms: int) -> None:
+    """Add a note to an ACTIVE incident (its status message), leaving it ACTIVE."""
+    info = port.aspect(urn, s.IncidentInfoClass)
+    if info is None or info.status.state != s.IncidentStateClass.ACTIVE:
+        return
+    info.status = _status(s.IncidentStateClass.ACTIVE, s.IncidentStageClass.INVESTIGATION, note, now_ms)
     port.emit([MCP(entityUrn=urn, aspect=info)], now_ms)
 
 

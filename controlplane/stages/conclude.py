@@ -94,6 +94,7 @@ def move_champion(run: RunContext, version: int | None) -> None:
                 store.set_champion(name, None)
             else:
                 store.promote(name, version)
+    crash_point("conclude:after-alias")
     with run.journal.writing(LedgerKind.DATAHUB, f"{name}@champion", aspect="globalTags", champion=version):
         run.metadata.emit(champion_tag_mcps(run.metadata, name, version), run.now_ms)
 

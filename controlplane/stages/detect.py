@@ -5,21 +5,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.context import RunContext
-from controlplane.datahub.assertions import assertion_mcps
-from controlplane.datahub.contracts import read_contract
-from controlplane.datahub.datasets import read_profile, walk_upstream
-from controlplane.datahub.port import MetadataPort
+from controlplane.datahub.assertions import VolumeLimits, assertion_mcps
 from controlplane.errors import DataError
+from controlplane.guarding import Guarded, guard_table
 from controlplane.snapshot import Pinned, pin_table, verify_file
 from controlplane.vocab import LedgerKind, Stage
-from controlplane.workspace import Workspace
+from guard.checks.volume import volume_limits
 from guard.context import GuardContext
 from guard.findings import GuardReport
-from guard.profile import DatasetProfile
-from guard.runner import run_guard
-from guard.snapshot import Snapshot, SnapshotError, read_snapshot
+from guard.profile import BatchProfile, DatasetProfile
 
-__all__ = ["Detected", "TrainingView", "detect", "guard_context", "read_pinned", "summary"]
+__all__ = ["Detected", "TrainingView", "detect", "summary"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +27,7 @@ class TrainingView:
     location_hash: str  # what the table's location holds when these bytes are the table ("" until published)
     report: GuardReport  # the guard on exactly these bytes (detect when clean, verify after a heal)
     profile: DatasetProfile | None = field(default=None, compare=False)  # their profile (not persisted)
+    batch: BatchProfile | None = field(default=None, compare=False)  # their new batch, kept once it passes
 
     def to_dict(self) -> dict[str, Any]:
         return {"table": self.table, "table_hash": self.table_hash, "location_hash": self.location_hash,
@@ -44,50 +41,49 @@ class TrainingView:
 @dataclass(frozen=True)
 class Detected:
     pinned: Pinned
-    context: GuardContext
-    report: GuardReport
+    guarded: Guarded
+
+    @property
+    def context(self) -> GuardContext:
+        return self.guarded.context
+
+    @property
+    def report(self) -> GuardReport:
+        return self.guarded.report
 
     @property
     def view(self) -> TrainingView:
         profile = self.context.snapshot.profile if self.context.snapshot is not None else None
-        return TrainingView(self.pinned.table, self.pinned.table_hash, self.pinned.content_hash, self.report, profile)
-
-
-def guard_context(metadata: MetadataPort, dataset: str, snapshot: Snapshot | None, now_ms: int,
-                  snapshot_error: str | None = None) -> GuardContext:
-    contract, contract_error = read_contract(metadata, dataset)
-    return GuardContext(
-        dataset_urn=dataset, contract=contract, snapshot=snapshot, reference=read_profile(metadata, dataset),
-        lineage=walk_upstream(metadata, dataset), now_ms=now_ms, snapshot_error=snapshot_error,
-        contract_error=contract_error)
-
-
-def read_pinned(ws: Workspace, pinned: Pinned) -> Snapshot:
-    """The guard's profile of the pinned bytes; an unreadable table is an error before anything is written."""
-    try:
-        return read_snapshot(pinned.path(ws))
-    except SnapshotError as exc:
-        raise DataError(str(exc), f"replace the table at {pinned.location} with a readable one") from exc
+        return TrainingView(self.pinned.table, self.pinned.table_hash, self.pinned.content_hash, self.report, profile,
+                            self.guarded.batch)
 
 
 def detect(run: RunContext) -> Detected:
     spec = run.spec
     pinned = pin_table(run.ws, spec, run.journal.run_dir / "snapshot")
-    snapshot = read_pinned(run.ws, pinned)
-    verify_file(run.ws, pinned.table, pinned.table_hash, "the guard")  # the bytes profiled are the bytes pinned
-    context = guard_context(run.metadata, spec.feature_table, snapshot, run.now_ms)
-    report = run_guard(context)
+    guarded = guard_table(run.ws, run.metadata, spec, pinned.path(run.ws), run.now_ms)
+    if guarded.context.snapshot is None:  # an unreadable table: an error before anything is written
+        raise DataError(guarded.context.snapshot_error or "the table could not be read",
+                        f"replace the table at {pinned.location} with a readable one")
+    verify_file(run.ws, pinned.table, pinned.table_hash, "the guard")  # the bytes guarded are the bytes pinned
+    report, snapshot = guarded.report, guarded.context.snapshot
     run.record.facts["pinned"] = pinned.to_dict()
     if run.writes:
-        reference_rows = context.reference.row_count if context.reference is not None else None
-        mcps = assertion_mcps(report, run.run_id, run.now_ms, contract=context.contract, reference_rows=reference_rows)
+        mcps = assertion_mcps(report, run.run_id, run.now_ms, contract=guarded.context.contract,
+                              volume=_volume_limits(guarded))
         with run.journal.writing(LedgerKind.DATAHUB, spec.feature_table, what="assertions+run events",
                                  count=len(mcps)):
             run.metadata.emit(mcps, run.now_ms)
     run.event(Stage.DETECT, report.verdict.value, summary(report), verdict=report.verdict.value,
               findings=[f.to_dict() for f in report.findings], rows=snapshot.profile.row_count,
               snapshot=pinned.table, content_hash=pinned.content_hash)
-    return Detected(pinned, context, report)
+    return Detected(pinned, guarded)
+
+
+def _volume_limits(guarded: Guarded) -> VolumeLimits | None:
+    """The rows the volume check accepted of what it guarded, for its native assertion in DataHub."""
+    limits = volume_limits(guarded.context)
+    return VolumeLimits(*limits, of_batch=guarded.batch is not None) if limits is not None else None
 
 
 def summary(report: GuardReport) -> str:

@@ -10,36 +10,51 @@ from controlplane.datahub.incidents import IncidentRef, open_incident
 from controlplane.datahub.urns import assertion_urn
 from controlplane.memory import memory_fact, recall, reuse_all
 from controlplane.snapshot import file_hash, verify_file
+from controlplane.guarding import guard_table
 from controlplane.stages.detect import Detected, TrainingView, summary
 from controlplane.vocab import LedgerKind, RunStatus, Stage
-from guard.context import GuardContext
 from guard.findings import Finding, GuardReport, Verdict
 from guard.registry import CHECKS
-from guard.runner import run_guard
-from guard.snapshot import SnapshotError, read_snapshot
 from remediations.registry import HealStep
 from remediations.sandbox import HealOutcome, heal_copy
 
-__all__ = ["Healed", "raise_incidents", "heal", "verify", "assertion_of", "heal_notes"]
+__all__ = ["Healed", "raise_incidents", "heal", "verify", "assertion_of", "heal_notes", "quarantine_note"]
 
 
 @dataclass(frozen=True)
 class Healed:
-    """A complete heal of the pinned table, in the run's sandbox."""
+    """A complete heal of the pinned table, in the run's sandbox: the table to publish (exact corrections only)
+    and the training view (the published table minus the rows set aside, when any were)."""
 
-    healed_path: str  # workspace-relative
+    healed_path: str  # workspace-relative: what is published
     before_hash: str
     after_hash: str
     steps: tuple[HealStep, ...]
+    training_path: str = ""  # what is verified and trained on ("": the healed table itself)
+    training_hash: str = ""
+    quarantine: dict[str, Any] | None = None  # rows set aside: {path, rows, by_finding}
+    open_keys: tuple[tuple[str, str, str], ...] = ()  # failures only set aside, not corrected: incidents stay open
+
+    @property
+    def view_path(self) -> str:
+        return self.training_path or self.healed_path
+
+    @property
+    def view_hash(self) -> str:
+        return self.training_hash or self.after_hash
 
     def to_dict(self) -> dict[str, Any]:
         return {"healed_path": self.healed_path, "before_hash": self.before_hash, "after_hash": self.after_hash,
-                "steps": [asdict(s) for s in self.steps]}
+                "steps": [asdict(s) for s in self.steps], "training_path": self.training_path,
+                "training_hash": self.training_hash, "quarantine": self.quarantine,
+                "open_keys": [list(k) for k in self.open_keys]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Healed:
         return cls(data["healed_path"], data["before_hash"], data["after_hash"],
-                   tuple(HealStep(**s) for s in data["steps"]))
+                   tuple(HealStep(**s) for s in data["steps"]), data.get("training_path", ""),
+                   data.get("training_hash", ""), data.get("quarantine"),
+                   tuple(tuple(k) for k in data.get("open_keys", [])))  # type: ignore[misc]
 
 
 def assertion_of(finding: Finding) -> str:
@@ -93,38 +108,53 @@ def heal(run: RunContext, detected: Detected) -> Healed | None:
         run.event(Stage.HEAL, "failed", "cannot heal: " + "; ".join(why), **evidence)
         run.finish(RunStatus.BLOCKED, "BLOCKED: " + "; ".join(why) + " (incident stays open)")
         return None
+    quarantine = outcome.quarantine
     run.event(Stage.HEAL, "healed", "sandbox: " + "; ".join(
-        f"{s.playbook} on {s.column} ({s.rows_touched} rows, {s.params})" for s in outcome.steps), **evidence)
-    return Healed(run.ws.rel(outcome.healed_path), outcome.before_hash, outcome.after_hash, outcome.steps)
+        f"{s.playbook} on {s.column} ({s.rows_touched} rows, {s.params})" for s in outcome.steps)
+        + (f"; {quarantine.note()}" if quarantine is not None else ""), **evidence)
+    training = outcome.training_path
+    return Healed(run.ws.rel(outcome.healed_path), outcome.before_hash, outcome.after_hash, outcome.steps,
+                  run.ws.rel(training) if training is not None else "",
+                  file_hash(training) if training is not None else "",
+                  None if quarantine is None else {**quarantine.to_dict(), "path": run.ws.rel(quarantine.path)},
+                  tuple(f.key for f in outcome.open_findings))
 
 
 def _evidence(outcome: HealOutcome) -> dict[str, Any]:
     return {"steps": [asdict(s) for s in outcome.steps], "before_hash": outcome.before_hash,
             "after_hash": outcome.after_hash, "unhealable": [f.to_dict() for f in outcome.unhealable],
-            "refused": [{"finding": f.to_dict(), "why": why} for f, why in outcome.refused]}
+            "refused": [{"finding": f.to_dict(), "why": why} for f, why in outcome.refused],
+            "quarantine": outcome.quarantine.to_dict() if outcome.quarantine is not None else None}
 
 
-def verify(run: RunContext, context: GuardContext, healed: Healed) -> TrainingView | None:
-    """The same guard on the healed copy; None (and the run BLOCKED) unless it is CLEAN."""
-    path = run.ws.path(healed.healed_path)
-    try:
-        if file_hash(path) != healed.after_hash:
-            raise SnapshotError(f"the healed copy {healed.healed_path} changed after the heal")
-        snapshot = read_snapshot(path)
-    except (SnapshotError, OSError) as exc:
-        run.event(Stage.VERIFY, "failed", f"healed copy unreadable: {exc}")
+def verify(run: RunContext, healed: Healed) -> TrainingView | None:
+    """The same guard on the training view (the healed copy, less any rows set aside): its new batch and its
+    history; None (the run BLOCKED) unless CLEAN."""
+    path = run.ws.path(healed.view_path)
+    if not path.is_file() or file_hash(path) != healed.view_hash:
+        run.event(Stage.VERIFY, "failed", f"the healed copy {healed.view_path} is missing or changed after the heal")
         run.finish(RunStatus.BLOCKED, "BLOCKED: the healed copy could not be read (incident stays open)")
         return None
-    report = run_guard(replace(context, snapshot=snapshot, snapshot_error=None))
+    guarded = guard_table(run.ws, run.metadata, run.spec, path, run.now_ms)
+    report = guarded.report
     run.event(Stage.VERIFY, report.verdict.value, summary(report), verdict=report.verdict.value,
               findings=[f.to_dict() for f in report.findings])
     if report.verdict is not Verdict.CLEAN:
         run.finish(RunStatus.BLOCKED, "BLOCKED: the heal did not verify (incident stays open)")
         return None
-    return TrainingView(healed.healed_path, healed.after_hash, "", report, snapshot.profile)
+    profile = guarded.context.snapshot.profile if guarded.context.snapshot is not None else None
+    return TrainingView(healed.view_path, healed.view_hash, "", report, profile, guarded.batch)
 
 
 def heal_notes(run_id: str, healed: Healed) -> str:
     notes = "; ".join(f"{s.playbook} {s.params} on {s.column}, {s.rows_touched} rows" for s in healed.steps)
     return (f"healed by run {run_id}: {notes}; before {healed.before_hash} after {healed.after_hash}; "
             "verified CLEAN")
+
+
+def quarantine_note(run_id: str, healed: Healed) -> str:
+    """What an incident whose cause was only set aside says while it stays open."""
+    found = healed.quarantine or {}
+    parts = ", ".join(f"{count} for {label}" for label, count in sorted(found.get("by_finding", {}).items()))
+    return (f"not corrected by run {run_id}: {found.get('rows', 0)} row(s) quarantined ({parts}), listed in "
+            f"{found.get('path', '?')}; the published table keeps them as they came, training leaves them out")

@@ -6,11 +6,12 @@ from dataclasses import asdict
 
 from controlplane.context import RunContext, crash_point
 from controlplane.datahub.datasets import profile_mcps
-from controlplane.datahub.incidents import IncidentRef, read_incidents, resolve_incident
+from controlplane.datahub.incidents import IncidentRef, note_incident, read_incidents, resolve_incident
 from controlplane.memory import resolution_line
+from controlplane.reference import load_reference, load_state, save_batch
 from controlplane.snapshot import Pinned, publish_table, verify_file
 from controlplane.stages.detect import TrainingView
-from controlplane.stages.heal import Healed, heal_notes
+from controlplane.stages.heal import Healed, heal_notes, quarantine_note
 from controlplane.vocab import LedgerKind, Stage
 from guard.findings import GuardReport
 
@@ -36,15 +37,24 @@ def publish(run: RunContext, pinned: Pinned, healed: Healed) -> str:
 
 
 def resolve(run: RunContext, incidents: tuple[IncidentRef, ...], healed: Healed) -> None:
-    note = heal_notes(run.run_id, healed)
+    """Resolve the incidents whose cause the heal corrected, each note ending with the verified heal that memory
+    re-uses next time (`controlplane.memory`); those only set aside (quarantined) stay open."""
+    note, still_open = heal_notes(run.run_id, healed), set(healed.open_keys)
     steps = [asdict(step) for step in healed.steps]
-    for ref in incidents:
-        line = resolution_line(run.record.facts.get("memory") or {}, ref.urn, run.run_id, steps)
+    memory = run.record.facts.get("memory") or {}
+    resolved = [r for r in incidents if r.key not in still_open]
+    for ref in resolved:
+        line = resolution_line(memory, ref.urn, run.run_id, steps)
         with run.journal.writing(LedgerKind.DATAHUB, ref.urn, aspect="incidentInfo", state="RESOLVED"):
             resolve_incident(run.metadata, ref.urn, f"{note}\n{line}", run.now_ms)
-    run.record.facts["resolved"] = [r.urn for r in incidents]
-    run.event(Stage.RESOLVE, "resolved", f"{len(incidents)} incident(s) RESOLVED with heal notes",
-              incidents=[r.urn for r in incidents], note=note)
+    for ref in (r for r in incidents if r.key in still_open):
+        with run.journal.writing(LedgerKind.DATAHUB, ref.urn, aspect="incidentInfo", state="ACTIVE"):
+            note_incident(run.metadata, ref.urn, quarantine_note(run.run_id, healed), run.now_ms)
+    run.record.facts["resolved"] = [r.urn for r in resolved]
+    kept = len(incidents) - len(resolved)
+    run.event(Stage.RESOLVE, "resolved", f"{len(resolved)} incident(s) RESOLVED with heal notes"
+              + (f"; {kept} left open: rows quarantined, not corrected" if kept else ""),
+              incidents=[r.urn for r in resolved], note=note, left_open=[r.urn for r in incidents if r.key in still_open])
 
 
 def resolve_cleared(run: RunContext, report: GuardReport) -> None:
@@ -65,9 +75,18 @@ def resolve_cleared(run: RunContext, report: GuardReport) -> None:
 
 
 def remember_reference(run: RunContext, view: TrainingView) -> None:
-    """The passed data's profile becomes the reference the next batch is compared with."""
-    if not run.writes or view.profile is None:
+    """The passed batch joins the reference the next batch is compared with (kept in the workspace, summarised
+    in DataHub); without a kept reference (an old workspace), the passed table's profile is DataHub's."""
+    if not run.writes:
         return
-    profile = view.profile
+    state = load_state(run.ws, run.spec.name)
+    if state is not None and view.batch is not None:
+        with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, batch=view.batch.batch_id,
+                                 previous={"batches": len(state.batches), "watermark_ms": state.watermark_ms}):
+            save_batch(run.ws, run.spec.name, view.batch, state)
+    reference = load_reference(run.ws, run.spec.name) if state is not None else None
+    profile = reference.profile if reference is not None else view.profile
+    if profile is None:
+        return
     with run.journal.writing(LedgerKind.DATAHUB, run.spec.feature_table, aspect="datasetProfile"):
         run.metadata.emit(profile_mcps(run.spec.feature_table, profile, run.now_ms), run.now_ms)

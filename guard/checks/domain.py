@@ -1,6 +1,11 @@
-"""Domain: numbers inside the contract's limits, categories inside the allowed set.
+"""Domain: numbers inside the contract's limits and physics', categories inside the allowed set.
 
-Ranges are judged on the snapshot's exact minimum and maximum (a full scan). Categories are judged on
+Ranges are judged on the snapshot's exact minimum and maximum (a full scan). A value outside the
+contract's bounds blocks; so does an impossible one where the contract sets no bound on that side: what
+the declared unit allows (`guard.units.plausible_bounds`: no negative length or mass, no temperature
+below absolute zero, a percentage in [0, 100]). Against a batch `Reference`, a value beyond the
+reference batches' range by more than REFERENCE_MARGIN of it, but possible, is a warning (OUT_OF_RANGE
+at WARN: a storm beyond the last months' maximum is news, not a failure). Categories are judged on
 the exact value counts of string columns, against the contract's allowed values or, when the contract
 lists none, against the values the reference has seen. A value equal to an allowed one once trimmed,
 whitespace-collapsed and case-folded is miscased (CATEGORY_CASING, healed by its mapping); any other
@@ -8,6 +13,8 @@ unseen value is a NEW_CATEGORY — blocking against the contract, a warning agai
 records history, not law).
 """
 from __future__ import annotations
+
+import math
 
 from typing import Iterator, Mapping
 
@@ -19,12 +26,16 @@ from guard.contract import ColumnContract
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind, Severity
 from guard.profile import ColumnProfile
+from guard.reference import Reference
 from guard.registry import register
 from guard.snapshot import MAX_CATEGORIES
+from guard.units import UNITS, plausible_bounds
 
-__all__ = ["check_domain", "normalize_category", "casing_mapping", "is_categorical", "MAX_LISTED_VALUES"]
+__all__ = ["check_domain", "normalize_category", "casing_mapping", "is_categorical", "MAX_LISTED_VALUES",
+           "REFERENCE_MARGIN"]
 
 MAX_LISTED_VALUES = 20  # new values listed in a finding, most frequent first
+REFERENCE_MARGIN = 0.25  # a quarter of the reference's range: a new batch's extreme further out than that warns
 _NUMERIC = ("integer", "number")
 
 
@@ -64,34 +75,88 @@ def check_domain(ctx: GuardContext) -> Iterator[Finding]:
 def _range_findings(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile) -> Iterator[Finding]:
     if observed.logical_type not in _NUMERIC or observed.minimum is None or observed.maximum is None:
         return  # not a number (the schema check), or no value at all (the nulls check)
-    reference = ctx.reference.columns.get(column.name) if ctx.reference else None
-    if unit_shifted(column.unit, reference, observed, strict=column.name != ctx.contract.label_column):
+    if unit_shifted(ctx, column):
         return  # the bounds are in the declared unit; the units check reports the conversion
-    below = column.minimum is not None and observed.minimum < column.minimum
-    above = column.maximum is not None and observed.maximum > column.maximum
-    if not (below or above):
+    low, high, source = _limits(column)
+    below = low is not None and observed.minimum < low
+    above = high is not None and observed.maximum > high
+    if below or above:
+        yield _out_of_range(ctx, column, observed, low, high, source)
         return
-    assert ctx.snapshot is not None
-    outside, sampled = _outside(ctx.snapshot.sample, column)
-    yield make_finding(
+    beyond = _beyond_reference(ctx, column, observed)
+    if beyond is not None:
+        yield beyond
+
+
+def _limits(column: ColumnContract) -> tuple[float | None, float | None, str]:
+    """The bounds a value must keep, and where they come from: the contract's, else what physics allows
+    in the declared unit (side by side: a contract minimum with a physical maximum, say)."""
+    physical = plausible_bounds(column.unit) if column.unit is not None and column.unit in UNITS else (None, None)
+    low = column.minimum if column.minimum is not None else _loosened(physical[0], -1)
+    high = column.maximum if column.maximum is not None else _loosened(physical[1], +1)
+    sources = {"contract" if given is not None else "physics"
+               for given, bound in ((column.minimum, low), (column.maximum, high)) if bound is not None}
+    return low, high, "+".join(sorted(sources))
+
+
+def _loosened(bound: float | None, side: int) -> float | None:
+    """A physical bound, loosened by float rounding (absolute zero is -459.67 degF to 12 digits)."""
+    return None if bound is None else bound + side * 1e-9 * max(1.0, abs(bound))
+
+
+def _out_of_range(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile, low: float | None,
+                  high: float | None, source: str) -> Finding:
+    assert ctx.snapshot is not None and observed.minimum is not None and observed.maximum is not None
+    outside, sampled = _outside(ctx.snapshot.sample, column.name, low, high)
+    what = "the contract's bounds" if source == "contract" else f"what the contract and {column.unit} allow"
+    return make_finding(
         FindingKind.OUT_OF_RANGE, ctx.dataset_urn, column.name,
         observed={"minimum": observed.minimum, "maximum": observed.maximum},
-        expected={"minimum": column.minimum, "maximum": column.maximum},
+        expected={"minimum": low, "maximum": high}, source=source,
         sample_rows_outside=outside, sample_rows=sampled,
-        message=f"{column.name!r} spans [{observed.minimum:g}, {observed.maximum:g}], outside the contract's "
-                f"[{_bound(column.minimum)}, {_bound(column.maximum)}] ({outside} of {sampled} sampled values)")
+        message=f"{column.name!r} spans [{observed.minimum:g}, {observed.maximum:g}], outside {what} "
+                f"[{_bound(low)}, {_bound(high)}] ({outside} of {sampled} sampled values)")
 
 
-def _outside(sample: pd.DataFrame, column: ColumnContract) -> tuple[int, int]:
+def _beyond_reference(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile) -> Finding | None:
+    """A warning: values past the reference batches' range by more than REFERENCE_MARGIN of it (plausible, new)."""
+    if not isinstance(ctx.reference, Reference):
+        return None  # a bare profile holds one table's extremes, not a range learned over batches
+    reference = ctx.reference.columns.get(column.name)
+    if reference is None or reference.minimum is None or reference.maximum is None:
+        return None
+    assert observed.minimum is not None and observed.maximum is not None
+    share = REFERENCE_MARGIN * _size_factor(observed.row_count, ctx.reference.expected_rows)
+    margin = share * (reference.maximum - reference.minimum)
+    low, high = reference.minimum - margin, reference.maximum + margin
+    if low <= observed.minimum and observed.maximum <= high:
+        return None
+    return make_finding(
+        FindingKind.OUT_OF_RANGE, ctx.dataset_urn, column.name, severity=Severity.WARN,
+        observed={"minimum": observed.minimum, "maximum": observed.maximum},
+        expected={"minimum": low, "maximum": high}, source="reference",
+        message=f"{column.name!r} spans [{observed.minimum:g}, {observed.maximum:g}], beyond the reference "
+                f"batches' [{reference.minimum:g}, {reference.maximum:g}] by more than {share:.0%} of "
+                "it: plausible, so a warning; accept it as the new normal or look upstream")
+
+
+def _size_factor(rows: int, expected_rows: float) -> float:
+    """Extremes grow with the rows they are drawn from (about as the log of their number for a light tail):
+    a batch k times the usual size gets a margin 1 + ln k times as wide."""
+    ratio = rows / expected_rows if expected_rows > 0 else 1.0
+    return 1.0 + math.log(ratio) if ratio > 1.0 else 1.0
+
+
+def _outside(sample: pd.DataFrame, name: str, low: float | None, high: float | None) -> tuple[int, int]:
     """How many sampled values fall outside the limits, of how many sampled values."""
-    if column.name not in sample:
+    if name not in sample:
         return 0, 0
-    values = pd.to_numeric(sample[column.name], errors="coerce").dropna()
+    values = pd.to_numeric(sample[name], errors="coerce").dropna()
     outside = pd.Series(False, index=values.index)
-    if column.minimum is not None:
-        outside |= values < column.minimum
-    if column.maximum is not None:
-        outside |= values > column.maximum
+    if low is not None:
+        outside |= values < low
+    if high is not None:
+        outside |= values > high
     return int(outside.sum()), len(values)
 
 
@@ -128,7 +193,7 @@ def _allowed_values(ctx: GuardContext, column: ColumnContract) -> tuple[frozense
     """The allowed set and where it comes from: the contract, else a categorical reference column."""
     if column.allowed_values is not None:
         return frozenset(column.allowed_values), "contract"
-    reference = ctx.reference.columns.get(column.name) if ctx.reference is not None else None
+    reference = ctx.reference_profile.columns.get(column.name) if ctx.reference_profile is not None else None
     if column.primary_key or reference is None or not is_categorical(reference):
         return None
     assert reference.value_counts is not None

@@ -14,6 +14,12 @@ A feature drifts when its distance exceeds both DRIFT_THRESHOLD and the two-samp
 critical value at alpha = 0.001, 1.95 * sqrt(1/n + 1/m), so small samples do not warn on noise. DRIFT
 warns unless the contract makes the column drift-blocking. A column with a declared unit whose values
 the units check finds converted or rescaled (`unit_shifted`) is left to the units check.
+
+Against a batch `Reference`, a numeric feature drifts only when it also left the natural variation of
+the reference batches (`guard.variation`: its core location, spread or point mass outside the band the
+past batches span, one batch-to-batch step and the noise floor included): a season moving on is not
+drift. A column with a declared unit is then judged by the units check alone, which warns DRIFT itself
+when the column moved beyond natural variation without a unit to explain it.
 """
 from __future__ import annotations
 
@@ -30,8 +36,10 @@ from guard.contract import ColumnContract, Contract
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind, Severity
 from guard.profile import ColumnProfile
+from guard.reference import Reference
 from guard.registry import register
 from guard.snapshot import SnapshotError
+from guard.variation import atom_of, bands, core, distance, sketched
 
 __all__ = ["check_drift", "feature_columns", "require_sample", "quantile_gap", "category_distance",
            "DRIFT_THRESHOLD", "KS_CRITICAL"]
@@ -59,14 +67,14 @@ def require_sample(ctx: GuardContext) -> None:
 
 @register("drift", needs_reference=True)
 def check_drift(ctx: GuardContext) -> Iterator[Finding]:
-    assert ctx.contract and ctx.snapshot and ctx.reference is not None
+    assert ctx.contract and ctx.snapshot and ctx.reference_profile is not None
     require_sample(ctx)
     for column in feature_columns(ctx.contract):
         observed = ctx.snapshot.profile.columns.get(column.name)
         if observed is None:
             continue  # reported by the schema check as a missing column
         severity = Severity.BLOCK if column.drift_blocking else Severity.WARN
-        reference = ctx.reference.columns.get(column.name)
+        reference = ctx.reference_profile.columns.get(column.name)
         if observed.logical_type in _NUMERIC:
             finding = _numeric_drift(ctx, column, observed, reference, severity)
         elif observed.logical_type == "string":
@@ -83,8 +91,10 @@ def _numeric_drift(ctx: GuardContext, column: ColumnContract, observed: ColumnPr
         return None  # no values: the nulls check speaks
     if reference is None or not reference.quantiles:
         return _no_reference(ctx, column.name, severity)
-    if unit_shifted(column.unit, reference, observed):
-        return None  # a unit or scale change: the units check's finding
+    if column.unit is not None and (_batch_judged(ctx, reference, observed) or unit_shifted(ctx, column)):
+        return None  # the units check judges a column with a unit against natural variation, or owns its shift
+    if _batch_judged(ctx, reference, observed) and _within_natural_variation(ctx, column.name, reference, observed):
+        return None  # moved no further than past batches moved from one to the next
     values = _sampled_values(ctx, column.name)
     gap, level = quantile_gap(reference, values)
     limit = _limit(len(values), _reference_size(ctx, reference))
@@ -98,6 +108,20 @@ def _numeric_drift(ctx: GuardContext, column: ColumnContract, observed: ColumnPr
         sample_rows=len(values),
         message=f"{column.name!r} moved: {gap:.1%} of its mass shifted across the reference's {level:g} quantile "
                 f"(median {reference.quantile(0.5):g} -> {observed.quantile(0.5):g}); the limit is {limit:.1%}")
+
+
+def _batch_judged(ctx: GuardContext, reference: ColumnProfile, observed: ColumnProfile) -> bool:
+    return isinstance(ctx.reference, Reference) and sketched(reference) and sketched(observed)
+
+
+def _within_natural_variation(ctx: GuardContext, name: str, reference: ColumnProfile,
+                              observed: ColumnProfile) -> bool:
+    """The batch's core location, spread and point mass within the reference batches' bands (guard.variation)."""
+    assert isinstance(ctx.reference, Reference) and observed.sketch is not None
+    atom = atom_of(reference)
+    batch = core(observed.sketch, atom)
+    found = distance(bands([s.__dict__ for s in ctx.reference.variation(name)], atom, batch), batch)
+    return found is not None and found <= 1
 
 
 def _dispersion_drift(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile,

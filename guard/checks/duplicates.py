@@ -1,4 +1,5 @@
-"""Duplicate keys: rows repeating a primary key, counted from the snapshot's key columns.
+"""Duplicate keys: rows repeating a primary key, counted from the snapshot's key columns (a batch: its rows
+in the window; with the whole table's files, also the batch rows whose key the rest of the table has).
 
 The row sample cannot see a duplicated load: an original and its copy both land in a uniform
 sample of fraction p with probability p², so a 0.1% duplicate rate in 10M rows leaves about 0.25
@@ -26,9 +27,10 @@ import pyarrow.parquet as pq
 
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
+from guard.hashing import hash_rows
 from guard.kinds import FindingKind
 from guard.registry import register
-from guard.snapshot import SnapshotError
+from guard.snapshot import SnapshotError, TimeWindow, window_mask
 
 __all__ = ["check_duplicates", "count_duplicate_keys", "hash_rows", "KeyCount", "DUPLICATE_RATE_LIMIT",
            "EXACT_KEY_ROWS", "READERS"]
@@ -38,17 +40,12 @@ EXACT_KEY_ROWS = 16_000_000  # up to this many rows the count is exact (128 MB o
 READERS = 2  # row groups read and hashed concurrently: memory holds this many groups' key columns
 _HASH_ROWS = 1 << 18  # rows hashed at once, so the hashing temporaries stay a few MB
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX_2 = np.uint64(0x94D049BB133111EB)
-_LOW_BYTES = np.array([(1 << (8 * m)) - 1 for m in range(9)], dtype=np.uint64)  # mask of the first m bytes
-
-
 @dataclass(frozen=True)
 class KeyCount:
-    rows_compared: int  # rows with a complete key that were compared
-    duplicate_rows: int  # of those, rows whose key an earlier row already had
+    rows_compared: int  # rows of the batch with a complete key that were compared
+    duplicate_rows: int  # of those, rows whose key an earlier row of the batch, or the rest of the table, had
     exact: bool  # False when the rows compared are a sample by key hash
+    across_rows: int = 0  # of the duplicate rows, those whose key the rest of the table (history) has
 
     @property
     def rate(self) -> float:
@@ -61,39 +58,56 @@ def check_duplicates(ctx: GuardContext) -> Iterator[Finding]:
     keys = ctx.contract.key_columns
     if not keys or any(k not in ctx.snapshot.profile.columns for k in keys):
         return  # no key declared, or a key column missing: the schema check reports that
-    count = count_duplicate_keys(ctx.snapshot.path, keys, expected_rows=ctx.snapshot.profile.row_count)
+    snapshot = ctx.snapshot
+    count = count_duplicate_keys(snapshot.files, keys, window=snapshot.window,
+                                 expected_rows=snapshot.profile.row_count, history=ctx.table_paths)
     if count.rate <= DUPLICATE_RATE_LIMIT:
         return
     label = keys[0] if len(keys) == 1 else None
+    across = f", {count.across_rows} of them a key the rest of the table has" if count.across_rows else ""
     yield make_finding(
         FindingKind.DUPLICATE_KEYS, ctx.dataset_urn, label, observed=round(count.rate, 6),
         expected=DUPLICATE_RATE_LIMIT, playbook="dedupe_keys", key_columns=list(keys),
         duplicate_rows=count.duplicate_rows, rows_compared=count.rows_compared, exact=count.exact,
+        across_rows=count.across_rows, window=snapshot.window.to_dict() if snapshot.window else None,
         message=f"{count.rate:.2%} of rows ({count.duplicate_rows} of {count.rows_compared}"
-                f"{'' if count.exact else ', a sample by key'}) repeat a key of {list(keys)}; "
+                f"{'' if count.exact else ', a sample by key'}{across}) repeat a key of {list(keys)}; "
                 f"the limit is {DUPLICATE_RATE_LIMIT:.1%}: a duplicated load?")
 
 
-def count_duplicate_keys(path: str, keys: Sequence[str], *, expected_rows: int | None = None,
-                         exact_rows: int = EXACT_KEY_ROWS) -> KeyCount:
-    """Stream the key columns of a parquet file and count rows whose key repeats an earlier one."""
+def count_duplicate_keys(paths: str | Sequence[str], keys: Sequence[str], *, window: TimeWindow | None = None,
+                         expected_rows: int | None = None, exact_rows: int = EXACT_KEY_ROWS,
+                         history: Sequence[str] = ()) -> KeyCount:
+    """Stream the key columns of a batch (files, rows in `window`) and count rows whose key repeats an
+    earlier row's, or, given `history` (the whole table's files), a key the rest of the table has."""
+    files = [paths] if isinstance(paths, str) else list(paths)
+    rest = [(f, None if f not in files else window) for f in history if f not in files or window is not None]
     try:
-        parquet = pq.ParquetFile(path)
+        sources = {f: pq.ParquetFile(f) for f in [*files, *(f for f, _ in rest)]}
     except (OSError, pa.ArrowException, ValueError) as exc:
-        raise SnapshotError(f"cannot open snapshot {path} to count duplicate keys: {exc}") from exc
-    total = parquet.metadata.num_rows
-    if expected_rows is not None and total != expected_rows:
-        raise SnapshotError(f"snapshot {path} has {total} rows, but {expected_rows} were profiled: "
+        raise SnapshotError(f"cannot open snapshot {', '.join(files)} to count duplicate keys: {exc}") from exc
+    total = sum(sources[f].metadata.num_rows for f in files)
+    if expected_rows is not None and window is None and total != expected_rows:
+        raise SnapshotError(f"snapshot {', '.join(files)} has {total} rows, but {expected_rows} were profiled: "
                             "it changed after it was read; run the guard again")
-    ceiling = _hash_ceiling(total, exact_rows)
-    capacity = total if ceiling is None else int(exact_rows * 1.05) + 4096  # kept rows: binomial, mean exact_rows
+    ceiling = _hash_ceiling(expected_rows if window is not None and expected_rows is not None else total, exact_rows)
     try:
-        hashes = _collect(_hashes_by_row_group(path, list(keys), parquet.num_row_groups, ceiling), capacity)
+        batch, rows = _hashes_of(sources, [(f, window, False) for f in files], list(keys), ceiling)
+        history_hashes, _ = _hashes_of(sources, [(f, w, w is not None) for f, w in rest], list(keys), ceiling)
     except (OSError, pa.ArrowException, ValueError) as exc:
-        raise SnapshotError(f"cannot read key columns {list(keys)} of snapshot {path}: {exc}") from exc
-    hashes.sort()
-    repeats = int(np.count_nonzero(hashes[1:] == hashes[:-1]))
-    return KeyCount(rows_compared=len(hashes), duplicate_rows=repeats, exact=ceiling is None)
+        raise SnapshotError(f"cannot read key columns {list(keys)} of snapshot {', '.join(files)}: {exc}") from exc
+    if window is not None and expected_rows is not None and rows != expected_rows:
+        raise SnapshotError(f"the batch {window.to_dict()} of {', '.join(files)} has {rows} rows, but "
+                            f"{expected_rows} were profiled: it changed after it was read; run the guard again")
+    batch.sort()
+    repeats = int(np.count_nonzero(batch[1:] == batch[:-1]))
+    across = 0
+    if len(history_hashes):  # every copy of a key the rest of the table has is a duplicate, the first too
+        unique, counts = np.unique(batch, return_counts=True)
+        seen = np.isin(unique, history_hashes)
+        across = int(counts[seen].sum())
+        repeats += int(seen.sum())
+    return KeyCount(rows_compared=len(batch), duplicate_rows=repeats, exact=ceiling is None, across_rows=across)
 
 
 def _hash_ceiling(total_rows: int, exact_rows: int) -> np.uint64 | None:
@@ -103,17 +117,37 @@ def _hash_ceiling(total_rows: int, exact_rows: int) -> np.uint64 | None:
     return np.uint64(int((2**64 - 1) * (exact_rows / total_rows)))
 
 
-def _hashes_by_row_group(path: str, keys: list[str], groups: int, ceiling: np.uint64 | None) -> Iterator[np.ndarray]:
-    """Read and hash the key columns, READERS row groups at a time (arrow and numpy release the GIL)."""
+def _hashes_of(sources: dict[str, pq.ParquetFile], parts: list[tuple[str, TimeWindow | None, bool]],
+               keys: list[str], ceiling: np.uint64 | None) -> tuple[np.ndarray, int]:
+    """The kept key hashes of the rows of each (file, window, outside) part, and how many rows were read:
+    the rows inside the window, or outside it when `outside`, or all rows when there is no window."""
+    tasks = [(f, w, outside, g) for f, w, outside in parts for g in range(sources[f].num_row_groups)]
+    capacity = sum(sources[f].metadata.num_rows for f, _, _ in parts)
+    if ceiling is not None:
+        capacity = min(capacity, int(EXACT_KEY_ROWS * 1.05) + 4096)  # kept rows: binomial, mean exact_rows
 
-    def one(index: int) -> np.ndarray:
-        group = pq.ParquetFile(path).read_row_group(index, columns=keys, use_threads=False)
+    def one(task: tuple[str, TimeWindow | None, bool, int]) -> tuple[np.ndarray, int]:
+        file, window, outside, index = task
+        columns = keys if window is None or window.column in keys else [*keys, window.column]
+        group = pq.ParquetFile(file).read_row_group(index, columns=columns, use_threads=False)
+        if window is not None:
+            mask = window_mask(group.column(window.column), window)
+            group = group.filter(pa.array(~mask if outside else mask)).select(keys)
         pieces = [_kept_hashes(group.slice(start, _HASH_ROWS), ceiling)
                   for start in range(0, group.num_rows, _HASH_ROWS)]
-        return np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)
+        return (np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)), group.num_rows
+
+    rows = 0
+
+    def counted(results: Iterator[tuple[np.ndarray, int]]) -> Iterator[np.ndarray]:
+        nonlocal rows
+        for hashes, read in results:
+            rows += read
+            yield hashes
 
     with ThreadPoolExecutor(max_workers=READERS) as pool:
-        yield from pool.map(one, range(groups))
+        collected = _collect(counted(pool.map(one, tasks)), capacity)
+    return collected, rows
 
 
 def _collect(pieces: Iterable[np.ndarray], capacity: int) -> np.ndarray:
@@ -136,70 +170,3 @@ def _kept_hashes(group: pa.Table, ceiling: np.uint64 | None) -> np.ndarray:
     if ceiling is not None:
         keep &= hashes <= ceiling
     return hashes[keep]
-
-
-def hash_rows(table: pa.Table) -> np.ndarray:
-    """A 64-bit hash of each row's values across all columns: equal rows, equal hashes."""
-    hashes = np.zeros(table.num_rows, dtype=np.uint64)
-    for column in table.columns:
-        array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-        hashes = _mix(hashes * _GOLDEN ^ _hash_array(array))
-    return hashes
-
-
-def _hash_array(array: pa.Array) -> np.ndarray:
-    kind = array.type
-    if pa.types.is_dictionary(kind):
-        indices = pc.fill_null(array.indices, 0).to_numpy(zero_copy_only=False).astype(np.intp)
-        return _hash_array(array.dictionary)[indices] if len(array.dictionary) else np.zeros(len(array), np.uint64)
-    if pa.types.is_string(kind) or pa.types.is_binary(kind):
-        return _hash_bytes(array, np.int32)
-    if pa.types.is_large_string(kind) or pa.types.is_large_binary(kind):
-        return _hash_bytes(array, np.int64)
-    if pa.types.is_floating(kind):
-        values = pc.fill_null(array.cast(pa.float64()), 0.0).to_numpy(zero_copy_only=False) + 0.0  # -0.0 == 0.0
-        return _mix(values.view(np.uint64).copy())
-    if pa.types.is_temporal(kind):
-        array = array.view(pa.int64() if kind.bit_width == 64 else pa.int32())
-    if pa.types.is_integer(kind) or pa.types.is_temporal(kind) or pa.types.is_boolean(kind):
-        wide = pa.uint64() if pa.types.is_unsigned_integer(kind) else pa.int64()
-        values = pc.fill_null(array.cast(wide), 0).to_numpy(zero_copy_only=False)
-        return _mix(values.view(np.uint64).copy())
-    return _hash_bytes(array.cast(pa.large_string()), np.int64)
-
-
-def _hash_bytes(array: pa.Array, offset_type: type[np.signedinteger]) -> np.ndarray:
-    """Hash variable-length values 8 bytes at a time, straight from the arrow offsets and data buffers."""
-    n = len(array)
-    if n == 0:
-        return np.empty(0, dtype=np.uint64)
-    width = np.dtype(offset_type).itemsize
-    offsets = np.frombuffer(array.buffers()[1], dtype=offset_type, count=n + 1, offset=array.offset * width)
-    offsets = offsets.astype(np.int64)
-    lengths = np.diff(offsets)
-    data = array.buffers()[2]
-    raw = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]] if data is not None else np.empty(0, np.uint8)
-    words = np.concatenate([raw, np.zeros(16 + (-len(raw)) % 8, dtype=np.uint8)]).view("<u8")
-    starts, end = offsets[:-1] - offsets[0], len(raw)
-    hashes = lengths.astype(np.uint64) * _GOLDEN
-    for word in range(-(-int(lengths.max(initial=0)) // 8)):
-        hashes = _mix(hashes ^ _load_words(words, np.minimum(starts + 8 * word, end), lengths - 8 * word))
-    return hashes
-
-
-def _load_words(words: np.ndarray, starts: np.ndarray, remaining: np.ndarray) -> np.ndarray:
-    """The 8 bytes at each byte offset (little-endian), keeping only the first `remaining` of them."""
-    index, shift = starts >> 3, (starts & 7).astype(np.uint64) * np.uint64(8)
-    low = words[index] >> shift
-    high = (words[index + 1] << (np.uint64(63) - shift)) << np.uint64(1)  # two shifts: never by 64
-    return (low | high) & _LOW_BYTES[np.clip(remaining, 0, 8)]
-
-
-def _mix(values: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser, in place: a bijection that spreads every input bit over the output."""
-    values ^= values >> np.uint64(30)
-    values *= _MIX_1
-    values ^= values >> np.uint64(27)
-    values *= _MIX_2
-    values ^= values >> np.uint64(31)
-    return values

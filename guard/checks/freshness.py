@@ -1,6 +1,8 @@
-"""Label freshness: the label watermark's lag against the SLA, and the share of rows still unlabelled."""
+"""Label freshness: the label watermark's lag against the SLA, and the share of rows still unlabelled;
+and timestamps that no clock could have written for this table (the epoch, centuries away)."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Iterator
 
 from guard.context import GuardContext
@@ -8,7 +10,7 @@ from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
 from guard.registry import register
 
-__all__ = ["check_label_freshness"]
+__all__ = ["check_label_freshness", "check_timestamp_range", "plausible_times", "PLAUSIBLE_HORIZONS"]
 
 _HOUR_MS = 3_600_000
 CLOCK_SKEW_HOURS = 3.0  # a label watermark further than this past `now` is a clock or timezone error
@@ -60,3 +62,46 @@ def _immature(ctx: GuardContext) -> Iterator[Finding]:
             expected=contract.max_immature_label_fraction, playbook="label_window",
             watermark_ms=int(stamps.maximum) if stamps and stamps.maximum is not None else None, event_column=contract.event_timestamp_column,
             message=f"{fraction:.1%} of rows have no label yet (limit {contract.max_immature_label_fraction:.1%})")
+
+
+@register("timestamp_range", needs_reference=True)
+def check_timestamp_range(ctx: GuardContext) -> Iterator[Finding]:
+    """Timestamps no clock could have written for this table: the epoch (zeroed bytes read as times), or
+    further from the reference's times than PLAUSIBLE_HORIZONS times its span (at least a year). Blocks as
+    OUT_OF_RANGE on the time column: every row-level judgement keyed on those times would be wrong."""
+    assert ctx.contract and ctx.snapshot and ctx.reference_profile is not None
+    for column in ctx.contract.columns:
+        observed = ctx.snapshot.profile.columns.get(column.name)
+        reference = ctx.reference_profile.columns.get(column.name)
+        if (observed is None or observed.logical_type not in ("timestamp", "date") or observed.minimum is None
+                or observed.maximum is None or reference is None or reference.minimum is None
+                or reference.maximum is None):
+            continue
+        low, high = plausible_times(reference.minimum, reference.maximum, ctx.now_ms)
+        if low <= observed.minimum and observed.maximum <= high:
+            continue
+        yield make_finding(
+            FindingKind.OUT_OF_RANGE, ctx.dataset_urn, column.name,
+            observed={"minimum": _iso(observed.minimum), "maximum": _iso(observed.maximum)},
+            expected={"minimum": _iso(low), "maximum": _iso(high), "source": "reference times"},
+            message=f"{column.name!r} spans {_iso(observed.minimum)} to {_iso(observed.maximum)}, outside the "
+                    f"plausible {_iso(low)} to {_iso(high)} for a table whose reference runs "
+                    f"{_iso(reference.minimum)} to {_iso(reference.maximum)}: zeroed bytes or a sentinel read as times?")
+
+
+PLAUSIBLE_HORIZONS = 10  # reference spans (at least a year each) a timestamp may lie before or after it
+_YEAR_MS = 365 * 24 * _HOUR_MS
+
+
+def plausible_times(reference_min: float, reference_max: float, now_ms: int) -> tuple[float, float]:
+    """[low, high] epoch ms a timestamp of this table may take; the epoch itself only if the reference has it."""
+    horizon = PLAUSIBLE_HORIZONS * max(reference_max - reference_min, _YEAR_MS)
+    low = reference_min - horizon
+    if reference_min > _HOUR_MS * 24:
+        low = max(low, 1.0)  # 1970-01-01T00:00:00.000 is what zeroed bytes read as
+    return low, max(reference_max, float(now_ms)) + horizon
+
+
+def _iso(ms: float) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds") \
+        if -6e13 < ms < 2.5e14 else f"{ms:.0f} ms"

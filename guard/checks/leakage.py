@@ -16,6 +16,14 @@ Two scores, each flagged at LEAKAGE_THRESHOLD or above:
 A column outside the contract whose values equal the label's on at least COPY_THRESHOLD of the sampled
 labelled rows is a copy of the label. Only features are tested: not the label, the keys or timestamps.
 At least MIN_ROWS sampled rows holding both values are needed for a verdict.
+
+Against a reference that keeps associations (`guard.relations`: |correlation| of two numbers, the
+correlation ratio of a category and a number, with the lowest and highest value any one reference batch
+showed), a contracted feature is judged by how far its association with the label jumped instead, which
+also catches leakage in part of the rows: the batch's association must exceed the reference's highest
+batch by JUMP, reach JUMP_FLOOR, and be a significant rise over the merged reference's (Fisher z of at
+least JUMP_Z). A feature that legitimately determines the label in the reference (the hour of day of an
+hourly temperature) is then not leakage. Without those associations, the absolute rule above applies.
 """
 from __future__ import annotations
 
@@ -30,9 +38,10 @@ from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
 from guard.registry import register
+from guard.relations import Relations, learn_relations
 
-__all__ = ["check_leakage", "association", "mapping_score", "LEAKAGE_THRESHOLD", "COPY_THRESHOLD", "MIN_ROWS",
-           "MAX_BINS", "MIN_COVERAGE"]
+__all__ = ["check_leakage", "association", "mapping_score", "association_jump", "LEAKAGE_THRESHOLD", "COPY_THRESHOLD",
+           "MIN_ROWS", "MAX_BINS", "MIN_COVERAGE", "JUMP", "JUMP_FLOOR", "JUMP_Z"]
 
 LEAKAGE_THRESHOLD = 0.98
 COPY_THRESHOLD = 0.99
@@ -40,6 +49,9 @@ MIN_ROWS = 30  # sampled rows with both values needed before a verdict
 MAX_BINS = 100  # numeric features with more distinct values are binned by quantile for the mapping score
 MIN_COVERAGE = 0.5  # share of rows whose value the other half saw, needed to score a mapping
 _SEED = 0
+JUMP = 0.2  # over the highest association any one reference batch showed
+JUMP_FLOOR = 0.9  # nearly determines the label (natural associations reach 0.86 in a season on the real data)
+JUMP_Z = 4.0  # Fisher z of the rise over the merged reference's association, at the batch's rows
 
 
 @register("leakage")
@@ -49,9 +61,13 @@ def check_leakage(ctx: GuardContext) -> Iterator[Finding]:
     label, sample = ctx.contract.label_column, ctx.snapshot.sample
     if label is None or label not in sample:
         return  # no label declared, or missing (the schema check)
+    learned = _learned(ctx)
     for column in feature_columns(ctx.contract):
         if column.name in sample:
-            finding = _determines_label(ctx, column.name, label)
+            if learned and _comparable(learned, column.name, label):
+                finding = association_jump(ctx, learned, column.name, label)
+            else:
+                finding = _determines_label(ctx, column.name, label)
             if finding is not None:
                 yield finding
     for name in sample.columns:
@@ -76,6 +92,45 @@ def _determines_label(ctx: GuardContext, name: str, label: str) -> Finding | Non
         sample_rows=len(pair), label=label,
         message=f"{name!r} nearly determines the label {label!r} ({strongest} {scores[strongest]:.3f} over "
                 f"{len(pair)} sampled rows, limit {LEAKAGE_THRESHOLD}): is it computed from the outcome?")
+
+
+def _learned(ctx: GuardContext) -> tuple[Relations, Relations] | None:
+    """(reference, batch) relations when the reference keeps associations."""
+    assert ctx.snapshot is not None
+    reference = ctx.reference_profile
+    if reference is None or reference.relations is None or not reference.relations.spread:
+        return None
+    batch = ctx.snapshot.profile.relations or learn_relations(
+        ctx.snapshot.sample, {n: c.logical_type for n, c in ctx.snapshot.profile.columns.items()})
+    return reference.relations, batch
+
+
+def _comparable(learned: tuple[Relations, Relations], name: str, label: str) -> bool:
+    return all(relations.association(name, label) is not None for relations in learned)
+
+
+def association_jump(ctx: GuardContext, learned: tuple[Relations, Relations], name: str, label: str) -> Finding | None:
+    """A finding when the feature's association with the label rose past every reference batch's."""
+    reference, batch = learned
+    before, now = reference.association(name, label), batch.association(name, label)
+    if before is None or now is None:
+        return None
+    key, was, _ = before
+    _, seen, rows = now
+    high = reference.spread.get(key, (was, was))[1]
+    rise = _fisher(seen) - _fisher(was)
+    if seen < JUMP_FLOOR or seen < high + JUMP or rows < MIN_ROWS or rise * math.sqrt(rows - 3) < JUMP_Z:
+        return None
+    return make_finding(
+        FindingKind.TARGET_LEAKAGE, ctx.dataset_urn, name, observed=round(seen, 4), expected=round(high, 4),
+        statistic="association_jump", association=key.split(":")[0], reference_association=round(was, 4),
+        reference_batch_high=round(high, 4), association_rows=rows, label=label,
+        message=f"{name!r}'s association with the label {label!r} jumped to {seen:.3f} (reference {was:.3f}, highest "
+                f"batch {high:.3f}): computed from the outcome on some rows?")
+
+
+def _fisher(value: float) -> float:
+    return math.atanh(min(value, 0.999999))
 
 
 def _copies_label(ctx: GuardContext, name: str, label: str) -> Finding | None:

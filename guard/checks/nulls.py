@@ -1,11 +1,19 @@
-"""Nulls: above the contract's limit, or a spike against the reference."""
+"""Nulls: above the contract's limit, or a spike against the reference.
+
+A spike is a null share more than SPIKE_MIN_INCREASE above the reference's and more than SPIKE_FACTOR
+times it. Against a batch `Reference` the baseline is the highest share a reference batch had, plus the
+largest step between consecutive batches (a column whose nulls come and go by the week is not spiking
+when it does it again), plus three binomial standard errors of the new batch's share.
+"""
 from __future__ import annotations
 
+import math
 from typing import Iterator
 
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
+from guard.reference import Reference
 from guard.registry import register
 
 __all__ = ["check_nulls", "SPIKE_MIN_INCREASE", "SPIKE_FACTOR"]
@@ -16,7 +24,7 @@ SPIKE_FACTOR = 3.0
 
 @register("nulls")
 def check_nulls(ctx: GuardContext) -> Iterator[Finding]:
-    assert ctx.contract and ctx.snapshot and ctx.reference is not None
+    assert ctx.contract and ctx.snapshot and ctx.reference_profile is not None
     for column in ctx.contract.columns:
         if column.name in (ctx.contract.label_column, ctx.contract.label_timestamp_column):
             continue  # a label not yet arrived has no arrival time either: label freshness judges both
@@ -25,8 +33,9 @@ def check_nulls(ctx: GuardContext) -> Iterator[Finding]:
             continue
         fraction = observed.null_fraction
         limit = column.max_null_fraction
-        reference = ctx.reference.columns.get(column.name)
-        baseline = reference.null_fraction if reference is not None else 0.0
+        reference = ctx.reference_profile.columns.get(column.name)
+        baseline = _baseline(ctx, column.name, observed.row_count,
+                             reference.null_fraction if reference is not None else 0.0)
         if limit is not None and fraction > limit:
             yield make_finding(
                 FindingKind.NULL_LIMIT, ctx.dataset_urn, column.name, observed=round(fraction, 6), expected=limit,
@@ -37,3 +46,15 @@ def check_nulls(ctx: GuardContext) -> Iterator[Finding]:
                 FindingKind.NULL_SPIKE, ctx.dataset_urn, column.name, observed=round(fraction, 6),
                 expected=round(baseline, 6), message=f"{column.name!r} nulls jumped from {baseline:.1%} to {fraction:.1%}",
                 playbook="null_impute", reference_null_fraction=baseline, null_rows=observed.null_count)
+
+
+def _baseline(ctx: GuardContext, name: str, rows: int, merged: float) -> float:
+    """The null share to compare with: the merged reference's, or the highest natural batch share."""
+    if not isinstance(ctx.reference, Reference):
+        return merged
+    shares = [summary.null_share for summary in ctx.reference.variation(name)]
+    if not shares:
+        return merged
+    step = max((abs(b - a) for a, b in zip(shares, shares[1:])), default=0.0)
+    high = max(shares) + step
+    return max(merged, high + 3.0 * math.sqrt(high * (1 - high) / max(rows, 1)))

@@ -8,10 +8,14 @@ from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
 from guard.profile import ColumnProfile
 from guard.registry import register
+from guard.renames import split_renames
 
 __all__ = ["check_schema", "types_compatible"]
 
 _RENAME_TOLERANCE = 0.05
+# a batch's quantiles wander from the reference's by sampling alone, about spread/sqrt(rows): a day of a few
+# hundred rows is judged with that allowance (inner quantiles only; the extremes of a small batch are noise)
+_RENAME_SAMPLING = 2.5
 
 
 def types_compatible(declared: str, observed: str) -> bool:
@@ -20,7 +24,7 @@ def types_compatible(declared: str, observed: str) -> bool:
 
 @register("schema")
 def check_schema(ctx: GuardContext) -> Iterator[Finding]:
-    assert ctx.contract and ctx.snapshot and ctx.reference is not None
+    assert ctx.contract and ctx.snapshot and ctx.reference_profile is not None
     urn, observed = ctx.dataset_urn, ctx.snapshot.profile.columns
     missing = [c for c in ctx.contract.columns if c.name not in observed]
     unexpected = [name for name in observed if ctx.contract.column(name) is None]
@@ -29,6 +33,15 @@ def check_schema(ctx: GuardContext) -> Iterator[Finding]:
         yield make_finding(FindingKind.COLUMN_RENAMED, urn, old, observed=new, expected=old,
                            message=f"column {old!r} arrives as {new!r} (same type, same distribution)",
                            playbook="rename_columns", mapping={new: old})
+    rest = [name for name in unexpected if name not in renames.values()]
+    partial = split_renames(ctx.contract, ctx.snapshot, ctx.reference_profile, rest)
+    for old, new in partial.items():
+        rows = observed[new].row_count - observed[new].null_count
+        yield make_finding(FindingKind.COLUMN_RENAMED, urn, old, observed=new, expected=old, playbook="rename_columns",
+                           mapping={new: old}, merge=True, rows_renamed=rows,
+                           message=f"column {old!r} arrives as {new!r} in {rows} rows (a batch renamed it: "
+                                   f"{new!r} holds values exactly where {old!r} has none)")
+    renames.update(partial)
     for column in missing:
         if column.name not in renames:
             yield make_finding(FindingKind.COLUMN_MISSING, urn, column.name, observed=None,
@@ -48,10 +61,10 @@ def check_schema(ctx: GuardContext) -> Iterator[Finding]:
 
 def _match_renames(ctx: GuardContext, missing: list[str], unexpected: list[str]) -> dict[str, str]:
     """old name -> new name, for each missing column that one unexpected column matches."""
-    assert ctx.snapshot and ctx.reference is not None
+    assert ctx.snapshot and ctx.reference_profile is not None
     renames: dict[str, str] = {}
     for old in missing:
-        reference = ctx.reference.columns.get(old)
+        reference = ctx.reference_profile.columns.get(old)
         if reference is None:
             continue
         matches = [new for new in unexpected if new not in renames.values()
@@ -70,5 +83,6 @@ def _same_distribution(reference: ColumnProfile, observed: ColumnProfile) -> boo
     if not reference.quantiles or not observed.quantiles:
         return False
     spread = abs((reference.quantile(0.9) or 0.0) - (reference.quantile(0.1) or 0.0)) or 1.0
-    return all(abs(r - o) <= _RENAME_TOLERANCE * spread
-               for (_, r), (_, o) in zip(reference.quantiles, observed.quantiles))
+    tolerance = max(_RENAME_TOLERANCE, _RENAME_SAMPLING / max(observed.values, 1) ** 0.5) * spread
+    inner = [(r, o) for (q, r), (_, o) in zip(reference.quantiles, observed.quantiles) if 0.05 <= q <= 0.95]
+    return bool(inner) and all(abs(r - o) <= tolerance for r, o in inner)

@@ -1,20 +1,76 @@
-"""Units and scale: fit observed quantiles against the reference and name the unit the data is in."""
+"""Units and scale: block only on a named conversion (or a change far beyond natural variation).
+
+Against a batch `Reference` (per-batch summaries of natural variation, KLL sketches on both sides):
+
+1. The batch is summarised as `guard.variation` does (core location, core spread, share on the point
+   mass) and its distance d0 from natural variation is measured (<= 1: inside): the nearer of its
+   distance from the reference batches' band and of its step from the newest reference batch against
+   the steps they took (a season moving on is a run of ordinary steps).
+2. d0 <= 1: nothing to say. Otherwise every unit of the declared unit's group (`guard.units`) is tried
+   as a hypothesis: the batch converted back from it (x -> (x - offset) / scale, the conversion's exact
+   factor and offset) is summarised and measured the same way, d_u.
+3. A **good fit** for unit u (the closest of the candidates), either of:
+   - far: the batch as it came sits beyond FAR (d0 > FAR) and converted back from u inside natural
+     variation (d_u <= 1; not merely back within FAR: x7.3 is not km/h (x3.6) with some drift left over);
+   - a jump: the batch as it came sits outside natural variation (d0 > 1) and its step from the newest
+     reference batch is beyond FAR of the steps the reference batches took from one to the next, while
+     converted back from u it is inside natural variation (d_u <= 1) and its step is an ordinary one
+     (<= 1). Seasons move by steps; a unit change is a discontinuity. (Needs three reference batches.)
+   and in both, converted back, its core keeps a shape the reference batches had (`guard.variation.shape`:
+   where the median sits in the quartiles, the tails against the body; within FAR): an affine map keeps
+   shapes, so a good fit is one where the conversion alone explains the change.
+   Then UNIT_MISMATCH names u (a block): the conversion's factor and offset explain the change; what is
+   left is no more than natural variation.
+   The least-squares affine map of the core's quantiles (observed against reference) is reported as
+   evidence beside the conversion's own factor and offset.
+4. Beyond FAR, its shape kept (a rescaling), and no unit explains it: SCALE_SHIFT (a block: x2.5 with
+   no unit).
+5. Otherwise (between 1 and FAR, or beyond FAR with a changed shape): DRIFT, a warning (recorded, not a
+   block): a change of the size or kind past batches show is not evidence of a failure.
+
+A snapshot covering more than MULTI_BATCH cadences (a whole table judged against a reference of batches)
+mixes several batches' seasons: its spread is wider than any one batch's by construction. A named
+conversion still blocks it; an unexplained distance does not (DRIFT, a warning), since it is not
+evidence of a failure.
+
+FAR = 2: twice as far from the centre of natural variation as the band's edge, where the band already
+spans every reference batch, one more step of the largest batch-to-batch move, and three standard
+errors of the new batch's own statistic. A point-mass column (one value >= 10% of rows: zeros of a
+zero-inflated column, a visibility of 16,100 m) is judged on its core, and its point is a statistic of
+its own: degC -> degF moves the point, so the conversion is still seen. Fewer than MIN_CORE values
+beside the point and nothing else to judge: UNIT_UNCHECKED, a warning that says the check cannot judge.
+
+Against a bare whole-table profile (DataHub's datasetProfile: nine quantiles, no sketch, no batch
+history) the check fits an affine map on the 10-90% quantiles and names the unit whose factor and offset
+match within fixed tolerances (measured on 40 seeds of the demo table), as before; quantiles that tie on
+a point mass are fitted on the distinct ones, and a reference whose quantiles all tie cannot be judged
+(UNIT_UNCHECKED) rather than read as scale 0.
+"""
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 
 from guard.context import GuardContext
+from guard.contract import ColumnContract
 from guard.findings import Finding, make_finding
-from guard.kinds import FindingKind
+from guard.kinds import FindingKind, Severity
 from guard.profile import ColumnProfile
+from guard.reference import Reference
 from guard.registry import register
-from guard.units import UNITS, candidates_for, conversion
+from guard.units import UNITS, candidates_for, conversion, is_ratio_scale
+from guard.variation import MIN_CORE, Core, atom_of, bands, core, distance, jump, shape_distance, sketched
 
-__all__ = ["check_units", "fit_affine", "name_unit", "unit_shifted"]
+__all__ = ["check_units", "judge_units", "unit_shifted", "fit_affine", "name_unit", "FAR", "MULTI_BATCH"]
 
+FAR = 2.0
+MULTI_BATCH = 1.5  # a snapshot longer than this many cadences holds several batches' seasons at once
+_NUMERIC = ("number", "integer")
 _FIT_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
+_ALL_QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 _IDENTITY_SCALE_TOLERANCE = 0.15  # the label, and columns with a point mass among the fitted quantiles
 _FEATURE_SCALE_TOLERANCE = 0.04  # a continuous feature: clean batches stay within ±2.6% (40 seeds measured)
 _FEATURE_OFFSET_TOLERANCE = 0.06
@@ -24,44 +80,217 @@ _OFFSET_TOLERANCE = 0.15  # of the reference's 10-90% spread
 
 @register("units")
 def check_units(ctx: GuardContext) -> Iterator[Finding]:
-    assert ctx.contract and ctx.snapshot and ctx.reference is not None
+    assert ctx.contract and ctx.snapshot and ctx.reference_profile is not None
     for column in ctx.contract.columns:
-        observed = ctx.snapshot.profile.columns.get(column.name)
-        if column.unit is None or observed is None or observed.logical_type not in ("number", "integer"):
-            continue
-        if column.unit not in UNITS:
-            raise ValueError(f"column {column.name!r} declares unit {column.unit!r}, which the guard cannot check")
-        reference = ctx.reference.columns.get(column.name)
-        if reference is None or not reference.quantiles:
-            yield make_finding(FindingKind.REFERENCE_MISSING, ctx.dataset_urn, column.name, observed=None,
-                               expected="reference quantiles", message=f"no reference profile for {column.name!r}")
-            continue
-        finding = _unit_finding(ctx.dataset_urn, column.name, column.unit, reference, observed,
-                                strict=column.name != ctx.contract.label_column)
+        finding = judge_units(ctx, column)
         if finding is not None:
             yield finding
 
 
-def fit_affine(reference: ColumnProfile, observed: ColumnProfile) -> tuple[float, float, float]:
-    """Least-squares (scale, offset) with observed ≈ scale * reference + offset, and the reference spread."""
-    ref = np.array([reference.quantile(q) for q in _FIT_QUANTILES], dtype=float)
-    obs = np.array([observed.quantile(q) for q in _FIT_QUANTILES], dtype=float)
-    spread = float(ref[-1] - ref[0])
-    if spread <= 0:
-        median = ref[2] or 1.0
-        return float(obs[2] / median), 0.0, abs(median)
-    scale, offset = np.polyfit(ref, obs, 1)
-    return float(scale), float(offset), spread
+def judge_units(ctx: GuardContext, column: ColumnContract) -> Finding | None:
+    """The units check's finding for one column (None: nothing to report)."""
+    assert ctx.snapshot is not None and ctx.reference_profile is not None
+    observed = ctx.snapshot.profile.columns.get(column.name)
+    if column.unit is None or observed is None or observed.logical_type not in _NUMERIC or not observed.values:
+        return None
+    if column.unit not in UNITS:
+        raise ValueError(f"column {column.name!r} declares unit {column.unit!r}, which the guard cannot read: "
+                         "write it in pint's spelling (m, km, mile, degC, degF, mph, hPa, percent, USD...)")
+    reference = ctx.reference_profile.columns.get(column.name)
+    if reference is None or not reference.quantiles:
+        return make_finding(FindingKind.REFERENCE_MISSING, ctx.dataset_urn, column.name, observed=None,
+                            expected="reference quantiles", message=f"no reference profile for {column.name!r}")
+    if isinstance(ctx.reference, Reference) and sketched(reference) and sketched(observed):
+        return _batch_finding(ctx.dataset_urn, column, ctx.reference, reference, observed, _spans_batches(ctx))
+    assert ctx.contract is not None
+    return _profile_finding(ctx.dataset_urn, column.name, column.unit, reference, observed,
+                            strict=column.name != ctx.contract.label_column)
 
 
-def unit_shifted(unit: str | None, reference: ColumnProfile | None, observed: ColumnProfile, *,
-                 strict: bool = True) -> bool:
-    """True when the units check reports this column (its values are in other units or rescaled):
-    range and drift checks, which judge values in the declared unit, then stay quiet about it."""
-    if unit is None or reference is None or not reference.quantiles or not observed.quantiles:
+def unit_shifted(ctx: GuardContext, column: ColumnContract) -> bool:
+    """True when the units check blocks on this column (its values are in another unit or rescaled):
+    range and drift checks, which judge values in the declared unit, then leave it to the units check."""
+    finding = judge_units(ctx, column)
+    return finding is not None and finding.severity is Severity.BLOCK and finding.kind in (
+        FindingKind.UNIT_MISMATCH, FindingKind.SCALE_SHIFT)
+
+
+# --- against a batch reference: natural variation -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Hypothesis:
+    unit: str
+    scale: float
+    offset: float
+    batch: Core
+    distance: float  # of the batch converted back from `unit`
+    jump: float  # of the step from the newest reference batch to the batch converted back
+
+
+def _spans_batches(ctx: GuardContext) -> bool:
+    """The snapshot covers more than MULTI_BATCH reference cadences: a whole table, not one more batch."""
+    assert ctx.snapshot is not None and isinstance(ctx.reference, Reference)
+    batch, cadence = ctx.snapshot.batch, ctx.reference.cadence_ms
+    if batch is None or batch.start_ms is None or batch.end_ms is None or not cadence:
         return False
-    scale, offset, spread = fit_affine(reference, observed)
-    return not _is_identity(scale, offset, spread, reference, strict)
+    return batch.end_ms - batch.start_ms > MULTI_BATCH * cadence
+
+
+def _batch_finding(urn: str, column: ColumnContract, reference: Reference, ref: ColumnProfile,
+                   observed: ColumnProfile, multi: bool) -> Finding | None:
+    assert observed.sketch is not None and ref.sketch is not None and column.unit is not None
+    atom, ratio = atom_of(ref), _ratio_scale(column.unit)
+    history = [summary.__dict__ for summary in reference.variation(column.name)]
+    as_is = core(observed.sketch, atom)
+    jump0 = _jump_of(history, atom, as_is, ratio)
+    d0 = _natural_distance(history, atom, as_is, ratio, jump0)
+    if d0 is None or (as_is.quantiles is None and as_is.count > 0 and d0 <= FAR):
+        return _unchecked(urn, column, as_is, d0)
+    if d0 <= 1:
+        return None
+    typical = core(ref.sketch, atom)
+    tried = sorted(_hypotheses(column.unit, observed, history, atom), key=lambda h: (h.distance, h.unit))
+    best = tried[0] if tried else None
+    evidence = {"distance": round(d0, 3), "jump": round(jump0, 3), "far": FAR, "median": observed.quantile(0.5),
+                "candidates": {h.unit: round(h.distance, 3) for h in tried[:4]}}
+    rescaled = _keeps_shape(history, as_is)
+    evidence["shape_distance"] = None if rescaled[1] is None else round(rescaled[1], 3)
+    if best is not None and _explains(d0, jump0, best) and _keeps_shape(history, best.batch)[0]:
+        return _mismatch(urn, column, typical, best, evidence)
+    if d0 > FAR and rescaled[0] and not multi:
+        return make_finding(
+            FindingKind.SCALE_SHIFT, urn, column.name, observed=evidence, expected=_expected(column, ref),
+            message=f"{column.name!r} moved {d0:.1f}x as far as its natural variation allows (limit {FAR:g}) and no "
+                    f"unit of {column.unit} explains it (closest: {_closest(best)})")
+    return make_finding(
+        FindingKind.DRIFT, urn, column.name, observed=evidence, expected=_expected(column, ref),
+        severity=Severity.BLOCK if column.drift_blocking else Severity.WARN, statistic="natural_variation",
+        message=f"{column.name!r} moved beyond the natural variation of past batches ({d0:.2f}x the band"
+                f"{_why_not_blocked(d0, rescaled[0], multi)}): a change a person may accept, not evidence of a failure")
+
+
+def _why_not_blocked(d0: float, shape_kept: bool, multi: bool) -> str:
+    if d0 <= FAR:
+        return f"; a block needs {FAR:g}x"
+    if not shape_kept:
+        return "; its shape changed too, so it was not rescaled"
+    return "; a whole table of several batches is judged for named conversions only" if multi else ""
+
+
+def _explains(d0: float, jump0: float, best: _Hypothesis) -> bool:
+    """A good fit: far out as it came and back within drift converted back; or out as it came and a jump
+    from the newest reference batch beyond FAR, while converted back it is inside natural variation and
+    continues from that batch as the reference batches' steps did."""
+    if d0 > FAR and best.distance <= 1:
+        return True
+    return d0 > 1 and jump0 > FAR and best.distance <= 1
+
+
+def _ratio_scale(unit: str) -> bool:
+    """A unit with no offset to its group's base (not degC, degF): zero means none, ratios are meaningful."""
+    return is_ratio_scale(unit)
+
+
+def _hypotheses(declared: str, observed: ColumnProfile, history: list[dict[str, float | None]],
+                atom: float | None) -> Iterator[_Hypothesis]:
+    assert observed.sketch is not None
+    ratio = _ratio_scale(declared)
+    for unit in candidates_for(declared):
+        scale, offset = conversion(declared, unit)
+        back = core(observed.sketch, atom, scale, offset)
+        stepped = _jump_of(history, atom, back, ratio)
+        found = _natural_distance(history, atom, back, ratio, stepped)
+        if found is not None:
+            yield _Hypothesis(unit, scale, offset, back, found, stepped)
+
+
+def _keeps_shape(history: list[dict[str, float | None]], batch: Core) -> tuple[bool, float | None]:
+    """(the core's shape is one the reference batches had, within FAR; the distance). An affine map keeps
+    a shape, so a conversion or a rescaling must; a core whose shape changed moved for another reason
+    (a week of overcast sky: direct irradiance of 1-8 W/m2) and is drift, not a unit. Unknown: True."""
+    found = shape_distance(history, batch)
+    return found is None or found <= FAR, found
+
+
+def _natural_distance(history: list[dict[str, float | None]], atom: float | None, batch: Core, ratio: bool,
+                      stepped: float) -> float | None:
+    """How far from natural the batch is: like the reference batches, or one ordinary step on from the newest
+    of them (a warm May after a winter reference continues the season), whichever is nearer."""
+    found = distance(bands(history, atom, batch, ratio_scale=ratio), batch)
+    return None if found is None else min(found, stepped)
+
+
+def _jump_of(history: list[dict[str, float | None]], atom: float | None, batch: Core, ratio: bool) -> float:
+    found = jump(bands(history, atom, batch, ratio_scale=ratio), batch)
+    return found if found is not None else math.inf
+
+
+def _mismatch(urn: str, column: ColumnContract, typical: Core, best: _Hypothesis,
+              evidence: dict[str, object]) -> Finding:
+    assert column.unit is not None
+    seen = {**evidence, "unit": best.unit, "distance_converted_back": round(best.distance, 3),
+            "jump_converted_back": round(best.jump, 3), **_core_fit(typical, best)}
+    return make_finding(
+        FindingKind.UNIT_MISMATCH, urn, column.name, observed=seen,
+        expected={"unit": column.unit, "median": typical.median},
+        message=f"{column.name!r} is in {best.unit}, the contract says {column.unit} (x{best.scale:.6g} "
+                f"{best.offset:+.6g}): converted back it sits within natural variation "
+                f"({best.distance:.2f}x the band), as it came {evidence['distance']}x",
+        playbook="unit_rescale", declared_unit=column.unit, actual_unit=best.unit, scale=best.scale,
+        offset=best.offset)
+
+
+def _core_fit(reference: Core, best: _Hypothesis) -> dict[str, float]:
+    """Least-squares observed ≈ scale * reference + offset on the cores' quantiles (evidence only)."""
+    if reference.quantiles is None or best.batch.quantiles is None:
+        return {}
+    ref = np.array(reference.quantiles)
+    obs = np.array(best.batch.quantiles) * best.scale + best.offset
+    if np.ptp(ref) <= 0:
+        return {}
+    scale, offset = np.polyfit(ref, obs, 1)
+    return {"fitted_scale": round(float(scale), 6), "fitted_offset": round(float(offset), 6)}
+
+
+def _unchecked(urn: str, column: ColumnContract, batch: Core, d0: float | None) -> Finding:
+    return make_finding(
+        FindingKind.UNIT_UNCHECKED, urn, column.name,
+        observed={"core_values": round(batch.count), "values": round(batch.total),
+                  "distance": None if d0 is None else round(d0, 3)},
+        expected=f"at least {MIN_CORE} values beside the point mass",
+        message=f"{column.name!r} has {batch.count:.0f} value(s) beside its point mass: too few to judge its unit "
+                f"({column.unit}); judged on the point mass alone" if d0 is not None else
+                f"{column.name!r}: no statistic of natural variation to judge its unit ({column.unit}) against")
+
+
+def _expected(column: ColumnContract, ref: ColumnProfile) -> dict[str, object]:
+    return {"unit": column.unit, "median": ref.quantile(0.5)}
+
+
+def _closest(best: _Hypothesis | None) -> str:
+    return "none" if best is None else f"{best.unit} at {best.distance:.2f}x"
+
+
+# --- against a bare whole-table profile -----------------------------------------------------------
+
+
+def fit_affine(reference: ColumnProfile, observed: ColumnProfile) -> tuple[float, float, float] | None:
+    """Least-squares (scale, offset) with observed ≈ scale * reference + offset, and the reference spread.
+
+    On the 10-90% quantiles; where they tie on a point mass, on every profiled quantile whose reference
+    value differs (the point itself fitted once). None when fewer than two distinct values remain."""
+    for levels in (_FIT_QUANTILES, _ALL_QUANTILES):
+        pairs = [(reference.quantile(q), observed.quantile(q)) for q in levels]
+        known = [(r, o) for r, o in pairs if r is not None and o is not None]
+        distinct = sorted({r for r, _ in known})
+        if len(distinct) >= min(3, len(levels)) or (levels is _ALL_QUANTILES and len(distinct) >= 2):
+            ref = np.array([r for r, _ in known], dtype=float)
+            obs = np.array([o for _, o in known], dtype=float)
+            scale, offset = np.polyfit(ref, obs, 1)
+            spread = float(max(distinct) - min(distinct))
+            return float(scale), float(offset), spread
+    return None
 
 
 def _is_identity(scale: float, offset: float, spread: float, reference: ColumnProfile, strict: bool) -> bool:
@@ -83,15 +312,24 @@ def name_unit(declared: str, scale: float, offset: float, spread: float) -> str 
             continue
         if abs(offset - unit_offset) > _OFFSET_TOLERANCE * spread * unit_scale:
             continue
-        distance = abs(np.log(scale / unit_scale))
-        if best is None or distance < best[0]:
-            best = (distance, unit)
+        distance_ = abs(np.log(scale / unit_scale))
+        if best is None or distance_ < best[0]:
+            best = (distance_, unit)
     return best[1] if best else None
 
 
-def _unit_finding(urn: str, name: str, declared: str, reference: ColumnProfile,
-                  observed: ColumnProfile, *, strict: bool) -> Finding | None:
-    scale, offset, spread = fit_affine(reference, observed)
+def _profile_finding(urn: str, name: str, declared: str, reference: ColumnProfile,
+                     observed: ColumnProfile, *, strict: bool) -> Finding | None:
+    fit = fit_affine(reference, observed)
+    if fit is None:
+        if reference.quantiles == observed.quantiles:
+            return None  # the same profile: nothing moved
+        return make_finding(
+            FindingKind.UNIT_UNCHECKED, urn, name, observed=dict(observed.quantiles),
+            expected="a reference with two distinct quantiles",
+            message=f"{name!r}: every profiled quantile of the reference is one value, so its unit ({declared}) "
+                    "cannot be judged against it; record a reference with more spread")
+    scale, offset, spread = fit
     if _is_identity(scale, offset, spread, reference, strict):
         return None
     seen = {"scale": round(scale, 6), "offset": round(offset, 6), "median": observed.quantile(0.5)}
@@ -105,3 +343,4 @@ def _unit_finding(urn: str, name: str, declared: str, reference: ColumnProfile,
         FindingKind.UNIT_MISMATCH, urn, name, observed={**seen, "unit": actual}, expected=expected,
         message=f"{name!r} is in {actual}, the contract says {declared} (x{scale:.4g} {offset:+.4g})",
         playbook="unit_rescale", declared_unit=declared, actual_unit=actual, scale=unit_scale, offset=unit_offset)
+

@@ -1,28 +1,106 @@
-"""Volume: the snapshot's row count must not collapse against the reference's."""
+"""Volume: the snapshot's rows against the rows the reference expects of it, too few or too many.
+
+Against a batch `Reference` the expectation follows the cadence: the reference batches' median rate
+(rows per millisecond of the batch's span) times the time the snapshot covers — its window up to `now`
+when it was cut by one (a week still open, or the last days of a year, expects its share of a week),
+else the time between its first and last rows plus one typical row interval (a whole table expects a
+whole table's rows). Without time information, the median reference batch. Against a bare whole-table
+profile, that profile's row count.
+
+The natural spread of the reference batches' rates widens both limits: a drop is fewer than
+MIN_ROW_FRACTION of the expected rows (times the lowest rate seen over the median, when below 1); a
+spike is more than SPIKE_FACTOR times them (times the highest rate seen over the median, when above 1).
+SPIKE_FACTOR = 3: twice as far above as a drop is below, on a log scale the same ratio as halving and a
+half again; a table loaded twice plus one more partition passes it, one loaded three times (or forty) does not.
+"""
 from __future__ import annotations
 
 import math
+import statistics
+from dataclasses import dataclass
 from typing import Iterator
 
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
+from guard.reference import Reference
 from guard.registry import register
 
-__all__ = ["check_volume", "MIN_ROW_FRACTION"]
+__all__ = ["check_volume", "expected_volume", "volume_limits", "Expectation", "MIN_ROW_FRACTION", "SPIKE_FACTOR"]
 
-MIN_ROW_FRACTION = 0.5  # fewer rows than this share of the reference's is a collapse
+MIN_ROW_FRACTION = 0.5  # fewer rows than this share of the expected rows is a collapse
+SPIKE_FACTOR = 3.0  # more rows than this multiple of the expected rows is a spike
+
+
+@dataclass(frozen=True)
+class Expectation:
+    rows: float  # rows expected of the snapshot
+    low: float  # the lowest reference rate over the median rate (<= 1)
+    high: float  # the highest over the median (>= 1)
+    basis: str  # how `rows` was reached, for the finding
 
 
 @register("volume", per_column=False, needs_reference=True)
 def check_volume(ctx: GuardContext) -> Iterator[Finding]:
     assert ctx.contract and ctx.snapshot and ctx.reference is not None
-    observed, reference = ctx.snapshot.profile.row_count, ctx.reference.row_count
-    if observed >= reference * MIN_ROW_FRACTION:
-        return
-    minimum = math.ceil(reference * MIN_ROW_FRACTION)
-    yield make_finding(
-        FindingKind.VOLUME_DROP, ctx.dataset_urn, None, observed=observed, expected=minimum,
-        reference_rows=reference, fraction=round(observed / reference, 6),
-        message=f"the snapshot has {observed} rows, {observed / reference:.1%} of the reference's {reference}; "
-                f"at least {minimum} ({MIN_ROW_FRACTION:.0%}) are expected: look for a partial load upstream")
+    expected = expected_volume(ctx)
+    if expected.rows <= 0:
+        return  # nothing to expect (an empty reference)
+    observed = ctx.snapshot.profile.row_count
+    minimum, maximum = _limits(expected)
+    shown = round(expected.rows, 1)
+    if observed < minimum:
+        yield make_finding(
+            FindingKind.VOLUME_DROP, ctx.dataset_urn, None, observed=observed, expected=minimum,
+            reference_rows=shown, fraction=round(observed / expected.rows, 6), basis=expected.basis,
+            message=f"the snapshot has {observed} rows, {observed / expected.rows:.1%} of the {shown:g} expected "
+                    f"({expected.basis}); at least {minimum} are expected: look for a partial load upstream")
+    elif observed > maximum:
+        yield make_finding(
+            FindingKind.VOLUME_SPIKE, ctx.dataset_urn, None, observed=observed, expected=maximum,
+            reference_rows=shown, fraction=round(observed / expected.rows, 6), basis=expected.basis,
+            message=f"the snapshot has {observed} rows, {observed / expected.rows:.1f}x the {shown:g} expected "
+                    f"({expected.basis}); at most {maximum} are expected: a table loaded more than once, or a "
+                    "join that fanned out?")
+
+
+def volume_limits(ctx: GuardContext) -> tuple[int, int] | None:
+    """The least and the most rows the check accepts of the snapshot (None: it expects nothing, or cannot say)."""
+    if ctx.snapshot is None or ctx.reference is None:
+        return None
+    expected = expected_volume(ctx)
+    return _limits(expected) if expected.rows > 0 else None
+
+
+def _limits(expected: Expectation) -> tuple[int, int]:
+    return (math.ceil(expected.rows * MIN_ROW_FRACTION * expected.low),
+            math.floor(expected.rows * SPIKE_FACTOR * expected.high))
+
+
+def expected_volume(ctx: GuardContext) -> Expectation:
+    """The rows the snapshot is expected to hold, and the natural spread of the reference's rates."""
+    reference = ctx.reference
+    if not isinstance(reference, Reference):
+        rows = float(reference.row_count) if reference is not None else 0.0
+        return Expectation(rows, 1.0, 1.0, "the reference table's rows")
+    rates = [b.rows / b.span_ms for b in reference.batches if b.span_ms]
+    covered = _covered_ms(ctx, reference, rates)
+    if not rates or covered is None:
+        return Expectation(reference.expected_rows, 1.0, 1.0, "the median reference batch")
+    rate = statistics.median(rates)
+    days = covered / 86_400_000
+    return Expectation(rate * covered, min(1.0, min(rates) / rate), max(1.0, max(rates) / rate),
+                       f"{rate * 86_400_000:.4g} rows a day over {days:.3g} days")
+
+
+def _covered_ms(ctx: GuardContext, reference: Reference, rates: list[float]) -> float | None:
+    """The time the snapshot covers: its window up to now, else its rows' time span plus one row interval."""
+    assert ctx.snapshot is not None
+    window = ctx.snapshot.window
+    if window is not None and window.after_ms is not None and window.through_ms is not None:
+        end = min(window.through_ms, ctx.now_ms) if ctx.now_ms > window.after_ms else window.through_ms
+        return float(end - window.after_ms)
+    batch = ctx.snapshot.batch
+    if batch is None or batch.start_ms is None or batch.end_ms is None or not rates:
+        return None
+    return float(batch.end_ms - batch.start_ms) + 1.0 / statistics.median(rates)

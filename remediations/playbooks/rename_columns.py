@@ -4,8 +4,11 @@ Heals COLUMN_RENAMED, whose finding carries ``params["mapping"] = {new_name: con
 
 Limits: the target must be a column of the contract, and it must not already exist next to the
 new name (two columns would claim one contracted name: which is the real one is not ours to
-guess). A rename whose target is present and whose source is gone is already done, so the step
-is a no-op with ``rows_touched == 0``.
+guess) — unless the finding says the rename is partial (``params["merge"]``: a batch renamed the
+column, the older rows keep the old name): then the new column's values move into the rows where
+the contracted one has none, and only if no row holds both (nothing is overwritten; the rows moved
+are counted). A rename whose target is present and whose source is gone is already done, so the
+step is a no-op with ``rows_touched == 0``.
 """
 from __future__ import annotations
 
@@ -26,11 +29,36 @@ def rename_columns(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     if not mapping:
         raise PlaybookRefused(f"rename_columns needs params['mapping'] = {{new: contracted}} in the "
                               f"{finding.kind.value} finding on {finding.column!r}; re-run the guard")
+    if finding.params.get("merge"):
+        return _merge(heal, {str(new): str(old) for new, old in mapping.items()})
     pending, done = _plan(table, {str(new): str(old) for new, old in mapping.items()}, heal)
     healed = table.rename(columns=pending) if pending else table.copy()
     step = HealStep("rename_columns", finding.kind.value, finding.column,
                     {"mapping": dict(mapping), "renamed": pending, "already_renamed": done},
                     rows_touched=len(table) if pending else 0)
+    return healed, step
+
+
+def _merge(heal: HealInput, mapping: dict[str, str]) -> tuple[pd.DataFrame, HealStep]:
+    """A partial rename: the new column's values into the contracted column's empty rows, the new column dropped."""
+    healed, moved = heal.table.copy(), {}
+    for new, old in sorted(mapping.items()):
+        contracted = heal.contract.column(old)
+        if contracted is None or old not in healed or new not in healed:
+            raise PlaybookRefused(f"rename_columns cannot merge {new!r} into {old!r}: both must be in the table and "
+                                  f"{old!r} in the contract; re-run the guard on the current snapshot")
+        both = int((healed[old].notna() & healed[new].notna()).sum())
+        if both:
+            raise PlaybookRefused(f"rename_columns will not merge {new!r} into {old!r}: {both} rows hold both "
+                                  "(one would overwrite the other); fix the batch by hand")
+        fill = healed[old].isna() & healed[new].notna()
+        healed[old] = healed[old].where(~fill, healed[new])
+        if contracted.logical_type == "integer" and not healed[old].isna().any():
+            healed[old] = healed[old].astype("int64")
+        healed = healed.drop(columns=[new])
+        moved[new] = int(fill.sum())
+    step = HealStep("rename_columns", heal.finding.kind.value, heal.finding.column,
+                    {"mapping": dict(mapping), "merged_rows": moved}, rows_touched=sum(moved.values()))
     return healed, step
 
 

@@ -1,16 +1,23 @@
-"""Unit rescale: convert a column back to its contracted unit (affine conversions included)."""
+"""Unit rescale: convert a column back to its contracted unit (affine conversions included).
+
+value_declared = (value_actual - offset) / scale, on the finding's rows only: `params["rows"]` (a time
+window, see `guard.findings`) when the unit changed in part of the rows (since a release), else every
+row. Exact and invertible. Level-based only through the guard: re-run after a heal, the guard sees the
+contracted unit and raises no finding.
+"""
 from __future__ import annotations
 
 import pandas as pd
 
 from guard.kinds import FindingKind
 from remediations.registry import HealInput, HealStep, PlaybookRefused, register
+from remediations.rows import describe_rows, selected_rows
 
 __all__ = ["unit_rescale"]
 
 
 @register("unit_rescale", {FindingKind.UNIT_MISMATCH},
-          description="undo a unit change: value_declared = (value_actual - offset) / scale")
+          description="undo a unit change: value_declared = (value_actual - offset) / scale, on the finding's rows")
 def unit_rescale(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     finding, table = heal.finding, heal.table
     column = finding.column
@@ -21,10 +28,11 @@ def unit_rescale(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
         values = pd.to_numeric(table[column], errors="raise")
     except (ValueError, TypeError) as exc:
         raise PlaybookRefused(f"unit_rescale: column {column!r} holds values that are not numbers ({exc})") from exc
+    rows = selected_rows(table, finding) & values.notna().to_numpy()
     healed = table.copy()
-    healed[column] = (values - offset) / scale
+    healed[column] = values.mask(rows, (values - offset) / scale)
     step = HealStep("unit_rescale", finding.kind.value, column,
                     {"from_unit": finding.params.get("actual_unit"), "to_unit": finding.params.get("declared_unit"),
-                     "scale": scale, "offset": offset},
-                    rows_touched=int(values.notna().sum()))
+                     "scale": scale, "offset": offset, "rows": describe_rows(finding)},
+                    rows_touched=int(rows.sum()))
     return healed, step

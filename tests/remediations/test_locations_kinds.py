@@ -170,13 +170,38 @@ def test_append_lands_a_batch_where_the_table_lives(case, backend, tmp_path):
         assert not again.created and again.names == landed.names
         assert backend.read_all(root) == settled
 
-    wrong = tmp_path / "wrong.parquet"
-    wrong.write_bytes(parquet_bytes(batch.rename(columns={"distance_km": "distance_mi"})))
+    retyped = tmp_path / "retyped.parquet"
+    retyped.write_bytes(parquet_bytes(batch.assign(id=["9", "10"])))
     before = backend.read_all(root)
     with pytest.raises(LocationError) as refused:
-        location.append(wrong)
-    assert "distance_mi" in str(refused.value) and "\n" not in str(refused.value)
+        location.append(retyped)
+    assert "id" in str(refused.value) and "\n" not in str(refused.value)
     assert backend.read_all(root) == before
+
+
+def test_a_batch_with_a_renamed_column_lands_and_the_table_reads_by_name(case, backend, tmp_path):
+    """The producer renamed distance_km: a parquet table takes the batch and reads as the union of columns (the
+    guard then sees the rename); a CSV table keeps one header and refuses it, changing nothing."""
+    text, root, expected = build(case, backend)
+    location = parse_location(text, getattr(backend, "base", tmp_path))
+    batch = table_rows().iloc[:2].assign(id=[9, 10]).rename(columns={"distance_km": "distance_mi"})
+    if case.layout == "hive":
+        batch = batch.assign(year=[2025, 2025])
+    renamed = tmp_path / "renamed.parquet"
+    renamed.write_bytes(parquet_bytes(batch))
+    before = backend.read_all(root)
+    if case.fmt == "csv":
+        with pytest.raises(LocationError) as refused:
+            location.append(renamed)
+        assert "header" in str(refused.value) and "\n" not in str(refused.value)
+        assert backend.read_all(root) == before
+        return
+    assert location.append(renamed).created
+    whole = pq.read_table(location.pin(tmp_path / "pin").table_path)
+    assert "distance_mi" in whole.column_names and whole.num_rows == 10
+    rows = whole.to_pylist()
+    assert sorted(r["distance_mi"] for r in rows if r["distance_km"] is None) == [1.5, 2.25]
+    assert all(r["distance_mi"] is None for r in rows if r["distance_km"] is not None)
 
 
 @pytest.mark.parametrize("store", ["local", "s3"])

@@ -66,8 +66,11 @@ def reapplied(healed: pd.DataFrame, found: Finding, reference: DatasetProfile | 
 @pytest.mark.parametrize(("kind", "name"), [
     (FindingKind.COLUMN_RENAMED, "rename_columns"),
     (FindingKind.TYPE_CHANGED, "cast_types"),
-    (FindingKind.NULL_LIMIT, "null_impute"),
-    (FindingKind.NULL_SPIKE, "null_impute"),
+    (FindingKind.NULL_LIMIT, "quarantine_rows"),
+    (FindingKind.NULL_SPIKE, "quarantine_rows"),
+    (FindingKind.SENTINEL, "quarantine_rows"),
+    (FindingKind.TIMESTAMP_SHIFT, "shift_timestamps"),
+    (FindingKind.COLUMNS_SWAPPED, "swap_columns"),
     (FindingKind.LABEL_IMMATURE, "label_window"),
     (FindingKind.DUPLICATE_KEYS, "dedupe_keys"),
     (FindingKind.CATEGORY_CASING, "category_casing"),
@@ -80,7 +83,12 @@ def test_each_finding_kind_names_a_registered_playbook_in_sandbox_order(kind: Fi
 
 
 def test_a_playbook_is_not_used_for_a_kind_it_does_not_heal() -> None:
-    assert playbook_for(finding(FindingKind.TYPE_CHANGED, "items", "null_impute")) is None
+    assert playbook_for(finding(FindingKind.TYPE_CHANGED, "items", "quarantine_rows")) is None
+
+
+def test_findings_that_still_name_null_impute_reach_the_quarantine_not_an_imputation() -> None:
+    playbook = playbook_for(finding(FindingKind.NULL_SPIKE, "items", "null_impute"))
+    assert playbook is not None and playbook.name == "quarantine_rows" and playbook.quarantines
 
 
 # ---------------------------------------------------------------- rename_columns
@@ -200,70 +208,42 @@ def test_cast_is_idempotent() -> None:
         reapplied(healed, found)
 
 
-# ---------------------------------------------------------------- null_impute
-
-REFERENCE = DatasetProfile(row_count=1000, columns={
-    "distance_km": ColumnProfile("distance_km", "number", 1000, 0, minimum=0.5, maximum=12.0,
-                                 quantiles=((0.25, 1.0), (0.5, 4.25), (0.75, 9.0))),
-    "items": ColumnProfile("items", "integer", 1000, 0, quantiles=((0.5, 2.6),)),
-    "service": ColumnProfile("service", "string", 1000, 0,
-                             value_counts=(("standard", 450), ("express", 450), ("economy", 100))),
-    "fragile": ColumnProfile("fragile", "boolean", 1000, 0, value_counts=(("False", 300), ("True", 700))),
-})
+# ---------------------------------------------------------------- quarantine_rows (was null_impute)
 
 
 def null_finding(column: str, kind: FindingKind = FindingKind.NULL_LIMIT) -> Finding:
     return finding(kind, column, "null_impute", reference_null_fraction=0.0, null_rows=3)
 
 
-def test_impute_fills_numbers_with_seeded_draws_from_the_reference_distribution() -> None:
-    values = [1.0, None, 3.0, None, 5.0, 6.0, None, 8.0, 9.0, 10.0]  # 3 of 10: at the 30% limit
-    healed, step = heal(pd.DataFrame({"distance_km": values}), null_finding("distance_km"), REFERENCE)
-    again, _ = heal(pd.DataFrame({"distance_km": values}), null_finding("distance_km"), REFERENCE)
-    filled = healed["distance_km"][[1, 3, 6]]
-    assert healed["distance_km"].notna().all() and healed["distance_km"].tolist() == again["distance_km"].tolist()
-    assert filled.between(0.5, 12.0).all() and filled.nunique() == 3  # within the reference, not a point mass
-    assert healed["distance_km"][[0, 2, 4, 5, 7, 8, 9]].tolist() == [1.0, 3.0, 5.0, 6.0, 8.0, 9.0, 10.0]
-    assert step.rows_touched == 3 and step.params["source"] == "seeded draws from the reference quantiles"
+def quarantine(table: pd.DataFrame, found: Finding) -> tuple[np.ndarray, HealStep]:
+    playbook = playbook_for(found)
+    assert playbook is not None and playbook.quarantines
+    mask, step = playbook.apply(HealInput(table, found, CONTRACT, None))
+    json.dumps(step.params)
+    return mask, step
 
 
-def test_impute_keeps_an_integer_column_integer() -> None:
-    # an integer column with nulls is read from parquet as float64; filled, it must be written as int64
-    table = pd.DataFrame({"items": [1.0, np.nan, 3.0, 4.0]})
-    healed, step = heal(table, null_finding("items", FindingKind.NULL_SPIKE), REFERENCE)
-    assert healed["items"].tolist() == [1, 3, 3, 4]
-    assert healed["items"].dtype == np.int64
-    assert step.params["fill_value"] == 3
+def test_quarantine_lists_exactly_the_null_rows_and_fills_nothing() -> None:
+    table = pd.DataFrame({"distance_km": [1.0, None, 3.0, None, 5.0, 6.0, None, 8.0, 9.0, 10.0]})
+    before = table.copy()
+    mask, step = quarantine(table, null_finding("distance_km"))
+    assert mask.tolist() == [False, True, False, True, False, False, True, False, False, False]
+    assert (step.rows_touched, step.rows_quarantined) == (0, 3)
+    pdt.assert_frame_equal(table, before)  # the table itself is never written
 
 
-def test_impute_fills_categories_with_the_reference_mode_ties_to_the_smallest() -> None:
-    table = pd.DataFrame({"service": ["standard", None, "standard", "standard"], "fragile": [True, None, False, True]})
-    healed, step = heal(table, null_finding("service"), REFERENCE)
-    assert healed["service"].tolist() == ["standard", "express", "standard", "standard"]
-    assert step.params["fill_value"] == "express"
-    healed, step = heal(healed, null_finding("fragile"), REFERENCE)
-    assert healed["fragile"].tolist() == [True, True, False, True]
-    assert healed["fragile"].dtype == bool
+def test_quarantine_refuses_over_its_limit_of_rows() -> None:
+    values = [1.0, None, None, None, None, None, 7.0, 8.0, 9.0, 10.0]  # 5 of 10 is allowed, 6 is not
+    assert quarantine(pd.DataFrame({"distance_km": values[:5] + [6.0] + values[6:]}), null_finding("distance_km"))[1].rows_quarantined == 4
+    with pytest.raises(PlaybookRefused, match="6 of the 10 rows .*over its limit of 50% of rows"):
+        quarantine(pd.DataFrame({"distance_km": values[:6] + [None] + values[7:]}), null_finding("distance_km"))
 
 
-def test_impute_refuses_over_its_limit_of_rows() -> None:
-    values = [1.0, None, None, None, None, 6.0, 7.0, 8.0, 9.0, 10.0]  # 4 of 10
-    with pytest.raises(PlaybookRefused, match="4 of 10 rows .*over its limit of 30% of rows"):
-        heal(pd.DataFrame({"distance_km": values}), null_finding("distance_km"), REFERENCE)
-
-
-def test_impute_never_invents_labels_or_keys() -> None:
-    with pytest.raises(PlaybookRefused, match="never imputes the label column"):
-        heal(pd.DataFrame({"late": [True, None, False, True]}), null_finding("late"), REFERENCE)
-    with pytest.raises(PlaybookRefused, match="never imputes key column"):
-        heal(pd.DataFrame({"order_id": [1, None, 3, 4]}), null_finding("order_id"), REFERENCE)
-
-
-def test_impute_is_idempotent() -> None:
-    table = pd.DataFrame({"distance_km": [1.0, None, 3.0, 4.0], "items": [1.0, 2.0, np.nan, 4.0]})
-    for column in ("distance_km", "items"):
-        healed, _ = heal(table, null_finding(column), REFERENCE)
-        reapplied(healed, null_finding(column), REFERENCE)
+def test_quarantine_never_sets_aside_by_label_or_key() -> None:
+    with pytest.raises(PlaybookRefused, match="leaves the label column"):
+        quarantine(pd.DataFrame({"late": [True, None, False, True]}), null_finding("late"))
+    with pytest.raises(PlaybookRefused, match="will not set rows aside by key column"):
+        quarantine(pd.DataFrame({"order_id": [1, None, 3, 4]}), null_finding("order_id"))
 
 
 # ---------------------------------------------------------------- label_window

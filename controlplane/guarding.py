@@ -1,0 +1,154 @@
+"""How the control plane guards a table: its new batch against the reference, its history against itself.
+
+With a reference kept in the workspace (`controlplane.reference`), the guard reads only the rows after the
+watermark — the new batch — and compares them with the last clean batches; whole-table invariants (duplicate
+keys across batches) see the whole table. The batches already in the reference are profiled again and
+compared with what was kept when they passed: rows that changed since (a rewrite of the whole table in other
+units) are guarded against their own kept profile, so the change is named exactly, with its rows. Every
+finding names the rows it concerns (`params["rows"]`: a time window). A workspace without a kept reference
+(made before batches) is guarded as a whole table against DataHub's datasetProfile.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from controlplane.datahub.contracts import read_contract
+from controlplane.datahub.datasets import read_profile, walk_upstream
+from controlplane.datahub.port import MetadataPort
+from controlplane.reference import (ReferenceState, changed_batches, kept_windows, load_reference, load_state,
+                                    new_rows_window)
+from controlplane.spec import PipelineSpec
+from controlplane.workspace import Workspace
+from guard.context import GuardContext
+from guard.findings import Finding, GuardReport, make_finding
+from guard.kinds import FindingKind
+from guard.profile import BatchProfile, TimeWindow
+from guard.runner import run_guard
+from guard.snapshot import Snapshot, SnapshotError, read_snapshot
+
+__all__ = ["Guarded", "guard_table", "context_without_snapshot", "rows_of", "coalesce"]
+
+# what a batch that passed earlier is NOT judged on again: its age (freshness, upstream SLAs) and its size
+# against a cadence (it is compared with itself, as it was)
+_NOT_HISTORY = frozenset({FindingKind.LABEL_STALE, FindingKind.LABEL_IMMATURE, FindingKind.TIMESTAMP_UNPARSEABLE,
+                          FindingKind.VOLUME_DROP, FindingKind.VOLUME_SPIKE, FindingKind.UPSTREAM_UNKNOWN,
+                          FindingKind.UPSTREAM_DEPRECATED, FindingKind.UPSTREAM_INCIDENT, FindingKind.UPSTREAM_STALE})
+
+
+@dataclass(frozen=True)
+class Guarded:
+    context: GuardContext  # the new batch's (or the whole table's)
+    report: GuardReport  # every finding: the new batch's and the changed history's
+    batch: BatchProfile | None  # the new batch, kept in the reference when it passes; None: nothing new to keep
+
+
+def context_without_snapshot(ws: Workspace, metadata: MetadataPort, spec: PipelineSpec, now_ms: int,
+                             snapshot: Snapshot | None = None, snapshot_error: str | None = None) -> GuardContext:
+    contract, contract_error = read_contract(metadata, spec.feature_table)
+    reference = load_reference(ws, spec.name) or read_profile(metadata, spec.feature_table)
+    return GuardContext(dataset_urn=spec.feature_table, contract=contract, snapshot=snapshot, reference=reference,
+                        lineage=walk_upstream(metadata, spec.feature_table), now_ms=now_ms,
+                        snapshot_error=snapshot_error, contract_error=contract_error)
+
+
+def rows_of(window: TimeWindow) -> dict[str, object]:
+    """The rows a finding concerns, as a playbook reads them: a time window (after, through]."""
+    return {"column": window.column, "after_ms": window.after_ms, "through_ms": window.through_ms}
+
+
+def _with_rows(findings: tuple[Finding, ...], window: TimeWindow | None) -> tuple[Finding, ...]:
+    if window is None:
+        return findings
+    return tuple(f if "rows" in f.params else replace(f, params={**f.params, "rows": rows_of(window)})
+                 for f in findings)
+
+
+def guard_table(ws: Workspace, metadata: MetadataPort, spec: PipelineSpec, table: Path, now_ms: int, *,
+                as_batch: bool = False) -> Guarded:
+    """The guard over a local parquet file of the table (`as_batch`: the file IS the new batch, e.g. `guard
+    --data BATCH`). An unreadable file is a blocking finding, never a pass."""
+    state = load_state(ws, spec.name)
+    try:
+        snapshot, window = _read(table, state, as_batch)
+    except SnapshotError as exc:
+        context = context_without_snapshot(ws, metadata, spec, now_ms, None, str(exc))
+        return Guarded(context, run_guard(context), None)
+    context = context_without_snapshot(ws, metadata, spec, now_ms, snapshot)
+    if state is not None and not as_batch:
+        context = replace(context, table_paths=(str(table),))
+    report = run_guard(context)
+    findings = _with_rows(report.findings, window)
+    if state is not None and not as_batch:
+        findings = coalesce(findings + _history_findings(ws, spec, table, state, context),
+                            kept_windows(ws, spec.name, state))
+    batch = snapshot.batch if window is not None else None
+    return Guarded(context, GuardReport(report.dataset, findings, report.outcomes), batch)
+
+
+def _same_failure(finding: Finding) -> tuple[object, ...]:
+    """What makes two findings on adjacent rows one failure: kind, column, playbook and its parameters."""
+    params = {k: v for k, v in finding.params.items() if k not in ("rows", "sample_rows", "rows_outside")}
+    return (finding.kind, finding.column, finding.playbook, finding.severity,
+            json.dumps(params, sort_keys=True, default=str))
+
+
+def coalesce(findings: tuple[Finding, ...], windows: list[TimeWindow]) -> tuple[Finding, ...]:
+    """One finding for one failure over consecutive batches (`windows`, oldest first): the same conversion found
+    in each batch of a table a producer rewrote whole is named once, over the union of their rows."""
+    position = {(w.after_ms, w.through_ms): i for i, w in enumerate(windows)}
+    ends = {w.through_ms: i for i, w in enumerate(windows)}
+    merged: list[Finding] = []
+    for finding in sorted(findings, key=lambda f: (_same_failure(f), _after(f))):
+        last = merged[-1] if merged else None
+        rows = finding.params.get("rows") or {}
+        here = position.get((rows.get("after_ms"), rows.get("through_ms")))
+        if (last is not None and here is not None and _same_failure(last) == _same_failure(finding)
+                and ends.get(last.params.get("rows", {}).get("through_ms"), -2) + 1 == here):
+            joined = {**last.params["rows"], "through_ms": rows.get("through_ms")}
+            merged[-1] = replace(last, params={**last.params, "rows": joined})
+        else:
+            merged.append(finding)
+    order = {id(f): i for i, f in enumerate(findings)}
+    return tuple(sorted(merged, key=lambda f: order.get(id(f), len(order))))
+
+
+def _after(finding: Finding) -> float:
+    after = (finding.params.get("rows") or {}).get("after_ms")
+    return float("-inf") if after is None else float(after)
+
+
+def _read(table: Path, state: ReferenceState | None, as_batch: bool) -> tuple[Snapshot, TimeWindow | None]:
+    if state is None:
+        return read_snapshot(table), None
+    if as_batch:
+        return read_snapshot(table, time_column=state.time_column, batch_id="checked"), None
+    window = new_rows_window(state)
+    batch_id = f"after-{state.watermark_ms}" if state.watermark_ms is not None else "first"
+    snapshot = read_snapshot(table, window=window, batch_id=batch_id)
+    if snapshot.profile.row_count == 0:  # nothing new since the watermark: the whole table is guarded
+        return read_snapshot(table, time_column=state.time_column), None
+    return snapshot, window
+
+
+def _history_findings(ws: Workspace, spec: PipelineSpec, table: Path, state: ReferenceState,
+                      context: GuardContext) -> tuple[Finding, ...]:
+    """Batches that passed earlier and whose rows changed since, guarded against their own kept profile."""
+    found: list[Finding] = []
+    for kept, now in changed_batches(ws, spec.name, table, state):
+        history = replace(context, snapshot=now, reference=kept.profile, lineage=(), table_paths=())
+        findings = [f for f in run_guard(history).findings if f.kind not in _NOT_HISTORY]
+        if not any(f.severity.value == "block" for f in findings):
+            findings.append(_changed(context, kept, now))
+        found += [replace(f, message=f"batch {kept.batch_id} (rows that passed earlier): {f.message}")
+                  for f in _with_rows(tuple(findings), kept.window)]
+    return tuple(found)
+
+
+def _changed(context: GuardContext, kept: BatchProfile, now: Snapshot) -> Finding:
+    return make_finding(
+        FindingKind.HISTORY_CHANGED, context.dataset_urn, None, observed=now.profile.row_count,
+        expected=kept.profile.row_count, batch=kept.batch_id,
+        message=f"the rows of batch {kept.batch_id}, which passed earlier, changed since ({kept.profile.row_count} "
+                f"rows then, {now.profile.row_count} now) in a way no check names: find who rewrote them")

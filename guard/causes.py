@@ -1,0 +1,58 @@
+"""Root causes explain their symptoms: a finding another finding explains is kept, as a warning.
+
+One failure trips several checks. Two columns swapped look rescaled to the units check and out of range
+to the domain check; a sentinel 0 distorts the quantiles the units check fits; a timestamp written in
+local time puts the label in the future for the freshness check; a copy of the label is also a column the
+contract does not list. The guard names the cause (`columns_swapped`, `sentinel`, `timestamp_shift`,
+`target_leakage`) and keeps what else it saw as evidence: each explained finding becomes a WARN with
+`params["explained_by"]` = "kind:column" of its cause, so the verdict, the incidents and the heal follow
+the cause (rescaling a swapped column would corrupt it).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Iterable
+
+from guard.findings import Finding
+from guard.kinds import FindingKind, Severity
+
+__all__ = ["explain", "SYMPTOMS"]
+
+_VALUE_SYMPTOMS = frozenset({FindingKind.SCALE_SHIFT, FindingKind.UNIT_MISMATCH, FindingKind.OUT_OF_RANGE,
+                             FindingKind.DRIFT, FindingKind.RELATION_BROKEN})
+SYMPTOMS: dict[FindingKind, frozenset[FindingKind]] = {
+    FindingKind.COLUMNS_SWAPPED: _VALUE_SYMPTOMS | {FindingKind.TARGET_LEAKAGE},
+    FindingKind.SENTINEL: _VALUE_SYMPTOMS,
+    FindingKind.TIMESTAMP_SHIFT: _VALUE_SYMPTOMS | {FindingKind.TIMESTAMP_UNPARSEABLE},
+    FindingKind.TARGET_LEAKAGE: frozenset({FindingKind.COLUMN_UNEXPECTED}),
+    # a batch that renamed a column leaves the contracted name empty in its rows
+    FindingKind.COLUMN_RENAMED: frozenset({FindingKind.NULL_LIMIT, FindingKind.NULL_SPIKE}),
+}
+
+
+def _columns(cause: Finding) -> set[str]:
+    """The columns a cause concerns."""
+    columns = {cause.column} if cause.column else set()
+    columns |= set(cause.params.get("columns") or ())
+    columns |= set(cause.params.get("shifts_hours") or {}) | set(cause.params.get("hour_columns") or {})
+    if cause.kind is FindingKind.TARGET_LEAKAGE:
+        columns -= {cause.params.get("label")}  # leakage explains the copy, not findings on the label itself
+    return {c for c in columns if c}
+
+
+def explain(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings, each symptom of a blocking cause on its columns a WARN that names the cause (a warning
+    already is one, and is named too: what a person reads next to the cause is said to come from it)."""
+    found = list(findings)
+    causes = [f for f in found if f.kind in SYMPTOMS and f.severity is Severity.BLOCK]
+    explained = []
+    for finding in found:
+        cause = next((c for c in causes if c is not finding and finding.kind in SYMPTOMS[c.kind]
+                      and finding.column in _columns(c)), None)
+        if cause is None or "explained_by" in finding.params:
+            explained.append(finding)
+            continue
+        label = f"{cause.kind.value}:{cause.column or '-'}"
+        explained.append(replace(finding, severity=Severity.WARN, params={**finding.params, "explained_by": label},
+                                 message=f"{finding.message} (explained by {label})"))
+    return explained

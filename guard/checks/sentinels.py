@@ -1,0 +1,213 @@
+"""Placeholders written where a measurement belongs: `sentinel`.
+
+A numeric contracted column's batch values are counted (on the snapshot's row sample); a value held by at
+least MIN_ROWS sampled rows and MIN_SHARE of them is a point mass. It is a sentinel when it is
+
+- impossible: outside the contract's [minimum, maximum] (a load of -1), and one code (at least ONE_CODE of
+  the values outside the bounds: a spread of impossible values is the domain check's `out_of_range`);
+- new: the reference never held it (exactly: outside the reference's [min, max], or 0 with a zero count of
+  0; else at most NEW_SHARE by the reference's sketch), and either
+  - placeholder-looking (0, -1, -9, -99..., 99..., 77777...), and, when it sits at the reference's edge
+    (within ADJACENT of the range width, or one value step), NEAR_FACTOR times more frequent than the
+    reference's values within reach of that edge plus NEAR_MARGIN: a calm hour at 0 m/s beside many at
+    0.5 m/s continues the data, 10% of deliveries at 0 km beside almost none under 0.6 km does not;
+  - or far outside the reference's range (by more than its width) with the other values still like the
+    reference (REST_DISTANCE; a unit change moves a clipped minimum far outside too) and one code;
+- grown: a placeholder-looking value the reference held rarely (under GROWTH_BASE: a legitimate mass such
+  as greensboro's 77777 'unlimited' ceiling, half the hours, or the zeros of a zero-inflated column, is
+  left alone) now holds GROWTH_FACTOR times its reference share plus GROWTH_MARGIN, and GROWTH_MARGIN more
+  than any one reference batch showed.
+
+The heal cannot know the value that was replaced: the rows holding the sentinel are quarantined
+(`params["value"]`), never filled in.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterator
+
+import numpy as np
+
+from guard.checks.distributions import ks_distance, ks_noise, numeric_values, reference_share
+from guard.context import GuardContext
+from guard.findings import Finding, make_finding, window_rows
+from guard.kinds import FindingKind
+from guard.profile import ColumnProfile
+from guard.reference import Reference
+from guard.registry import register
+from guard.relations import resolution
+
+__all__ = ["check_sentinels", "looks_like_placeholder", "MIN_ROWS", "MIN_SHARE", "NEW_SHARE", "GROWTH_FACTOR",
+           "GROWTH_MARGIN"]
+
+MIN_ROWS = 5
+MIN_SHARE = 0.005
+NEW_SHARE = 0.001
+GROWTH_FACTOR = 2.0
+GROWTH_MARGIN = 0.1
+GROWTH_BASE = 0.05  # a value the reference held this often or more is a legitimate mass (zeros of a dry month)
+ADJACENT = 0.05  # a new placeholder within this share of the reference's range width of it (or one step)...
+ADJACENT_WINDOW = 0.01  # ...must outweigh the reference's share within this reach of the edge
+NEAR_FACTOR = 3.0
+NEAR_MARGIN = 0.02
+ONE_CODE = 0.9  # share of the values outside the reference's range a far-outside code must hold
+REST_DISTANCE = 0.3  # KS distance of the other values from the reference, for a far-outside mass to be a code
+_NUMERIC = ("number", "integer")
+
+
+def looks_like_placeholder(value: float) -> bool:
+    """0, -1, and the values people type for 'unknown': repeated nines or sevens (99, -999, 77777...)."""
+    if value in (0.0, -1.0):
+        return True
+    if value != int(value) or abs(value) < 9:
+        return False
+    digits = str(abs(int(value)))
+    return len(set(digits)) == 1 and digits[0] in "97"
+
+
+@register("sentinels")
+def check_sentinels(ctx: GuardContext) -> Iterator[Finding]:
+    assert ctx.contract and ctx.snapshot
+    reference = ctx.reference_profile
+    if reference is None:
+        return
+    for column in ctx.contract.columns:
+        if column.logical_type not in _NUMERIC or column.primary_key or column.name not in ctx.snapshot.sample:
+            continue
+        known = reference.columns.get(column.name)
+        if known is None:
+            continue
+        values = numeric_values(ctx.snapshot.sample[column.name])
+        for value, count in _masses(values):
+            finding = _judge(ctx, column.name, known, value, count, values)
+            if finding is not None:
+                yield finding
+
+
+def _masses(values: np.ndarray) -> list[tuple[float, int]]:
+    if len(values) < MIN_ROWS:
+        return []
+    found, counts = np.unique(values, return_counts=True)
+    keep = (counts >= MIN_ROWS) & (counts / len(values) >= MIN_SHARE)
+    return [(float(v), int(n)) for v, n in zip(found[keep], counts[keep])]
+
+
+def _judge(ctx: GuardContext, name: str, reference: ColumnProfile, value: float, count: int,
+           values: np.ndarray) -> Finding | None:
+    known = reference_share(reference, value)
+    if known is None:
+        return None
+    was, exact = known
+    share = count / len(values)
+    if _impossible(ctx, name, value):
+        how = "impossible" if _one_code(values, value, *_contract_bounds(ctx, name)) else None
+    elif was == 0.0 if exact else was <= NEW_SHARE:
+        how = "new" if _coded(reference, values, value, share) else None
+    elif looks_like_placeholder(value) and was < GROWTH_BASE and share >= max(
+            GROWTH_FACTOR * was + GROWTH_MARGIN, _batch_high(ctx, name, value, reference) + GROWTH_MARGIN):
+        how = "grown"
+    else:
+        how = None
+    return None if how is None else _finding(ctx, name, value, share, was, count, len(values), how)
+
+
+def _contract_bounds(ctx: GuardContext, name: str) -> tuple[float | None, float | None]:
+    assert ctx.contract is not None
+    column = ctx.contract.column(name)
+    return (column.minimum, column.maximum) if column is not None else (None, None)
+
+
+def _impossible(ctx: GuardContext, name: str, value: float) -> bool:
+    low, high = _contract_bounds(ctx, name)
+    return (low is not None and value < low) or (high is not None and value > high)
+
+
+def _one_code(values: np.ndarray, value: float, low: float | None, high: float | None) -> bool:
+    """The mass holds at least ONE_CODE of the values outside [low, high]: one code, not a spread of values."""
+    outside = np.zeros(len(values), dtype=bool)
+    if low is not None:
+        outside |= values < low
+    if high is not None:
+        outside |= values > high
+    return int((values == value).sum()) >= ONE_CODE * int(outside.sum())
+
+
+def _coded(reference: ColumnProfile, values: np.ndarray, value: float, share: float) -> bool:
+    """A new mass that is a code: a placeholder-looking value not merely continuing the reference's edge (calm
+    hours at 0 m/s beside many at 0.5), or one far outside the range with the other values in place."""
+    if looks_like_placeholder(value):
+        near = _near_share(reference, values, value)
+        return near is not None and share >= NEAR_FACTOR * near + NEAR_MARGIN
+    return _far_outside(reference, value) and _rest_in_place(reference, values, value)
+
+
+def _near_share(reference: ColumnProfile, values: np.ndarray, value: float) -> float | None:
+    """The reference's share within reach of a value at (or just past) its edge; 0 for a value far from it."""
+    low, high = reference.minimum, reference.maximum
+    if low is None or high is None:
+        return None
+    width = max(high - low, 0.0)
+    step = 2 * resolution(values) if reference.logical_type == "number" else 1.0
+    nearest = min(max(value, low), high)
+    distance = abs(value - nearest)
+    if distance > max(ADJACENT * width, step):
+        return 0.0
+    reach = max(distance, ADJACENT_WINDOW * width, step)
+    if reference.sketch is not None and reference.sketch.n:
+        ranks = reference.sketch.ranks([nearest - reach, nearest + reach])
+        return float(ranks[1] - ranks[0])
+    points = [(q, v) for q, v in reference.quantiles]
+    if not points:
+        return None
+    levels, cuts = zip(*points)
+    return float(np.interp(nearest + reach, cuts, levels) - np.interp(nearest - reach, cuts, levels))
+
+
+def _far_outside(reference: ColumnProfile, value: float) -> bool:
+    """Beyond the reference's range by more than the range's own width: no natural record, a code."""
+    low, high = reference.minimum, reference.maximum
+    if low is None or high is None:
+        return False
+    width = high - low
+    return value < low - width or value > high + width
+
+
+def _rest_in_place(reference: ColumnProfile, values: np.ndarray, value: float) -> bool:
+    """The values other than the mass still look like the reference: a code was written into some rows, the
+    column as a whole did not move (a unit change carries a clipped minimum far outside too)."""
+    rest = values[values != value]
+    distance = ks_distance(rest, reference)
+    if distance is None or distance > max(REST_DISTANCE, ks_noise(len(rest))):
+        return False
+    assert reference.minimum is not None and reference.maximum is not None
+    outside = int(((values < reference.minimum) | (values > reference.maximum)).sum())
+    return int((values == value).sum()) >= ONE_CODE * outside  # one code, not a spread of impossible values
+
+
+def _batch_high(ctx: GuardContext, name: str, value: float, reference: ColumnProfile) -> float:
+    """The highest share of `value` any one reference batch showed, where the reference keeps it (0 otherwise)."""
+    if not isinstance(ctx.reference, Reference):
+        return 0.0
+    shares = []
+    mode = reference.point_mass
+    for summary in ctx.reference.variation(name):
+        if value == 0 and summary.zero_share is not None:
+            shares.append(summary.zero_share)
+        elif mode is not None and math.isclose(mode[0], value) and summary.point_share is not None:
+            shares.append(summary.point_share)
+    return max(shares, default=0.0)
+
+
+def _finding(ctx: GuardContext, name: str, value: float, share: float, was: float, count: int, rows: int,
+             how: str) -> Finding:
+    assert ctx.snapshot is not None
+    shown = int(value) if value == int(value) else value
+    estimated = round(share * ctx.snapshot.profile.row_count)
+    what = "a value the reference never held" if how == "new" else f"{was:.1%} in the reference"
+    return make_finding(
+        FindingKind.SENTINEL, ctx.dataset_urn, name, observed={"value": shown, "share": round(share, 6)},
+        expected={"value": shown, "share": round(was, 6)}, playbook="quarantine_rows", value=shown,
+        share=round(share, 6), reference_share=round(was, 6), how=how, sampled_rows=count, estimated_rows=estimated,
+        rows=window_rows(ctx),
+        message=f"{name!r} holds {shown} on {share:.1%} of rows ({count} of {rows} sampled; {what}): a placeholder "
+                "for 'unknown', not a measurement; its rows are quarantined, not filled in")

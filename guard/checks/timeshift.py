@@ -1,0 +1,383 @@
+"""Timestamps shifted by a whole number of hours (a timezone written as UTC), from the hour-of-day profile.
+
+Evidence that anchors a timestamp column T to the world (where its hours should fall):
+
+- counts: the batch's rows per UTC hour of T against the reference's, circularly cross-correlated: the
+  offset k whose rolled reference histogram the batch matches (total variation distance). Daily data
+  (every row at 00:00) moved by 5 h puts every row at 19:00. Uninformative when the reference's
+  histogram looks like its own shifts (hourly data: one row per hour, flat);
+- diurnal: the batch's per-hour means of the numeric columns against the reference's (Pearson
+  correlation over the 24 hours, rolled by k, averaged over the columns whose hour-of-day pattern stands
+  out of the batch's noise): irradiance is zero at night, a temperature peaks after noon, deliveries slow
+  at rush hours; the pattern moves with T.
+
+Relationships that tie columns together (learned from the reference, `guard.relations`):
+
+- hour_of: an integer column H that is an hour of T, (H - hour(T)) mod 24 concentrated on one offset (or
+  two adjacent ones: daylight saving time); a batch whose offset moved by k means H or T moved;
+- lags: a second timestamp that follows T by a typical lag; its quantiles all moved by d whole hours.
+
+Every column's shift is solved from the anchors through the relationships (a relation that did not move
+carries the shift along: a whole pipeline written in local time moves the event time, the label time and
+the hour column together). A shift is named only when |k| >= MIN_SHIFT_HOURS (2): one hour is what daylight
+saving time does, legitimately, to local activity recorded in UTC. Counts and diurnal evidence give the
+offset modulo 24 h (reported in -11..12; 12 is ambiguous and not healed). Conflicting evidence names nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Mapping
+
+import numpy as np
+
+from guard.context import GuardContext
+from guard.findings import Finding, make_finding, window_rows
+from guard.kinds import FindingKind
+from guard.profile import DatasetProfile
+from guard.registry import register
+from guard.relations import Diurnal, Relations, learn_relations
+from guard.sketches import QuantileSketch
+
+__all__ = ["check_timestamp_shift", "count_shift", "diurnal_shift", "hour_of_shift", "lag_shift", "signed",
+           "Evidence", "MIN_SHIFT_HOURS"]
+
+HOURS = 24
+MIN_SHIFT_HOURS = 2
+_HOUR_MS = 3_600_000
+# counts
+MIN_COUNT_ROWS = 20
+DISTINCT_PROFILE = 0.3  # the reference's hour histogram differs from each of its own shifts by this much (TV)
+COUNT_MATCH = 0.2  # the batch matches the shifted reference within this total variation...
+COUNT_GAIN = 0.3  # ...and better than the unshifted one by this much
+# diurnal
+MIN_DIURNAL_HOURS = 18  # hours of the day the batch must cover
+MIN_SIGNAL_TO_NOISE = 8.0  # variance of the reference's hourly means over the noise of an hourly mean
+MAX_WEIGHT = 100.0  # a column's weight in the diurnal score, capped
+DIURNAL_MATCH = 0.7  # mean correlation with the shifted reference...
+DIURNAL_GAIN = 0.35  # ...better than with the unshifted one by this much
+# relations
+HOUR_OF_LEARNED = 0.99  # share of reference rows on one offset (or two adjacent ones)
+HOUR_OF_HOLDS = 0.95  # share of batch rows within the learned offsets (+-1 h): the relation holds
+HOUR_OF_MOVED = 0.9  # share of batch rows on the learned offsets moved by k: the relation moved by k
+DST_REGIME = 0.05  # share of batch rows on each of two learned offsets, for the batch to hold both regimes
+MIN_RELATION_ROWS = 10
+_LAG_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
+
+
+def signed(k: int) -> int:
+    """An offset modulo 24 as -11..12."""
+    return (int(k) + 11) % HOURS - 11
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one source says of a column: moved by `offset` hours (0: not moved), with its scores."""
+
+    source: str
+    offset: int
+    at_zero: float
+    at_offset: float
+    exact: bool = True  # the offset is pinned to the hour (not merely within one)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"source": self.source, "offset_hours": self.offset, "score_unshifted": round(self.at_zero, 4),
+                "score_shifted": round(self.at_offset, 4)}
+
+
+# --- anchors -----------------------------------------------------------------------------------------
+
+
+def _total_variation(p: np.ndarray, q: np.ndarray) -> float:
+    return float(np.abs(p - q).sum() / 2)
+
+
+def count_shift(reference: tuple[int, ...] | None, batch: tuple[int, ...] | None) -> Evidence | None:
+    """The offset k with batch[h] ~ reference[h - k], from rows per hour; None when it cannot say."""
+    if reference is None or batch is None or sum(batch) < MIN_COUNT_ROWS or not sum(reference):
+        return None
+    p, q = np.asarray(reference, float) / sum(reference), np.asarray(batch, float) / sum(batch)
+    if min(_total_variation(p, np.roll(p, k)) for k in range(1, HOURS)) < DISTINCT_PROFILE:
+        return None  # flat (or periodic) hours: a shift looks like no shift
+    distances = np.array([_total_variation(q, np.roll(p, k)) for k in range(HOURS)])
+    best = int(np.argmin(distances))
+    if best and distances[best] <= COUNT_MATCH and distances[0] - distances[best] >= COUNT_GAIN:
+        beside = min(distances[(best - 1) % HOURS], distances[(best + 1) % HOURS])
+        return Evidence("hour_counts", signed(best), float(distances[0]), float(distances[best]),
+                        bool(beside - distances[best] >= COUNT_GAIN))  # an hour off matches far worse: pinned
+    if distances[0] <= COUNT_MATCH + COUNT_GAIN:
+        return Evidence("hour_counts", 0, float(distances[0]), float(distances[0]))
+    return None
+
+
+def _rolled_correlations(reference: np.ndarray, batch: np.ndarray) -> np.ndarray:
+    """Pearson correlation of the batch's hourly means with the reference's rolled by k, for k = 0..23, over the
+    hours both hold (NaN where fewer than MIN_DIURNAL_HOURS, or a side is constant)."""
+    rolled = np.vstack([np.roll(reference, k) for k in range(HOURS)])  # row k: reference[h - k]
+    seen = np.broadcast_to(batch, rolled.shape)
+    both = ~np.isnan(rolled) & ~np.isnan(seen)
+    count = both.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        x, y = np.where(both, rolled, 0.0), np.where(both, seen, 0.0)
+        dx = np.where(both, x - (x.sum(axis=1) / count)[:, None], 0.0)
+        dy = np.where(both, y - (y.sum(axis=1) / count)[:, None], 0.0)
+        scores = (dx * dy).sum(axis=1) / np.sqrt((dx * dx).sum(axis=1) * (dy * dy).sum(axis=1))
+    scores[(count < MIN_DIURNAL_HOURS) | ~np.isfinite(scores)] = np.nan
+    return scores
+
+
+def _noise(profile: Diurnal) -> float:
+    """The variance of one hour's mean: within-hour variance over the rows an hour holds."""
+    counts = np.asarray(profile.counts, float)
+    covered = counts > 0
+    return profile.within_variance() / float(np.mean(counts[covered])) if covered.any() else np.nan
+
+
+def signal_to_noise(reference: Diurnal, batch: Diurnal) -> float:
+    """How far the reference's hour-of-day pattern stands out of noise: the variance of its hourly means over
+    the noise of an hourly mean, in the reference and in the batch (the smaller of the two)."""
+    means = reference.means()
+    if np.sum(~np.isnan(means)) < MIN_DIURNAL_HOURS:
+        return 0.0
+    between = float(np.nanvar(means))
+    ratios = [between / noise if noise > 0 else (np.inf if between > 0 else 0.0)
+              for noise in (_noise(reference), _noise(batch)) if not np.isnan(noise)]
+    return min(ratios) if ratios else 0.0
+
+
+def diurnal_shift(reference: Mapping[str, Diurnal], batch: Mapping[str, Diurnal],
+                  skip: set[str] = frozenset()) -> Evidence | None:  # type: ignore[assignment]
+    """The offset k whose rolled reference hour-of-day means the batch's match: correlations averaged over the
+    columns whose pattern stands out of noise, weighted by how far it does (a sharp pattern, irradiance at
+    dawn and dusk, places the offset better than a broad one); None when no column has one."""
+    rows, weights = [], []
+    for name in sorted(set(reference) & set(batch) - skip):
+        if sum(1 for n in batch[name].counts if n > 0) < MIN_DIURNAL_HOURS:
+            continue
+        weight = signal_to_noise(reference[name], batch[name])
+        scores = _rolled_correlations(reference[name].means(), batch[name].means())
+        if weight >= MIN_SIGNAL_TO_NOISE and not np.isnan(scores).any():
+            rows.append(scores)
+            weights.append(min(weight, MAX_WEIGHT))
+    if not rows:
+        return None
+    score = np.average(np.vstack(rows), axis=0, weights=weights)
+    best = int(np.argmax(score))
+    source = f"diurnal({len(rows)} columns)"
+    if best and score[best] >= DIURNAL_MATCH and score[best] - score[0] >= DIURNAL_GAIN:
+        return Evidence(source, signed(best), float(score[0]), float(score[best]), exact=False)
+    if score[0] >= DIURNAL_MATCH and best in (0, 1, HOURS - 1):
+        return Evidence(source, 0, float(score[0]), float(score[0]))
+    return None
+
+
+# --- relations ---------------------------------------------------------------------------------------
+
+
+def _learned_offsets(counts: tuple[int, ...]) -> set[int] | None:
+    """The offsets (H - hour(T)) mod 24 the reference holds: one, or two adjacent ones (DST); None if H is not
+    an hour of T."""
+    hours, outside = np.asarray(counts[:HOURS], float), counts[HOURS]
+    total = hours.sum()
+    if outside or total < HOURS:
+        return None
+    best = int(np.argmax(hours))
+    pair = best if hours[(best - 1) % HOURS] < hours[(best + 1) % HOURS] else (best - 1) % HOURS
+    if (hours[pair] + hours[(pair + 1) % HOURS]) / total < HOUR_OF_LEARNED:
+        return None
+    return {k for k in (pair, (pair + 1) % HOURS) if hours[k] / total >= 0.005}
+
+
+def hour_of_shift(reference: tuple[int, ...], batch: tuple[int, ...]) -> tuple[int, bool] | None:
+    """(how far (H - hour(T)) moved, in hours mod 24 as -11..12 (0: holds), pinned to the hour?); None when not
+    a learned relation or the batch is too small or moved only in part.
+
+    A local hour column moves by an hour at each daylight-saving change: a batch's offset may lawfully sit an
+    hour from the reference's, so a move read from one offset is known within an hour only. It is pinned when
+    the hour column is the UTC hour (offset 0: no daylight saving), or when the reference and the batch both
+    hold the two offsets of both regimes (k, k + 1: the move maps one pair onto the other)."""
+    learned = _learned_offsets(reference)
+    observed = np.asarray(batch[:HOURS], float)
+    total = observed.sum() + batch[HOURS]
+    if learned is None or total < MIN_RELATION_ROWS:
+        return None
+    tolerant = {(k + d) % HOURS for k in learned for d in (-1, 0, 1)}
+    if observed[list(tolerant)].sum() / total >= HOUR_OF_HOLDS:
+        return 0, True
+
+    def share(move: int, reach: tuple[int, ...]) -> float:
+        return observed[list({(k + move + d) % HOURS for k in learned for d in reach})].sum() / total
+
+    tolerated = [share(move, (-1, 0, 1)) >= HOUR_OF_MOVED for move in range(HOURS)]  # DST moves an hour
+    exact = [share(move, (0,)) if ok else -1.0 for move, ok in enumerate(tolerated)]
+    move = int(np.argmax(exact))
+    if not tolerated[move]:
+        return None
+    both_regimes = len(learned) == 2 and exact[move] >= HOUR_OF_MOVED and min(
+        observed[(k + move) % HOURS] for k in learned) >= DST_REGIME * total
+    return signed(move), bool(learned == {0} or both_regimes)
+
+
+def lag_shift(reference: QuantileSketch, batch: QuantileSketch) -> int | None:
+    """Whole hours every quantile of the lag b - a moved by (0: not moved); None when not a uniform move."""
+    if reference.n < MIN_RELATION_ROWS or batch.n < MIN_RELATION_ROWS:
+        return None
+    ref = np.asarray(reference.quantiles(_LAG_QUANTILES), float) / _HOUR_MS
+    seen = np.asarray(batch.quantiles(_LAG_QUANTILES), float) / _HOUR_MS
+    moves = seen - ref
+    d = int(round(float(np.median(moves))))
+    spread = float(ref[-2] - ref[1])  # the reference's interquartile lag, hours
+    tolerance = 0.1 + 0.1 * spread
+    if np.all(np.abs(moves - d) <= tolerance) and abs(d) >= 1:
+        return d
+    return 0 if np.all(np.abs(moves) <= max(tolerance, 0.5)) else None
+
+
+# --- the check ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Edge:
+    a: str
+    b: str
+    move: int  # s(b) - s(a), hours
+    modular: bool  # known modulo 24 only
+    relation: str
+    learned: list[int] | None = None  # hour_of: the offsets (b - hour(a)) mod 24 the reference holds
+    exact: bool = True  # the move is pinned to the hour
+
+
+@register("timestamp_shift")
+def check_timestamp_shift(ctx: GuardContext) -> Iterator[Finding]:
+    assert ctx.contract and ctx.snapshot
+    reference = ctx.reference_profile
+    if reference is None or reference.relations is None:
+        return  # a reference without hour-of-day profiles (e.g. DataHub's datasetProfile) cannot say
+    batch, batch_relations = ctx.snapshot.profile, _relations(ctx)
+    times = [c.name for c in ctx.contract.columns if c.logical_type == "timestamp"
+             and c.name in batch.columns and c.name in reference.columns]
+    edges = _edges(reference.relations, batch_relations, times)
+    derived = {e.b for e in edges if e.relation == "hour_of"}
+    anchors = {t: e for t in times if (e := _anchor(reference, batch, batch_relations, t, derived)) is not None}
+    yield from _findings(ctx, _solve(anchors, edges), anchors, edges, batch)
+
+
+def _relations(ctx: GuardContext) -> Relations:
+    assert ctx.snapshot is not None
+    found = ctx.snapshot.profile.relations
+    if found is not None:
+        return found
+    return learn_relations(ctx.snapshot.sample, {n: c.logical_type for n, c in ctx.snapshot.profile.columns.items()})
+
+
+def _anchor(reference: DatasetProfile, batch: DatasetProfile, relations: Relations, column: str,
+            derived: set[str]) -> Evidence | None:
+    """What the counts and the diurnal profile say of a column; None when they cannot say or disagree."""
+    assert reference.relations is not None
+    found = [e for e in (
+        count_shift(reference.columns[column].hours, batch.columns[column].hours),
+        diurnal_shift(reference.relations.diurnal.get(column, {}), relations.diurnal.get(column, {}), derived))
+        if e is not None]
+    if not found or len({e.offset for e in found}) > 1:
+        return None
+    moved = [e for e in found if e.offset]
+    return moved[0] if moved else found[0]
+
+
+def _edges(reference: Relations, batch: Relations, times: list[str]) -> list[_Edge]:
+    edges = []
+    for t in times:
+        for h, counts in reference.hour_of.get(t, {}).items():
+            seen = batch.hour_of.get(t, {}).get(h)
+            moved = hour_of_shift(counts, seen) if seen is not None else None
+            if moved is not None:
+                edges.append(_Edge(t, h, moved[0], True, "hour_of", sorted(_learned_offsets(counts) or ()), moved[1]))
+    for key, sketch in reference.lags.items():
+        a, b = key.split("|")
+        if a in times and b in times and key in batch.lags:
+            move = lag_shift(sketch, batch.lags[key])
+            if move is not None:
+                edges.append(_Edge(a, b, move, False, "lag"))
+    return edges
+
+
+def _solve(anchors: Mapping[str, Evidence], edges: list[_Edge]) -> dict[str, tuple[int, bool] | None]:
+    """Each column's (shift, pinned to the hour?), propagated from the anchored timestamps through the
+    relations; None where the evidence conflicts. A diurnal anchor places a shift within an hour only (a
+    broad pattern peaks an hour off when the season, or daylight saving time in the data, moves it); counts
+    of concentrated hours and relations pin it. So a column tied to an anchor by a pinned relation, and
+    anchored to nothing itself, is taken as unmoved when the anchor would move it by at most an hour, and the
+    anchor's shift is then read from the relation."""
+    shifts: dict[str, tuple[int, bool] | None] = {t: (e.offset, e.exact) for t, e in anchors.items()}
+    for edge in edges:
+        for known, other, sign in ((edge.a, edge.b, 1), (edge.b, edge.a, -1)):
+            found = shifts.get(known)
+            if known in anchors and other not in anchors and found is not None and edge.exact and not found[1]:
+                if abs(signed(found[0] + sign * edge.move)) <= 1:
+                    shifts[other], shifts[known] = (0, True), (signed(-sign * edge.move), True)
+    for _ in range(len(edges) + 1):
+        for edge in edges:
+            for known, other, sign in ((edge.a, edge.b, 1), (edge.b, edge.a, -1)):
+                found = shifts.get(known)
+                if found is None:
+                    continue
+                implied = found[0] + sign * edge.move
+                implied = signed(implied) if edge.modular else implied
+                if other not in shifts:
+                    shifts[other] = (implied, found[1] and edge.exact)
+                elif shifts[other] is not None and signed(shifts[other][0] - implied) != 0:  # type: ignore[index]
+                    shifts[other] = None
+    return shifts
+
+
+def _findings(ctx: GuardContext, shifts: Mapping[str, tuple[int, bool] | None], anchors: Mapping[str, Evidence],
+              edges: list[_Edge], batch: DatasetProfile) -> Iterator[Finding]:
+    moved = {c: s for c, s in shifts.items() if s is not None and abs(signed(s[0])) >= MIN_SHIFT_HOURS}
+    if moved:
+        yield _anchored(ctx, moved, anchors, edges, batch)
+        return
+    for edge in edges:  # a relation moved, and nothing says which of its columns did
+        if edge.move and abs(signed(edge.move)) >= MIN_SHIFT_HOURS and edge.a not in shifts and edge.b not in shifts:
+            yield _unanchored(ctx, edge)
+
+
+def _is_timestamp(batch: DatasetProfile, column: str) -> bool:
+    found = batch.columns.get(column)
+    return found is not None and found.logical_type == "timestamp"
+
+
+def _anchored(ctx: GuardContext, moved: Mapping[str, tuple[int, bool]], anchors: Mapping[str, Evidence],
+              edges: list[_Edge], batch: DatasetProfile) -> Finding:
+    assert ctx.contract is not None
+    timestamps = {c: signed(s) for c, (s, _) in moved.items() if _is_timestamp(batch, c)}
+    hour_columns = {c: signed(s) for c, (s, _) in moved.items() if c not in timestamps}
+    event = ctx.contract.event_timestamp_column
+    column = event if event in timestamps else sorted(timestamps or hour_columns)[0]
+    offset = signed(moved[column][0])
+    twelve = any(abs(signed(s)) == 12 for s, _ in moved.values())  # +12 h or -12 h: modulo 24, the same
+    unpinned = [c for c, (_, exact) in moved.items() if not exact]
+    ambiguous = twelve or bool(unpinned)
+    observed = {c: int(batch.columns[c].minimum) for c in timestamps if batch.columns[c].minimum is not None}
+    where = ", ".join(f"{c} {signed(s):+d} h" for c, (s, _) in sorted(moved.items()))
+    why = ("The offset is known modulo 24 h only: heal by hand." if twelve else
+           f"The hour-of-day profile places it within an hour only ({', '.join(unpinned)}): confirm the offset "
+           "and shift by hand." if unpinned else "Healed by shifting back.")
+    return make_finding(
+        FindingKind.TIMESTAMP_SHIFT, ctx.dataset_urn, column, observed={"offset_hours": offset},
+        expected={"offset_hours": 0}, playbook=None if ambiguous else "shift_timestamps",
+        offset_hours=offset, shifts_hours=timestamps, hour_columns=hour_columns,
+        evidence={c: e.to_dict() for c, e in anchors.items()},
+        relations=[{"columns": [e.a, e.b], "relation": e.relation, "moved_hours": e.move} for e in edges],
+        hour_of={e.b: {"timestamp": e.a, "offsets": e.learned} for e in edges if e.b in hour_columns},
+        observed_min_ms=observed, ambiguous=ambiguous, pinned=not unpinned, rows=window_rows(ctx),
+        message=f"{column!r} is shifted by {offset:+d} h against the reference's hour-of-day profile ({where}): "
+                f"a timezone written as UTC? {why}")
+
+
+def _unanchored(ctx: GuardContext, edge: _Edge) -> Finding:
+    move = signed(edge.move) if edge.modular else edge.move
+    return make_finding(
+        FindingKind.TIMESTAMP_SHIFT, ctx.dataset_urn, edge.b, observed={"relative_hours": move},
+        expected={"relative_hours": 0}, playbook=None, offset_hours=None, relative_to=edge.a,
+        relative_hours=move, relation=edge.relation, rows=window_rows(ctx),
+        message=f"{edge.b!r} moved {move:+d} h against {edge.a!r} ({edge.relation} learned from the reference); "
+                "nothing says which of the two moved: check both producers")

@@ -1,0 +1,85 @@
+"""64-bit hashes of arrow values and rows: equal values hash equal whatever their encoding.
+
+Shared by the duplicate-key count and the distinct-count sketch. splitmix64's finaliser mixes each
+value's bits (numbers, timestamps and booleans by their 64-bit value, -0.0 as 0.0; strings and binaries
+8 bytes at a time straight from the arrow buffers; dictionaries through their dictionary).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["hash_rows", "hash_array"]
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX_2 = np.uint64(0x94D049BB133111EB)
+_LOW_BYTES = np.array([(1 << (8 * m)) - 1 for m in range(9)], dtype=np.uint64)  # mask of the first m bytes
+
+
+def hash_rows(table: pa.Table) -> np.ndarray:
+    """A 64-bit hash of each row's values across all columns: equal rows, equal hashes."""
+    hashes = np.zeros(table.num_rows, dtype=np.uint64)
+    for column in table.columns:
+        array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+        hashes = _mix(hashes * _GOLDEN ^ hash_array(array))
+    return hashes
+
+
+def hash_array(array: pa.Array) -> np.ndarray:
+    """A 64-bit hash of each value (a null hashes as its type's zero: mask nulls out where they matter)."""
+    kind = array.type
+    if pa.types.is_dictionary(kind):
+        indices = pc.fill_null(array.indices, 0).to_numpy(zero_copy_only=False).astype(np.intp)
+        return hash_array(array.dictionary)[indices] if len(array.dictionary) else np.zeros(len(array), np.uint64)
+    if pa.types.is_string(kind) or pa.types.is_binary(kind):
+        return _hash_bytes(array, np.int32)
+    if pa.types.is_large_string(kind) or pa.types.is_large_binary(kind):
+        return _hash_bytes(array, np.int64)
+    if pa.types.is_floating(kind):
+        values = pc.fill_null(array.cast(pa.float64()), 0.0).to_numpy(zero_copy_only=False) + 0.0  # -0.0 == 0.0
+        return _mix(values.view(np.uint64).copy())
+    if pa.types.is_temporal(kind):
+        array = array.view(pa.int64() if kind.bit_width == 64 else pa.int32())
+    if pa.types.is_integer(kind) or pa.types.is_temporal(kind) or pa.types.is_boolean(kind):
+        wide = pa.uint64() if pa.types.is_unsigned_integer(kind) else pa.int64()
+        values = pc.fill_null(array.cast(wide), 0).to_numpy(zero_copy_only=False)
+        return _mix(values.view(np.uint64).copy())
+    return _hash_bytes(array.cast(pa.large_string()), np.int64)
+
+
+def _hash_bytes(array: pa.Array, offset_type: type[np.signedinteger]) -> np.ndarray:
+    """Hash variable-length values 8 bytes at a time, straight from the arrow offsets and data buffers."""
+    n = len(array)
+    if n == 0:
+        return np.empty(0, dtype=np.uint64)
+    width = np.dtype(offset_type).itemsize
+    offsets = np.frombuffer(array.buffers()[1], dtype=offset_type, count=n + 1, offset=array.offset * width)
+    offsets = offsets.astype(np.int64)
+    lengths = np.diff(offsets)
+    data = array.buffers()[2]
+    raw = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]] if data is not None else np.empty(0, np.uint8)
+    padded = np.zeros(len(raw) + 16, dtype=np.uint8)
+    padded[:len(raw)] = raw
+    # the 8 bytes (little-endian) starting at every byte offset: an unaligned view, one gather per word
+    at_byte = np.ndarray(buffer=padded, dtype="<u8", shape=(len(raw) + 9,), strides=(1,))
+    starts, end = offsets[:-1] - offsets[0], len(raw)
+    hashes = lengths.astype(np.uint64) * _GOLDEN
+    for word in range(-(-int(lengths.max(initial=0)) // 8)):
+        remaining = lengths - 8 * word
+        loaded = at_byte[np.minimum(starts + 8 * word, end)]
+        if int(remaining.min()) < 8:  # keep only each value's own bytes (none past its end)
+            loaded &= _LOW_BYTES[np.clip(remaining, 0, 8)]
+        hashes = _mix(hashes ^ loaded)
+    return hashes
+
+
+def _mix(values: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, in place: a bijection that spreads every input bit over the output."""
+    values ^= values >> np.uint64(30)
+    values *= _MIX_1
+    values ^= values >> np.uint64(27)
+    values *= _MIX_2
+    values ^= values >> np.uint64(31)
+    return values

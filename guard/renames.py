@@ -1,0 +1,60 @@
+"""Renames within a table: a contracted column that lost its values in exactly the rows where a new column has
+them — a batch whose producer renamed the column, landed into a table read by column name.
+
+The whole-table rename (the old name gone, a new one with the same distribution) is the schema check's own; this
+is the partial one, where the older rows still carry the old name. The evidence is structural: on the row sample
+the two columns never both hold a value, the new one fills the rows the old one lost, and its values are
+plausible for the old column (same type; values inside the reference's range widened by half its span, or
+inside its categories). A batch is a season, not the whole history, so its distribution is not required to
+match the reference's.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from guard.contract import Contract
+from guard.profile import ColumnProfile, DatasetProfile
+from guard.snapshot import Snapshot
+
+__all__ = ["split_renames", "SLACK"]
+
+SLACK = 0.01  # share of sampled rows where neither column has a value beyond the reference's own null share
+
+
+def split_renames(contract: Contract, snapshot: Snapshot, reference: DatasetProfile,
+                  unexpected: list[str]) -> dict[str, str]:
+    """old -> new, for each contracted column that exactly one unexpected column completes."""
+    observed, found = snapshot.profile.columns, {}
+    for column in contract.columns:
+        old, before = observed.get(column.name), reference.columns.get(column.name)
+        if old is None or before is None or old.null_fraction <= before.null_fraction:
+            continue
+        matches = [new for new in unexpected if new not in found.values()
+                   and _types_match(before, observed[new]) and _complements(snapshot.sample, column.name, new, before)
+                   and _plausible(before, observed[new])]
+        if len(matches) == 1:
+            found[column.name] = matches[0]
+    return found
+
+
+def _types_match(reference: ColumnProfile, new: ColumnProfile) -> bool:
+    kinds = {reference.logical_type, new.logical_type}
+    return len(kinds) == 1 or kinds == {"number", "integer"}
+
+
+def _complements(sample: pd.DataFrame, old: str, new: str, reference: ColumnProfile) -> bool:
+    if old not in sample or new not in sample or not len(sample):
+        return False
+    has_old, has_new = sample[old].notna(), sample[new].notna()
+    neither = float((~has_old & ~has_new).mean())
+    return bool(has_new.any()) and not bool((has_old & has_new).any()) and neither <= reference.null_fraction + SLACK
+
+
+def _plausible(reference: ColumnProfile, new: ColumnProfile) -> bool:
+    if reference.value_counts is not None and new.value_counts is not None:
+        return {v for v, _ in new.value_counts} <= {v for v, _ in reference.value_counts}
+    if None in (reference.minimum, reference.maximum, new.minimum, new.maximum):
+        return reference.value_counts is None and new.value_counts is None
+    assert reference.minimum is not None and reference.maximum is not None
+    half = (reference.maximum - reference.minimum) / 2 or abs(reference.maximum) / 2 or 1.0
+    return reference.minimum - half <= new.minimum and new.maximum <= reference.maximum + half  # type: ignore[operator]

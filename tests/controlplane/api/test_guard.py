@@ -1,0 +1,93 @@
+"""What every request passes before a route sees it: Host and Origin, the body's size, the token (for reads
+too, beyond loopback), and answers that name no absolute path."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from fastapi.testclient import TestClient
+
+from controlplane.access import ApiSettings, check_exposure, token_warning
+from controlplane.api.app import create_app
+from controlplane.api.guard import MAX_BODY_BYTES
+from controlplane.errors import ServerConfigError
+from tests.support import PIPELINE, TOKEN
+
+LOCAL = "http://127.0.0.1:8765"
+
+
+def _client(ws, **settings) -> TestClient:
+    return TestClient(create_app(ws, ApiSettings(**settings)), base_url=LOCAL)
+
+
+def test_a_cross_site_form_post_is_refused_whatever_it_carries(demo_copy):
+    ws, result = demo_copy
+    runs_before = sorted(p.name for p in ws.runs.iterdir())
+    local = _client(ws, insecure_local=True)  # no token at all: only the Origin check stands
+    for origin in ("https://evil.example", "null", "http://127.0.0.1:9999"):
+        refused = local.post(f"/pipelines/{PIPELINE}/runs", headers={"Origin": origin},
+                             data={"policy": "auto"})
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "cross_origin", origin
+    promote = local.post(f"/models/{PIPELINE}/versions/1/promote", headers={"Origin": "https://evil.example"})
+    assert promote.status_code == 403
+    assert sorted(p.name for p in ws.runs.iterdir()) == runs_before
+    assert local.get("/pipelines", headers={"Origin": LOCAL}).status_code == 200  # the page's own origin
+
+
+def test_a_foreign_host_is_refused_on_a_loopback_server(demo_copy):
+    ws, _ = demo_copy
+    rebinding = TestClient(create_app(ws, ApiSettings(insecure_local=True)), base_url="http://evil.example")
+    answer = rebinding.get("/pipelines")
+    assert answer.status_code == 403 and answer.json()["error"]["code"] == "host_refused"
+
+
+def test_an_oversized_body_is_refused_before_it_is_read(demo_copy):
+    ws, _ = demo_copy
+    app = create_app(ws, ApiSettings(token=TOKEN))
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        raise AssertionError("the body was read")
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": f"/pipelines/{PIPELINE}/runs", "raw_path": b"/", "query_string": b"",
+             "headers": [(b"host", b"127.0.0.1:8765"), (b"content-length", str(200 * 1024 * 1024).encode())]}
+    asyncio.run(app(scope, receive, send))  # unauthenticated, 200 MB announced: answered without reading a byte
+    assert sent[0]["status"] == 413
+    chunked = TestClient(app, base_url=LOCAL).post(f"/runs/x/reject", content=iter([b"x" * MAX_BODY_BYTES, b"y"]),
+                                                     headers={"Authorization": f"Bearer {TOKEN}"})
+    assert chunked.status_code == 413
+
+
+def test_short_tokens_are_refused_beyond_loopback_and_warned_about_on_it():
+    with pytest.raises(ServerConfigError, match="at least 32"):
+        check_exposure(ApiSettings(token="x", host="0.0.0.0"))
+    assert "only 1 characters" in token_warning(ApiSettings(token="x"))
+    check_exposure(ApiSettings(token="x"))  # loopback: allowed, with the warning
+    assert token_warning(ApiSettings(token=TOKEN)) is None
+
+
+def test_reads_need_the_token_beyond_loopback(demo_copy):
+    ws, result = demo_copy
+    exposed = TestClient(create_app(ws, ApiSettings(token=TOKEN, host="0.0.0.0")), base_url="http://kintsugi.internal")
+    assert exposed.get("/runs").status_code == 401
+    assert exposed.get(f"/models/{PIPELINE}/passport").status_code == 401
+    assert exposed.get("/health").status_code == 200  # liveness stays open
+    answer = exposed.get(f"/runs/{result.healed.run_id}", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert answer.status_code == 200
+    assert str(ws.root) not in answer.text  # workspace-relative paths only
+    assert str(ws.root) not in exposed.get("/health").text
+
+
+def test_unknown_versions_and_over_long_ids_are_404(demo_copy):
+    ws, _ = demo_copy
+    client = _client(ws, token=TOKEN)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    cases = [client.post(f"/models/{PIPELINE}/versions/999/promote", headers=auth),
+             client.get("/runs/" + "x" * 5000), client.get(f"/models/{PIPELINE}/passport", params={"version": 999}),
+             client.post("/runs/" + "y" * 300 + "/undo", headers=auth)]
+    for answer in cases:
+        assert answer.status_code == 404, answer.text
+        assert answer.json()["error"]["code"] in ("version_not_found", "not_found", "run_not_found")

@@ -1,0 +1,127 @@
+"""`kintsugi init --yes` then `kintsugi run`, from an empty workspace and one parquet file: a first champion, and
+the dataset, its schema (DataHub's field types) and its lineage readable in DataHub."""
+from __future__ import annotations
+
+import json
+
+import yaml
+from datahub.metadata import schema_classes as s
+
+from controlplane.datahub.datasets import FRESHNESS_PROPERTY
+from controlplane.datahub.lite import LiteMetadata
+from controlplane.datahub.urns import contract_urn
+from controlplane.journal import list_runs
+from controlplane.odcs import parse_odcs
+from controlplane.unitguess import UnitGuess, contract_unit
+from onboard_support import INIT_AT, NAME, UPSTREAM, cli, copy_ws, init_args, weather
+from controlplane.snapshot import file_hash
+from tests.support import champion
+
+
+def _dataset(ws) -> str:
+    return yaml.safe_load((ws.pipelines / f"{NAME}.yaml").read_text())["feature_table"]
+
+
+def test_init_yes_then_run_promotes_a_first_champion_with_no_file_written_by_hand(onboarded):
+    ws, (code, out, err), (run_code, run_out, _) = onboarded
+    assert code == 0, err
+    assert run_code == 0 and "APPROVED v1" in run_out, run_out
+    assert champion(ws, NAME) == 1
+    unitless = "wind" if contract_unit(UnitGuess("m/s", "", True)) is None else "none"  # a guard without speeds
+    assert f"recorded unitless: {unitless}" in out.splitlines()  # one line: the numeric columns kept without a unit
+    spec = yaml.safe_load((ws.pipelines / f"{NAME}.yaml").read_text())
+    assert spec["data"] == "data/seattle-weather.parquet"  # inside the workspace: kept relative to it
+    assert spec["features"] == {"numeric": ["precipitation", "temp_min", "wind"], "categorical": ["weather"]}
+    assert spec["model"]["estimator"].endswith("HistGradientBoostingRegressor") and spec["promotion"]["metric"] == "mae"
+    assert f"kintsugi run {NAME}" in out
+
+
+def test_the_dataset_schema_and_lineage_are_readable_in_datahub(onboarded):
+    ws, _, _ = onboarded
+    urn = _dataset(ws)
+    assert urn == "urn:li:dataset:(urn:li:dataPlatform:file,data/seattle-weather.parquet,PROD)"
+    store = LiteMetadata(ws.datahub_db, read_only=True)
+    try:
+        fields = {f.fieldPath: f for f in store.aspect(urn, s.SchemaMetadataClass).fields}
+        lineage = store.aspect(urn, s.UpstreamLineageClass)
+        upstream = store.aspect(UPSTREAM, s.DatasetPropertiesClass)
+        owners = store.aspect(urn, s.OwnershipClass)
+        contract = parse_odcs(store.aspect(contract_urn(urn), s.DataContractPropertiesClass).rawContract)
+        profile = store.aspect(urn, s.DatasetProfileClass)
+    finally:
+        store.close()
+    assert isinstance(fields["temp_max"].type.type, s.NumberTypeClass) and fields["temp_max"].nativeDataType == "double"
+    assert isinstance(fields["date"].type.type, s.TimeTypeClass)
+    assert fields["date"].nativeDataType.startswith("timestamp")
+    assert isinstance(fields["weather"].type.type, s.StringTypeClass)
+    assert [u.dataset for u in lineage.upstreams] == [UPSTREAM]
+    assert upstream.customProperties[FRESHNESS_PROPERTY] == "48.0"
+    assert owners.owners and owners.owners[0].owner.startswith("urn:li:corpuser:")
+    assert contract.label_column == "temp_max" and contract.event_timestamp_column == "date"
+    assert contract.column("temp_max").unit == contract_unit(UnitGuess("degC", "", True))
+    assert contract.column("precipitation").unit == contract_unit(UnitGuess("mm", "", True, rain=True))
+    assert profile.rowCount == 366
+
+
+def test_init_is_recorded_with_its_ledger_and_listed(onboarded):
+    ws, _, _ = onboarded
+    record = next(r for r in list_runs(ws) if r.facts.get("command") == "init")
+    assert record.status.value == "onboarded" and record.pipeline == NAME
+    assert all(e.state == "done" for e in record.ledger)
+    kinds = [(e.kind, e.detail.get("what") or e.detail.get("aspect")) for e in record.ledger]
+    assert ("workspace-file", "contract") in kinds and ("workspace-file", "pipeline spec") in kinds
+    assert ("datahub-aspect", "dataContract") in kinds and ("datahub-aspect", "datasetProfile") in kinds
+    code, out, _ = cli("runs", "--json", workspace=ws.root)
+    assert code == 0 and any(r["status"] == "onboarded" for r in json.loads(out)["runs"])
+
+
+def test_init_again_refuses_without_force_and_changes_nothing(onboarded):
+    ws, _, _ = onboarded
+    before = store_hashes_of(ws)
+    code, _, err = cli("init", NAME, "--data", "data/seattle-weather.parquet", "--target", "temp_max",
+                       "--time-column", "date", "--yes", workspace=ws.root)
+    assert code == 2 and err.count("\n") == 1 and "already exists" in err and "--force" in err
+    assert store_hashes_of(ws) == before
+
+
+def store_hashes_of(ws) -> tuple[str, ...]:
+    return (file_hash(ws.datahub_db), file_hash(ws.mlflow_db), file_hash(ws.pipelines / f"{NAME}.yaml"),
+            file_hash(ws.contracts / f"{NAME}.odcs.yaml"))
+
+
+def test_init_force_keeps_the_earlier_contract_as_a_file_and_a_datahub_version(onboarded, tmp_path):
+    ws = copy_ws(onboarded[0], tmp_path / "ws")
+    urn = _dataset(ws)
+    table = str(ws.root / "data" / "seattle-weather.parquet")
+    code, _, err = cli(*init_args(table, "--force", "--key", "date"), workspace=ws.root)
+    assert code == 2 and err.startswith("error: --key 'date' is timestamp") and err.count("\n") == 1
+    code, out, err = cli("init", NAME, "--data", table,
+                         "--target", "temp_max", "--time-column", "date", "--unit", "wind=m/s", "--now", INIT_AT,
+                         "--yes", "--force", workspace=ws.root)
+    assert code == 0, err
+    kept = ws.contracts / f"{NAME}.odcs.v1.0.0.yaml"
+    assert kept.is_file() and "version: 2.0.0" in (ws.contracts / f"{NAME}.odcs.yaml").read_text()
+    store = LiteMetadata(ws.datahub_db, read_only=True)
+    try:
+        versions = store.history(contract_urn(urn), s.DataContractPropertiesClass)
+    finally:
+        store.close()
+    assert [yaml.safe_load(v.rawContract)["version"] for v in versions][-2:] == ["1.0.0", "2.0.0"]
+    assert champion(ws, NAME) == 1  # the model is not touched
+
+
+def test_init_asks_about_every_unsure_guess_and_takes_the_answers(tmp_path, monkeypatch):
+    import io
+    import sys
+
+    root = tmp_path / "ws"
+    (root / "data").mkdir(parents=True)
+    weather().to_parquet(root / "data" / "w.parquet", index=False)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("wobbles\nmph\ny\n"))  # a unit it does not know: asked again
+    code, out, err = cli("init", NAME, "--data", str(root / "data" / "w.parquet"), "--target", "temp_max",
+                         "--time-column", "date", "--now", INIT_AT, workspace=root)
+    assert code == 0, err
+    assert "unit of wind?" in out and "not one Kintsugi knows" in out and "write pipeline" in out
+    contract = parse_odcs((root / "contracts" / f"{NAME}.odcs.yaml").read_text())
+    assert contract.column("wind").unit == contract_unit(UnitGuess("mph", "", True))
+    assert "reviewed" in (root / "contracts" / f"{NAME}.odcs.yaml").read_text()
