@@ -37,6 +37,8 @@ class PipelineSpec:
     policy: Policy
     source: Path
     schedule: str | None = None  # cron, e.g. "0 2 * * *": `kintsugi serve` runs the pipeline when due
+    quiet_hours: str | None = None  # "22-06" (UTC hours): `kintsugi watch` starts no retrain in them
+    impact: bool = True  # a run that heals also scores a model trained on the poisoned bytes (the postmortem's impact)
 
 
 def check_pipeline_name(name: str) -> str:
@@ -92,7 +94,25 @@ def _build(raw: dict[str, Any], path: Path, ws: Workspace) -> PipelineSpec:
     if policy not in {p.value for p in Policy}:
         raise SpecError(f"pipeline spec {path} has policy {policy!r}", f"use one of {', '.join(p.value for p in Policy)}")
     return PipelineSpec(check_pipeline_name(str(raw["name"])), str(raw["feature_table"]), ws.path(str(raw["data"])),
-                        str(raw["data"]), training, rules, Policy(policy), path, raw.get("schedule"))
+                        str(raw["data"]), training, rules, Policy(policy), path, raw.get("schedule"),
+                        _quiet_hours(raw.get("quiet_hours"), path), _flag(raw.get("impact", True), "impact", path))
+
+
+def _quiet_hours(value: Any, path: Path) -> str | None:
+    """`quiet_hours: "22-06"`: from hour 22 up to hour 6, UTC (may wrap midnight)."""
+    if value is None:
+        return None
+    start, dash, end = str(value).partition("-")
+    if not (dash and start.isdigit() and end.isdigit() and int(start) < 24 and int(end) < 24 and start != end):
+        raise SpecError(f"pipeline spec {path} has quiet_hours {value!r}",
+                        'write two UTC hours, e.g. quiet_hours: "22-06" (22:00 to 06:00), or remove it')
+    return f"{int(start):02d}-{int(end):02d}"
+
+
+def _flag(value: Any, name: str, path: Path) -> bool:
+    if not isinstance(value, bool):
+        raise SpecError(f"pipeline spec {path} has {name}: {value!r}", f"write {name}: true or {name}: false")
+    return value
 
 
 def _check_schedule(schedule: Any, path: Path) -> None:

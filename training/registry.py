@@ -197,6 +197,14 @@ class ModelStore:
             for key, value in tags.items():
                 self._client.set_model_version_tag(model_name, str(version), key, str(value))
 
+    def delete_version_tags(self, model_name: str, version: int, keys: list[str]) -> None:
+        """Remove tags from ``version`` of ``model_name``; a tag already absent is no error."""
+        with self._errors(f"untag version {version} of {model_name!r}"):
+            current = self._client.get_model_version(model_name, str(version)).tags
+            for key in keys:
+                if key in current:
+                    self._client.delete_model_version_tag(model_name, str(version), key)
+
     def get_version_tags(self, model_name: str, version: int) -> dict[str, str]:
         """All tags of ``version`` of ``model_name``."""
         with self._errors(f"read tags of version {version} of {model_name!r}"):
