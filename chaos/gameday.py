@@ -18,9 +18,9 @@ from typing import Any
 import pandas as pd
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 
+from chaos.catalog import get_scenario
 from chaos.errors import GameDayError
 from chaos.estate import write_table
-from chaos.catalog import get_scenario
 from chaos.registry import Scenario, UpstreamTarget
 from chaos.selection import Selection
 from controlplane.datahub.connect import metadata_session

@@ -7,9 +7,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from chaos.catalog import get_scenario
 from chaos.impact import HARM_THRESHOLD
 from chaos.observe import expected_outcome
-from chaos.catalog import get_scenario
 from demo.seed import PIPELINE
 
 __all__ = ["build_scoreboard", "stat", "strip_timings"]

@@ -23,6 +23,7 @@ from controlplane.datahub.incidents import IncidentRow, active_incidents, read_i
 from controlplane.datahub.models import VERDICT_PROPERTY, model_versions, models_trained_on
 from controlplane.datahub.urns import model_urn
 from controlplane.errors import DataError, InputError, InternalError, KintsugiError, NotFound
+from controlplane.guarding import context_without_snapshot, guard_table
 from controlplane.journal import Event, RunRecord, UnreadableRun, load_run, new_run_id, scan_runs
 from controlplane.pipeline import approve as approve_run
 from controlplane.pipeline import reject as reject_run
@@ -30,9 +31,8 @@ from controlplane.pipeline import run_pipeline
 from controlplane.promote import promote_version
 from controlplane.recovery import is_interrupted, recover_run
 from controlplane.schedule import next_fire
-from controlplane.spec import PipelineSpec, list_specs, load_spec
-from controlplane.guarding import context_without_snapshot, guard_table
 from controlplane.snapshot import pin_table
+from controlplane.spec import PipelineSpec, list_specs, load_spec
 from controlplane.undo import undo as undo_run
 from controlplane.vocab import Policy, RunStatus
 from controlplane.workspace import Workspace

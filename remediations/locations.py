@@ -59,12 +59,38 @@ from pathlib import Path, PurePosixPath
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from remediations.csvtable import CsvSchema, FileDialect, RawCsv, default_dialect, infer_schema, read_raw, render, \
-    to_table
-from remediations.objectstore import LocalStore, LocationError, S3Store, TableChanged, content_hash, fsync_dir, \
-    sha256_file
-from remediations.tablefiles import Part, check_same_schema, conform, materialise, parquet_schema, partition_fields, \
-    plan_rewrite, project, read_healed, unify_schemas, write_part
+from remediations.csvtable import (
+    CsvSchema,
+    FileDialect,
+    RawCsv,
+    default_dialect,
+    infer_schema,
+    read_raw,
+    render,
+    to_table,
+)
+from remediations.objectstore import (
+    LocalStore,
+    LocationError,
+    S3Store,
+    TableChanged,
+    content_hash,
+    fsync_dir,
+    sha256_file,
+)
+from remediations.tablefiles import (
+    Part,
+    check_same_schema,
+    conform,
+    materialise,
+    parquet_schema,
+    partition_fields,
+    plan_rewrite,
+    project,
+    read_healed,
+    unify_schemas,
+    write_part,
+)
 
 __all__ = ["LocationError", "TableChanged", "FileEntry", "ManifestEntry", "TableLocation", "PinnedTable",
            "BackupManifest", "Published", "Appended", "parse_location", "restore", "verify_backup", "MARKER"]
@@ -391,7 +417,7 @@ class TableLocation:
                 work_dir: Path, *, resuming: bool = False) -> None:
         if listing.shape == "file":
             self._check_unchanged(listing)
-            for name, source in writes.items():
+            for _name, source in writes.items():
                 self.store.put(self.root, source)
             return
         if listing.shape == "folder" and self.store.scheme == "file":
