@@ -268,9 +268,9 @@ def lineage(ws: Workspace) -> Lineage:
         models = []
         for name, version in model_versions(metadata):
             urn = model_urn(name, version)
-            properties = metadata.aspect(urn, s.MLModelPropertiesClass)
+            model_properties = metadata.aspect(urn, s.MLModelPropertiesClass)
             training = metadata.aspect(urn, s.TrainingDataClass)
-            verdict = (properties.customProperties or {}).get(VERDICT_PROPERTY) if properties else None
+            verdict = (model_properties.customProperties or {}).get(VERDICT_PROPERTY) if model_properties else None
             models.append(ModelNode(urn, name, version, verdict,
                                     tuple(sorted(d.dataset for d in (training.trainingData if training else [])))))
     return Lineage(datasets, models)

@@ -238,11 +238,11 @@ class TableLocation:
         return _Listing("file", fmt, (FileEntry(PurePosixPath(self.root).name, self.root, info.size, info.version),))
 
     def _listing(self, shape: str, chosen: list[tuple[str, str]], allow_empty: bool) -> _Listing:
-        formats = {_format_of(r) for r, _ in chosen}
-        if None in formats:
-            odd = next(r for r, _ in chosen if _format_of(r) is None)
+        odd = next((r for r, _ in chosen if _format_of(r) is None), None)
+        if odd is not None:
             raise LocationError(f"{self.display} holds {odd}, which is neither .parquet nor .csv",
                                 "move other files out of the table folder (or name them starting with _ or .)")
+        formats = {f for r, _ in chosen if (f := _format_of(r)) is not None}
         if len(formats) > 1:
             raise LocationError(f"{self.display} mixes parquet and CSV files", "keep one format per table")
         if not chosen and not allow_empty:
