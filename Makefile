@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test test-faults install install-dev bench bench-guard bench-loop bench-realdata clean
+.PHONY: demo lint test test-faults install install-dev bench bench-guard bench-loop bench-realdata clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,11 @@ install-dev: $(BIN)/python
 demo: install
 	$(BIN)/kintsugi demo
 
-test: install-dev
+lint: install-dev   # ruff (lint only) and mypy, configured in pyproject.toml
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest -q --durations=15
 
 test-faults: install-dev   # the whole fault matrix: a run killed at every stage boundary, inside publish and undo

@@ -86,7 +86,7 @@ def instrument(timings: Timings) -> None:
 def seed_workspace(root: Path, rows: int, seed: int) -> Any:
     """The demo estate, with the delivery table scaled to `rows` rows and its profile re-emitted."""
     from controlplane.datahub.connect import metadata_session
-    from controlplane.datahub.estate import profile_mcps
+    from controlplane.datahub.datasets import profile_mcps
     from controlplane.workspace import Workspace
     from demo.generate import generate_eta_features
     from demo.seed import FEATURE_TABLE, seed_estate, write_feature_table
@@ -105,7 +105,7 @@ def seed_workspace(root: Path, rows: int, seed: int) -> Any:
 
 
 def one_run(ws: Any, now: datetime, timings: Timings) -> dict[str, Any]:
-    from controlplane.loop import run_pipeline
+    from controlplane.pipeline import run_pipeline
     from controlplane.spec import load_spec
     from demo.seed import PIPELINE
 

@@ -71,9 +71,9 @@ def revert(pipeline: PipelineOption, workspace: WorkspaceOption = None) -> None:
 @chaos_app.command("list")
 def list_scenarios(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """The registered scenarios: what each corrupts and what the guard should say."""
+    from chaos.catalog import get_scenario
     from chaos.drill import default_scenarios
     from chaos.observe import expected_outcome
-    from chaos.catalog import get_scenario
 
     described = [{**get_scenario(n).describe(), "outcome": expected_outcome(get_scenario(n))}
                  for n in default_scenarios()]

@@ -19,9 +19,9 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from chaos.catalog import SCENARIOS, get_scenario
 from chaos.errors import InjectionError
 from chaos.estate import DRILL_NOW, DrillEstate, build_estate, load_estate
-from chaos.catalog import SCENARIOS, get_scenario
 from chaos.scoreboard import build_scoreboard
 from chaos.tasks import run_control, run_scenario, run_sweep
 

@@ -7,9 +7,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from chaos.catalog import get_scenario
 from chaos.impact import HARM_THRESHOLD
 from chaos.observe import expected_outcome
-from chaos.catalog import get_scenario
 from demo.seed import PIPELINE
 
 __all__ = ["build_scoreboard", "stat", "strip_timings"]
@@ -83,7 +83,7 @@ def _scenario_row(name: str, runs: list[dict[str, Any]], sweeps: list[dict[str, 
 def _sweep(magnitudes: Sequence[float], sweeps: list[dict[str, Any]]) -> dict[str, Any]:
     """Per magnitude: detection rate and mean impact over the sweep seeds; the smallest magnitude detected on
     every seed; misses (any magnitude, any seed) whose model would be worse than clean by more than the limit."""
-    points = []
+    points: list[dict[str, Any]] = []
     for magnitude in magnitudes:
         at = [p for s in sweeps for p in s["points"] if p["magnitude"] == magnitude]
         points.append({"magnitude": magnitude, "detected": _mean(p["detected"] for p in at),

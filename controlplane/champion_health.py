@@ -71,12 +71,15 @@ def version_health(port: MetadataPort, pipeline: str, version: int) -> VersionHe
     """The version's data health at its own training instant, recomputed now (as `kintsugi audit` does)."""
     document = read_passport(port, pipeline, version)
     body = (document or {}).get("body")
+    unreadable = VersionHealth(pipeline, version, 0, (), (), (), None, "DataHub holds no readable passport for it")
+    if not isinstance(body, dict):
+        return unreadable
     try:
-        at_ms, table = int(body["trained_at_ms"]), str(body["snapshot"]["dataset"])  # type: ignore[index]
-        lineage = tuple(body.get("lineage", []))  # type: ignore[union-attr]
-        healed = [i["urn"] for i in body.get("incidents", [])]  # type: ignore[union-attr]
+        at_ms, table = int(body["trained_at_ms"]), str(body["snapshot"]["dataset"])
+        lineage = tuple(body.get("lineage", []))
+        healed = [i["urn"] for i in body.get("incidents", [])]
     except (KeyError, TypeError, ValueError, AttributeError):
-        return VersionHealth(pipeline, version, 0, (), (), (), None, "DataHub holds no readable passport for it")
+        return unreadable
     causes = unhealed_at(health_at(port, {table, *lineage}, at_ms), table, healed)
     verdict = (body.get("verdict") or {}).get("verdict")
     return VersionHealth(pipeline, version, at_ms, (table, *lineage), tuple(body.get("unhealed_at_training", [])),

@@ -17,8 +17,14 @@ from pathlib import Path
 from controlplane.datahub.contracts import read_contract
 from controlplane.datahub.datasets import read_profile, walk_upstream
 from controlplane.datahub.port import MetadataPort
-from controlplane.reference import (ReferenceState, changed_batches, kept_windows, load_reference, load_state,
-                                    new_rows_window)
+from controlplane.reference import (
+    ReferenceState,
+    changed_batches,
+    kept_windows,
+    load_reference,
+    load_state,
+    new_rows_window,
+)
 from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace
 from guard.context import GuardContext

@@ -102,8 +102,10 @@ class ChampionOutcome:
 
 
 def _eligible(tags: dict[str, str] | None) -> bool:
-    return bool(tags) and tags.get("kintsugi.verdict") == Verdict.APPROVED.value and UNDONE_KEY not in tags \
-        and ABANDONED_KEY not in tags  # type: ignore[operator]
+    if not tags:
+        return False
+    return tags.get("kintsugi.verdict") == Verdict.APPROVED.value and UNDONE_KEY not in tags \
+        and ABANDONED_KEY not in tags
 
 
 def plan(ws: Workspace, spec: PipelineSpec, metadata: MetadataPort, store: ModelStore, policy: Policy) -> Plan:
@@ -118,7 +120,7 @@ def plan(ws: Workspace, spec: PipelineSpec, metadata: MetadataPort, store: Model
     earlier = [h for h in health if h.version != champion and _eligible(versions.get(h.version))]
     decision = decide(current, earlier, prior_rollbacks(ws, name), lambda v: evidence_refusal(ws, store, name, v))
     marks = [Mark(h.version, cause_of(metadata, c), h.trained_at_ms) for h in health for c in h.learned]
-    if current is not None and current.unreadable is None:
+    if current is not None and champion is not None and current.unreadable is None:
         marks += [Mark(champion, cause, current.trained_at_ms) for cause in drift_since(metadata, current)]
     chosen = spec if spec.policy is policy else _with_policy(spec, policy)
     return Plan(chosen, champion, decision, marks, versions, health)

@@ -23,6 +23,7 @@ from controlplane.datahub.incidents import IncidentRow, active_incidents, read_i
 from controlplane.datahub.models import VERDICT_PROPERTY, model_versions, models_trained_on
 from controlplane.datahub.urns import model_urn
 from controlplane.errors import Conflict, DataError, InputError, InternalError, KintsugiError, NotFound
+from controlplane.guarding import context_without_snapshot, guard_table
 from controlplane.journal import Event, RunRecord, UnreadableRun, list_runs, load_run, new_run_id, scan_runs
 from controlplane.pipeline import approve as approve_run
 from controlplane.pipeline import reject as reject_run
@@ -31,9 +32,8 @@ from controlplane.postmortem import build_postmortem, read_postmortem
 from controlplane.promote import promote_version
 from controlplane.recovery import is_interrupted, recover_run
 from controlplane.schedule import next_fire
-from controlplane.spec import PipelineSpec, list_specs, load_spec
-from controlplane.guarding import context_without_snapshot, guard_table
 from controlplane.snapshot import pin_table
+from controlplane.spec import PipelineSpec, list_specs, load_spec
 from controlplane.undo import undo as undo_run
 from controlplane.vocab import Policy, RunStatus
 from controlplane.watch import PassReport, Starter, run_now, watch_pass, watched_datasets
@@ -270,9 +270,9 @@ def lineage(ws: Workspace) -> Lineage:
         models = []
         for name, version in model_versions(metadata):
             urn = model_urn(name, version)
-            properties = metadata.aspect(urn, s.MLModelPropertiesClass)
+            model_properties = metadata.aspect(urn, s.MLModelPropertiesClass)
             training = metadata.aspect(urn, s.TrainingDataClass)
-            verdict = (properties.customProperties or {}).get(VERDICT_PROPERTY) if properties else None
+            verdict = (model_properties.customProperties or {}).get(VERDICT_PROPERTY) if model_properties else None
             models.append(ModelNode(urn, name, version, verdict,
                                     tuple(sorted(d.dataset for d in (training.trainingData if training else [])))))
     return Lineage(datasets, models)

@@ -119,7 +119,7 @@ def watch_pass(ws: Workspace, *, now_ms: int | None = None, policy: Policy | Non
         signals = _signals(metadata, set().union(*lineages.values()) if lineages else set(), now_ms)
     report.changes = _changes(_load_state(ws).get("signals", {}), signals)
     for spec in specs:
-        _guarded(report, spec.name, lambda: report.champions.append(
+        _guarded(report, spec.name, lambda spec=spec: report.champions.append(
             reconcile_champion(ws, spec, policy or spec.policy, now_ms)))
     _retrain(ws, specs, lineages, now_ms, policy, start, report)
     _postmortems(ws, specs, lineages, now_ms, policy, report)
@@ -237,8 +237,8 @@ def _postmortems(ws: Workspace, specs: list[PipelineSpec], lineages: dict[str, s
                 by_home.setdefault(home, []).append(postmortem)
     for spec in specs:
         if by_home.get(spec.name):
-            _guarded(report, spec.name, lambda: _write_postmortems(ws, spec, by_home[spec.name], now_ms,
-                                                                   policy or spec.policy, report))
+            _guarded(report, spec.name, lambda spec=spec: _write_postmortems(
+                ws, spec, by_home[spec.name], now_ms, policy or spec.policy, report))
 
 
 def _watched(postmortem: Postmortem, lineages: dict[str, set[str]]) -> bool:
@@ -297,11 +297,11 @@ def on_change(ws: Workspace, urns: list[str], *, now_ms: int | None = None,
 
 def _on(port: MetadataPort, urn: str, datasets: set[str]) -> bool:
     if urn.startswith("urn:li:incident:"):
-        info = port.aspect(urn, s.IncidentInfoClass)
-        return info is not None and bool(set(info.entities) & datasets)
+        incident = port.aspect(urn, s.IncidentInfoClass)
+        return incident is not None and bool(set(incident.entities) & datasets)
     if urn.startswith("urn:li:assertion:"):
-        info = port.aspect(urn, s.AssertionInfoClass)
-        return info is not None and info.entityUrn in datasets
+        assertion = port.aspect(urn, s.AssertionInfoClass)
+        return assertion is not None and assertion.entityUrn in datasets
     return False
 
 

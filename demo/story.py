@@ -12,9 +12,9 @@ from datahub.metadata.schema_classes import DatasetPropertiesClass, TimeStampCla
 
 from controlplane.datahub.connect import metadata_session
 from controlplane.journal import Event, RunRecord
+from controlplane.modelstore import training_errors_mapped
 from controlplane.pipeline import run_pipeline
 from controlplane.spec import PipelineSpec, load_spec
-from controlplane.modelstore import training_errors_mapped
 from controlplane.workspace import Workspace
 from demo.generate import generate_eta_features
 from demo.seed import CANCEL_PIPELINE, INITIAL_DAYS, PIPELINE, UPSTREAMS, seed_estate

@@ -21,8 +21,8 @@ from mlflow import MlflowClient
 from mlflow.entities import DatasetInput, LoggedModel, LoggedModelOutput, Metric, Param
 from mlflow.exceptions import MlflowException
 
-from training._mlflow_errors import is_not_found, mlflow_errors
 from training._mlflow_dataset import dataset_tags, training_dataset_input
+from training._mlflow_errors import is_not_found, mlflow_errors
 from training._mlflow_io import MODEL_NAME, save_sklearn_model, signature_sample, training_params
 from training.errors import RegistryError, TrainingError
 from training.spec import TrainingSpec

@@ -148,10 +148,10 @@ def assess(run: RunContext, trained: Trained, *, also_now: bool = False) -> Asse
     lineage = tuple(node.urn for node in walk_upstream(run.metadata, spec.feature_table))
     datasets, healed = {spec.feature_table, *lineage}, [r.urn for r in trained.incidents]
     health = health_at(run.metadata, datasets, trained.trained_at_ms)
-    unhealed = unhealed_at(health, spec.feature_table, healed)
+    found = unhealed_at(health, spec.feature_table, healed)
     if also_now and run.now_ms != trained.trained_at_ms:
-        unhealed += unhealed_at(health_at(run.metadata, datasets, run.now_ms), spec.feature_table, healed)
-    unhealed = tuple(dict.fromkeys(unhealed))
+        found += unhealed_at(health_at(run.metadata, datasets, run.now_ms), spec.feature_table, healed)
+    unhealed = tuple(dict.fromkeys(found))
     metric = spec.training.metric
     evidence = PromotionEvidence(
         metric=metric, guard_verdict=trained.view.report.verdict.value,
