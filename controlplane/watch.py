@@ -19,6 +19,7 @@ DataHub Actions action (`controlplane.watch_action`, for a team with DataHub's e
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -119,8 +120,7 @@ def watch_pass(ws: Workspace, *, now_ms: int | None = None, policy: Policy | Non
         signals = _signals(metadata, set().union(*lineages.values()) if lineages else set(), now_ms)
     report.changes = _changes(_load_state(ws).get("signals", {}), signals)
     for spec in specs:
-        _guarded(report, spec.name, lambda spec=spec: report.champions.append(
-            reconcile_champion(ws, spec, policy or spec.policy, now_ms)))
+        _guarded(report, spec.name, functools.partial(_reconcile, ws, spec, policy, now_ms, report))
     _retrain(ws, specs, lineages, now_ms, policy, start, report)
     _postmortems(ws, specs, lineages, now_ms, policy, report)
     _save_state(ws, {"version": 1, "last_pass_ms": now_ms, "signals": signals})
@@ -220,6 +220,10 @@ def _retrain(ws: Workspace, specs: list[PipelineSpec], lineages: dict[str, set[s
         report.retrains.append(entry)
 
 
+def _reconcile(ws: Workspace, spec: PipelineSpec, policy: Policy | None, now_ms: int, report: PassReport) -> None:
+    report.champions.append(reconcile_champion(ws, spec, policy or spec.policy, now_ms))
+
+
 # -- postmortems --------------------------------------------------------------------------------------------
 
 
@@ -237,8 +241,8 @@ def _postmortems(ws: Workspace, specs: list[PipelineSpec], lineages: dict[str, s
                 by_home.setdefault(home, []).append(postmortem)
     for spec in specs:
         if by_home.get(spec.name):
-            _guarded(report, spec.name, lambda spec=spec: _write_postmortems(
-                ws, spec, by_home[spec.name], now_ms, policy or spec.policy, report))
+            _guarded(report, spec.name, functools.partial(
+                _write_postmortems, ws, spec, by_home[spec.name], now_ms, policy or spec.policy, report))
 
 
 def _watched(postmortem: Postmortem, lineages: dict[str, set[str]]) -> bool:
