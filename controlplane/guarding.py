@@ -96,7 +96,7 @@ def guard_table(ws: Workspace, metadata: MetadataPort, spec: PipelineSpec, table
 def _same_failure(finding: Finding) -> tuple[object, ...]:
     """What makes two findings on adjacent rows one failure: kind, column, playbook and its parameters."""
     params = {k: v for k, v in finding.params.items() if k not in ("rows", "sample_rows", "rows_outside")}
-    return (finding.kind, finding.column, finding.playbook, finding.severity,
+    return (finding.kind.value, finding.column or "", finding.playbook or "", finding.severity.value,
             json.dumps(params, sort_keys=True, default=str))
 
 
