@@ -4,7 +4,7 @@ Each is a `chaos.registry.Scenario` (never registered: its columns are the pipel
 injectors of `chaos.injectors`, and expects the finding its true cause is:
 
     unit_change      a feature with a declared unit, written in another unit of its dimension   unit_mismatch (heal)
-    rescale          a numeric feature x2.5, a factor no unit explains                           scale_shift (block)
+    rescale          a measured feature x2.5 (another one where there is), no unit explains it   scale_shift (block)
     column_rename    a numeric feature arrives under another name                                column_renamed (heal)
     columns_swapped  two numeric columns written into each other's place                          columns_swapped (heal)
     join_nulls       25% of rows lose up to three numeric features at once (a join that missed)   null_limit, or
@@ -16,8 +16,9 @@ injectors of `chaos.injectors`, and expects the finding its true cause is:
     label_copy       the label copied into a new column                                           target_leakage (block)
 
 A scenario that does not apply to the pipeline (no feature with a unit, no key, fewer than two numeric
-columns) is not built: `Skipped` says why. The same contract and spec always give the same scenarios, so a
-worker process rebuilds them by name (`scenario_named`).
+columns) is not built: `Skipped` says why. Features with a declared unit (measurements: what a sensor or a
+feed gets wrong) are corrupted before unitless ones (an hour of day, a count). The same contract and spec always
+give the same scenarios, so a worker process rebuilds them by name (`scenario_named`).
 """
 from __future__ import annotations
 
@@ -105,6 +106,12 @@ def _numeric(contract: Contract, spec: PipelineSpec) -> list[str]:
     return [c for c in spec.training.numeric_features if contract.column(c) is not None]
 
 
+def _measured_first(contract: Contract, spec: PipelineSpec) -> list[str]:
+    """The numeric features, those with a declared unit (a measurement: what a sensor or a feed gets wrong) first."""
+    numeric = _numeric(contract, spec)
+    return sorted(numeric, key=lambda c: contract.column(c).unit is None)  # type: ignore[union-attr]
+
+
 def _unit_change(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
     for physical in (True, False):
         for column in _numeric(contract, spec):
@@ -118,17 +125,18 @@ def _unit_change(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
 
 
 def _rescale(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
-    numeric = _numeric(contract, spec)
+    numeric = _measured_first(contract, spec)
     if not numeric:
         return Skipped("rescale", "no numeric feature")
     unit = _unit_change(contract, spec)
-    column = next((c for c in numeric if isinstance(unit, Skipped) or c not in unit.columns), numeric[0])
+    measured = [c for c in numeric if contract.column(c).unit is not None]  # type: ignore[union-attr]
+    column = next((c for c in measured if isinstance(unit, Skipped) or c not in unit.columns), numeric[0])
     return Scenario("rescale", f"{column} multiplied by 2.5, a factor no unit explains", K.SCALE_SHIFT, (column,),
                     False, 2.5, "factor", table=inj.rescale)
 
 
 def _rename(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
-    numeric = _numeric(contract, spec)
+    numeric = _measured_first(contract, spec)
     if not numeric:
         return Skipped("column_rename", "no numeric feature")
     column = numeric[-1]
@@ -162,7 +170,7 @@ def _swap_pair(contract: Contract, spec: PipelineSpec) -> tuple[str, str] | None
 
 
 def _join_nulls(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
-    columns = tuple(_numeric(contract, spec)[:3])
+    columns = tuple(_measured_first(contract, spec)[:3])
     if not columns:
         return Skipped("join_nulls", "no numeric feature")
     limited = all(contract.column(c).max_null_fraction is not None for c in columns)  # type: ignore[union-attr]
@@ -173,7 +181,7 @@ def _join_nulls(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
 
 
 def _sentinel(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
-    numeric = _numeric(contract, spec)
+    numeric = _measured_first(contract, spec)
     if not numeric:
         return Skipped("sentinel", "no numeric feature")
     return Scenario("sentinel", f"{numeric[0]} written as {SENTINEL_VALUE:g} for 'unknown' on 20% of rows: "

@@ -67,10 +67,11 @@ def pipeline_markdown(board: dict[str, Any]) -> str:
              "|---|---|---|---|---|---|---|---|---|"]
     for row in board["scenarios"]:
         lines.append("| " + " | ".join(_pipeline_cells(row)) + " |")
-    lines += ["", "| control | batch | outcome | blocking findings | warnings |", "|---|---|---|---|---|"]
+    lines += ["", "| control | clean batch | false block | run ended | blocking findings | warnings |",
+              "|---|---|---|---|---|---|"]
     for c in controls:
-        lines.append(f"| {c['batch_seed']} | {c['batch']} | {c['status']} | {', '.join(c['findings']) or '-'} | "
-                     f"{', '.join(c.get('warnings', [])) or '-'} |")
+        lines.append(f"| {c['batch_seed']} | {c['batch']} | {'**yes**' if c['alarm'] else 'no'} | {c['status']} | "
+                     f"{', '.join(c['findings']) or '-'} | {', '.join(c.get('warnings', [])) or '-'} |")
     failures = [(row["name"], reason) for row in board["scenarios"] for reason in row["failures"]]
     if failures:
         lines += ["", "## Failures", ""] + [f"- **{name}**: {reason}" for name, reason in failures]
