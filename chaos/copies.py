@@ -87,6 +87,8 @@ def copy_pipeline(ws: Workspace, pipeline: str, root: Path, now_ms: int | None =
         raise InputError(f"pipeline {pipeline!r} keeps no reference batches (it was made before batches)",
                          f"onboard it again with `kintsugi init {pipeline} --force`")
     base = Workspace(root / "base")
+    if base.root.exists():  # a kept folder of an earlier drill: copied afresh, the workspace may have moved on
+        shutil.rmtree(base.root)
     with pipeline_lock(ws, pipeline, f"drill copy of {pipeline}"):
         _copy_workspace(ws, base)
         pinned = pin_table(ws, spec, root / "pin")

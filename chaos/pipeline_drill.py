@@ -12,7 +12,8 @@ spawned workers under `chaos.drill.isolated` like the demo's drill. The scoreboa
 unit change the unit); a correction is judged against the clean newest batch's run (a heal that verifies should
 end as the clean batch ended); a quarantine leaves its rows as they came and its incident open; a block leaves
 the run BLOCKED and the incident open; no published cell may hold an invented value. A control's alarm is a
-blocking finding (or a run that stopped) on a clean batch; warnings are listed, not counted.
+blocking finding (or a run that stopped before training) on a clean batch; warnings are listed, not counted.
+Controls are the newest clean batches with at least MIN_CONTROL_REFERENCE batches before them.
 """
 from __future__ import annotations
 
@@ -34,9 +35,13 @@ from chaos.scoreboard import build_scoreboard
 from controlplane.spec import load_spec
 from controlplane.workspace import Workspace
 
-__all__ = ["PipelinePlan", "run_pipeline_drill", "DEFAULT_PIPELINE_CONTROLS"]
+__all__ = ["PipelinePlan", "run_pipeline_drill", "DEFAULT_PIPELINE_CONTROLS", "MIN_CONTROL_REFERENCE",
+           "control_count"]
 
 DEFAULT_PIPELINE_CONTROLS = 3
+# a control is a clean batch run against the batches before it: with fewer than this many, the reference holds
+# too little of the data's natural variation for a block on it to say anything about the guard
+MIN_CONTROL_REFERENCE = 3
 Say = Callable[[str], None]
 
 
@@ -73,7 +78,7 @@ def run_pipeline_drill(ws: Workspace, plan: PipelinePlan, *, say: Say = lambda _
         copy = copy_pipeline(ws, plan.pipeline, root, plan.now_ms)
         with isolated():
             chosen, skipped = _chosen(copy, plan)
-            _say_copy(copy, chosen, skipped, say)
+            _say_copy(copy, plan, chosen, skipped, say)
             with workers(plan.jobs) as submit:
                 runs, controls = _work(copy, plan, chosen, submit, say, keep is not None)
     finally:
@@ -91,10 +96,20 @@ def _chosen(copy: PipelineCopy, plan: PipelinePlan) -> tuple[dict[str, Scenario]
     return {s.name: s for s in built if s.name in wanted}, [s for s in skipped if s.name in wanted]
 
 
-def _say_copy(copy: PipelineCopy, chosen: dict[str, Scenario], skipped: list[Skipped], say: Say) -> None:
+def control_count(copy: PipelineCopy, wanted: int) -> int:
+    """How many of the newest batches run as controls: at most `wanted`, each with MIN_CONTROL_REFERENCE before it."""
+    return max(0, min(wanted, copy.newest - MIN_CONTROL_REFERENCE + 1))
+
+
+def _say_copy(copy: PipelineCopy, plan: PipelinePlan, chosen: dict[str, Scenario], skipped: list[Skipped],
+              say: Say) -> None:
     newest = copy.batches[-1]
     say(f"copy    {copy.pipeline}: {len(copy.batches)} batches; the newest ({newest.batch_id}) is corrupted; runs at "
         f"{_iso(copy.now_ms)}")
+    controls = control_count(copy, plan.controls)
+    if controls < plan.controls:
+        say(f"controls {controls} of {plan.controls}: only the newest {controls} batch(es) have {MIN_CONTROL_REFERENCE} "
+            "batches before them to be judged against")
     for s in chosen.values():
         say(f"scenario {s.name:<16} {s.summary} -> expect {s.kind.value}, {expected_of(s)}")
     for s in skipped:
@@ -103,7 +118,7 @@ def _say_copy(copy: PipelineCopy, chosen: dict[str, Scenario], skipped: list[Ski
 
 def _work(copy: PipelineCopy, plan: PipelinePlan, chosen: dict[str, Scenario], submit: Any, say: Say,
           keep: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    jobs = [("control", submit(run_control, copy, i, keep)) for i in range(min(plan.controls, copy.newest))]
+    jobs = [("control", submit(run_control, copy, i, keep)) for i in range(control_count(copy, plan.controls))]
     jobs += [("run", submit(run_case, copy, name, scope, seed, keep))
              for name in chosen for scope in plan.scopes for seed in plan.seeds]
     found: dict[str, list[dict[str, Any]]] = {"run": [], "control": []}

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import shutil
 import time
+import traceback
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -106,7 +108,11 @@ def _facts(scenario: Scenario, seen: Observed, record: RunRecord) -> dict[str, A
 
 
 def _errored(exc: Exception, ws: Workspace) -> dict[str, Any]:
-    reason = f"the loop raised {type(exc).__name__}: {str(exc).replace(str(ws.root), '<workspace>')}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "site-packages" not in f.filename]  # where in Kintsugi it broke
+    frame = (ours or frames or [None])[-1]
+    where = f" (at {Path(frame.filename).name}:{frame.lineno} in {frame.name})" if frame is not None else ""
+    reason = f"the loop raised {type(exc).__name__}: {str(exc).replace(str(ws.root), '<workspace>')}{where}"
     return {"status": "error", "outcome": reason, "findings": [], "detected": False, "blocking": False,
             "localized": False, "healed": False, "verified": False, "quarantined": 0, "published": False,
             "promoted": False, "held": True, "incident_open": False, "heal_summary": "", "invented_cells": 0,
