@@ -94,8 +94,9 @@ def table(board: dict[str, Any]) -> list[str]:
         name, scope = row["name"].rsplit("@", 1)
         expected = f"{row['expected']['kind']} @ {'/'.join(row['expected']['columns'])}"
         expected += f" ({row['expected']['unit']})" if row["expected"].get("unit") else ""
-        lines.append(f"{name:<17} {scope:<9} {expected[:44]:<44} {_yes(run['detected']):<4} {_yes(run['localized']):<6} "
-                     f"{_handled(row, run):<22} {run['status']:<13} {'yes' if run['passed'] else 'NO'}")
+        lines.append(f"{name:<17} {scope:<9} {expected[:44]:<44} {_yes(run['detected']):<4} "
+                     f"{_yes(run['localized']):<6} {_handled(row, run):<22} {run['status']:<13} "
+                     f"{'yes' if run['passed'] else 'NO'}")
     return lines
 
 

@@ -3,17 +3,16 @@
 Each is a `chaos.registry.Scenario` (never registered: its columns are the pipeline's), built on the table
 injectors of `chaos.injectors`, and expects the finding its true cause is:
 
-    unit_change      a feature with a declared unit, written in another unit of its dimension   unit_mismatch (heal)
-    rescale          a measured feature x2.5 (another one where there is), no unit explains it   scale_shift (block)
-    column_rename    a numeric feature arrives under another name                                column_renamed (heal)
-    columns_swapped  two numeric columns written into each other's place                          columns_swapped (heal)
-    join_nulls       25% of rows lose up to three numeric features at once (a join that missed)   null_limit, or
-                                                                                                  null_spike without a
-                                                                                                  contract limit (quarantine)
-    sentinel         -9999 for 'unknown' on 20% of a numeric feature's rows                       sentinel (quarantine)
-    timezone_shift   the event time written 5 hours early (local time UTC-5 written as UTC)       timestamp_shift (heal)
-    duplicate_keys   2.5% of rows (a stretch of time) loaded twice                                duplicate_keys (heal)
-    label_copy       the label copied into a new column                                           target_leakage (block)
+    unit_change      a feature with a declared unit, written in another unit of its dimension -> unit_mismatch, healed
+    rescale          a measured feature x2.5 (another one where there is): no unit explains it -> scale_shift, blocked
+    column_rename    a numeric feature arrives under another name                             -> column_renamed, healed
+    columns_swapped  two numeric columns (of one unit where there are) in each other's place  -> columns_swapped, healed
+    join_nulls       25% of rows lose up to three numeric features at once (a missed join)    -> null_limit (null_spike
+                                                                                                 without a limit), quarantined
+    sentinel         -9999 for 'unknown' on 20% of a numeric feature's rows                   -> sentinel, quarantined
+    timezone_shift   the event time written 5 hours early (local time UTC-5 written as UTC)   -> timestamp_shift, healed
+    duplicate_keys   2.5% of rows (a stretch of time) loaded twice                            -> duplicate_keys, healed
+    label_copy       the label copied into a new column                                       -> target_leakage, blocked
 
 A scenario that does not apply to the pipeline (no feature with a unit, no key, fewer than two numeric
 columns) is not built: `Skipped` says why. Features with a declared unit (measurements: what a sensor or a

@@ -108,8 +108,8 @@ def _say_copy(copy: PipelineCopy, plan: PipelinePlan, chosen: dict[str, Scenario
         f"{_iso(copy.now_ms)}")
     controls = control_count(copy, plan.controls)
     if controls < plan.controls:
-        say(f"controls {controls} of {plan.controls}: only the newest {controls} batch(es) have {MIN_CONTROL_REFERENCE} "
-            "batches before them to be judged against")
+        say(f"controls {controls} of {plan.controls}: only the newest {controls} batch(es) have "
+            f"{MIN_CONTROL_REFERENCE} batches before them to be judged against")
     for s in chosen.values():
         say(f"scenario {s.name:<16} {s.summary} -> expect {s.kind.value}, {expected_of(s)}")
     for s in skipped:

@@ -192,9 +192,9 @@ def judge_case(run: dict[str, Any], scenario: Scenario, control_status: str | No
     if expected == HEALED:
         reasons += _heal_shortfalls(run, control_status)
     elif expected == QUARANTINED and not held_right(run, scenario):
+        incident = "open" if run["incident_open"] else "not open"
         reasons.append(f"expected the rows quarantined with the incident left open; the loop ended {run['status']}"
-                       f" ({run['quarantined']} rows quarantined, incident {'open' if run['incident_open'] else 'not open'})"
-                       f": {run['outcome']}")
+                       f" ({run['quarantined']} rows quarantined, incident {incident}): {run['outcome']}")
     elif expected == BLOCKED and not held_right(run, scenario):
         reasons.append(f"expected BLOCKED with the incident left open; the loop ended {run['status']}: "
                        f"{run['outcome']}")

@@ -70,7 +70,8 @@ def pipeline_markdown(board: dict[str, Any]) -> str:
     lines += ["", "| control | clean batch | false block | run ended | blocking findings | warnings |",
               "|---|---|---|---|---|---|"]
     for c in controls:
-        lines.append(f"| {c['batch_seed']} | {c['batch']} | {'**yes**' if c['alarm'] else 'no'} | {c['status']} | "
+        ended = c["status"] + (" (by the model gate)" if c.get("trained") and not c["promoted"] else "")
+        lines.append(f"| {c['batch_seed']} | {c['batch']} | {'**yes**' if c['alarm'] else 'no'} | {ended} | "
                      f"{', '.join(c['findings']) or '-'} | {', '.join(c.get('warnings', [])) or '-'} |")
     failures = [(row["name"], reason) for row in board["scenarios"] for reason in row["failures"]]
     if failures:
