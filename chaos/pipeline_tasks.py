@@ -181,6 +181,8 @@ def judge_case(run: dict[str, Any], scenario: Scenario, control_status: str | No
     """Why the loop fell short on this run; an empty list is a pass. A corrected batch should end as the clean
     one did (`control_status`: the clean newest batch's run, None when no control ran)."""
     where = f"{scenario.kind.value} on {'/'.join(scenario.columns) or 'the dataset'}"
+    if run["status"] == "error":
+        return [run["outcome"]]
     if not run["detected"]:
         return [f"missed: no blocking finding (expected {where}); the loop ended {run['status']}: {run['outcome']}"]
     reasons = []
