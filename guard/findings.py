@@ -16,7 +16,6 @@ Other row counts in params use other names (`estimated_rows`, `rows_swapped`...)
 from __future__ import annotations
 
 import math
-
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
