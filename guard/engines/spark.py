@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import pickle
 import shutil
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -47,6 +48,8 @@ LOCAL_CONFIG = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
     "spark.driver.memory": "2g",
 }
+CONNECT_PORT = 15002  # Spark Connect's default, when an sc:// URL names none
+REACH_TIMEOUT_S = 5.0  # how long a Spark Connect server may take to accept a connection
 
 
 class SparkEngineError(SnapshotError):
@@ -64,6 +67,7 @@ def spark_session(master: str = "local[2]", *, app_name: str = "kintsugi-guard",
     settings = {**LOCAL_CONFIG, **(config or {})}
     builder = SparkSession.builder.appName(app_name)
     if master.startswith("sc://"):
+        _check_reachable(master)
         settings.pop("spark.driver.memory", None)
         builder = builder.remote(master)
     else:
@@ -80,6 +84,17 @@ def spark_session(master: str = "local[2]", *, app_name: str = "kintsugi-guard",
     except Exception as exc:  # the JVM or the server: one error that names the fix
         raise SparkEngineError(f"cannot start or reach Spark at {master!r}: {type(exc).__name__}: {exc}; check "
                                "Java 17+ (`java -version`) for local[N], or the Spark Connect URL") from exc
+
+
+def _check_reachable(url: str) -> None:
+    """Spark Connect's client retries a refused connection for minutes: ask the server's port once, briefly."""
+    netloc = url[len("sc://"):].split("/", 1)[0]
+    host, _, port = netloc.rpartition(":") if ":" in netloc else (netloc, "", str(CONNECT_PORT))
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT_S).close()
+    except (OSError, ValueError) as exc:
+        raise SparkEngineError(f"cannot reach Spark Connect at {url!r} ({type(exc).__name__}: {exc}); start the "
+                               "Spark Connect server there, or fix the URL (sc://host:port)") from exc
 
 
 def probe_spark(session: Any) -> dict[str, Any]:
