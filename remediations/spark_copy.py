@@ -43,7 +43,10 @@ def heal_copy_spark(session: Any, source: Path, sandbox: Path, findings: tuple[F
     shutil.copyfile(source, copy)
     before, healed = content_hash(copy), sandbox / "healed.parquet"
     healed.unlink(missing_ok=True)
-    original = read_frame(session, copy, keep_nanos=True)
+    try:
+        original = read_frame(session, copy, keep_nanos=True)
+    except Exception as exc:  # Spark cannot read the copy: nothing is healed, every finding says why
+        return HealOutcome(healed, before, "", (), refused=_all_refused(findings, "read the copy", exc))
     frame, steps, unhealable, refused, corrected = _transform(original, findings, contract, reference,
                                                               pq.ParquetFile(copy).metadata.num_rows)
     if unhealable or refused or not steps:
@@ -52,9 +55,14 @@ def heal_copy_spark(session: Any, source: Path, sandbox: Path, findings: tuple[F
         _write_one_file(frame, original.schema, pq.read_schema(copy), sandbox / "healed.spark", healed)
     except Exception as exc:  # a write that fails refuses the heal; it never leaves half a table to publish
         healed.unlink(missing_ok=True)
-        why = f"spark could not write the healed table: {type(exc).__name__}: {str(exc).splitlines()[0]}"
-        return HealOutcome(healed, before, "", (), refused=tuple((f, why) for f in corrected))
+        return HealOutcome(healed, before, "", (), refused=_all_refused(corrected, "write the healed table", exc))
     return HealOutcome(healed, before, content_hash(healed), tuple(steps), corrected=tuple(corrected))
+
+
+def _all_refused(findings: tuple[Finding, ...] | list[Finding], what: str,
+                 exc: Exception) -> tuple[tuple[Finding, str], ...]:
+    why = f"spark could not {what}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return tuple((f, why) for f in findings)
 
 
 def _transform(frame: Any, findings: tuple[Finding, ...], contract: Contract, reference: Any,
@@ -90,25 +98,26 @@ def _transform(frame: Any, findings: tuple[Finding, ...], contract: Contract, re
 
 def _write_one_file(frame: Any, original: Any, copy_schema: pa.Schema, parts: Path, target: Path) -> None:
     """Spark writes its partitions to `parts`; they are joined, in partition order, into the one file `target`."""
-    if parts.exists():
-        shutil.rmtree(parts)
-    frame.write.parquet(str(parts))
-    files = sorted(parts.glob("part-*.parquet"))
-    if not files:
-        raise ValueError(f"spark wrote no parquet part in {parts}")
-    schema = _target_schema(frame.schema, original, copy_schema, pq.read_schema(files[0]))
-    with pq.ParquetWriter(target, schema) as writer:
-        buffer = schema.empty_table()
-        for file in files:
-            for batch in pq.ParquetFile(file).iter_batches():
-                part = _nanos_back(pa.Table.from_batches([batch]), schema).select(schema.names).cast(schema)
-                buffer = pa.concat_tables([buffer, part])
-                while buffer.num_rows >= ROW_GROUP_ROWS:  # full row groups, as pyarrow's write_table cuts them
-                    writer.write_table(buffer.slice(0, ROW_GROUP_ROWS), row_group_size=ROW_GROUP_ROWS)
-                    buffer = buffer.slice(ROW_GROUP_ROWS)
-        if buffer.num_rows:
-            writer.write_table(buffer, row_group_size=ROW_GROUP_ROWS)
-    shutil.rmtree(parts)
+    shutil.rmtree(parts, ignore_errors=True)
+    try:
+        frame.write.parquet(str(parts))
+        files = sorted(parts.glob("part-*.parquet"))
+        if not files:
+            raise ValueError(f"spark wrote no parquet part in {parts}")
+        schema = _target_schema(frame.schema, original, copy_schema, pq.read_schema(files[0]))
+        with pq.ParquetWriter(target, schema) as writer:
+            buffer = schema.empty_table()
+            for file in files:
+                for batch in pq.ParquetFile(file).iter_batches():
+                    part = _nanos_back(pa.Table.from_batches([batch]), schema).select(schema.names).cast(schema)
+                    buffer = pa.concat_tables([buffer, part])
+                    while buffer.num_rows >= ROW_GROUP_ROWS:  # full row groups, as pyarrow's write_table cuts them
+                        writer.write_table(buffer.slice(0, ROW_GROUP_ROWS), row_group_size=ROW_GROUP_ROWS)
+                        buffer = buffer.slice(ROW_GROUP_ROWS)
+            if buffer.num_rows:
+                writer.write_table(buffer, row_group_size=ROW_GROUP_ROWS)
+    finally:
+        shutil.rmtree(parts, ignore_errors=True)
 
 
 def _nanos_back(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -118,7 +127,7 @@ def _nanos_back(table: pa.Table, schema: pa.Schema) -> pa.Table:
         if target is None or not pa.types.is_timestamp(target) or target.unit != "ns":
             raise ValueError(f"column {name!r} held nanoseconds and the heal renamed or retyped it")
         micros = table.column(name).cast(pa.int64())
-        exact = pc.add(pc.multiply(micros, 1000), table.column(NANOS_PREFIX + name)).cast(target)
+        exact = pc.add_checked(pc.multiply_checked(micros, 1000), table.column(NANOS_PREFIX + name)).cast(target)
         table = table.set_column(table.column_names.index(name), name, exact).drop_columns([NANOS_PREFIX + name])
     return table
 
