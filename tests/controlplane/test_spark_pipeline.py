@@ -1,5 +1,5 @@
-"""A pipeline with `engine: spark`: the demo story end to end on a real local Spark session (detect, heal by the
-Spark unit_rescale, verify, publish, train, promote) publishing the very bytes the arrow engine publishes;
+"""A pipeline with `engine: spark`: the demo story's heal end to end on a real local Spark session (detect, heal by
+the Spark unit_rescale, verify, publish, train, promote) publishing the very bytes the arrow engine publishes;
 training over the row budget on a recorded sample; bad engine settings and an unreachable Spark Connect master
 as one line, nothing written."""
 from __future__ import annotations
@@ -24,17 +24,16 @@ from controlplane.errors import SpecError
 from controlplane.identity import rebase_if_moved
 from controlplane.journal import load_run
 from controlplane.pipeline import reject, run_pipeline
+from controlplane.undo import undo
 from controlplane.snapshot import file_hash
 from controlplane.spec import load_spec, parse_spec
 from controlplane.vocab import LedgerKind
 from controlplane.workspace import Workspace
-from demo.seed import PIPELINE, seed_estate
-from demo.story import NEW_DAYS, land_batch
+from demo.seed import PIPELINE
 from guard.engines.content import content_hash_of_tables
 from tests.support import DEMO_NOW, champion, kintsugi, ms, store_hashes
 
 MASTER = "local[1]"
-FIRST_DAY = DEMO_NOW - timedelta(days=NEW_DAYS)  # as `run_demo(now=DEMO_NOW)` tells the story
 
 
 @pytest.fixture(scope="module")
@@ -60,16 +59,16 @@ def _copy(ws: Workspace, target: Path) -> Workspace:
 
 
 @pytest.fixture(scope="module")
-def spark_story(spark_held, tmp_path_factory):
-    """The demo story with `engine: spark`: seeded, a first champion, a batch in metres, the loop heals it."""
-    ws = Workspace(tmp_path_factory.mktemp("spark-story") / "ws").ensure()
-    seed_estate(ws, seed=7, anchor=FIRST_DAY)
+def spark_story(spark_held, demo_run, tmp_path_factory):
+    """The demo told again with `engine: spark`: a copy of the demo workspace with the arrow engine's heal taken
+    back (`undo`: the batch in metres is in the table again, v1 is the champion), then the loop on Spark."""
+    arrow_ws, arrow = demo_run
+    ws = _copy(arrow_ws, tmp_path_factory.mktemp("spark-story") / "ws")
+    undo(ws, arrow.healed.run_id, now_ms=ms(DEMO_NOW + timedelta(minutes=6)))
+    before = champion(ws)
     _set_spec(ws, engine="spark", spark={"master": MASTER})
-    spec = load_spec(ws, PIPELINE)
-    first = run_pipeline(ws, spec, now_ms=ms(FIRST_DAY + timedelta(hours=1)))
-    land_batch(ws, spec, seed=7, anchor=DEMO_NOW, metres=True)
-    healed = run_pipeline(ws, spec, now_ms=ms(DEMO_NOW + timedelta(minutes=5)))
-    return ws, first, healed
+    healed = run_pipeline(ws, load_spec(ws, PIPELINE), now_ms=ms(DEMO_NOW + timedelta(minutes=7)))
+    return ws, before, healed
 
 
 def _event(record, stage: str):
@@ -77,8 +76,7 @@ def _event(record, stage: str):
 
 
 def test_the_demo_story_on_spark_heals_publishes_the_arrow_bytes_and_promotes(spark_story, demo_run):
-    ws, first, healed = spark_story
-    assert first.status == "promoted", first.outcome
+    ws, before, healed = spark_story
     assert healed.status == "promoted", healed.outcome
     detect = _event(healed, "detect")
     assert detect.status == "BLOCKED"
@@ -94,7 +92,7 @@ def test_the_demo_story_on_spark_heals_publishes_the_arrow_bytes_and_promotes(sp
     assert published == file_hash(arrow_ws.data / "eta_features.parquet") == heal.evidence["after_hash"]
     assert heal.evidence["after_hash"] == _event(arrow.healed, "heal").evidence["after_hash"]
     version = _event(healed, "promote").evidence["version"]
-    assert champion(ws) == version == 2
+    assert before == 1 and champion(ws) == version == 3  # the champion moved to the Spark-healed version
 
 
 def test_doctor_probes_the_spark_master_in_one_line(spark_story, monkeypatch, capsys):
