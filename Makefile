@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test test-faults install install-dev bench bench-guard bench-loop bench-realdata clean
+.PHONY: demo lint test test-faults install install-dev bench bench-guard bench-loop bench-realdata bench-realloop clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,11 @@ install-dev: $(BIN)/python
 demo: install
 	$(BIN)/kintsugi demo
 
-test: install-dev
+lint: install-dev   # ruff (lint only) and mypy, configured in pyproject.toml
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest -q --durations=15
 
 test-faults: install-dev   # the whole fault matrix: a run killed at every stage boundary, inside publish and undo
@@ -42,6 +46,12 @@ bench-realdata: install-dev
 # the wall time of each stage of two loop runs at 100k and 1M rows, and the share outside the model fit
 bench-loop: install-dev
 	$(BIN)/python benchmarks/loop_bench.py
+
+# the chaos drill through the real loop on three real datasets onboarded with `kintsugi init` (~10+ min on 2 cores):
+# per dataset, clean controls' false blocks and each injection (newest batch only, all rows): detected / named /
+# healed or quarantined / outcome
+bench-realloop: install-dev
+	$(BIN)/python benchmarks/realloop_bench.py
 
 clean:
 	rm -rf .kintsugi

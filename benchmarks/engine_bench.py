@@ -37,8 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from guard_bench import (REFERENCE_ROWS, URN, _measure, bench_contract,  # noqa: E402
-                         run_floor_once, run_pandera_once, write_table)
+from guard_bench import REFERENCE_ROWS, URN, _measure, bench_contract, run_floor_once, run_pandera_once, write_table  # noqa: E402
 
 KEYS = ("order_id",)
 BATCH_ROWS = 1_000_000

@@ -27,13 +27,13 @@ groups' pyarrow `Table.nbytes`.
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 import json
 import resource
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 

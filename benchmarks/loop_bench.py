@@ -84,13 +84,15 @@ def instrument(timings: Timings) -> None:
 
 
 def seed_workspace(root: Path, rows: int, seed: int) -> Any:
-    """The demo estate, with the delivery table scaled to `rows` rows and its profile re-emitted."""
+    """The demo estate, with the delivery table scaled to `rows` rows, its daily batches kept again as the
+    reference (as the demo keeps them) and the reference's profile re-emitted."""
     from controlplane.datahub.connect import metadata_session
-    from controlplane.datahub.estate import profile_mcps
+    from controlplane.datahub.datasets import profile_mcps
+    from controlplane.reference import establish
+    from controlplane.spec import load_spec
     from controlplane.workspace import Workspace
     from demo.generate import generate_eta_features
-    from demo.seed import FEATURE_TABLE, seed_estate, write_feature_table
-    from guard.snapshot import read_snapshot
+    from demo.seed import FEATURE_TABLE, PIPELINE, seed_estate, write_feature_table
 
     if rows % DAYS:
         raise SystemExit(f"--sizes must be multiples of {DAYS} (rows are generated per day); got {rows}")
@@ -98,14 +100,15 @@ def seed_workspace(root: Path, rows: int, seed: int) -> Any:
     seed_estate(ws, seed=seed, anchor=ANCHOR)
     data = ws.data / "eta_features.parquet"
     write_feature_table(data, generate_eta_features(days=DAYS, seed=seed, anchor=ANCHOR, rows_per_day=rows // DAYS))
+    reference = establish(ws, load_spec(ws, PIPELINE), data, cadence="day")
     anchor_ms = int(ANCHOR.timestamp() * 1000)
     with metadata_session(ws) as metadata:
-        metadata.emit(profile_mcps(FEATURE_TABLE, read_snapshot(data).profile, anchor_ms), anchor_ms)
+        metadata.emit(profile_mcps(FEATURE_TABLE, reference.profile, anchor_ms), anchor_ms)
     return ws
 
 
 def one_run(ws: Any, now: datetime, timings: Timings) -> dict[str, Any]:
-    from controlplane.loop import run_pipeline
+    from controlplane.pipeline import run_pipeline
     from controlplane.spec import load_spec
     from demo.seed import PIPELINE
 

@@ -37,10 +37,19 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from chaos.falsealarms import (INJECTIONS, Batch, GuardJudge, Judge, Outcome, WalkResult,  # noqa: E402
-                               injected_outcomes, load_batches, named_right, walk)
+from chaos.falsealarms import (  # noqa: E402
+    INJECTIONS,
+    Batch,
+    GuardJudge,
+    Judge,
+    Outcome,
+    WalkResult,
+    injected_outcomes,
+    load_batches,
+    named_right,
+    walk,
+)
 from chaos.realdata import DATASETS, RealDataset  # noqa: E402
-
 
 
 @dataclass
@@ -139,7 +148,7 @@ def run_dataset(dataset: RealDataset, tools: Sequence[str], cadence: str | None)
         more = " …" if len(result.reasons) > 8 else ""
         errors = f"; {len(result.errors)} errors" if result.errors else ""
         print(f"  {name:<10} {len(result.false_blocks):>6} of {result.batches:<5}  {shown}{more}{errors}")
-    print(f"  injected (true cause)            scope  " + "  ".join(f"{j.name:<10}" for j in judges)
+    print("  injected (true cause)            scope  " + "  ".join(f"{j.name:<10}" for j in judges)
           + "  guard names  guard heal (verified on the training view)")
     control = [next(o for i, s, t, o in injected if i == "clean" and t == j.name) for j in judges]
     print(f"  {'clean newest batch (control)':<32} {'batch':<6} "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
@@ -71,9 +71,9 @@ def revert(pipeline: PipelineOption, workspace: WorkspaceOption = None) -> None:
 @chaos_app.command("list")
 def list_scenarios(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """The registered scenarios: what each corrupts and what the guard should say."""
+    from chaos.catalog import get_scenario
     from chaos.drill import default_scenarios
     from chaos.observe import expected_outcome
-    from chaos.catalog import get_scenario
 
     described = [{**get_scenario(n).describe(), "outcome": expected_outcome(get_scenario(n))}
                  for n in default_scenarios()]
@@ -89,36 +89,77 @@ def list_scenarios(json_out: Annotated[bool, typer.Option("--json", help="Print 
 def drill_command(
         scenarios: Annotated[Optional[list[str]], typer.Option("--scenarios", "-s", help="Scenario names, "
                              "repeated or comma-separated (default: all).", show_default=False)] = None,
-        seeds: Annotated[int, typer.Option(help="Seeds per scenario (1..N).")] = 3,
-        controls: Annotated[int, typer.Option(help="Clean control runs, spread over the seeds.")] = 20,
-        sweep_seeds: Annotated[int, typer.Option(help="Seeds the magnitude sweeps run on (0: no sweep).")] = 1,
+        seeds: Annotated[Optional[int], typer.Option(help="Seeds per scenario (1..N; default 3, with --pipeline "
+                                                    "1).", show_default=False)] = None,
+        controls: Annotated[Optional[int], typer.Option(help="Clean control runs, spread over the seeds (default "
+                                                       "20); with --pipeline the newest clean batches, newest first "
+                                                       "(default 3).", show_default=False)] = None,
+        sweep_seeds: Annotated[int, typer.Option(help="Seeds the magnitude sweeps run on (0: no sweep; not with "
+                                                 "--pipeline).")] = 1,
         jobs: Annotated[int, typer.Option(help="Worker processes (0: one per CPU, at most 4).")] = 0,
         json_out: Annotated[bool, typer.Option("--json", help="Print the scoreboard as JSON "
                                                "(progress goes to stderr).")] = False,
         out: Annotated[Optional[Path], typer.Option(help="Write scoreboard.json, .md and .png here.")] = None,
         keep: Annotated[Optional[Path], typer.Option(help="Keep the throwaway estates in this folder (and reuse "
                                                      "the seeds' clean estates already there).")] = None,
+        pipeline: Annotated[Optional[str], typer.Option("--pipeline", "-p", help="Drill this onboarded pipeline of "
+                            "the workspace (on scratch copies of it) instead of the demo estate.",
+                            show_default=False)] = None,
+        scope: Annotated[str, typer.Option(help="With --pipeline: corrupt the newest batch only (batch), every "
+                                                "row (all-rows), or both.")] = "both",
+        now: Annotated[Optional[str], typer.Option("--now", help="With --pipeline: when the runs happen (default: "
+                                                   "an hour after the workspace's last run).",
+                                                   show_default=False)] = None,
+        workspace: WorkspaceOption = None,
 ) -> None:
     """Score the loop like a benchmark: every scenario in a throwaway estate, through the real loop.
 
+    With --pipeline NAME, the scenarios that apply to that onboarded pipeline, in its newest batch and in every
+    row, on scratch copies of its workspace, plus its newest clean batches as controls.
     Exit 0 when every scenario passed on every seed with no false alarm, 1 otherwise, 2 on error.
     Never touches your workspace.
     """
-    from chaos.drill import DrillPlan, default_scenarios, run_drill
     from chaos.report import markdown, write_reports
 
     names = tuple(n.strip() for value in (scenarios or []) for n in value.split(",") if n.strip())
-    plan = DrillPlan(names or default_scenarios(), tuple(range(1, seeds + 1)), controls, sweep_seeds,
-                     jobs or min(4, os.cpu_count() or 1))
-    board = run_drill(plan, say=lambda line: typer.echo(line, err=json_out), keep=keep)
+    if pipeline is not None:  # progress on stderr: stdout is the scoreboard
+        say: Callable[[str], None] = lambda line: typer.echo(line, err=True)  # noqa: E731
+        board = _pipeline_drill(pipeline, workspace, names, seeds, controls, jobs, scope, now, keep, say)
+    else:
+        say = lambda line: typer.echo(line, err=json_out)  # noqa: E731
+        from chaos.drill import DEFAULT_CONTROLS, DEFAULT_SEEDS, DrillPlan, default_scenarios, run_drill
+
+        plan = DrillPlan(names or default_scenarios(), tuple(range(1, (seeds or DEFAULT_SEEDS) + 1)),
+                         DEFAULT_CONTROLS if controls is None else controls, sweep_seeds, _jobs(jobs))
+        board = run_drill(plan, say=say, keep=keep)
     if out is not None:
         written = write_reports(board, out)
-        typer.echo("wrote " + ", ".join(str(p) for p in written), err=json_out)
+        typer.echo("wrote " + ", ".join(str(p) for p in written), err=json_out or pipeline is not None)
     if json_out:
         typer.echo(json.dumps(board, indent=2, sort_keys=True))
     else:
         typer.echo("\n" + markdown(board))
     raise typer.Exit(0 if not board["scenarios_failed"] and not board["false_alarms"] else 1)
+
+
+def _jobs(jobs: int) -> int:
+    return jobs or min(4, os.cpu_count() or 1)
+
+
+def _pipeline_drill(pipeline: str, workspace: Path | None, names: tuple[str, ...], seeds: int | None,
+                    controls: int | None, jobs: int, scope: str, now: str | None, keep: Path | None,
+                    say: Callable[[str], None]) -> dict[str, Any]:
+    from chaos.pipeline_drill import DEFAULT_PIPELINE_CONTROLS, PipelinePlan, run_pipeline_drill
+    from chaos.pipeline_tasks import SCOPES
+    from controlplane.services import parse_now
+
+    ws = resolve_workspace(workspace)
+    if not ws.datahub_db.exists():
+        raise WorkspaceError(f"no Kintsugi workspace in {ws.root}",
+                             "pass --workspace DIR (or set KINTSUGI_HOME) where `kintsugi init` onboarded the pipeline")
+    plan = PipelinePlan(pipeline, names, SCOPES if scope == "both" else (scope,), tuple(range(1, (seeds or 1) + 1)),
+                        DEFAULT_PIPELINE_CONTROLS if controls is None else controls, _jobs(jobs), parse_now(now))
+    return run_pipeline_drill(ws, plan, say=say, keep=keep)
 
 
 def register(app: typer.Typer) -> None:

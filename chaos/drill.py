@@ -19,13 +19,14 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from chaos.catalog import SCENARIOS, get_scenario
 from chaos.errors import InjectionError
 from chaos.estate import DRILL_NOW, DrillEstate, build_estate, load_estate
-from chaos.catalog import SCENARIOS, get_scenario
 from chaos.scoreboard import build_scoreboard
 from chaos.tasks import run_control, run_scenario, run_sweep
 
-__all__ = ["DrillPlan", "run_drill", "default_scenarios", "isolated", "DEFAULT_SEEDS", "DEFAULT_CONTROLS"]
+__all__ = ["DrillPlan", "run_drill", "default_scenarios", "isolated", "DEFAULT_SEEDS", "DEFAULT_CONTROLS",
+           "workers"]
 
 DEFAULT_SEEDS = 3
 DEFAULT_CONTROLS = 20
@@ -72,7 +73,7 @@ def run_drill(plan: DrillPlan, *, say: Callable[[str], None] = lambda _: None, k
     root = Path(tempfile.mkdtemp(prefix="kintsugi-drill-")) if keep is None else keep
     root.mkdir(parents=True, exist_ok=True)
     try:
-        with isolated(), _runner(plan.jobs) as submit:
+        with isolated(), workers(plan.jobs) as submit:
             estates = _estates(plan, root, submit, say)
             runs, controls, sweeps = _work(plan, estates, submit, say, keep is not None)
     finally:
@@ -159,7 +160,7 @@ def isolated() -> Iterator[None]:
 
 
 @contextmanager
-def _runner(jobs: int) -> Iterator[Submit]:
+def workers(jobs: int) -> Iterator[Submit]:
     """`jobs` spawned worker processes, always: they start under the drill's environment (a pinned
     PYTHONHASHSEED among it), so a result that depends on set order still comes out the same every time."""
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"), initializer=_quiet) as pool:

@@ -30,7 +30,7 @@ from chaos.selection import Selection
 from guard.batches import split_batches
 from guard.context import GuardContext
 from guard.contract import Contract
-from guard.findings import Finding, GuardReport, Verdict
+from guard.findings import Finding, GuardReport
 from guard.reference import build_reference
 from guard.runner import run_guard
 from guard.snapshot import Snapshot, read_snapshot

@@ -18,9 +18,9 @@ from typing import Any
 import pandas as pd
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 
+from chaos.catalog import get_scenario
 from chaos.errors import GameDayError
 from chaos.estate import write_table
-from chaos.catalog import get_scenario
 from chaos.registry import Scenario, UpstreamTarget
 from chaos.selection import Selection
 from controlplane.datahub.connect import metadata_session
@@ -103,17 +103,32 @@ def revert_game_day(ws: Workspace, pipeline: str) -> GameDay:
         raise GameDayError(f"no chaos injection is active on pipeline {spec.name!r} in {ws.root}",
                            f"inject one with `kintsugi chaos inject SCENARIO --pipeline {spec.name}`")
     folder = state_dir(ws, spec.name)
+    undo = _undo_proposals(game, folder)  # read before anything is put back
     with pipeline_lock(ws, spec.name, "chaos revert"):
         _put_back(folder / _ORIGINAL, spec.data)
         restored = content_hash(spec.data)
         if restored != game.original_hash:
             raise GameDayError(f"restored {spec.data} hashes to {restored}, not the original {game.original_hash}",
                                f"copy {folder / _ORIGINAL} over it by hand")
-        if game.undo:
+        if undo:
             with metadata_session(ws) as metadata:
-                metadata.emit([MCP.from_obj(obj) for obj in game.undo], int(time.time() * 1000))
+                metadata.emit(undo, int(time.time() * 1000))
         shutil.rmtree(folder)
     return game
+
+
+def _undo_proposals(game: GameDay, folder: Path) -> list[MCP]:
+    """The recorded undo aspects as proposals; one DataHub's client cannot read back as an aspect is refused."""
+    proposals = []
+    for obj in game.undo:
+        proposal = MCP.from_obj(obj)
+        if not isinstance(proposal, MCP):
+            raise GameDayError(f"the undo record in {folder} holds a {obj.get('aspectName')!r} proposal this DataHub "
+                               "client cannot read back as an aspect; nothing was reverted",
+                               f"copy {folder / _ORIGINAL} over the table and revert that aspect in DataHub by hand, "
+                               f"then delete {folder}")
+        proposals.append(proposal)
+    return proposals
 
 
 def _inject(ws: Workspace, spec: PipelineSpec, scenario: Scenario, seed: int, magnitude: float | None,

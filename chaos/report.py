@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_reports", "markdown", "chart", "summary_lines"]
+__all__ = ["write_reports", "markdown", "pipeline_markdown", "chart", "summary_lines"]
 
 
 def write_reports(board: dict[str, Any], out: Path) -> list[Path]:
@@ -32,6 +32,8 @@ def summary_lines(board: dict[str, Any]) -> list[str]:
 
 
 def markdown(board: dict[str, Any]) -> str:
+    if board["drill"].get("mode") == "pipeline":
+        return pipeline_markdown(board)
     lines = ["# Kintsugi chaos drill scoreboard", "", *[f"- {line}" for line in summary_lines(board)], "",
              "| scenario | expected | det | loc | healed+verified | outcome | repair acc | collateral | "
              "metric poisoned / healed / clean | recovery | smallest detected | harmful misses | pass |",
@@ -46,6 +48,51 @@ def markdown(board: dict[str, Any]) -> str:
         lines += ["", "## False alarms", ""] + [
             f"- seed {c['seed']} batch {c['batch_seed']}: {', '.join(c['findings'])}" for c in alarms]
     return "\n".join(lines) + "\n"
+
+
+def pipeline_markdown(board: dict[str, Any]) -> str:
+    """A pipeline drill's scoreboard: a row per scenario and scope, then the clean controls."""
+    drill, controls = board["drill"], board["controls"]
+    lines = [f"# Kintsugi drill: pipeline {drill['pipeline']}", "",
+             f"- newest batch {drill['newest_batch']} of {drill['batches']}; runs at {drill['now']}; seeds "
+             f"{drill['seeds']}; {drill['runs']} scenario runs",
+             f"- detected {_pct(board['detection_recall'])}, named right {_pct(board['localization_rate'])}, "
+             f"corrections healed {_pct(board['heal_rate'])}, quarantined {_pct(board['quarantine_rate'])}, "
+             f"held as expected {_pct(board['block_rate'])}, pass rate {_pct(board['pass_rate'])}",
+             f"- clean controls: {board['false_alarms']} false block(s) of {drill['controls']} "
+             f"({board['controls_promoted']} promoted); invented published cells: {board['invented_cells']}",
+             "- skipped: " + ("; ".join(f"{s['name']} ({s['why']})" for s in board["skipped"]) or "none"),
+             f"- failed: {', '.join(board['scenarios_failed']) or 'none'}", "",
+             "| scenario | rows | expected | detected | named | healed / quarantined | outcome | invented | pass |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for row in board["scenarios"]:
+        lines.append("| " + " | ".join(_pipeline_cells(row)) + " |")
+    lines += ["", "| control | clean batch | false block | run ended | blocking findings | warnings |",
+              "|---|---|---|---|---|---|"]
+    for c in controls:
+        ended = c["status"] + (" (by the model gate)" if c.get("trained") and not c["promoted"] else "")
+        lines.append(f"| {c['batch_seed']} | {c['batch']} | {'**yes**' if c['alarm'] else 'no'} | {ended} | "
+                     f"{', '.join(c['findings']) or '-'} | {', '.join(c.get('warnings', [])) or '-'} |")
+    failures = [(row["name"], reason) for row in board["scenarios"] for reason in row["failures"]]
+    if failures:
+        lines += ["", "## Failures", ""] + [f"- **{name}**: {reason}" for name, reason in failures]
+    return "\n".join(lines) + "\n"
+
+
+def _pipeline_cells(row: dict[str, Any]) -> list[str]:
+    expected, runs = row["expected"], row["runs"]
+    name, scope = row["name"].rsplit("@", 1)
+    unit = f" ({expected['unit']})" if expected.get("unit") else ""
+    if expected["healable"]:
+        handled = _rate(row["healed"]) + " healed"
+    elif any(r["quarantined"] for r in runs):
+        handled = "quarantined " + "/".join(str(r["quarantined"]) for r in runs) + " rows"
+    else:
+        handled = "-"
+    return [f"`{name}`", scope, f"{expected['kind']} @ {'/'.join(expected['columns'])}{unit} → {expected['outcome']}",
+            _rate(row["detected"]), _rate(row["localized"]), handled,
+            ", ".join(f"{k} {v}" for k, v in row["outcomes"].items()),
+            str(sum(r["invented_cells"] for r in runs)), "yes" if row["passed_all"] else "**no**"]
 
 
 def _cells(row: dict[str, Any]) -> list[str]:

@@ -3,13 +3,14 @@ and heals; the magnitude sweeps' thresholds and harmful misses. Pure: runs in, a
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from chaos.catalog import get_scenario
 from chaos.impact import HARM_THRESHOLD
 from chaos.observe import expected_outcome
-from chaos.catalog import get_scenario
+from chaos.registry import Scenario
 from demo.seed import PIPELINE
 
 __all__ = ["build_scoreboard", "stat", "strip_timings"]
@@ -29,16 +30,18 @@ def stat(values: Iterable[Any]) -> dict[str, Any] | None:
 
 
 def build_scoreboard(scenarios: Sequence[str], seeds: Sequence[int], runs: list[dict[str, Any]],
-                     controls: list[dict[str, Any]], sweeps: list[dict[str, Any]], now: str) -> dict[str, Any]:
+                     controls: list[dict[str, Any]], sweeps: list[dict[str, Any]], now: str, *,
+                     lookup: Callable[[str], Scenario] = get_scenario, pipeline: str = PIPELINE) -> dict[str, Any]:
+    """`lookup` names each scenario's Scenario (the demo's registry by default; a pipeline drill's own)."""
     runs = sorted(runs, key=lambda r: (scenarios.index(r["scenario"]), r["seed"]))
     controls = sorted(controls, key=lambda c: (c["seed"], c["batch_seed"]))
-    rows = [_scenario_row(name, [r for r in runs if r["scenario"] == name],
+    rows = [_scenario_row(name, lookup(name), [r for r in runs if r["scenario"] == name],
                           [s for s in sweeps if s["scenario"] == name]) for name in scenarios]
-    healable = [r for r in runs if get_scenario(r["scenario"]).healable]
-    unhealable = [r for r in runs if not get_scenario(r["scenario"]).healable]
+    healable = [r for r in runs if lookup(r["scenario"]).healable]
+    unhealable = [r for r in runs if not lookup(r["scenario"]).healable]
     alarms = [c for c in controls if c["alarm"]]
     return {
-        "drill": {"pipeline": PIPELINE, "now": now, "seeds": list(seeds), "scenarios": list(scenarios),
+        "drill": {"pipeline": pipeline, "now": now, "seeds": list(seeds), "scenarios": list(scenarios),
                   "runs": len(runs), "controls": len(controls), "harm_threshold": HARM_THRESHOLD},
         "detection_recall": _mean(r["detected"] for r in runs),
         "localization_rate": _mean(r["localized"] for r in runs),
@@ -56,8 +59,8 @@ def build_scoreboard(scenarios: Sequence[str], seeds: Sequence[int], runs: list[
     }
 
 
-def _scenario_row(name: str, runs: list[dict[str, Any]], sweeps: list[dict[str, Any]]) -> dict[str, Any]:
-    scenario = get_scenario(name)
+def _scenario_row(name: str, scenario: Scenario, runs: list[dict[str, Any]],
+                  sweeps: list[dict[str, Any]]) -> dict[str, Any]:
     row: dict[str, Any] = {
         "name": name, "summary": scenario.summary, "side": scenario.side,
         "expected": {"kind": scenario.kind.value, "columns": list(scenario.columns), "upstream": scenario.upstream,
@@ -83,7 +86,7 @@ def _scenario_row(name: str, runs: list[dict[str, Any]], sweeps: list[dict[str, 
 def _sweep(magnitudes: Sequence[float], sweeps: list[dict[str, Any]]) -> dict[str, Any]:
     """Per magnitude: detection rate and mean impact over the sweep seeds; the smallest magnitude detected on
     every seed; misses (any magnitude, any seed) whose model would be worse than clean by more than the limit."""
-    points = []
+    points: list[dict[str, Any]] = []
     for magnitude in magnitudes:
         at = [p for s in sweeps for p in s["points"] if p["magnitude"] == magnitude]
         points.append({"magnitude": magnitude, "detected": _mean(p["detected"] for p in at),

@@ -9,11 +9,11 @@ from typing import Any
 
 import pandas as pd
 
+from chaos.catalog import get_scenario
 from chaos.errors import InjectionError
 from chaos.estate import DrillEstate, fork, fork_control, write_table
 from chaos.impact import HARM_THRESHOLD, Score, clean_holdout, holdout_score, recovery_ratio, relative_change
 from chaos.observe import PROMOTED, Observed, expected_outcome, finding_label, held_correctly, judge, observe
-from chaos.catalog import get_scenario
 from chaos.registry import Injected, Scenario, UpstreamTarget
 from chaos.repair import repair_scores
 from chaos.selection import Selection

@@ -16,7 +16,8 @@ from controlplane.stages.heal import Healed
 from controlplane.stages.train import Trained
 from controlplane.vocab import Gate
 
-__all__ = ["PublishCheckpoint", "PromoteCheckpoint", "Checkpoint", "save_checkpoint", "load_checkpoint"]
+__all__ = ["PublishCheckpoint", "PromoteCheckpoint", "RollbackCheckpoint", "Checkpoint", "save_checkpoint",
+           "load_checkpoint"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,25 @@ class PromoteCheckpoint:
         return cls(Trained.from_dict(data["trained"]), data["verdict"], tuple(data["reasons"]))
 
 
-Checkpoint = Union[PublishCheckpoint, PromoteCheckpoint]
+@dataclass(frozen=True)
+class RollbackCheckpoint:
+    """A rollback of an unsafe champion proposed by `kintsugi watch` (policy ratify), waiting for `approve`."""
+
+    from_version: int
+    to_version: int
+    causes: tuple[str, ...]
+    gate: Gate = Gate.ROLLBACK
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gate": self.gate.value, "from_version": self.from_version, "to_version": self.to_version,
+                "causes": list(self.causes)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RollbackCheckpoint:
+        return cls(int(data["from_version"]), int(data["to_version"]), tuple(data["causes"]))
+
+
+Checkpoint = Union[PublishCheckpoint, PromoteCheckpoint, RollbackCheckpoint]
 
 
 def save_checkpoint(record: RunRecord, checkpoint: Checkpoint | None) -> None:
@@ -71,6 +90,8 @@ def load_checkpoint(record: RunRecord) -> Checkpoint:
             return PublishCheckpoint.from_dict(data)
         if data.get("gate") == Gate.PROMOTE.value:
             return PromoteCheckpoint.from_dict(data)
+        if data.get("gate") == Gate.ROLLBACK.value:
+            return RollbackCheckpoint.from_dict(data)
     except (KeyError, TypeError, ValueError) as exc:
         raise RunStateError(f"run {record.run_id}'s checkpoint is unreadable ({type(exc).__name__}: {exc})",
                             f"reject it with `kintsugi reject {record.run_id} --reason ...` and run again") from exc

@@ -10,9 +10,9 @@ from controlplane.datahub.datasets import profile_mcps
 from controlplane.errors import ContractError, DataError
 from controlplane.infer import Hints, propose
 from controlplane.odcs import parse_odcs
+from controlplane.unitguess import given_unit
 from controlplane.workspace import Workspace
 from guard.snapshot import SnapshotError, read_snapshot
-from controlplane.unitguess import given_unit
 
 __all__ = ["apply_contract_file", "infer_contract", "MAX_CONTRACT_BYTES"]
 

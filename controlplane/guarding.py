@@ -19,8 +19,14 @@ from controlplane.datahub.contracts import read_contract
 from controlplane.datahub.datasets import read_profile, walk_upstream
 from controlplane.datahub.port import MetadataPort
 from controlplane.engine import TableEngine
-from controlplane.reference import (ReferenceState, changed_batches, kept_windows, load_reference, load_state,
-                                    new_rows_window)
+from controlplane.reference import (
+    ReferenceState,
+    changed_batches,
+    kept_windows,
+    load_reference,
+    load_state,
+    new_rows_window,
+)
 from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace
 from guard.context import GuardContext
@@ -99,7 +105,7 @@ def guard_table(ws: Workspace, metadata: MetadataPort, spec: PipelineSpec, table
 def _same_failure(finding: Finding) -> tuple[object, ...]:
     """What makes two findings on adjacent rows one failure: kind, column, playbook and its parameters."""
     params = {k: v for k, v in finding.params.items() if k not in ("rows", "sample_rows", "rows_outside")}
-    return (finding.kind, finding.column, finding.playbook, finding.severity,
+    return (finding.kind.value, finding.column or "", finding.playbook or "", finding.severity.value,
             json.dumps(params, sort_keys=True, default=str))
 
 

@@ -13,11 +13,15 @@ The mapping (what ODCS lacks lives in its customProperties):
 """
 from __future__ import annotations
 
+import functools
 import json
 from importlib import resources
 from typing import Any
 
 import jsonschema
+import jsonschema.exceptions
+import jsonschema.protocols
+import jsonschema.validators
 from open_data_contract_standard.model import OpenDataContractStandard, SchemaProperty
 
 from controlplane.datahub.urns import check_dataset_urn
@@ -32,6 +36,14 @@ _HOURS = {"h": 1.0, "hour": 1.0, "hours": 1.0, "d": 24.0, "day": 24.0, "days": 2
 _FIX = "fix the contract YAML (Open Data Contract Standard v3) and apply it again"
 
 
+@functools.cache
+def _odcs_validator() -> jsonschema.protocols.Validator:
+    """The ODCS v3 JSON schema compiled once per process (every stage reads the contract)."""
+    schema = json.loads(resources.files("open_data_contract_standard").joinpath("schema.json").read_text())
+    validator_class = jsonschema.validators.validator_for(schema)
+    return validator_class(schema)
+
+
 def load_odcs_document(text: str, source: str) -> OpenDataContractStandard:
     """Parse and validate against the ODCS JSON schema; one clear error naming the problem."""
     try:
@@ -40,9 +52,10 @@ def load_odcs_document(text: str, source: str) -> OpenDataContractStandard:
         raise ContractError(f"{source} {exc}", _FIX) from exc
     if not isinstance(raw, dict):
         raise ContractError(f"{source} is not an ODCS document (expected a mapping)", _FIX)
-    schema = json.loads(resources.files("open_data_contract_standard").joinpath("schema.json").read_text())
     try:
-        jsonschema.validate(raw, schema)
+        error = jsonschema.exceptions.best_match(_odcs_validator().iter_errors(raw))  # as jsonschema.validate
+        if error is not None:
+            raise error
         return OpenDataContractStandard.model_validate(raw)
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "top level"

@@ -46,7 +46,11 @@ def public_key(ws: Workspace) -> PublicKey:
 def seal(ws: Workspace) -> Callable[[Path], None]:
     """A function that signs a saved model directory's files (model-signing format, `model.sig` inside it)."""
     key = workspace_key(ws)
-    return lambda model_dir: sign_model_dir(model_dir, key) and None
+
+    def sealed(model_dir: Path) -> None:
+        sign_model_dir(model_dir, key)
+
+    return sealed
 
 
 def _plain(body: dict[str, Any]) -> dict[str, Any]:

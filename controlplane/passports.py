@@ -99,13 +99,15 @@ def verify_passport(ws: Workspace, model: str, version: int | None = None, *,
     with metadata_session(ws, read_only=True) as metadata:
         in_datahub = read_passport(metadata, model, version)
     with tempfile.TemporaryDirectory() as scratch, training_errors_mapped():
+        in_mlflow: dict[str, Any] | None = None
+        model_dir: Path | None = None
         try:
-            in_mlflow, model_dir = _mlflow_copy(open_store(ws), model, version, Path(scratch))
+            document, files = _mlflow_copy(open_store(ws), model, version, Path(scratch))
         except RegistryError as exc:
-            in_mlflow, model_dir = None, None
             mlflow_reasons = [f"MLflow copy unreadable: {exc.message}"]
         else:
-            mlflow_status, mlflow_reasons = _checked("MLflow", in_mlflow, keys, model_dir)
+            in_mlflow, model_dir = document, files
+            mlflow_status, mlflow_reasons = _checked("MLflow", document, keys, files)
         statuses, reasons = [], list(mlflow_reasons)
         if in_mlflow is not None:
             statuses.append(mlflow_status)

@@ -20,14 +20,23 @@ from contextlib import contextmanager
 from dataclasses import asdict, replace
 from typing import Callable, Iterator
 
-from controlplane.checkpoint import Checkpoint, PromoteCheckpoint, PublishCheckpoint, load_checkpoint, save_checkpoint
+from controlplane.checkpoint import (
+    Checkpoint,
+    PromoteCheckpoint,
+    PublishCheckpoint,
+    RollbackCheckpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
 from controlplane.context import RunContext, open_run
 from controlplane.datahub.incidents import IncidentRef
 from controlplane.errors import TableChanged
+from controlplane.impact import measure_impact
 from controlplane.journal import Event, RunJournal, RunRecord, load_run, new_run_id, raise_if_not
 from controlplane.locks import pipeline_lock
 from controlplane.modelstore import open_store
 from controlplane.recovery import recover_pipeline
+from controlplane.rollout import reject_rollback, resume_rollback
 from controlplane.snapshot import Pinned, live_hash, verify_file
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.stages.conclude import Approval, conclude
@@ -95,6 +104,7 @@ def _train_and_promote(run: RunContext, view: TrainingView, detect_report: dict,
         return
     remember_reference(run, view)
     trained = train(run, view, detect_report, incidents, remediations)
+    measure_impact(run, trained)
     assessment = assess(run, trained)
     verdict = assessment.decision.verdict
     if verdict is Verdict.NEEDS_REVIEW or (verdict is Verdict.APPROVED and run.policy is Policy.RATIFY):
@@ -152,6 +162,8 @@ def approve(ws: Workspace, run_id: str, *, reason: str = "", now_ms: int | None 
                       + (f": {reason}" if reason else ""), reason=reason, by=by)
             if isinstance(checkpoint, PublishCheckpoint):
                 _resume_publish(run, checkpoint)
+            elif isinstance(checkpoint, RollbackCheckpoint):
+                resume_rollback(run, checkpoint, Approval(True, reason, by))
             else:
                 _resume_promote(run, checkpoint, Approval(True, reason, by))
     return record
@@ -207,6 +219,8 @@ def reject(ws: Workspace, run_id: str, reason: str, *, by: str = "operator") -> 
                       reason=reason, by=by)
             if isinstance(checkpoint, PromoteCheckpoint):
                 conclude(run, checkpoint.trained, assess(run, checkpoint.trained), Approval(False, reason, by))
+            elif isinstance(checkpoint, RollbackCheckpoint):
+                reject_rollback(run, checkpoint, reason, by)
             else:
                 run.finish(RunStatus.REJECTED, f"rejected at the publish gate: nothing was published; the "
                                                f"incident stays open ({reason})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from controlplane.champion_health import rolled_back_versions
 from controlplane.context import RunContext, crash_point
 from controlplane.datahub.incidents import reopen_incident
 from controlplane.datahub.models import UNDONE_TAG, read_model_tags, tag_mcps
@@ -87,12 +88,15 @@ def retire_version(run: RunContext, version: int, key: str, why: str) -> None:
 
 
 def eligible_champion(run: RunContext) -> int | None:
-    """The newest version neither undone nor abandoned whose own signed evidence says APPROVED."""
+    """The newest version neither undone nor abandoned nor rolled back from (by a rollback still standing)
+    whose own signed evidence says APPROVED."""
     with training_errors_mapped():
         store = open_store(run.ws)
         versions = store.versions(run.spec.name)
+    rolled_back = rolled_back_versions(run.ws, run.spec.name)
     candidates = sorted((v for v, tags in versions.items() if tags.get("kintsugi.verdict") == Verdict.APPROVED.value
-                         and UNDONE_KEY not in tags and ABANDONED_KEY not in tags), reverse=True)
+                         and UNDONE_KEY not in tags and ABANDONED_KEY not in tags and v not in rolled_back),
+                        reverse=True)
     return next((v for v in candidates if evidence_refusal(run.ws, store, run.spec.name, v) is None), None)
 
 

@@ -14,6 +14,7 @@ from typing import Callable
 from controlplane import services
 from controlplane.errors import KintsugiError
 from controlplane.journal import list_runs
+from controlplane.retrain import is_loop_run
 from controlplane.schedule import due
 from controlplane.spec import list_specs, load_spec
 from controlplane.workspace import Workspace
@@ -56,7 +57,7 @@ class Scheduler:
     def last_runs(self, names: list[str]) -> dict[str, datetime | None]:
         """For each pipeline, the latest of: its last run's start, the last attempt here, this scheduler's start."""
         started = {r.pipeline: datetime.fromtimestamp(r.started_ms / 1000, tz=timezone.utc) for r in list_runs(self.ws)
-                   if not r.facts.get("command")}  # an init or a land is not a run of the schedule
+                   if is_loop_run(r)}  # a watch pass, a promote, an init or a land is not a run of the schedule
         return {n: max(t for t in (started.get(n), self.attempts.get(n), self.started_at) if t is not None)
                 for n in names}
 

@@ -22,19 +22,21 @@ from controlplane.datahub.datasets import downstream_of
 from controlplane.datahub.incidents import IncidentRow, active_incidents, read_incidents
 from controlplane.datahub.models import VERDICT_PROPERTY, model_versions, models_trained_on
 from controlplane.datahub.urns import model_urn
-from controlplane.errors import DataError, InputError, InternalError, KintsugiError, NotFound
-from controlplane.journal import Event, RunRecord, UnreadableRun, load_run, new_run_id, scan_runs
+from controlplane.errors import Conflict, DataError, InputError, InternalError, KintsugiError, NotFound
+from controlplane.guarding import context_without_snapshot, guard_table
+from controlplane.journal import Event, RunRecord, UnreadableRun, list_runs, load_run, new_run_id, scan_runs
 from controlplane.pipeline import approve as approve_run
 from controlplane.pipeline import reject as reject_run
 from controlplane.pipeline import run_pipeline
+from controlplane.postmortem import build_postmortem, read_postmortem
 from controlplane.promote import promote_version
 from controlplane.recovery import is_interrupted, recover_run
 from controlplane.schedule import next_fire
-from controlplane.spec import PipelineSpec, list_specs, load_spec
-from controlplane.guarding import context_without_snapshot, guard_table
 from controlplane.snapshot import pin_table
+from controlplane.spec import PipelineSpec, list_specs, load_spec
 from controlplane.undo import undo as undo_run
 from controlplane.vocab import Policy, RunStatus
+from controlplane.watch import PassReport, Starter, run_now, watch_pass, watched_datasets
 from controlplane.workspace import Workspace
 from guard.findings import GuardReport
 from guard.runner import run_guard
@@ -42,7 +44,7 @@ from guard.runner import run_guard
 __all__ = ["PipelineInfo", "IncidentInfo", "RunListing", "parse_now", "parse_policy", "check_text", "pipelines",
            "guard", "run", "start_run", "approve", "reject", "undo", "recover", "promote", "runs", "get_run",
            "incidents", "lineage", "accept", "apply_contract", "show_contract", "DatasetNode", "ModelNode", "Lineage", "MAX_TEXT",
-           "EARLIEST_NOW"]
+           "EARLIEST_NOW", "watch", "postmortem"]
 
 log = logging.getLogger(__name__)
 
@@ -268,9 +270,9 @@ def lineage(ws: Workspace) -> Lineage:
         models = []
         for name, version in model_versions(metadata):
             urn = model_urn(name, version)
-            properties = metadata.aspect(urn, s.MLModelPropertiesClass)
+            model_properties = metadata.aspect(urn, s.MLModelPropertiesClass)
             training = metadata.aspect(urn, s.TrainingDataClass)
-            verdict = (properties.customProperties or {}).get(VERDICT_PROPERTY) if properties else None
+            verdict = (model_properties.customProperties or {}).get(VERDICT_PROPERTY) if model_properties else None
             models.append(ModelNode(urn, name, version, verdict,
                                     tuple(sorted(d.dataset for d in (training.trainingData if training else [])))))
     return Lineage(datasets, models)
@@ -287,3 +289,28 @@ def show_contract(ws: Workspace, dataset: str) -> str:
     if raw is None:
         raise NotFound(f"DataHub holds no contract for {dataset}", "apply one with `kintsugi contract apply FILE`")
     return raw
+
+
+def watch(ws: Workspace, policy: str | None = None, now_ms: int | None = None,
+          start: Starter = run_now) -> PassReport:
+    """One reconcile pass of `kintsugi watch` over every pipeline (`controlplane.watch`)."""
+    return watch_pass(ws, now_ms=now_ms, policy=parse_policy(policy), start=start)
+
+
+def postmortem(ws: Workspace, incident: str) -> tuple[str, bool]:
+    """The postmortem of a resolved incident: the one DataHub holds (True), else built now from the stores (False)."""
+    if not incident.startswith("urn:li:incident:"):
+        raise InputError(f"{incident[:120]!r} is not an incident URN", "list incidents with `kintsugi incidents`")
+    with metadata_session(ws, read_only=True) as metadata:
+        held = read_postmortem(metadata, incident)
+        if held is not None:
+            return held, True
+        info = metadata.aspect(incident, s.IncidentInfoClass)
+        if info is None:
+            raise NotFound(f"DataHub holds no incident {incident}", "list incidents with `kintsugi incidents`")
+        specs = [load_spec(ws, name) for name in list_specs(ws)]
+        built = build_postmortem(ws, metadata, incident, list_runs(ws), watched_datasets(metadata, specs))
+    if built is None:
+        raise Conflict(f"incident {incident} is {info.status.state}: a postmortem is written once it is resolved",
+                       "resolve it (or let the loop heal it), then run `kintsugi watch --once`")
+    return built.markdown, False

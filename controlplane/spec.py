@@ -48,6 +48,8 @@ class PipelineSpec:
     policy: Policy
     source: Path
     schedule: str | None = None  # cron, e.g. "0 2 * * *": `kintsugi serve` runs the pipeline when due
+    quiet_hours: str | None = None  # "22-06" (UTC hours): `kintsugi watch` starts no retrain in them
+    impact: bool = True  # a run that heals also scores a model trained on the poisoned bytes (the postmortem's impact)
     engine: str = "arrow"  # what profiles and heals the table: arrow (this process) or spark
     spark_master: str | None = None  # engine spark: local[N] or sc://host:port (Spark Connect)
     row_budget: int = DEFAULT_ROW_BUDGET  # labelled rows above this train on a seeded, time-stratified sample
@@ -107,8 +109,27 @@ def _build(raw: dict[str, Any], path: Path, ws: Workspace) -> PipelineSpec:
         raise SpecError(f"pipeline spec {path} has policy {policy!r}", f"use one of {', '.join(p.value for p in Policy)}")
     engine, master = _engine(raw, path)
     return PipelineSpec(check_pipeline_name(str(raw["name"])), str(raw["feature_table"]), ws.path(str(raw["data"])),
-                        str(raw["data"]), training, rules, Policy(policy), path, raw.get("schedule"), engine, master,
-                        _row_budget(raw.get("training"), path))
+                        str(raw["data"]), training, rules, Policy(policy), path, raw.get("schedule"),
+                        _quiet_hours(raw.get("quiet_hours"), path), _flag(raw.get("impact", True), "impact", path),
+                        engine, master, _row_budget(raw.get("training"), path))
+
+
+def _quiet_hours(value: Any, path: Path) -> str | None:
+    """`quiet_hours: "22-06"`: from hour 22 up to hour 6, UTC (may wrap midnight)."""
+    if value is None:
+        return None
+    start, dash, end = str(value).partition("-")
+    if not (dash and start.isdigit() and end.isdigit() and int(start) < 24 and int(end) < 24 and start != end):
+        raise SpecError(f"pipeline spec {path} has quiet_hours {value!r}",
+                        'write two UTC hours, e.g. quiet_hours: "22-06" (22:00 to 06:00), or remove it')
+    return f"{int(start):02d}-{int(end):02d}"
+
+
+def _flag(value: Any, name: str, path: Path) -> bool:
+    if not isinstance(value, bool):
+        raise SpecError(f"pipeline spec {path} has {name}: {value!r}", f"write {name}: true or {name}: false")
+    return value
+
 
 
 def _engine(raw: dict[str, Any], path: Path) -> tuple[str, str | None]:
@@ -144,6 +165,7 @@ def _row_budget(training: Any, path: Path) -> int:
         raise SpecError(f"pipeline spec {path} has training row_budget {budget!r}",
                         f"use a positive whole number of rows, e.g. row_budget: {DEFAULT_ROW_BUDGET}")
     return budget
+
 
 
 def _check_schedule(schedule: Any, path: Path) -> None:

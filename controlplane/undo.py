@@ -20,7 +20,8 @@ from controlplane.workspace import Workspace
 
 __all__ = ["undo"]
 
-_UNDOABLE = (RunStatus.PROMOTED, RunStatus.NEEDS_REVIEW, RunStatus.BLOCKED, RunStatus.REJECTED, RunStatus.FAILED)
+_UNDOABLE = (RunStatus.PROMOTED, RunStatus.NEEDS_REVIEW, RunStatus.BLOCKED, RunStatus.REJECTED, RunStatus.FAILED,
+             RunStatus.ROLLED_BACK)
 
 
 def undo(ws: Workspace, run_id: str, *, now_ms: int | None = None) -> RunRecord:

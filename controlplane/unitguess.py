@@ -103,7 +103,7 @@ def physical_domain(guess: UnitGuess) -> Domain:
     if guess.unit is None or guess.unit not in UNIT_TABLE:
         return Domain(None, None, "")
     low, high = UNIT_TABLE[guess.unit][1]
-    what = {(0, None): "never negative", (0, 100): "a percentage: 0 to 100", (0, 1): "a fraction: 0 to 1"}
+    what: dict[tuple[float | None, float | None], str] = {(0, None): "never negative", (0, 100): "a percentage: 0 to 100", (0, 1): "a fraction: 0 to 1"}
     why = what.get((low, high), f"not below {low:g} {guess.unit} (absolute zero)" if low is not None else "")
     return Domain(low, high, why)
 

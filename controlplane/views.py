@@ -51,7 +51,7 @@ class RunSummary(BaseModel):
     status: str = Field(description=" | ".join(s.value for s in RunStatus))
     outcome: str
     guard_verdict: Optional[str] = Field(None, description="The guard's verdict at detect (CLEAN | BLOCKED)")
-    gate: Optional[str] = Field(None, description="The ratify gate a paused run waits at (publish | promote)")
+    gate: Optional[str] = Field(None, description="The gate a paused run waits at (publish | promote | rollback)")
     stages: list[Stage]
 
 

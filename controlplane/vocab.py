@@ -35,6 +35,8 @@ class RunStatus(StrEnum):
     RECOVERED = "recovered"  # an interrupted run rolled back to a consistent state
     UNDOING = "undoing"  # an undo in progress (an interrupted undo is finished by `undo` again)
     UNDONE = "undone"
+    WATCHED = "watched"  # a watch pass recorded what it learned (models at risk, a flag, a postmortem)
+    ROLLED_BACK = "rolled-back"  # a watch pass moved an unsafe champion back to an earlier, clean version
     ONBOARDED = "onboarded"  # `kintsugi init` registered the pipeline (a record of what it wrote, not a run)
     LANDED = "landed"  # `kintsugi land` appended a batch (likewise)
 
@@ -66,6 +68,8 @@ class Stage(StrEnum):
     REJECT = "reject"
     UNDO = "undo"
     RECOVER = "recover"
+    WATCH = "watch"
+    ROLLBACK = "rollback"
     INIT = "init"
     LAND = "land"
     ERROR = "error"
@@ -74,6 +78,7 @@ class Stage(StrEnum):
 class Gate(StrEnum):
     PUBLISH = "publish"
     PROMOTE = "promote"
+    ROLLBACK = "rollback"  # a proposed rollback of an unsafe champion (controlplane.rollout)
 
 
 class LedgerKind(StrEnum):

@@ -15,6 +15,7 @@ Other row counts in params use other names (`estimated_rows`, `rows_swapped`...)
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
@@ -79,18 +80,29 @@ def make_finding(
     severity: Severity | None = None,
     **params: Any,
 ) -> Finding:
-    """Build a finding with the kind's default severity unless one is given."""
+    """Build a finding with the kind's default severity unless one is given. Evidence is JSON: a non-finite
+    number (a jump from a reference of one batch) is written as its name, "inf" or "nan"."""
     return Finding(
         kind=kind,
         dataset=dataset,
         column=column,
         severity=severity or DEFAULT_SEVERITY[kind],
-        observed=observed,
-        expected=expected,
+        observed=_finite(observed),
+        expected=_finite(expected),
         message=message,
         playbook=playbook,
-        params=dict(params),
+        params=_finite(dict(params)),
     )
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_finite(v) for v in value)
+    return value
 
 
 @dataclass(frozen=True)

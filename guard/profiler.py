@@ -406,9 +406,10 @@ class ProfileBuilder:
         if self.keys is None:
             return None
         hashed = self._shared_key()
+        key_hashes: np.ndarray | None
         if hashed is not None:
             values = hash_array(_plain(table.column(hashed)))
-            key_hashes: np.ndarray | None = _mix(values.copy())  # = hash_rows of the one key column
+            key_hashes = _mix(values.copy())  # = hash_rows of the one key column
             scores = _mix(key_hashes ^ _salt(self.seed))
             self.columns[hashed].add(table.column(hashed), values)
         else:

@@ -113,7 +113,7 @@ class Reference:
     @property
     def cadence_ms(self) -> float | None:
         """The median batch span: a window's length, or the time between consecutive batches' ends."""
-        spans = [b.span_ms for b in self.batches if b.after_ms is not None and b.through_ms is not None]
+        spans = [b.through_ms - b.after_ms for b in self.batches if b.after_ms is not None and b.through_ms is not None]
         if not spans:
             ends = [b.end_ms for b in self.batches if b.end_ms is not None]
             spans = [later - earlier for earlier, later in zip(ends, ends[1:])]
@@ -189,5 +189,12 @@ def _batch_to_dict(batch: BatchSummary) -> dict[str, Any]:
 def _batch_from_dict(data: Mapping[str, Any]) -> BatchSummary:
     return BatchSummary(batch_id=data["batch_id"], rows=int(data["rows"]), start_ms=data.get("start_ms"),
                         end_ms=data.get("end_ms"), after_ms=data.get("after_ms"), through_ms=data.get("through_ms"),
-                        columns={name: ColumnSummary(**{key: parse_number(value) for key, value in column.items()})
-                                 for name, column in data["columns"].items()})
+                        columns={name: _summary_from_dict(column) for name, column in data["columns"].items()})
+
+
+def _summary_from_dict(data: Mapping[str, Any]) -> ColumnSummary:
+    fields = {key: parse_number(value) for key, value in data.items()}
+    null_share = fields.pop("null_share", None)
+    if null_share is None:
+        raise ValueError("a reference batch summary has no null_share: profile the batch again")
+    return ColumnSummary(null_share=null_share, **fields)

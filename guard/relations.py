@@ -187,7 +187,8 @@ class Relations:
             hour_of={t: {h: tuple(int(n) for n in c) for h, c in cols.items()}
                      for t, cols in data.get("hour_of", {}).items()},
             lags={k: QuantileSketch.from_base64(v) for k, v in data.get("lags", {}).items()},
-            pairs={k: PairMoments(int(v[0]), *(float(x) for x in v[1:6]), int(v[6]))
+            pairs={k: PairMoments(int(v[0]), float(v[1]), float(v[2]), float(v[3]), float(v[4]), float(v[5]),
+                                  int(v[6]))
                    for k, v in data.get("pairs", {}).items()},
             groups={k: GroupMoments({v: Moments(int(m[0]), float(m[1]), float(m[2])) for v, m in g.items()})
                     for k, g in data.get("groups", {}).items()},

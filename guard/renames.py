@@ -24,7 +24,8 @@ SLACK = 0.01  # share of sampled rows where neither column has a value beyond th
 def split_renames(contract: Contract, snapshot: Snapshot, reference: DatasetProfile,
                   unexpected: list[str]) -> dict[str, str]:
     """old -> new, for each contracted column that exactly one unexpected column completes."""
-    observed, found = snapshot.profile.columns, {}
+    observed = snapshot.profile.columns
+    found: dict[str, str] = {}
     for column in contract.columns:
         old, before = observed.get(column.name), reference.columns.get(column.name)
         if old is None or before is None or old.null_fraction <= before.null_fraction:

@@ -159,7 +159,7 @@ class QuantileSketch:
         """The smallest retained value whose inclusive normalised rank reaches `rank` (DataSketches' rule)."""
         return self.quantiles([rank])[0]
 
-    def quantiles(self, ranks: Sequence[float]) -> list[float | None]:
+    def quantiles(self, ranks: Sequence[float] | np.ndarray) -> list[float | None]:
         if self.n == 0:
             return [None for _ in ranks]
         values, cumulative = self._weighted()

@@ -10,7 +10,7 @@ and merged into a reference.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -99,7 +99,7 @@ def _read_ahead(sources: list[pq.ParquetFile], parts: list[_Part]) -> Iterator[p
     if not parts:  # a window no row group reaches: no rows
         return
     with ThreadPoolExecutor(max_workers=1) as reader:
-        pending = reader.submit(read, parts[0])
+        pending: Future[pa.Table] | None = reader.submit(read, parts[0])
         for following in [*parts[1:], None]:
             assert pending is not None
             table = pending.result()

@@ -72,7 +72,7 @@ class UnitError(ValueError):
 
 @lru_cache(maxsize=1)
 def _registry() -> pint.UnitRegistry:
-    registry = pint.UnitRegistry(cache_folder=None)
+    registry: pint.UnitRegistry = pint.UnitRegistry(cache_folder=None)
     registry.load_definitions(str(_DEFINITIONS))
     return registry
 

@@ -225,8 +225,8 @@ def bands(history: Sequence[Mapping[str, float | None]], atom: float | None, bat
         families["spread"] = ([(math.log(s), _LOG_IQR_SE / math.sqrt(k)) for _, k, s in cores if s and s > 0],
                               _LOG_IQR_SE / math.sqrt(n), _SKETCH_LOG_SPREAD)
     if atom is not None:
-        shares = [(float(h["atom_share"]), float(h.get("values") or 1.0)) for h in history
-                  if h.get("atom_share") is not None]
+        shares = [(float(share), float(h.get("values") or 1.0)) for h in history
+                  if (share := h.get("atom_share")) is not None]
         p = float(np.mean([x for x, _ in shares])) if shares else 0.5
         binomial = math.sqrt(max(p * (1 - p), 0.0))
         families["atom"] = ([(x, binomial / math.sqrt(max(m, 1.0))) for x, m in shares],

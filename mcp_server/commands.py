@@ -14,7 +14,7 @@ from controlplane.cli.errors import run_cli
 from controlplane.cli.options import WorkspaceOption, require_estate
 from controlplane.workspace import Workspace
 
-__all__ = ["mcp_command", "serve_command", "register", "run_mcp_cli", "build_app"]
+__all__ = ["mcp_command", "serve_command", "register", "run_mcp_cli", "build_app", "server_watcher"]
 
 ReadOnlyOption = Annotated[bool, typer.Option("--read-only", help="Offer only what reads: no run, approve, reject, "
                            "promote, undo, recover or drill (also KINTSUGI_READ_ONLY=1).")]
@@ -27,8 +27,9 @@ def mcp_command(workspace: WorkspaceOption = None, read_only: ReadOnlyOption = F
     build_server(require_estate(workspace), read_only=read_only or env_read_only()).run("stdio")
 
 
-def build_app(ws: Workspace, settings: ApiSettings, scheduler: Any = None) -> Any:
-    """The served app: the HTTP API, the MCP server at /mcp (streamable HTTP), the drill route, the scheduler."""
+def build_app(ws: Workspace, settings: ApiSettings, scheduler: Any = None, watcher: Any = None) -> Any:
+    """The served app: the HTTP API, the MCP server at /mcp (streamable HTTP), the drill route, the scheduler and
+    the watch of DataHub (`controlplane.watch.Watcher`), which run while the server does."""
     from starlette.routing import Route
 
     from chaos.api import drill_router
@@ -39,7 +40,8 @@ def build_app(ws: Workspace, settings: ApiSettings, scheduler: Any = None) -> An
     inner = server.streamable_http_app(streamable_http_path="/mcp", host=settings.host)
     endpoint = next(r.endpoint for r in inner.routes if isinstance(r, Route) and r.path == "/mcp")
     return create_app(ws, settings, scheduler=scheduler, routers=[drill_router(ws)] if settings.mutating else [],
-                      endpoints=[("/mcp", endpoint)], lifespans=[server.session_manager.run])
+                      endpoints=[("/mcp", endpoint)],
+                      lifespans=[server.session_manager.run, *([watcher.lifespan] if watcher is not None else [])])
 
 
 def serve_command(workspace: WorkspaceOption = None,
@@ -49,8 +51,12 @@ def serve_command(workspace: WorkspaceOption = None,
                                             "KINTSUGI_API_TOKEN; only on a loopback --host.")] = False,
                   read_only: ReadOnlyOption = False,
                   schedule: Annotated[bool, typer.Option("--schedule/--no-schedule", help="Run pipelines whose "
-                                      "spec has a cron `schedule` when due.")] = True) -> None:
-    """Serve the HTTP API, the MCP server (/mcp), the operator page (/) and scheduled retraining."""
+                                      "spec has a cron `schedule` when due.")] = True,
+                  watch: Annotated[bool, typer.Option("--watch/--no-watch", help="Follow DataHub (`kintsugi watch`) "
+                                   "while serving.")] = True,
+                  watch_interval: Annotated[float, typer.Option(help="Seconds between watch passes.", min=1.0)] = 60.0
+                  ) -> None:
+    """Serve the HTTP API, the MCP server (/mcp), the operator page (/), scheduled retraining and the watch."""
     import uvicorn
 
     from controlplane.scheduler import Scheduler
@@ -58,15 +64,25 @@ def serve_command(workspace: WorkspaceOption = None,
     ws = require_estate(workspace)
     settings = resolve_settings(host=host, read_only=read_only, insecure_local=insecure_local)
     scheduler = Scheduler(ws) if schedule and settings.mutating else None
-    app = build_app(ws, settings, scheduler)
+    watcher = server_watcher(ws, watch_interval) if watch and settings.mutating else None
+    app = build_app(ws, settings, scheduler, watcher)
     where = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
     warning = token_warning(settings)
     if warning:
         typer.echo(warning, err=True)
     typer.echo(f"kintsugi serving at {where}  (page /, API docs /docs, MCP {where}/mcp"
-               + (", read-only" if settings.read_only else "") + (", scheduler on" if scheduler else "") + ")",
+               + (", read-only" if settings.read_only else "") + (", scheduler on" if scheduler else "")
+               + (", watching DataHub" if watcher else "") + ")",
                err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def server_watcher(ws: Workspace, interval_s: float) -> Any:
+    """The watch of `kintsugi serve`: a pass every `interval_s`; a retrain starts in its own thread."""
+    from controlplane import services
+    from controlplane.watch import Watcher
+
+    return Watcher(ws, lambda w, pipeline, now_ms: services.start_run(w, pipeline, now_ms=now_ms), interval_s=interval_s)
 
 
 def register(app: typer.Typer) -> None:

@@ -59,12 +59,38 @@ from pathlib import Path, PurePosixPath
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from remediations.csvtable import CsvSchema, FileDialect, RawCsv, default_dialect, infer_schema, read_raw, render, \
-    to_table
-from remediations.objectstore import LocalStore, LocationError, S3Store, TableChanged, content_hash, fsync_dir, \
-    sha256_file
-from remediations.tablefiles import Part, check_same_schema, conform, materialise, parquet_schema, partition_fields, \
-    plan_rewrite, project, read_healed, unify_schemas, write_part
+from remediations.csvtable import (
+    CsvSchema,
+    FileDialect,
+    RawCsv,
+    default_dialect,
+    infer_schema,
+    read_raw,
+    render,
+    to_table,
+)
+from remediations.objectstore import (
+    LocalStore,
+    LocationError,
+    S3Store,
+    TableChanged,
+    content_hash,
+    fsync_dir,
+    sha256_file,
+)
+from remediations.tablefiles import (
+    Part,
+    check_same_schema,
+    conform,
+    materialise,
+    parquet_schema,
+    partition_fields,
+    plan_rewrite,
+    project,
+    read_healed,
+    unify_schemas,
+    write_part,
+)
 
 __all__ = ["LocationError", "TableChanged", "FileEntry", "ManifestEntry", "TableLocation", "PinnedTable",
            "BackupManifest", "Published", "Appended", "parse_location", "restore", "verify_backup", "MARKER"]
@@ -212,11 +238,11 @@ class TableLocation:
         return _Listing("file", fmt, (FileEntry(PurePosixPath(self.root).name, self.root, info.size, info.version),))
 
     def _listing(self, shape: str, chosen: list[tuple[str, str]], allow_empty: bool) -> _Listing:
-        formats = {_format_of(r) for r, _ in chosen}
-        if None in formats:
-            odd = next(r for r, _ in chosen if _format_of(r) is None)
+        odd = next((r for r, _ in chosen if _format_of(r) is None), None)
+        if odd is not None:
             raise LocationError(f"{self.display} holds {odd}, which is neither .parquet nor .csv",
                                 "move other files out of the table folder (or name them starting with _ or .)")
+        formats = {f for r, _ in chosen if (f := _format_of(r)) is not None}
         if len(formats) > 1:
             raise LocationError(f"{self.display} mixes parquet and CSV files", "keep one format per table")
         if not chosen and not allow_empty:
@@ -391,7 +417,7 @@ class TableLocation:
                 work_dir: Path, *, resuming: bool = False) -> None:
         if listing.shape == "file":
             self._check_unchanged(listing)
-            for name, source in writes.items():
+            for _name, source in writes.items():
                 self.store.put(self.root, source)
             return
         if listing.shape == "folder" and self.store.scheme == "file":

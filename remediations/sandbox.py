@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import remediations.playbooks  # noqa: F401  (registers the playbooks)
 from guard.contract import Contract
 from guard.findings import Finding
 from guard.profile import DatasetProfile
-import remediations.playbooks  # noqa: F401  (registers the playbooks)
 from remediations.registry import HealInput, HealStep, Playbook, PlaybookRefused, playbook_for
 
 __all__ = ["HealOutcome", "QuarantineList", "content_hash", "heal_copy", "publish", "restore", "PLAYBOOK_ORDER",

@@ -72,7 +72,8 @@ class DataHubSource(DatasetSource):
 
 
 if DataHubSource not in get_registered_sources():  # so mlflow.data.get_source reads "datahub" back
-    register_dataset_source(DataHubSource)
+    # mlflow annotates the parameter as an instance, but its registry holds (and expects) source classes
+    register_dataset_source(DataHubSource)  # type: ignore[arg-type]
 
 
 def dataset_keys(dataset_source: dict[str, Any]) -> tuple[str, str]:

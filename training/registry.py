@@ -21,8 +21,8 @@ from mlflow import MlflowClient
 from mlflow.entities import DatasetInput, LoggedModel, LoggedModelOutput, Metric, Param
 from mlflow.exceptions import MlflowException
 
-from training._mlflow_errors import is_not_found, mlflow_errors
 from training._mlflow_dataset import dataset_tags, training_dataset_input
+from training._mlflow_errors import is_not_found, mlflow_errors
 from training._mlflow_io import MODEL_NAME, save_sklearn_model, signature_sample, training_params
 from training.errors import RegistryError, TrainingError
 from training.spec import TrainingSpec
@@ -196,6 +196,14 @@ class ModelStore:
         with self._errors(f"tag version {version} of {model_name!r}"):
             for key, value in tags.items():
                 self._client.set_model_version_tag(model_name, str(version), key, str(value))
+
+    def delete_version_tags(self, model_name: str, version: int, keys: list[str]) -> None:
+        """Remove tags from ``version`` of ``model_name``; a tag already absent is no error."""
+        with self._errors(f"untag version {version} of {model_name!r}"):
+            current = self._client.get_model_version(model_name, str(version)).tags
+            for key in keys:
+                if key in current:
+                    self._client.delete_model_version_tag(model_name, str(version), key)
 
     def get_version_tags(self, model_name: str, version: int) -> dict[str, str]:
         """All tags of ``version`` of ``model_name``."""

@@ -8,7 +8,7 @@ from importlib.metadata import entry_points
 
 import typer
 
-from controlplane.cli import contract, datahub, models, onboard, runs
+from controlplane.cli import contract, datahub, models, onboard, runs, watch
 from controlplane.cli.errors import run_cli
 
 __all__ = ["app", "main", "build_app"]
@@ -20,7 +20,7 @@ PLUGIN_GROUP = "kintsugi.commands"
 def build_app() -> typer.Typer:
     app = typer.Typer(add_completion=False, no_args_is_help=True,
                       help="Kintsugi: a self-healing continuous-training control plane.")
-    for module in (runs, contract, models, datahub, onboard):
+    for module in (runs, contract, models, datahub, onboard, watch):
         module.register(app)
     for plugin in sorted(entry_points(group=PLUGIN_GROUP), key=lambda p: p.name):
         try:

@@ -60,7 +60,8 @@ def accept(run_id: str, reason: ReasonOption,
            workspace: WorkspaceOption = None) -> None:
     """Accept a warned change as the new normal, recorded in DataHub with who and why (warnings only)."""
     record = services.accept(require_estate(workspace), run_id, reason, finding)
-    typer.echo(record.last_event(Stage.APPROVE).summary if record.last_event(Stage.APPROVE) else record.outcome)
+    event = record.last_event(Stage.APPROVE)
+    typer.echo(event.summary if event is not None else record.outcome)
 
 
 def undo(run_id: str, workspace: WorkspaceOption = None) -> None:

@@ -112,7 +112,7 @@ class GmsMetadata:
             latest = graph.get_aspect(urn, aspect_class)
             if latest is None:
                 return []
-            older = []
+            older: list[AspectT] = []
             for version in range(1, _MAX_VERSIONS):
                 value = graph.get_aspect(urn, aspect_class, version=version)
                 if value is None:
@@ -193,7 +193,8 @@ class GmsMetadata:
             session = self._client().session
 
             def version(number: int) -> tuple[int, AspectT] | None:
-                response = session.get(self.location + path, params={"version": number, "systemMetadata": "true"})
+                params: dict[str, int | str] = {"version": number, "systemMetadata": "true"}
+                response = session.get(self.location + path, params=params)
                 if response.status_code == 404:
                     return None
                 response.raise_for_status()

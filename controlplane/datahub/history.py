@@ -26,8 +26,11 @@ class IncidentWindow:
 
 def incident_windows(port: MetadataPort, urn: str) -> list[IncidentWindow]:
     """Every stretch an incident was ACTIVE, from its recorded versions (a reopened incident has several)."""
-    windows, opened = [], None
     versions = port.history(urn, s.IncidentInfoClass)
+    if not versions:
+        return []
+    windows: list[tuple[int, int | None]] = []
+    opened: int | None = None
     for info in versions:
         active = info.status.state == s.IncidentStateClass.ACTIVE
         if active and opened is None:
@@ -37,13 +40,12 @@ def incident_windows(port: MetadataPort, urn: str) -> list[IncidentWindow]:
             opened = None
     if opened is not None:
         windows.append((opened, None))
-    last = versions[-1] if versions else None
-    return [IncidentWindow(urn, d, last.title or "", start, end)
-            for start, end in windows for d in (last.entities if last else [])]
+    last = versions[-1]
+    return [IncidentWindow(urn, d, last.title or "", start, end) for start, end in windows for d in last.entities]
 
 
 def incidents_active_at(port: MetadataPort, datasets: set[str], at_ms: int) -> list[IncidentWindow]:
-    found = []
+    found: list[IncidentWindow] = []
     for urn in port.urns("incident"):
         found.extend(w for w in incident_windows(port, urn) if w.dataset in datasets and w.covers(at_ms))
     return found

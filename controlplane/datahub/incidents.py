@@ -13,8 +13,9 @@ from controlplane.datahub.urns import incident_urn
 from guard.findings import Finding
 from guard.kinds import FindingKind, Severity
 
-__all__ = ["IncidentRef", "IncidentRow", "open_incident", "resolve_incident", "reopen_incident", "incident_key",
-           "active_incidents", "read_incidents", "note_incident", "EVIDENCE_MARKER", "ACTOR"]
+__all__ = ["IncidentRef", "IncidentRow", "Recurrence", "open_incident", "incident_evidence", "resolve_incident",
+           "reopen_incident", "incident_key", "active_incidents", "read_incidents", "note_incident", "EVIDENCE_MARKER",
+           "ACTOR"]
 
 ACTOR = "urn:li:corpuser:kintsugi"
 EVIDENCE_MARKER = "evidence: "
@@ -41,6 +42,17 @@ class IncidentRef:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> IncidentRef:
         return cls(data["urn"], tuple(data["key"]), data["created"], data.get("previous"))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Recurrence:
+    """What the memory of failure modes adds to a new incident (`controlplane.memory`): its fingerprint and
+    links in the evidence, lines in the description, a raised priority and the upstream owner as assignee."""
+
+    evidence: dict[str, Any]
+    lines: tuple[str, ...] = ()
+    priority: int | None = None
+    assignees: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -79,21 +91,32 @@ def active_incidents(port: MetadataPort) -> dict[str, list[str]]:
 
 def incident_key(info: s.IncidentInfoClass) -> tuple[str, str, str] | None:
     """The failure an incident stands for, read back from its evidence line."""
+    key = incident_evidence(info).get("key")
+    return tuple(key) if key else None  # type: ignore[return-value]
+
+
+def incident_evidence(info: s.IncidentInfoClass) -> dict[str, Any]:
+    """The evidence line of an incident Kintsugi raised ({} for any other)."""
     for line in reversed((info.description or "").splitlines()):
         if line.startswith(EVIDENCE_MARKER):
-            key = json.loads(line[len(EVIDENCE_MARKER):]).get("key")
-            return tuple(key) if key else None  # type: ignore[return-value]
-    return None
+            try:
+                found = json.loads(line[len(EVIDENCE_MARKER):])
+            except ValueError:
+                return {}
+            return found if isinstance(found, dict) else {}
+    return {}
 
 
-def open_incident(port: MetadataPort, finding: Finding, assertion: str, run_id: str, now_ms: int) -> IncidentRef:
+def open_incident(port: MetadataPort, finding: Finding, assertion: str, run_id: str, now_ms: int,
+                  recurrence: Recurrence | None = None) -> IncidentRef:
     """Reuse the ACTIVE incident for this failure, or raise the next one (referring to the last resolved)."""
     generation, previous = 0, None
     while True:
         urn = incident_urn(finding.dataset, finding.kind.value, finding.column, generation)
         info = port.aspect(urn, s.IncidentInfoClass)
         if info is None:
-            port.emit([MCP(entityUrn=urn, aspect=_new_info(finding, assertion, run_id, now_ms, previous))], now_ms)
+            new = _new_info(finding, assertion, run_id, now_ms, previous, recurrence)
+            port.emit([MCP(entityUrn=urn, aspect=new)], now_ms)
             return IncidentRef(urn, finding.key, created=True, previous=previous)
         if info.status.state == s.IncidentStateClass.ACTIVE:
             info.status = _status(s.IncidentStateClass.ACTIVE, s.IncidentStageClass.TRIAGE,
@@ -130,13 +153,21 @@ def reopen_incident(port: MetadataPort, urn: str, note: str, now_ms: int) -> boo
     return True
 
 
-def _new_info(finding: Finding, assertion: str, run_id: str, now_ms: int, previous: str | None) -> s.IncidentInfoClass:
+def _new_info(finding: Finding, assertion: str, run_id: str, now_ms: int, previous: str | None,
+              recurrence: Recurrence | None = None) -> s.IncidentInfoClass:
     evidence = {"key": list(finding.key), "observed": finding.observed, "expected": finding.expected,
-                "playbook": finding.playbook, "run": run_id, "recurrence_of": previous}
+                "playbook": finding.playbook, "run": run_id, "recurrence_of": previous,
+                **(recurrence.evidence if recurrence else {})}
     lines = [finding.message]
     if previous:
         lines.append(f"Recurrence of {previous}, which was resolved earlier.")
+    lines.extend(recurrence.lines if recurrence else ())
     lines.append(EVIDENCE_MARKER + json.dumps(evidence, sort_keys=True, default=str))
+    priority = 1 if finding.severity is Severity.BLOCK else 2
+    if recurrence is not None and recurrence.priority is not None:
+        priority = min(priority, recurrence.priority)
+    assignees = [s.IncidentAssigneeClass(actor=a, assignedAt=s.AuditStampClass(time=now_ms, actor=ACTOR))
+                 for a in (recurrence.assignees if recurrence else ())]
     incident_type = _TYPE_BY_KIND.get(finding.kind, s.IncidentTypeClass.CUSTOM)
     return s.IncidentInfoClass(
         type=incident_type,
@@ -144,7 +175,7 @@ def _new_info(finding: Finding, assertion: str, run_id: str, now_ms: int, previo
         entities=[finding.dataset],
         title=f"{finding.kind.value} on {finding.column or 'the dataset'}",
         description="\n".join(lines),
-        priority=1 if finding.severity is Severity.BLOCK else 2,
+        priority=priority, assignees=assignees or None,
         status=_status(s.IncidentStateClass.ACTIVE, s.IncidentStageClass.TRIAGE, f"raised by run {run_id}", now_ms),
         source=s.IncidentSourceClass(type=s.IncidentSourceTypeClass.ASSERTION_FAILURE, sourceUrn=assertion),
         created=s.AuditStampClass(time=now_ms, actor=ACTOR),

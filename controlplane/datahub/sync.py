@@ -27,7 +27,7 @@ from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.gms import GmsMetadata, is_timeseries
 from controlplane.datahub.lite import LiteMetadata
-from controlplane.errors import MetadataError
+from controlplane.errors import InternalError, MetadataError
 
 __all__ = ["DATASET_ASPECTS", "UPSTREAM_ASPECTS", "PullReport", "PushItem", "PushPlan", "plan_push", "pull", "push"]
 
@@ -161,7 +161,9 @@ def pull(gms: GmsMetadata, lite: LiteMetadata, urns: Sequence[str], now_ms: int)
 
 
 def _walk_upstreams(gms: GmsMetadata, named: list[str], mcps: list[MCP]) -> tuple[list[str], list[str]]:
-    seen, found, missing = set(named), [], []
+    seen = set(named)
+    found: list[str] = []
+    missing: list[str] = []
     queue = deque(_lineage_of(mcps, named))
     while queue:
         urn = queue.popleft()
@@ -185,13 +187,21 @@ def _fetch(gms: GmsMetadata, urn: str, aspects: tuple[type[s._Aspect], ...]) -> 
 
 
 def _write_new(lite: LiteMetadata, mcps: list[MCP], now_ms: int) -> tuple[int, int]:
-    assert all(m.entityUrn and m.aspect for m in mcps)
-    new = [m for m in mcps if _current(lite, m) != _canonical(m.aspect)]  # type: ignore[arg-type]
+    pulled = [(m, _urn_and_aspect(m)) for m in mcps]  # every one checked before anything is written
+    new = [m for m, (urn, aspect) in pulled if _current(lite, urn, aspect) != _canonical(aspect)]
     if new:
         lite.emit(new, now_ms)
     return len(new), len(mcps) - len(new)
 
 
-def _current(lite: LiteMetadata, mcp: MCP) -> str | None:
-    value = lite.aspect(mcp.entityUrn or "", type(mcp.aspect))  # type: ignore[arg-type]
+def _urn_and_aspect(mcp: MCP) -> tuple[str, s._Aspect]:
+    """A pulled MCP's entity and aspect (`_fetch` builds each with both)."""
+    if not mcp.entityUrn or not mcp.aspect:
+        raise InternalError(f"a proposal pulled from DataHub GMS lacks its entity or aspect ({mcp.entityUrn!r})",
+                            "report this as a bug; nothing was written to the local store")
+    return mcp.entityUrn, mcp.aspect
+
+
+def _current(lite: LiteMetadata, urn: str, aspect: s._Aspect) -> str | None:
+    value = lite.aspect(urn, type(aspect))
     return None if value is None else _canonical(value)

@@ -5,11 +5,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.context import RunContext
-from controlplane.datahub.assertions import assertion_mcps
+from controlplane.datahub.assertions import VolumeLimits, assertion_mcps
 from controlplane.errors import DataError
 from controlplane.guarding import Guarded, guard_table
 from controlplane.snapshot import Pinned, pin_table, verify_file
 from controlplane.vocab import LedgerKind, Stage
+from guard.checks.volume import volume_limits
 from guard.context import GuardContext
 from guard.findings import GuardReport
 from guard.profile import BatchProfile, DatasetProfile
@@ -70,7 +71,8 @@ def detect(run: RunContext) -> Detected:
     report, snapshot = guarded.report, guarded.context.snapshot
     run.record.facts["pinned"] = pinned.to_dict()
     if run.writes:
-        mcps = assertion_mcps(report, run.run_id, run.now_ms)
+        mcps = assertion_mcps(report, run.run_id, run.now_ms, contract=guarded.context.contract,
+                              volume=_volume_limits(guarded))
         with run.journal.writing(LedgerKind.DATAHUB, spec.feature_table, what="assertions+run events",
                                  count=len(mcps)):
             run.metadata.emit(mcps, run.now_ms)
@@ -78,6 +80,12 @@ def detect(run: RunContext) -> Detected:
               findings=[f.to_dict() for f in report.findings], rows=snapshot.profile.row_count,
               snapshot=pinned.table, content_hash=pinned.content_hash)
     return Detected(pinned, guarded)
+
+
+def _volume_limits(guarded: Guarded) -> VolumeLimits | None:
+    """The rows the volume check accepted of what it guarded, for its native assertion in DataHub."""
+    limits = volume_limits(guarded.context)
+    return VolumeLimits(*limits, of_batch=guarded.batch is not None) if limits is not None else None
 
 
 def summary(report: GuardReport) -> str:

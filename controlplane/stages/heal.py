@@ -2,14 +2,15 @@
 with allowlisted playbooks (pandas, or Spark's for `engine: spark`), and run the same guard on the healed copy."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from controlplane.context import RunContext
 from controlplane.datahub.incidents import IncidentRef, open_incident
 from controlplane.datahub.urns import assertion_urn
-from controlplane.snapshot import file_hash, verify_file
 from controlplane.guarding import guard_table
+from controlplane.memory import memory_fact, recall, reuse_all
+from controlplane.snapshot import file_hash, verify_file
 from controlplane.stages.detect import Detected, TrainingView, summary
 from controlplane.vocab import LedgerKind, RunStatus, Stage
 from guard.contract import Contract
@@ -69,17 +70,22 @@ def raise_incidents(run: RunContext, report: GuardReport) -> tuple[IncidentRef, 
         run.event(Stage.INCIDENT, "skipped", "dry-run: would raise an incident per blocking finding",
                   would_raise=[list(f.key) for f in report.blocking])
         return ()
-    refs = []
+    refs, remembered = [], {}
     for finding in report.blocking:
+        recalled = recall(run.metadata, finding, run.now_ms)
         with run.journal.writing(LedgerKind.DATAHUB, finding.dataset, aspect="incidentInfo",
                                  key=list(finding.key)) as entry:
-            ref = open_incident(run.metadata, finding, assertion_of(finding), run.run_id, run.now_ms)
+            ref = open_incident(run.metadata, finding, assertion_of(finding), run.run_id, run.now_ms,
+                                recalled.recurrence())
             entry.result.update(urn=ref.urn, created=ref.created)
         refs.append(ref)
+        remembered[ref.urn] = memory_fact(finding, recalled)
     run.record.facts["incidents"] = [r.urn for r in refs]
+    run.record.facts["memory"] = remembered
     run.event(Stage.INCIDENT, "raised", ", ".join(
-        f"{'new' if r.created else 'reused'} {r.urn} ({r.key[1]} on {r.key[2] or 'dataset'})" for r in refs),
-        incidents=[r.to_dict() for r in refs])
+        f"{'new' if r.created else 'reused'} {r.urn} ({r.key[1]} on {r.key[2] or 'dataset'}; "
+        f"{remembered[r.urn]['summary']})" for r in refs),
+        incidents=[r.to_dict() for r in refs], memory=remembered)
     return tuple(refs)
 
 
@@ -94,8 +100,9 @@ def heal(run: RunContext, detected: Detected) -> Healed | None:
                   unhealable=[f.to_dict() for f in blocking])
         run.finish(RunStatus.BLOCKED, "BLOCKED: " + "; ".join(why) + " (incident stays open)")
         return None
+    blocking, reused = reuse_all(blocking, run.record.facts.get("memory") or {})
     outcome = _heal_copy(run, detected, blocking, contract)
-    evidence = {**_evidence(outcome), "engine": run.engine.name}
+    evidence = {**_evidence(outcome), "reused": reused, "engine": run.engine.name}
     if not outcome.complete:
         why = [f"no safe playbook for {f.kind.value} ({f.message})" for f in outcome.unhealable]
         why += [w for _, w in outcome.refused]

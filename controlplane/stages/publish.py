@@ -2,9 +2,12 @@
 hash, previous bytes kept), resolve the incidents with heal notes, and record the passed data's profile."""
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from controlplane.context import RunContext, crash_point
 from controlplane.datahub.datasets import profile_mcps
 from controlplane.datahub.incidents import IncidentRef, note_incident, read_incidents, resolve_incident
+from controlplane.memory import resolution_line
 from controlplane.reference import load_reference, load_state, save_batch
 from controlplane.snapshot import Pinned, publish_table, verify_file
 from controlplane.stages.detect import TrainingView
@@ -34,12 +37,16 @@ def publish(run: RunContext, pinned: Pinned, healed: Healed) -> str:
 
 
 def resolve(run: RunContext, incidents: tuple[IncidentRef, ...], healed: Healed) -> None:
-    """Resolve the incidents whose cause the heal corrected; those only set aside (quarantined) stay open."""
+    """Resolve the incidents whose cause the heal corrected, each note ending with the verified heal that memory
+    re-uses next time (`controlplane.memory`); those only set aside (quarantined) stay open."""
     note, still_open = heal_notes(run.run_id, healed), set(healed.open_keys)
+    steps = [asdict(step) for step in healed.steps]
+    memory = run.record.facts.get("memory") or {}
     resolved = [r for r in incidents if r.key not in still_open]
     for ref in resolved:
+        line = resolution_line(memory, ref.urn, run.run_id, steps)
         with run.journal.writing(LedgerKind.DATAHUB, ref.urn, aspect="incidentInfo", state="RESOLVED"):
-            resolve_incident(run.metadata, ref.urn, note, run.now_ms)
+            resolve_incident(run.metadata, ref.urn, f"{note}\n{line}", run.now_ms)
     for ref in (r for r in incidents if r.key in still_open):
         with run.journal.writing(LedgerKind.DATAHUB, ref.urn, aspect="incidentInfo", state="ACTIVE"):
             note_incident(run.metadata, ref.urn, quarantine_note(run.run_id, healed), run.now_ms)

@@ -30,7 +30,7 @@ from training.model import evaluate, fit, time_holdout
 if TYPE_CHECKING:
     from training.registry import ModelStore
 
-__all__ = ["Trained", "Assessment", "Split", "train", "assess", "holdout_of", "score_champion"]
+__all__ = ["Trained", "Assessment", "Split", "train", "assess", "holdout_of", "labelled_of", "score_champion"]
 
 
 @dataclass(frozen=True)
@@ -92,18 +92,24 @@ class Split:
 def holdout_of(run: RunContext, view: TrainingView) -> Split:
     """The time split of exactly the guarded bytes' labelled rows (a sample of them over the row budget)."""
     verify_file(run.ws, view.table, view.table_hash, "training")
-    path, training = run.ws.path(view.table), run.spec.training
-    sample: dict[str, Any] | None = None
+    rows, total, labelled, sample = labelled_of(run, run.ws.path(view.table))
+    with training_errors_mapped():
+        train_df, holdout = time_holdout(rows, run.spec.training.time_column, run.spec.training.holdout_fraction)
+    return Split(train_df, holdout, total, labelled, sample)
+
+
+def labelled_of(run: RunContext, path: Path) -> tuple[pd.DataFrame, int, int, dict[str, Any] | None]:
+    """(the rows to train on, the table's rows, its labelled rows, the sample's description or None) of a table
+    file: its labelled rows, or a sample of `row_budget` of them drawn by the run's engine."""
+    training = run.spec.training
     if _labelled_rows(path, training.target) > run.spec.row_budget:
         rows, total, sample = _sample(run, path)
-        labelled = int(sample["labelled_rows"])
-    else:
-        frame = pd.read_parquet(path)
-        rows = frame[frame[training.target].notna()] if training.target in frame else frame
-        total, labelled = len(frame), len(rows)
-    with training_errors_mapped():
-        train_df, holdout = time_holdout(rows, training.time_column, training.holdout_fraction)
-    return Split(train_df, holdout, total, labelled, sample)
+        return rows, total, int(sample["labelled_rows"]), sample
+    wanted = {*training.features, training.target, training.time_column}
+    present = [name for name in pq.read_schema(path).names if name in wanted]  # a missing one: fit names it
+    frame = pd.read_parquet(path, columns=present)
+    rows = frame[frame[training.target].notna()] if training.target in frame else frame
+    return rows, len(frame), len(rows), None
 
 
 def _labelled_rows(path: Path, target: str) -> int:
@@ -212,10 +218,10 @@ def assess(run: RunContext, trained: Trained, *, also_now: bool = False) -> Asse
     lineage = tuple(node.urn for node in walk_upstream(run.metadata, spec.feature_table))
     datasets, healed = {spec.feature_table, *lineage}, [r.urn for r in trained.incidents]
     health = health_at(run.metadata, datasets, trained.trained_at_ms)
-    unhealed = unhealed_at(health, spec.feature_table, healed)
+    found = unhealed_at(health, spec.feature_table, healed)
     if also_now and run.now_ms != trained.trained_at_ms:
-        unhealed += unhealed_at(health_at(run.metadata, datasets, run.now_ms), spec.feature_table, healed)
-    unhealed = tuple(dict.fromkeys(unhealed))
+        found += unhealed_at(health_at(run.metadata, datasets, run.now_ms), spec.feature_table, healed)
+    unhealed = tuple(dict.fromkeys(found))
     metric = spec.training.metric
     evidence = PromotionEvidence(
         metric=metric, guard_verdict=trained.view.report.verdict.value,

@@ -26,7 +26,7 @@ def ks_distance(values: np.ndarray, reference: ColumnProfile) -> float | None:
         return None
     ordered = np.sort(values)
     if reference.sketch is not None and reference.sketch.n:
-        points = np.unique(np.concatenate([np.asarray(reference.sketch.quantiles(_GRID), float),
+        points = np.unique(np.concatenate([np.asarray(reference.sketch.quantiles(_GRID), dtype=np.float64),
                                            np.quantile(ordered, _GRID)]))
         expected = reference.sketch.ranks(points)
     elif reference.quantiles:

@@ -15,7 +15,6 @@ records history, not law).
 from __future__ import annotations
 
 import math
-
 from typing import Iterator, Mapping
 
 import pandas as pd

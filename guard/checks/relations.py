@@ -46,7 +46,7 @@ def check_relations(ctx: GuardContext) -> Iterator[Finding]:
         c, a, op, b = parse_identity(key)
         if tested < MIN_ROWS or holds / tested < HELD or not {a, b, c} <= set(sample.columns):
             continue
-        finding = _judge(ctx, key, *(_floats(sample[n]) for n in (c, a, b)), op, c)
+        finding = _judge(ctx, key, _floats(sample[c]), _floats(sample[a]), _floats(sample[b]), op, c)
         if finding is not None:
             yield finding
 

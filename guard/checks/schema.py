@@ -71,7 +71,27 @@ def _match_renames(ctx: GuardContext, missing: list[str], unexpected: list[str])
                    and _same_distribution(reference, ctx.snapshot.profile.columns[new])]
         if len(matches) == 1:
             renames[old] = matches[0]
+    if len(missing) == 1 and len(unexpected) == 1 and not renames:  # one name gone, one new: a season apart?
+        old, new = missing[0], unexpected[0]
+        reference = ctx.reference_profile.columns.get(old)
+        if reference is not None and _within_reference(reference, ctx.snapshot.profile.columns[new]):
+            renames[old] = new
     return renames
+
+
+def _within_reference(reference: ColumnProfile, observed: ColumnProfile) -> bool:
+    """The sole new column holds what the sole missing one held: a compatible type, the same categories or its
+    middle 90% inside the range the reference saw. A season can move a batch's quantiles away from the whole
+    reference's; the heal's verify then judges the renamed column on every check, so a wrong pairing blocks."""
+    if not types_compatible(reference.logical_type, observed.logical_type) and not types_compatible(
+            observed.logical_type, reference.logical_type):
+        return False
+    if reference.value_counts is not None and observed.value_counts is not None:
+        return {v for v, _ in observed.value_counts} <= {v for v, _ in reference.value_counts}
+    low, high = observed.quantile(0.05), observed.quantile(0.95)
+    if None in (low, high, reference.minimum, reference.maximum):
+        return False
+    return reference.minimum <= low and high <= reference.maximum  # type: ignore[operator]
 
 
 def _same_distribution(reference: ColumnProfile, observed: ColumnProfile) -> bool:

@@ -23,7 +23,7 @@ where `order[0] > order[1]`).
 from __future__ import annotations
 
 from itertools import combinations
-from typing import Iterator
+from typing import Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -143,7 +143,7 @@ def _some_rows(ctx: GuardContext, reference: DatasetProfile, a: str, b: str) -> 
 
 
 def _finding(ctx: GuardContext, a: str, b: str, scope: str, order: list[str] | None, rows: int,
-             evidence: dict[str, object], medians: dict[str, float], message: str) -> Finding:
+             evidence: Mapping[str, object], medians: dict[str, float], message: str) -> Finding:
     return make_finding(
         FindingKind.COLUMNS_SWAPPED, ctx.dataset_urn, a, observed={"swapped_with": b, "scope": scope, "rows": rows},
         expected={"swapped_with": None}, playbook="swap_columns", columns=[a, b], scope=scope, order=order,

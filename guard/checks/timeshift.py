@@ -356,7 +356,7 @@ def _anchored(ctx: GuardContext, moved: Mapping[str, tuple[int, bool]], anchors:
     twelve = any(abs(signed(s)) == 12 for s, _ in moved.values())  # +12 h or -12 h: modulo 24, the same
     unpinned = [c for c, (_, exact) in moved.items() if not exact]
     ambiguous = twelve or bool(unpinned)
-    observed = {c: int(batch.columns[c].minimum) for c in timestamps if batch.columns[c].minimum is not None}
+    observed = {c: int(first) for c in timestamps if (first := batch.columns[c].minimum) is not None}
     where = ", ".join(f"{c} {signed(s):+d} h" for c, (s, _) in sorted(moved.items()))
     why = ("The offset is known modulo 24 h only: heal by hand." if twelve else
            f"The hour-of-day profile places it within an hour only ({', '.join(unpinned)}): confirm the offset "

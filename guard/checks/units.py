@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Mapping
 
 import numpy as np
 
@@ -227,7 +227,7 @@ def _jump_of(history: list[dict[str, float | None]], atom: float | None, batch: 
 
 
 def _mismatch(urn: str, column: ColumnContract, typical: Core, best: _Hypothesis,
-              evidence: dict[str, object]) -> Finding:
+              evidence: Mapping[str, object]) -> Finding:
     assert column.unit is not None
     seen = {**evidence, "unit": best.unit, "distance_converted_back": round(best.distance, 3),
             "jump_converted_back": round(best.jump, 3), **_core_fit(typical, best)}

@@ -26,7 +26,7 @@ from guard.kinds import FindingKind
 from guard.reference import Reference
 from guard.registry import register
 
-__all__ = ["check_volume", "expected_volume", "Expectation", "MIN_ROW_FRACTION", "SPIKE_FACTOR"]
+__all__ = ["check_volume", "expected_volume", "volume_limits", "Expectation", "MIN_ROW_FRACTION", "SPIKE_FACTOR"]
 
 MIN_ROW_FRACTION = 0.5  # fewer rows than this share of the expected rows is a collapse
 SPIKE_FACTOR = 3.0  # more rows than this multiple of the expected rows is a spike
@@ -47,8 +47,7 @@ def check_volume(ctx: GuardContext) -> Iterator[Finding]:
     if expected.rows <= 0:
         return  # nothing to expect (an empty reference)
     observed = ctx.snapshot.profile.row_count
-    minimum = math.ceil(expected.rows * MIN_ROW_FRACTION * expected.low)
-    maximum = math.floor(expected.rows * SPIKE_FACTOR * expected.high)
+    minimum, maximum = _limits(expected)
     shown = round(expected.rows, 1)
     if observed < minimum:
         yield make_finding(
@@ -63,6 +62,19 @@ def check_volume(ctx: GuardContext) -> Iterator[Finding]:
             message=f"the snapshot has {observed} rows, {observed / expected.rows:.1f}x the {shown:g} expected "
                     f"({expected.basis}); at most {maximum} are expected: a table loaded more than once, or a "
                     "join that fanned out?")
+
+
+def volume_limits(ctx: GuardContext) -> tuple[int, int] | None:
+    """The least and the most rows the check accepts of the snapshot (None: it expects nothing, or cannot say)."""
+    if ctx.snapshot is None or ctx.reference is None:
+        return None
+    expected = expected_volume(ctx)
+    return _limits(expected) if expected.rows > 0 else None
+
+
+def _limits(expected: Expectation) -> tuple[int, int]:
+    return (math.ceil(expected.rows * MIN_ROW_FRACTION * expected.low),
+            math.floor(expected.rows * SPIKE_FACTOR * expected.high))
 
 
 def expected_volume(ctx: GuardContext) -> Expectation:

@@ -14,9 +14,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from chaos.catalog import get_scenario
 from chaos.estate import load_estate
 from chaos.observe import BLOCKED, PROMOTED, QUARANTINED, Observed, expected_outcome, held_correctly, judge
-from chaos.catalog import get_scenario
 from chaos.registry import register
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import read_contract

@@ -11,8 +11,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 _SNIPPET = """
 import numpy as np
 from guard.checks.drift import category_distance

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from chaos.errors import InjectionError, UnknownScenario
 from chaos.catalog import SCENARIOS, get_scenario
+from chaos.errors import InjectionError, UnknownScenario
 from chaos.registry import register, scenario_rng
 from chaos.scenarios import DEMO_SCENARIOS
 from chaos.selection import Selection, select_rows

@@ -14,11 +14,11 @@ from mlflow import MlflowClient
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import PASSPORT_PROPERTY
 from controlplane.datahub.urns import model_urn
-from controlplane.pipeline import reject, run_pipeline
 from controlplane.passports import audit_versions, verify_passport
+from controlplane.pipeline import reject, run_pipeline
 from controlplane.promotion import PromotionEvidence, decide
-from controlplane.vocab import Verdict as PromotionVerdict
 from controlplane.spec import load_spec
+from controlplane.vocab import Verdict as PromotionVerdict
 from demo.seed import PIPELINE, UPSTREAMS
 from tests.support import DEMO_NOW
 

@@ -24,9 +24,9 @@ from controlplane.errors import SpecError
 from controlplane.identity import rebase_if_moved
 from controlplane.journal import load_run
 from controlplane.pipeline import reject, run_pipeline
-from controlplane.undo import undo
 from controlplane.snapshot import file_hash
 from controlplane.spec import load_spec, parse_spec
+from controlplane.undo import undo
 from controlplane.vocab import LedgerKind
 from controlplane.workspace import Workspace
 from demo.seed import PIPELINE

@@ -15,8 +15,8 @@ from guard.engines.spark import read_frame, spark_content_hash
 from guard.findings import Verdict
 from guard.kinds import FindingKind as K
 from guard.runner import run_guard
-from remediations.registry import HealInput
 from remediations.playbooks.unit_rescale import unit_rescale
+from remediations.registry import HealInput
 from remediations.spark_sandbox import current_path, heal_spark, publish_spark, undo_spark, versions_of
 from tests.engines.helpers import KEYS, NOW_MS, demo_contract, demo_frame
 

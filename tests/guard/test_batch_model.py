@@ -115,8 +115,9 @@ def test_quantile_sketch_keeps_a_point_mass_and_ties_exact() -> None:
 
 
 def test_distinct_sketch_estimates_and_merges() -> None:
-    from guard.hashing import hash_array
     import pyarrow as pa
+
+    from guard.hashing import hash_array
 
     a, b = DistinctSketch(), DistinctSketch()
     a.update_hashes(hash_array(pa.array(np.arange(0, 60_000))))

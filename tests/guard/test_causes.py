@@ -20,7 +20,6 @@ from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind, Severity
-from guard.profile import DatasetProfile
 from guard.reference import Reference, build_reference
 from guard.runner import run_guard
 from guard.snapshot import Snapshot, read_snapshot

@@ -13,7 +13,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from chaos.falsealarms import INJECTIONS, GuardJudge, inject, injected_outcomes, load_batches, named_right, true_cause, walk
+from chaos.falsealarms import (
+    INJECTIONS,
+    GuardJudge,
+    inject,
+    injected_outcomes,
+    load_batches,
+    named_right,
+    true_cause,
+    walk,
+)
 from chaos.realdata import DATASETS
 from guard.contract import LOGICAL_TYPES
 from guard.units import is_known

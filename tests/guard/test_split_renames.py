@@ -12,8 +12,8 @@ from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind
 from guard.runner import run_guard
 from guard.snapshot import read_snapshot
-from remediations.registry import HealInput, PlaybookRefused
 from remediations.playbooks.rename_columns import rename_columns
+from remediations.registry import HealInput, PlaybookRefused
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,t,PROD)"
 CONTRACT = Contract(URN, (ColumnContract("at", "timestamp"), ColumnContract("wind", "number", unit=None,

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from guard.units import (UNITS, UnitError, candidates_for, conversion, group_of, is_known, plausible_bounds,
-                         same_unit)
+from guard.units import UNITS, UnitError, candidates_for, conversion, group_of, is_known, plausible_bounds, same_unit
 
 
 @pytest.mark.parametrize("unit", ["mi", "min", "degF", "inch", "mph", "km/h", "hPa", "percent", "USD", "inHg",

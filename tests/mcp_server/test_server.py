@@ -17,7 +17,16 @@ from controlplane.workspace import Workspace
 from mcp_server.commands import build_app
 from mcp_server.server import MUTATING_TOOLS, READ_ONLY_TOOLS, build_server
 from tests.support import (
-    APPROVE_AT, BLOCKED_AT, GUARD_AT, PIPELINE, RATIFY_AT, TOKEN, iso, poison, served, use_estimator,
+    APPROVE_AT,
+    BLOCKED_AT,
+    GUARD_AT,
+    PIPELINE,
+    RATIFY_AT,
+    TOKEN,
+    iso,
+    poison,
+    served,
+    use_estimator,
 )
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from remediations.locations import LocationError, TableChanged, parse_location, restore
+
 from locations_support import Backend, csv_bytes, parquet_bytes, table_rows
 
 

@@ -12,9 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from locations_support import LocalBackend, csv_bytes, parquet_bytes, table_rows
 from remediations.csvtable import infer_schema, read_raw, render, to_table
 from remediations.locations import MARKER, LocationError, TableChanged, parse_location, restore
+
+from locations_support import LocalBackend, csv_bytes, parquet_bytes, table_rows
 
 
 def _one_line_with_fix(error: Exception) -> None:

@@ -10,13 +10,13 @@ import pandas as pd
 import pandas.testing as pdt
 import pytest
 
+import remediations.playbooks  # noqa: F401  (registers the playbooks)
 from guard.contract import ColumnContract, Contract
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
-from guard.profile import ColumnProfile, DatasetProfile
+from guard.profile import DatasetProfile
 from guard.snapshot import read_snapshot
 from guard.units import conversion
-import remediations.playbooks  # noqa: F401  (registers the playbooks)
 from remediations.registry import HealInput, HealStep, PlaybookRefused, playbook_for
 from remediations.sandbox import PLAYBOOK_ORDER, content_hash, heal_copy, publish, restore
 

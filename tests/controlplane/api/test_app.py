@@ -18,10 +18,9 @@ from controlplane.access import ApiSettings, resolve_settings
 from controlplane.api.app import create_app
 from controlplane.errors import PipelineBusy, ServerConfigError
 from controlplane.locks import pipeline_lock
-from mcp_server.commands import serve_command
 from controlplane.workspace import Workspace
-from tests.support import LATER, PIPELINE, RATIFY_AT, TOKEN, iso, ms, poison
-from tests.support import DEMO_NOW
+from mcp_server.commands import serve_command
+from tests.support import DEMO_NOW, LATER, PIPELINE, RATIFY_AT, TOKEN, iso, ms, poison
 
 ROOT = Path(__file__).resolve().parents[3]
 EVERY_STAGE = ["detect", "incident", "heal", "verify", "publish", "resolve", "train", "promote"]

@@ -56,7 +56,7 @@ def test_an_oversized_body_is_refused_before_it_is_read(demo_copy):
              "headers": [(b"host", b"127.0.0.1:8765"), (b"content-length", str(200 * 1024 * 1024).encode())]}
     asyncio.run(app(scope, receive, send))  # unauthenticated, 200 MB announced: answered without reading a byte
     assert sent[0]["status"] == 413
-    chunked = TestClient(app, base_url=LOCAL).post(f"/runs/x/reject", content=iter([b"x" * MAX_BODY_BYTES, b"y"]),
+    chunked = TestClient(app, base_url=LOCAL).post("/runs/x/reject", content=iter([b"x" * MAX_BODY_BYTES, b"y"]),
                                                      headers={"Authorization": f"Bearer {TOKEN}"})
     assert chunked.status_code == 413
 

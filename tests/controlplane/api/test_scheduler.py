@@ -12,8 +12,8 @@ from controlplane.journal import list_runs
 from controlplane.schedule import due, latest_fire, next_fire
 from controlplane.scheduler import Scheduler
 from controlplane.services import pipelines
-from controlplane.views import pipelines_out
 from controlplane.spec import load_spec
+from controlplane.views import pipelines_out
 from tests.support import PIPELINE
 
 T = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)

@@ -1,10 +1,7 @@
 """Bad input: one clear line naming the fix, exit 2, and nothing half-written in DataHub, MLflow or the data."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-
-import pytest
 
 from controlplane.snapshot import file_hash as content_hash
 from tests.support import kintsugi

@@ -15,15 +15,15 @@ from datahub.metadata import schema_classes as s
 from controlplane.datahub.connect import open_metadata
 from controlplane.errors import MetadataError
 from controlplane.journal import list_runs
+from controlplane.modelstore import open_store
 from controlplane.pipeline import run_pipeline
 from controlplane.spec import load_spec
-from controlplane.modelstore import open_store
 from controlplane.workspace import Workspace
 from demo.seed import FEATURE_TABLE, PIPELINE, seed_estate
 from demo.story import NEW_DAYS, land_batch
-from tests.support import DEMO_NOW
 from tests.controlplane.datahub.conftest import configure
 from tests.controlplane.datahub.standin import Fault, GmsStandIn, Matcher, Request, writes_aspect
+from tests.support import DEMO_NOW
 
 FIRST_DAY = DEMO_NOW - timedelta(days=NEW_DAYS)
 RUN_AT = int((DEMO_NOW + timedelta(minutes=5)).timestamp() * 1000)

@@ -23,9 +23,9 @@ from controlplane.datahub.models import PASSPORT_PROPERTY
 from controlplane.workspace import Workspace
 from demo.seed import PIPELINE
 from demo.story import DemoResult, run_demo
-from tests.support import DEMO_NOW
 from tests.controlplane.datahub.conftest import TOKEN, MlflowServer, configure
 from tests.controlplane.datahub.standin import GmsStandIn
+from tests.support import DEMO_NOW
 
 ENTITY_TYPES = ("dataset", "dataContract", "assertion", "incident", "mlModelGroup", "mlModel", "dataProcessInstance")
 RUN_KEYED = ("dataProcessInstance",)  # URNs derive from the run id, which is random: compared by count

@@ -16,15 +16,15 @@ from controlplane.cli.datahub import datahub_app
 from controlplane.datahub.config import GmsConfig
 from controlplane.datahub.datasets import walk_upstream
 from controlplane.datahub.gms import GmsMetadata
+from controlplane.datahub.history import health_at
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.sync import plan_push, pull, push
 from controlplane.errors import MetadataError
-from controlplane.datahub.history import health_at
 from controlplane.workspace import Workspace
 from demo.seed import FEATURE_TABLE, UPSTREAMS
-from tests.support import DEMO_NOW
 from tests.controlplane.datahub.conftest import TOKEN, configure
 from tests.controlplane.datahub.standin import GmsStandIn
+from tests.support import DEMO_NOW
 
 NOW_MS = int(DEMO_NOW.timestamp() * 1000)
 

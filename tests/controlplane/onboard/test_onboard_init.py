@@ -12,10 +12,11 @@ from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.urns import contract_urn
 from controlplane.journal import list_runs
 from controlplane.odcs import parse_odcs
-from controlplane.unitguess import UnitGuess, contract_unit
-from onboard_support import INIT_AT, NAME, UPSTREAM, cli, copy_ws, init_args, weather
 from controlplane.snapshot import file_hash
+from controlplane.unitguess import UnitGuess, contract_unit
 from tests.support import champion
+
+from onboard_support import INIT_AT, NAME, UPSTREAM, cli, copy_ws, init_args, weather
 
 
 def _dataset(ws) -> str:

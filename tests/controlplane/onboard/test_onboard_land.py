@@ -11,6 +11,7 @@ from datahub.metadata import schema_classes as s
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.journal import LedgerEntry, RunJournal, RunRecord, list_runs
 from controlplane.vocab import Policy, RunStatus
+
 from onboard_support import NAME, UPSTREAM, cli, copy_ws, weather
 
 AT = "2013-02-01T06:00:00+00:00"

@@ -12,6 +12,7 @@ import pytest
 
 from controlplane.snapshot import file_hash
 from controlplane.workspace import Workspace
+
 from onboard_support import NAME, RUN_AT, UPSTREAM, cli, init_args, weather
 
 LATER_LAND, LATER_RUN = "2013-02-01T06:00:00+00:00", "2013-02-01T07:00:00+00:00"

@@ -8,11 +8,12 @@ from datahub.metadata import schema_classes as s
 from mlflow import MlflowClient
 
 from controlplane.datahub.lite import LiteMetadata
+from controlplane.datahub.models import PASSPORT_PROPERTY
 from controlplane.datahub.urns import model_urn
 from controlplane.journal import list_runs
-from controlplane.datahub.models import PASSPORT_PROPERTY
-from onboard_support import NAME, copy_ws, cli
 from tests.support import champion
+
+from onboard_support import NAME, cli, copy_ws
 
 
 def _paused(ws, at: str) -> str:

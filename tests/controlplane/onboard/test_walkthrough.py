@@ -8,6 +8,7 @@ from pathlib import Path
 
 from controlplane.journal import list_runs
 from controlplane.workspace import Workspace
+
 from onboard_support import cli
 
 README = Path(__file__).resolve().parents[3] / "README.md"
