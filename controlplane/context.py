@@ -1,14 +1,17 @@
-"""What every stage of a run works with: the workspace, the spec, the metadata port and the run's journal."""
+"""What every stage of a run works with: the workspace, the spec, the metadata port, the run's journal and the
+engine its table is profiled and healed with (a Spark session, when the spec says spark, started on first use and
+stopped when the stretch of the run ends)."""
 from __future__ import annotations
 
 import os
 import signal
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.port import MetadataPort
+from controlplane.engine import TableEngine
 from controlplane.errors import KintsugiError
 from controlplane.identity import check_datahub, rebase_if_moved
 from controlplane.journal import Event, RunJournal, RunRecord
@@ -27,6 +30,7 @@ class RunContext:
     spec: PipelineSpec
     metadata: MetadataPort
     journal: RunJournal
+    engine: TableEngine = field(default_factory=TableEngine)
 
     @property
     def record(self) -> RunRecord:
@@ -64,17 +68,20 @@ def open_run(ws: Workspace, spec: PipelineSpec, record: RunRecord, listener: Cal
     """Open the stores for one stretch of a run. An error is recorded in the run and re-raised; the run ends
     `on_error` (FAILED), or keeps its status when None (an undo in progress stays UNDOING, to be finished)."""
     journal = RunJournal(ws, record, listener)
+    engine = TableEngine.of(spec)
     try:
         rebase_if_moved(ws)
         with metadata_session(ws, read_only=not record.policy.writes) as metadata:
             check_datahub(ws, metadata)
-            yield RunContext(ws, spec, metadata, journal)
+            yield RunContext(ws, spec, metadata, journal, engine)
     except Exception as exc:
         what = str(exc) if isinstance(exc, KintsugiError) else f"{type(exc).__name__}: {exc}"
         journal.event(Stage.ERROR, "failed", what, code=getattr(exc, "code", "internal"))
         if on_error is not None:
             journal.finish(on_error, what)
         raise
+    finally:
+        engine.close()
 
 
 def crash_point(name: str) -> None:

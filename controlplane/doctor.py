@@ -4,7 +4,9 @@ DataHub GMS: reachable (``GET /config``: it is GMS, and which version), authenti
 then each read endpoint the adapter uses, probed with a URN that does not exist (404 is an answer). Writes are
 not probed — a probe would write. DataHub Lite: the store file. MLflow: a sqlite store is looked at, never
 created; a tracking server is asked for a model's aliases through the training package, with one attempt.
-Each check says what it found and, when it fails, what to do.
+Spark: the master of every `engine: spark` pipeline is started or reached and asked to run the guard on its
+executors (`guard.engines.spark.probe_spark`), one line per master. Each check says what it found and, when it
+fails, what to do.
 """
 from __future__ import annotations
 
@@ -64,7 +66,7 @@ class Diagnosis:
 
 
 def diagnose(ws: Workspace) -> Diagnosis:
-    return Diagnosis((*_datahub_checks(ws), *_mlflow_checks(ws)))
+    return Diagnosis((*_datahub_checks(ws), *_mlflow_checks(ws), *_spark_checks(ws)))
 
 
 # -- DataHub ---------------------------------------------------------------------------
@@ -228,3 +230,40 @@ def _display(uri: str) -> str:
     """The URI without a user:password part."""
     parts = urlsplit(uri)
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1])) if parts.netloc else uri
+
+
+# -- Spark -----------------------------------------------------------------------------
+
+
+def _spark_checks(ws: Workspace) -> list[Check]:
+    """One line per Spark master the workspace's pipelines use (none without `engine: spark`)."""
+    from controlplane.spec import list_specs, load_spec
+
+    masters: dict[str, list[str]] = {}
+    for name in list_specs(ws):
+        try:
+            spec = load_spec(ws, name)
+        except KintsugiError:  # a spec that does not parse is `kintsugi run`'s to report, in one line
+            continue
+        if spec.engine == "spark" and spec.spark_master is not None:
+            masters.setdefault(spec.spark_master, []).append(name)
+    return [_spark_probe(master, names) for master, names in sorted(masters.items())]
+
+
+def _spark_probe(master: str, pipelines: list[str]) -> Check:
+    from controlplane.engine import acquire_session, release_session
+    from guard.engines.spark import SparkEngineError, probe_spark
+
+    label = f"{master} ({', '.join(pipelines)})"
+    try:
+        session = acquire_session(master)
+    except KintsugiError as exc:
+        return Check("Spark", label, FAIL, str(exc))
+    try:
+        found = probe_spark(session)
+    except SparkEngineError as exc:
+        return Check("Spark", label, FAIL, str(exc))
+    finally:
+        release_session(master)
+    kind = "Spark Connect" if found["connect"] else "a local session"
+    return Check("Spark", label, OK, f"Spark {found['version']} answers ({kind}); its executors run the guard")

@@ -6,7 +6,8 @@ keys across batches) see the whole table. The batches already in the reference a
 compared with what was kept when they passed: rows that changed since (a rewrite of the whole table in other
 units) are guarded against their own kept profile, so the change is named exactly, with its rows. Every
 finding names the rows it concerns (`params["rows"]`: a time window). A workspace without a kept reference
-(made before batches) is guarded as a whole table against DataHub's datasetProfile.
+(made before batches) is guarded as a whole table against DataHub's datasetProfile. Snapshots are computed by the
+pipeline's engine (`controlplane.engine`: arrow, or spark), with the same windows and batches either way.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 from controlplane.datahub.contracts import read_contract
 from controlplane.datahub.datasets import read_profile, walk_upstream
 from controlplane.datahub.port import MetadataPort
+from controlplane.engine import TableEngine
 from controlplane.reference import (
     ReferenceState,
     changed_batches,
@@ -32,7 +34,7 @@ from guard.findings import Finding, GuardReport, make_finding
 from guard.kinds import FindingKind
 from guard.profile import BatchProfile, TimeWindow
 from guard.runner import run_guard
-from guard.snapshot import Snapshot, SnapshotError, read_snapshot
+from guard.snapshot import Snapshot, SnapshotError
 
 __all__ = ["Guarded", "guard_table", "context_without_snapshot", "rows_of", "coalesce"]
 
@@ -72,12 +74,19 @@ def _with_rows(findings: tuple[Finding, ...], window: TimeWindow | None) -> tupl
 
 
 def guard_table(ws: Workspace, metadata: MetadataPort, spec: PipelineSpec, table: Path, now_ms: int, *,
-                as_batch: bool = False) -> Guarded:
+                as_batch: bool = False, engine: TableEngine | None = None) -> Guarded:
     """The guard over a local parquet file of the table (`as_batch`: the file IS the new batch, e.g. `guard
-    --data BATCH`). An unreadable file is a blocking finding, never a pass."""
+    --data BATCH`), profiled by `engine` (a run's; else the spec's, for this call). An unreadable file is a
+    blocking finding, never a pass; an engine that cannot start is a DataError."""
+    if engine is None:
+        engine = TableEngine.of(spec)
+        try:
+            return guard_table(ws, metadata, spec, table, now_ms, as_batch=as_batch, engine=engine)
+        finally:
+            engine.close()
     state = load_state(ws, spec.name)
     try:
-        snapshot, window = _read(table, state, as_batch)
+        snapshot, window = _read(engine, table, state, as_batch)
     except SnapshotError as exc:
         context = context_without_snapshot(ws, metadata, spec, now_ms, None, str(exc))
         return Guarded(context, run_guard(context), None)
@@ -87,7 +96,7 @@ def guard_table(ws: Workspace, metadata: MetadataPort, spec: PipelineSpec, table
     report = run_guard(context)
     findings = _with_rows(report.findings, window)
     if state is not None and not as_batch:
-        findings = coalesce(findings + _history_findings(ws, spec, table, state, context),
+        findings = coalesce(findings + _history_findings(ws, spec, table, state, context, engine),
                             kept_windows(ws, spec.name, state))
     batch = snapshot.batch if window is not None else None
     return Guarded(context, GuardReport(report.dataset, findings, report.outcomes), batch)
@@ -125,24 +134,25 @@ def _after(finding: Finding) -> float:
     return float("-inf") if after is None else float(after)
 
 
-def _read(table: Path, state: ReferenceState | None, as_batch: bool) -> tuple[Snapshot, TimeWindow | None]:
+def _read(engine: TableEngine, table: Path, state: ReferenceState | None,
+          as_batch: bool) -> tuple[Snapshot, TimeWindow | None]:
     if state is None:
-        return read_snapshot(table), None
+        return engine.snapshot(table), None
     if as_batch:
-        return read_snapshot(table, time_column=state.time_column, batch_id="checked"), None
+        return engine.snapshot(table, time_column=state.time_column, batch_id="checked"), None
     window = new_rows_window(state)
     batch_id = f"after-{state.watermark_ms}" if state.watermark_ms is not None else "first"
-    snapshot = read_snapshot(table, window=window, batch_id=batch_id)
+    snapshot = engine.snapshot(table, window=window, batch_id=batch_id)
     if snapshot.profile.row_count == 0:  # nothing new since the watermark: the whole table is guarded
-        return read_snapshot(table, time_column=state.time_column), None
+        return engine.snapshot(table, time_column=state.time_column), None
     return snapshot, window
 
 
 def _history_findings(ws: Workspace, spec: PipelineSpec, table: Path, state: ReferenceState,
-                      context: GuardContext) -> tuple[Finding, ...]:
+                      context: GuardContext, engine: TableEngine) -> tuple[Finding, ...]:
     """Batches that passed earlier and whose rows changed since, guarded against their own kept profile."""
     found: list[Finding] = []
-    for kept, now in changed_batches(ws, spec.name, table, state):
+    for kept, now in changed_batches(ws, spec.name, table, state, read=engine.snapshot):
         history = replace(context, snapshot=now, reference=kept.profile, lineage=(), table_paths=())
         findings = [f for f in run_guard(history).findings if f.kind not in _NOT_HISTORY]
         if not any(f.severity.value == "block" for f in findings):

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
-
 from controlplane.context import RunContext
 from controlplane.errors import KintsugiError
 from controlplane.modelstore import training_errors_mapped
 from controlplane.snapshot import Pinned, verify_file
-from controlplane.stages.train import Trained, holdout_of
+from controlplane.stages.train import Trained, holdout_of, labelled_of
 from training.model import evaluate, fit, time_holdout
 
 __all__ = ["measure_impact"]
@@ -43,9 +41,8 @@ def measure_impact(run: RunContext, trained: Trained) -> dict[str, Any] | None:
 def _poisoned_scores(run: RunContext, pinned: Pinned, trained: Trained) -> dict[str, float]:
     training = run.spec.training
     verify_file(run.ws, pinned.table, pinned.table_hash, "measuring the heal's impact")
-    frame = pd.read_parquet(pinned.path(run.ws))
-    labelled = frame[frame[training.target].notna()] if training.target in frame else frame
-    _, holdout, _, _ = holdout_of(run, trained.view)
+    labelled, _, _, _ = labelled_of(run, pinned.path(run.ws))  # over the row budget: a sample, as trained
+    holdout = holdout_of(run, trained.view).holdout
     with training_errors_mapped():
         train_df, _ = time_holdout(labelled, training.time_column, training.holdout_fraction)
         return evaluate(training, fit(training, train_df), holdout)

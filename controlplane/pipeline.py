@@ -202,8 +202,7 @@ def _rescore_if_champion_moved(run: RunContext, trained: Trained) -> tuple[Train
     store = open_store(run.ws)
     if store.champion_version(run.spec.name) == trained.champion_version:
         return trained, []
-    _, holdout, _, _ = holdout_of(run, trained.view)
-    version, scores = score_champion(run, store, holdout)
+    version, scores = score_champion(run, store, holdout_of(run, trained.view).holdout)
     change = f"the champion moved from v{trained.champion_version} to v{version} since the pause; rescored"
     return replace(trained, champion_version=version, champion_metrics=scores), [change]
 

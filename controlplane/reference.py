@@ -19,6 +19,7 @@ import shutil
 import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 import pyarrow as pa
 
@@ -178,15 +179,15 @@ def kept_windows(ws: Workspace, pipeline: str, state: ReferenceState) -> list[Ti
     return [w for w in kept if w is not None] + [new_rows_window(state)]
 
 
-def changed_batches(ws: Workspace, pipeline: str, table: Path,
-                    state: ReferenceState) -> list[tuple[BatchProfile, Snapshot]]:
+def changed_batches(ws: Workspace, pipeline: str, table: Path, state: ReferenceState, *,
+                    read: Callable[..., Snapshot] = read_snapshot) -> list[tuple[BatchProfile, Snapshot]]:
     """Every kept batch whose rows in the table are no longer what passed: (as kept, as now). All batches are
-    fingerprinted in one aggregate pass; only those that moved are profiled again."""
+    fingerprinted in one aggregate pass; only those that moved are profiled again (by `read`: an engine's)."""
     kept = [b for b in (_load_batch(ws, pipeline, i) for i in state.batches) if b.window is not None]
     try:
         now = fingerprint_windows(table, [b.window for b in kept if b.window is not None])
         moved = [b for b, f in zip(kept, now) if not f.matches(fingerprint_of_profile(b.profile))]
-        return [(b, read_snapshot(table, window=b.window, batch_id=b.batch_id)) for b in moved]
+        return [(b, read(table, window=b.window, batch_id=b.batch_id)) for b in moved]
     except (OSError, ValueError, SnapshotError, pa.ArrowException) as exc:
         raise DataError(f"cannot check the history of {table}: {exc}", "replace the table with a readable one") from exc
 

@@ -1,6 +1,12 @@
-"""Pipeline specs: one YAML file per pipeline under <workspace>/pipelines/."""
+"""Pipeline specs: one YAML file per pipeline under <workspace>/pipelines/.
+
+Beside the model and the gate, a spec names the engine that profiles and heals its table (`engine: arrow`, the
+default, in this process; `engine: spark` with `spark: {master: "local[2]" | "sc://host:port"}`) and the row budget
+of training (`training: {row_budget: N}`: more labelled rows than that train on a seeded, time-stratified sample).
+"""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,9 +20,14 @@ from controlplane.workspace import Workspace
 from training.errors import TrainingError
 from training.spec import TrainingSpec
 
-__all__ = ["PipelineSpec", "PromotionRules", "load_spec", "list_specs", "parse_spec", "check_pipeline_name"]
+__all__ = ["PipelineSpec", "PromotionRules", "load_spec", "list_specs", "parse_spec", "check_pipeline_name",
+           "ENGINES", "DEFAULT_MASTER", "DEFAULT_ROW_BUDGET"]
 
 _EXAMPLE = "compare it with demo/pipelines/delivery-eta.yaml"
+ENGINES = ("arrow", "spark")
+DEFAULT_MASTER = "local[2]"  # a spark pipeline without `spark: {master: ...}`
+DEFAULT_ROW_BUDGET = 2_000_000  # labelled rows trained on whole; more: a sample of this many
+_MASTER = re.compile(r"local\[(\d+|\*)\]|sc://[A-Za-z0-9.\-]+(:\d+)?(/.*)?")
 
 
 @dataclass(frozen=True)
@@ -39,6 +50,9 @@ class PipelineSpec:
     schedule: str | None = None  # cron, e.g. "0 2 * * *": `kintsugi serve` runs the pipeline when due
     quiet_hours: str | None = None  # "22-06" (UTC hours): `kintsugi watch` starts no retrain in them
     impact: bool = True  # a run that heals also scores a model trained on the poisoned bytes (the postmortem's impact)
+    engine: str = "arrow"  # what profiles and heals the table: arrow (this process) or spark
+    spark_master: str | None = None  # engine spark: local[N] or sc://host:port (Spark Connect)
+    row_budget: int = DEFAULT_ROW_BUDGET  # labelled rows above this train on a seeded, time-stratified sample
 
 
 def check_pipeline_name(name: str) -> str:
@@ -93,9 +107,11 @@ def _build(raw: dict[str, Any], path: Path, ws: Workspace) -> PipelineSpec:
     policy = raw.get("policy", Policy.AUTO.value)
     if policy not in {p.value for p in Policy}:
         raise SpecError(f"pipeline spec {path} has policy {policy!r}", f"use one of {', '.join(p.value for p in Policy)}")
+    engine, master = _engine(raw, path)
     return PipelineSpec(check_pipeline_name(str(raw["name"])), str(raw["feature_table"]), ws.path(str(raw["data"])),
                         str(raw["data"]), training, rules, Policy(policy), path, raw.get("schedule"),
-                        _quiet_hours(raw.get("quiet_hours"), path), _flag(raw.get("impact", True), "impact", path))
+                        _quiet_hours(raw.get("quiet_hours"), path), _flag(raw.get("impact", True), "impact", path),
+                        engine, master, _row_budget(raw.get("training"), path))
 
 
 def _quiet_hours(value: Any, path: Path) -> str | None:
@@ -113,6 +129,43 @@ def _flag(value: Any, name: str, path: Path) -> bool:
     if not isinstance(value, bool):
         raise SpecError(f"pipeline spec {path} has {name}: {value!r}", f"write {name}: true or {name}: false")
     return value
+
+
+
+def _engine(raw: dict[str, Any], path: Path) -> tuple[str, str | None]:
+    """(engine, spark master): `engine: arrow` (default) or `engine: spark` with an optional `spark: {master}`."""
+    engine, spark = raw.get("engine", "arrow"), raw.get("spark")
+    if engine not in ENGINES:
+        raise SpecError(f"pipeline spec {path} has engine {engine!r}",
+                        "use engine: arrow (the default, in this process) or engine: spark")
+    if spark is None:
+        return engine, DEFAULT_MASTER if engine == "spark" else None
+    if engine != "spark":
+        raise SpecError(f"pipeline spec {path} has a spark: section but engine {engine!r}",
+                        "set engine: spark, or remove the spark: section")
+    if not isinstance(spark, dict) or set(spark) - {"master"}:
+        raise SpecError(f"pipeline spec {path} has spark: {spark!r}",
+                        'write spark: {master: "local[2]"} or spark: {master: "sc://host:15002"}')
+    master = spark.get("master", DEFAULT_MASTER)
+    if not isinstance(master, str) or not _MASTER.fullmatch(master):
+        raise SpecError(f"pipeline spec {path} has spark master {master!r}",
+                        'use "local[N]" (a session on this machine) or "sc://host:port" (Spark Connect)')
+    return engine, master
+
+
+def _row_budget(training: Any, path: Path) -> int:
+    if training is None:
+        return DEFAULT_ROW_BUDGET
+    if not isinstance(training, dict) or set(training) - {"row_budget"}:
+        raise SpecError(f"pipeline spec {path} has training: {training!r}",
+                        f"write training: {{row_budget: N}} (labelled rows trained on whole; default "
+                        f"{DEFAULT_ROW_BUDGET})")
+    budget = training.get("row_budget", DEFAULT_ROW_BUDGET)
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+        raise SpecError(f"pipeline spec {path} has training row_budget {budget!r}",
+                        f"use a positive whole number of rows, e.g. row_budget: {DEFAULT_ROW_BUDGET}")
+    return budget
+
 
 
 def _check_schedule(schedule: Any, path: Path) -> None:

@@ -15,7 +15,7 @@ from guard.findings import Finding
 from guard.relations import epoch_ms_of
 from remediations.registry import PlaybookRefused
 
-__all__ = ["selected_rows", "describe_rows"]
+__all__ = ["selected_rows", "describe_rows", "rows_window"]
 
 
 def selected_rows(table: pd.DataFrame, finding: Finding) -> np.ndarray:
@@ -23,7 +23,7 @@ def selected_rows(table: pd.DataFrame, finding: Finding) -> np.ndarray:
     rows = finding.params.get("rows")
     if rows is None:
         return np.ones(len(table), dtype=bool)
-    column, after, through = _window(rows, finding)
+    column, after, through = rows_window(rows, finding)
     if column not in table.columns:
         raise PlaybookRefused(f"the {finding.kind.value} finding names rows by {column!r}, which the table does not "
                               "have; re-run the guard on the current table")
@@ -40,7 +40,8 @@ def selected_rows(table: pd.DataFrame, finding: Finding) -> np.ndarray:
     return mask
 
 
-def _window(rows: Any, finding: Finding) -> tuple[str, Any, Any]:
+def rows_window(rows: Any, finding: Finding) -> tuple[str, Any, Any]:
+    """(time column, after_ms, through_ms) of a finding's `params["rows"]`; a malformed one refuses the heal."""
     if not isinstance(rows, Mapping) or not isinstance(rows.get("column"), str) or not set(rows) <= {
             "column", "after_ms", "through_ms"}:
         raise PlaybookRefused(f"the {finding.kind.value} finding's params['rows'] is {rows!r}, not "

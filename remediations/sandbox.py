@@ -34,7 +34,7 @@ from guard.profile import DatasetProfile
 from remediations.registry import HealInput, HealStep, Playbook, PlaybookRefused, playbook_for
 
 __all__ = ["HealOutcome", "QuarantineList", "content_hash", "heal_copy", "publish", "restore", "PLAYBOOK_ORDER",
-           "QUARANTINE_FILE", "TRAINING_FILE"]
+           "QUARANTINE_FILE", "TRAINING_FILE", "check_limit", "in_playbook_order"]
 
 # Structural repairs first, so that value repairs see the contracted column names and types; row removals
 # next; quarantines last, so that the rows they list are rows of the final table.
@@ -145,7 +145,7 @@ def heal_copy(source: Path, sandbox: Path, findings: tuple[Finding, ...], contra
     shutil.copyfile(source, copy)
     progress = _Progress(pd.read_parquet(copy))
     profile = getattr(reference, "profile", reference)
-    for finding in _in_playbook_order(findings):
+    for finding in in_playbook_order(findings):
         _heal_one(progress, finding, contract, profile)
     healed = sandbox / "healed.parquet"
     progress.table.to_parquet(healed, index=False)
@@ -183,11 +183,16 @@ def _apply(playbook: Playbook, heal: HealInput) -> tuple[Any, HealStep]:
     if playbook.quarantines and len(result) != len(heal.table):
         raise PlaybookRefused(f"{playbook.name} returned a mask of {len(result)} rows for a table of "
                               f"{len(heal.table)}; a quarantine lists rows, it never changes them")
-    touched = max(step.rows_touched, step.rows_dropped, step.rows_quarantined) / rows
+    check_limit(playbook, step, rows)
+    return result, step
+
+
+def check_limit(playbook: Playbook, step: HealStep, rows: int) -> None:
+    """A step may touch at most its playbook's share of the table's `rows`; over it, the playbook refuses."""
+    touched = max(step.rows_touched, step.rows_dropped, step.rows_quarantined) / max(rows, 1)
     if touched > playbook.max_fraction_touched:
         raise PlaybookRefused(f"{playbook.name} would touch {touched:.1%} of rows, over its limit of "
                               f"{playbook.max_fraction_touched:.1%}; heal by hand or raise the limit in the spec")
-    return result, step
 
 
 def _set_aside(progress: _Progress, sandbox: Path, contract: Contract) -> tuple[QuarantineList | None, Path | None]:
@@ -222,7 +227,7 @@ def _lines(table: pd.DataFrame, finding: Finding, mask: np.ndarray, contract: Co
     return lines
 
 
-def _in_playbook_order(findings: tuple[Finding, ...]) -> list[Finding]:
+def in_playbook_order(findings: tuple[Finding, ...]) -> list[Finding]:
     def rank(finding: Finding) -> int:
         playbook = playbook_for(finding)
         name = playbook.name if playbook is not None else ""

@@ -5,6 +5,9 @@ DataFrame and its `HealStep`, with the same limits and refusals as its pandas tw
 `remediations.playbooks` (the limit checks and the parameter checks are shared). Counting what a step
 touches runs one Spark aggregation; the rows themselves stay on the executors.
 
+A finding that names its rows (`params["rows"]`, a time window: `remediations.rows`) is healed on those rows
+only, as in pandas (`unit_rescale`, the one transform here whose pandas twin selects rows).
+
 Two transforms choose rows where pandas relies on row order, deterministically whatever the partitioning:
 `dedupe_keys` keeps, of each key's rows, the one with the smallest values (all columns in name order)
 where pandas keeps the first. No Spark transform fills or sets aside null rows: a Spark pipeline's null
@@ -23,6 +26,7 @@ from remediations.playbooks import category_casing as casing_pb
 from remediations.playbooks import dedupe_keys as dedupe_pb
 from remediations.playbooks import label_window as label_pb
 from remediations.registry import PLAYBOOKS, HealInput, HealStep, PlaybookRefused
+from remediations.rows import describe_rows, rows_window
 
 __all__ = ["SparkHeal", "SPARK_PLAYBOOKS", "spark_playbook_for"]
 
@@ -74,6 +78,24 @@ def _column(heal: SparkHeal, name: str | None) -> str:
     return name
 
 
+def _rows(heal: SparkHeal) -> Any:
+    """The Spark condition of the finding's rows (`remediations.rows.selected_rows`): its window, else every row."""
+    from guard.engines.spark import SparkEngineError, window_condition
+    from guard.profile import TimeWindow
+
+    F, rows = _F(), heal.finding.params.get("rows")
+    if rows is None:
+        return F.lit(True)
+    column, after, through = rows_window(rows, heal.finding)
+    if column not in heal.frame.columns:
+        raise PlaybookRefused(f"the {heal.finding.kind.value} finding names rows by {column!r}, which the table "
+                              "does not have; re-run the guard on the current table")
+    try:
+        return window_condition(heal.frame, TimeWindow(column, after, through))
+    except SparkEngineError as exc:  # not a time column
+        raise PlaybookRefused(f"the {heal.finding.kind.value} finding names rows by {column!r}: {exc}") from exc
+
+
 def _count(frame: Any, condition: Any) -> int:
     F = _F()
     return int(frame.select(F.sum(F.when(condition, 1).otherwise(0))).first()[0] or 0)
@@ -89,11 +111,15 @@ def unit_rescale(heal: SparkHeal) -> tuple[Any, HealStep]:
     kind = dict(heal.frame.dtypes)[column]
     if kind in ("string", "boolean", "timestamp", "date"):
         raise PlaybookRefused(f"unit_rescale: column {column!r} is {kind}, not a number")
-    healed = heal.frame.withColumn(column, (F.col(column).cast("double") - F.lit(float(offset))) / F.lit(float(scale)))
-    touched = _count(heal.frame, F.col(column).isNotNull())
+    rows = _rows(heal) & F.col(column).isNotNull()
+    value = F.col(column).cast("double")
+    healed = heal.frame.withColumn(column, F.when(rows, (value - F.lit(float(offset))) / F.lit(float(scale)))
+                                   .otherwise(value))
+    touched = _count(heal.frame, rows)
     return healed, HealStep("unit_rescale", finding.kind.value, column,
                             {"from_unit": finding.params.get("actual_unit"),
-                             "to_unit": finding.params.get("declared_unit"), "scale": scale, "offset": offset},
+                             "to_unit": finding.params.get("declared_unit"), "scale": scale, "offset": offset,
+                             "rows": describe_rows(finding)},
                             rows_touched=touched)
 
 

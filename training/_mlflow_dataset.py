@@ -7,7 +7,8 @@ the frame's Arrow schema (read from the dtypes; only object columns are inspecte
 and the profile from the frame's shape. The record reads the same as a pandas dataset's in MLflow: a
 ``{"mlflow_colspec": [...]}`` schema with MLflow's types, and ``num_rows``/``num_elements`` (plus
 ``num_columns``) in the profile. MLflow's pandas dataset does not mark the target in either, so neither
-does this one; the target is the run's ``target`` param.
+does this one; the target is the run's ``target`` param. A frame sampled from a larger table carries the
+sample's ``sample_*`` keys (size, seed, the full table's content hash) as dataset input tags.
 """
 
 from __future__ import annotations
@@ -117,7 +118,15 @@ def training_dataset_input(frame: pd.DataFrame, dataset_source: dict[str, Any]) 
         schema=json.dumps({"mlflow_colspec": schema.to_dict()}) if schema else None,
         profile=json.dumps(profile),
     )
-    return DatasetInput(dataset=entity, tags=[InputTag("mlflow.data.context", "training")])
+    tags = [InputTag("mlflow.data.context", "training"), *_sample_tags(dataset_source)]
+    return DatasetInput(dataset=entity, tags=tags)
+
+
+def _sample_tags(dataset_source: dict[str, Any]) -> list[InputTag]:
+    """A frame sampled from a larger table: the source's ``sample_*`` keys (size, seed, the full table's content
+    hash...) as ``kintsugi.<key>`` tags of the dataset input."""
+    return [InputTag(f"kintsugi.{key}", str(value)) for key, value in sorted(dataset_source.items())
+            if key.startswith("sample_") and value is not None]
 
 
 def dataset_digest(content_hash: str, rows: int, columns: list[str]) -> str:

@@ -146,4 +146,5 @@ def passport_body(run: RunContext, trained: Trained, assessment: Assessment, ver
         "mlflow": {"model": spec.name, "version": trained.version, "run_id": trained.mlflow_run},
         "lineage": list(assessment.lineage), "health_at_training": assessment.health,
         "unhealed_at_training": list(assessment.unhealed),
+        **({"training_sample": trained.sample} if trained.sample else {}),  # over the row budget: what was fit
     }

@@ -61,10 +61,12 @@ class Detected:
 def detect(run: RunContext) -> Detected:
     spec = run.spec
     pinned = pin_table(run.ws, spec, run.journal.run_dir / "snapshot")
-    guarded = guard_table(run.ws, run.metadata, spec, pinned.path(run.ws), run.now_ms)
+    guarded = guard_table(run.ws, run.metadata, spec, pinned.path(run.ws), run.now_ms, engine=run.engine)
     if guarded.context.snapshot is None:  # an unreadable table: an error before anything is written
-        raise DataError(guarded.context.snapshot_error or "the table could not be read",
-                        f"replace the table at {pinned.location} with a readable one")
+        fix = f"replace the table at {pinned.location} with a readable one"
+        if run.engine.spark:
+            fix += f", or check the Spark master {spec.spark_master} (`kintsugi doctor`)"
+        raise DataError(guarded.context.snapshot_error or "the table could not be read", fix)
     verify_file(run.ws, pinned.table, pinned.table_hash, "the guard")  # the bytes guarded are the bytes pinned
     report, snapshot = guarded.report, guarded.context.snapshot
     run.record.facts["pinned"] = pinned.to_dict()

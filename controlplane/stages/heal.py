@@ -1,5 +1,5 @@
 """Incident, heal and verify: raise an incident per blocking finding, heal a sandbox copy of the pinned table
-with allowlisted playbooks, and run the same guard on the healed copy."""
+with allowlisted playbooks (pandas, or Spark's for `engine: spark`), and run the same guard on the healed copy."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -13,6 +13,7 @@ from controlplane.memory import memory_fact, recall, reuse_all
 from controlplane.snapshot import file_hash, verify_file
 from controlplane.stages.detect import Detected, TrainingView, summary
 from controlplane.vocab import LedgerKind, RunStatus, Stage
+from guard.contract import Contract
 from guard.findings import Finding, GuardReport, Verdict
 from guard.registry import CHECKS
 from remediations.registry import HealStep
@@ -100,8 +101,8 @@ def heal(run: RunContext, detected: Detected) -> Healed | None:
         run.finish(RunStatus.BLOCKED, "BLOCKED: " + "; ".join(why) + " (incident stays open)")
         return None
     blocking, reused = reuse_all(blocking, run.record.facts.get("memory") or {})
-    outcome = heal_copy(detected.pinned.path(run.ws), run.journal.run_dir / "sandbox", blocking, contract, detected.context.reference)
-    evidence = {**_evidence(outcome), "reused": reused}
+    outcome = _heal_copy(run, detected, blocking, contract)
+    evidence = {**_evidence(outcome), "reused": reused, "engine": run.engine.name}
     if not outcome.complete:
         why = [f"no safe playbook for {f.kind.value} ({f.message})" for f in outcome.unhealable]
         why += [w for _, w in outcome.refused]
@@ -120,6 +121,16 @@ def heal(run: RunContext, detected: Detected) -> Healed | None:
                   tuple(f.key for f in outcome.open_findings))
 
 
+def _heal_copy(run: RunContext, detected: Detected, blocking: tuple[Finding, ...], contract: Contract) -> HealOutcome:
+    """The pinned bytes healed in the run's sandbox by the pipeline's engine: pandas playbooks, or Spark's."""
+    source, sandbox = detected.pinned.path(run.ws), run.journal.run_dir / "sandbox"
+    if not run.engine.spark:
+        return heal_copy(source, sandbox, blocking, contract, detected.context.reference)
+    from remediations.spark_copy import heal_copy_spark
+
+    return heal_copy_spark(run.engine.session(), source, sandbox, blocking, contract, detected.context.reference)
+
+
 def _evidence(outcome: HealOutcome) -> dict[str, Any]:
     return {"steps": [asdict(s) for s in outcome.steps], "before_hash": outcome.before_hash,
             "after_hash": outcome.after_hash, "unhealable": [f.to_dict() for f in outcome.unhealable],
@@ -135,7 +146,7 @@ def verify(run: RunContext, healed: Healed) -> TrainingView | None:
         run.event(Stage.VERIFY, "failed", f"the healed copy {healed.view_path} is missing or changed after the heal")
         run.finish(RunStatus.BLOCKED, "BLOCKED: the healed copy could not be read (incident stays open)")
         return None
-    guarded = guard_table(run.ws, run.metadata, run.spec, path, run.now_ms)
+    guarded = guard_table(run.ws, run.metadata, run.spec, path, run.now_ms, engine=run.engine)
     report = guarded.report
     run.event(Stage.VERIFY, report.verdict.value, summary(report), verdict=report.verdict.value,
               findings=[f.to_dict() for f in report.findings])

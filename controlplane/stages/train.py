@@ -1,5 +1,9 @@
 """Train and assess: fit on exactly the guarded bytes, score candidate and champion on the same holdout,
-register the version, and gather the evidence the promotion gate decides on."""
+register the version, and gather the evidence the promotion gate decides on.
+
+More labelled rows than the spec's `training: {row_budget}` train on a seeded, time-stratified sample of that
+many, drawn by the pipeline's engine (`guard.engines.training`); its size, seed and the full table's content hash
+go to the MLflow dataset record, the run's event and the passport."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -14,6 +18,7 @@ from controlplane.context import RunContext, crash_point
 from controlplane.datahub.datasets import walk_upstream
 from controlplane.datahub.history import health_at, unhealed_at
 from controlplane.datahub.incidents import IncidentRef
+from controlplane.errors import DataError, KintsugiError
 from controlplane.modelstore import open_store, training_errors_mapped
 from controlplane.promotion import PromotionDecision, PromotionEvidence, decide
 from controlplane.snapshot import verify_file
@@ -25,7 +30,7 @@ from training.model import evaluate, fit, time_holdout
 if TYPE_CHECKING:
     from training.registry import ModelStore
 
-__all__ = ["Trained", "Assessment", "train", "assess", "holdout_of", "score_champion"]
+__all__ = ["Trained", "Assessment", "Split", "train", "assess", "holdout_of", "labelled_of", "score_champion"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,7 @@ class Trained:
     remediations: tuple[dict[str, Any], ...]
     trained_at_ms: int
     unsealed: str | None = None  # why the model's files could not be signed (the gate then blocks)
+    sample: dict[str, Any] | None = None  # the training sample's description, when the table was over the budget
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -72,18 +78,76 @@ class Assessment:
                 "lineage": list(self.lineage), "health": self.health, "unhealed": list(self.unhealed)}
 
 
-def holdout_of(run: RunContext, view: TrainingView) -> tuple[pd.DataFrame, pd.DataFrame, int, int]:
-    """(train rows, holdout rows, all rows, labelled rows) of exactly the guarded bytes."""
+@dataclass(frozen=True)
+class Split:
+    """What a model is fit and scored on: the labelled rows of the guarded bytes, or a sample of them."""
+
+    train: pd.DataFrame
+    holdout: pd.DataFrame
+    total: int  # rows of the table
+    labelled: int  # its labelled rows
+    sample: dict[str, Any] | None = None  # the sample's description (`guard.engines.training`), when drawn
+
+
+def holdout_of(run: RunContext, view: TrainingView) -> Split:
+    """The time split of exactly the guarded bytes' labelled rows (a sample of them over the row budget)."""
     verify_file(run.ws, view.table, view.table_hash, "training")
+    rows, total, labelled, sample = labelled_of(run, run.ws.path(view.table))
+    with training_errors_mapped():
+        train_df, holdout = time_holdout(rows, run.spec.training.time_column, run.spec.training.holdout_fraction)
+    return Split(train_df, holdout, total, labelled, sample)
+
+
+def labelled_of(run: RunContext, path: Path) -> tuple[pd.DataFrame, int, int, dict[str, Any] | None]:
+    """(the rows to train on, the table's rows, its labelled rows, the sample's description or None) of a table
+    file: its labelled rows, or a sample of `row_budget` of them drawn by the run's engine."""
     training = run.spec.training
-    path = run.ws.path(view.table)
+    if _labelled_rows(path, training.target) > run.spec.row_budget:
+        rows, total, sample = _sample(run, path)
+        return rows, total, int(sample["labelled_rows"]), sample
     wanted = {*training.features, training.target, training.time_column}
     present = [name for name in pq.read_schema(path).names if name in wanted]  # a missing one: fit names it
     frame = pd.read_parquet(path, columns=present)
-    labelled = frame[frame[training.target].notna()] if training.target in frame else frame
-    with training_errors_mapped():
-        train_df, holdout = time_holdout(labelled, training.time_column, training.holdout_fraction)
-    return train_df, holdout, len(frame), len(labelled)
+    rows = frame[frame[training.target].notna()] if training.target in frame else frame
+    return rows, len(frame), len(rows), None
+
+
+def _labelled_rows(path: Path, target: str) -> int:
+    """Rows with a label (all rows when the table has no label column: training says what is missing)."""
+    parquet = pq.ParquetFile(path)
+    if target not in parquet.schema_arrow.names:
+        return parquet.metadata.num_rows
+    column = pq.read_table(path, columns=[target]).column(0)
+    return len(column) - column.null_count
+
+
+def _sample(run: RunContext, path: Path) -> tuple[pd.DataFrame, int, dict[str, Any]]:
+    """(the sampled labelled rows, the table's rows, the sample's description), drawn by the run's engine."""
+    from guard.engines.training import training_sample
+
+    spec, training = run.spec, run.spec.training
+    try:
+        session = run.engine.session() if run.engine.spark else None
+        drawn = training_sample(run.engine.name, path, rows=spec.row_budget, time_column=training.time_column,
+                                label_column=training.target, seed=training.seed, session=session)
+    except KintsugiError:
+        raise
+    except Exception as exc:  # the engine's or the data's: fail closed, name the fix
+        raise DataError(f"cannot draw the training sample of {spec.row_budget} rows from {run.ws.rel(path)}: "
+                        f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                        f"check time_column and target in {spec.source}, or raise training: {{row_budget}}") from exc
+    frame = drawn.frame[drawn.frame[training.target].notna()]  # a NaN label is no label
+    return frame, int(drawn.description["table_rows"]), drawn.description
+
+
+def _sample_source(sample: dict[str, Any] | None) -> dict[str, Any]:
+    """The sample as the MLflow dataset record names it: `sample_*` keys (run tags and dataset input tags)."""
+    if sample is None:
+        return {}
+    return {"sample_rows": sample["rows"], "sample_seed": sample["seed"], "sample_engine": sample["engine"],
+            "sample_labelled_rows": sample["labelled_rows"], "sample_table_rows": sample["table_rows"],
+            "sample_table_hash": sample["table_hash"], "sample_cadence": sample["cadence"],
+            "sample_format": sample["format"]}
 
 
 def score_champion(run: RunContext, store: ModelStore, holdout: pd.DataFrame) -> tuple[int | None, dict[str, float]]:
@@ -101,7 +165,8 @@ def score_champion(run: RunContext, store: ModelStore, holdout: pd.DataFrame) ->
 def train(run: RunContext, view: TrainingView, detect_report: dict[str, Any], incidents: tuple[IncidentRef, ...],
           remediations: tuple[dict[str, Any], ...]) -> Trained:
     spec = run.spec
-    train_df, holdout, total, labelled = holdout_of(run, view)
+    split = holdout_of(run, view)
+    train_df, holdout = split.train, split.holdout
     store = open_store(run.ws)
     seal, unsealed = _sealer(run)
     with training_errors_mapped():
@@ -113,21 +178,26 @@ def train(run: RunContext, view: TrainingView, detect_report: dict[str, Any], in
             mlflow_run = store.log_training(
                 experiment=spec.name, spec=spec.training, model=model, train_df=train_df, metrics=candidate,
                 dataset_source={"urn": spec.feature_table, "content_hash": view.table_hash,
-                                "location_hash": view.location_hash, "path": spec.data_text},
+                                "location_hash": view.location_hash, "path": spec.data_text,
+                                **_sample_source(split.sample)},
                 tags={"kintsugi.run_id": run.run_id}, run_name=run.run_id, seal=seal)
             entry.result["mlflow_run"] = mlflow_run
         with run.journal.writing(LedgerKind.MLFLOW_VERSION, spec.name, run=mlflow_run) as entry:
             version = store.find_version_by_run(spec.name, mlflow_run) or store.register(spec.name, mlflow_run)
             entry.result["version"] = version
-    rows = {"train": len(train_df), "holdout": len(holdout), "unlabelled": total - labelled, "total": total}
+    rows = {"train": len(train_df), "holdout": len(holdout), "unlabelled": split.total - split.labelled,
+            "total": split.total}
+    sampled = (f" (a seeded sample of {split.sample['rows']} of {split.labelled} labelled rows, over the row budget)"
+               if split.sample else "")
     run.event(Stage.TRAIN, "trained", f"{spec.training.estimator} on {rows['train']} rows; holdout {rows['holdout']}"
-              f" rows; {spec.training.metric}={candidate[spec.training.metric]:.4g}"
+              f" rows{sampled}; {spec.training.metric}={candidate[spec.training.metric]:.4g}"
               + (f" vs champion v{champion_version} {champion.get(spec.training.metric, float('nan')):.4g}"
                  if champion_version else " (no champion yet)"),
               candidate=candidate, champion=champion, champion_version=champion_version, version=version,
-              rows_train=rows["train"], rows_holdout=rows["holdout"], rows_unlabelled=rows["unlabelled"])
+              rows_train=rows["train"], rows_holdout=rows["holdout"], rows_unlabelled=rows["unlabelled"],
+              **({"sample": _sample_source(split.sample)} if split.sample else {}))
     return Trained(version, mlflow_run, candidate, champion_version, champion, view, rows, detect_report,
-                   incidents, remediations, run.now_ms, unsealed)
+                   incidents, remediations, run.now_ms, unsealed, split.sample)
 
 
 def _sealer(run: RunContext) -> tuple[Callable[[Path], None] | None, str | None]:

@@ -16,9 +16,10 @@ from guard.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, read_snapshot
 __all__ = ["arrow_snapshot"]
 
 
-def arrow_snapshot(paths: str | Path | Sequence[str | Path], *, keys: Sequence[str] = (),
+def arrow_snapshot(paths: str | Path | Sequence[str | Path], *, keys: Sequence[str] | None = (),
                    window: TimeWindow | None = None, sample_rows: int = DEFAULT_SAMPLE_ROWS, seed: int = 0,
                    time_column: str | None = None, batch_id: str | None = None) -> Snapshot:
-    """The snapshot of the rows of `paths` (in `window`): profile, sample by key hash, key hashes."""
+    """The snapshot of the rows of `paths` (in `window`): profile, sample by key hash, key hashes. `keys=None`:
+    `read_snapshot`'s historical sample by row position and no key hashes."""
     return read_snapshot(paths, window=window, sample_rows=sample_rows, seed=seed, time_column=time_column,
-                         batch_id=batch_id, keys=tuple(keys))
+                         batch_id=batch_id, keys=None if keys is None else tuple(keys))

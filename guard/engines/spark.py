@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import pickle
 import shutil
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -33,7 +34,8 @@ from guard.profile import TimeWindow
 from guard.profiler import ProfileBuilder
 from guard.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, SnapshotError, batch_profile
 
-__all__ = ["spark_session", "spark_snapshot", "probe_spark", "read_frame", "local_parquet_files", "window_filter", "spark_content_hash",
+__all__ = ["spark_session", "spark_snapshot", "probe_spark", "read_frame", "local_parquet_files", "window_filter",
+           "window_condition", "spark_content_hash", "NANOS_PREFIX",
            "ship_guard", "map_partitions", "SparkEngineError", "LOCAL_CONFIG"]
 
 _CHUNK_ROWS = 1 << 20  # rows profiled at once inside a partition (Arrow batches are gathered up to this)
@@ -47,6 +49,9 @@ LOCAL_CONFIG = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
     "spark.driver.memory": "2g",
 }
+NANOS_PREFIX = "__kintsugi_nanos__"  # read_frame(keep_nanos=True): a column's nanoseconds under the microsecond
+CONNECT_PORT = 15002  # Spark Connect's default, when an sc:// URL names none
+REACH_TIMEOUT_S = 5.0  # how long a Spark Connect server may take to accept a connection
 
 
 class SparkEngineError(SnapshotError):
@@ -64,6 +69,7 @@ def spark_session(master: str = "local[2]", *, app_name: str = "kintsugi-guard",
     settings = {**LOCAL_CONFIG, **(config or {})}
     builder = SparkSession.builder.appName(app_name)
     if master.startswith("sc://"):
+        _check_reachable(master)
         settings.pop("spark.driver.memory", None)
         builder = builder.remote(master)
     else:
@@ -80,6 +86,17 @@ def spark_session(master: str = "local[2]", *, app_name: str = "kintsugi-guard",
     except Exception as exc:  # the JVM or the server: one error that names the fix
         raise SparkEngineError(f"cannot start or reach Spark at {master!r}: {type(exc).__name__}: {exc}; check "
                                "Java 17+ (`java -version`) for local[N], or the Spark Connect URL") from exc
+
+
+def _check_reachable(url: str) -> None:
+    """Spark Connect's client retries a refused connection for minutes: ask the server's port once, briefly."""
+    netloc = url[len("sc://"):].split("/", 1)[0]
+    host, _, port = netloc.rpartition(":") if ":" in netloc else (netloc, "", str(CONNECT_PORT))
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT_S).close()
+    except (OSError, ValueError) as exc:
+        raise SparkEngineError(f"cannot reach Spark Connect at {url!r} ({type(exc).__name__}: {exc}); start the "
+                               "Spark Connect server there, or fix the URL (sc://host:port)") from exc
 
 
 def probe_spark(session: Any) -> dict[str, Any]:
@@ -118,12 +135,15 @@ def ship_guard(session: Any) -> None:
         session.sparkContext.addPyFile(archive)
 
 
-def read_frame(session: Any, source: str | Path | Sequence[str | Path], *, table: bool = False) -> Any:
+def read_frame(session: Any, source: str | Path | Sequence[str | Path], *, table: bool = False,
+               keep_nanos: bool = False) -> Any:
     """A DataFrame of parquet path(s), or of a catalog table when `table`.
 
     Spark reads no nanosecond timestamps (pandas writes them); for local files, such columns are read as
     longs and turned back into timestamps (truncated to microseconds, Spark's precision, as the content
-    hash truncates them too). A remote path with nanosecond timestamps fails: write microseconds.
+    hash truncates them too). With `keep_nanos`, the nanoseconds truncated ride beside each such column, in
+    `NANOS_PREFIX + name` (0-999), so that a writer can give the exact values back. A remote path with
+    nanosecond timestamps fails: write microseconds.
     """
     if table:
         return session.table(str(source))
@@ -137,6 +157,8 @@ def read_frame(session: Any, source: str | Path | Sequence[str | Path], *, table
     frame = session.read.parquet(*paths)
     for name in nanos:
         nanos_ = F.col(f"`{name}`")
+        if keep_nanos:
+            frame = frame.withColumn(NANOS_PREFIX + name, F.pmod(nanos_, F.lit(1000)))
         micros = F.expr(f"(`{name}` - pmod(`{name}`, 1000)) div 1000")  # exact floor, in integers
         frame = frame.withColumn(name, F.when(nanos_.isNull(), None).otherwise(F.timestamp_micros(micros)))
     return frame
@@ -174,6 +196,11 @@ def _nanosecond_columns(paths: Sequence[str]) -> list[str]:
 
 def window_filter(frame: Any, window: TimeWindow) -> Any:
     """Rows whose time lies in (after_ms, through_ms]; a null time lies in no window."""
+    return frame.where(window_condition(frame, window))
+
+
+def window_condition(frame: Any, window: TimeWindow) -> Any:
+    """The Spark condition of `window_filter`: true for the rows in the window, false for the others."""
     from pyspark.sql import functions as F
 
     column = frame.schema[window.column].dataType.typeName()
@@ -187,7 +214,7 @@ def window_filter(frame: Any, window: TimeWindow) -> Any:
         condition = condition & (millis > F.lit(int(window.after_ms)))
     if window.through_ms is not None:
         condition = condition & (millis <= F.lit(int(window.through_ms)))
-    return frame.where(condition)
+    return condition
 
 
 def map_partitions(frame: Any, work: Callable[[Iterator[pa.Table]], Any]) -> list[Any]:
