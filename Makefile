@@ -18,8 +18,9 @@ install-dev: $(BIN)/python
 demo: install
 	$(BIN)/kintsugi demo
 
-lint: install-dev   # ruff (lint only) and mypy, configured in pyproject.toml
+lint: install-dev   # ruff (lint and format) and mypy, configured in pyproject.toml
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 test: lint

@@ -21,6 +21,7 @@ the time, peak RSS = the child's VmHWM), round robin, best of --repeat.
 - spark: `snapshot("spark", ...)` on local[2] + the same checks, next to the arrow engine, at --spark-rows
   rows (session start-up reported apart).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,9 +60,15 @@ def _wire_duplicates_to_key_hashes(index: Any = None) -> None:
     def from_key_hashes(ctx: Any) -> Iterator[Any]:
         count = ctx.snapshot.keys.duplicates(index)
         if count.rate > DUPLICATE_RATE_LIMIT:
-            yield make_finding(FindingKind.DUPLICATE_KEYS, ctx.dataset_urn, KEYS[0], observed=round(count.rate, 6),
-                               expected=DUPLICATE_RATE_LIMIT, playbook="dedupe_keys",
-                               message=f"{count.duplicate_rows} duplicate rows")
+            yield make_finding(
+                FindingKind.DUPLICATE_KEYS,
+                ctx.dataset_urn,
+                KEYS[0],
+                observed=round(count.rate, 6),
+                expected=DUPLICATE_RATE_LIMIT,
+                playbook="dedupe_keys",
+                message=f"{count.duplicate_rows} duplicate rows",
+            )
 
     registry.CHECKS["duplicates"] = registry.RegisteredCheck("duplicates", from_key_hashes, per_column=False)
 
@@ -93,8 +100,7 @@ def run_today_once(path: str, reference: str) -> dict[str, Any]:
     from guard.snapshot import read_snapshot
 
     contract, profile = bench_contract(), DatasetProfile.from_dict(json.loads(Path(reference).read_text()))
-    return _measure(lambda: _report(run_guard(GuardContext(URN, contract, read_snapshot(path), profile, (),
-                                                           now_ms=0))))
+    return _measure(lambda: _report(run_guard(GuardContext(URN, contract, read_snapshot(path), profile, (), now_ms=0))))
 
 
 def run_history_once(path: str, history: str) -> dict[str, Any]:
@@ -112,8 +118,11 @@ def run_history_once(path: str, history: str) -> dict[str, Any]:
         index = KeyIndex.load(folder / "keys.npy", KEYS)
         _wire_duplicates_to_key_hashes(index)
         snap = snapshot("arrow", path, keys=KEYS)
-        return {**_report(run_guard(GuardContext(URN, contract, snap, reference, (), now_ms=0))),
-                "reference_batches": len(reference.batches), "index_keys": index.size}
+        return {
+            **_report(run_guard(GuardContext(URN, contract, snap, reference, (), now_ms=0))),
+            "reference_batches": len(reference.batches),
+            "index_keys": index.size,
+        }
 
     return _measure(work)
 
@@ -141,10 +150,14 @@ def run_spark_once(path: str, reference: str) -> dict[str, Any]:
     return {**result, "session_s": start_s}
 
 
-CHILDREN = {"floor": lambda a: run_floor_once(a.path), "engine": lambda a: run_engine_once(a.path, a.reference),
-            "today": lambda a: run_today_once(a.path, a.reference), "pandera": lambda a: run_pandera_once(a.path),
-            "history": lambda a: run_history_once(a.path, a.reference),
-            "spark": lambda a: run_spark_once(a.path, a.reference)}
+CHILDREN = {
+    "floor": lambda a: run_floor_once(a.path),
+    "engine": lambda a: run_engine_once(a.path, a.reference),
+    "today": lambda a: run_today_once(a.path, a.reference),
+    "pandera": lambda a: run_pandera_once(a.path),
+    "history": lambda a: run_history_once(a.path, a.reference),
+    "spark": lambda a: run_spark_once(a.path, a.reference),
+}
 
 
 # --- the parent ----------------------------------------------------------------------------------------
@@ -174,8 +187,10 @@ def measure(kinds: list[str], path: Path, reference: Path, repeat: int) -> dict[
 def _line(name: str, run: dict[str, Any], floor: dict[str, Any] | None) -> str:
     ratio = f"  {run['seconds'] / floor['seconds']:5.2f}x floor" if floor else ""
     verdict = f"  {run['verdict']} {run['findings'] or ''}" if "verdict" in run else ""
-    return (f"    {name:<13} {run['seconds']:7.2f} s (cpu {run['cpu_s']:6.2f} s)  peak RSS {run['peak_mb']:6.0f} MB"
-            f"{ratio}{verdict}")
+    return (
+        f"    {name:<13} {run['seconds']:7.2f} s (cpu {run['cpu_s']:6.2f} s)  peak RSS {run['peak_mb']:6.0f} MB"
+        f"{ratio}{verdict}"
+    )
 
 
 def section_sizes(sizes: list[int], workdir: Path, reference: Path, repeat: int) -> None:
@@ -184,14 +199,24 @@ def section_sizes(sizes: list[int], workdir: Path, reference: Path, repeat: int)
         path = workdir / f"table_{rows}.parquet"
         started = time.perf_counter()
         write_table(path, rows, seed=0)
-        kinds = ["floor", "engine"] + (["today"] if rows <= TODAY_MAX_ROWS else []) + (
-            ["pandera"] if rows <= PANDERA_MAX_ROWS else [])
+        kinds = (
+            ["floor", "engine"]
+            + (["today"] if rows <= TODAY_MAX_ROWS else [])
+            + (["pandera"] if rows <= PANDERA_MAX_ROWS else [])
+        )
         results = measure(kinds, path, reference, repeat if rows <= 10_000_000 else 1)
-        print(f"  {rows:>11,} rows  ({path.stat().st_size / 2**20:.0f} MB parquet, generated in "
-              f"{time.perf_counter() - started:.0f} s, table {results['floor']['table_mb']:.0f} MB in memory)")
+        print(
+            f"  {rows:>11,} rows  ({path.stat().st_size / 2**20:.0f} MB parquet, generated in "
+            f"{time.perf_counter() - started:.0f} s, table {results['floor']['table_mb']:.0f} MB in memory)"
+        )
         for kind in kinds:
-            print(_line({"engine": "arrow engine", "today": "guard today"}.get(kind, kind), results[kind],
-                        results["floor"] if kind != "floor" else None))
+            print(
+                _line(
+                    {"engine": "arrow engine", "today": "guard today"}.get(kind, kind),
+                    results[kind],
+                    results["floor"] if kind != "floor" else None,
+                )
+            )
         path.unlink()
 
 
@@ -220,16 +245,21 @@ def section_history(counts: list[int], workdir: Path, repeat: int) -> None:
             built = time.perf_counter() - started
             (folder / "reference.json").write_text(reference.to_json())
             index.save(folder / "keys.npy")
-            results[n] = {**measure(["history"], batch, folder, repeat)["history"], "build_s": built,
-                          "stored_mb": sum(p.stat().st_size for p in folder.iterdir()) / 2**20}
+            results[n] = {
+                **measure(["history"], batch, folder, repeat)["history"],
+                "build_s": built,
+                "stored_mb": sum(p.stat().st_size for p in folder.iterdir()) / 2**20,
+            }
             shutil.rmtree(folder)
     base = results[min(counts)]
     for n in counts:
         run = results[n]
-        print(f"    {n:>3}x history  {run['seconds']:6.2f} s (cpu {run['cpu_s']:5.2f} s)  "
-              f"{run['seconds'] / base['seconds']:5.2f}x the 1x time   reference built from {n} stored profiles "
-              f"in {run['build_s']:.2f} s (no row reread); stored {run['stored_mb']:.0f} MB; peak RSS "
-              f"{run['peak_mb']:.0f} MB  {run['verdict']} {run['findings'] or ''}")
+        print(
+            f"    {n:>3}x history  {run['seconds']:6.2f} s (cpu {run['cpu_s']:5.2f} s)  "
+            f"{run['seconds'] / base['seconds']:5.2f}x the 1x time   reference built from {n} stored profiles "
+            f"in {run['build_s']:.2f} s (no row reread); stored {run['stored_mb']:.0f} MB; peak RSS "
+            f"{run['peak_mb']:.0f} MB  {run['verdict']} {run['findings'] or ''}"
+        )
     batch.unlink()
 
 
@@ -239,11 +269,18 @@ def section_spark(rows: int, workdir: Path, reference: Path) -> None:
     write_table(path, rows, seed=0)
     results = measure(["floor", "engine", "spark"], path, reference, 1)
     for kind in ("floor", "engine", "spark"):
-        print(_line({"engine": "arrow engine", "spark": "spark engine"}.get(kind, kind), results[kind],
-                    results["floor"] if kind != "floor" else None))
-    print(f"    spark/arrow {results['spark']['seconds'] / results['engine']['seconds']:.1f}x; spark session "
-          f"start-up {results['spark']['session_s']:.1f} s (not counted); same verdict and findings: "
-          f"{(results['spark']['verdict'], results['spark']['findings']) == (results['engine']['verdict'], results['engine']['findings'])}")
+        print(
+            _line(
+                {"engine": "arrow engine", "spark": "spark engine"}.get(kind, kind),
+                results[kind],
+                results["floor"] if kind != "floor" else None,
+            )
+        )
+    print(
+        f"    spark/arrow {results['spark']['seconds'] / results['engine']['seconds']:.1f}x; spark session "
+        f"start-up {results['spark']['session_s']:.1f} s (not counted); same verdict and findings: "
+        f"{(results['spark']['verdict'], results['spark']['findings']) == (results['engine']['verdict'], results['engine']['findings'])}"
+    )
     path.unlink()
 
 
@@ -269,8 +306,10 @@ def main() -> None:
         reference = workdir / "reference.json"
         profile = snapshot("arrow", workdir / "reference.parquet", keys=KEYS).profile
         reference.write_text(json.dumps(profile.to_dict()))
-        print(f"engine benchmark: 10 columns, row groups of 1M rows, best of {args.repeat} (1 at 50M); "
-              "each measurement in a fresh child; peak = its VmHWM")
+        print(
+            f"engine benchmark: 10 columns, row groups of 1M rows, best of {args.repeat} (1 at 50M); "
+            "each measurement in a fresh child; peak = its VmHWM"
+        )
         sizes, history = [int(s) for s in args.sizes.split(",") if s], [int(n) for n in args.history.split(",") if n]
         if sizes:
             section_sizes(sizes, workdir, reference, args.repeat)

@@ -24,6 +24,7 @@ with the high-water mark just before the work so the increase is visible. The la
 kept. The table's in-memory size is the sum of its row
 groups' pyarrow `Table.nbytes`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,8 +52,13 @@ REFERENCE_ROWS = 200_000
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,bench.eta_features,PROD)"
 VEHICLES = np.array(["bike", "scooter", "car"])
 CITIES = np.array([f"city_{i:02d}" for i in range(20)])
-RANGES = {"distance_km": (0, 50), "prep_time_min": (0, 120), "courier_load": (0, 20), "rain_mm": (0, 200),
-          "hour_of_day": (0, 23)}
+RANGES = {
+    "distance_km": (0, 50),
+    "prep_time_min": (0, 120),
+    "courier_load": (0, 20),
+    "rain_mm": (0, 200),
+    "hour_of_day": (0, 23),
+}
 
 
 # --- the table -------------------------------------------------------------------------------------
@@ -62,18 +68,22 @@ def _chunk(rng: np.random.Generator, start: int, rows: int) -> pa.Table:
     distance = np.clip(rng.lognormal(1.1, 0.55, rows), 0.3, 25.0)
     prep = np.clip(rng.normal(12.0, 4.0, rows), 2.0, 45.0)
     seconds = (start + np.arange(rows)) * np.timedelta64(1, "s")
-    return pa.table({
-        "order_id": pc.binary_join_element_wise("o-", pa.array(np.arange(start, start + rows)).cast(pa.string()), ""),
-        "event_ts": pa.array(np.datetime64("2025-01-01T00:00:00", "us") + seconds).cast(pa.timestamp("us", "UTC")),
-        "distance_km": distance.round(3),
-        "prep_time_min": prep.round(2),
-        "courier_load": rng.poisson(1.5, rows),
-        "vehicle_type": VEHICLES[rng.choice(3, rows, p=[0.35, 0.45, 0.20])],
-        "rain_mm": np.where(rng.random(rows) < 0.25, rng.exponential(2.5, rows), 0.0).round(2),
-        "hour_of_day": rng.integers(0, 24, rows),
-        "city": CITIES[rng.integers(0, len(CITIES), rows)],
-        "eta_minutes": (10 + 3 * distance + 0.5 * prep + rng.normal(0.0, 2.0, rows)).round(2),
-    })
+    return pa.table(
+        {
+            "order_id": pc.binary_join_element_wise(
+                "o-", pa.array(np.arange(start, start + rows)).cast(pa.string()), ""
+            ),
+            "event_ts": pa.array(np.datetime64("2025-01-01T00:00:00", "us") + seconds).cast(pa.timestamp("us", "UTC")),
+            "distance_km": distance.round(3),
+            "prep_time_min": prep.round(2),
+            "courier_load": rng.poisson(1.5, rows),
+            "vehicle_type": VEHICLES[rng.choice(3, rows, p=[0.35, 0.45, 0.20])],
+            "rain_mm": np.where(rng.random(rows) < 0.25, rng.exponential(2.5, rows), 0.0).round(2),
+            "hour_of_day": rng.integers(0, 24, rows),
+            "city": CITIES[rng.integers(0, len(CITIES), rows)],
+            "eta_minutes": (10 + 3 * distance + 0.5 * prep + rng.normal(0.0, 2.0, rows)).round(2),
+        }
+    )
 
 
 def write_table(path: Path, rows: int, seed: int, offset: int = 0) -> None:
@@ -93,18 +103,23 @@ def bench_contract() -> Any:
     from guard.contract import ColumnContract as Column
     from guard.contract import Contract
 
-    return Contract(URN, (
-        Column("order_id", "string", primary_key=True, max_null_fraction=0.0),
-        Column("event_ts", "timestamp"),
-        Column("distance_km", "number", unit="km", minimum=0, maximum=50, max_null_fraction=0.01),
-        Column("prep_time_min", "number", unit="min", minimum=0, maximum=120, max_null_fraction=0.01),
-        Column("courier_load", "integer", minimum=0, maximum=20),
-        Column("vehicle_type", "string", allowed_values=tuple(VEHICLES)),
-        Column("rain_mm", "number", unit="mm_rain", minimum=0, maximum=200),
-        Column("hour_of_day", "integer", minimum=0, maximum=23),
-        Column("city", "string", allowed_values=tuple(CITIES)),
-        Column("eta_minutes", "number", unit="min", required=False),
-    ), label_column="eta_minutes", event_timestamp_column="event_ts")
+    return Contract(
+        URN,
+        (
+            Column("order_id", "string", primary_key=True, max_null_fraction=0.0),
+            Column("event_ts", "timestamp"),
+            Column("distance_km", "number", unit="km", minimum=0, maximum=50, max_null_fraction=0.01),
+            Column("prep_time_min", "number", unit="min", minimum=0, maximum=120, max_null_fraction=0.01),
+            Column("courier_load", "integer", minimum=0, maximum=20),
+            Column("vehicle_type", "string", allowed_values=tuple(VEHICLES)),
+            Column("rain_mm", "number", unit="mm_rain", minimum=0, maximum=200),
+            Column("hour_of_day", "integer", minimum=0, maximum=23),
+            Column("city", "string", allowed_values=tuple(CITIES)),
+            Column("eta_minutes", "number", unit="min", required=False),
+        ),
+        label_column="eta_minutes",
+        event_timestamp_column="event_ts",
+    )
 
 
 # --- the three measurements (each runs in a child process) -----------------------------------------
@@ -170,8 +185,7 @@ def _measure(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     started = time.perf_counter()
     extra = work()
     seconds = time.perf_counter() - started
-    return {"seconds": seconds, "cpu_s": _cpu_seconds() - cpu_before, "base_mb": before, "peak_mb": _rss_mb(),
-            **extra}
+    return {"seconds": seconds, "cpu_s": _cpu_seconds() - cpu_before, "base_mb": before, "peak_mb": _rss_mb(), **extra}
 
 
 def _cpu_seconds() -> float:
@@ -244,17 +258,23 @@ def bench_size(rows: int, workdir: Path, reference: Path, repeat: int, profile: 
 
 def print_row(result: dict[str, Any]) -> None:
     guard, floor, pandera = result["guard"], result["floor"], result["pandera"]
-    print(f"{result['rows']:>11,} rows | table {floor['table_mb']:.0f} MB in memory, {result['file_mb']:.0f} MB "
-          f"of parquet (generated in {result['generate_s']:.1f} s)")
+    print(
+        f"{result['rows']:>11,} rows | table {floor['table_mb']:.0f} MB in memory, {result['file_mb']:.0f} MB "
+        f"of parquet (generated in {result['generate_s']:.1f} s)"
+    )
     for name, run in (("guard", guard), ("floor", floor), ("pandera", pandera)):
         extra = f"  (load {run['load_s']:.2f} s)" if "load_s" in run else ""
-        print(f"    {name:<8} {run['seconds']:7.2f} s (cpu {run['cpu_s']:6.2f} s)   peak RSS {run['peak_mb']:6.0f} MB "
-              f"(+{run['peak_mb'] - run['base_mb']:5.0f} MB over imports){extra}")
-    print(f"    guard/floor {guard['seconds'] / floor['seconds']:5.2f}x (cpu {guard['cpu_s'] / floor['cpu_s']:.2f}x)"
-          f"   pandera/guard {pandera['seconds'] / guard['seconds']:5.2f}x "
-          f"(cpu {pandera['cpu_s'] / guard['cpu_s']:.2f}x)   guard peak / table "
-          f"{guard['peak_mb'] / floor['table_mb']:5.2f}   guard verdict {guard['verdict']} "
-          f"{guard['findings'] or ''}")
+        print(
+            f"    {name:<8} {run['seconds']:7.2f} s (cpu {run['cpu_s']:6.2f} s)   peak RSS {run['peak_mb']:6.0f} MB "
+            f"(+{run['peak_mb'] - run['base_mb']:5.0f} MB over imports){extra}"
+        )
+    print(
+        f"    guard/floor {guard['seconds'] / floor['seconds']:5.2f}x (cpu {guard['cpu_s'] / floor['cpu_s']:.2f}x)"
+        f"   pandera/guard {pandera['seconds'] / guard['seconds']:5.2f}x "
+        f"(cpu {pandera['cpu_s'] / guard['cpu_s']:.2f}x)   guard peak / table "
+        f"{guard['peak_mb'] / floor['table_mb']:5.2f}   guard verdict {guard['verdict']} "
+        f"{guard['findings'] or ''}"
+    )
 
 
 def main() -> None:
@@ -273,8 +293,10 @@ def main() -> None:
         workdir = Path(tmp)
         reference = workdir / "reference.parquet"
         write_table(reference, REFERENCE_ROWS, seed=1)
-        print(f"guard benchmark: 10 columns, row groups of {ROW_GROUP:,}, best of {args.repeat}; "
-              "peak = VmHWM of each child process")
+        print(
+            f"guard benchmark: 10 columns, row groups of {ROW_GROUP:,}, best of {args.repeat}; "
+            "peak = VmHWM of each child process"
+        )
         for rows in (int(size) for size in args.sizes.split(",")):
             print_row(bench_size(rows, workdir, reference, args.repeat, args.profile))
 

@@ -20,6 +20,7 @@ candidate and the champion), the other cost that grows with the model rather tha
 The fit is multi-threaded (OpenMP), so a busy machine slows it most: the 1-minute load average before
 each run is shown, and `--repeat N` runs N children per size and keeps each run's fastest.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,9 +43,14 @@ DAYS = 40
 ANCHOR = datetime(2026, 10, 1, 0, 0, tzinfo=timezone.utc)
 TARGET_SHARE = 0.15
 # training's public entry points timed in the child: (module, class or None, attribute)
-TIMED = (("training.model", None, "fit"), ("training.model", None, "time_holdout"),
-         ("training.model", None, "evaluate"), ("training.registry", "ModelStore", "log_training"),
-         ("training.registry", "ModelStore", "load_model"), ("training.registry", "ModelStore", "register"))
+TIMED = (
+    ("training.model", None, "fit"),
+    ("training.model", None, "time_holdout"),
+    ("training.model", None, "evaluate"),
+    ("training.registry", "ModelStore", "log_training"),
+    ("training.registry", "ModelStore", "load_model"),
+    ("training.registry", "ModelStore", "register"),
+)
 
 
 # --- child: one size, two runs -----------------------------------------------------------------------
@@ -66,6 +72,7 @@ class Timings:
             finally:
                 self.seconds[name] += time.perf_counter() - start
                 self.calls[name] += 1
+
         return timed
 
     def reset(self) -> None:
@@ -119,11 +126,18 @@ def one_run(ws: Any, now: datetime, timings: Timings) -> dict[str, Any]:
     record = run_pipeline(ws, spec, now_ms=int(now.timestamp() * 1000))
     end_ms = time.time() * 1000
     if timings.calls["fit"] != 1:
-        raise SystemExit(f"expected one call of training.model.fit per run, saw {timings.calls['fit']}: "
-                         "the loop no longer fits through training.model.fit; update TIMED")
-    return {"status": record.status, "outcome": record.outcome, "wall": (end_ms - start_ms) / 1000, "load": load,
-            "stages": stage_seconds(record.events, start_ms, end_ms),
-            "calls": dict(timings.seconds)}
+        raise SystemExit(
+            f"expected one call of training.model.fit per run, saw {timings.calls['fit']}: "
+            "the loop no longer fits through training.model.fit; update TIMED"
+        )
+    return {
+        "status": record.status,
+        "outcome": record.outcome,
+        "wall": (end_ms - start_ms) / 1000,
+        "load": load,
+        "stages": stage_seconds(record.events, start_ms, end_ms),
+        "calls": dict(timings.seconds),
+    }
 
 
 def stage_seconds(events: list[Any], start_ms: float, end_ms: float) -> dict[str, float]:
@@ -170,18 +184,22 @@ def best_of(rows: int, seed: int, repeat: int) -> dict[str, Any]:
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    columns = [(f"{_size(r['rows'])} {label}", run) for r in results for label, run in zip(("first", "again"), r["runs"])]
+    columns = [
+        (f"{_size(r['rows'])} {label}", run) for r in results for label, run in zip(("first", "again"), r["runs"])
+    ]
     stage_names = list(dict.fromkeys(s for _, run in columns for s in run["stages"]))
     call_names = list(dict.fromkeys(c for _, run in columns for c in run["calls"]))
     rows: list[tuple[str, list[str]]] = [("outcome", [run["status"] for _, run in columns])]
     rows += [(f"stage {s}", [_secs(run["stages"].get(s)) for _, run in columns]) for s in stage_names]
     rows += [(f"  in {c}", [_secs(run["calls"].get(c)) for _, run in columns]) for c in call_names]
-    rows += [("run wall time", [_secs(run["wall"]) for _, run in columns]),
-             ("model fit", [_secs(run["calls"]["fit"]) for _, run in columns]),
-             ("everything but the fit", [_secs(run["wall"] - run["calls"]["fit"]) for _, run in columns]),
-             ("non-fit share", [f"{_share(run):.1%}" for _, run in columns]),
-             ("share without fit and scoring", [f"{_share(run, 'evaluate'):.1%}" for _, run in columns]),
-             ("load average before", [f"{run['load']:.2f}" for _, run in columns])]
+    rows += [
+        ("run wall time", [_secs(run["wall"]) for _, run in columns]),
+        ("model fit", [_secs(run["calls"]["fit"]) for _, run in columns]),
+        ("everything but the fit", [_secs(run["wall"] - run["calls"]["fit"]) for _, run in columns]),
+        ("non-fit share", [f"{_share(run):.1%}" for _, run in columns]),
+        ("share without fit and scoring", [f"{_share(run, 'evaluate'):.1%}" for _, run in columns]),
+        ("load average before", [f"{run['load']:.2f}" for _, run in columns]),
+    ]
     width = max(len(name) for name, _ in rows) + 2
     cell = max(11, *(len(c) for c, _ in columns)) + 2
     lines = ["".ljust(width) + "".join(c.rjust(cell) for c, _ in columns)]
@@ -215,13 +233,17 @@ def main() -> None:
         return
     results = [best_of(int(size), args.seed, args.repeat) for size in args.sizes.split(",")]
     print(table(results))
-    print("stage times: wall clock between journal events; 'in ...': time inside training's entry points; "
-          "scoring = evaluate (candidate, and champion on the same holdout)")
+    print(
+        "stage times: wall clock between journal events; 'in ...': time inside training's entry points; "
+        "scoring = evaluate (candidate, and champion on the same holdout)"
+    )
     largest = max(results, key=lambda r: r["rows"])
     share = max(_share(run) for run in largest["runs"])
     verdict = "meets" if share <= TARGET_SHARE else "misses"
-    print(f"at {_size(largest['rows'])} rows the worst non-fit share is {share:.1%}: "
-          f"{verdict} the {TARGET_SHARE:.0%} target")
+    print(
+        f"at {_size(largest['rows'])} rows the worst non-fit share is {share:.1%}: "
+        f"{verdict} the {TARGET_SHARE:.0%} target"
+    )
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ finding names the true cause (kind and column).
   columns drifted); an error (a column it did not expect) is shown as "error". evidently 0.7 imports a helper
   pandas 3 removed; the bench restores it before importing evidently.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -139,20 +140,27 @@ def run_dataset(dataset: RealDataset, tools: Sequence[str], cadence: str | None)
         injected = injected_outcomes(dataset, batches, judges, {n: w.window for n, w in walks.items()}, Path(tmp))
         elapsed = time.perf_counter() - started
     first = walks[judges[0].name]
-    print(f"\n== {dataset.name} ({dataset.package}): {len(batches)} {cadence or dataset.cadence} batches, "
-          f"{sum(len(b.frame) for b in batches):,} rows; reference = first {dataset.reference_batches}, "
-          f"rolling window of {dataset.reference_batches}; {first.batches} clean batches judged ({elapsed:.1f} s)")
+    print(
+        f"\n== {dataset.name} ({dataset.package}): {len(batches)} {cadence or dataset.cadence} batches, "
+        f"{sum(len(b.frame) for b in batches):,} rows; reference = first {dataset.reference_batches}, "
+        f"rolling window of {dataset.reference_batches}; {first.batches} clean batches judged ({elapsed:.1f} s)"
+    )
     print(f"  {'tool':<10} {'false blocks':>14}  what blocked (count of batches)")
     for name, result in walks.items():
         shown = ", ".join(f"{reason} {count}" for reason, count in list(result.reasons.items())[:8])
         more = " …" if len(result.reasons) > 8 else ""
         errors = f"; {len(result.errors)} errors" if result.errors else ""
         print(f"  {name:<10} {len(result.false_blocks):>6} of {result.batches:<5}  {shown}{more}{errors}")
-    print("  injected (true cause)            scope  " + "  ".join(f"{j.name:<10}" for j in judges)
-          + "  guard names  guard heal (verified on the training view)")
+    print(
+        "  injected (true cause)            scope  "
+        + "  ".join(f"{j.name:<10}" for j in judges)
+        + "  guard names  guard heal (verified on the training view)"
+    )
     control = [next(o for i, s, t, o in injected if i == "clean" and t == j.name) for j in judges]
-    print(f"  {'clean newest batch (control)':<32} {'batch':<6} "
-          + "  ".join(f"{'BLOCKED' if o.blocked else 'error' if o.blocked is None else 'passed':<10}" for o in control))
+    print(
+        f"  {'clean newest batch (control)':<32} {'batch':<6} "
+        + "  ".join(f"{'BLOCKED' if o.blocked else 'error' if o.blocked is None else 'passed':<10}" for o in control)
+    )
     for injection in INJECTIONS:
         for scope in ("batch", "table"):
             cells, guard_reasons, heal = [], (), ""
@@ -163,20 +171,28 @@ def run_dataset(dataset: RealDataset, tools: Sequence[str], cadence: str | None)
                     guard_reasons, heal = outcome.reasons, outcome.heal or "-"
             right = "right" if named_right(guard_reasons, dataset, injection.name) else "no"
             label = f"{injection.name} ({injection.expected})"
-            print(f"  {label:<32} {scope:<6} " + "  ".join(f"{c:<10}" for c in cells)
-                  + (f"  {right:<11}  {heal}" if "guard" in tools else ""))
+            print(
+                f"  {label:<32} {scope:<6} "
+                + "  ".join(f"{c:<10}" for c in cells)
+                + (f"  {right:<11}  {heal}" if "guard" in tools else "")
+            )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated dataset names")
-    parser.add_argument("--tools", default="guard,guard-leak,pandera,evidently",
-                        help="comma-separated: guard, guard-leak (target_leakage left out), pandera, evidently")
+    parser.add_argument(
+        "--tools",
+        default="guard,guard-leak,pandera,evidently",
+        help="comma-separated: guard, guard-leak (target_leakage left out), pandera, evidently",
+    )
     parser.add_argument("--cadence", default=None, help="month, week or day (default: each dataset's own)")
     args = parser.parse_args()
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
-    print("real-data false alarms: clean batches in time order against a rolling reference "
-          "(a false block = BLOCKED on a clean batch); then injected failures")
+    print(
+        "real-data false alarms: clean batches in time order against a rolling reference "
+        "(a false block = BLOCKED on a clean batch); then injected failures"
+    )
     for name in args.datasets.split(","):
         run_dataset(DATASETS[name.strip()], tools, args.cadence)
 

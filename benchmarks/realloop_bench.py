@@ -22,6 +22,7 @@ finding), named right (kind + column, and the unit of a unit change), healed or 
 and whether it passed; the controls' false blocks; then one summary line per dataset. The drill's scoreboards
 (json, md, png) are written under --out.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,17 +58,51 @@ def onboard(dataset: RealDataset, folder: Path) -> tuple[Path, str]:
     name = dataset.name.replace("_", "-")
     init_at = _iso(older[dataset.time_column].max() + pd.Timedelta(hours=6))
     units = [a for c in dataset.columns if c.unit for a in ("--unit", f"{c.name}={c.unit}")]
-    _kintsugi("init", name, "--data", str(table), "--target", TARGETS.get(dataset.name, str(dataset.label)),
-              "--time-column", dataset.time_column, *units, "--now", init_at, "--yes", "--workspace", str(ws))
+    _kintsugi(
+        "init",
+        name,
+        "--data",
+        str(table),
+        "--target",
+        TARGETS.get(dataset.name, str(dataset.label)),
+        "--time-column",
+        dataset.time_column,
+        *units,
+        "--now",
+        init_at,
+        "--yes",
+        "--workspace",
+        str(ws),
+    )
     _kintsugi("run", name, "--now", _iso(pd.Timestamp(init_at) + pd.Timedelta(hours=1)), "--workspace", str(ws))
-    _kintsugi("land", name, str(landed), "--now", _iso(newest[dataset.time_column].max() + pd.Timedelta(hours=1)),
-              "--workspace", str(ws))
+    _kintsugi(
+        "land",
+        name,
+        str(landed),
+        "--now",
+        _iso(newest[dataset.time_column].max() + pd.Timedelta(hours=1)),
+        "--workspace",
+        str(ws),
+    )
     return ws, name
 
 
 def drill(ws: Path, name: str, controls: int, jobs: int, out: Path) -> dict[str, Any]:
-    command = [KINTSUGI, "drill", "--pipeline", name, "--workspace", str(ws), "--controls", str(controls),
-               "--jobs", str(jobs), "--json", "--out", str(out)]
+    command = [
+        KINTSUGI,
+        "drill",
+        "--pipeline",
+        name,
+        "--workspace",
+        str(ws),
+        "--controls",
+        str(controls),
+        "--jobs",
+        str(jobs),
+        "--json",
+        "--out",
+        str(out),
+    ]
     done = subprocess.run(command, stdout=subprocess.PIPE, stderr=None, text=True)
     if done.returncode not in (0, 1):
         raise SystemExit(f"`{' '.join(command)}` failed with exit {done.returncode}")
@@ -87,16 +122,20 @@ def _iso(moment: Any) -> str:
 
 
 def table(board: dict[str, Any]) -> list[str]:
-    lines = [f"{'scenario':<17} {'rows':<9} {'expected':<44} {'det':<4} {'named':<6} {'healed / quarantined':<22} "
-             f"{'outcome':<13} pass"]
+    lines = [
+        f"{'scenario':<17} {'rows':<9} {'expected':<44} {'det':<4} {'named':<6} {'healed / quarantined':<22} "
+        f"{'outcome':<13} pass"
+    ]
     for row in board["scenarios"]:
         run = row["runs"][0]
         name, scope = row["name"].rsplit("@", 1)
         expected = f"{row['expected']['kind']} @ {'/'.join(row['expected']['columns'])}"
         expected += f" ({row['expected']['unit']})" if row["expected"].get("unit") else ""
-        lines.append(f"{name:<17} {scope:<9} {expected[:44]:<44} {_yes(run['detected']):<4} "
-                     f"{_yes(run['localized']):<6} {_handled(row, run):<22} {run['status']:<13} "
-                     f"{'yes' if run['passed'] else 'NO'}")
+        lines.append(
+            f"{name:<17} {scope:<9} {expected[:44]:<44} {_yes(run['detected']):<4} "
+            f"{_yes(run['localized']):<6} {_handled(row, run):<22} {run['status']:<13} "
+            f"{'yes' if run['passed'] else 'NO'}"
+        )
     return lines
 
 
@@ -115,11 +154,13 @@ def _yes(flag: Any) -> str:
 def summary(dataset: str, board: dict[str, Any], seconds: float) -> str:
     runs = [r for row in board["scenarios"] for r in row["runs"]]
     controls = board["controls"]
-    return (f"{dataset:<16} controls: {board['false_alarms']} false blocks of {len(controls)}   "
-            f"scenarios: {sum(r['detected'] for r in runs)}/{len(runs)} detected, "
-            f"{sum(r['localized'] for r in runs)}/{len(runs)} named, {sum(r['passed'] for r in runs)}/{len(runs)} "
-            f"passed; invented cells {board['invented_cells']}; skipped "
-            f"{', '.join(s['name'] for s in board['skipped']) or 'none'}   ({seconds:.0f} s)")
+    return (
+        f"{dataset:<16} controls: {board['false_alarms']} false blocks of {len(controls)}   "
+        f"scenarios: {sum(r['detected'] for r in runs)}/{len(runs)} detected, "
+        f"{sum(r['localized'] for r in runs)}/{len(runs)} named, {sum(r['passed'] for r in runs)}/{len(runs)} "
+        f"passed; invented cells {board['invented_cells']}; skipped "
+        f"{', '.join(s['name'] for s in board['skipped']) or 'none'}   ({seconds:.0f} s)"
+    )
 
 
 def main() -> None:
@@ -133,8 +174,11 @@ def main() -> None:
     if any(n in NOT_HERE for n in names):
         raise SystemExit("nycflights13 is reserved for acceptance testing: not benchmarked here")
     out = args.out or Path(tempfile.mkdtemp(prefix="realloop-"))
-    print(f"kintsugi drill --pipeline through the real loop; {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; "
-          f"scoreboards in {out}\n", flush=True)
+    print(
+        f"kintsugi drill --pipeline through the real loop; {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; "
+        f"scoreboards in {out}\n",
+        flush=True,
+    )
     lines = []
     for name in names:
         dataset = DATASETS[name]
@@ -146,8 +190,10 @@ def main() -> None:
         seconds = time.monotonic() - started
         print("\n".join(table(board)))
         alarms = [f"{c['batch']}: {', '.join(c['findings']) or c['status']}" for c in board["controls"] if c["alarm"]]
-        print(f"clean controls ({len(board['controls'])} newest batches): {len(alarms)} false block(s)"
-              + ("".join(f"\n  {a}" for a in alarms)))
+        print(
+            f"clean controls ({len(board['controls'])} newest batches): {len(alarms)} false block(s)"
+            + ("".join(f"\n  {a}" for a in alarms))
+        )
         print(summary(name, board, seconds) + "\n", flush=True)
         lines.append(summary(name, board, seconds))
     print("== summary ==\n" + "\n".join(lines))

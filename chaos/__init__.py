@@ -4,6 +4,7 @@
 corrupts a real workspace and puts its exact bytes back, `chaos.drill` runs every scenario in a
 throwaway estate through the real loop, and `chaos.report` writes the scoreboard.
 """
+
 from __future__ import annotations
 
 __all__: list[str] = []

@@ -1,4 +1,5 @@
 """The drill as an HTTP route, added to the API by `kintsugi serve` (the API itself knows nothing of chaos)."""
+
 from __future__ import annotations
 
 from typing import Any, Optional

@@ -1,4 +1,5 @@
 """Every scenario a drill can run: the registry with the demo estate's scenarios registered."""
+
 from __future__ import annotations
 
 import chaos.scenarios  # noqa: F401  (registers the demo estate's scenarios)

@@ -3,6 +3,7 @@
 Registered into the CLI through the `kintsugi.commands` entry point (`register`). Errors are KintsugiErrors:
 the CLI prints one line and exits 2.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,45 +18,72 @@ from controlplane.workspace import Workspace, resolve_workspace
 
 __all__ = ["chaos_app", "drill_command", "register"]
 
-chaos_app = typer.Typer(help="Chaos game days: inject a silent failure by hand, then revert to the exact bytes.",
-                        no_args_is_help=True)
+chaos_app = typer.Typer(
+    help="Chaos game days: inject a silent failure by hand, then revert to the exact bytes.", no_args_is_help=True
+)
 
-WorkspaceOption = Annotated[Optional[Path], typer.Option("--workspace", "-w", help="Workspace folder "
-                            "(default: $KINTSUGI_HOME or ./.kintsugi).", show_default=False)]
+WorkspaceOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--workspace", "-w", help="Workspace folder (default: $KINTSUGI_HOME or ./.kintsugi).", show_default=False
+    ),
+]
 PipelineOption = Annotated[str, typer.Option("--pipeline", "-p", help="The pipeline whose feature table to corrupt.")]
 
 
 def _workspace(option: Path | None) -> Workspace:
     ws = resolve_workspace(option)
     if not ws.datahub_db.exists():
-        raise WorkspaceError(f"no Kintsugi estate in {ws.root}",
-                             "run `kintsugi demo` first, or pass --workspace DIR / set KINTSUGI_HOME")
+        raise WorkspaceError(
+            f"no Kintsugi estate in {ws.root}", "run `kintsugi demo` first, or pass --workspace DIR / set KINTSUGI_HOME"
+        )
     return ws
 
 
 @chaos_app.command("inject")
-def inject(scenario: Annotated[str, typer.Argument(help="A scenario name (see `kintsugi chaos list`).")],
-           pipeline: PipelineOption, workspace: WorkspaceOption = None,
-           seed: Annotated[int, typer.Option(help="Seed of the rows chosen and any noise drawn.")] = 0,
-           magnitude: Annotated[Optional[float], typer.Option(help="How hard to hit (default: the scenario's; "
-                                                              "its unit is in `chaos list`).")] = None,
-           rows: Annotated[Optional[str], typer.Option(help="random | window (of the column itself) | "
-                                                       "window:COLUMN (default: the scenario's).")] = None) -> None:
+def inject(
+    scenario: Annotated[str, typer.Argument(help="A scenario name (see `kintsugi chaos list`).")],
+    pipeline: PipelineOption,
+    workspace: WorkspaceOption = None,
+    seed: Annotated[int, typer.Option(help="Seed of the rows chosen and any noise drawn.")] = 0,
+    magnitude: Annotated[
+        Optional[float], typer.Option(help="How hard to hit (default: the scenario's; its unit is in `chaos list`).")
+    ] = None,
+    rows: Annotated[
+        Optional[str],
+        typer.Option(help="random | window (of the column itself) | window:COLUMN (default: the scenario's)."),
+    ] = None,
+) -> None:
     """Corrupt PIPELINE's feature table (or its upstreams in DataHub) as SCENARIO; the original bytes are kept."""
     from chaos.gameday import inject_game_day
     from chaos.selection import Selection
 
-    game = inject_game_day(_workspace(workspace), pipeline, scenario, seed=seed, magnitude=magnitude,
-                           selection=Selection.parse(rows) if rows else None)
+    game = inject_game_day(
+        _workspace(workspace),
+        pipeline,
+        scenario,
+        seed=seed,
+        magnitude=magnitude,
+        selection=Selection.parse(rows) if rows else None,
+    )
     expected = game.expected
     where = expected["upstream"] or "/".join(expected["columns"]) or "the dataset"
-    typer.echo(f"injected {game.scenario} (magnitude {game.magnitude:g}, rows {game.selection}, seed {game.seed}) "
-               f"into {game.pipeline}: {game.summary}")
-    typer.echo(f"the guard should raise {expected['kind']} on {where}; "
-               + ("a playbook should heal it" if expected["healable"]
-                  else "no playbook heals it: the loop should hold it back"))
-    typer.echo(f"now run `kintsugi run {game.pipeline}`; afterwards `kintsugi chaos revert --pipeline {game.pipeline}` "
-               f"restores {game.data} to {game.original_hash}")
+    typer.echo(
+        f"injected {game.scenario} (magnitude {game.magnitude:g}, rows {game.selection}, seed {game.seed}) "
+        f"into {game.pipeline}: {game.summary}"
+    )
+    typer.echo(
+        f"the guard should raise {expected['kind']} on {where}; "
+        + (
+            "a playbook should heal it"
+            if expected["healable"]
+            else "no playbook heals it: the loop should hold it back"
+        )
+    )
+    typer.echo(
+        f"now run `kintsugi run {game.pipeline}`; afterwards `kintsugi chaos revert --pipeline {game.pipeline}` "
+        f"restores {game.data} to {game.original_hash}"
+    )
 
 
 @chaos_app.command("revert")
@@ -64,8 +92,10 @@ def revert(pipeline: PipelineOption, workspace: WorkspaceOption = None) -> None:
     from chaos.gameday import revert_game_day
 
     game = revert_game_day(_workspace(workspace), pipeline)
-    typer.echo(f"reverted {game.scenario} on {game.pipeline}: {game.data} is back to {game.original_hash}"
-               + (f"; {len(game.undo)} DataHub aspect(s) restored" if game.undo else ""))
+    typer.echo(
+        f"reverted {game.scenario} on {game.pipeline}: {game.data} is back to {game.original_hash}"
+        + (f"; {len(game.undo)} DataHub aspect(s) restored" if game.undo else "")
+    )
 
 
 @chaos_app.command("list")
@@ -75,42 +105,74 @@ def list_scenarios(json_out: Annotated[bool, typer.Option("--json", help="Print 
     from chaos.drill import default_scenarios
     from chaos.observe import expected_outcome
 
-    described = [{**get_scenario(n).describe(), "outcome": expected_outcome(get_scenario(n))}
-                 for n in default_scenarios()]
+    described = [
+        {**get_scenario(n).describe(), "outcome": expected_outcome(get_scenario(n))} for n in default_scenarios()
+    ]
     if json_out:
         typer.echo(json.dumps(described, indent=2))
         return
     for d in described:
         where = (d["upstream"] or "").split(",")[1:2] or d["columns"] or ["the dataset"]
-        typer.echo(f"{d['name']:<20} {d['kind']:<22} {'/'.join(where):<28} "
-                   f"{d['outcome']:<13} magnitude {d['magnitude']:g} ({d['magnitude_unit']})")
+        typer.echo(
+            f"{d['name']:<20} {d['kind']:<22} {'/'.join(where):<28} "
+            f"{d['outcome']:<13} magnitude {d['magnitude']:g} ({d['magnitude_unit']})"
+        )
 
 
 def drill_command(
-        scenarios: Annotated[Optional[list[str]], typer.Option("--scenarios", "-s", help="Scenario names, "
-                             "repeated or comma-separated (default: all).", show_default=False)] = None,
-        seeds: Annotated[Optional[int], typer.Option(help="Seeds per scenario (1..N; default 3, with --pipeline "
-                                                    "1).", show_default=False)] = None,
-        controls: Annotated[Optional[int], typer.Option(help="Clean control runs, spread over the seeds (default "
-                                                       "20); with --pipeline the newest clean batches, newest first "
-                                                       "(default 3).", show_default=False)] = None,
-        sweep_seeds: Annotated[int, typer.Option(help="Seeds the magnitude sweeps run on (0: no sweep; not with "
-                                                 "--pipeline).")] = 1,
-        jobs: Annotated[int, typer.Option(help="Worker processes (0: one per CPU, at most 4).")] = 0,
-        json_out: Annotated[bool, typer.Option("--json", help="Print the scoreboard as JSON "
-                                               "(progress goes to stderr).")] = False,
-        out: Annotated[Optional[Path], typer.Option(help="Write scoreboard.json, .md and .png here.")] = None,
-        keep: Annotated[Optional[Path], typer.Option(help="Keep the throwaway estates in this folder (and reuse "
-                                                     "the seeds' clean estates already there).")] = None,
-        pipeline: Annotated[Optional[str], typer.Option("--pipeline", "-p", help="Drill this onboarded pipeline of "
-                            "the workspace (on scratch copies of it) instead of the demo estate.",
-                            show_default=False)] = None,
-        scope: Annotated[str, typer.Option(help="With --pipeline: corrupt the newest batch only (batch), every "
-                                                "row (all-rows), or both.")] = "both",
-        now: Annotated[Optional[str], typer.Option("--now", help="With --pipeline: when the runs happen (default: "
-                                                   "an hour after the workspace's last run).",
-                                                   show_default=False)] = None,
-        workspace: WorkspaceOption = None,
+    scenarios: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--scenarios", "-s", help="Scenario names, repeated or comma-separated (default: all).", show_default=False
+        ),
+    ] = None,
+    seeds: Annotated[
+        Optional[int], typer.Option(help="Seeds per scenario (1..N; default 3, with --pipeline 1).", show_default=False)
+    ] = None,
+    controls: Annotated[
+        Optional[int],
+        typer.Option(
+            help="Clean control runs, spread over the seeds (default "
+            "20); with --pipeline the newest clean batches, newest first "
+            "(default 3).",
+            show_default=False,
+        ),
+    ] = None,
+    sweep_seeds: Annotated[
+        int, typer.Option(help="Seeds the magnitude sweeps run on (0: no sweep; not with --pipeline).")
+    ] = 1,
+    jobs: Annotated[int, typer.Option(help="Worker processes (0: one per CPU, at most 4).")] = 0,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the scoreboard as JSON (progress goes to stderr).")
+    ] = False,
+    out: Annotated[Optional[Path], typer.Option(help="Write scoreboard.json, .md and .png here.")] = None,
+    keep: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="Keep the throwaway estates in this folder (and reuse the seeds' clean estates already there)."
+        ),
+    ] = None,
+    pipeline: Annotated[
+        Optional[str],
+        typer.Option(
+            "--pipeline",
+            "-p",
+            help="Drill this onboarded pipeline of the workspace (on scratch copies of it) instead of the demo estate.",
+            show_default=False,
+        ),
+    ] = None,
+    scope: Annotated[
+        str, typer.Option(help="With --pipeline: corrupt the newest batch only (batch), every row (all-rows), or both.")
+    ] = "both",
+    now: Annotated[
+        Optional[str],
+        typer.Option(
+            "--now",
+            help="With --pipeline: when the runs happen (default: an hour after the workspace's last run).",
+            show_default=False,
+        ),
+    ] = None,
+    workspace: WorkspaceOption = None,
 ) -> None:
     """Score the loop like a benchmark: every scenario in a throwaway estate, through the real loop.
 
@@ -129,8 +191,13 @@ def drill_command(
         say = lambda line: typer.echo(line, err=json_out)  # noqa: E731
         from chaos.drill import DEFAULT_CONTROLS, DEFAULT_SEEDS, DrillPlan, default_scenarios, run_drill
 
-        plan = DrillPlan(names or default_scenarios(), tuple(range(1, (seeds or DEFAULT_SEEDS) + 1)),
-                         DEFAULT_CONTROLS if controls is None else controls, sweep_seeds, _jobs(jobs))
+        plan = DrillPlan(
+            names or default_scenarios(),
+            tuple(range(1, (seeds or DEFAULT_SEEDS) + 1)),
+            DEFAULT_CONTROLS if controls is None else controls,
+            sweep_seeds,
+            _jobs(jobs),
+        )
         board = run_drill(plan, say=say, keep=keep)
     if out is not None:
         written = write_reports(board, out)
@@ -146,19 +213,37 @@ def _jobs(jobs: int) -> int:
     return jobs or min(4, os.cpu_count() or 1)
 
 
-def _pipeline_drill(pipeline: str, workspace: Path | None, names: tuple[str, ...], seeds: int | None,
-                    controls: int | None, jobs: int, scope: str, now: str | None, keep: Path | None,
-                    say: Callable[[str], None]) -> dict[str, Any]:
+def _pipeline_drill(
+    pipeline: str,
+    workspace: Path | None,
+    names: tuple[str, ...],
+    seeds: int | None,
+    controls: int | None,
+    jobs: int,
+    scope: str,
+    now: str | None,
+    keep: Path | None,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
     from chaos.pipeline_drill import DEFAULT_PIPELINE_CONTROLS, PipelinePlan, run_pipeline_drill
     from chaos.pipeline_tasks import SCOPES
     from controlplane.services import parse_now
 
     ws = resolve_workspace(workspace)
     if not ws.datahub_db.exists():
-        raise WorkspaceError(f"no Kintsugi workspace in {ws.root}",
-                             "pass --workspace DIR (or set KINTSUGI_HOME) where `kintsugi init` onboarded the pipeline")
-    plan = PipelinePlan(pipeline, names, SCOPES if scope == "both" else (scope,), tuple(range(1, (seeds or 1) + 1)),
-                        DEFAULT_PIPELINE_CONTROLS if controls is None else controls, _jobs(jobs), parse_now(now))
+        raise WorkspaceError(
+            f"no Kintsugi workspace in {ws.root}",
+            "pass --workspace DIR (or set KINTSUGI_HOME) where `kintsugi init` onboarded the pipeline",
+        )
+    plan = PipelinePlan(
+        pipeline,
+        names,
+        SCOPES if scope == "both" else (scope,),
+        tuple(range(1, (seeds or 1) + 1)),
+        DEFAULT_PIPELINE_CONTROLS if controls is None else controls,
+        _jobs(jobs),
+        parse_now(now),
+    )
     return run_pipeline_drill(ws, plan, say=say, keep=keep)
 
 

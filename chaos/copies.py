@@ -11,6 +11,7 @@ the reference keeps, then the rows after its watermark when there are any.
 reference forgotten back to the batches before it (`controlplane.reference.forget_after`), later rows cut
 from the table. The newest batch is the one a drill corrupts; earlier ones serve as more clean controls.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,17 @@ from controlplane.workspace import Workspace
 from guard.contract import Contract
 from guard.relations import epoch_ms_of
 
-__all__ = ["BatchSpan", "PipelineCopy", "copy_pipeline", "load_copy", "fork", "take_back", "contract_of",
-           "write_table", "RUN_DELAY_MS"]
+__all__ = [
+    "BatchSpan",
+    "PipelineCopy",
+    "copy_pipeline",
+    "load_copy",
+    "fork",
+    "take_back",
+    "contract_of",
+    "write_table",
+    "RUN_DELAY_MS",
+]
 
 RUN_DELAY_MS = 3_600_000  # the drill's runs happen an hour after the workspace's last run (or newest row)
 _META = "copy.json"
@@ -81,11 +91,15 @@ def copy_pipeline(ws: Workspace, pipeline: str, root: Path, now_ms: int | None =
     """The base copy of `pipeline`'s workspace in `root/base`, its table local, its batches listed."""
     spec = load_spec(ws, pipeline)
     if not ws.datahub_db.is_file():
-        raise WorkspaceError(f"no DataHub Lite store in {ws.root}: the drill copies the workspace's own stores",
-                             "pull the metadata first with `kintsugi datahub pull`, or pass --workspace DIR")
+        raise WorkspaceError(
+            f"no DataHub Lite store in {ws.root}: the drill copies the workspace's own stores",
+            "pull the metadata first with `kintsugi datahub pull`, or pass --workspace DIR",
+        )
     if load_state(ws, pipeline) is None:
-        raise InputError(f"pipeline {pipeline!r} keeps no reference batches (it was made before batches)",
-                         f"onboard it again with `kintsugi init {pipeline} --force`")
+        raise InputError(
+            f"pipeline {pipeline!r} keeps no reference batches (it was made before batches)",
+            f"onboard it again with `kintsugi init {pipeline} --force`",
+        )
     base = Workspace(root / "base")
     if base.root.exists():  # a kept folder of an earlier drill: copied afresh, the workspace may have moved on
         shutil.rmtree(base.root)
@@ -121,8 +135,10 @@ def _copy_workspace(ws: Workspace, base: Workspace) -> None:
     shutil.copytree(ws.root, base.root, ignore=left_behind)
     for store in (ws.datahub_db, ws.mlflow_db):
         if store.is_file():
-            with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as source, \
-                    closing(sqlite3.connect(base.root / store.name)) as target:
+            with (
+                closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as source,
+                closing(sqlite3.connect(base.root / store.name)) as target,
+            ):
                 source.backup(target)
 
 
@@ -144,8 +160,10 @@ def _listed(base: Workspace, pipeline: str, root: Path, now_ms: int | None, defa
     windows = kept_windows(base, pipeline, state)  # every kept batch's rows, then the rows after the watermark
     ids = [*state.batches, "new rows"]
     if len(windows) != len(ids):
-        raise WorkspaceError(f"the reference of {pipeline!r} names {len(state.batches)} batches but keeps "
-                             f"{len(windows) - 1} windows", f"onboard it again with `kintsugi init {pipeline} --force`")
+        raise WorkspaceError(
+            f"the reference of {pipeline!r} names {len(state.batches)} batches but keeps {len(windows) - 1} windows",
+            f"onboard it again with `kintsugi init {pipeline} --force`",
+        )
     stamps, present = epoch_ms_of(pd.read_parquet(base.path(_TABLE), columns=[state.time_column])[state.time_column])
     stamps = stamps[present]
     spans = []
@@ -154,8 +172,11 @@ def _listed(base: Workspace, pipeline: str, root: Path, now_ms: int | None, defa
         if len(inside):
             spans.append(BatchSpan(batch_id, window.after_ms, window.through_ms, int(inside.max())))
     if len(spans) < 2:
-        raise InputError(f"the table of {pipeline!r} has {len(spans)} batch(es): a drill needs a reference batch "
-                         "and a newest batch to corrupt", f"land another batch with `kintsugi land {pipeline} FILE`")
+        raise InputError(
+            f"the table of {pipeline!r} has {len(spans)} batch(es): a drill needs a reference batch "
+            "and a newest batch to corrupt",
+            f"land another batch with `kintsugi land {pipeline} FILE`",
+        )
     newest_ms = spans[-1].newest_ms
     now = now_ms if now_ms is not None else max(default_now, newest_ms + RUN_DELAY_MS)
     return PipelineCopy(str(root), pipeline, state.time_column, tuple(spans), len(state.batches), now)
@@ -201,8 +222,10 @@ def contract_of(ws: Workspace, spec: PipelineSpec) -> Contract:
     with metadata_session(ws, read_only=True) as metadata:
         contract, error = read_contract(metadata, spec.feature_table)
     if contract is None:
-        raise InputError(f"no readable contract for {spec.feature_table} ({error or 'missing'})",
-                         "apply one with `kintsugi contract apply FILE`")
+        raise InputError(
+            f"no readable contract for {spec.feature_table} ({error or 'missing'})",
+            "apply one with `kintsugi contract apply FILE`",
+        )
     return contract
 
 

@@ -6,6 +6,7 @@ workspace reaches a shared store (MLFLOW_TRACKING_URI, DATAHUB_GMS_URL...) are u
 duration. The work runs in spawned worker processes with one thread per model fit (faster on a busy machine,
 bit-for-bit the same whatever the core count) and a pinned PYTHONHASHSEED (see `_PINNED_ENV`).
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,7 @@ from chaos.estate import DRILL_NOW, DrillEstate, build_estate, load_estate
 from chaos.scoreboard import build_scoreboard
 from chaos.tasks import run_control, run_scenario, run_sweep
 
-__all__ = ["DrillPlan", "run_drill", "default_scenarios", "isolated", "DEFAULT_SEEDS", "DEFAULT_CONTROLS",
-           "workers"]
+__all__ = ["DrillPlan", "run_drill", "default_scenarios", "isolated", "DEFAULT_SEEDS", "DEFAULT_CONTROLS", "workers"]
 
 DEFAULT_SEEDS = 3
 DEFAULT_CONTROLS = 20
@@ -52,8 +52,10 @@ class DrillPlan:
         if not self.seeds:
             raise InjectionError("a drill needs at least one seed", "pass --seeds 1 or more")
         if self.controls < 0 or self.sweep_seeds < 0 or self.jobs < 1:
-            raise InjectionError(f"controls={self.controls}, sweep seeds={self.sweep_seeds}, jobs={self.jobs}",
-                             "use --controls >= 0, --sweep-seeds >= 0 and --jobs >= 1")
+            raise InjectionError(
+                f"controls={self.controls}, sweep seeds={self.sweep_seeds}, jobs={self.jobs}",
+                "use --controls >= 0, --sweep-seeds >= 0 and --jobs >= 1",
+            )
 
     def control_slots(self) -> list[tuple[int, int]]:
         """(seed, control index) for each control, spread over the seeds round-robin."""
@@ -66,8 +68,13 @@ def default_scenarios() -> tuple[str, ...]:
     return tuple(SCENARIOS)
 
 
-def run_drill(plan: DrillPlan, *, say: Callable[[str], None] = lambda _: None, keep: Path | None = None,
-              now_label: str = DRILL_NOW.isoformat()) -> dict[str, Any]:
+def run_drill(
+    plan: DrillPlan,
+    *,
+    say: Callable[[str], None] = lambda _: None,
+    keep: Path | None = None,
+    now_label: str = DRILL_NOW.isoformat(),
+) -> dict[str, Any]:
     """Run the plan; `say` gets one progress line per estate, scenario x seed, control and sweep."""
     started = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="kintsugi-drill-")) if keep is None else keep
@@ -97,8 +104,9 @@ def _estates(plan: DrillPlan, root: Path, submit: Submit, say: Callable[[str], N
     return estates
 
 
-def _work(plan: DrillPlan, estates: dict[int, DrillEstate], submit: Submit, say: Callable[[str], None],
-          keep: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+def _work(
+    plan: DrillPlan, estates: dict[int, DrillEstate], submit: Submit, say: Callable[[str], None], keep: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     jobs: list[tuple[str, Any]] = []
     for name in plan.scenarios:
         for seed in plan.seeds:
@@ -107,7 +115,7 @@ def _work(plan: DrillPlan, estates: dict[int, DrillEstate], submit: Submit, say:
         jobs.append(("control", submit(run_control, estates[seed], index, keep)))
     for name in plan.scenarios:
         if get_scenario(name).sweep:
-            for seed in plan.seeds[:plan.sweep_seeds]:
+            for seed in plan.seeds[: plan.sweep_seeds]:
                 jobs.append(("sweep", submit(run_sweep, estates[seed], name, keep)))
     found: dict[str, list[dict[str, Any]]] = {"run": [], "control": [], "sweep": []}
     for done, (kind, future) in enumerate(jobs, start=1):
@@ -125,8 +133,9 @@ def _progress(kind: str, result: dict[str, Any]) -> str:
         return f"{verdict} {result['scenario']:<20} seed {result['seed']}: {result['status']:<12} {findings}{extra}"
     if kind == "control":
         alarm = "ALARM" if result["alarm"] else "quiet"
-        return (f"{alarm} control seed {result['seed']} batch {result['batch_seed']}: {result['status']}"
-                + (f" {', '.join(result['findings'])}" if result["findings"] else ""))
+        return f"{alarm} control seed {result['seed']} batch {result['batch_seed']}: {result['status']}" + (
+            f" {', '.join(result['findings'])}" if result["findings"] else ""
+        )
     marks = " ".join(f"{p['magnitude']:g}{'+' if p['detected'] else '-'}" for p in result["points"])
     return f"sweep {result['scenario']:<20} seed {result['seed']}: {marks}  (+ detected, - missed)"
 

@@ -1,5 +1,6 @@
 """The chaos package's errors: each on a branch of the project's one tree (controlplane.errors), so every front
 door maps it like any other error; their codes start with `chaos_`."""
+
 from __future__ import annotations
 
 from controlplane.errors import Conflict, InputError, NotFound, WorkspaceError

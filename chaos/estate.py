@@ -5,6 +5,7 @@ folder copy. The batch is `demo.story.land_batch`'s: `NEW_DAYS` more days ending
 the city a little more congested, so a model trained on healed data can beat the champion. The loop then
 runs a few minutes after the batch lands (the label freshness SLA counts from there).
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,16 @@ from controlplane.workspace import Workspace
 from demo.seed import PIPELINE, seed_estate
 from demo.story import NEW_DAYS, land_batch
 
-__all__ = ["DrillEstate", "build_estate", "load_estate", "fork", "fork_control", "write_table", "DRILL_NOW",
-           "RUN_DELAY"]
+__all__ = [
+    "DrillEstate",
+    "build_estate",
+    "load_estate",
+    "fork",
+    "fork_control",
+    "write_table",
+    "DRILL_NOW",
+    "RUN_DELAY",
+]
 
 DRILL_NOW = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 RUN_DELAY = timedelta(minutes=5)  # the loop runs this long after the batch lands
@@ -66,8 +75,11 @@ def build_estate(root: Path, seed: int, now: datetime = DRILL_NOW) -> DrillEstat
     spec = load_spec(base, PIPELINE)
     first = run_pipeline(base, spec, now_ms=_ms(first_day + timedelta(hours=1)))
     if first.status != "promoted":
-        raise DrillFailed(f"the drill's clean estate for seed {seed} did not promote a first champion "
-                         f"({first.status}: {first.outcome})", f"inspect the throwaway estate in {root}")
+        raise DrillFailed(
+            f"the drill's clean estate for seed {seed} did not promote a first champion "
+            f"({first.status}: {first.outcome})",
+            f"inspect the throwaway estate in {root}",
+        )
     landed = Workspace(root / "landed")
     shutil.copytree(base.root, landed.root)
     land_batch(landed, load_spec(landed, PIPELINE), seed=seed, anchor=now, metres=False)
@@ -75,8 +87,9 @@ def build_estate(root: Path, seed: int, now: datetime = DRILL_NOW) -> DrillEstat
     clean = pd.read_parquet(batch_spec.data)
     score = holdout_score(batch_spec, clean, clean_holdout(batch_spec, clean))
     if score.value is None:
-        raise DrillFailed(f"the clean batch of seed {seed} does not train: {score.error}",
-                         f"inspect the throwaway estate in {root}")
+        raise DrillFailed(
+            f"the clean batch of seed {seed} does not train: {score.error}", f"inspect the throwaway estate in {root}"
+        )
     estate = DrillEstate(str(root), seed, PIPELINE, _ms(now), _ms(now + RUN_DELAY), score.value)
     (root / _META).write_text(json.dumps(asdict(estate), indent=2, sort_keys=True))
     return estate

@@ -13,6 +13,7 @@ The guard reads each batch once: the table is written to one parquet file and sp
 pass (`guard.batches.split_batches`); the reference is merged from the stored batch profiles, never by
 rereading rows. Injected candidates are written to their own file and read with `read_snapshot`.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -37,8 +38,23 @@ from guard.snapshot import Snapshot, read_snapshot
 from guard.units import same_unit
 from remediations.sandbox import HealOutcome, heal_copy
 
-__all__ = ["Batch", "Judge", "Outcome", "GuardJudge", "WalkResult", "Injection", "INJECTIONS", "walk",
-           "load_batches", "inject", "injected_outcomes", "true_cause", "true_unit", "named_right", "ROW_GROUP_ROWS"]
+__all__ = [
+    "Batch",
+    "Judge",
+    "Outcome",
+    "GuardJudge",
+    "WalkResult",
+    "Injection",
+    "INJECTIONS",
+    "walk",
+    "load_batches",
+    "inject",
+    "injected_outcomes",
+    "true_cause",
+    "true_unit",
+    "named_right",
+    "ROW_GROUP_ROWS",
+]
 
 ROW_GROUP_ROWS = 2_048  # small row groups, so windows straddle and skip them as in a large table
 _SEED = 12
@@ -77,31 +93,42 @@ class GuardJudge:
     def judge(self, reference: Sequence[Batch], candidate: Batch) -> Outcome:
         built = build_reference([b.snapshot.batch for b in reference if b.snapshot.batch is not None])
         now_ms = int(candidate.snapshot.batch.end_ms or 0) if candidate.snapshot.batch else 0
-        report = run_guard(GuardContext(self.contract.dataset_urn, self.contract, candidate.snapshot, built, (),
-                                        now_ms=now_ms))
+        report = run_guard(
+            GuardContext(self.contract.dataset_urn, self.contract, candidate.snapshot, built, (), now_ms=now_ms)
+        )
         self.reports.append(report)
         reasons = tuple(sorted({_reason(f) for f in report.blocking if f.kind.value not in self.ignore}))
         return Outcome(bool(reasons), reasons)
 
-    def heal(self, reference: Sequence[Batch], candidate: Batch, control: Outcome, workdir: Path,
-             clean: pd.DataFrame | None = None) -> str:
+    def heal(
+        self,
+        reference: Sequence[Batch],
+        candidate: Batch,
+        control: Outcome,
+        workdir: Path,
+        clean: pd.DataFrame | None = None,
+    ) -> str:
         """The sandbox's heal of the candidate's last report, verified on the training view against the same
         reference: "healed" (exact corrections, nothing set aside), "quarantined N" (rows set aside, the
         cause left open), or why not. Only the findings the clean rows (`control`) do not raise are healed:
         those the injection caused (a check that blocks clean data blocks its heal as much, and is measured
         by the walk). Verified means the training view blocks on nothing the clean rows do not block on."""
-        injected = tuple(f for f in self.reports[-1].blocking
-                         if f"{f.kind.value}:{f.column or '-'}" not in control.reasons)
+        injected = tuple(
+            f for f in self.reports[-1].blocking if f"{f.kind.value}:{f.column or '-'}" not in control.reasons
+        )
         if not injected:
             return "-"
         built = build_reference([b.snapshot.batch for b in reference if b.snapshot.batch is not None])
-        outcome = heal_copy(Path(candidate.snapshot.path), workdir / f"heal-{candidate.batch_id}", injected,
-                            self.contract, built)
+        outcome = heal_copy(
+            Path(candidate.snapshot.path), workdir / f"heal-{candidate.batch_id}", injected, self.contract, built
+        )
         if not outcome.complete:
             why = [f"no playbook for {f.kind.value}" for f in outcome.unhealable] + [w for _, w in outcome.refused]
             return "not healed: " + "; ".join(why)[:120]
-        view = read_snapshot(outcome.training_view, time_column=candidate.snapshot.batch.time_column
-                             if candidate.snapshot.batch else None)
+        view = read_snapshot(
+            outcome.training_view,
+            time_column=candidate.snapshot.batch.time_column if candidate.snapshot.batch else None,
+        )
         now_ms = int(candidate.snapshot.batch.end_ms or 0) if candidate.snapshot.batch else 0
         verified = run_guard(GuardContext(self.contract.dataset_urn, self.contract, view, built, (), now_ms=now_ms))
         left = {f"{f.kind.value}:{f.column or '-'}" for f in verified.blocking} - set(control.reasons)
@@ -221,8 +248,11 @@ _UNIT_CHANGES = {
     "greensboro_tmy": (("temp_air", "degF"), ("pressure", "inHg"), ("visibility", "km"), ("wind_speed", "mph")),
 }
 UNIT_SLOTS = 4
-_JOINED = {"seattle_weather": ("temp_min", "wind", "precipitation"), "pnw_temps": ("sf_temp",),
-           "greensboro_tmy": ("temp_air", "temp_dew", "relative_humidity", "wind_speed")}
+_JOINED = {
+    "seattle_weather": ("temp_min", "wind", "precipitation"),
+    "pnw_temps": ("sf_temp",),
+    "greensboro_tmy": ("temp_air", "temp_dew", "relative_humidity", "wind_speed"),
+}
 
 INJECTIONS: tuple[Injection, ...] = (
     Injection("unit", _unit_at(0), "unit_mismatch"),
@@ -255,16 +285,27 @@ def _sentinel(frame: pd.DataFrame, dataset: RealDataset) -> pd.DataFrame:
 def _partial_leak(frame: pd.DataFrame, dataset: RealDataset) -> pd.DataFrame:
     """A feature recomputed from the outcome on half the rows (its values re-dealt in the label's order)."""
     contract = dataset.contract()
-    roles = Contract(contract.dataset_urn, contract.columns, contract.label_column,
-                     label_timestamp_column=dataset.time_column, event_timestamp_column=dataset.time_column)
+    roles = Contract(
+        contract.dataset_urn,
+        contract.columns,
+        contract.label_column,
+        label_timestamp_column=dataset.time_column,
+        event_timestamp_column=dataset.time_column,
+    )
     target = Target(_LEAKS[dataset.name], 1.0, 0.5, Selection(), roles, np.random.default_rng(_SEED))
     return target_leakage(frame, target).frame
 
 
-_SWAPS = {"seattle_weather": ("temp_max", "temp_min"), "pnw_temps": ("sf_temp", "seattle_temp"),
-          "greensboro_tmy": ("temp_air", "temp_dew")}
-_SENTINELS = {"seattle_weather": ("wind", -1.0), "pnw_temps": ("sf_temp", 9999.0),
-              "greensboro_tmy": ("temp_air", -9999.0)}
+_SWAPS = {
+    "seattle_weather": ("temp_max", "temp_min"),
+    "pnw_temps": ("sf_temp", "seattle_temp"),
+    "greensboro_tmy": ("temp_air", "temp_dew"),
+}
+_SENTINELS = {
+    "seattle_weather": ("wind", -1.0),
+    "pnw_temps": ("sf_temp", 9999.0),
+    "greensboro_tmy": ("temp_air", -9999.0),
+}
 _LEAKS = {"seattle_weather": "temp_max", "pnw_temps": "hour_local", "greensboro_tmy": "temp_air"}
 CAUSE_INJECTIONS: tuple[Injection, ...] = (
     Injection("column swap", _swap, "columns_swapped"),
@@ -275,15 +316,23 @@ INJECTIONS = (*INJECTIONS, *CAUSE_INJECTIONS)
 
 
 def _cause_columns(dataset: RealDataset) -> dict[str, tuple[str, ...]]:
-    return {"column swap": _SWAPS[dataset.name], "sentinel 20%": (_SENTINELS[dataset.name][0],),
-            "leak 50% rows": (_LEAKS[dataset.name],)}
+    return {
+        "column swap": _SWAPS[dataset.name],
+        "sentinel 20%": (_SENTINELS[dataset.name][0],),
+        "leak 50% rows": (_LEAKS[dataset.name],),
+    }
 
 
 def true_cause(dataset: RealDataset, injection: str) -> tuple[str, tuple[str, ...]]:
     """(finding kind, the columns it may name) that an injection's true cause is."""
     label = dataset.label or ""
-    columns = {"timezone+5h": (dataset.time_column,), "rename": (_JOINED[dataset.name][0],),
-               "join 25% nulls": _JOINED[dataset.name], "label copy": (f"{label}_observed",), **_cause_columns(dataset)}
+    columns = {
+        "timezone+5h": (dataset.time_column,),
+        "rename": (_JOINED[dataset.name][0],),
+        "join 25% nulls": _JOINED[dataset.name],
+        "label copy": (f"{label}_observed",),
+        **_cause_columns(dataset),
+    }
     columns.update({name: (column,) for name, (column, _) in zip(_UNIT_NAMES, _UNIT_CHANGES[dataset.name])})
     kind = next(i.expected for i in INJECTIONS if i.name == injection)
     return kind, columns[injection]
@@ -323,8 +372,15 @@ def _differences(outcome: HealOutcome, clean: pd.DataFrame) -> str:
     return "every other cell exact" if differ == 0 else f"{differ} cells differ from the clean rows"
 
 
-def _control(judge: GuardJudge, window: Sequence[Batch], controls: dict[tuple[str, str], Outcome], scope: str,
-             table: pd.DataFrame, dataset: RealDataset, directory: Path) -> Outcome:
+def _control(
+    judge: GuardJudge,
+    window: Sequence[Batch],
+    controls: dict[tuple[str, str], Outcome],
+    scope: str,
+    table: pd.DataFrame,
+    dataset: RealDataset,
+    directory: Path,
+) -> Outcome:
     """What the guard blocks on the clean rows of a scope (the clean newest batch, or the clean table)."""
     key = (judge.name, scope)
     if key not in controls:
@@ -335,9 +391,13 @@ def _control(judge: GuardJudge, window: Sequence[Batch], controls: dict[tuple[st
     return controls[key]
 
 
-def injected_outcomes(dataset: RealDataset, batches: Sequence[Batch], judges: Sequence[Judge],
-                      windows: dict[str, list[Batch]], workdir: Path | None = None
-                      ) -> list[tuple[str, str, str, Outcome]]:
+def injected_outcomes(
+    dataset: RealDataset,
+    batches: Sequence[Batch],
+    judges: Sequence[Judge],
+    windows: dict[str, list[Batch]],
+    workdir: Path | None = None,
+) -> list[tuple[str, str, str, Outcome]]:
     """(injection, scope, tool, outcome) for each injection into the newest batch and into all rows, after
     ("clean", "batch", tool, outcome): the clean newest batch, the control.
 
@@ -363,8 +423,9 @@ def injected_outcomes(dataset: RealDataset, batches: Sequence[Batch], judges: Se
                     outcome = judge.judge(window, candidate)
                     if isinstance(judge, GuardJudge) and outcome.blocked:
                         control = _control(judge, window, controls, scope, table, dataset, directory)
-                        outcome = Outcome(outcome.blocked, outcome.reasons,
-                                          judge.heal(window, candidate, control, directory, rows))
+                        outcome = Outcome(
+                            outcome.blocked, outcome.reasons, judge.heal(window, candidate, control, directory, rows)
+                        )
                     results.append((injection.name, scope, judge.name, outcome))
     finally:
         if owned:
@@ -379,6 +440,10 @@ def named_right(reasons: Sequence[str], dataset: RealDataset, injection: str) ->
     unit = true_unit(dataset, injection)
     for reason in reasons:
         parts = reason.split(":")
-        if parts[0] == kind and parts[1] in columns and (unit is None or (len(parts) > 2 and same_unit(parts[2], unit))):
+        if (
+            parts[0] == kind
+            and parts[1] in columns
+            and (unit is None or (len(parts) > 2 and same_unit(parts[2], unit)))
+        ):
             return True
     return False

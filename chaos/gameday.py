@@ -5,6 +5,7 @@ State lives in `<workspace>/chaos/<pipeline>/`: `original.parquet` (the kept byt
 (what was injected, the content hashes, and the DataHub aspects that undo a metadata injection). One
 injection per pipeline at a time; both commands hold the pipeline's run lock.
 """
+
 from __future__ import annotations
 
 import json
@@ -64,23 +65,36 @@ def active_game_day(ws: Workspace, pipeline: str) -> GameDay | None:
     try:
         return GameDay(**json.loads(manifest.read_text()))
     except (ValueError, TypeError) as exc:
-        raise GameDayError(f"chaos state {manifest} is unreadable ({exc})",
-                           f"restore {state_dir(ws, pipeline) / _ORIGINAL} to the table by hand, "
-                           "then remove that folder") from exc
+        raise GameDayError(
+            f"chaos state {manifest} is unreadable ({exc})",
+            f"restore {state_dir(ws, pipeline) / _ORIGINAL} to the table by hand, then remove that folder",
+        ) from exc
 
 
-def inject_game_day(ws: Workspace, pipeline: str, name: str, *, seed: int = 0, magnitude: float | None = None,
-                    selection: Selection | None = None, now_ms: int | None = None) -> GameDay:
+def inject_game_day(
+    ws: Workspace,
+    pipeline: str,
+    name: str,
+    *,
+    seed: int = 0,
+    magnitude: float | None = None,
+    selection: Selection | None = None,
+    now_ms: int | None = None,
+) -> GameDay:
     """Corrupt `pipeline`'s table (or its upstreams in DataHub) as scenario `name` says, keeping the original."""
     scenario = get_scenario(name)
     spec = load_spec(ws, pipeline)
     active = active_game_day(ws, spec.name)
     if active is not None:
-        raise GameDayError(f"chaos scenario {active.scenario!r} is already injected into pipeline {spec.name!r}",
-                           f"revert it first with `kintsugi chaos revert --pipeline {spec.name}`")
+        raise GameDayError(
+            f"chaos scenario {active.scenario!r} is already injected into pipeline {spec.name!r}",
+            f"revert it first with `kintsugi chaos revert --pipeline {spec.name}`",
+        )
     if not spec.data.is_file():
-        raise DataError(f"data file {spec.data} of pipeline {spec.name!r} does not exist",
-                        "land the table first (e.g. `kintsugi demo`)")
+        raise DataError(
+            f"data file {spec.data} of pipeline {spec.name!r} does not exist",
+            "land the table first (e.g. `kintsugi demo`)",
+        )
     with pipeline_lock(ws, spec.name, f"chaos inject {name}"):
         folder = state_dir(ws, spec.name)
         folder.mkdir(parents=True, exist_ok=True)
@@ -100,16 +114,20 @@ def revert_game_day(ws: Workspace, pipeline: str) -> GameDay:
     spec = load_spec(ws, pipeline)
     game = active_game_day(ws, spec.name)
     if game is None:
-        raise GameDayError(f"no chaos injection is active on pipeline {spec.name!r} in {ws.root}",
-                           f"inject one with `kintsugi chaos inject SCENARIO --pipeline {spec.name}`")
+        raise GameDayError(
+            f"no chaos injection is active on pipeline {spec.name!r} in {ws.root}",
+            f"inject one with `kintsugi chaos inject SCENARIO --pipeline {spec.name}`",
+        )
     folder = state_dir(ws, spec.name)
     undo = _undo_proposals(game, folder)  # read before anything is put back
     with pipeline_lock(ws, spec.name, "chaos revert"):
         _put_back(folder / _ORIGINAL, spec.data)
         restored = content_hash(spec.data)
         if restored != game.original_hash:
-            raise GameDayError(f"restored {spec.data} hashes to {restored}, not the original {game.original_hash}",
-                               f"copy {folder / _ORIGINAL} over it by hand")
+            raise GameDayError(
+                f"restored {spec.data} hashes to {restored}, not the original {game.original_hash}",
+                f"copy {folder / _ORIGINAL} over it by hand",
+            )
         if undo:
             with metadata_session(ws) as metadata:
                 metadata.emit(undo, int(time.time() * 1000))
@@ -123,16 +141,25 @@ def _undo_proposals(game: GameDay, folder: Path) -> list[MCP]:
     for obj in game.undo:
         proposal = MCP.from_obj(obj)
         if not isinstance(proposal, MCP):
-            raise GameDayError(f"the undo record in {folder} holds a {obj.get('aspectName')!r} proposal this DataHub "
-                               "client cannot read back as an aspect; nothing was reverted",
-                               f"copy {folder / _ORIGINAL} over the table and revert that aspect in DataHub by hand, "
-                               f"then delete {folder}")
+            raise GameDayError(
+                f"the undo record in {folder} holds a {obj.get('aspectName')!r} proposal this DataHub "
+                "client cannot read back as an aspect; nothing was reverted",
+                f"copy {folder / _ORIGINAL} over the table and revert that aspect in DataHub by hand, "
+                f"then delete {folder}",
+            )
         proposals.append(proposal)
     return proposals
 
 
-def _inject(ws: Workspace, spec: PipelineSpec, scenario: Scenario, seed: int, magnitude: float | None,
-            selection: Selection | None, now_ms: int) -> GameDay:
+def _inject(
+    ws: Workspace,
+    spec: PipelineSpec,
+    scenario: Scenario,
+    seed: int,
+    magnitude: float | None,
+    selection: Selection | None,
+    now_ms: int,
+) -> GameDay:
     original = content_hash(spec.data)
     value = scenario.magnitude if magnitude is None else magnitude
     undo: list[dict[str, Any]] = []
@@ -146,20 +173,40 @@ def _inject(ws: Workspace, spec: PipelineSpec, scenario: Scenario, seed: int, ma
         with metadata_session(ws, read_only=True) as metadata:
             contract, error = read_contract(metadata, spec.feature_table)
         if contract is None:
-            raise DataError(f"no readable contract for {spec.feature_table} ({error or 'missing'})",
-                            "apply one with `kintsugi contract apply FILE`")
+            raise DataError(
+                f"no readable contract for {spec.feature_table} ({error or 'missing'})",
+                "apply one with `kintsugi contract apply FILE`",
+            )
         injected = scenario.table(pd.read_parquet(spec.data), scenario.target(contract, seed, value, selection))
         write_table(spec.data, injected.frame)
-        summary = (f"{injected.corrupted_cells} cells corrupted" + (f", {injected.rows_added} rows added"
-                   if injected.rows_added else "") + (f", {int(injected.removed.sum())} rows removed"
-                                                      if injected.removed is not None else ""))
-    return GameDay(scenario.name, spec.name, seed, value, (selection or scenario.selection).label(), str(spec.data),
-                   original, content_hash(spec.data), _expected(scenario), summary, now_ms, undo)
+        summary = (
+            f"{injected.corrupted_cells} cells corrupted"
+            + (f", {injected.rows_added} rows added" if injected.rows_added else "")
+            + (f", {int(injected.removed.sum())} rows removed" if injected.removed is not None else "")
+        )
+    return GameDay(
+        scenario.name,
+        spec.name,
+        seed,
+        value,
+        (selection or scenario.selection).label(),
+        str(spec.data),
+        original,
+        content_hash(spec.data),
+        _expected(scenario),
+        summary,
+        now_ms,
+        undo,
+    )
 
 
 def _expected(scenario: Scenario) -> dict[str, Any]:
-    return {"kind": scenario.kind.value, "columns": list(scenario.columns), "upstream": scenario.upstream,
-            "healable": scenario.healable}
+    return {
+        "kind": scenario.kind.value,
+        "columns": list(scenario.columns),
+        "upstream": scenario.upstream,
+        "healable": scenario.healable,
+    }
 
 
 def _put_back(kept: Path, target: Path) -> None:

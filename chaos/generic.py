@@ -19,6 +19,7 @@ columns) is not built: `Skipped` says why. Features with a declared unit (measur
 feed gets wrong) are corrupted before unitless ones (an hour of day, a count). The same contract and spec always
 give the same scenarios, so a worker process rebuilds them by name (`scenario_named`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,17 +37,41 @@ from guard.findings import Finding
 from guard.kinds import FindingKind as K
 from guard.units import candidates_for, canonical, group_of, same_unit
 
-__all__ = ["UnitScenario", "Skipped", "GENERIC_NAMES", "generic_scenarios", "scenario_named", "unit_target",
-           "SENTINEL_VALUE", "TIMEZONE_HOURS"]
+__all__ = [
+    "UnitScenario",
+    "Skipped",
+    "GENERIC_NAMES",
+    "generic_scenarios",
+    "scenario_named",
+    "unit_target",
+    "SENTINEL_VALUE",
+    "TIMEZONE_HOURS",
+]
 
-GENERIC_NAMES = ("unit_change", "rescale", "column_rename", "columns_swapped", "join_nulls", "sentinel",
-                 "timezone_shift", "duplicate_keys", "label_copy")
+GENERIC_NAMES = (
+    "unit_change",
+    "rescale",
+    "column_rename",
+    "columns_swapped",
+    "join_nulls",
+    "sentinel",
+    "timezone_shift",
+    "duplicate_keys",
+    "label_copy",
+)
 SENTINEL_VALUE = -9999.0
 TIMEZONE_HOURS = -5.0
 _SHARE = "share of rows"
 # the conversion a producer most plausibly slips into, where it is not the first of the unit's group
-_PREFERRED = {"millimeter": "inch", "centimeter": "inch", "meter": "ft", "kilometer": "mile", "mile": "km",
-              "hectopascal": "inHg", "kilopascal": "psi"}
+_PREFERRED = {
+    "millimeter": "inch",
+    "centimeter": "inch",
+    "meter": "ft",
+    "kilometer": "mile",
+    "mile": "km",
+    "hectopascal": "inHg",
+    "kilopascal": "psi",
+}
 
 
 @dataclass(frozen=True)
@@ -85,8 +110,10 @@ def scenario_named(contract: Contract, spec: PipelineSpec, name: str) -> Scenari
     if found is not None:
         return found
     why = next((s.why for s in skipped if s.name == name), None)
-    raise UnknownScenario(f"scenario {name!r} does not apply to pipeline {spec.name!r}" + (f": {why}" if why else ""),
-                          f"use one of: {', '.join(s.name for s in built)}")
+    raise UnknownScenario(
+        f"scenario {name!r} does not apply to pipeline {spec.name!r}" + (f": {why}" if why else ""),
+        f"use one of: {', '.join(s.name for s in built)}",
+    )
 
 
 def unit_target(declared: str) -> str | None:
@@ -117,9 +144,18 @@ def _unit_change(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
             declared = contract.column(column).unit  # type: ignore[union-attr]
             to_unit = unit_target(declared) if declared else None
             if to_unit is not None and (group_of(declared) not in ("ratio", "angle")) == physical:
-                return UnitScenario("unit_change", f"{column} written in {to_unit} instead of {declared}",
-                                    K.UNIT_MISMATCH, (column,), True, 1.0, _SHARE, table=inj.unit_change(to_unit),
-                                    magnitude_is_share=True, unit=to_unit)
+                return UnitScenario(
+                    "unit_change",
+                    f"{column} written in {to_unit} instead of {declared}",
+                    K.UNIT_MISMATCH,
+                    (column,),
+                    True,
+                    1.0,
+                    _SHARE,
+                    table=inj.unit_change(to_unit),
+                    magnitude_is_share=True,
+                    unit=to_unit,
+                )
     return Skipped("unit_change", "no numeric feature declares a unit another unit could be mistaken for")
 
 
@@ -130,8 +166,16 @@ def _rescale(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
     unit = _unit_change(contract, spec)
     measured = [c for c in numeric if contract.column(c).unit is not None]  # type: ignore[union-attr]
     column = next((c for c in measured if isinstance(unit, Skipped) or c not in unit.columns), numeric[0])
-    return Scenario("rescale", f"{column} multiplied by 2.5, a factor no unit explains", K.SCALE_SHIFT, (column,),
-                    False, 2.5, "factor", table=inj.rescale)
+    return Scenario(
+        "rescale",
+        f"{column} multiplied by 2.5, a factor no unit explains",
+        K.SCALE_SHIFT,
+        (column,),
+        False,
+        2.5,
+        "factor",
+        table=inj.rescale,
+    )
 
 
 def _rename(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
@@ -139,8 +183,16 @@ def _rename(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
     if not numeric:
         return Skipped("column_rename", "no numeric feature")
     column = numeric[-1]
-    return Scenario("column_rename", f"{column} arrives as '{column}_v2'", K.COLUMN_RENAMED, (column,), True, 1.0,
-                    "unused", table=inj.rename(f"{column}_v2"))
+    return Scenario(
+        "column_rename",
+        f"{column} arrives as '{column}_v2'",
+        K.COLUMN_RENAMED,
+        (column,),
+        True,
+        1.0,
+        "unused",
+        table=inj.rename(f"{column}_v2"),
+    )
 
 
 def _swap(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
@@ -148,8 +200,17 @@ def _swap(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
     if pair is None:
         return Skipped("columns_swapped", "fewer than two numeric columns")
     a, b = pair
-    return Scenario("columns_swapped", f"{a} and {b} written into each other's place", K.COLUMNS_SWAPPED, pair,
-                    True, 1.0, _SHARE, table=inj.swap_with(b), magnitude_is_share=True)
+    return Scenario(
+        "columns_swapped",
+        f"{a} and {b} written into each other's place",
+        K.COLUMNS_SWAPPED,
+        pair,
+        True,
+        1.0,
+        _SHARE,
+        table=inj.swap_with(b),
+        magnitude_is_share=True,
+    )
 
 
 def _swap_pair(contract: Contract, spec: PipelineSpec) -> tuple[str, str] | None:
@@ -161,7 +222,7 @@ def _swap_pair(contract: Contract, spec: PipelineSpec) -> tuple[str, str] | None
         if column is not None and column.unit:
             unit[name] = column.unit
     for i, a in enumerate(numeric):
-        for b in numeric[i + 1:]:
+        for b in numeric[i + 1 :]:
             if a in unit and b in unit and same_unit(unit[a], unit[b]):
                 return a, b
     label = contract.column(spec.training.target)
@@ -179,46 +240,92 @@ def _join_nulls(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
         return Skipped("join_nulls", "no numeric feature")
     limited = all(contract.column(c).max_null_fraction is not None for c in columns)  # type: ignore[union-attr]
     kind = K.NULL_LIMIT if limited else K.NULL_SPIKE
-    return Scenario("join_nulls", f"25% of rows lose {', '.join(columns)} at once (a join that missed): quarantined",
-                    kind, columns, False, 0.25, _SHARE, table=_nulls_together(columns), magnitude_is_share=True,
-                    quarantines=True)
+    return Scenario(
+        "join_nulls",
+        f"25% of rows lose {', '.join(columns)} at once (a join that missed): quarantined",
+        kind,
+        columns,
+        False,
+        0.25,
+        _SHARE,
+        table=_nulls_together(columns),
+        magnitude_is_share=True,
+        quarantines=True,
+    )
 
 
 def _sentinel(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
     numeric = _measured_first(contract, spec)
     if not numeric:
         return Skipped("sentinel", "no numeric feature")
-    return Scenario("sentinel", f"{numeric[0]} written as {SENTINEL_VALUE:g} for 'unknown' on 20% of rows: "
-                    "quarantined", K.SENTINEL, (numeric[0],), False, 0.2, _SHARE, table=inj.sentinel(SENTINEL_VALUE),
-                    magnitude_is_share=True, quarantines=True)
+    return Scenario(
+        "sentinel",
+        f"{numeric[0]} written as {SENTINEL_VALUE:g} for 'unknown' on 20% of rows: quarantined",
+        K.SENTINEL,
+        (numeric[0],),
+        False,
+        0.2,
+        _SHARE,
+        table=inj.sentinel(SENTINEL_VALUE),
+        magnitude_is_share=True,
+        quarantines=True,
+    )
 
 
 def _timezone(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
     column = spec.training.time_column
     if contract.column(column) is None:
         return Skipped("timezone_shift", f"the contract does not declare the time column {column!r}")
-    return Scenario("timezone_shift", f"{column} written {-TIMEZONE_HOURS:g} hours early (local time UTC"
-                    f"{TIMEZONE_HOURS:+g} written as UTC)", K.TIMESTAMP_SHIFT, (column,), True, TIMEZONE_HOURS,
-                    "hours", table=_moved_time)
+    return Scenario(
+        "timezone_shift",
+        f"{column} written {-TIMEZONE_HOURS:g} hours early (local time UTC{TIMEZONE_HOURS:+g} written as UTC)",
+        K.TIMESTAMP_SHIFT,
+        (column,),
+        True,
+        TIMEZONE_HOURS,
+        "hours",
+        table=_moved_time,
+    )
 
 
 def _duplicates(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
     keys = contract.key_columns
     if not keys:
         return Skipped("duplicate_keys", "the contract declares no key column")
-    return Scenario("duplicate_keys", f"2.5% of rows (a stretch of {spec.training.time_column}) loaded twice",
-                    K.DUPLICATE_KEYS, keys, True, 0.025, _SHARE, table=inj.duplicate_rows,
-                    selection=Selection("window", spec.training.time_column), magnitude_is_share=True)
+    return Scenario(
+        "duplicate_keys",
+        f"2.5% of rows (a stretch of {spec.training.time_column}) loaded twice",
+        K.DUPLICATE_KEYS,
+        keys,
+        True,
+        0.025,
+        _SHARE,
+        table=inj.duplicate_rows,
+        selection=Selection("window", spec.training.time_column),
+        magnitude_is_share=True,
+    )
 
 
 def _label_copy(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
     label = spec.training.target
-    return Scenario("label_copy", f"the label {label} copied into a new column '{label}_observed'", K.TARGET_LEAKAGE,
-                    (f"{label}_observed",), False, 1.0, "unused", table=_copied_label(label))
+    return Scenario(
+        "label_copy",
+        f"the label {label} copied into a new column '{label}_observed'",
+        K.TARGET_LEAKAGE,
+        (f"{label}_observed",),
+        False,
+        1.0,
+        "unused",
+        table=_copied_label(label),
+    )
 
 
-_MAKERS: dict[str, Callable[[Contract, PipelineSpec], Scenario | Skipped]] = dict(zip(GENERIC_NAMES, (
-    _unit_change, _rescale, _rename, _swap, _join_nulls, _sentinel, _timezone, _duplicates, _label_copy)))
+_MAKERS: dict[str, Callable[[Contract, PipelineSpec], Scenario | Skipped]] = dict(
+    zip(
+        GENERIC_NAMES,
+        (_unit_change, _rescale, _rename, _swap, _join_nulls, _sentinel, _timezone, _duplicates, _label_copy),
+    )
+)
 
 
 # --- injectors the demo's catalogue has no generic form of -----------------------------------------------

@@ -1,5 +1,6 @@
 """Customer impact: the spec's holdout metric of a model trained on some version of the data, scored on
 a clean holdout — the `demo.story.customer_impact` measure, for poisoned, healed and clean data alike."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

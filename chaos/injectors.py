@@ -4,6 +4,7 @@ Each factory binds an injector's fixed parameters (a target unit, a new name, a 
 a `TableInjector`: `(frame, target) -> Injected`. The magnitude and the rows come from the `Target`.
 Nothing here reads or writes files; `chaos.gameday` and `chaos.drill` do.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,9 +14,28 @@ from chaos.errors import InjectionError
 from chaos.registry import Injected, TableInjector, Target
 from guard.units import UNITS, conversion
 
-__all__ = ["unit_change", "rescale", "rename", "swap_with", "as_strings", "nulls", "sentinel", "label_lag",
-           "label_missing", "duplicate_rows", "drop_rows", "recase", "new_category", "broken_characters",
-           "gaussian_noise", "shift", "timestamp_shift", "timezone_shift", "target_leakage", "REPLACEMENT_CHAR"]
+__all__ = [
+    "unit_change",
+    "rescale",
+    "rename",
+    "swap_with",
+    "as_strings",
+    "nulls",
+    "sentinel",
+    "label_lag",
+    "label_missing",
+    "duplicate_rows",
+    "drop_rows",
+    "recase",
+    "new_category",
+    "broken_characters",
+    "gaussian_noise",
+    "shift",
+    "timestamp_shift",
+    "timezone_shift",
+    "target_leakage",
+    "REPLACEMENT_CHAR",
+]
 
 REPLACEMENT_CHAR = "\ufffd"
 _HOUR = pd.Timedelta(hours=1)
@@ -30,8 +50,10 @@ def unit_change(to_unit: str) -> TableInjector:
         try:
             scale, offset = conversion(declared, to_unit)
         except (KeyError, ValueError) as exc:
-            raise InjectionError(f"cannot convert {column!r} from {declared} to {to_unit}: {exc}",
-                                 f"choose a unit of the same dimension among {', '.join(sorted(UNITS))}") from exc
+            raise InjectionError(
+                f"cannot convert {column!r} from {declared} to {to_unit}: {exc}",
+                f"choose a unit of the same dimension among {', '.join(sorted(UNITS))}",
+            ) from exc
         rows = t.rows(frame)
         return _numbers(frame, column, rows, _floats(frame, column) * scale + offset)
 
@@ -48,8 +70,9 @@ def rename(new_name: str) -> TableInjector:
     def inject(frame: pd.DataFrame, t: Target) -> Injected:
         column = _column(frame, t)
         if new_name in frame.columns:
-            raise InjectionError(f"cannot rename {column!r} to {new_name!r}: the table already has it",
-                                 "choose another name")
+            raise InjectionError(
+                f"cannot rename {column!r} to {new_name!r}: the table already has it", "choose another name"
+            )
         return Injected(frame.rename(columns={column: new_name}), {column: frame[column].notna().to_numpy()})
 
     return inject
@@ -76,8 +99,10 @@ def as_strings(frame: pd.DataFrame, t: Target) -> Injected:
     column = _column(frame, t)
     values = _floats(frame, column)
     locale = t.rows(frame)
-    text = [None if np.isnan(v) else (repr(float(v)).replace(".", ",") if odd else repr(float(v)))
-            for v, odd in zip(values, locale)]
+    text = [
+        None if np.isnan(v) else (repr(float(v)).replace(".", ",") if odd else repr(float(v)))
+        for v, odd in zip(values, locale)
+    ]
     out = frame.copy()
     out[column] = pd.Series(text, index=frame.index, dtype="object")
     return Injected(out, {column: ~np.isnan(values)})
@@ -161,8 +186,9 @@ def broken_characters(frame: pd.DataFrame, t: Target) -> Injected:
     """A character of each selected string replaced by U+FFFD, as a botched decode leaves it."""
     column = _column(frame, t)
     texts = frame[column].astype("object")
-    broken = texts.map(lambda s: s if not isinstance(s, str) or not s
-                       else s[:len(s) // 2] + REPLACEMENT_CHAR + s[len(s) // 2 + 1:])
+    broken = texts.map(
+        lambda s: s if not isinstance(s, str) or not s else s[: len(s) // 2] + REPLACEMENT_CHAR + s[len(s) // 2 + 1 :]
+    )
     return _strings(frame, column, t.rows(frame), broken)
 
 
@@ -229,9 +255,10 @@ def _column(frame: pd.DataFrame, t: Target) -> str:
 
 def _require(frame: pd.DataFrame, column: str) -> None:
     if column not in frame.columns:
-        raise InjectionError(f"the table has no column {column!r} to corrupt",
-                             f"pick a scenario for its columns ({', '.join(map(str, frame.columns))}); "
-                             "see `kintsugi chaos list`")
+        raise InjectionError(
+            f"the table has no column {column!r} to corrupt",
+            f"pick a scenario for its columns ({', '.join(map(str, frame.columns))}); see `kintsugi chaos list`",
+        )
 
 
 def _declared_unit(t: Target, column: str) -> str:
@@ -245,8 +272,10 @@ def _label_columns(frame: pd.DataFrame, t: Target) -> tuple[str, str, str]:
     contract = t.contract
     names = (contract.label_column, contract.label_timestamp_column, contract.event_timestamp_column)
     if any(name is None for name in names):
-        raise InjectionError(f"the contract of {contract.dataset_urn} declares no label, label timestamp or "
-                             "event timestamp column", "declare their roles in the contract")
+        raise InjectionError(
+            f"the contract of {contract.dataset_urn} declares no label, label timestamp or event timestamp column",
+            "declare their roles in the contract",
+        )
     for name in names:
         _require(frame, str(name))
     return str(names[0]), str(names[1]), str(names[2])

@@ -3,6 +3,7 @@
 `observe` gathers the evidence (findings at detect, heal, verify, outcome, the incident left ACTIVE);
 `judge` is the pure decision: did the loop do what the scenario says it should, and if not, why not.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -19,8 +20,18 @@ from controlplane.workspace import Workspace
 from guard.findings import Finding
 from guard.kinds import DEFAULT_SEVERITY, Severity
 
-__all__ = ["Observed", "observe", "judge", "held_correctly", "expected_outcome", "finding_label", "PROMOTED",
-           "BLOCKED", "HELD", "QUARANTINED"]
+__all__ = [
+    "Observed",
+    "observe",
+    "judge",
+    "held_correctly",
+    "expected_outcome",
+    "finding_label",
+    "PROMOTED",
+    "BLOCKED",
+    "HELD",
+    "QUARANTINED",
+]
 
 PROMOTED, BLOCKED, HELD = "promoted", "blocked", "needs-review"
 QUARANTINED = "quarantined"  # rows set aside, incident left open; the run may train on the rest or stop
@@ -65,12 +76,16 @@ def observe(ws: Workspace, record: RunRecord, scenario: Scenario | None, dataset
     findings = tuple(Finding.from_dict(f) for f in (detect.evidence.get("findings", []) if detect else []))
     heal, verify = events.get("heal"), events.get("verify")
     return Observed(
-        status=record.status, outcome=record.outcome, findings=findings,
+        status=record.status,
+        outcome=record.outcome,
+        findings=findings,
         healed=heal is not None and heal.status == "healed",
         verified=verify is not None and verify.status == "CLEAN",
         incident_open=scenario is not None and _incident_open(ws, scenario, dataset),
-        heal_summary=heal.summary if heal else "", verify_summary=verify.summary if verify else "",
-        labels=tuple(finding_label(f) for f in findings))
+        heal_summary=heal.summary if heal else "",
+        verify_summary=verify.summary if verify else "",
+        labels=tuple(finding_label(f) for f in findings),
+    )
 
 
 def _incident_open(ws: Workspace, scenario: Scenario, dataset: str) -> bool:
@@ -114,8 +129,10 @@ def judge(scenario: Scenario, seen: Observed, impact: dict[str, Any]) -> list[st
             reasons.append(f"no ACTIVE incident left open for {_where(scenario)}")
     elif expected == QUARANTINED:
         if not seen.incident_open:
-            reasons.append(f"rows of {_where(scenario)} cannot be corrected, yet no ACTIVE incident was left open "
-                           f"(the loop ended {seen.status})")
+            reasons.append(
+                f"rows of {_where(scenario)} cannot be corrected, yet no ACTIVE incident was left open "
+                f"(the loop ended {seen.status})"
+            )
     elif seen.status == PROMOTED:
         reasons.append(f"promoted despite {', '.join(seen.labels)}")
     return reasons
@@ -132,8 +149,9 @@ def _heal_shortfalls(seen: Observed, impact: dict[str, Any]) -> list[str]:
     gap = impact.get("healed_vs_clean")
     if gap is None or abs(gap) > HARM_THRESHOLD:
         shown = "unknown" if gap is None else f"{gap:+.1%}"
-        reasons.append(f"healed model's holdout metric is {shown} against the clean model's "
-                       f"(limit ±{HARM_THRESHOLD:.0%})")
+        reasons.append(
+            f"healed model's holdout metric is {shown} against the clean model's (limit ±{HARM_THRESHOLD:.0%})"
+        )
     return reasons
 
 

@@ -15,6 +15,7 @@ the run BLOCKED and the incident open; no published cell may hold an invented va
 blocking finding (or a run that stopped before training) on a clean batch; warnings are listed, not counted.
 Controls are the newest clean batches with at least MIN_CONTROL_REFERENCE batches before them.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -35,8 +36,7 @@ from chaos.scoreboard import build_scoreboard
 from controlplane.spec import load_spec
 from controlplane.workspace import Workspace
 
-__all__ = ["PipelinePlan", "run_pipeline_drill", "DEFAULT_PIPELINE_CONTROLS", "MIN_CONTROL_REFERENCE",
-           "control_count"]
+__all__ = ["PipelinePlan", "run_pipeline_drill", "DEFAULT_PIPELINE_CONTROLS", "MIN_CONTROL_REFERENCE", "control_count"]
 
 DEFAULT_PIPELINE_CONTROLS = 3
 # a control is a clean batch run against the batches before it: with fewer than this many, the reference holds
@@ -58,17 +58,21 @@ class PipelinePlan:
     def __post_init__(self) -> None:
         unknown = sorted(set(self.scenarios) - set(GENERIC_NAMES))
         if unknown:
-            raise UnknownScenario(f"unknown pipeline drill scenario(s): {', '.join(unknown)}",
-                                  f"use some of: {', '.join(GENERIC_NAMES)}")
+            raise UnknownScenario(
+                f"unknown pipeline drill scenario(s): {', '.join(unknown)}", f"use some of: {', '.join(GENERIC_NAMES)}"
+            )
         if not self.scopes or set(self.scopes) - set(SCOPES):
             raise InjectionError(f"scopes {', '.join(self.scopes) or 'none'}", f"use {' and/or '.join(SCOPES)}")
         if not self.seeds or self.controls < 0 or self.jobs < 1:
-            raise InjectionError(f"seeds={len(self.seeds)}, controls={self.controls}, jobs={self.jobs}",
-                                 "use --seeds >= 1, --controls >= 0 and --jobs >= 1")
+            raise InjectionError(
+                f"seeds={len(self.seeds)}, controls={self.controls}, jobs={self.jobs}",
+                "use --seeds >= 1, --controls >= 0 and --jobs >= 1",
+            )
 
 
-def run_pipeline_drill(ws: Workspace, plan: PipelinePlan, *, say: Say = lambda _: None,
-                       keep: Path | None = None) -> dict[str, Any]:
+def run_pipeline_drill(
+    ws: Workspace, plan: PipelinePlan, *, say: Say = lambda _: None, keep: Path | None = None
+) -> dict[str, Any]:
     """Run the plan on scratch copies of `ws`; `say` gets one progress line per step."""
     started = time.monotonic()
     load_spec(ws, plan.pipeline)  # an unknown pipeline is one line before anything is copied
@@ -101,26 +105,36 @@ def control_count(copy: PipelineCopy, wanted: int) -> int:
     return max(0, min(wanted, copy.newest - MIN_CONTROL_REFERENCE + 1))
 
 
-def _say_copy(copy: PipelineCopy, plan: PipelinePlan, chosen: dict[str, Scenario], skipped: list[Skipped],
-              say: Say) -> None:
+def _say_copy(
+    copy: PipelineCopy, plan: PipelinePlan, chosen: dict[str, Scenario], skipped: list[Skipped], say: Say
+) -> None:
     newest = copy.batches[-1]
-    say(f"copy    {copy.pipeline}: {len(copy.batches)} batches; the newest ({newest.batch_id}) is corrupted; runs at "
-        f"{_iso(copy.now_ms)}")
+    say(
+        f"copy    {copy.pipeline}: {len(copy.batches)} batches; the newest ({newest.batch_id}) is corrupted; runs at "
+        f"{_iso(copy.now_ms)}"
+    )
     controls = control_count(copy, plan.controls)
     if controls < plan.controls:
-        say(f"controls {controls} of {plan.controls}: only the newest {controls} batch(es) have "
-            f"{MIN_CONTROL_REFERENCE} batches before them to be judged against")
+        say(
+            f"controls {controls} of {plan.controls}: only the newest {controls} batch(es) have "
+            f"{MIN_CONTROL_REFERENCE} batches before them to be judged against"
+        )
     for s in chosen.values():
         say(f"scenario {s.name:<16} {s.summary} -> expect {s.kind.value}, {expected_of(s)}")
     for skip in skipped:
         say(f"skipped {skip.name:<16} {skip.why}")
 
 
-def _work(copy: PipelineCopy, plan: PipelinePlan, chosen: dict[str, Scenario], submit: Any, say: Say,
-          keep: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _work(
+    copy: PipelineCopy, plan: PipelinePlan, chosen: dict[str, Scenario], submit: Any, say: Say, keep: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     jobs = [("control", submit(run_control, copy, i, keep)) for i in range(control_count(copy, plan.controls))]
-    jobs += [("run", submit(run_case, copy, name, scope, seed, keep))
-             for name in chosen for scope in plan.scopes for seed in plan.seeds]
+    jobs += [
+        ("run", submit(run_case, copy, name, scope, seed, keep))
+        for name in chosen
+        for scope in plan.scopes
+        for seed in plan.seeds
+    ]
     found: dict[str, list[dict[str, Any]]] = {"run": [], "control": []}
     for done, (kind, future) in enumerate(jobs, start=1):
         result = future.result()
@@ -132,38 +146,60 @@ def _work(copy: PipelineCopy, plan: PipelinePlan, chosen: dict[str, Scenario], s
 def _progress(kind: str, result: dict[str, Any]) -> str:
     if kind == "control":
         alarm = "ALARM" if result["alarm"] else "quiet"
-        return (f"{alarm} control batch {result['batch']}: {result['status']}"
-                + (f" {', '.join(result['findings'])}" if result["findings"] else "")
-                + (f" (warnings: {', '.join(result['warnings'])})" if result.get("warnings") else ""))
+        return (
+            f"{alarm} control batch {result['batch']}: {result['status']}"
+            + (f" {', '.join(result['findings'])}" if result["findings"] else "")
+            + (f" (warnings: {', '.join(result['warnings'])})" if result.get("warnings") else "")
+        )
     findings = ", ".join(result["findings"]) or "no finding"
     return f"ran  {result['scenario']:<26} seed {result['seed']}: {result['status']:<12} {findings}"
 
 
-def _board(copy: PipelineCopy, plan: PipelinePlan, chosen: dict[str, Scenario], skipped: list[Skipped],
-           runs: list[dict[str, Any]], controls: list[dict[str, Any]]) -> dict[str, Any]:
+def _board(
+    copy: PipelineCopy,
+    plan: PipelinePlan,
+    chosen: dict[str, Scenario],
+    skipped: list[Skipped],
+    runs: list[dict[str, Any]],
+    controls: list[dict[str, Any]],
+) -> dict[str, Any]:
     cases = {f"{name}@{scope}": s for name, s in chosen.items() for scope in plan.scopes}
     control = next((c["status"] for c in controls if c["batch_seed"] == 0), None)
     for run in runs:
         scenario = cases[run["scenario"]]
         failures = judge_case(run, scenario, control)
-        run.update(failures=failures, passed=not failures, expected_outcome=expected_of(scenario),
-                   blocked_correctly=None if scenario.healable else held_right(run, scenario),
-                   repair=None, impact={}, seconds_to_promoted=run["seconds"] if run["promoted"] else None)
-    board = build_scoreboard(list(cases), plan.seeds, runs, controls, [], _iso(copy.now_ms), lookup=cases.__getitem__,
-                             pipeline=copy.pipeline)
+        run.update(
+            failures=failures,
+            passed=not failures,
+            expected_outcome=expected_of(scenario),
+            blocked_correctly=None if scenario.healable else held_right(run, scenario),
+            repair=None,
+            impact={},
+            seconds_to_promoted=run["seconds"] if run["promoted"] else None,
+        )
+    board = build_scoreboard(
+        list(cases), plan.seeds, runs, controls, [], _iso(copy.now_ms), lookup=cases.__getitem__, pipeline=copy.pipeline
+    )
     healable = [r for r in runs if cases[r["scenario"]].healable]
     board["heal_rate"] = _rate(r["healed"] and r["verified"] and r["passed"] for r in healable)
-    board["drill"].update(mode="pipeline", scopes=list(plan.scopes), newest_batch=copy.batches[-1].batch_id,
-                          batches=len(copy.batches), control_status=control)
+    board["drill"].update(
+        mode="pipeline",
+        scopes=list(plan.scopes),
+        newest_batch=copy.batches[-1].batch_id,
+        batches=len(copy.batches),
+        control_status=control,
+    )
     board["skipped"] = [{"name": s.name, "why": s.why} for s in skipped]
-    board["quarantine_rate"] = _rate(r["quarantined"] > 0 and r["incident_open"] for r in runs
-                                     if cases[r["scenario"]].quarantines)
+    board["quarantine_rate"] = _rate(
+        r["quarantined"] > 0 and r["incident_open"] for r in runs if cases[r["scenario"]].quarantines
+    )
     board["invented_cells"] = sum(r["invented_cells"] for r in runs)
     for row in board["scenarios"]:
         scenario = cases[row["name"]]
         row["scope"] = row["name"].rsplit("@", 1)[1]
-        row["expected"]["outcome"] = expected_of(scenario) + (f", then as the clean batch ({control})"
-                                                              if scenario.healable and control else "")
+        row["expected"]["outcome"] = expected_of(scenario) + (
+            f", then as the clean batch ({control})" if scenario.healable and control else ""
+        )
         row["expected"]["unit"] = getattr(scenario, "unit", None) or None
     return board
 

@@ -7,6 +7,7 @@ row of the table, history included. What the loop published is compared cell by 
 and with the corrupted one (`invented_cells`): a heal may correct a value back or leave it as it came
 (quarantined rows stay as they arrived), never put a third value in its place.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -30,8 +31,21 @@ from guard.contract import Contract
 from guard.kinds import Severity
 from guard.relations import epoch_ms_of
 
-__all__ = ["SCOPES", "BATCH", "ALL_ROWS", "HEALED", "QUARANTINED", "BLOCKED", "run_case", "run_control",
-           "corrupt", "invented_cells", "expected_of", "judge_case", "held_right"]
+__all__ = [
+    "SCOPES",
+    "BATCH",
+    "ALL_ROWS",
+    "HEALED",
+    "QUARANTINED",
+    "BLOCKED",
+    "run_case",
+    "run_control",
+    "corrupt",
+    "invented_cells",
+    "expected_of",
+    "judge_case",
+    "held_right",
+]
 
 BATCH, ALL_ROWS = "batch", "all-rows"
 SCOPES = (BATCH, ALL_ROWS)
@@ -56,8 +70,9 @@ def run_case(copy: PipelineCopy, name: str, scope: str, seed: int, keep: bool = 
         spec = load_spec(ws, copy.pipeline)
         contract = contract_of(ws, spec)
         scenario = scenario_named(contract, spec, name)
-        corrupted = corrupt(clean, scenario, contract, seed, scope, copy.batches[copy.newest].after_ms,
-                            copy.time_column)
+        corrupted = corrupt(
+            clean, scenario, contract, seed, scope, copy.batches[copy.newest].after_ms, copy.time_column
+        )
         write_table(spec.data, corrupted)
         record = run_pipeline(ws, spec, now_ms=copy.now_ms)
         seen = observe(ws, record, scenario, spec.feature_table)
@@ -66,13 +81,24 @@ def run_case(copy: PipelineCopy, name: str, scope: str, seed: int, keep: bool = 
         _discard(ws, keep)
         return {**facts, **_errored(exc, ws)}
     _discard(ws, keep)
-    return {**facts, **_facts(scenario, seen, record), "invented_cells": invented_cells(published, clean, corrupted),
-            "rows": {"table": len(clean), "corrupted": _corrupted_rows(clean, copy, scope)},
-            "seconds": round(time.monotonic() - started, 3)}
+    return {
+        **facts,
+        **_facts(scenario, seen, record),
+        "invented_cells": invented_cells(published, clean, corrupted),
+        "rows": {"table": len(clean), "corrupted": _corrupted_rows(clean, copy, scope)},
+        "seconds": round(time.monotonic() - started, 3),
+    }
 
 
-def corrupt(clean: pd.DataFrame, scenario: Scenario, contract: Contract, seed: int, scope: str,
-            after_ms: int | None, time_column: str) -> pd.DataFrame:
+def corrupt(
+    clean: pd.DataFrame,
+    scenario: Scenario,
+    contract: Contract,
+    seed: int,
+    scope: str,
+    after_ms: int | None,
+    time_column: str,
+) -> pd.DataFrame:
     """The table with the scenario injected into its newest batch (rows after `after_ms`) or into every row."""
     assert scenario.table is not None
     target = scenario.target(contract, seed)
@@ -98,13 +124,22 @@ def _facts(scenario: Scenario, seen: Observed, record: RunRecord) -> dict[str, A
     blocking = [f for f in seen.findings if f.severity is Severity.BLOCK]
     heal = next((e for e in record.events if e.stage == "heal"), None)
     quarantine = (heal.evidence.get("quarantine") or {}) if heal is not None and seen.healed else {}
-    return {"status": seen.status, "outcome": seen.outcome, "findings": list(seen.labels),
-            "detected": bool(blocking), "blocking": bool(blocking),
-            "localized": any(scenario.localizes(f) for f in blocking),
-            "healed": seen.healed, "verified": seen.verified, "quarantined": int(quarantine.get("rows") or 0),
-            "published": any(e.stage == "publish" for e in record.events),
-            "promoted": seen.status == "promoted", "held": seen.status != "promoted",
-            "incident_open": seen.incident_open, "heal_summary": seen.heal_summary}
+    return {
+        "status": seen.status,
+        "outcome": seen.outcome,
+        "findings": list(seen.labels),
+        "detected": bool(blocking),
+        "blocking": bool(blocking),
+        "localized": any(scenario.localizes(f) for f in blocking),
+        "healed": seen.healed,
+        "verified": seen.verified,
+        "quarantined": int(quarantine.get("rows") or 0),
+        "published": any(e.stage == "publish" for e in record.events),
+        "promoted": seen.status == "promoted",
+        "held": seen.status != "promoted",
+        "incident_open": seen.incident_open,
+        "heal_summary": seen.heal_summary,
+    }
 
 
 def _errored(exc: Exception, ws: Workspace) -> dict[str, Any]:
@@ -114,10 +149,25 @@ def _errored(exc: Exception, ws: Workspace) -> dict[str, Any]:
     frame = stack[-1] if stack else None
     where = f" (at {Path(frame.filename).name}:{frame.lineno} in {frame.name})" if frame is not None else ""
     reason = f"the loop raised {type(exc).__name__}: {str(exc).replace(str(ws.root), '<workspace>')}{where}"
-    return {"status": "error", "outcome": reason, "findings": [], "detected": False, "blocking": False,
-            "localized": False, "healed": False, "verified": False, "quarantined": 0, "published": False,
-            "promoted": False, "held": True, "incident_open": False, "heal_summary": "", "invented_cells": 0,
-            "rows": {}, "seconds": None}
+    return {
+        "status": "error",
+        "outcome": reason,
+        "findings": [],
+        "detected": False,
+        "blocking": False,
+        "localized": False,
+        "healed": False,
+        "verified": False,
+        "quarantined": 0,
+        "published": False,
+        "promoted": False,
+        "held": True,
+        "incident_open": False,
+        "heal_summary": "",
+        "invented_cells": 0,
+        "rows": {},
+        "seconds": None,
+    }
 
 
 def run_control(copy: PipelineCopy, index: int, keep: bool = False) -> dict[str, Any]:
@@ -135,16 +185,31 @@ def run_control(copy: PipelineCopy, index: int, keep: bool = False) -> dict[str,
         seen = observe(ws, record, None, spec.feature_table)
     except Exception as exc:  # recorded as an alarm: a clean batch must run through
         _discard(ws, keep)
-        return {**facts, "status": "error", "outcome": _errored(exc, ws)["outcome"], "findings": [], "alarm": True,
-                "blocking": True, "promoted": False, "warnings": []}
+        return {
+            **facts,
+            "status": "error",
+            "outcome": _errored(exc, ws)["outcome"],
+            "findings": [],
+            "alarm": True,
+            "blocking": True,
+            "promoted": False,
+            "warnings": [],
+        }
     _discard(ws, keep)
     blocking = [finding_label(f) for f in seen.findings if f.severity is Severity.BLOCK]
     trained = any(e.stage == "train" for e in record.events)
-    return {**facts, "status": seen.status, "outcome": seen.outcome, "findings": blocking,
-            "warnings": [finding_label(f) for f in seen.findings if f.severity is not Severity.BLOCK],
-            "alarm": bool(blocking) or (seen.status in _STOPPED and not trained), "blocking": bool(blocking),
-            "trained": trained, "promoted": seen.status == "promoted",
-            "seconds": round(time.monotonic() - started, 3)}
+    return {
+        **facts,
+        "status": seen.status,
+        "outcome": seen.outcome,
+        "findings": blocking,
+        "warnings": [finding_label(f) for f in seen.findings if f.severity is not Severity.BLOCK],
+        "alarm": bool(blocking) or (seen.status in _STOPPED and not trained),
+        "blocking": bool(blocking),
+        "trained": trained,
+        "promoted": seen.status == "promoted",
+        "seconds": round(time.monotonic() - started, 3),
+    }
 
 
 def invented_cells(published: pd.DataFrame, clean: pd.DataFrame, corrupted: pd.DataFrame) -> int:
@@ -169,8 +234,12 @@ def _equal(values: pd.Series, other: pd.Series) -> np.ndarray:
     a, b = values.iloc[:n], other.iloc[:n]
     try:
         if pd.api.types.is_numeric_dtype(a.dtype) and pd.api.types.is_numeric_dtype(b.dtype):
-            same[:n] = np.isclose(a.to_numpy(dtype=float, na_value=np.nan), b.to_numpy(dtype=float, na_value=np.nan),
-                                  rtol=1e-9, atol=1e-12)
+            same[:n] = np.isclose(
+                a.to_numpy(dtype=float, na_value=np.nan),
+                b.to_numpy(dtype=float, na_value=np.nan),
+                rtol=1e-9,
+                atol=1e-12,
+            )
         else:
             same[:n] = (a == b).fillna(False).to_numpy(dtype=bool)
     except (TypeError, ValueError):  # incomparable types (text against times): not equal
@@ -196,11 +265,14 @@ def judge_case(run: dict[str, Any], scenario: Scenario, control_status: str | No
         reasons += _heal_shortfalls(run, control_status)
     elif expected == QUARANTINED and not held_right(run, scenario):
         incident = "open" if run["incident_open"] else "not open"
-        reasons.append(f"expected the rows quarantined with the incident left open; the loop ended {run['status']}"
-                       f" ({run['quarantined']} rows quarantined, incident {incident}): {run['outcome']}")
+        reasons.append(
+            f"expected the rows quarantined with the incident left open; the loop ended {run['status']}"
+            f" ({run['quarantined']} rows quarantined, incident {incident}): {run['outcome']}"
+        )
     elif expected == BLOCKED and not held_right(run, scenario):
-        reasons.append(f"expected BLOCKED with the incident left open; the loop ended {run['status']}: "
-                       f"{run['outcome']}")
+        reasons.append(
+            f"expected BLOCKED with the incident left open; the loop ended {run['status']}: {run['outcome']}"
+        )
     return reasons
 
 
@@ -218,8 +290,10 @@ def _heal_shortfalls(run: dict[str, Any], control_status: str | None) -> list[st
     if not run["verified"]:
         return [f"the heal did not verify: {run['outcome']}"]
     if control_status is not None and run["status"] != control_status:
-        return [f"healed and verified, but the run ended {run['status']} where the clean batch's ended "
-                f"{control_status}: {run['outcome']}"]
+        return [
+            f"healed and verified, but the run ended {run['status']} where the clean batch's ended "
+            f"{control_status}: {run['outcome']}"
+        ]
     return []
 
 

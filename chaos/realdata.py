@@ -23,6 +23,7 @@ in time order, with the same windows as `guard.batches.split_batches`.
   precipitable water in cm. Each month of a TMY comes from a different historical year, stitched;
   time order within the year is real. Read with pandas from the file pvlib ships (pvlib is not imported). Weekly batches: 53.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -39,9 +40,22 @@ from guard.contract import ColumnContract, Contract
 __all__ = ["ColumnSpec", "RealDataset", "DATASETS", "get_dataset", "GUARD_UNITS"]
 
 # the guard reads pint's spellings (guard.units): every unit the specs write goes into the contract as is
-GUARD_UNITS = {"degC": "degC", "degF": "degF", "kelvin": "kelvin", "mm": "mm", "m": "m", "km": "km", "cm": "cm",
-               "mile": "mile", "percent": "percent", "m/s": "m/s", "hPa": "hPa", "W/m**2": "W/m**2",
-               "degree": "degree", "dimensionless": "dimensionless"}
+GUARD_UNITS = {
+    "degC": "degC",
+    "degF": "degF",
+    "kelvin": "kelvin",
+    "mm": "mm",
+    "m": "m",
+    "km": "km",
+    "cm": "cm",
+    "mile": "mile",
+    "percent": "percent",
+    "m/s": "m/s",
+    "hPa": "hPa",
+    "W/m**2": "W/m**2",
+    "degree": "degree",
+    "dimensionless": "dimensionless",
+}
 
 
 @dataclass(frozen=True)
@@ -81,11 +95,17 @@ class RealDataset:
         """The proposed contract as the guard reads it (every unit in pint's spelling)."""
         urn = dataset_urn or f"urn:li:dataset:(urn:li:dataPlatform:file,realdata.{self.name},PROD)"
         columns = tuple(
-            ColumnContract(c.name, c.logical_type, unit=GUARD_UNITS.get(c.unit or ""), minimum=c.minimum,
-                           maximum=c.maximum, primary_key=c.role == "key" or (c.role == "event_timestamp" and
-                                                                                self._time_is_key),
-                           required=c.role != "label")
-            for c in self.columns)
+            ColumnContract(
+                c.name,
+                c.logical_type,
+                unit=GUARD_UNITS.get(c.unit or ""),
+                minimum=c.minimum,
+                maximum=c.maximum,
+                primary_key=c.role == "key" or (c.role == "event_timestamp" and self._time_is_key),
+                required=c.role != "label",
+            )
+            for c in self.columns
+        )
         return Contract(urn, columns, label_column=self.label, event_timestamp_column=self.time_column)
 
     @property
@@ -111,12 +131,16 @@ def _seattle_weather() -> pd.DataFrame:
     from vega_datasets import local_data
 
     raw = local_data.seattle_weather()
-    return pd.DataFrame({
-        "date": pd.to_datetime(raw["date"]).dt.tz_localize("UTC").astype("datetime64[ms, UTC]"),
-        "precipitation": raw["precipitation"].astype(float), "temp_max": raw["temp_max"].astype(float),
-        "temp_min": raw["temp_min"].astype(float), "wind": raw["wind"].astype(float),
-        "weather": raw["weather"].astype(str).astype(object),
-    })
+    return pd.DataFrame(
+        {
+            "date": pd.to_datetime(raw["date"]).dt.tz_localize("UTC").astype("datetime64[ms, UTC]"),
+            "precipitation": raw["precipitation"].astype(float),
+            "temp_max": raw["temp_max"].astype(float),
+            "temp_min": raw["temp_min"].astype(float),
+            "wind": raw["wind"].astype(float),
+            "weather": raw["weather"].astype(str).astype(object),
+        }
+    )
 
 
 def _pnw_temps() -> pd.DataFrame:
@@ -126,18 +150,30 @@ def _pnw_temps() -> pd.DataFrame:
     if not (seattle["date"].to_numpy() == sf["date"].to_numpy()).all():
         raise ValueError("seattle-temps and sf-temps no longer share their hours: check vega_datasets")
     local = pd.to_datetime(seattle["date"])
-    return pd.DataFrame({
-        "time": _utc(local, "America/Los_Angeles").astype("datetime64[ms, UTC]"),
-        "hour_local": local.dt.hour.astype(np.int64),
-        "sf_temp": sf["temp"].astype(float), "seattle_temp": seattle["temp"].astype(float),
-    })
+    return pd.DataFrame(
+        {
+            "time": _utc(local, "America/Los_Angeles").astype("datetime64[ms, UTC]"),
+            "hour_local": local.dt.hour.astype(np.int64),
+            "sf_temp": sf["temp"].astype(float),
+            "seattle_temp": seattle["temp"].astype(float),
+        }
+    )
 
 
 _TMY_COLUMNS = {  # the TMY3 file's header -> ours
-    "GHI (W/m^2)": "ghi", "DNI (W/m^2)": "dni", "DHI (W/m^2)": "dhi", "Dry-bulb (C)": "temp_air",
-    "Dew-point (C)": "temp_dew", "RHum (%)": "relative_humidity", "Pressure (mbar)": "pressure",
-    "Wspd (m/s)": "wind_speed", "Wdir (degrees)": "wind_direction", "Hvis (m)": "visibility",
-    "CeilHgt (m)": "ceiling_height", "TotCld (tenths)": "total_cloud", "Lprecip depth (mm)": "precipitation",
+    "GHI (W/m^2)": "ghi",
+    "DNI (W/m^2)": "dni",
+    "DHI (W/m^2)": "dhi",
+    "Dry-bulb (C)": "temp_air",
+    "Dew-point (C)": "temp_dew",
+    "RHum (%)": "relative_humidity",
+    "Pressure (mbar)": "pressure",
+    "Wspd (m/s)": "wind_speed",
+    "Wdir (degrees)": "wind_direction",
+    "Hvis (m)": "visibility",
+    "CeilHgt (m)": "ceiling_height",
+    "TotCld (tenths)": "total_cloud",
+    "Lprecip depth (mm)": "precipitation",
     "Pwat (cm)": "precipitable_water",
 }
 
@@ -164,43 +200,83 @@ def _greensboro_tmy() -> pd.DataFrame:
     return frame.sort_values("time", kind="stable").reset_index(drop=True)
 
 
-DATASETS: dict[str, RealDataset] = {d.name: d for d in (
-    RealDataset(
-        "seattle_weather", "vega_datasets", "daily weather at Seattle, 2012-2015", _seattle_weather,
-        (ColumnSpec("date", "timestamp", role="event_timestamp", description="the day (00:00 UTC)"),
-         ColumnSpec("precipitation", "number", "mm", minimum=0, description="rain and snow water, zero-inflated"),
-         ColumnSpec("temp_max", "number", "degC", minimum=-90, maximum=60),
-         ColumnSpec("temp_min", "number", "degC", minimum=-90, maximum=60),
-         ColumnSpec("wind", "number", "m/s", minimum=0, maximum=120),
-         ColumnSpec("weather", "string", role="label", description="sun, fog, rain, drizzle or snow")),
-        time_column="date", cadence="month", reference_batches=6),
-    RealDataset(
-        "pnw_temps", "vega_datasets", "hourly temperature at Seattle and San Francisco, 2010", _pnw_temps,
-        (ColumnSpec("time", "timestamp", role="event_timestamp", description="the hour, UTC"),
-         ColumnSpec("hour_local", "integer", minimum=0, maximum=23, description="hour of day, Pacific time"),
-         ColumnSpec("sf_temp", "number", "degF", minimum=-130, maximum=140),
-         ColumnSpec("seattle_temp", "number", "degF", role="label", minimum=-130, maximum=140)),
-        time_column="time", cadence="week", reference_batches=8),
-    RealDataset(
-        "greensboro_tmy", "pvlib", "NREL TMY3 hourly typical year, Greensboro NC", _greensboro_tmy,
-        (ColumnSpec("time", "timestamp", role="event_timestamp", description="the hour, UTC"),
-         ColumnSpec("ghi", "number", "W/m**2", role="label", minimum=0, maximum=1500,
-                    description="global horizontal irradiance: zero at night"),
-         ColumnSpec("dni", "number", "W/m**2", minimum=0, maximum=1500),
-         ColumnSpec("dhi", "number", "W/m**2", minimum=0, maximum=1500),
-         ColumnSpec("temp_air", "number", "degC", minimum=-90, maximum=60),
-         ColumnSpec("temp_dew", "number", "degC", minimum=-90, maximum=60),
-         ColumnSpec("relative_humidity", "number", "percent", minimum=0, maximum=100),
-         ColumnSpec("pressure", "number", "hPa", minimum=800, maximum=1100),
-         ColumnSpec("wind_speed", "number", "m/s", minimum=0, maximum=120),
-         ColumnSpec("wind_direction", "number", "degree", minimum=0, maximum=360),
-         ColumnSpec("visibility", "number", "m", minimum=0, description="a point mass at 16,100 m"),
-         ColumnSpec("ceiling_height", "number", "m", minimum=0, description="77,777 = unlimited (a sentinel)"),
-         ColumnSpec("total_cloud", "number", "dimensionless", minimum=0, maximum=10, description="tenths of sky"),
-         ColumnSpec("precipitation", "number", "mm", minimum=0, description="liquid precipitation, zero-inflated"),
-         ColumnSpec("precipitable_water", "number", "cm", minimum=0)),
-        time_column="time", cadence="week", reference_batches=8),
-)}
+DATASETS: dict[str, RealDataset] = {
+    d.name: d
+    for d in (
+        RealDataset(
+            "seattle_weather",
+            "vega_datasets",
+            "daily weather at Seattle, 2012-2015",
+            _seattle_weather,
+            (
+                ColumnSpec("date", "timestamp", role="event_timestamp", description="the day (00:00 UTC)"),
+                ColumnSpec(
+                    "precipitation", "number", "mm", minimum=0, description="rain and snow water, zero-inflated"
+                ),
+                ColumnSpec("temp_max", "number", "degC", minimum=-90, maximum=60),
+                ColumnSpec("temp_min", "number", "degC", minimum=-90, maximum=60),
+                ColumnSpec("wind", "number", "m/s", minimum=0, maximum=120),
+                ColumnSpec("weather", "string", role="label", description="sun, fog, rain, drizzle or snow"),
+            ),
+            time_column="date",
+            cadence="month",
+            reference_batches=6,
+        ),
+        RealDataset(
+            "pnw_temps",
+            "vega_datasets",
+            "hourly temperature at Seattle and San Francisco, 2010",
+            _pnw_temps,
+            (
+                ColumnSpec("time", "timestamp", role="event_timestamp", description="the hour, UTC"),
+                ColumnSpec("hour_local", "integer", minimum=0, maximum=23, description="hour of day, Pacific time"),
+                ColumnSpec("sf_temp", "number", "degF", minimum=-130, maximum=140),
+                ColumnSpec("seattle_temp", "number", "degF", role="label", minimum=-130, maximum=140),
+            ),
+            time_column="time",
+            cadence="week",
+            reference_batches=8,
+        ),
+        RealDataset(
+            "greensboro_tmy",
+            "pvlib",
+            "NREL TMY3 hourly typical year, Greensboro NC",
+            _greensboro_tmy,
+            (
+                ColumnSpec("time", "timestamp", role="event_timestamp", description="the hour, UTC"),
+                ColumnSpec(
+                    "ghi",
+                    "number",
+                    "W/m**2",
+                    role="label",
+                    minimum=0,
+                    maximum=1500,
+                    description="global horizontal irradiance: zero at night",
+                ),
+                ColumnSpec("dni", "number", "W/m**2", minimum=0, maximum=1500),
+                ColumnSpec("dhi", "number", "W/m**2", minimum=0, maximum=1500),
+                ColumnSpec("temp_air", "number", "degC", minimum=-90, maximum=60),
+                ColumnSpec("temp_dew", "number", "degC", minimum=-90, maximum=60),
+                ColumnSpec("relative_humidity", "number", "percent", minimum=0, maximum=100),
+                ColumnSpec("pressure", "number", "hPa", minimum=800, maximum=1100),
+                ColumnSpec("wind_speed", "number", "m/s", minimum=0, maximum=120),
+                ColumnSpec("wind_direction", "number", "degree", minimum=0, maximum=360),
+                ColumnSpec("visibility", "number", "m", minimum=0, description="a point mass at 16,100 m"),
+                ColumnSpec("ceiling_height", "number", "m", minimum=0, description="77,777 = unlimited (a sentinel)"),
+                ColumnSpec(
+                    "total_cloud", "number", "dimensionless", minimum=0, maximum=10, description="tenths of sky"
+                ),
+                ColumnSpec(
+                    "precipitation", "number", "mm", minimum=0, description="liquid precipitation, zero-inflated"
+                ),
+                ColumnSpec("precipitable_water", "number", "cm", minimum=0),
+            ),
+            time_column="time",
+            cadence="week",
+            reference_batches=8,
+        ),
+    )
+}
 
 
 def get_dataset(name: str) -> RealDataset:

@@ -5,6 +5,7 @@ DataHub), its default magnitude and row selection, the magnitudes a sweep tries,
 should make of it — the finding kind, the column (or upstream) it names, and whether an allowlisted
 playbook should heal it.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -22,8 +23,19 @@ from guard.contract import Contract
 from guard.findings import Finding
 from guard.kinds import FindingKind
 
-__all__ = ["Target", "Injected", "UpstreamTarget", "UpstreamInjected", "Scenario", "TableInjector",
-           "UpstreamInjector", "SCENARIOS", "register", "lookup", "scenario_rng"]
+__all__ = [
+    "Target",
+    "Injected",
+    "UpstreamTarget",
+    "UpstreamInjected",
+    "Scenario",
+    "TableInjector",
+    "UpstreamInjector",
+    "SCENARIOS",
+    "register",
+    "lookup",
+    "scenario_rng",
+]
 
 
 @dataclass(frozen=True)
@@ -103,8 +115,9 @@ class Scenario:
     def side(self) -> str:
         return "table" if self.table is not None else "metadata"
 
-    def target(self, contract: Contract, seed: int, magnitude: float | None = None,
-               selection: Selection | None = None) -> Target:
+    def target(
+        self, contract: Contract, seed: int, magnitude: float | None = None, selection: Selection | None = None
+    ) -> Target:
         value = self.magnitude if magnitude is None else magnitude
         share = value if self.magnitude_is_share else self.share
         return Target(self.column, value, share, selection or self.selection, contract, scenario_rng(self.name, seed))
@@ -118,12 +131,21 @@ class Scenario:
         return finding.column in self.columns if self.columns else finding.column is None
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "summary": self.summary, "side": self.side, "kind": self.kind.value,
-                "columns": list(self.columns), "upstream": self.upstream, "healable": self.healable,
-                "quarantines": self.quarantines,
-                "magnitude": self.magnitude, "magnitude_unit": self.magnitude_unit,
-                "selection": self.selection.label(), "share": self.share if not self.magnitude_is_share else None,
-                "sweep": list(self.sweep)}
+        return {
+            "name": self.name,
+            "summary": self.summary,
+            "side": self.side,
+            "kind": self.kind.value,
+            "columns": list(self.columns),
+            "upstream": self.upstream,
+            "healable": self.healable,
+            "quarantines": self.quarantines,
+            "magnitude": self.magnitude,
+            "magnitude_unit": self.magnitude_unit,
+            "selection": self.selection.label(),
+            "share": self.share if not self.magnitude_is_share else None,
+            "sweep": list(self.sweep),
+        }
 
 
 SCENARIOS: dict[str, Scenario] = {}
@@ -135,8 +157,9 @@ def register(scenario: Scenario) -> Scenario:
     if (scenario.table is None) == (scenario.upstream_injector is None):
         raise ValueError(f"chaos scenario {scenario.name!r} needs exactly one of a table or an upstream injector")
     if scenario.quarantines and scenario.healable:
-        raise ValueError(f"chaos scenario {scenario.name!r} cannot be both healed and quarantined: rows set aside "
-                         "are not corrected")
+        raise ValueError(
+            f"chaos scenario {scenario.name!r} cannot be both healed and quarantined: rows set aside are not corrected"
+        )
     SCENARIOS[scenario.name] = scenario
     return scenario
 
@@ -144,8 +167,7 @@ def register(scenario: Scenario) -> Scenario:
 def lookup(name: str) -> Scenario:
     """A registered scenario (`chaos.catalog.get_scenario` makes sure the demo's are registered first)."""
     if name not in SCENARIOS:
-        raise UnknownScenario(f"unknown chaos scenario {name!r}",
-                              f"use one of: {', '.join(sorted(SCENARIOS))}")
+        raise UnknownScenario(f"unknown chaos scenario {name!r}", f"use one of: {', '.join(sorted(SCENARIOS))}")
     return SCENARIOS[name]
 
 

@@ -6,6 +6,7 @@ added and the rows it removed; a unit is repaired when the healed table has the 
 within REL_TOLERANCE), the duplicate gone, the row back. Collateral damage is the share of untouched
 cells the heal changed; rows dropped is the share of untouched rows missing from the healed table.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -60,14 +61,18 @@ def repair_scores(clean: pd.DataFrame, healed: pd.DataFrame, injected: Injected,
         if column == key:
             continue
         hit = injected.cells.get(column, np.zeros(len(clean), dtype=bool))
-        same = (cells_equal(clean[column], aligned[column]) if column in aligned.columns
-                else np.zeros(len(clean), dtype=bool))
+        same = (
+            cells_equal(clean[column], aligned[column])
+            if column in aligned.columns
+            else np.zeros(len(clean), dtype=bool)
+        )
         repaired += int((hit & present & same).sum())
         untouched = ~hit & present & ~removed
         clean_cells += int(untouched.sum())
         changed += int((untouched & ~same).sum())
-    return Repair(corrupted, repaired, clean_cells, changed, len(clean) - int(removed.sum()),
-                  int((~removed & ~present).sum()))
+    return Repair(
+        corrupted, repaired, clean_cells, changed, len(clean) - int(removed.sum()), int((~removed & ~present).sum())
+    )
 
 
 def cells_equal(clean: pd.Series, healed: pd.Series) -> np.ndarray:

@@ -1,5 +1,6 @@
 """The scoreboard: per scenario, mean and spread over seeds; overall detection, localization, false alarms
 and heals; the magnitude sweeps' thresholds and harmful misses. Pure: runs in, a JSON-able dict out."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -15,8 +16,17 @@ from demo.seed import PIPELINE
 
 __all__ = ["build_scoreboard", "stat", "strip_timings"]
 
-_FLAGS = ("detected", "localized", "healed", "verified", "promoted", "held", "blocked_correctly", "incident_open",
-          "passed")
+_FLAGS = (
+    "detected",
+    "localized",
+    "healed",
+    "verified",
+    "promoted",
+    "held",
+    "blocked_correctly",
+    "incident_open",
+    "passed",
+)
 _IMPACT = ("poisoned", "healed", "clean", "poisoned_vs_clean", "healed_vs_clean", "recovery")
 _REPAIR = (("repair_accuracy", "accuracy"), ("collateral_damage", "collateral"), ("rows_dropped", "rows_dropped"))
 
@@ -29,20 +39,39 @@ def stat(values: Iterable[Any]) -> dict[str, Any] | None:
     return {"mean": round(float(np.mean(present)), 6), "spread": round(float(np.std(present)), 6), "n": len(present)}
 
 
-def build_scoreboard(scenarios: Sequence[str], seeds: Sequence[int], runs: list[dict[str, Any]],
-                     controls: list[dict[str, Any]], sweeps: list[dict[str, Any]], now: str, *,
-                     lookup: Callable[[str], Scenario] = get_scenario, pipeline: str = PIPELINE) -> dict[str, Any]:
+def build_scoreboard(
+    scenarios: Sequence[str],
+    seeds: Sequence[int],
+    runs: list[dict[str, Any]],
+    controls: list[dict[str, Any]],
+    sweeps: list[dict[str, Any]],
+    now: str,
+    *,
+    lookup: Callable[[str], Scenario] = get_scenario,
+    pipeline: str = PIPELINE,
+) -> dict[str, Any]:
     """`lookup` names each scenario's Scenario (the demo's registry by default; a pipeline drill's own)."""
     runs = sorted(runs, key=lambda r: (scenarios.index(r["scenario"]), r["seed"]))
     controls = sorted(controls, key=lambda c: (c["seed"], c["batch_seed"]))
-    rows = [_scenario_row(name, lookup(name), [r for r in runs if r["scenario"] == name],
-                          [s for s in sweeps if s["scenario"] == name]) for name in scenarios]
+    rows = [
+        _scenario_row(
+            name, lookup(name), [r for r in runs if r["scenario"] == name], [s for s in sweeps if s["scenario"] == name]
+        )
+        for name in scenarios
+    ]
     healable = [r for r in runs if lookup(r["scenario"]).healable]
     unhealable = [r for r in runs if not lookup(r["scenario"]).healable]
     alarms = [c for c in controls if c["alarm"]]
     return {
-        "drill": {"pipeline": pipeline, "now": now, "seeds": list(seeds), "scenarios": list(scenarios),
-                  "runs": len(runs), "controls": len(controls), "harm_threshold": HARM_THRESHOLD},
+        "drill": {
+            "pipeline": pipeline,
+            "now": now,
+            "seeds": list(seeds),
+            "scenarios": list(scenarios),
+            "runs": len(runs),
+            "controls": len(controls),
+            "harm_threshold": HARM_THRESHOLD,
+        },
         "detection_recall": _mean(r["detected"] for r in runs),
         "localization_rate": _mean(r["localized"] for r in runs),
         "false_alarms": len(alarms),
@@ -59,14 +88,24 @@ def build_scoreboard(scenarios: Sequence[str], seeds: Sequence[int], runs: list[
     }
 
 
-def _scenario_row(name: str, scenario: Scenario, runs: list[dict[str, Any]],
-                  sweeps: list[dict[str, Any]]) -> dict[str, Any]:
+def _scenario_row(
+    name: str, scenario: Scenario, runs: list[dict[str, Any]], sweeps: list[dict[str, Any]]
+) -> dict[str, Any]:
     row: dict[str, Any] = {
-        "name": name, "summary": scenario.summary, "side": scenario.side,
-        "expected": {"kind": scenario.kind.value, "columns": list(scenario.columns), "upstream": scenario.upstream,
-                     "healable": scenario.healable, "outcome": expected_outcome(scenario)},
-        "magnitude": scenario.magnitude, "magnitude_unit": scenario.magnitude_unit,
-        "selection": scenario.selection.label(), "seeds": len(runs),
+        "name": name,
+        "summary": scenario.summary,
+        "side": scenario.side,
+        "expected": {
+            "kind": scenario.kind.value,
+            "columns": list(scenario.columns),
+            "upstream": scenario.upstream,
+            "healable": scenario.healable,
+            "outcome": expected_outcome(scenario),
+        },
+        "magnitude": scenario.magnitude,
+        "magnitude_unit": scenario.magnitude_unit,
+        "selection": scenario.selection.label(),
+        "seeds": len(runs),
     }
     row.update({flag: stat(r[flag] for r in runs) for flag in _FLAGS})
     row["passed_all"] = bool(runs) and all(r["passed"] for r in runs)
@@ -89,18 +128,28 @@ def _sweep(magnitudes: Sequence[float], sweeps: list[dict[str, Any]]) -> dict[st
     points: list[dict[str, Any]] = []
     for magnitude in magnitudes:
         at = [p for s in sweeps for p in s["points"] if p["magnitude"] == magnitude]
-        points.append({"magnitude": magnitude, "detected": _mean(p["detected"] for p in at),
-                       "localized": _mean(p["localized"] for p in at),
-                       "impact": stat(p["impact"] for p in at),
-                       "harmful_misses": sum(1 for p in at if p["harmful"] and not p["detected"]),
-                       "findings": sorted({f for p in at for f in p["findings"]})})
+        points.append(
+            {
+                "magnitude": magnitude,
+                "detected": _mean(p["detected"] for p in at),
+                "localized": _mean(p["localized"] for p in at),
+                "impact": stat(p["impact"] for p in at),
+                "harmful_misses": sum(1 for p in at if p["harmful"] and not p["detected"]),
+                "findings": sorted({f for p in at for f in p["findings"]}),
+            }
+        )
     detected = [p["magnitude"] for p in points if p["detected"] == 1.0]
     smallest = min(detected) if detected else None
     below = [p for p in points if smallest is None or p["magnitude"] < smallest]
-    return {"seeds": sorted(s["seed"] for s in sweeps), "points": points, "smallest_detected": smallest,
-            "harmful_misses": sum(p["harmful_misses"] for p in points),
-            "harmful_below_threshold": [p["magnitude"] for p in below
-                                        if p["impact"] is not None and p["impact"]["mean"] > HARM_THRESHOLD]}
+    return {
+        "seeds": sorted(s["seed"] for s in sweeps),
+        "points": points,
+        "smallest_detected": smallest,
+        "harmful_misses": sum(p["harmful_misses"] for p in points),
+        "harmful_below_threshold": [
+            p["magnitude"] for p in below if p["impact"] is not None and p["impact"]["mean"] > HARM_THRESHOLD
+        ],
+    }
 
 
 def _mean(flags: Iterable[Any]) -> float | None:

@@ -4,6 +4,7 @@ A window of the corrupted column itself is missing-not-at-random (e.g. only long
 distance); a window of another column is missing-at-random given that column (e.g. one day's load,
 ``window:event_ts``). Seeded: the same generator state picks the same rows.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,8 +27,10 @@ class Selection:
 
     def __post_init__(self) -> None:
         if self.mode not in (RANDOM, WINDOW) or (self.mode == RANDOM and self.by is not None):
-            raise InjectionError(f"row selection {self.label()!r} is not one of random, window, window:COLUMN",
-                                 "pass --rows random, --rows window or --rows window:COLUMN")
+            raise InjectionError(
+                f"row selection {self.label()!r} is not one of random, window, window:COLUMN",
+                "pass --rows random, --rows window or --rows window:COLUMN",
+            )
 
     @classmethod
     def parse(cls, text: str) -> Selection:
@@ -38,8 +41,9 @@ class Selection:
         return self.mode if self.by is None else f"{self.mode}:{self.by}"
 
 
-def select_rows(frame: pd.DataFrame, share: float, selection: Selection, column: str | None,
-                rng: np.random.Generator) -> np.ndarray:
+def select_rows(
+    frame: pd.DataFrame, share: float, selection: Selection, column: str | None, rng: np.random.Generator
+) -> np.ndarray:
     """A boolean mask of round(share * rows) rows, chosen as `selection` says."""
     rows = len(frame)
     count = round(min(max(share, 0.0), 1.0) * rows)
@@ -51,11 +55,13 @@ def select_rows(frame: pd.DataFrame, share: float, selection: Selection, column:
         return mask
     by = selection.by or column
     if by is None or by not in frame.columns:
-        raise InjectionError(f"row window over column {by!r}, which the table does not have",
-                             f"choose one of: {', '.join(map(str, frame.columns))}")
+        raise InjectionError(
+            f"row window over column {by!r}, which the table does not have",
+            f"choose one of: {', '.join(map(str, frame.columns))}",
+        )
     order = np.argsort(_sort_keys(frame[by]), kind="stable")
     start = int(rng.integers(0, rows - count + 1))
-    mask[order[start:start + count]] = True
+    mask[order[start : start + count]] = True
     return mask
 
 

@@ -3,6 +3,7 @@
 A drill changes process-wide state (environment, thread limits), so it runs in a spawned child process; a
 serving process, and the runs it is driving, are left alone. Progress lines come back as they are said.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -16,8 +17,13 @@ from controlplane.errors import InputError, InternalError, KintsugiError
 __all__ = ["drill"]
 
 
-def drill(scenarios: list[str] | None = None, seeds: int = 1, controls: int = 2, sweep_seeds: int = 0,
-          say: Callable[[str], None] | None = None) -> dict[str, Any]:
+def drill(
+    scenarios: list[str] | None = None,
+    seeds: int = 1,
+    controls: int = 2,
+    sweep_seeds: int = 0,
+    say: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """`chaos.drill.run_drill` over scenarios x seeds in throwaway estates, never the workspace; the scoreboard.
 
     The defaults are a quick drill (one seed, two clean controls, no sweep)."""
@@ -28,8 +34,10 @@ def drill(scenarios: list[str] | None = None, seeds: int = 1, controls: int = 2,
     if unknown:
         raise InputError(f"unknown drill scenario(s): {', '.join(unknown)}", f"use some of: {', '.join(known)}")
     if not 1 <= seeds <= 10 or not 0 <= controls <= 50 or not 0 <= sweep_seeds <= seeds:
-        raise InputError(f"seeds={seeds}, controls={controls}, sweep_seeds={sweep_seeds}",
-                         "use 1..10 seeds, 0..50 controls and at most `seeds` sweep seeds")
+        raise InputError(
+            f"seeds={seeds}, controls={controls}, sweep_seeds={sweep_seeds}",
+            "use 1..10 seeds, 0..50 controls and at most `seeds` sweep seeds",
+        )
     plan = DrillPlan(tuple(scenarios or known), tuple(range(1, seeds + 1)), controls, sweep_seeds)
     return _in_child_process(plan, say or (lambda _: None))
 
@@ -45,8 +53,10 @@ def _in_child_process(plan: Any, say: Callable[[str], None]) -> Any:
                 kind, value = queue.get(timeout=1.0)
             except Empty:
                 if not child.is_alive():
-                    raise InternalError(f"the drill process ended without a scoreboard (exit {child.exitcode})",
-                                        "check the server log; run `kintsugi drill` by hand to see why") from None
+                    raise InternalError(
+                        f"the drill process ended without a scoreboard (exit {child.exitcode})",
+                        "check the server log; run `kintsugi drill` by hand to see why",
+                    ) from None
                 continue
             if kind == "say":
                 say(value)
@@ -73,5 +83,13 @@ def _drill_child(plan: Any, queue: Any) -> None:
     except KintsugiError as exc:
         queue.put(("error", (exc.code, exc.message, exc.fix)))
     except Exception as exc:  # reported to the parent, which raises it in the error tree
-        queue.put(("error", ("internal", f"the drill failed: {exc.__class__.__name__}: {exc}",
-                             "run `kintsugi drill` by hand to see the whole error")))
+        queue.put(
+            (
+                "error",
+                (
+                    "internal",
+                    f"the drill failed: {exc.__class__.__name__}: {exc}",
+                    "run `kintsugi drill` by hand to see the whole error",
+                ),
+            )
+        )

@@ -1,6 +1,7 @@
 """The drill's units of work, each on its own fork of a seed's estate: one scenario through the loop, one clean
 control through the loop, one magnitude sweep through the guard. Each returns plain JSON-able data, so the
 drill can run them in worker processes."""
+
 from __future__ import annotations
 
 import shutil
@@ -34,8 +35,15 @@ def control_batch_seed(seed: int, index: int) -> int:
     return seed if index == 0 else seed * 1000 + index
 
 
-def inject(ws: Workspace, spec: PipelineSpec, scenario: Scenario, seed: int, at_ms: int,
-           magnitude: float | None = None, selection: Selection | None = None) -> Injected | None:
+def inject(
+    ws: Workspace,
+    spec: PipelineSpec,
+    scenario: Scenario,
+    seed: int,
+    at_ms: int,
+    magnitude: float | None = None,
+    selection: Selection | None = None,
+) -> Injected | None:
     """Corrupt the workspace's feature table, or its upstreams' metadata; the table's ground truth, if any."""
     if scenario.upstream_injector is not None:
         assert scenario.upstream is not None
@@ -44,8 +52,9 @@ def inject(ws: Workspace, spec: PipelineSpec, scenario: Scenario, seed: int, at_
             scenario.upstream_injector(metadata, UpstreamTarget(scenario.upstream, value, at_ms))
         return None
     assert scenario.table is not None
-    injected = scenario.table(pd.read_parquet(spec.data), scenario.target(_contract(ws, spec), seed, magnitude,
-                                                                            selection))
+    injected = scenario.table(
+        pd.read_parquet(spec.data), scenario.target(_contract(ws, spec), seed, magnitude, selection)
+    )
     write_table(spec.data, injected.frame)
     return injected
 
@@ -69,22 +78,39 @@ def run_scenario(estate: DrillEstate, name: str, keep: bool = False) -> dict[str
     impact = _impact(estate, spec, clean, injected, healed)
     repair = _repair(clean, injected, healed, _contract(ws, spec))
     _discard(ws, keep)
-    return {**_verdict(scenario, estate.seed, seen, impact), "repair": repair, "impact": impact,
-            "seconds": seconds, "seconds_to_promoted": seconds if seen.status == PROMOTED else None}
+    return {
+        **_verdict(scenario, estate.seed, seen, impact),
+        "repair": repair,
+        "impact": impact,
+        "seconds": seconds,
+        "seconds_to_promoted": seconds if seen.status == PROMOTED else None,
+    }
 
 
 def _verdict(scenario: Scenario, seed: int, seen: Observed, impact: dict[str, Any]) -> dict[str, Any]:
     expected = expected_outcome(scenario)
     reasons = judge(scenario, seen, impact)
     return {
-        "scenario": scenario.name, "seed": seed, "magnitude": scenario.magnitude,
-        "selection": scenario.selection.label(), "status": seen.status, "outcome": seen.outcome,
-        "findings": list(seen.labels), "detected": seen.detected, "blocking": seen.blocking,
-        "localized": any(scenario.localizes(f) for f in seen.findings), "healed": seen.healed,
-        "verified": seen.verified, "promoted": seen.status == PROMOTED, "held": seen.status != PROMOTED,
-        "incident_open": seen.incident_open, "expected_outcome": expected,
+        "scenario": scenario.name,
+        "seed": seed,
+        "magnitude": scenario.magnitude,
+        "selection": scenario.selection.label(),
+        "status": seen.status,
+        "outcome": seen.outcome,
+        "findings": list(seen.labels),
+        "detected": seen.detected,
+        "blocking": seen.blocking,
+        "localized": any(scenario.localizes(f) for f in seen.findings),
+        "healed": seen.healed,
+        "verified": seen.verified,
+        "promoted": seen.status == PROMOTED,
+        "held": seen.status != PROMOTED,
+        "incident_open": seen.incident_open,
+        "expected_outcome": expected,
         "blocked_correctly": None if scenario.healable else held_correctly(seen.status, expected, seen.incident_open),
-        "passed": not reasons, "failures": reasons}
+        "passed": not reasons,
+        "failures": reasons,
+    }
 
 
 def run_control(estate: DrillEstate, index: int, keep: bool = False) -> dict[str, Any]:
@@ -96,14 +122,29 @@ def run_control(estate: DrillEstate, index: int, keep: bool = False) -> dict[str
         record = run_pipeline(ws, spec, now_ms=estate.now_ms)
     except Exception as exc:  # recorded as an alarm: a clean batch must run through
         _discard(ws, keep)
-        return {"seed": estate.seed, "batch_seed": batch_seed, "status": "error",
-                "outcome": f"{type(exc).__name__}: {str(exc).replace(str(ws.root), '<workspace>')}",
-                "findings": [], "alarm": True, "blocking": True, "promoted": False}
+        return {
+            "seed": estate.seed,
+            "batch_seed": batch_seed,
+            "status": "error",
+            "outcome": f"{type(exc).__name__}: {str(exc).replace(str(ws.root), '<workspace>')}",
+            "findings": [],
+            "alarm": True,
+            "blocking": True,
+            "promoted": False,
+        }
     seen = observe(ws, record, None, spec.feature_table)
     _discard(ws, keep)
-    return {"seed": estate.seed, "batch_seed": batch_seed, "status": seen.status, "outcome": seen.outcome,
-            "findings": list(seen.labels), "alarm": seen.detected, "blocking": seen.blocking,
-            "promoted": seen.status == "promoted", "seconds": round(time.monotonic() - started, 3)}
+    return {
+        "seed": estate.seed,
+        "batch_seed": batch_seed,
+        "status": seen.status,
+        "outcome": seen.outcome,
+        "findings": list(seen.labels),
+        "alarm": seen.detected,
+        "blocking": seen.blocking,
+        "promoted": seen.status == "promoted",
+        "seconds": round(time.monotonic() - started, 3),
+    }
 
 
 def run_sweep(estate: DrillEstate, name: str, keep: bool = False) -> dict[str, Any]:
@@ -121,58 +162,94 @@ def run_sweep(estate: DrillEstate, name: str, keep: bool = False) -> dict[str, A
         score = holdout_score(spec, injected.frame, holdout) if injected is not None else Score(None)
         change = relative_change(score.value, estate.clean_score, metric_direction(spec.training.metric))
         detected = bool(report.findings)
-        points.append({"magnitude": magnitude, "detected": detected,
-                       "localized": any(scenario.localizes(f) for f in report.findings),
-                       "findings": [finding_label(f) for f in report.findings], "impact": _round(change),
-                       "harmful": change is not None and change > HARM_THRESHOLD,
-                       "untrainable": score.error})
+        points.append(
+            {
+                "magnitude": magnitude,
+                "detected": detected,
+                "localized": any(scenario.localizes(f) for f in report.findings),
+                "findings": [finding_label(f) for f in report.findings],
+                "impact": _round(change),
+                "harmful": change is not None and change > HARM_THRESHOLD,
+                "untrainable": score.error,
+            }
+        )
         _discard(ws, keep)
     return {"scenario": name, "seed": estate.seed, "points": points}
 
 
-def _impact(estate: DrillEstate, spec: PipelineSpec, clean: pd.DataFrame, injected: Injected | None,
-            healed: pd.DataFrame | None) -> dict[str, Any]:
+def _impact(
+    estate: DrillEstate, spec: PipelineSpec, clean: pd.DataFrame, injected: Injected | None, healed: pd.DataFrame | None
+) -> dict[str, Any]:
     if injected is None:
         return {"poisoned": None, "healed": None, "clean": _round(estate.clean_score), "note": "metadata only"}
     holdout = clean_holdout(spec, clean)
     poisoned = holdout_score(spec, injected.frame, holdout)
     healed_score = holdout_score(spec, healed, holdout) if healed is not None else Score(None)
     direction, base = metric_direction(spec.training.metric), estate.clean_score
-    return {"poisoned": _round(poisoned.value), "healed": _round(healed_score.value), "clean": _round(base),
-            "poisoned_vs_clean": _round(relative_change(poisoned.value, base, direction)),
-            "healed_vs_clean": _round(relative_change(healed_score.value, base, direction)),
-            "recovery": _round(recovery_ratio(poisoned.value, healed_score.value, base)),
-            "poisoned_untrainable": poisoned.error}
+    return {
+        "poisoned": _round(poisoned.value),
+        "healed": _round(healed_score.value),
+        "clean": _round(base),
+        "poisoned_vs_clean": _round(relative_change(poisoned.value, base, direction)),
+        "healed_vs_clean": _round(relative_change(healed_score.value, base, direction)),
+        "recovery": _round(recovery_ratio(poisoned.value, healed_score.value, base)),
+        "poisoned_untrainable": poisoned.error,
+    }
 
 
-def _repair(clean: pd.DataFrame, injected: Injected | None, healed: pd.DataFrame | None,
-            contract: Contract) -> dict[str, Any] | None:
+def _repair(
+    clean: pd.DataFrame, injected: Injected | None, healed: pd.DataFrame | None, contract: Contract
+) -> dict[str, Any] | None:
     if injected is None or healed is None or not contract.key_columns:
         return None
     scores = repair_scores(clean, healed, injected, contract.key_columns[0])
-    return {"accuracy": _round(scores.accuracy), "collateral": _round(scores.collateral),
-            "rows_dropped": _round(scores.rows_dropped_share), "corrupted_units": scores.corrupted,
-            "repaired_units": scores.repaired}
+    return {
+        "accuracy": _round(scores.accuracy),
+        "collateral": _round(scores.collateral),
+        "rows_dropped": _round(scores.rows_dropped_share),
+        "corrupted_units": scores.corrupted,
+        "repaired_units": scores.repaired,
+    }
 
 
 def _errored(scenario: Scenario, estate: DrillEstate, exc: Exception, ws: Workspace, keep: bool) -> dict[str, Any]:
     _discard(ws, keep)
     reason = f"the loop raised {type(exc).__name__}: {str(exc).replace(str(ws.root), '<workspace>')}"
-    return {"scenario": scenario.name, "seed": estate.seed, "magnitude": scenario.magnitude,
-            "selection": scenario.selection.label(), "status": "error", "outcome": reason, "findings": [],
-            "detected": False, "blocking": False, "localized": False, "healed": False, "verified": False,
-            "promoted": False, "held": True, "incident_open": False, "expected_outcome": expected_outcome(scenario),
-            "blocked_correctly": None if scenario.healable else False,
-            "passed": False, "failures": [reason], "repair": None, "impact": {}, "seconds": None,
-            "seconds_to_promoted": None}
+    return {
+        "scenario": scenario.name,
+        "seed": estate.seed,
+        "magnitude": scenario.magnitude,
+        "selection": scenario.selection.label(),
+        "status": "error",
+        "outcome": reason,
+        "findings": [],
+        "detected": False,
+        "blocking": False,
+        "localized": False,
+        "healed": False,
+        "verified": False,
+        "promoted": False,
+        "held": True,
+        "incident_open": False,
+        "expected_outcome": expected_outcome(scenario),
+        "blocked_correctly": None if scenario.healable else False,
+        "passed": False,
+        "failures": [reason],
+        "repair": None,
+        "impact": {},
+        "seconds": None,
+        "seconds_to_promoted": None,
+    }
 
 
 def _contract(ws: Workspace, spec: PipelineSpec) -> Contract:
     with metadata_session(ws, read_only=True) as metadata:
         contract, error = read_contract(metadata, spec.feature_table)
     if contract is None:
-        raise InjectionError(f"no readable contract for {spec.feature_table} in {ws.root} ({error or 'missing'})",
-                            "apply one with `kintsugi contract apply FILE`")
+        raise InjectionError(
+            f"no readable contract for {spec.feature_table} in {ws.root} ({error or 'missing'})",
+            "apply one with `kintsugi contract apply FILE`",
+        )
     return contract
 
 

@@ -3,6 +3,7 @@
 Each writes DataHub aspects through the control plane's port (`open_metadata`) and returns the aspects
 that undo it, so `chaos revert` can put the upstream's metadata back.
 """
+
 from __future__ import annotations
 
 from datahub.emitter.mce_builder import datahub_guid
@@ -31,8 +32,9 @@ def upstream_incident(port: MetadataPort, t: UpstreamTarget) -> UpstreamInjected
     resolved = _incident(t, s.IncidentStateClass.RESOLVED, s.IncidentStageClass.FIXED, "resolved by `chaos revert`")
     written = [MCP(entityUrn=urn, aspect=info)]
     port.emit(written, t.at_ms)
-    return UpstreamInjected(written, [MCP(entityUrn=urn, aspect=resolved)],
-                            f"ACTIVE incident {urn} raised on {t.upstream}")
+    return UpstreamInjected(
+        written, [MCP(entityUrn=urn, aspect=resolved)], f"ACTIVE incident {urn} raised on {t.upstream}"
+    )
 
 
 def upstream_stale(port: MetadataPort, t: UpstreamTarget) -> UpstreamInjected:
@@ -51,8 +53,12 @@ def upstream_deprecated(port: MetadataPort, t: UpstreamTarget) -> UpstreamInject
     _known(port, t.upstream)
     previous = port.aspect(t.upstream, s.DeprecationClass)
     undo = previous if previous is not None else s.DeprecationClass(deprecated=False, note="", actor=CHAOS_ACTOR)
-    written = [MCP(entityUrn=t.upstream, aspect=s.DeprecationClass(
-        deprecated=True, note="deprecated by a chaos drill", actor=CHAOS_ACTOR))]
+    written = [
+        MCP(
+            entityUrn=t.upstream,
+            aspect=s.DeprecationClass(deprecated=True, note="deprecated by a chaos drill", actor=CHAOS_ACTOR),
+        )
+    ]
     port.emit(written, t.at_ms)
     return UpstreamInjected(written, [MCP(entityUrn=t.upstream, aspect=undo)], f"{t.upstream} marked deprecated")
 
@@ -60,15 +66,22 @@ def upstream_deprecated(port: MetadataPort, t: UpstreamTarget) -> UpstreamInject
 def _known(port: MetadataPort, urn: str) -> s.DatasetPropertiesClass:
     properties = port.aspect(urn, s.DatasetPropertiesClass)
     if properties is None:
-        raise InjectionError(f"upstream {urn} is not registered in DataHub",
-                             "seed the estate first (`kintsugi demo`) or pick a registered upstream")
+        raise InjectionError(
+            f"upstream {urn} is not registered in DataHub",
+            "seed the estate first (`kintsugi demo`) or pick a registered upstream",
+        )
     return properties
 
 
 def _incident(t: UpstreamTarget, state: str, stage: str, message: str) -> s.IncidentInfoClass:
     stamp = s.AuditStampClass(time=t.at_ms, actor=CHAOS_ACTOR)
     return s.IncidentInfoClass(
-        type=s.IncidentTypeClass.OPERATIONAL, entities=[t.upstream], title="chaos drill: upstream broken",
+        type=s.IncidentTypeClass.OPERATIONAL,
+        entities=[t.upstream],
+        title="chaos drill: upstream broken",
         description="An injected upstream incident: the data looks fine, its owners say it is not.",
         status=s.IncidentStatusClass(state=state, stage=stage, message=message, lastUpdated=stamp),
-        source=s.IncidentSourceClass(type=s.IncidentSourceTypeClass.MANUAL), created=stamp, startedAt=t.at_ms)
+        source=s.IncidentSourceClass(type=s.IncidentSourceTypeClass.MANUAL),
+        created=stamp,
+        startedAt=t.at_ms,
+    )

@@ -1,4 +1,5 @@
 """`python -m controlplane` is the `kintsugi` command."""
+
 from controlplane.cli.main import main
 
 main()

@@ -8,6 +8,7 @@ acceptance records the person's word: a note on the dataset in DataHub (institut
 findings, who and why) and an event in the run. A candidate held for review by those warnings is then
 promoted with `kintsugi approve RUN_ID --reason ...`.
 """
+
 from __future__ import annotations
 
 import time
@@ -37,8 +38,10 @@ def warned(record: RunRecord) -> list[Finding]:
 def _chosen(record: RunRecord, picks: list[str]) -> list[Finding]:
     warnings = warned(record)
     if not warnings:
-        raise RunStateError(f"run {record.run_id} raised no warning to accept",
-                            "accept takes a warned change; a block needs a heal or a fix upstream")
+        raise RunStateError(
+            f"run {record.run_id} raised no warning to accept",
+            "accept takes a warned change; a block needs a heal or a fix upstream",
+        )
     if not picks:
         return warnings
     chosen = [f for f in warnings if f"{f.kind.value}:{f.column or ''}" in picks or f.kind.value in picks]
@@ -49,8 +52,15 @@ def _chosen(record: RunRecord, picks: list[str]) -> list[Finding]:
     return chosen
 
 
-def accept(ws: Workspace, run_id: str, reason: str, *, findings: list[str] | None = None, by: str = "operator",
-           now_ms: int | None = None) -> RunRecord:
+def accept(
+    ws: Workspace,
+    run_id: str,
+    reason: str,
+    *,
+    findings: list[str] | None = None,
+    by: str = "operator",
+    now_ms: int | None = None,
+) -> RunRecord:
     record = load_run(ws, run_id)
     spec = load_spec(ws, record.pipeline)
     with pipeline_lock(ws, spec.name, f"accept {run_id}"):
@@ -59,8 +69,11 @@ def accept(ws: Workspace, run_id: str, reason: str, *, findings: list[str] | Non
             raise RunStateError(f"run {run_id} is {record.status.value}", "accept a run once it has finished")
         chosen = _chosen(record, findings or [])
         now_ms = now_ms or int(time.time() * 1000)
-        note = (f"accepted as the new normal by {by} (run {run_id}): "
-                + ", ".join(f"{f.kind.value} on {f.column or 'the dataset'}" for f in chosen) + f" — {reason}")
+        note = (
+            f"accepted as the new normal by {by} (run {run_id}): "
+            + ", ".join(f"{f.kind.value} on {f.column or 'the dataset'}" for f in chosen)
+            + f" — {reason}"
+        )
         status = record.status
         with open_run(ws, spec, record, on_error=None) as run:
             with run.journal.writing(LedgerKind.DATAHUB, spec.feature_table, aspect="institutionalMemory"):
@@ -73,7 +86,9 @@ def accept(ws: Workspace, run_id: str, reason: str, *, findings: list[str] | Non
 def _remember(metadata, dataset: str, note: str, by: str, now_ms: int) -> None:  # type: ignore[no-untyped-def]
     memory = metadata.aspect(dataset, s.InstitutionalMemoryClass) or s.InstitutionalMemoryClass(elements=[])
     stamp = s.AuditStampClass(time=now_ms, actor=f"urn:li:corpuser:{by}")
-    element = s.InstitutionalMemoryMetadataClass(url=f"kintsugi://accepted/{now_ms}", description=note[:2000],
-                                                 createStamp=stamp)
-    metadata.emit([MCP(entityUrn=dataset, aspect=s.InstitutionalMemoryClass(elements=[*memory.elements, element]))],
-                  now_ms)
+    element = s.InstitutionalMemoryMetadataClass(
+        url=f"kintsugi://accepted/{now_ms}", description=note[:2000], createStamp=stamp
+    )
+    metadata.emit(
+        [MCP(entityUrn=dataset, aspect=s.InstitutionalMemoryClass(elements=[*memory.elements, element]))], now_ms
+    )

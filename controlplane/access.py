@@ -6,6 +6,7 @@ operator says `--insecure-local` and it listens on a loopback address only. A to
 `MIN_TOKEN_LENGTH` is refused on any address but loopback (and warned about there). Bound beyond loopback,
 reads need the token too.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -15,8 +16,18 @@ from typing import Mapping
 
 from controlplane.errors import ReadOnlyMode, ServerConfigError
 
-__all__ = ["ApiSettings", "read_only_refusal", "env_read_only", "resolve_settings", "check_exposure", "is_loopback",
-           "token_warning", "TOKEN_ENV", "READ_ONLY_ENV", "MIN_TOKEN_LENGTH"]
+__all__ = [
+    "ApiSettings",
+    "read_only_refusal",
+    "env_read_only",
+    "resolve_settings",
+    "check_exposure",
+    "is_loopback",
+    "token_warning",
+    "TOKEN_ENV",
+    "READ_ONLY_ENV",
+    "MIN_TOKEN_LENGTH",
+]
 
 TOKEN_ENV = "KINTSUGI_API_TOKEN"
 READ_ONLY_ENV = "KINTSUGI_READ_ONLY"
@@ -25,8 +36,10 @@ _TRUE = {"1", "true", "yes", "on"}
 
 
 def read_only_refusal(what: str) -> ReadOnlyMode:
-    return ReadOnlyMode(f"{what} changes runs, data or models, and this Kintsugi server is read-only",
-                        f"ask an operator, or start the server without --read-only / {READ_ONLY_ENV}")
+    return ReadOnlyMode(
+        f"{what} changes runs, data or models, and this Kintsugi server is read-only",
+        f"ask an operator, or start the server without --read-only / {READ_ONLY_ENV}",
+    )
 
 
 @dataclass(frozen=True)
@@ -50,12 +63,18 @@ def env_read_only(environ: Mapping[str, str] = os.environ) -> bool:
     return environ.get(READ_ONLY_ENV, "").strip().lower() in _TRUE
 
 
-def resolve_settings(*, host: str = "127.0.0.1", read_only: bool = False, insecure_local: bool = False,
-                     environ: Mapping[str, str] = os.environ) -> ApiSettings:
+def resolve_settings(
+    *,
+    host: str = "127.0.0.1",
+    read_only: bool = False,
+    insecure_local: bool = False,
+    environ: Mapping[str, str] = os.environ,
+) -> ApiSettings:
     """Flags win; the token and read-only mode also come from the environment."""
     token = environ.get(TOKEN_ENV, "").strip() or None
-    return ApiSettings(token=token, read_only=read_only or env_read_only(environ), insecure_local=insecure_local,
-                       host=host)
+    return ApiSettings(
+        token=token, read_only=read_only or env_read_only(environ), insecure_local=insecure_local, host=host
+    )
 
 
 def is_loopback(host: str) -> bool:
@@ -70,24 +89,35 @@ def is_loopback(host: str) -> bool:
 def check_exposure(settings: ApiSettings) -> None:
     """Refuse a server that could change things without a token, except `--insecure-local` on loopback."""
     if settings.insecure_local and not is_loopback(settings.host):
-        raise ServerConfigError(f"--insecure-local is for a loopback address, not {settings.host}",
-                                f"bind 127.0.0.1, or set {TOKEN_ENV} and drop --insecure-local")
+        raise ServerConfigError(
+            f"--insecure-local is for a loopback address, not {settings.host}",
+            f"bind 127.0.0.1, or set {TOKEN_ENV} and drop --insecure-local",
+        )
     if settings.token is not None and len(settings.token) < MIN_TOKEN_LENGTH and not is_loopback(settings.host):
-        raise ServerConfigError(f"{TOKEN_ENV} is {len(settings.token)} characters; on {settings.host} it must be "
-                                f"at least {MIN_TOKEN_LENGTH}", f"set {TOKEN_ENV}=$(openssl rand -hex 32)")
+        raise ServerConfigError(
+            f"{TOKEN_ENV} is {len(settings.token)} characters; on {settings.host} it must be "
+            f"at least {MIN_TOKEN_LENGTH}",
+            f"set {TOKEN_ENV}=$(openssl rand -hex 32)",
+        )
     if not is_loopback(settings.host) and settings.token is None:
-        raise ServerConfigError(f"on {settings.host} anyone who reaches the port could read runs, passports and "
-                                f"metrics: no {TOKEN_ENV} is set", f"set {TOKEN_ENV}, or bind 127.0.0.1")
+        raise ServerConfigError(
+            f"on {settings.host} anyone who reaches the port could read runs, passports and "
+            f"metrics: no {TOKEN_ENV} is set",
+            f"set {TOKEN_ENV}, or bind 127.0.0.1",
+        )
     if settings.mutating and settings.token is None and not settings.insecure_local:
-        raise ServerConfigError("the API would accept runs, approvals and promotions from anyone: no "
-                                f"{TOKEN_ENV} is set",
-                                f"set {TOKEN_ENV} to a long random secret, or pass --read-only, or "
-                                "--insecure-local on 127.0.0.1 for a laptop")
+        raise ServerConfigError(
+            f"the API would accept runs, approvals and promotions from anyone: no {TOKEN_ENV} is set",
+            f"set {TOKEN_ENV} to a long random secret, or pass --read-only, or "
+            "--insecure-local on 127.0.0.1 for a laptop",
+        )
 
 
 def token_warning(settings: ApiSettings) -> str | None:
     """A warning worth printing at start: a short token on loopback."""
     if settings.token is not None and len(settings.token) < MIN_TOKEN_LENGTH:
-        return (f"warning: {TOKEN_ENV} is only {len(settings.token)} characters; use at least {MIN_TOKEN_LENGTH} "
-                "(openssl rand -hex 32)")
+        return (
+            f"warning: {TOKEN_ENV} is only {len(settings.token)} characters; use at least {MIN_TOKEN_LENGTH} "
+            "(openssl rand -hex 32)"
+        )
     return None

@@ -6,6 +6,7 @@ Reads only. `decide` is pure: the versions' health, the rollbacks already record
 evidence in, a `Decision` out. What was acted on is read from the run records (a rollback is a record), so a
 restart decides the same way and never acts twice on the same champion and causes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,8 +22,19 @@ from controlplane.journal import list_runs
 from controlplane.vocab import RunStatus, Verdict
 from controlplane.workspace import Workspace
 
-__all__ = ["VersionHealth", "Decision", "PriorRollback", "version_health", "versions_health", "cause_of",
-           "drift_since", "prior_rollbacks", "rolled_back_versions", "decide", "ROLLBACK_KIND"]
+__all__ = [
+    "VersionHealth",
+    "Decision",
+    "PriorRollback",
+    "version_health",
+    "versions_health",
+    "cause_of",
+    "drift_since",
+    "prior_rollbacks",
+    "rolled_back_versions",
+    "decide",
+    "ROLLBACK_KIND",
+]
 
 ROLLBACK_KIND = "rollback"  # the `kind` fact of a rollback record (controlplane.rollout)
 _SETTLED = (RunStatus.ROLLED_BACK, RunStatus.UNDONE, RunStatus.REJECTED)  # a person or a pass has had its say
@@ -82,8 +94,9 @@ def version_health(port: MetadataPort, pipeline: str, version: int) -> VersionHe
         return unreadable
     causes = unhealed_at(health_at(port, {table, *lineage}, at_ms), table, healed)
     verdict = (body.get("verdict") or {}).get("verdict")
-    return VersionHealth(pipeline, version, at_ms, (table, *lineage), tuple(body.get("unhealed_at_training", [])),
-                         tuple(causes), verdict)
+    return VersionHealth(
+        pipeline, version, at_ms, (table, *lineage), tuple(body.get("unhealed_at_training", [])), tuple(causes), verdict
+    )
 
 
 def versions_health(port: MetadataPort, pipeline: str) -> list[VersionHealth]:
@@ -116,13 +129,27 @@ def drift_since(port: MetadataPort, health: VersionHealth) -> list[Cause]:
         if then and now != then:
             changed = sorted(set(then.items()) ^ set(now.items()))
             names = ", ".join(dict.fromkeys(name for name, _ in changed))
-            causes.append(Cause(f"schema:{dataset}:{names}", "schema", dataset,
-                                f"the schema of {dataset} changed since training ({names})", 3))
+            causes.append(
+                Cause(
+                    f"schema:{dataset}:{names}",
+                    "schema",
+                    dataset,
+                    f"the schema of {dataset} changed since training ({names})",
+                    3,
+                )
+            )
         deprecation = port.aspect(dataset, s.DeprecationClass)
         earlier = port.aspect(dataset, s.DeprecationClass, as_of_ms=health.trained_at_ms + 1)
         if deprecation is not None and deprecation.deprecated and not (earlier and earlier.deprecated):
-            causes.append(Cause(f"deprecation:{dataset}", "deprecation", dataset,
-                                f"{dataset} was deprecated: {deprecation.note or 'no note'}", 2))
+            causes.append(
+                Cause(
+                    f"deprecation:{dataset}",
+                    "deprecation",
+                    dataset,
+                    f"{dataset} was deprecated: {deprecation.note or 'no note'}",
+                    2,
+                )
+            )
     return causes
 
 
@@ -132,8 +159,15 @@ def prior_rollbacks(ws: Workspace, pipeline: str) -> list[PriorRollback]:
     for record in list_runs(ws):
         facts = record.facts
         if record.pipeline == pipeline and facts.get("kind") == ROLLBACK_KIND and "from_version" in facts:
-            found.append(PriorRollback(record.run_id, record.status, int(facts["from_version"]),
-                                       facts.get("to_version"), tuple(facts.get("causes", []))))
+            found.append(
+                PriorRollback(
+                    record.run_id,
+                    record.status,
+                    int(facts["from_version"]),
+                    facts.get("to_version"),
+                    tuple(facts.get("causes", [])),
+                )
+            )
     return found
 
 
@@ -142,8 +176,12 @@ def rolled_back_versions(ws: Workspace, pipeline: str) -> set[int]:
     return {p.from_version for p in prior_rollbacks(ws, pipeline) if p.status is RunStatus.ROLLED_BACK}
 
 
-def decide(champion: VersionHealth | None, earlier: list[VersionHealth], prior: list[PriorRollback],
-           refusal: Callable[[int], str | None]) -> Decision:
+def decide(
+    champion: VersionHealth | None,
+    earlier: list[VersionHealth],
+    prior: list[PriorRollback],
+    refusal: Callable[[int], str | None],
+) -> Decision:
     """Keep a clean champion; roll an unsafe one back to the newest earlier version that is clean at its own
     instant, APPROVED by its signed verdict and whose evidence verifies (`refusal` None); else flag it. A
     rollback already proposed, done, rejected or undone for this champion and these causes is not repeated."""
@@ -158,16 +196,38 @@ def decide(champion: VersionHealth | None, earlier: list[VersionHealth], prior: 
     for past in reversed(prior):
         if past.from_version == version and set(causes) <= set(past.causes):
             if past.status is RunStatus.PAUSED:
-                return Decision("waiting", version, past.to_version, causes,
-                                f"the rollback proposed in run {past.run_id} waits for `kintsugi approve`")
+                return Decision(
+                    "waiting",
+                    version,
+                    past.to_version,
+                    causes,
+                    f"the rollback proposed in run {past.run_id} waits for `kintsugi approve`",
+                )
             if past.status in _SETTLED:
-                return Decision("flag", version, None, causes, f"the rollback of run {past.run_id} was "
-                                f"{past.status.value}: v{version} stays champion, flagged")
+                return Decision(
+                    "flag",
+                    version,
+                    None,
+                    causes,
+                    f"the rollback of run {past.run_id} was {past.status.value}: v{version} stays champion, flagged",
+                )
     for candidate in sorted(earlier, key=lambda h: h.version, reverse=True):
         if candidate.version >= version or not candidate.clean or candidate.verdict != Verdict.APPROVED.value:
             continue
         if refusal(candidate.version) is None:
-            return Decision("rollback", version, candidate.version, causes,
-                            f"v{version}'s training instant is covered by " + ", ".join(causes))
-    return Decision("flag", version, None, causes, f"v{version}'s training instant is covered by "
-                    + ", ".join(causes) + "; no earlier version is clean at its own instant with verified evidence")
+            return Decision(
+                "rollback",
+                version,
+                candidate.version,
+                causes,
+                f"v{version}'s training instant is covered by " + ", ".join(causes),
+            )
+    return Decision(
+        "flag",
+        version,
+        None,
+        causes,
+        f"v{version}'s training instant is covered by "
+        + ", ".join(causes)
+        + "; no earlier version is clean at its own instant with verified evidence",
+    )

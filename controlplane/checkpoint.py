@@ -3,6 +3,7 @@
 Saved in `run.json`; `approve` resumes from one by reading the current state again and deciding anew, so a
 checkpoint is what the run knew, never what the resumed run must believe.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,8 +17,14 @@ from controlplane.stages.heal import Healed
 from controlplane.stages.train import Trained
 from controlplane.vocab import Gate
 
-__all__ = ["PublishCheckpoint", "PromoteCheckpoint", "RollbackCheckpoint", "Checkpoint", "save_checkpoint",
-           "load_checkpoint"]
+__all__ = [
+    "PublishCheckpoint",
+    "PromoteCheckpoint",
+    "RollbackCheckpoint",
+    "Checkpoint",
+    "save_checkpoint",
+    "load_checkpoint",
+]
 
 
 @dataclass(frozen=True)
@@ -31,13 +38,22 @@ class PublishCheckpoint:
     gate: Gate = Gate.PUBLISH
 
     def to_dict(self) -> dict[str, Any]:
-        return {"gate": self.gate.value, "pinned": self.pinned.to_dict(), "healed": self.healed.to_dict(),
-                "incidents": [r.to_dict() for r in self.incidents], "detect_report": self.detect_report}
+        return {
+            "gate": self.gate.value,
+            "pinned": self.pinned.to_dict(),
+            "healed": self.healed.to_dict(),
+            "incidents": [r.to_dict() for r in self.incidents],
+            "detect_report": self.detect_report,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PublishCheckpoint:
-        return cls(Pinned.from_dict(data["pinned"]), Healed.from_dict(data["healed"]),
-                   tuple(IncidentRef.from_dict(r) for r in data["incidents"]), data["detect_report"])
+        return cls(
+            Pinned.from_dict(data["pinned"]),
+            Healed.from_dict(data["healed"]),
+            tuple(IncidentRef.from_dict(r) for r in data["incidents"]),
+            data["detect_report"],
+        )
 
 
 @dataclass(frozen=True)
@@ -50,8 +66,12 @@ class PromoteCheckpoint:
     gate: Gate = Gate.PROMOTE
 
     def to_dict(self) -> dict[str, Any]:
-        return {"gate": self.gate.value, "trained": self.trained.to_dict(), "verdict": self.verdict,
-                "reasons": list(self.reasons)}
+        return {
+            "gate": self.gate.value,
+            "trained": self.trained.to_dict(),
+            "verdict": self.verdict,
+            "reasons": list(self.reasons),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PromoteCheckpoint:
@@ -68,8 +88,12 @@ class RollbackCheckpoint:
     gate: Gate = Gate.ROLLBACK
 
     def to_dict(self) -> dict[str, Any]:
-        return {"gate": self.gate.value, "from_version": self.from_version, "to_version": self.to_version,
-                "causes": list(self.causes)}
+        return {
+            "gate": self.gate.value,
+            "from_version": self.from_version,
+            "to_version": self.to_version,
+            "causes": list(self.causes),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RollbackCheckpoint:
@@ -93,7 +117,11 @@ def load_checkpoint(record: RunRecord) -> Checkpoint:
         if data.get("gate") == Gate.ROLLBACK.value:
             return RollbackCheckpoint.from_dict(data)
     except (KeyError, TypeError, ValueError) as exc:
-        raise RunStateError(f"run {record.run_id}'s checkpoint is unreadable ({type(exc).__name__}: {exc})",
-                            f"reject it with `kintsugi reject {record.run_id} --reason ...` and run again") from exc
-    raise RunStateError(f"run {record.run_id} has no checkpoint to resume from",
-                        "only a run paused at a gate can be approved or rejected; see `kintsugi runs`")
+        raise RunStateError(
+            f"run {record.run_id}'s checkpoint is unreadable ({type(exc).__name__}: {exc})",
+            f"reject it with `kintsugi reject {record.run_id} --reason ...` and run again",
+        ) from exc
+    raise RunStateError(
+        f"run {record.run_id} has no checkpoint to resume from",
+        "only a run paused at a gate can be approved or rejected; see `kintsugi runs`",
+    )

@@ -1,6 +1,7 @@
 """What every stage of a run works with: the workspace, the spec, the metadata port, the run's journal and the
 engine its table is profiled and healed with (a Spark session, when the spec says spark, started on first use and
 stopped when the stretch of the run ends)."""
+
 from __future__ import annotations
 
 import os
@@ -63,8 +64,14 @@ class RunContext:
 
 
 @contextmanager
-def open_run(ws: Workspace, spec: PipelineSpec, record: RunRecord, listener: Callable[[Event], None] | None = None,
-             *, on_error: RunStatus | None = RunStatus.FAILED) -> Iterator[RunContext]:
+def open_run(
+    ws: Workspace,
+    spec: PipelineSpec,
+    record: RunRecord,
+    listener: Callable[[Event], None] | None = None,
+    *,
+    on_error: RunStatus | None = RunStatus.FAILED,
+) -> Iterator[RunContext]:
     """Open the stores for one stretch of a run. An error is recorded in the run and re-raised; the run ends
     `on_error` (FAILED), or keeps its status when None (an undo in progress stays UNDOING, to be finished)."""
     journal = RunJournal(ws, record, listener)

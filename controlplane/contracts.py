@@ -1,4 +1,5 @@
 """Contracts: propose one from a table, apply one (validated, kept under contracts/, written to DataHub)."""
+
 from __future__ import annotations
 
 import shutil
@@ -57,6 +58,9 @@ def infer_contract(data: Path, dataset: str, unit_options: list[str]) -> tuple[s
     if unknown:
         raise ContractError(f"--unit names columns not in {data}: {', '.join(unknown)}", "check the column names")
     proposal = propose(profile, Hints(units=units), dataset=dataset, table=data.stem)
-    text = proposal.to_odcs(contract_id=data.stem, version="0.1.0",
-                            purpose=f"Proposed by `kintsugi contract infer` from {profile.row_count} rows; review it.")
+    text = proposal.to_odcs(
+        contract_id=data.stem,
+        version="0.1.0",
+        purpose=f"Proposed by `kintsugi contract infer` from {profile.row_count} rows; review it.",
+    )
     return text, [q.column for q in proposal.questions if q.kind == "unit"]

@@ -8,6 +8,7 @@ Spark: the master of every `engine: spark` pipeline is started or reached and as
 executors (`guard.engines.spark.probe_spark`), one line per master. Each check says what it found and, when it
 fails, what to do.
 """
+
 from __future__ import annotations
 
 import os
@@ -84,8 +85,13 @@ def _datahub_checks(ws: Workspace) -> list[Check]:
 
 def _lite_check(ws: Workspace) -> Check:
     if not ws.datahub_db.exists():
-        return Check("DataHub", "DataHub Lite", OK, f"no GMS configured; {ws.datahub_db} will be created by "
-                     "`kintsugi demo` (set DATAHUB_GMS_URL to use a team's DataHub)")
+        return Check(
+            "DataHub",
+            "DataHub Lite",
+            OK,
+            f"no GMS configured; {ws.datahub_db} will be created by "
+            "`kintsugi demo` (set DATAHUB_GMS_URL to use a team's DataHub)",
+        )
     lite = LiteMetadata(ws.datahub_db, read_only=True)
     try:
         datasets = len(lite.urns("dataset"))
@@ -107,8 +113,15 @@ def _gms_checks(config: GmsConfig) -> list[Check]:
             checks.append(_authenticated(gms))
         if checks[-1].status == OK:
             checks.extend(_endpoints(gms))
-            checks.append(Check("DataHub", "writes", INFO, "POST /aspects?action=ingestProposalBatch is not probed "
-                                "(a probe would write); `kintsugi datahub push --dry-run` exercises the reads"))
+            checks.append(
+                Check(
+                    "DataHub",
+                    "writes",
+                    INFO,
+                    "POST /aspects?action=ingestProposalBatch is not probed "
+                    "(a probe would write); `kintsugi datahub push --dry-run` exercises the reads",
+                )
+            )
         else:
             checks.append(Check("DataHub", "endpoints", SKIP, "not checked until the checks above pass"))
     finally:
@@ -123,8 +136,13 @@ def _reachable(gms: GmsMetadata) -> Check:
         return Check("DataHub", "reachable", FAIL, str(exc))
     versions = _gms_version(gms.server_info)
     server = versions.get("version") or "version not reported"
-    return Check("DataHub", "reachable", OK, f"GMS {server} (commit {versions.get('commit') or '?'}) answers at "
-                 f"{gms.location}; client acryl-datahub {dist.version('acryl-datahub')}")
+    return Check(
+        "DataHub",
+        "reachable",
+        OK,
+        f"GMS {server} (commit {versions.get('commit') or '?'}) answers at "
+        f"{gms.location}; client acryl-datahub {dist.version('acryl-datahub')}",
+    )
 
 
 def _gms_version(info: dict[str, Any]) -> dict[str, Any]:
@@ -138,18 +156,32 @@ def _server_version(info: dict[str, Any]) -> Check:
     text = str(_gms_version(info).get("version") or "")
     found = re.match(r"v?(\d+)\.(\d+)", text)
     if found is None:
-        return Check("DataHub", "server version", INFO, f"GMS reports no parsable version ({text or 'none'}); "
-                     f"the adapter needs v{_MIN_GMS[0]}.{_MIN_GMS[1]} or later")
+        return Check(
+            "DataHub",
+            "server version",
+            INFO,
+            f"GMS reports no parsable version ({text or 'none'}); "
+            f"the adapter needs v{_MIN_GMS[0]}.{_MIN_GMS[1]} or later",
+        )
     if (int(found[1]), int(found[2])) < _MIN_GMS:
-        return Check("DataHub", "server version", FAIL, f"GMS {text} is older than v{_MIN_GMS[0]}.{_MIN_GMS[1]}, "
-                     "which lacks POST /aspects?action=ingestProposalBatch; upgrade GMS")
+        return Check(
+            "DataHub",
+            "server version",
+            FAIL,
+            f"GMS {text} is older than v{_MIN_GMS[0]}.{_MIN_GMS[1]}, "
+            "which lacks POST /aspects?action=ingestProposalBatch; upgrade GMS",
+        )
     return Check("DataHub", "server version", OK, f"GMS {text} has the endpoints the adapter uses (v0.14 or later)")
 
 
 def _authenticated(gms: GmsMetadata) -> Check:
     try:
-        gms.probe("list datasets (POST /entities?action=listUrns)", "POST", "/entities?action=listUrns",
-                  {"entity": "dataset", "start": 0, "count": 1})
+        gms.probe(
+            "list datasets (POST /entities?action=listUrns)",
+            "POST",
+            "/entities?action=listUrns",
+            {"entity": "dataset", "start": 0, "count": 1},
+        )
     except KintsugiError as exc:
         return Check("DataHub", "authenticated", FAIL, str(exc))
     how = "the token is accepted" if gms.config.token else "GMS answers without a token"
@@ -159,13 +191,27 @@ def _authenticated(gms: GmsMetadata) -> Check:
 def _endpoints(gms: GmsMetadata) -> list[Check]:
     probe = quote(PROBE_URN, safe="")
     endpoints = [
-        ("GET /aspects/{urn}?aspect=&version=", "GET", f"/aspects/{probe}?aspect=datasetProperties&version=0", None,
-         "latest and versioned aspects"),
-        ("GET /openapi/v3/entity/{type}/{urn}/{aspect}", "GET",
-         f"/openapi/v3/entity/dataset/{probe}/datasetProperties?version=0&systemMetadata=true", None,
-         "aspects as of an instant"),
-        ("POST /aspects?action=getTimeseriesAspectValues", "POST", "/aspects?action=getTimeseriesAspectValues",
-         {"urn": PROBE_URN, "entity": "dataset", "aspect": "datasetProfile", "limit": 1}, "timeseries aspects"),
+        (
+            "GET /aspects/{urn}?aspect=&version=",
+            "GET",
+            f"/aspects/{probe}?aspect=datasetProperties&version=0",
+            None,
+            "latest and versioned aspects",
+        ),
+        (
+            "GET /openapi/v3/entity/{type}/{urn}/{aspect}",
+            "GET",
+            f"/openapi/v3/entity/dataset/{probe}/datasetProperties?version=0&systemMetadata=true",
+            None,
+            "aspects as of an instant",
+        ),
+        (
+            "POST /aspects?action=getTimeseriesAspectValues",
+            "POST",
+            "/aspects?action=getTimeseriesAspectValues",
+            {"urn": PROBE_URN, "entity": "dataset", "aspect": "datasetProfile", "limit": 1},
+            "timeseries aspects",
+        ),
     ]
     checks = []
     for shown, method, path, body, use in endpoints:
@@ -184,12 +230,25 @@ def _endpoints(gms: GmsMetadata) -> list[Check]:
 def _mlflow_checks(ws: Workspace) -> list[Check]:
     uri = ws.mlflow_uri
     if uri.startswith("sqlite:///"):
-        path = Path(uri[len("sqlite:///"):])
+        path = Path(uri[len("sqlite:///") :])
         state = "exists" if path.exists() else "will be created by the first run"
-        return [Check("MLflow", "tracking store", OK, f"sqlite store {path} {state} (set MLFLOW_TRACKING_URI "
-                      "to use a tracking server)")]
-    return [Check("MLflow", "configured", INFO, f"tracking server {_display(uri)} (from MLFLOW_TRACKING_URI); "
-                  f"{_mlflow_bound()}"), _mlflow_probe(ws)]
+        return [
+            Check(
+                "MLflow",
+                "tracking store",
+                OK,
+                f"sqlite store {path} {state} (set MLFLOW_TRACKING_URI to use a tracking server)",
+            )
+        ]
+    return [
+        Check(
+            "MLflow",
+            "configured",
+            INFO,
+            f"tracking server {_display(uri)} (from MLFLOW_TRACKING_URI); {_mlflow_bound()}",
+        ),
+        _mlflow_probe(ws),
+    ]
 
 
 def _mlflow_probe(ws: Workspace) -> Check:
@@ -200,15 +259,21 @@ def _mlflow_probe(ws: Workspace) -> Check:
             open_store(ws).aliases(_PROBE_MODEL)
     except KintsugiError as exc:
         return Check("MLflow", "reachable and authenticated", FAIL, str(exc))
-    return Check("MLflow", "reachable and authenticated", OK,
-                 f"the model registry answers at {_display(ws.mlflow_uri)} (mlflow client {dist.version('mlflow')})")
+    return Check(
+        "MLflow",
+        "reachable and authenticated",
+        OK,
+        f"the model registry answers at {_display(ws.mlflow_uri)} (mlflow client {dist.version('mlflow')})",
+    )
 
 
 def _mlflow_bound() -> str:
     retries = os.environ.get("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "7")
     timeout = os.environ.get("MLFLOW_HTTP_REQUEST_TIMEOUT", "120")
-    return (f"runs retry each MLflow call {retries} time(s) with a {timeout} s timeout "
-            "(MLFLOW_HTTP_REQUEST_MAX_RETRIES, MLFLOW_HTTP_REQUEST_TIMEOUT)")
+    return (
+        f"runs retry each MLflow call {retries} time(s) with a {timeout} s timeout "
+        "(MLFLOW_HTTP_REQUEST_MAX_RETRIES, MLFLOW_HTTP_REQUEST_TIMEOUT)"
+    )
 
 
 @contextmanager

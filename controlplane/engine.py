@@ -6,6 +6,7 @@ its session on first use. Sessions are counted per process (`_SESSIONS`): a loca
 process whatever its master, so runs in one process (a server's concurrent runs, a test's) share it, and the last
 to close stops it. Spark failing to start, answer or read becomes a DataError naming the fix, never a pass.
 """
+
 from __future__ import annotations
 
 import threading
@@ -38,8 +39,11 @@ def acquire_session(master: str) -> Any:
             try:
                 held = _SESSIONS[_key(master)] = [spark_session(master, app_name="kintsugi"), 0]
             except SparkEngineError as exc:
-                raise DataError(str(exc), "fix `spark: {master: ...}` in the pipeline spec, or choose "
-                                          "engine: arrow; `kintsugi doctor` checks the master") from exc
+                raise DataError(
+                    str(exc),
+                    "fix `spark: {master: ...}` in the pipeline spec, or choose "
+                    "engine: arrow; `kintsugi doctor` checks the master",
+                ) from exc
         held[1] += 1
         return held[0]
 

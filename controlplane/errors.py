@@ -31,14 +31,35 @@ Third-party errors become these at one place each (DataHub in `controlplane.data
 door maps the tree in one place: `controlplane.cli.errors` (exit 2 and one line), `controlplane.api.errors`
 (HTTP status), `mcp_server.server.error_result` (a tool error carrying the code).
 """
+
 from __future__ import annotations
 
 __all__ = [
-    "KintsugiError", "InputError", "SpecError", "ContractError", "NotFound", "PipelineNotFound", "RunNotFound",
-    "VersionNotFound", "Conflict", "PipelineBusy", "RunStateError", "GateRefused", "DataError", "TableChanged",
+    "KintsugiError",
+    "InputError",
+    "SpecError",
+    "ContractError",
+    "NotFound",
+    "PipelineNotFound",
+    "RunNotFound",
+    "VersionNotFound",
+    "Conflict",
+    "PipelineBusy",
+    "RunStateError",
+    "GateRefused",
+    "DataError",
+    "TableChanged",
     "StoreError",
-    "MetadataError", "RegistryError", "StoreMismatch", "WorkspaceError", "TrainingFailed", "AccessError",
-    "Unauthorized", "ReadOnlyMode", "ServerConfigError", "InternalError",
+    "MetadataError",
+    "RegistryError",
+    "StoreMismatch",
+    "WorkspaceError",
+    "TrainingFailed",
+    "AccessError",
+    "Unauthorized",
+    "ReadOnlyMode",
+    "ServerConfigError",
+    "InternalError",
 ]
 
 

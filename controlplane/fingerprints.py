@@ -5,6 +5,7 @@ It is how history is checked cheaply: every batch the guard passed is fingerprin
 with its fingerprint when it passed; only a batch whose fingerprint moved is profiled again and guarded. One
 aggregate scan of the table, at about the cost of reading it — no sketch, no sample, no Python per row.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,11 +41,17 @@ class Fingerprint:
         """These rows are still the kept ones. A column the kept rows never had, all null in them now, is not a
         change of theirs: a later batch brought it (the table is read by column name)."""
         added = set(self.columns) - set(kept.columns)
-        if self.rows != kept.rows or not set(kept.columns) <= set(self.columns) \
-                or any(self.columns[c].get("nulls") != self.rows for c in added):
+        if (
+            self.rows != kept.rows
+            or not set(kept.columns) <= set(self.columns)
+            or any(self.columns[c].get("nulls") != self.rows for c in added)
+        ):
             return False
-        return all(_close(self.columns[c].get(k), kept.columns[c].get(k))
-                   for c in kept.columns for k in set(self.columns[c]) | set(kept.columns[c]))
+        return all(
+            _close(self.columns[c].get(k), kept.columns[c].get(k))
+            for c in kept.columns
+            for k in set(self.columns[c]) | set(kept.columns[c])
+        )
 
 
 def _close(a: float | None, b: float | None) -> bool:

@@ -9,6 +9,7 @@ finding names the rows it concerns (`params["rows"]`: a time window). A workspac
 (made before batches) is guarded as a whole table against DataHub's datasetProfile. Snapshots are computed by the
 pipeline's engine (`controlplane.engine`: arrow, or spark), with the same windows and batches either way.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,9 +41,19 @@ __all__ = ["Guarded", "guard_table", "context_without_snapshot", "rows_of", "coa
 
 # what a batch that passed earlier is NOT judged on again: its age (freshness, upstream SLAs) and its size
 # against a cadence (it is compared with itself, as it was)
-_NOT_HISTORY = frozenset({FindingKind.LABEL_STALE, FindingKind.LABEL_IMMATURE, FindingKind.TIMESTAMP_UNPARSEABLE,
-                          FindingKind.VOLUME_DROP, FindingKind.VOLUME_SPIKE, FindingKind.UPSTREAM_UNKNOWN,
-                          FindingKind.UPSTREAM_DEPRECATED, FindingKind.UPSTREAM_INCIDENT, FindingKind.UPSTREAM_STALE})
+_NOT_HISTORY = frozenset(
+    {
+        FindingKind.LABEL_STALE,
+        FindingKind.LABEL_IMMATURE,
+        FindingKind.TIMESTAMP_UNPARSEABLE,
+        FindingKind.VOLUME_DROP,
+        FindingKind.VOLUME_SPIKE,
+        FindingKind.UPSTREAM_UNKNOWN,
+        FindingKind.UPSTREAM_DEPRECATED,
+        FindingKind.UPSTREAM_INCIDENT,
+        FindingKind.UPSTREAM_STALE,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -52,13 +63,26 @@ class Guarded:
     batch: BatchProfile | None  # the new batch, kept in the reference when it passes; None: nothing new to keep
 
 
-def context_without_snapshot(ws: Workspace, metadata: MetadataPort, spec: PipelineSpec, now_ms: int,
-                             snapshot: Snapshot | None = None, snapshot_error: str | None = None) -> GuardContext:
+def context_without_snapshot(
+    ws: Workspace,
+    metadata: MetadataPort,
+    spec: PipelineSpec,
+    now_ms: int,
+    snapshot: Snapshot | None = None,
+    snapshot_error: str | None = None,
+) -> GuardContext:
     contract, contract_error = read_contract(metadata, spec.feature_table)
     reference = load_reference(ws, spec.name) or read_profile(metadata, spec.feature_table)
-    return GuardContext(dataset_urn=spec.feature_table, contract=contract, snapshot=snapshot, reference=reference,
-                        lineage=walk_upstream(metadata, spec.feature_table), now_ms=now_ms,
-                        snapshot_error=snapshot_error, contract_error=contract_error)
+    return GuardContext(
+        dataset_urn=spec.feature_table,
+        contract=contract,
+        snapshot=snapshot,
+        reference=reference,
+        lineage=walk_upstream(metadata, spec.feature_table),
+        now_ms=now_ms,
+        snapshot_error=snapshot_error,
+        contract_error=contract_error,
+    )
 
 
 def rows_of(window: TimeWindow) -> dict[str, object]:
@@ -69,12 +93,21 @@ def rows_of(window: TimeWindow) -> dict[str, object]:
 def _with_rows(findings: tuple[Finding, ...], window: TimeWindow | None) -> tuple[Finding, ...]:
     if window is None:
         return findings
-    return tuple(f if "rows" in f.params else replace(f, params={**f.params, "rows": rows_of(window)})
-                 for f in findings)
+    return tuple(
+        f if "rows" in f.params else replace(f, params={**f.params, "rows": rows_of(window)}) for f in findings
+    )
 
 
-def guard_table(ws: Workspace, metadata: MetadataPort, spec: PipelineSpec, table: Path, now_ms: int, *,
-                as_batch: bool = False, engine: TableEngine | None = None) -> Guarded:
+def guard_table(
+    ws: Workspace,
+    metadata: MetadataPort,
+    spec: PipelineSpec,
+    table: Path,
+    now_ms: int,
+    *,
+    as_batch: bool = False,
+    engine: TableEngine | None = None,
+) -> Guarded:
     """The guard over a local parquet file of the table (`as_batch`: the file IS the new batch, e.g. `guard
     --data BATCH`), profiled by `engine` (a run's; else the spec's, for this call). An unreadable file is a
     blocking finding, never a pass; an engine that cannot start is a DataError."""
@@ -96,8 +129,9 @@ def guard_table(ws: Workspace, metadata: MetadataPort, spec: PipelineSpec, table
     report = run_guard(context)
     findings = _with_rows(report.findings, window)
     if state is not None and not as_batch:
-        findings = coalesce(findings + _history_findings(ws, spec, table, state, context, engine),
-                            kept_windows(ws, spec.name, state))
+        findings = coalesce(
+            findings + _history_findings(ws, spec, table, state, context, engine), kept_windows(ws, spec.name, state)
+        )
     batch = snapshot.batch if window is not None else None
     return Guarded(context, GuardReport(report.dataset, findings, report.outcomes), batch)
 
@@ -105,8 +139,13 @@ def guard_table(ws: Workspace, metadata: MetadataPort, spec: PipelineSpec, table
 def _same_failure(finding: Finding) -> tuple[object, ...]:
     """What makes two findings on adjacent rows one failure: kind, column, playbook and its parameters."""
     params = {k: v for k, v in finding.params.items() if k not in ("rows", "sample_rows", "rows_outside")}
-    return (finding.kind.value, finding.column or "", finding.playbook or "", finding.severity.value,
-            json.dumps(params, sort_keys=True, default=str))
+    return (
+        finding.kind.value,
+        finding.column or "",
+        finding.playbook or "",
+        finding.severity.value,
+        json.dumps(params, sort_keys=True, default=str),
+    )
 
 
 def coalesce(findings: tuple[Finding, ...], windows: list[TimeWindow]) -> tuple[Finding, ...]:
@@ -119,8 +158,12 @@ def coalesce(findings: tuple[Finding, ...], windows: list[TimeWindow]) -> tuple[
         last = merged[-1] if merged else None
         rows = finding.params.get("rows") or {}
         here = position.get((rows.get("after_ms"), rows.get("through_ms")))
-        if (last is not None and here is not None and _same_failure(last) == _same_failure(finding)
-                and ends.get(last.params.get("rows", {}).get("through_ms"), -2) + 1 == here):
+        if (
+            last is not None
+            and here is not None
+            and _same_failure(last) == _same_failure(finding)
+            and ends.get(last.params.get("rows", {}).get("through_ms"), -2) + 1 == here
+        ):
             joined = {**last.params["rows"], "through_ms": rows.get("through_ms")}
             merged[-1] = replace(last, params={**last.params, "rows": joined})
         else:
@@ -134,8 +177,9 @@ def _after(finding: Finding) -> float:
     return float("-inf") if after is None else float(after)
 
 
-def _read(engine: TableEngine, table: Path, state: ReferenceState | None,
-          as_batch: bool) -> tuple[Snapshot, TimeWindow | None]:
+def _read(
+    engine: TableEngine, table: Path, state: ReferenceState | None, as_batch: bool
+) -> tuple[Snapshot, TimeWindow | None]:
     if state is None:
         return engine.snapshot(table), None
     if as_batch:
@@ -148,8 +192,9 @@ def _read(engine: TableEngine, table: Path, state: ReferenceState | None,
     return snapshot, window
 
 
-def _history_findings(ws: Workspace, spec: PipelineSpec, table: Path, state: ReferenceState,
-                      context: GuardContext, engine: TableEngine) -> tuple[Finding, ...]:
+def _history_findings(
+    ws: Workspace, spec: PipelineSpec, table: Path, state: ReferenceState, context: GuardContext, engine: TableEngine
+) -> tuple[Finding, ...]:
     """Batches that passed earlier and whose rows changed since, guarded against their own kept profile."""
     found: list[Finding] = []
     for kept, now in changed_batches(ws, spec.name, table, state, read=engine.snapshot):
@@ -157,14 +202,21 @@ def _history_findings(ws: Workspace, spec: PipelineSpec, table: Path, state: Ref
         findings = [f for f in run_guard(history).findings if f.kind not in _NOT_HISTORY]
         if not any(f.severity.value == "block" for f in findings):
             findings.append(_changed(context, kept, now))
-        found += [replace(f, message=f"batch {kept.batch_id} (rows that passed earlier): {f.message}")
-                  for f in _with_rows(tuple(findings), kept.window)]
+        found += [
+            replace(f, message=f"batch {kept.batch_id} (rows that passed earlier): {f.message}")
+            for f in _with_rows(tuple(findings), kept.window)
+        ]
     return tuple(found)
 
 
 def _changed(context: GuardContext, kept: BatchProfile, now: Snapshot) -> Finding:
     return make_finding(
-        FindingKind.HISTORY_CHANGED, context.dataset_urn, None, observed=now.profile.row_count,
-        expected=kept.profile.row_count, batch=kept.batch_id,
+        FindingKind.HISTORY_CHANGED,
+        context.dataset_urn,
+        None,
+        observed=now.profile.row_count,
+        expected=kept.profile.row_count,
+        batch=kept.batch_id,
         message=f"the rows of batch {kept.batch_id}, which passed earlier, changed since ({kept.profile.row_count} "
-                f"rows then, {now.profile.row_count} now) in a way no check names: find who rewrote them")
+        f"rows then, {now.profile.row_count} now) in a way no check names: find who rewrote them",
+    )

@@ -9,6 +9,7 @@ A workspace copied to another folder is an independent workspace: everything Kin
 the root, except MLflow's sqlite store, which keeps absolute artifact URIs. On first use in the new folder
 those are rebased onto it (`rebase_if_moved`), so the copy never reads or writes the original's artifacts.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -32,12 +33,24 @@ from controlplane.workspace import Workspace
 if TYPE_CHECKING:
     from training.registry import ModelStore
 
-__all__ = ["Identity", "load_identity", "establish_identity", "check_datahub", "check_mlflow_store",
-           "rebase_if_moved", "datahub_marker", "adopt_stores"]
+__all__ = [
+    "Identity",
+    "load_identity",
+    "establish_identity",
+    "check_datahub",
+    "check_mlflow_store",
+    "rebase_if_moved",
+    "datahub_marker",
+    "adopt_stores",
+]
 
-_MLFLOW_TABLES = (("experiments", "artifact_location"), ("runs", "artifact_uri"),
-                  ("logged_models", "artifact_location"), ("model_versions", "source"),
-                  ("model_versions", "storage_location"))
+_MLFLOW_TABLES = (
+    ("experiments", "artifact_location"),
+    ("runs", "artifact_uri"),
+    ("logged_models", "artifact_location"),
+    ("model_versions", "source"),
+    ("model_versions", "storage_location"),
+)
 
 
 @dataclass(frozen=True)
@@ -54,8 +67,10 @@ def load_identity(ws: Workspace) -> Identity | None:
     try:
         return Identity(**json.loads(ws.identity_file.read_text()))
     except (ValueError, TypeError) as exc:
-        raise WorkspaceError(f"{ws.identity_file} is unreadable ({exc})",
-                             "restore it from a backup of the workspace; it names the stores' identity") from exc
+        raise WorkspaceError(
+            f"{ws.identity_file} is unreadable ({exc})",
+            "restore it from a backup of the workspace; it names the stores' identity",
+        ) from exc
 
 
 def _save(ws: Workspace, identity: Identity) -> None:
@@ -81,9 +96,17 @@ def establish_identity(ws: Workspace, metadata: MetadataPort, now_ms: int | None
 def _mark_datahub(metadata: MetadataPort, identity: Identity) -> None:
     marker = datahub_marker(identity)
     if metadata.aspect(marker, s.TagPropertiesClass) is None:
-        metadata.emit([MCP(entityUrn=marker, aspect=s.TagPropertiesClass(
-            name=f"kintsugi-workspace-{identity.workspace_id}",
-            description="Marks this DataHub as the store of record of a Kintsugi workspace"))])
+        metadata.emit(
+            [
+                MCP(
+                    entityUrn=marker,
+                    aspect=s.TagPropertiesClass(
+                        name=f"kintsugi-workspace-{identity.workspace_id}",
+                        description="Marks this DataHub as the store of record of a Kintsugi workspace",
+                    ),
+                )
+            ]
+        )
 
 
 def check_datahub(ws: Workspace, metadata: MetadataPort) -> None:
@@ -94,10 +117,12 @@ def check_datahub(ws: Workspace, metadata: MetadataPort) -> None:
             establish_identity(ws, metadata)
         return
     if metadata.aspect(datahub_marker(identity), s.TagPropertiesClass) is None:
-        raise StoreMismatch(f"the DataHub store at {metadata.location} does not carry workspace "
-                            f"{identity.workspace_id}'s marker: it was replaced or emptied, or is another team's",
-                            "restore the workspace's DataHub store, or point the workspace at the right one; "
-                            "`kintsugi workspace adopt` accepts this store on purpose")
+        raise StoreMismatch(
+            f"the DataHub store at {metadata.location} does not carry workspace "
+            f"{identity.workspace_id}'s marker: it was replaced or emptied, or is another team's",
+            "restore the workspace's DataHub store, or point the workspace at the right one; "
+            "`kintsugi workspace adopt` accepts this store on purpose",
+        )
 
 
 def check_mlflow_store(ws: Workspace, store: ModelStore) -> None:
@@ -112,10 +137,12 @@ def check_mlflow_store(ws: Workspace, store: ModelStore) -> None:
         store.set_workspace_marker(identity.workspace_id)
         _save(ws, Identity(identity.workspace_id, identity.root, identity.created_ms, mlflow_marked=True))
         return
-    raise StoreMismatch(f"the MLflow store at {store.tracking_uri} is not workspace {identity.workspace_id}'s "
-                        f"({'it carries ' + marked if marked else 'its marker is gone'}): it was replaced or emptied",
-                        "restore the workspace's mlflow.db (or tracking server), or run `kintsugi workspace adopt` "
-                        "to accept this store on purpose")
+    raise StoreMismatch(
+        f"the MLflow store at {store.tracking_uri} is not workspace {identity.workspace_id}'s "
+        f"({'it carries ' + marked if marked else 'its marker is gone'}): it was replaced or emptied",
+        "restore the workspace's mlflow.db (or tracking server), or run `kintsugi workspace adopt` "
+        "to accept this store on purpose",
+    )
 
 
 def adopt_stores(ws: Workspace, metadata: MetadataPort, store: ModelStore) -> Identity:
@@ -156,8 +183,13 @@ def _rebase_mlflow(ws: Workspace, old_root: str) -> None:
     try:
         with closing(sqlite3.connect(ws.mlflow_db)) as db, db:
             for table, column in _MLFLOW_TABLES:
-                db.execute(f"UPDATE {table} SET {column} = ? || substr({column}, ?) "  # noqa: S608 (fixed names)
-                           f"WHERE substr({column}, 1, ?) = ?", (new, len(old) + 1, len(old), old))
+                db.execute(
+                    f"UPDATE {table} SET {column} = ? || substr({column}, ?) "  # noqa: S608 (fixed names)
+                    f"WHERE substr({column}, 1, ?) = ?",
+                    (new, len(old) + 1, len(old), old),
+                )
     except sqlite3.Error as exc:
-        raise WorkspaceError(f"cannot rebase the MLflow store {ws.mlflow_db} from {old_root} onto {ws.root} "
-                             f"({exc})", "check that the workspace is writable and not in use") from exc
+        raise WorkspaceError(
+            f"cannot rebase the MLflow store {ws.mlflow_db} from {old_root} onto {ws.root} ({exc})",
+            "check that the workspace is writable and not in use",
+        ) from exc

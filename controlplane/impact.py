@@ -5,6 +5,7 @@ One extra fit (the candidate is already scored), only when the run healed and th
 (the default). Recorded in the run's facts (`impact`) for its postmortem; a poisoned table that cannot be
 trained on is recorded as such, never an error of the run.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -31,8 +32,13 @@ def measure_impact(run: RunContext, trained: Trained) -> dict[str, Any] | None:
         why = exc.message if isinstance(exc, KintsugiError) else f"{type(exc).__name__}: {exc}"
         impact: dict[str, Any] = {"metric": metric, "healed": trained.metrics.get(metric), "error": why}
     else:
-        impact = {"metric": metric, "poisoned": poisoned[metric], "healed": trained.metrics.get(metric),
-                  "holdout_rows": trained.rows["holdout"], "version": trained.version}
+        impact = {
+            "metric": metric,
+            "poisoned": poisoned[metric],
+            "healed": trained.metrics.get(metric),
+            "holdout_rows": trained.rows["holdout"],
+            "version": trained.version,
+        }
     run.record.facts["impact"] = impact  # a fact, not a stage: the timeline stays the loop's
     run.journal.save()
     return impact

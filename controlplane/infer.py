@@ -14,6 +14,7 @@ What it proposes, and from what:
 `propose` is pure and deterministic. Whatever it is unsure of is a `Question`; an answer is one more hint, and
 proposing again with it gives the reviewed contract.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,8 +28,17 @@ from controlplane.unitguess import Domain, UnitGuess, contract_unit, guess_unit,
 from guard.checks.domain import is_categorical
 from guard.profile import ColumnProfile, DatasetProfile
 
-__all__ = ["Hints", "Roles", "ColumnProposal", "Question", "Proposal", "propose", "infer_task", "key_candidates",
-           "MAX_LISTED_CATEGORIES"]
+__all__ = [
+    "Hints",
+    "Roles",
+    "ColumnProposal",
+    "Question",
+    "Proposal",
+    "propose",
+    "infer_task",
+    "key_candidates",
+    "MAX_LISTED_CATEGORIES",
+]
 
 MAX_LISTED_CATEGORIES = 50
 _NULL_MARGIN = 2.0  # allow twice the observed null share, at least 1%
@@ -107,16 +117,33 @@ class Proposal:
 
     def to_odcs(self, *, contract_id: str, version: str, purpose: str) -> str:
         document: dict[str, Any] = {
-            "apiVersion": "v3.0.2", "kind": "DataContract", "id": contract_id, "name": self.table,
-            "version": version, "status": "active", "description": {"purpose": purpose},
+            "apiVersion": "v3.0.2",
+            "kind": "DataContract",
+            "id": contract_id,
+            "name": self.table,
+            "version": version,
+            "status": "active",
+            "description": {"purpose": purpose},
             "customProperties": [{"property": "datahubDataset", "value": self.dataset}]
             + ([{"property": "maxImmatureLabelFraction", "value": self.max_immature}] if self.max_immature else []),
         }
         if self.label_sla_hours is not None and self.roles.label_time is not None:
-            document["slaProperties"] = [{"property": "latency", "value": self.label_sla_hours, "unit": "h",
-                                          "element": f"{self.table}.{self.roles.label_time}"}]
-        document["schema"] = [{"name": self.table, "logicalType": "object", "physicalType": "table",
-                               "properties": [_property(c) for c in self.columns]}]
+            document["slaProperties"] = [
+                {
+                    "property": "latency",
+                    "value": self.label_sla_hours,
+                    "unit": "h",
+                    "element": f"{self.table}.{self.roles.label_time}",
+                }
+            ]
+        document["schema"] = [
+            {
+                "name": self.table,
+                "logicalType": "object",
+                "physicalType": "table",
+                "properties": [_property(c) for c in self.columns],
+            }
+        ]
         return yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
 
 
@@ -131,12 +158,18 @@ def infer_task(profile: DatasetProfile, target: str) -> str:
 
 def key_candidates(profile: DatasetProfile) -> list[str]:
     """Columns that could be a key by name and type (`id`, `*_id`, `*_key`; string or integer, never null)."""
-    return [c.name for c in profile.columns.values() if c.logical_type in ("string", "integer") and c.null_count == 0
-            and (tokens(c.name)[-1:] in (["id"], ["key"]) or c.name.lower().endswith("id"))]
+    return [
+        c.name
+        for c in profile.columns.values()
+        if c.logical_type in ("string", "integer")
+        and c.null_count == 0
+        and (tokens(c.name)[-1:] in (["id"], ["key"]) or c.name.lower().endswith("id"))
+    ]
 
 
-def propose(profile: DatasetProfile, hints: Hints, *, dataset: str, table: str,
-            unique: frozenset[str] = frozenset()) -> Proposal:
+def propose(
+    profile: DatasetProfile, hints: Hints, *, dataset: str, table: str, unique: frozenset[str] = frozenset()
+) -> Proposal:
     """The contract proposed for `profile`; `unique` names the columns whose values are all distinct."""
     roles, questions = _roles(profile, hints, unique)
     columns, unit_questions = [], []
@@ -148,39 +181,59 @@ def propose(profile: DatasetProfile, hints: Hints, *, dataset: str, table: str,
     label = profile.columns[roles.label] if roles.label else None
     immature = None if not label or not label.null_count else max(0.05, round(_NULL_MARGIN * label.null_fraction, 3))
     sla = hints.label_sla_hours if hints.label_sla_hours is not None else 24.0
-    return Proposal(table, dataset, profile.row_count, roles, tuple(columns), tuple(questions + unit_questions),
-                    sla if roles.label_time else None, immature)
+    return Proposal(
+        table,
+        dataset,
+        profile.row_count,
+        roles,
+        tuple(columns),
+        tuple(questions + unit_questions),
+        sla if roles.label_time else None,
+        immature,
+    )
 
 
 def _require(profile: DatasetProfile, name: str, option: str) -> ColumnProfile:
     if name not in profile.columns:
-        raise InputError(f"{option} {name!r} is not a column of the table",
-                         f"use one of: {', '.join(profile.columns)}")
+        raise InputError(f"{option} {name!r} is not a column of the table", f"use one of: {', '.join(profile.columns)}")
     return profile.columns[name]
 
 
 def _roles(profile: DatasetProfile, hints: Hints, unique: frozenset[str]) -> tuple[Roles, list[Question]]:
     if hints.target is not None:
         _require(profile, hints.target, "--target")
-    if hints.time_column is not None and _require(profile, hints.time_column, "--time-column").logical_type \
-            not in _TIMES:
-        raise InputError(f"--time-column {hints.time_column!r} is {profile.columns[hints.time_column].logical_type}, "
-                         "not a timestamp or date", "name a timestamp column, or write the column as a timestamp")
+    if (
+        hints.time_column is not None
+        and _require(profile, hints.time_column, "--time-column").logical_type not in _TIMES
+    ):
+        raise InputError(
+            f"--time-column {hints.time_column!r} is {profile.columns[hints.time_column].logical_type}, "
+            "not a timestamp or date",
+            "name a timestamp column, or write the column as a timestamp",
+        )
     questions = []
     label_time = hints.label_time
     if label_time is not None:
         if _require(profile, label_time, "--label-time").logical_type not in _TIMES:
             raise InputError(f"--label-time {label_time!r} is not a timestamp", "name a timestamp column")
     elif "label_time" not in hints.settled and hints.target is not None:
-        guess = next((c.name for c in profile.columns.values() if c.logical_type in _TIMES
-                      and c.name != hints.time_column and "label" in tokens(c.name)), None)
+        guess = next(
+            (
+                c.name
+                for c in profile.columns.values()
+                if c.logical_type in _TIMES and c.name != hints.time_column and "label" in tokens(c.name)
+            ),
+            None,
+        )
         if guess is not None:
             questions.append(Question("label_time", guess, guess, f"{guess!r} is a timestamp named like a label's"))
             label_time = guess
     for key in hints.keys:
         if _require(profile, key, "--key").logical_type not in ("string", "integer"):
-            raise InputError(f"--key {key!r} is {profile.columns[key].logical_type}", "a key is a string or integer "
-                             "column whose values are unique and never null")
+            raise InputError(
+                f"--key {key!r} is {profile.columns[key].logical_type}",
+                "a key is a string or integer column whose values are unique and never null",
+            )
     keys = list(hints.keys)
     for name in key_candidates(profile):
         if name in keys or f"key:{name}" in hints.settled or name in (hints.target, hints.time_column):
@@ -206,8 +259,19 @@ def _column(column: ColumnProfile, roles: Roles, hints: Hints) -> ColumnProposal
         limit = 0.0
     else:
         limit = round(max(1.0, 100 * _NULL_MARGIN * column.null_fraction), 2)
-    return ColumnProposal(column.name, column.logical_type, role, key, unit, minimum, maximum, why,
-                          _categories(column) if not key else None, limit, round(100 * column.null_fraction, 3))
+    return ColumnProposal(
+        column.name,
+        column.logical_type,
+        role,
+        key,
+        unit,
+        minimum,
+        maximum,
+        why,
+        _categories(column) if not key else None,
+        limit,
+        round(100 * column.null_fraction, 3),
+    )
 
 
 def _bounds(column: ColumnProfile, domain: Domain) -> tuple[float | None, float | None, str]:
@@ -237,8 +301,7 @@ def _categories(column: ColumnProfile) -> tuple[str, ...] | None:
 
 
 def _property(column: ColumnProposal) -> dict[str, Any]:
-    prop: dict[str, Any] = {"name": column.name, "logicalType": column.logical_type,
-                            "required": column.nulls_seen == 0}
+    prop: dict[str, Any] = {"name": column.name, "logicalType": column.logical_type, "required": column.nulls_seen == 0}
     if column.key:
         prop["primaryKey"] = True
     if column.minimum is not None and column.maximum is not None:
@@ -255,4 +318,3 @@ def _property(column: ColumnProposal) -> dict[str, Any]:
     if quality:
         prop["quality"] = quality
     return prop
-

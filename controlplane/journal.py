@@ -4,6 +4,7 @@
 marked `done` after, so a process killed at any instant leaves a record from which `kintsugi recover` can tell
 what happened and roll forward or back. Paths are workspace-relative.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,21 @@ from controlplane.errors import RunNotFound, RunStateError
 from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage
 from controlplane.workspace import Workspace
 
-__all__ = ["Event", "LedgerEntry", "RunRecord", "RunJournal", "new_run_id", "load_run", "list_runs",
-           "scan_runs", "UnreadableRun", "valid_run_id", "INTENDED", "DONE", "ROLLED_BACK"]
+__all__ = [
+    "Event",
+    "LedgerEntry",
+    "RunRecord",
+    "RunJournal",
+    "new_run_id",
+    "load_run",
+    "list_runs",
+    "scan_runs",
+    "UnreadableRun",
+    "valid_run_id",
+    "INTENDED",
+    "DONE",
+    "ROLLED_BACK",
+]
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +51,13 @@ def new_run_id(now_ms: int) -> str:
 
 def valid_run_id(run_id: str) -> bool:
     """A run id names a folder under runs/: no separators, no dot files, bounded length."""
-    return (0 < len(run_id) <= _MAX_RUN_ID and "/" not in run_id and "\\" not in run_id
-            and not run_id.startswith(".") and run_id.isprintable())
+    return (
+        0 < len(run_id) <= _MAX_RUN_ID
+        and "/" not in run_id
+        and "\\" not in run_id
+        and not run_id.startswith(".")
+        and run_id.isprintable()
+    )
 
 
 @dataclass
@@ -87,9 +106,15 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
-        return cls(**{**data, "policy": Policy(data["policy"]), "status": RunStatus(data["status"]),
-                      "events": [Event(**e) for e in data["events"]],
-                      "ledger": [LedgerEntry(**e) for e in data["ledger"]]})
+        return cls(
+            **{
+                **data,
+                "policy": Policy(data["policy"]),
+                "status": RunStatus(data["status"]),
+                "events": [Event(**e) for e in data["events"]],
+                "ledger": [LedgerEntry(**e) for e in data["ledger"]],
+            }
+        )
 
     def entries(self, kind: LedgerKind, *, done_only: bool = True) -> list[LedgerEntry]:
         return [e for e in self.ledger if e.kind == kind.value and (e.done or not done_only)]
@@ -166,8 +191,10 @@ def load_run(ws: Workspace, run_id: str) -> RunRecord:
     try:
         return RunRecord.from_dict(json.loads(path.read_text()))
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise RunStateError(f"run record {ws.rel(path)} is unreadable ({type(exc).__name__}: {exc})",
-                            "inspect that run folder; move it out of runs/ to set it aside") from exc
+        raise RunStateError(
+            f"run record {ws.rel(path)} is unreadable ({type(exc).__name__}: {exc})",
+            "inspect that run folder; move it out of runs/ to set it aside",
+        ) from exc
 
 
 def scan_runs(ws: Workspace) -> tuple[list[RunRecord], list[UnreadableRun]]:
@@ -193,5 +220,7 @@ def list_runs(ws: Workspace) -> list[RunRecord]:
 
 def raise_if_not(record: RunRecord, *allowed: RunStatus, action: str, fix: str) -> None:
     if record.status not in allowed:
-        raise RunStateError(f"run {record.run_id} is {record.status.value}; {action} needs it "
-                            + " or ".join(s.value for s in allowed), fix)
+        raise RunStateError(
+            f"run {record.run_id} is {record.status.value}; {action} needs it " + " or ".join(s.value for s in allowed),
+            fix,
+        )

@@ -12,6 +12,7 @@ The load is recorded as DataHub's standard `operation` aspect on the feature tab
 upstream's freshness (the `kintsugi.freshnessSlaHours` custom property only says how fresh it must be). With
 `--upstream URN` the load is also recorded on an upstream that nothing else reports loads of.
 """
+
 from __future__ import annotations
 
 import getpass
@@ -48,8 +49,9 @@ class Landed:
     created: bool  # False: this very batch had been landed already; nothing changed
 
 
-def land(ws: Workspace, pipeline: str, batch: Path, *, now_ms: int | None = None,
-         upstreams: tuple[str, ...] = ()) -> Landed:
+def land(
+    ws: Workspace, pipeline: str, batch: Path, *, now_ms: int | None = None, upstreams: tuple[str, ...] = ()
+) -> Landed:
     spec = load_spec(ws, pipeline)
     now_ms = now_ms or int(time.time() * 1000)
     batch = Path(batch).expanduser().resolve()
@@ -59,8 +61,15 @@ def land(ws: Workspace, pipeline: str, batch: Path, *, now_ms: int | None = None
         check_dataset_urn(urn, "--upstream")
     with pipeline_lock(ws, spec.name, f"land {batch.name}"):
         recover_pipeline(ws, spec.name)
-        record = RunRecord(new_run_id(now_ms), spec.name, Policy.AUTO, started_ms=int(time.time() * 1000),
-                           now_ms=now_ms, pid=os.getpid(), facts={"command": "land", "batch": str(batch)})
+        record = RunRecord(
+            new_run_id(now_ms),
+            spec.name,
+            Policy.AUTO,
+            started_ms=int(time.time() * 1000),
+            now_ms=now_ms,
+            pid=os.getpid(),
+            facts={"command": "land", "batch": str(batch)},
+        )
         journal = RunJournal(ws, record)
         journal.save()
         try:
@@ -75,9 +84,14 @@ def land(ws: Workspace, pipeline: str, batch: Path, *, now_ms: int | None = None
 def _landed_before(ws: Workspace, pipeline: str, sha: str) -> str | None:
     """The land record that already put these very bytes into the pipeline's table, if any."""
     for earlier in reversed(list_runs(ws)):
-        if earlier.pipeline == pipeline and earlier.facts.get("command") == "land" and any(
+        if (
+            earlier.pipeline == pipeline
+            and earlier.facts.get("command") == "land"
+            and any(
                 e.done and e.detail.get("batch_sha256") == sha and e.result.get("created")
-                for e in earlier.entries(LedgerKind.APPEND)):
+                for e in earlier.entries(LedgerKind.APPEND)
+            )
+        ):
             return earlier.run_id
     return None
 
@@ -95,8 +109,9 @@ def _land(ws: Workspace, spec: PipelineSpec, batch: Path, journal: RunJournal, u
         before: str | None = live_hash(ws, spec)
     except DataError:
         before = None  # no table yet: the first batch creates it
-    with journal.writing(LedgerKind.APPEND, spec.data_text, batch=str(batch), batch_sha256=sha,
-                         before_hash=before) as entry:
+    with journal.writing(
+        LedgerKind.APPEND, spec.data_text, batch=str(batch), batch_sha256=sha, before_hash=before
+    ) as entry:
         appended = append_batch(ws, spec, batch)
         entry.result.update(names=list(appended.names), rows=appended.rows, created=appended.created)
     if appended.created:
@@ -104,21 +119,33 @@ def _land(ws: Workspace, spec: PipelineSpec, batch: Path, journal: RunJournal, u
             check_datahub(ws, metadata)
             _record_load(metadata, spec, journal, appended.rows, upstreams, batch.name)
     where = ", ".join(appended.names)
-    summary = (f"{appended.rows} rows from {batch.name} landed in {spec.data_text} ({where})" if appended.created
-               else f"{batch.name} was landed already ({where}); nothing changed")
-    journal.event(Stage.LAND, "landed" if appended.created else "unchanged", summary, rows=appended.rows,
-                  files=list(appended.names), created=appended.created)
+    summary = (
+        f"{appended.rows} rows from {batch.name} landed in {spec.data_text} ({where})"
+        if appended.created
+        else f"{batch.name} was landed already ({where}); nothing changed"
+    )
+    journal.event(
+        Stage.LAND,
+        "landed" if appended.created else "unchanged",
+        summary,
+        rows=appended.rows,
+        files=list(appended.names),
+        created=appended.created,
+    )
     journal.finish(RunStatus.LANDED, summary)
     return Landed(record, appended.rows, appended.names, appended.created)
 
 
-def _record_load(metadata: MetadataPort, spec: PipelineSpec, journal: RunJournal, rows: int,
-                 upstreams: tuple[str, ...], batch: str) -> None:
+def _record_load(
+    metadata: MetadataPort, spec: PipelineSpec, journal: RunJournal, rows: int, upstreams: tuple[str, ...], batch: str
+) -> None:
     now_ms, actor = journal.record.now_ms, operator_urn()
     unknown = [u for u in upstreams if metadata.aspect(u, s.DatasetPropertiesClass) is None]
     if unknown:
-        raise InputError(f"--upstream {unknown[0]} is not a dataset DataHub knows",
-                         f"register it with `kintsugi init {spec.name} --force --upstream URN=SLA_HOURS ...`")
+        raise InputError(
+            f"--upstream {unknown[0]} is not a dataset DataHub knows",
+            f"register it with `kintsugi init {spec.name} --force --upstream URN=SLA_HOURS ...`",
+        )
     mcps = [operation_mcp(spec.feature_table, rows=rows, at_ms=now_ms, actor=actor)]
     properties = metadata.aspect(spec.feature_table, s.DatasetPropertiesClass)
     if properties is not None:
@@ -127,10 +154,13 @@ def _record_load(metadata: MetadataPort, spec: PipelineSpec, journal: RunJournal
     with journal.writing(LedgerKind.DATAHUB, spec.feature_table, aspect="operation+lastModified", rows=rows):
         metadata.emit(mcps, now_ms)
     for urn in upstreams:
-        load = s.OperationClass(timestampMillis=now_ms, lastUpdatedTimestamp=now_ms, actor=actor,
-                                operationType=s.OperationTypeClass.INSERT,
-                                customProperties={"recordedBy": "kintsugi land", "batch": batch,
-                                                  "into": spec.feature_table})
+        load = s.OperationClass(
+            timestampMillis=now_ms,
+            lastUpdatedTimestamp=now_ms,
+            actor=actor,
+            operationType=s.OperationTypeClass.INSERT,
+            customProperties={"recordedBy": "kintsugi land", "batch": batch, "into": spec.feature_table},
+        )
         with journal.writing(LedgerKind.DATAHUB, urn, aspect="operation"):
             metadata.emit([MCP(entityUrn=urn, aspect=load)], now_ms)
 

@@ -4,6 +4,7 @@ Run, approve, reject, undo, promote, recover, land, accept, watch and game days 
 is refused at once (never queued) with the holder named. The lock is an `flock`, so it dies with its process:
 a run record still `running` whose pipeline lock is free (or held by another run) was interrupted.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -33,8 +34,9 @@ def pipeline_lock(ws: Workspace, pipeline: str, holder: str) -> Iterator[None]:
         except BlockingIOError:
             handle.seek(0)
             other = handle.read().strip() or "another process"
-            raise PipelineBusy(f"pipeline {pipeline!r} is busy ({other})",
-                               "wait for it to finish, or check `kintsugi runs`") from None
+            raise PipelineBusy(
+                f"pipeline {pipeline!r} is busy ({other})", "wait for it to finish, or check `kintsugi runs`"
+            ) from None
         handle.seek(0)
         handle.truncate()
         handle.write(f"{holder}, pid {os.getpid()}")

@@ -8,6 +8,7 @@ and carries the verified heal of the last one (the heal note of its resolution),
 failure seen `threshold` times within `window_days` is an upstream bug: its priority is raised to CRITICAL and
 the owner of the upstream that produces the column (its ownership aspect) is named and assigned.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,35 +25,60 @@ from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import incident_urn
 from guard.findings import Finding
 
-__all__ = ["Recall", "fingerprint", "recall", "heal_line", "read_heal", "reuse", "reuse_all", "memory_fact",
-           "resolution_line", "upstream_owners", "HEAL_MARKER", "RECURRING_PRIORITY", "THRESHOLD", "WINDOW_DAYS"]
+__all__ = [
+    "Recall",
+    "fingerprint",
+    "recall",
+    "heal_line",
+    "read_heal",
+    "reuse",
+    "reuse_all",
+    "memory_fact",
+    "resolution_line",
+    "upstream_owners",
+    "HEAL_MARKER",
+    "RECURRING_PRIORITY",
+    "THRESHOLD",
+    "WINDOW_DAYS",
+]
 
 HEAL_MARKER = "heal: "
 RECURRING_PRIORITY = 0  # DataHub's CRITICAL
 THRESHOLD, WINDOW_DAYS = 3, 30
 _DAY_MS = 86_400_000
-_IDENTITY = {"unit_mismatch": ("declared_unit", "actual_unit", "scale", "offset"), "column_renamed": ("mapping",),
-             "type_changed": ("target_type",), "category_casing": ("mapping",)}
+_IDENTITY = {
+    "unit_mismatch": ("declared_unit", "actual_unit", "scale", "offset"),
+    "column_renamed": ("mapping",),
+    "type_changed": ("target_type",),
+    "category_casing": ("mapping",),
+}
 
 
 def fingerprint(finding: Finding) -> str:
     """The failure mode: dataset, kind, column and the parameters that identify it (e.g. m -> km, x1000)."""
     params = {k: finding.params.get(k) for k in _IDENTITY.get(finding.kind.value, ())}
-    return datahub_guid({"dataset": finding.dataset, "kind": finding.kind.value, "column": finding.column or "",
-                         "params": json.dumps(params, sort_keys=True, default=str)})
+    return datahub_guid(
+        {
+            "dataset": finding.dataset,
+            "kind": finding.kind.value,
+            "column": finding.column or "",
+            "params": json.dumps(params, sort_keys=True, default=str),
+        }
+    )
 
 
 def heal_line(run_id: str, steps: list[dict[str, Any]], params: dict[str, Any]) -> str:
     """The machine-readable line a heal's resolution note ends with: who healed, with which verified steps."""
-    return HEAL_MARKER + json.dumps({"run": run_id, "steps": steps, "finding_params": params}, sort_keys=True,
-                                    default=str)
+    return HEAL_MARKER + json.dumps(
+        {"run": run_id, "steps": steps, "finding_params": params}, sort_keys=True, default=str
+    )
 
 
 def read_heal(message: str | None) -> dict[str, Any] | None:
     for line in reversed((message or "").splitlines()):
         if line.startswith(HEAL_MARKER):
             try:
-                found = json.loads(line[len(HEAL_MARKER):])
+                found = json.loads(line[len(HEAL_MARKER) :])
             except ValueError:
                 return None
             return found if isinstance(found, dict) else None
@@ -75,28 +101,42 @@ class Recall:
     def summary(self) -> str:
         if not self.earlier:
             return "first seen"
-        healed = (f", last healed by run {self.healed_by} on {_day(self.healed_on_ms)}" if self.healed_by else
-                  ", never healed")
+        healed = (
+            f", last healed by run {self.healed_by} on {_day(self.healed_on_ms)}"
+            if self.healed_by
+            else ", never healed"
+        )
         return f"seen {self.seen} times{healed}"
 
     def recurrence(self) -> Recurrence:
-        evidence: dict[str, Any] = {"fingerprint": self.fingerprint, "seen": self.seen,
-                                    "seen_before": list(self.earlier)}
+        evidence: dict[str, Any] = {
+            "fingerprint": self.fingerprint,
+            "seen": self.seen,
+            "seen_before": list(self.earlier),
+        }
         lines = []
         if self.earlier:
             lines.append(f"Memory: {self.summary}. Earlier: {', '.join(self.earlier)}.")
             evidence.update(last_healed_by=self.healed_by, last_healed_on_ms=self.healed_on_ms)
         if self.heal:
             evidence["reused_heal"] = self.heal
-            lines.append("The verified heal of the last occurrence is re-used: " + "; ".join(
-                f"{st.get('playbook')} {st.get('params')}" for st in self.heal.get("steps", [])))
+            lines.append(
+                "The verified heal of the last occurrence is re-used: "
+                + "; ".join(f"{st.get('playbook')} {st.get('params')}" for st in self.heal.get("steps", []))
+            )
         if self.recurring:
             owners = ", ".join(self.owners) or "no owner recorded"
             evidence["upstream_owners"] = list(self.owners)
-            lines.append(f"Recurring: {self.in_window} times in {WINDOW_DAYS} days. A recurring heal is an upstream "
-                         f"bug: fix it at the source (owner: {owners}).")
-        return Recurrence(evidence, tuple(lines), RECURRING_PRIORITY if self.recurring else None,
-                          self.owners if self.recurring else ())
+            lines.append(
+                f"Recurring: {self.in_window} times in {WINDOW_DAYS} days. A recurring heal is an upstream "
+                f"bug: fix it at the source (owner: {owners})."
+            )
+        return Recurrence(
+            evidence,
+            tuple(lines),
+            RECURRING_PRIORITY if self.recurring else None,
+            self.owners if self.recurring else (),
+        )
 
 
 def _day(at_ms: int | None) -> str:
@@ -105,33 +145,51 @@ def _day(at_ms: int | None) -> str:
 
 def _chain(port: MetadataPort, finding: Finding) -> list[tuple[str, s.IncidentInfoClass]]:
     found, generation = [], 0
-    while (info := port.aspect(urn := incident_urn(finding.dataset, finding.kind.value, finding.column,
-                                                     generation), s.IncidentInfoClass)) is not None:
+    while (
+        info := port.aspect(
+            urn := incident_urn(finding.dataset, finding.kind.value, finding.column, generation), s.IncidentInfoClass
+        )
+    ) is not None:
         found.append((urn, info))
         generation += 1
     return found
 
 
-def recall(port: MetadataPort, finding: Finding, now_ms: int, *, threshold: int = THRESHOLD,
-           window_days: int = WINDOW_DAYS) -> Recall:
+def recall(
+    port: MetadataPort, finding: Finding, now_ms: int, *, threshold: int = THRESHOLD, window_days: int = WINDOW_DAYS
+) -> Recall:
     """What DataHub remembers of this failure mode (the ACTIVE incident it would reuse is not "earlier")."""
     mode = fingerprint(finding)
-    earlier = [(urn, info) for urn, info in _chain(port, finding) if info.status.state == s.IncidentStateClass.RESOLVED
-               and incident_evidence(info).get("fingerprint") == mode]
+    earlier = [
+        (urn, info)
+        for urn, info in _chain(port, finding)
+        if info.status.state == s.IncidentStateClass.RESOLVED and incident_evidence(info).get("fingerprint") == mode
+    ]
     since = now_ms - window_days * _DAY_MS
     in_window = 1 + sum(1 for _, info in earlier if info.created.time >= since)
     heal = next((h for _, info in reversed(earlier) if (h := read_heal(info.status.message))), None)
     last = earlier[-1][1] if earlier else None
     recurring = in_window >= threshold
-    return Recall(mode, tuple(urn for urn, _ in earlier), len(earlier) + 1, in_window,
-                  heal.get("run") if heal else None, last.status.lastUpdated.time if last else None, heal,
-                  upstream_owners(port, finding) if recurring else (), recurring)
+    return Recall(
+        mode,
+        tuple(urn for urn, _ in earlier),
+        len(earlier) + 1,
+        in_window,
+        heal.get("run") if heal else None,
+        last.status.lastUpdated.time if last else None,
+        heal,
+        upstream_owners(port, finding) if recurring else (),
+        recurring,
+    )
 
 
 def upstream_owners(port: MetadataPort, finding: Finding) -> tuple[str, ...]:
     """The owners of the upstreams whose schema has the finding's column (the table's own owners otherwise)."""
-    producers = [node.urn for node in walk_upstream(port, finding.dataset)
-                 if finding.column and _has_field(port, node.urn, finding.column)]
+    producers = [
+        node.urn
+        for node in walk_upstream(port, finding.dataset)
+        if finding.column and _has_field(port, node.urn, finding.column)
+    ]
     owners = [o for urn in producers or [finding.dataset] for o in _owners(port, urn)]
     return tuple(dict.fromkeys(owners))
 
@@ -157,9 +215,15 @@ def reuse(finding: Finding, remembered: dict[str, Any] | None) -> tuple[Finding,
 def memory_fact(finding: Finding, recalled: Recall) -> dict[str, Any]:
     """What a run keeps of the recall, for its heal (re-use) and its resolution note (the next recall)."""
     identity = {k: finding.params.get(k) for k in _IDENTITY.get(finding.kind.value, ())}
-    return {"key": list(finding.key), "fingerprint": recalled.fingerprint, "summary": recalled.summary,
-            "earlier": list(recalled.earlier), "recurring": recalled.recurring, "heal": recalled.heal,
-            "finding_params": identity}
+    return {
+        "key": list(finding.key),
+        "fingerprint": recalled.fingerprint,
+        "summary": recalled.summary,
+        "earlier": list(recalled.earlier),
+        "recurring": recalled.recurring,
+        "heal": recalled.heal,
+        "finding_params": identity,
+    }
 
 
 def reuse_all(findings: tuple[Finding, ...], facts: dict[str, Any]) -> tuple[tuple[Finding, ...], list[dict[str, Any]]]:
@@ -171,9 +235,14 @@ def reuse_all(findings: tuple[Finding, ...], facts: dict[str, Any]) -> tuple[tup
         healed, used = reuse(finding, memory.get("heal"))
         out.append(healed)
         if used:
-            reused.append({"key": list(finding.key), "from_run": (memory.get("heal") or {}).get("run"),
-                           "params": (memory.get("heal") or {}).get("finding_params"),
-                           "incidents": memory.get("earlier", [])})
+            reused.append(
+                {
+                    "key": list(finding.key),
+                    "from_run": (memory.get("heal") or {}).get("run"),
+                    "params": (memory.get("heal") or {}).get("finding_params"),
+                    "incidents": memory.get("earlier", []),
+                }
+            )
     return tuple(out), reused
 
 

@@ -4,6 +4,7 @@
 control plane's: a bad estimator or params is a SpecError, an MLflow failure a RegistryError, data that cannot
 be trained or scored (a holdout too small, one class only...) a TrainingFailed.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager

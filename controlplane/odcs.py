@@ -11,6 +11,7 @@ The mapping (what ODCS lacks lives in its customProperties):
 - slaProperties `latency` (or `freshness`) with `element: <table>.<label timestamp column>`,
   `unit: h` (or d, m): the label freshness SLA.
 """
+
 from __future__ import annotations
 
 import functools
@@ -77,8 +78,10 @@ def parse_odcs(text: str, source: str = "contract") -> Contract:
     if not document.schema_ or len(document.schema_) != 1:
         raise ContractError(f"{source} must describe exactly one schema object (the feature table)", _FIX)
     columns = tuple(_column(prop, source) for prop in document.schema_[0].properties or [])
-    roles = {c: _custom(p.customProperties).get("role") for c, p in
-             zip((c.name for c in columns), document.schema_[0].properties or [])}
+    roles = {
+        c: _custom(p.customProperties).get("role")
+        for c, p in zip((c.name for c in columns), document.schema_[0].properties or [])
+    }
     by_role = {role: name for name, role in roles.items() if role}
     return Contract(
         dataset_urn=str(dataset),
@@ -93,17 +96,23 @@ def parse_odcs(text: str, source: str = "contract") -> Contract:
 
 def _column(prop: SchemaProperty, source: str) -> ColumnContract:
     if prop.logicalType not in LOGICAL_TYPES:
-        raise ContractError(f"{source}: column {prop.name!r} has logicalType {prop.logicalType!r}; "
-                            f"use one of {', '.join(LOGICAL_TYPES)}", _FIX)
+        raise ContractError(
+            f"{source}: column {prop.name!r} has logicalType {prop.logicalType!r}; "
+            f"use one of {', '.join(LOGICAL_TYPES)}",
+            _FIX,
+        )
     custom = _custom(prop.customProperties)
     unit = custom.get("unit")
     if unit is not None and unit not in UNITS:
-        raise ContractError(f"{source}: column {prop.name!r} declares unit {unit!r}; known units: "
-                            f"{', '.join(sorted(UNITS))}", _FIX)
+        raise ContractError(
+            f"{source}: column {prop.name!r} declares unit {unit!r}; known units: {', '.join(sorted(UNITS))}", _FIX
+        )
     options = prop.logicalTypeOptions or {}
     if unit is not None and prop.logicalType not in ("number", "integer"):
-        raise ContractError(f"{source}: column {prop.name!r} is {prop.logicalType} but declares unit {unit!r}; "
-                            "only numbers have units", _FIX)
+        raise ContractError(
+            f"{source}: column {prop.name!r} is {prop.logicalType} but declares unit {unit!r}; only numbers have units",
+            _FIX,
+        )
     low, high = options.get("minimum"), options.get("maximum")
     if low is not None and high is not None and low > high:
         raise ContractError(f"{source}: column {prop.name!r} has minimum {low} above maximum {high}", _FIX)
@@ -127,8 +136,9 @@ def _null_limit(rule: Any, column: str | None, source: str) -> float | None:
         return None
     limit = rule.mustBeLessOrEqualTo if rule.mustBeLessOrEqualTo is not None else rule.mustBe
     if limit is None or (rule.unit or "percent") != "percent":
-        raise ContractError(f"{source}: column {column!r} nullValues needs `mustBeLessOrEqualTo` "
-                            "with `unit: percent`", _FIX)
+        raise ContractError(
+            f"{source}: column {column!r} nullValues needs `mustBeLessOrEqualTo` with `unit: percent`", _FIX
+        )
     return float(limit) / 100.0
 
 

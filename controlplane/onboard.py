@@ -12,6 +12,7 @@
 Nothing is written before the plan succeeds: a location that is missing, unreadable, forbidden or in another
 format is one line naming the fix, and DataHub and MLflow are left as they were.
 """
+
 from __future__ import annotations
 
 import os
@@ -52,12 +53,25 @@ from controlplane.workspace import Workspace
 from guard.profile import DatasetProfile
 from guard.snapshot import Snapshot, SnapshotError, read_snapshot
 
-__all__ = ["InitRequest", "Upstream", "InitPlan", "Onboarded", "plan_init", "apply_init", "features_of",
-           "resolve_data", "default_dataset", "parse_upstream", "COMMAND_FACT"]
+__all__ = [
+    "InitRequest",
+    "Upstream",
+    "InitPlan",
+    "Onboarded",
+    "plan_init",
+    "apply_init",
+    "features_of",
+    "resolve_data",
+    "default_dataset",
+    "parse_upstream",
+    "COMMAND_FACT",
+]
 
 COMMAND_FACT = "command"  # facts["command"] of an init or land record: it is not a run of the loop
-_ESTIMATORS = {"regression": "sklearn.ensemble.HistGradientBoostingRegressor",
-               "classification": "sklearn.ensemble.HistGradientBoostingClassifier"}
+_ESTIMATORS = {
+    "regression": "sklearn.ensemble.HistGradientBoostingRegressor",
+    "classification": "sklearn.ensemble.HistGradientBoostingClassifier",
+}
 _METRICS = {"regression": "mae", "classification": "roc_auc"}
 
 
@@ -139,7 +153,7 @@ def resolve_data(ws: Workspace, data: str, cwd: Path) -> str:
 def default_dataset(data_text: str) -> str:
     """The dataset URN a location names when --dataset is not given: platform s3 or file, the path as its name."""
     if data_text.startswith("s3://"):
-        return str(DatasetUrn("s3", data_text[len("s3://"):].strip("/"), "PROD"))
+        return str(DatasetUrn("s3", data_text[len("s3://") :].strip("/"), "PROD"))
     return str(DatasetUrn("file", data_text.rstrip("/"), "PROD"))
 
 
@@ -165,8 +179,10 @@ def _units(options: tuple[str, ...], profile: DatasetProfile) -> dict[str, Any]:
     for option in options:
         column, sep, unit = option.partition("=")
         if not sep or column not in profile.columns:
-            raise InputError(f"--unit {option[:80]!r} is not COLUMN=UNIT for a column of the table",
-                             f"use one of the columns: {', '.join(profile.columns)}")
+            raise InputError(
+                f"--unit {option[:80]!r} is not COLUMN=UNIT for a column of the table",
+                f"use one of the columns: {', '.join(profile.columns)}",
+            )
         units[column] = given_unit(unit)
     return units
 
@@ -188,13 +204,30 @@ def plan_init(ws: Workspace, request: InitRequest, *, now_ms: int, cwd: Path) ->
         unique = _unique(ws.path(pinned.table), key_candidates(profile))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    hints = Hints(request.target, request.time_column, request.label_time, request.keys,
-                  _units(request.units, profile), request.label_sla_hours,
-                  now_year=time.gmtime(now_ms / 1000).tm_year)
+    hints = Hints(
+        request.target,
+        request.time_column,
+        request.label_time,
+        request.keys,
+        _units(request.units, profile),
+        request.label_sla_hours,
+        now_year=time.gmtime(now_ms / 1000).tm_year,
+    )
     proposal = propose(profile, hints, dataset=dataset, table=request.name, unique=unique)
     task = request.task or infer_task(profile, request.target)
-    return InitPlan(request, data_text, dataset, upstreams, profile, snapshot.arrow_types, pinned.content_hash, unique,
-                    hints, proposal, task)
+    return InitPlan(
+        request,
+        data_text,
+        dataset,
+        upstreams,
+        profile,
+        snapshot.arrow_types,
+        pinned.content_hash,
+        unique,
+        hints,
+        proposal,
+        task,
+    )
 
 
 def _read(ws: Workspace, table: str, data: str) -> Snapshot:
@@ -215,9 +248,10 @@ def _unique(table: Path, candidates: list[str]) -> frozenset[str]:
 
 def refuse_existing(ws: Workspace, request: InitRequest) -> None:
     if (ws.pipelines / f"{request.name}.yaml").exists() and not request.force:
-        raise InputError(f"pipeline {request.name!r} already exists in {ws.root}",
-                         "pass --force to onboard it again (its contract is kept as an earlier version), "
-                         "or choose another name")
+        raise InputError(
+            f"pipeline {request.name!r} already exists in {ws.root}",
+            "pass --force to onboard it again (its contract is kept as an earlier version), or choose another name",
+        )
 
 
 def features_of(proposal: Proposal) -> tuple[list[str], list[str], dict[str, str]]:
@@ -231,8 +265,11 @@ def features_of(proposal: Proposal) -> tuple[list[str], list[str], dict[str, str
         elif column.logical_type == "boolean" or column.categories is not None:
             categorical.append(column.name)
         else:
-            left[column.name] = ("a timestamp" if column.logical_type in ("timestamp", "date")
-                                 else "an identifier or free text (too many distinct values)")
+            left[column.name] = (
+                "a timestamp"
+                if column.logical_type in ("timestamp", "date")
+                else "an identifier or free text (too many distinct values)"
+            )
     return numeric, categorical, left
 
 
@@ -240,20 +277,30 @@ def spec_document(plan: InitPlan) -> dict[str, Any]:
     numeric, categorical, _ = features_of(plan.proposal)
     request = plan.request
     return {
-        "name": request.name, "feature_table": plan.dataset, "data": plan.data_text, "task": plan.task,
-        "target": request.target, "time_column": request.time_column, "holdout_fraction": 0.2,
+        "name": request.name,
+        "feature_table": plan.dataset,
+        "data": plan.data_text,
+        "task": plan.task,
+        "target": request.target,
+        "time_column": request.time_column,
+        "holdout_fraction": 0.2,
         "features": {"numeric": numeric, "categorical": categorical},
         "model": {"estimator": request.estimator or _ESTIMATORS[plan.task], "params": {}, "seed": 0},
-        "promotion": {"metric": request.metric or _METRICS[plan.task], "min_gain": DEFAULT_MIN_GAIN,
-                      "max_regression": DEFAULT_MAX_REGRESSION},
+        "promotion": {
+            "metric": request.metric or _METRICS[plan.task],
+            "min_gain": DEFAULT_MIN_GAIN,
+            "max_regression": DEFAULT_MAX_REGRESSION,
+        },
         "policy": Policy.AUTO.value,
     }
 
 
 def _spec_text(plan: InitPlan) -> str:
-    header = (f"# Written by `kintsugi init {plan.request.name}` from {plan.data_text}. Paths are relative to the "
-              "workspace.\n# policy: auto | ratify | dry-run;  schedule: \"0 2 * * *\" (cron, UTC) runs it daily "
-              "under `kintsugi serve`\n")
+    header = (
+        f"# Written by `kintsugi init {plan.request.name}` from {plan.data_text}. Paths are relative to the "
+        'workspace.\n# policy: auto | ratify | dry-run;  schedule: "0 2 * * *" (cron, UTC) runs it daily '
+        "under `kintsugi serve`\n"
+    )
     return header + yaml.safe_dump(spec_document(plan), sort_keys=False, default_flow_style=None)
 
 
@@ -274,8 +321,9 @@ def check_spec(ws: Workspace, plan: InitPlan) -> PipelineSpec:
 # ------------------------------------------------------------------------------------------------ apply
 
 
-def apply_init(ws: Workspace, plan: InitPlan, *, now_ms: int, purpose: str,
-               say: Callable[[str], None] = lambda _: None) -> Onboarded:
+def apply_init(
+    ws: Workspace, plan: InitPlan, *, now_ms: int, purpose: str, say: Callable[[str], None] = lambda _: None
+) -> Onboarded:
     """Write everything, under the pipeline's lock, each write journaled in an init record."""
     spec = check_spec(ws, plan)
     name = plan.request.name
@@ -283,8 +331,15 @@ def apply_init(ws: Workspace, plan: InitPlan, *, now_ms: int, purpose: str,
         refuse_existing(ws, plan.request)
         if spec.source.exists():
             recover_pipeline(ws, name)
-        record = RunRecord(new_run_id(now_ms), name, Policy.AUTO, started_ms=int(time.time() * 1000), now_ms=now_ms,
-                           pid=os.getpid(), facts={COMMAND_FACT: "init", "dataset": plan.dataset})
+        record = RunRecord(
+            new_run_id(now_ms),
+            name,
+            Policy.AUTO,
+            started_ms=int(time.time() * 1000),
+            now_ms=now_ms,
+            pid=os.getpid(),
+            facts={COMMAND_FACT: "init", "dataset": plan.dataset},
+        )
         journal = RunJournal(ws, record)
         journal.save()
         try:
@@ -298,31 +353,44 @@ def apply_init(ws: Workspace, plan: InitPlan, *, now_ms: int, purpose: str,
     return done
 
 
-def _write(ws: Workspace, plan: InitPlan, spec: PipelineSpec, journal: RunJournal, now_ms: int,
-           purpose: str) -> Onboarded:
+def _write(
+    ws: Workspace, plan: InitPlan, spec: PipelineSpec, journal: RunJournal, now_ms: int, purpose: str
+) -> Onboarded:
     contract_file, kept = _write_files(ws, plan, spec, journal, purpose)
     with metadata_session(ws) as metadata:
         check_datahub(ws, metadata)
         created = _register(metadata, plan, journal, now_ms)
     with journal.writing(LedgerKind.DATAHUB, plan.dataset, aspect="dataContract", file=ws.rel(contract_file)):
         services.apply_contract(ws, contract_file, None, now_ms)
-    with metadata_session(ws) as metadata, journal.writing(LedgerKind.DATAHUB, plan.dataset,
-                                                            aspect="datasetProfile") as entry:
+    with (
+        metadata_session(ws) as metadata,
+        journal.writing(LedgerKind.DATAHUB, plan.dataset, aspect="datasetProfile") as entry,
+    ):
         established = establish_reference(ws, spec, metadata, now_ms)
         entry.result.update(rows=established.rows, content_hash=established.content_hash)
     if established.content_hash != plan.content_hash:
-        raise TableChanged(f"{plan.data_text} changed while init was reading it",
-                           f"run `kintsugi init {plan.request.name} --force` again when its writer has finished")
-    journal.event(Stage.INIT, "onboarded", f"{plan.request.name} onboarded: {plan.dataset}, "
-                  f"{len(plan.proposal.columns)} columns, {established.rows} rows as the reference",
-                  dataset=plan.dataset, contract=ws.rel(contract_file), spec=ws.rel(spec.source),
-                  upstreams_created=list(created), unitless=plan.proposal.unitless())
+        raise TableChanged(
+            f"{plan.data_text} changed while init was reading it",
+            f"run `kintsugi init {plan.request.name} --force` again when its writer has finished",
+        )
+    journal.event(
+        Stage.INIT,
+        "onboarded",
+        f"{plan.request.name} onboarded: {plan.dataset}, "
+        f"{len(plan.proposal.columns)} columns, {established.rows} rows as the reference",
+        dataset=plan.dataset,
+        contract=ws.rel(contract_file),
+        spec=ws.rel(spec.source),
+        upstreams_created=list(created),
+        unitless=plan.proposal.unitless(),
+    )
     journal.finish(RunStatus.ONBOARDED, f"onboarded from {plan.data_text}")
     return Onboarded(journal.record, spec, contract_file, kept, tuple(created), established.rows)
 
 
-def _write_files(ws: Workspace, plan: InitPlan, spec: PipelineSpec, journal: RunJournal,
-                 purpose: str) -> tuple[Path, Path | None]:
+def _write_files(
+    ws: Workspace, plan: InitPlan, spec: PipelineSpec, journal: RunJournal, purpose: str
+) -> tuple[Path, Path | None]:
     ws.contracts.mkdir(parents=True, exist_ok=True)
     contract_file = ws.contracts / f"{plan.request.name}.odcs.yaml"
     kept, version = _keep_earlier(ws, contract_file, journal)
@@ -347,7 +415,7 @@ def _keep_earlier(ws: Workspace, contract_file: Path, journal: RunJournal) -> tu
     except yaml.YAMLError:
         earlier = "0"
     major = int(earlier.split(".")[0]) if earlier.split(".")[0].isdigit() else 0
-    kept = contract_file.with_name(f"{contract_file.name[:-len('.yaml')]}.v{earlier}.yaml")
+    kept = contract_file.with_name(f"{contract_file.name[: -len('.yaml')]}.v{earlier}.yaml")
     if kept.exists():
         kept = kept.with_name(f"{kept.stem}.{journal.record.run_id}.yaml")
     with journal.writing(LedgerKind.WORKSPACE_FILE, ws.rel(kept), what="the earlier contract, kept"):
@@ -369,15 +437,23 @@ def _register(metadata: MetadataPort, plan: InitPlan, journal: RunJournal, now_m
     for upstream in plan.upstreams:
         mcps = _upstream_mcps(metadata, upstream, plan, owner, now_ms)
         if mcps:
-            with journal.writing(LedgerKind.DATAHUB, upstream.urn, aspect="datasetProperties",
-                                 sla_hours=upstream.sla_hours):
+            with journal.writing(
+                LedgerKind.DATAHUB, upstream.urn, aspect="datasetProperties", sla_hours=upstream.sla_hours
+            ):
                 metadata.emit(mcps, now_ms)
             created += [upstream.urn] if len(mcps) > 1 else []
     columns = [SchemaColumn(c.name, c.logical_type, str(_arrow_type(plan, c.name))) for c in plan.proposal.columns]
     properties = {"kintsugi.pipeline": plan.request.name, "kintsugi.location": plan.data_text}
-    mcps = dataset_mcps(plan.dataset, name=plan.request.name, columns=columns, owner=owner, last_modified_ms=now_ms,
-                        description=f"Feature table of the {plan.request.name} pipeline, onboarded by kintsugi init",
-                        upstreams=[u.urn for u in plan.upstreams], properties=properties)
+    mcps = dataset_mcps(
+        plan.dataset,
+        name=plan.request.name,
+        columns=columns,
+        owner=owner,
+        last_modified_ms=now_ms,
+        description=f"Feature table of the {plan.request.name} pipeline, onboarded by kintsugi init",
+        upstreams=[u.urn for u in plan.upstreams],
+        properties=properties,
+    )
     with journal.writing(LedgerKind.DATAHUB, plan.dataset, what="dataset+schema+owner+lineage", count=len(mcps)):
         metadata.emit(mcps, now_ms)
     return created
@@ -391,15 +467,20 @@ def _upstream_mcps(metadata: MetadataPort, upstream: Upstream, plan: InitPlan, o
     known = metadata.aspect(upstream.urn, s.DatasetPropertiesClass)
     if known is None:
         name = DatasetUrn.from_string(upstream.urn).name
-        mcps = dataset_mcps(upstream.urn, name=name, columns=[], upstreams=[], owner=owner, last_modified_ms=now_ms,
-                            freshness_hours=upstream.sla_hours,
-                            description=f"Upstream of {plan.request.name}, registered by kintsugi init "
-                                        "(its last load counted as the moment of onboarding)")
+        mcps = dataset_mcps(
+            upstream.urn,
+            name=name,
+            columns=[],
+            upstreams=[],
+            owner=owner,
+            last_modified_ms=now_ms,
+            freshness_hours=upstream.sla_hours,
+            description=f"Upstream of {plan.request.name}, registered by kintsugi init "
+            "(its last load counted as the moment of onboarding)",
+        )
         return [m for m in mcps if not isinstance(m.aspect, s.SchemaMetadataClass)]
     current = (known.customProperties or {}).get(FRESHNESS_PROPERTY)
     if upstream.sla_hours is None or current == str(upstream.sla_hours):
         return []
     known.customProperties = {**(known.customProperties or {}), FRESHNESS_PROPERTY: str(upstream.sla_hours)}
     return [MCP(entityUrn=upstream.urn, aspect=known)]
-
-

@@ -7,6 +7,7 @@ digests whose predicate is the passport body — is signed at the conclusion of 
 the public key checks both (`check`); old HMAC passports still verify when `KINTSUGI_PASSPORT_KEY` holds their
 secret, and are reported as the legacy format.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,18 @@ from controlplane.signing import (
 )
 from controlplane.workspace import Workspace
 
-__all__ = ["workspace_key", "seal", "sign", "unsigned", "trusted_keys", "check", "public_key", "LEGACY_KEY_ENV",
-           "SigningError", "PassportVerification"]
+__all__ = [
+    "workspace_key",
+    "seal",
+    "sign",
+    "unsigned",
+    "trusted_keys",
+    "check",
+    "public_key",
+    "LEGACY_KEY_ENV",
+    "SigningError",
+    "PassportVerification",
+]
 
 LEGACY_KEY_ENV = "KINTSUGI_PASSPORT_KEY"  # the HMAC secret of passports written before signatures were public
 
@@ -75,11 +86,13 @@ def trusted_keys(ws: Workspace, public_key_pem: Path | None = None) -> list[Publ
     if os.environ.get("KINTSUGI_SIGNING_KEY"):
         return [load_or_create_key(ws.keys).public]
     if not path.is_file():
-        raise SigningError(f"this workspace has no public key at {ws.rel(path)}",
-                           "pass the signer's public key with --public-key PEM")
+        raise SigningError(
+            f"this workspace has no public key at {ws.rel(path)}", "pass the signer's public key with --public-key PEM"
+        )
     return [load_public_key(path)]
 
 
 def check(passport: dict[str, Any], keys: list[PublicKey], model_dir: Path | None = None) -> PassportVerification:
-    return verify_passport(passport, trusted_public_keys=keys, model_dir=model_dir,
-                           hmac_key=os.environ.get(LEGACY_KEY_ENV) or None)
+    return verify_passport(
+        passport, trusted_public_keys=keys, model_dir=model_dir, hmac_key=os.environ.get(LEGACY_KEY_ENV) or None
+    )

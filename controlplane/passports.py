@@ -1,5 +1,6 @@
 """A version's passport: shown, verified against both stores and the model's files with public keys only,
 used as the evidence a promotion rests on, and audited against DataHub history."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,16 @@ from controlplane.workspace import Workspace
 if TYPE_CHECKING:
     from training.registry import ModelStore
 
-__all__ = ["PassportCheck", "AuditRow", "show_passport", "verify_passport", "audit_versions", "evidence_refusal",
-           "champions_agree", "AUDIT_TAG"]
+__all__ = [
+    "PassportCheck",
+    "AuditRow",
+    "show_passport",
+    "verify_passport",
+    "audit_versions",
+    "evidence_refusal",
+    "champions_agree",
+    "AUDIT_TAG",
+]
 
 AUDIT_TAG = "urn:li:tag:audit-unsafe"
 
@@ -84,14 +93,17 @@ def _mlflow_copy(store: ModelStore, model: str, version: int, scratch: Path) -> 
         return document, store.download_model(model, version, scratch)
 
 
-def _checked(where: str, document: dict[str, Any], keys: list[PublicKey], model_dir: Path | None) -> tuple[str, list[str]]:
+def _checked(
+    where: str, document: dict[str, Any], keys: list[PublicKey], model_dir: Path | None
+) -> tuple[str, list[str]]:
     result = passport.check(document, keys, model_dir)
     status = "valid" if result.status == "legacy_hmac" and result.verified else result.status
     return status, [f"{where} copy: {reason}" for reason in result.reasons]
 
 
-def verify_passport(ws: Workspace, model: str, version: int | None = None, *,
-                    public_key: Path | None = None) -> PassportCheck:
+def verify_passport(
+    ws: Workspace, model: str, version: int | None = None, *, public_key: Path | None = None
+) -> PassportCheck:
     """Valid only when both copies (DataHub's, MLflow's) are signed by a trusted key, name the model files as
     they are now, and are the same document. Needs only the public key."""
     version = _version(ws, model, version)
@@ -170,8 +182,9 @@ def _audit_one(ws: Workspace, metadata: MetadataPort, keys: list[PublicKey], mod
     with training_errors_mapped():
         champion = open_store(ws).champion_version(model) == version
     signature, _ = _checked("DataHub", found, keys, None)
-    return AuditRow(model, version, champion, at_ms, tuple(body.get("unhealed_at_training", [])), tuple(recomputed),
-                    signature)
+    return AuditRow(
+        model, version, champion, at_ms, tuple(body.get("unhealed_at_training", [])), tuple(recomputed), signature
+    )
 
 
 def champions_agree(ws: Workspace, model: str) -> tuple[bool, str]:

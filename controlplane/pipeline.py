@@ -12,6 +12,7 @@ gates; a NEEDS_REVIEW candidate pauses at the promote gate under any policy. Eve
 lock; every external write is journaled before it is made (`controlplane.journal`), and a run whose process
 died is rolled back by the next writer (`controlplane.recovery`).
 """
+
 from __future__ import annotations
 
 import os
@@ -53,12 +54,25 @@ __all__ = ["run_pipeline", "approve", "reject"]
 Listener = Callable[[Event], None]
 
 
-def run_pipeline(ws: Workspace, spec: PipelineSpec, *, policy: Policy | str | None = None, now_ms: int | None = None,
-                 listener: Listener | None = None, run_id: str | None = None) -> RunRecord:
+def run_pipeline(
+    ws: Workspace,
+    spec: PipelineSpec,
+    *,
+    policy: Policy | str | None = None,
+    now_ms: int | None = None,
+    listener: Listener | None = None,
+    run_id: str | None = None,
+) -> RunRecord:
     """One run of the loop, to its end or a gate; `run_id` may be chosen by the caller (an API answering early)."""
     now_ms = now_ms or int(time.time() * 1000)
-    record = RunRecord(run_id or new_run_id(now_ms), spec.name, Policy(policy or spec.policy),
-                       started_ms=int(time.time() * 1000), now_ms=now_ms, pid=os.getpid())
+    record = RunRecord(
+        run_id or new_run_id(now_ms),
+        spec.name,
+        Policy(policy or spec.policy),
+        started_ms=int(time.time() * 1000),
+        now_ms=now_ms,
+        pid=os.getpid(),
+    )
     with pipeline_lock(ws, spec.name, f"run {record.run_id}"):
         recover_pipeline(ws, spec.name)
         RunJournal(ws, record).save()  # on disk from its first instant: a front door can answer with its id
@@ -82,22 +96,38 @@ def _story(run: RunContext) -> None:
         run.finish(RunStatus.PLANNED, "dry-run: the heal verifies; nothing was published or written")
         return
     if run.policy is Policy.RATIFY:
-        _pause(run, PublishCheckpoint(detected.pinned, healed, incidents, detected.report.to_dict()),
-               "the heal verifies", healed=healed.healed_path)
+        _pause(
+            run,
+            PublishCheckpoint(detected.pinned, healed, incidents, detected.report.to_dict()),
+            "the heal verifies",
+            healed=healed.healed_path,
+        )
         return
     _publish_and_train(run, detected.pinned, healed, view, incidents, detected.report.to_dict())
 
 
-def _publish_and_train(run: RunContext, pinned: Pinned, healed: Healed, view: TrainingView,
-                       incidents: tuple[IncidentRef, ...], detect_report: dict) -> None:
+def _publish_and_train(
+    run: RunContext,
+    pinned: Pinned,
+    healed: Healed,
+    view: TrainingView,
+    incidents: tuple[IncidentRef, ...],
+    detect_report: dict,
+) -> None:
     published = publish(run, pinned, healed)
     resolve(run, incidents, healed)
-    _train_and_promote(run, replace(view, location_hash=published), detect_report, incidents,
-                       tuple(asdict(s) for s in healed.steps))
+    _train_and_promote(
+        run, replace(view, location_hash=published), detect_report, incidents, tuple(asdict(s) for s in healed.steps)
+    )
 
 
-def _train_and_promote(run: RunContext, view: TrainingView, detect_report: dict, incidents: tuple[IncidentRef, ...],
-                       remediations: tuple[dict, ...]) -> None:
+def _train_and_promote(
+    run: RunContext,
+    view: TrainingView,
+    detect_report: dict,
+    incidents: tuple[IncidentRef, ...],
+    remediations: tuple[dict, ...],
+) -> None:
     if not run.writes:
         run.event(Stage.TRAIN, "skipped", "dry-run: no training, no MLflow writes")
         run.finish(RunStatus.PLANNED, f"dry-run: guard {view.report.verdict.value}; nothing was written")
@@ -108,9 +138,13 @@ def _train_and_promote(run: RunContext, view: TrainingView, detect_report: dict,
     assessment = assess(run, trained)
     verdict = assessment.decision.verdict
     if verdict is Verdict.NEEDS_REVIEW or (verdict is Verdict.APPROVED and run.policy is Policy.RATIFY):
-        _pause(run, PromoteCheckpoint(trained, verdict.value, assessment.decision.reasons),
-               f"v{trained.version} is {verdict.value}: " + "; ".join(assessment.decision.reasons),
-               version=trained.version, verdict=verdict.value)
+        _pause(
+            run,
+            PromoteCheckpoint(trained, verdict.value, assessment.decision.reasons),
+            f"v{trained.version} is {verdict.value}: " + "; ".join(assessment.decision.reasons),
+            version=trained.version,
+            verdict=verdict.value,
+        )
         return
     conclude(run, trained, assessment)
 
@@ -118,8 +152,13 @@ def _train_and_promote(run: RunContext, view: TrainingView, detect_report: dict,
 def _pause(run: RunContext, checkpoint: Checkpoint, why: str, **evidence: object) -> None:
     save_checkpoint(run.record, checkpoint)
     gate = checkpoint.gate.value
-    run.event(Stage(gate), "paused", f"{why}; waiting for `kintsugi approve {run.run_id} --reason ...` "
-              f"or `kintsugi reject {run.run_id} --reason ...`", **evidence)
+    run.event(
+        Stage(gate),
+        "paused",
+        f"{why}; waiting for `kintsugi approve {run.run_id} --reason ...` "
+        f"or `kintsugi reject {run.run_id} --reason ...`",
+        **evidence,
+    )
     run.finish(RunStatus.PAUSED, f"paused at the {gate} gate ({why})")
 
 
@@ -135,8 +174,12 @@ def _blocked_on_change(run: RunContext) -> Iterator[None]:
 
 def _paused(ws: Workspace, run_id: str, action: str) -> RunRecord:
     record = load_run(ws, run_id)
-    raise_if_not(record, RunStatus.PAUSED, action=action,
-                 fix="only a run paused at a gate can be approved or rejected; see `kintsugi runs`")
+    raise_if_not(
+        record,
+        RunStatus.PAUSED,
+        action=action,
+        fix="only a run paused at a gate can be approved or rejected; see `kintsugi runs`",
+    )
     return record
 
 
@@ -148,8 +191,15 @@ def _claim(ws: Workspace, run_id: str, action: str) -> RunRecord:
     return record
 
 
-def approve(ws: Workspace, run_id: str, *, reason: str = "", now_ms: int | None = None,
-            listener: Listener | None = None, by: str = "operator") -> RunRecord:
+def approve(
+    ws: Workspace,
+    run_id: str,
+    *,
+    reason: str = "",
+    now_ms: int | None = None,
+    listener: Listener | None = None,
+    by: str = "operator",
+) -> RunRecord:
     """Continue a paused run past its gate, deciding again on the current state; it may pause at the next gate."""
     spec = load_spec(ws, _paused(ws, run_id, "approve").pipeline)
     with pipeline_lock(ws, spec.name, f"approve {run_id}"):
@@ -158,8 +208,13 @@ def approve(ws: Workspace, run_id: str, *, reason: str = "", now_ms: int | None 
         record.now_ms = now_ms or int(time.time() * 1000)
         with open_run(ws, spec, record, listener) as run, _blocked_on_change(run):
             save_checkpoint(record, None)
-            run.event(Stage.APPROVE, "approved", f"approved at the {checkpoint.gate.value} gate by {by}"
-                      + (f": {reason}" if reason else ""), reason=reason, by=by)
+            run.event(
+                Stage.APPROVE,
+                "approved",
+                f"approved at the {checkpoint.gate.value} gate by {by}" + (f": {reason}" if reason else ""),
+                reason=reason,
+                by=by,
+            )
             if isinstance(checkpoint, PublishCheckpoint):
                 _resume_publish(run, checkpoint)
             elif isinstance(checkpoint, RollbackCheckpoint):
@@ -173,12 +228,15 @@ def _resume_publish(run: RunContext, checkpoint: PublishCheckpoint) -> None:
     """Publish only if the table, its pinned copy and the heal are as they were, and the heal verifies now."""
     verify_file(run.ws, checkpoint.pinned.table, checkpoint.pinned.table_hash, "publishing")
     if live_hash(run.ws, run.spec) != checkpoint.pinned.content_hash:
-        raise TableChanged(f"{run.spec.data_text} changed since run {run.run_id} healed it",
-                           "reject this run and start a new one on the current data")
+        raise TableChanged(
+            f"{run.spec.data_text} changed since run {run.run_id} healed it",
+            "reject this run and start a new one on the current data",
+        )
     view = verify(run, checkpoint.healed)
     if view is not None:
-        _publish_and_train(run, checkpoint.pinned, checkpoint.healed, view, checkpoint.incidents,
-                           checkpoint.detect_report)
+        _publish_and_train(
+            run, checkpoint.pinned, checkpoint.healed, view, checkpoint.incidents, checkpoint.detect_report
+        )
 
 
 def _resume_promote(run: RunContext, checkpoint: PromoteCheckpoint, approval: Approval) -> None:
@@ -186,13 +244,17 @@ def _resume_promote(run: RunContext, checkpoint: PromoteCheckpoint, approval: Ap
     trained = checkpoint.trained
     verify_file(run.ws, trained.view.table, trained.view.table_hash, "promoting")
     if live_hash(run.ws, run.spec) != trained.view.location_hash:
-        raise TableChanged(f"{run.spec.data_text} changed since run {run.run_id} trained on it",
-                           "reject this run and start a new one on the current data")
+        raise TableChanged(
+            f"{run.spec.data_text} changed since run {run.run_id} trained on it",
+            "reject this run and start a new one on the current data",
+        )
     trained, changes = _rescore_if_champion_moved(run, trained)
     assessment = assess(run, trained, also_now=True)
     if assessment.decision.verdict.value != checkpoint.verdict:
-        changes.append(f"the gate now says {assessment.decision.verdict.value} (was {checkpoint.verdict}): "
-                       + "; ".join(assessment.decision.reasons))
+        changes.append(
+            f"the gate now says {assessment.decision.verdict.value} (was {checkpoint.verdict}): "
+            + "; ".join(assessment.decision.reasons)
+        )
     if changes:
         run.event(Stage.APPROVE, "re-decided", "; ".join(changes), changes=changes)
     conclude(run, trained, assessment, approval)
@@ -215,13 +277,20 @@ def reject(ws: Workspace, run_id: str, reason: str, *, by: str = "operator") -> 
         checkpoint = load_checkpoint(record)
         with open_run(ws, spec, record) as run:
             save_checkpoint(record, None)
-            run.event(Stage.REJECT, "rejected", f"rejected at the {checkpoint.gate.value} gate by {by}: {reason}",
-                      reason=reason, by=by)
+            run.event(
+                Stage.REJECT,
+                "rejected",
+                f"rejected at the {checkpoint.gate.value} gate by {by}: {reason}",
+                reason=reason,
+                by=by,
+            )
             if isinstance(checkpoint, PromoteCheckpoint):
                 conclude(run, checkpoint.trained, assess(run, checkpoint.trained), Approval(False, reason, by))
             elif isinstance(checkpoint, RollbackCheckpoint):
                 reject_rollback(run, checkpoint, reason, by)
             else:
-                run.finish(RunStatus.REJECTED, f"rejected at the publish gate: nothing was published; the "
-                                               f"incident stays open ({reason})")
+                run.finish(
+                    RunStatus.REJECTED,
+                    f"rejected at the publish gate: nothing was published; the incident stays open ({reason})",
+                )
     return record

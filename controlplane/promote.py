@@ -5,6 +5,7 @@ model files as they are now, with a signed verdict of APPROVED (a mutable MLflow
 that was neither undone nor abandoned. The move is a run record of its own (one PROMOTE event, the alias
 writes in its ledger), so it can be listed and undone.
 """
+
 from __future__ import annotations
 
 import os
@@ -48,20 +49,36 @@ def promote_version(ws: Workspace, model: str, version: int, *, now_ms: int | No
             store = open_store(ws)
             tags, before = store.versions(model).get(version), store.champion_version(model)
         if tags is None:
-            raise VersionNotFound(f"{model} has no version {version}",
-                                  f"list its versions with `kintsugi audit {model}`")
+            raise VersionNotFound(
+                f"{model} has no version {version}", f"list its versions with `kintsugi audit {model}`"
+            )
         why = refusal(ws, store, tags, model, version)
         if why is not None:
-            raise GateRefused(f"{why}: it cannot be promoted",
-                              "only a version the gate APPROVED can be promoted; fix the evidence and run the loop again")
+            raise GateRefused(
+                f"{why}: it cannot be promoted",
+                "only a version the gate APPROVED can be promoted; fix the evidence and run the loop again",
+            )
         now_ms = now_ms or int(time.time() * 1000)
-        record = RunRecord(new_run_id(now_ms), spec.name, Policy.AUTO, int(time.time() * 1000), now_ms,
-                           pid=os.getpid(), facts={"kind": "promote", "version": version})
+        record = RunRecord(
+            new_run_id(now_ms),
+            spec.name,
+            Policy.AUTO,
+            int(time.time() * 1000),
+            now_ms,
+            pid=os.getpid(),
+            facts={"kind": "promote", "version": version},
+        )
         RunJournal(ws, record).save()
         with open_run(ws, spec, record) as run:
             move_champion(run, version)
-            run.event(Stage.PROMOTE, Verdict.APPROVED.value, f"v{version} made champion by hand"
-                      + (f" (v{before} is previous)" if before else ""), version=version, previous=before)
-            run.finish(RunStatus.PROMOTED, f"{model} v{version} is champion" + (f" (v{before} is previous)"
-                                                                                 if before else ""))
+            run.event(
+                Stage.PROMOTE,
+                Verdict.APPROVED.value,
+                f"v{version} made champion by hand" + (f" (v{before} is previous)" if before else ""),
+                version=version,
+                previous=before,
+            )
+            run.finish(
+                RunStatus.PROMOTED, f"{model} v{version} is champion" + (f" (v{before} is previous)" if before else "")
+            )
     return record

@@ -1,4 +1,5 @@
 """The promotion gate: a pure, escalate-only decision over evidence. Missing evidence is never APPROVED."""
+
 from __future__ import annotations
 
 import math
@@ -9,8 +10,14 @@ from controlplane.errors import SpecError
 from controlplane.vocab import Verdict
 from training.model import relative_gain
 
-__all__ = ["PromotionEvidence", "PromotionDecision", "decide", "check_rules", "DEFAULT_MIN_GAIN",
-           "DEFAULT_MAX_REGRESSION"]
+__all__ = [
+    "PromotionEvidence",
+    "PromotionDecision",
+    "decide",
+    "check_rules",
+    "DEFAULT_MIN_GAIN",
+    "DEFAULT_MAX_REGRESSION",
+]
 
 DEFAULT_MIN_GAIN = 0.005  # a candidate must beat the champion by 0.5% to be APPROVED
 DEFAULT_MAX_REGRESSION = 0.02  # worse than the champion by more than 2% is BLOCKED
@@ -46,11 +53,13 @@ def check_rules(min_gain: float, max_regression: float) -> None:
     if min_gain < DEFAULT_MIN_GAIN or max_regression > DEFAULT_MAX_REGRESSION or max_regression < 0:
         raise SpecError(
             f"promotion rules min_gain={min_gain} max_regression={max_regression} loosen the gate",
-            f"use min_gain >= {DEFAULT_MIN_GAIN} and 0 <= max_regression <= {DEFAULT_MAX_REGRESSION}")
+            f"use min_gain >= {DEFAULT_MIN_GAIN} and 0 <= max_regression <= {DEFAULT_MAX_REGRESSION}",
+        )
 
 
-def decide(evidence: PromotionEvidence, min_gain: float = DEFAULT_MIN_GAIN,
-           max_regression: float = DEFAULT_MAX_REGRESSION) -> PromotionDecision:
+def decide(
+    evidence: PromotionEvidence, min_gain: float = DEFAULT_MIN_GAIN, max_regression: float = DEFAULT_MAX_REGRESSION
+) -> PromotionDecision:
     blocked = _blocking_reasons(evidence)
     if blocked:
         return PromotionDecision(Verdict.BLOCKED, tuple(blocked), None)
@@ -69,8 +78,9 @@ def decide(evidence: PromotionEvidence, min_gain: float = DEFAULT_MIN_GAIN,
 
 def _soft(evidence: PromotionEvidence, gain: float | None, reasons: list[str], min_gain: float) -> PromotionDecision:
     if evidence.guard_warnings:
-        return PromotionDecision(Verdict.NEEDS_REVIEW,
-                                 (*reasons, f"{evidence.guard_warnings} guard warning(s) stand"), gain)
+        return PromotionDecision(
+            Verdict.NEEDS_REVIEW, (*reasons, f"{evidence.guard_warnings} guard warning(s) stand"), gain
+        )
     return PromotionDecision(Verdict.APPROVED, tuple(reasons), gain)
 
 
@@ -81,8 +91,10 @@ def _blocking_reasons(evidence: PromotionEvidence) -> list[str]:
     elif evidence.guard_verdict != "CLEAN":
         reasons.append(f"guard at training time was {evidence.guard_verdict}, not CLEAN")
     if evidence.unhealed_upstream_incidents:
-        reasons.append("upstream incident(s) ACTIVE at training time and not healed by this run: "
-                       + ", ".join(evidence.unhealed_upstream_incidents))
+        reasons.append(
+            "upstream incident(s) ACTIVE at training time and not healed by this run: "
+            + ", ".join(evidence.unhealed_upstream_incidents)
+        )
     if not _finite(evidence.candidate_score):
         reasons.append("candidate score is missing or not a number")
     if evidence.has_champion and not _finite(evidence.champion_score):

@@ -7,6 +7,7 @@ is rolled back: the table's previous bytes restored, its MLflow runs marked FAIL
 the champion settled on the newest eligible version, the incidents it resolved reopened. An interrupted undo
 (a run left `undoing`) is finished the same way, its versions marked undone.
 """
+
 from __future__ import annotations
 
 import time
@@ -40,8 +41,9 @@ def _dangling(record: RunRecord) -> bool:
 
 def needs_recovery(record: RunRecord) -> bool:
     """Under the pipeline's lock: every run left mid-way, or failed with a write whose outcome is unknown."""
-    return (record.status in (*_LIVE_ON_PAPER, RunStatus.INTERRUPTED)
-            or (record.status is RunStatus.FAILED and _dangling(record)))
+    return record.status in (*_LIVE_ON_PAPER, RunStatus.INTERRUPTED) or (
+        record.status is RunStatus.FAILED and _dangling(record)
+    )
 
 
 def recover_pipeline(ws: Workspace, pipeline: str) -> list[RunRecord]:
@@ -71,23 +73,26 @@ def _recover(ws: Workspace, record: RunRecord) -> RunRecord:
     with open_run(ws, spec, record, on_error=None) as run:
         verdict = None if undoing else _concluded(record)
         if verdict is not None:
-            run.event(Stage.RECOVER, "rolled-forward", f"the run had concluded {verdict.value}; its record is "
-                      "finished")
+            run.event(Stage.RECOVER, "rolled-forward", f"the run had concluded {verdict.value}; its record is finished")
             run.finish(verdict.run_status, f"recovered: it concluded {verdict.value} before it was interrupted")
             return record
         why = f"undo of run {record.run_id}" if undoing else f"run {record.run_id} was interrupted"
-        retired = take_back(run, plans, retire=UNDONE_KEY if undoing else ABANDONED_KEY, why=why,
-                            unfinished=unfinished)
+        retired = take_back(run, plans, retire=UNDONE_KEY if undoing else ABANDONED_KEY, why=why, unfinished=unfinished)
         for entry in record.ledger:
             if entry.state not in ("done", ROLLED_BACK):
                 entry.state = ROLLED_BACK
         if undoing:
-            run.finish(RunStatus.UNDONE, f"undone: {len(plans)} publish(es) taken back, {retired} version(s) "
-                                         "retired, champion settled")
+            run.finish(
+                RunStatus.UNDONE,
+                f"undone: {len(plans)} publish(es) taken back, {retired} version(s) retired, champion settled",
+            )
         else:
             last = record.events[-1].stage if record.events else "its start"
-            run.event(Stage.RECOVER, "rolled-back", f"interrupted after {last}: {len(plans)} publish(es) taken "
-                      f"back, {retired} version(s) abandoned")
+            run.event(
+                Stage.RECOVER,
+                "rolled-back",
+                f"interrupted after {last}: {len(plans)} publish(es) taken back, {retired} version(s) abandoned",
+            )
             run.finish(RunStatus.RECOVERED, f"interrupted after {last}; rolled back to a consistent state")
     return record
 
@@ -96,10 +101,15 @@ def _settle_command(ws: Workspace, record: RunRecord) -> RunRecord:
     command = record.facts["command"]
     unsure = [f"{e.kind} {e.target}" for e in record.ledger if e.state not in ("done", ROLLED_BACK)]
     journal = RunJournal(ws, record)
-    journal.event(Stage.RECOVER, "settled", f"{command} was interrupted; unsure: {', '.join(unsure) or 'nothing'}",
-                  unsure=unsure)
-    journal.finish(RunStatus.RECOVERED, f"interrupted {command}: " + (f"{', '.join(unsure)} may or may not have been "
-                   "written; " if unsure else "") + f"run `kintsugi {command}` again (init: with --force)")
+    journal.event(
+        Stage.RECOVER, "settled", f"{command} was interrupted; unsure: {', '.join(unsure) or 'nothing'}", unsure=unsure
+    )
+    journal.finish(
+        RunStatus.RECOVERED,
+        f"interrupted {command}: "
+        + (f"{', '.join(unsure)} may or may not have been written; " if unsure else "")
+        + f"run `kintsugi {command}` again (init: with --force)",
+    )
     return record
 
 

@@ -11,6 +11,7 @@ Passed batches are also how history is checked: the rows of every kept batch are
 whose rows changed since (a producer that rewrote the whole table in other units) is profiled again and
 guarded against its own kept profile, so the change is named exactly, with the rows it concerns.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,9 +36,23 @@ from guard.profile import BatchProfile, TimeWindow
 from guard.reference import Reference, build_reference
 from guard.snapshot import Snapshot, SnapshotError, read_snapshot
 
-__all__ = ["ReferenceState", "REFERENCE_BATCHES", "load_state", "load_reference", "save_batch", "establish",
-           "new_rows_window", "kept_windows", "changed_batches", "reference_batches", "state_path", "with_window_closed",
-           "forget_after", "Established", "establish_reference"]
+__all__ = [
+    "ReferenceState",
+    "REFERENCE_BATCHES",
+    "load_state",
+    "load_reference",
+    "save_batch",
+    "establish",
+    "new_rows_window",
+    "kept_windows",
+    "changed_batches",
+    "reference_batches",
+    "state_path",
+    "with_window_closed",
+    "forget_after",
+    "Established",
+    "establish_reference",
+]
 
 REFERENCE_BATCHES = 12
 _YEAR_MS = 365 * 24 * 3600 * 1000
@@ -73,9 +88,10 @@ def load_state(ws: Workspace, pipeline: str) -> ReferenceState | None:
         data = json.loads(path.read_text())
         return ReferenceState(data["time_column"], data["cadence"], tuple(data["batches"]), data["watermark_ms"])
     except (ValueError, KeyError, TypeError) as exc:
-        raise WorkspaceError(f"the reference state {ws.rel(path)} is unreadable ({exc})",
-                             "restore it from a backup, or establish the reference again with `kintsugi init --force`"
-                             ) from exc
+        raise WorkspaceError(
+            f"the reference state {ws.rel(path)} is unreadable ({exc})",
+            "restore it from a backup, or establish the reference again with `kintsugi init --force`",
+        ) from exc
 
 
 def _write(path: Path, text: str) -> None:
@@ -94,9 +110,10 @@ def _load_batch(ws: Workspace, pipeline: str, batch_id: str) -> BatchProfile:
     try:
         return BatchProfile.from_json(path.read_text())
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise WorkspaceError(f"the reference batch {ws.rel(path)} is missing or unreadable ({exc})",
-                             "restore the workspace's references/ folder, or establish the reference again with "
-                             "`kintsugi init --force`") from exc
+        raise WorkspaceError(
+            f"the reference batch {ws.rel(path)} is missing or unreadable ({exc})",
+            "restore the workspace's references/ folder, or establish the reference again with `kintsugi init --force`",
+        ) from exc
 
 
 def reference_batches(ws: Workspace, pipeline: str, state: ReferenceState) -> list[BatchProfile]:
@@ -152,8 +169,9 @@ def establish(ws: Workspace, spec: PipelineSpec, table: Path, *, cadence: str = 
     except SnapshotError as exc:
         raise DataError(str(exc), f"check `time_column: {column}` in {spec.source} and the table") from exc
     if not snapshots:
-        raise DataError(f"the table of {spec.name!r} has no rows to make a reference from",
-                        "land at least one batch first")
+        raise DataError(
+            f"the table of {spec.name!r} has no rows to make a reference from", "land at least one batch first"
+        )
     chosen = cadence if cadence != "auto" else _cadence_of(snapshots)
     state = ReferenceState(column, chosen, (), None)
     for snapshot in snapshots:
@@ -179,8 +197,9 @@ def kept_windows(ws: Workspace, pipeline: str, state: ReferenceState) -> list[Ti
     return [w for w in kept if w is not None] + [new_rows_window(state)]
 
 
-def changed_batches(ws: Workspace, pipeline: str, table: Path, state: ReferenceState, *,
-                    read: Callable[..., Snapshot] = read_snapshot) -> list[tuple[BatchProfile, Snapshot]]:
+def changed_batches(
+    ws: Workspace, pipeline: str, table: Path, state: ReferenceState, *, read: Callable[..., Snapshot] = read_snapshot
+) -> list[tuple[BatchProfile, Snapshot]]:
     """Every kept batch whose rows in the table are no longer what passed: (as kept, as now). All batches are
     fingerprinted in one aggregate pass; only those that moved are profiled again (by `read`: an engine's)."""
     kept = [b for b in (_load_batch(ws, pipeline, i) for i in state.batches) if b.window is not None]

@@ -1,4 +1,5 @@
 """Plain-text rendering of runs and guard reports for the terminal."""
+
 from __future__ import annotations
 
 import json
@@ -28,23 +29,28 @@ def _evidence_lines(event: Event) -> list[str]:
             continue
         if key == "findings":
             for f in value:
-                lines.append(f"             finding {f['kind']} on {f['column']}: observed {json.dumps(f['observed'])}"
-                             f", expected {json.dumps(f['expected'])}, playbook {f['playbook']}")
+                lines.append(
+                    f"             finding {f['kind']} on {f['column']}: observed {json.dumps(f['observed'])}"
+                    f", expected {json.dumps(f['expected'])}, playbook {f['playbook']}"
+                )
         else:
             lines.append(f"             {key}: {json.dumps(value, default=str)[:300]}")
     return lines
 
 
 def _header(record: RunRecord) -> str:
-    return (f"run {record.run_id}  pipeline {record.pipeline}  policy {record.policy.value}  "
-            f"started {_when(record.started_ms)}  status {record.status.value}")
+    return (
+        f"run {record.run_id}  pipeline {record.pipeline}  policy {record.policy.value}  "
+        f"started {_when(record.started_ms)}  status {record.status.value}"
+    )
 
 
 def _ledger_lines(record: RunRecord) -> list[str]:
     if not record.ledger:
         return []
-    return ["  ledger:"] + [f"    {e.kind:<15} {e.state:<11} {e.target} {json.dumps(e.detail, default=str)[:140]}"
-                           for e in record.ledger]
+    return ["  ledger:"] + [
+        f"    {e.kind:<15} {e.state:<11} {e.target} {json.dumps(e.detail, default=str)[:140]}" for e in record.ledger
+    ]
 
 
 def timeline(record: RunRecord, *, with_ledger: bool = True) -> str:
@@ -68,8 +74,10 @@ def report_table(report: GuardReport) -> str:
     if not report.findings:
         lines.append(f"no findings ({len(report.outcomes)} checks passed)")
     for f in report.findings:
-        lines.append(f"  {f.severity.value:<5} {f.kind.value:<22} {f.column or '-':<16} observed={json.dumps(f.observed)} "
-                     f"expected={json.dumps(f.expected)} playbook={f.playbook or '-'}")
+        lines.append(
+            f"  {f.severity.value:<5} {f.kind.value:<22} {f.column or '-':<16} observed={json.dumps(f.observed)} "
+            f"expected={json.dumps(f.expected)} playbook={f.playbook or '-'}"
+        )
         lines.append(f"        {f.message}")
     return "\n".join(lines)
 
@@ -77,5 +85,6 @@ def report_table(report: GuardReport) -> str:
 def runs_table(records: list[RunRecord]) -> str:
     if not records:
         return "no runs yet"
-    return "\n".join(f"{r.run_id}  {r.pipeline:<14} {r.policy.value:<8} {r.status.value:<13} {r.outcome[:80]}"
-                     for r in records)
+    return "\n".join(
+        f"{r.run_id}  {r.pipeline:<14} {r.policy.value:<8} {r.status.value:<13} {r.outcome[:80]}" for r in records
+    )

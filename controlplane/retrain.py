@@ -3,6 +3,7 @@ of its upstreams was resolved after its last run of the loop. A resolution that 
 healed it included) needs nothing, so a restart never replays a burst: one run per pipeline covers every
 resolution before it. Quiet hours (`quiet_hours: "22-06"` in the spec, UTC) defer it to the next pass after them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -59,14 +60,18 @@ def _resolutions(port: MetadataPort, datasets: set[str], now_ms: int) -> list[tu
     return found
 
 
-def due_retrains(port: MetadataPort, specs: list[PipelineSpec], lineages: dict[str, set[str]],
-                 records: list[RunRecord], now_ms: int) -> list[RetrainDue]:
+def due_retrains(
+    port: MetadataPort, specs: list[PipelineSpec], lineages: dict[str, set[str]], records: list[RunRecord], now_ms: int
+) -> list[RetrainDue]:
     """Each pipeline with a resolution on its datasets after its last run of the loop."""
     due = []
     for spec in specs:
         last = last_loop_run_ms(records, spec.name)
         after = sorted((r, u) for u, r in _resolutions(port, lineages[spec.name], now_ms) if last is None or r > last)
         if after:
-            due.append(RetrainDue(spec.name, tuple(u for _, u in after), after[-1][0],
-                                  in_quiet_hours(spec.quiet_hours, now_ms)))
+            due.append(
+                RetrainDue(
+                    spec.name, tuple(u for _, u in after), after[-1][0], in_quiet_hours(spec.quiet_hours, now_ms)
+                )
+            )
     return due

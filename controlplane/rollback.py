@@ -1,5 +1,6 @@
 """Taking writes back, shared by `undo` and crash recovery. Each step is planned from the current state (level-
 based: running it twice changes nothing the second time) and checks everything before it touches anything."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,9 +23,22 @@ from controlplane.stages.conclude import move_champion
 from controlplane.vocab import LedgerKind, Stage, Verdict
 from controlplane.workspace import Workspace
 
-__all__ = ["TableRestore", "plan_restore", "restore_table", "retire_version", "settle_champion",
-           "reopen_incidents", "eligible_champion", "versions_of", "resolved_by", "plan_take_back", "take_back",
-           "ABANDONED_TAG", "UNDONE_KEY", "ABANDONED_KEY"]
+__all__ = [
+    "TableRestore",
+    "plan_restore",
+    "restore_table",
+    "retire_version",
+    "settle_champion",
+    "reopen_incidents",
+    "eligible_champion",
+    "versions_of",
+    "resolved_by",
+    "plan_take_back",
+    "take_back",
+    "ABANDONED_TAG",
+    "UNDONE_KEY",
+    "ABANDONED_KEY",
+]
 
 UNDONE_KEY, ABANDONED_KEY = "kintsugi.undone", "kintsugi.abandoned"
 ABANDONED_TAG = tag_urn("abandoned")
@@ -51,25 +65,32 @@ def plan_restore(ws: Workspace, spec: PipelineSpec, run_id: str, entry: LedgerEn
         return TableRestore(backup, before, needed=False)
     if not (backup / "manifest.json").is_file():
         if entry.done:
-            raise RunStateError(f"the kept bytes of run {run_id} ({entry.detail['backup']}) are gone",
-                                "nothing was changed; restore the table from your own backup")
+            raise RunStateError(
+                f"the kept bytes of run {run_id} ({entry.detail['backup']}) are gone",
+                "nothing was changed; restore the table from your own backup",
+            )
         return TableRestore(backup, before, needed=False)  # interrupted before its first byte: nothing moved
     if entry.done and current != after:
-        raise RunStateError(f"{spec.data_text} changed after run {run_id} published it (now {current})",
-                            "undo the later runs first, newest first; nothing was changed")
+        raise RunStateError(
+            f"{spec.data_text} changed after run {run_id} published it (now {current})",
+            "undo the later runs first, newest first; nothing was changed",
+        )
     try:
         check_backup(ws, spec, backup)
     except TableChanged as exc:
-        raise RunStateError(f"the kept bytes of run {run_id} are damaged: {exc.message}",
-                            "nothing was changed; restore the table from your own backup") from exc
+        raise RunStateError(
+            f"the kept bytes of run {run_id} are damaged: {exc.message}",
+            "nothing was changed; restore the table from your own backup",
+        ) from exc
     return TableRestore(backup, before, needed=True, mixed=not entry.done)
 
 
 def restore_table(run: RunContext, plan: TableRestore) -> None:
     if not plan.needed:
         return
-    with run.journal.writing(LedgerKind.RESTORE, run.spec.data_text, backup=run.ws.rel(plan.backup),
-                             restore_hash=plan.before_hash):
+    with run.journal.writing(
+        LedgerKind.RESTORE, run.spec.data_text, backup=run.ws.rel(plan.backup), restore_hash=plan.before_hash
+    ):
         crash_point("undo:before-restore")
         restored = snapshot_restore(run.ws, run.spec, plan.backup, check_live=not plan.mixed)
     run.event(Stage.UNDO, "restored", f"{run.spec.data_text} restored to {restored}", restored_hash=restored)
@@ -94,9 +115,17 @@ def eligible_champion(run: RunContext) -> int | None:
         store = open_store(run.ws)
         versions = store.versions(run.spec.name)
     rolled_back = rolled_back_versions(run.ws, run.spec.name)
-    candidates = sorted((v for v, tags in versions.items() if tags.get("kintsugi.verdict") == Verdict.APPROVED.value
-                         and UNDONE_KEY not in tags and ABANDONED_KEY not in tags and v not in rolled_back),
-                        reverse=True)
+    candidates = sorted(
+        (
+            v
+            for v, tags in versions.items()
+            if tags.get("kintsugi.verdict") == Verdict.APPROVED.value
+            and UNDONE_KEY not in tags
+            and ABANDONED_KEY not in tags
+            and v not in rolled_back
+        ),
+        reverse=True,
+    )
     return next((v for v in candidates if evidence_refusal(run.ws, store, run.spec.name, v) is None), None)
 
 
@@ -107,10 +136,16 @@ def settle_champion(run: RunContext) -> None:
     target = eligible_champion(run)
     if current != target:
         move_champion(run, target)
-        run.event(Stage.UNDO, "alias", f"champion of {run.spec.name} moved from "
-                  + (f"v{current}" if current else "none") + " to " + (f"v{target}" if target else
-                                                                        "none: no eligible version is left"),
-                  version=target, previous=current)
+        run.event(
+            Stage.UNDO,
+            "alias",
+            f"champion of {run.spec.name} moved from "
+            + (f"v{current}" if current else "none")
+            + " to "
+            + (f"v{target}" if target else "none: no eligible version is left"),
+            version=target,
+            previous=current,
+        )
 
 
 def reopen_incidents(run: RunContext, urns: list[str], note: str) -> None:
@@ -127,8 +162,13 @@ def versions_of(entries: list[LedgerEntry]) -> list[int]:
 
 def resolved_by(record: RunRecord) -> list[str]:
     """Incidents the run resolved (or set out to resolve), from its ledger."""
-    return [e.target for e in record.ledger if e.kind == LedgerKind.DATAHUB.value
-            and e.detail.get("aspect") == "incidentInfo" and e.detail.get("state") == "RESOLVED"]
+    return [
+        e.target
+        for e in record.ledger
+        if e.kind == LedgerKind.DATAHUB.value
+        and e.detail.get("aspect") == "incidentInfo"
+        and e.detail.get("state") == "RESOLVED"
+    ]
 
 
 def plan_take_back(ws: Workspace, spec: PipelineSpec, record: RunRecord, *, unfinished: bool) -> list[TableRestore]:

@@ -12,6 +12,7 @@ Level-based: `plan` reads the current state, `apply` writes only what differs, i
 write in its ledger. A rollback record is undone by `kintsugi undo` like any run: the champion is settled on the
 newest eligible version again (a standing rollback excludes the version it left, an undone one no longer does).
 """
+
 from __future__ import annotations
 
 import os
@@ -51,8 +52,18 @@ from controlplane.workspace import Workspace
 if TYPE_CHECKING:
     from training.registry import ModelStore
 
-__all__ = ["Mark", "Plan", "ChampionOutcome", "plan", "reconcile_champion", "resume_rollback", "reject_rollback",
-           "AT_RISK_KEY", "FLAG_KEY", "WATCH_KIND"]
+__all__ = [
+    "Mark",
+    "Plan",
+    "ChampionOutcome",
+    "plan",
+    "reconcile_champion",
+    "resume_rollback",
+    "reject_rollback",
+    "AT_RISK_KEY",
+    "FLAG_KEY",
+    "WATCH_KIND",
+]
 
 AT_RISK_KEY = "kintsugi.at_risk"
 FLAG_KEY = "kintsugi.flagged"
@@ -81,8 +92,9 @@ class Plan:
     @property
     def flagged(self) -> int | None:
         """The version that should carry the flag: a champion kept unsafe (flagged, or waiting for approval)."""
-        keeps = self.decision.action in ("flag", "waiting") or (self.decision.action == "rollback"
-                                                                 and self.spec.policy is not Policy.AUTO)
+        keeps = self.decision.action in ("flag", "waiting") or (
+            self.decision.action == "rollback" and self.spec.policy is not Policy.AUTO
+        )
         return self.champion if keeps else None
 
     @property
@@ -104,8 +116,9 @@ class ChampionOutcome:
 def _eligible(tags: dict[str, str] | None) -> bool:
     if not tags:
         return False
-    return tags.get("kintsugi.verdict") == Verdict.APPROVED.value and UNDONE_KEY not in tags \
-        and ABANDONED_KEY not in tags
+    return (
+        tags.get("kintsugi.verdict") == Verdict.APPROVED.value and UNDONE_KEY not in tags and ABANDONED_KEY not in tags
+    )
 
 
 def plan(ws: Workspace, spec: PipelineSpec, metadata: MetadataPort, store: ModelStore, policy: Policy) -> Plan:
@@ -115,8 +128,12 @@ def plan(ws: Workspace, spec: PipelineSpec, metadata: MetadataPort, store: Model
         champion, versions = store.champion_version(name), store.versions(name)
     health = versions_health(metadata, name)
     by_version = {h.version: h for h in health}
-    current = None if champion is None else by_version.get(champion) or VersionHealth(
-        name, champion, 0, (), (), (), None, "DataHub holds no mlModel for it")
+    current = (
+        None
+        if champion is None
+        else by_version.get(champion)
+        or VersionHealth(name, champion, 0, (), (), (), None, "DataHub holds no mlModel for it")
+    )
     earlier = [h for h in health if h.version != champion and _eligible(versions.get(h.version))]
     decision = decide(current, earlier, prior_rollbacks(ws, name), lambda v: evidence_refusal(ws, store, name, v))
     marks = [Mark(h.version, cause_of(metadata, c), h.trained_at_ms) for h in health for c in h.learned]
@@ -130,8 +147,9 @@ def _with_policy(spec: PipelineSpec, policy: Policy) -> PipelineSpec:
     return replace(spec, policy=policy)
 
 
-def _mark_writes(metadata: MetadataPort, plan_: Plan, champion: int | None, note: str,
-                 now_ms: int) -> list[tuple[str, s.IncidentInfoClass]]:
+def _mark_writes(
+    metadata: MetadataPort, plan_: Plan, champion: int | None, note: str, now_ms: int
+) -> list[tuple[str, s.IncidentInfoClass]]:
     """At-risk incidents to write so that the champion's are ACTIVE and the others RESOLVED."""
     writes = []
     for mark in plan_.marks:
@@ -140,8 +158,12 @@ def _mark_writes(metadata: MetadataPort, plan_: Plan, champion: int | None, note
         message = _message(plan_.spec.name, mark.version, champion, state, note)
         current = metadata.aspect(urn, s.IncidentInfoClass)
         if current is None:
-            writes.append((urn, at_risk_info(plan_.spec.name, mark.version, mark.cause, mark.trained_at_ms, state,
-                                             message, now_ms)))
+            writes.append(
+                (
+                    urn,
+                    at_risk_info(plan_.spec.name, mark.version, mark.cause, mark.trained_at_ms, state, message, now_ms),
+                )
+            )
         elif current.status.state != state:
             writes.append((urn, set_state(current, state, message, now_ms)))
     return writes
@@ -150,8 +172,9 @@ def _mark_writes(metadata: MetadataPort, plan_: Plan, champion: int | None, note
 def _message(pipeline: str, version: int, champion: int | None, state: str, note: str) -> str:
     if state == _ACTIVE:
         return f"v{version} is the champion of {pipeline}: a model trained on this data is serving"
-    return note or (f"v{version} is not the champion of {pipeline} (" + (f"v{champion} is)" if champion else
-                                                                         "it has none)"))
+    return note or (
+        f"v{version} is not the champion of {pipeline} (" + (f"v{champion} is)" if champion else "it has none)")
+    )
 
 
 def _tag_writes(plan_: Plan) -> dict[int, str]:
@@ -176,8 +199,13 @@ def _flag_changes(metadata: MetadataPort, plan_: Plan) -> tuple[list[MCP], dict[
 def pending(metadata: MetadataPort, plan_: Plan, now_ms: int) -> bool:
     """Whether applying the plan would write anything."""
     mcps, mlflow = _flag_changes(metadata, plan_)
-    return (plan_.decision.action == "rollback" or bool(mcps) or bool(mlflow) or bool(_tag_writes(plan_))
-            or bool(_mark_writes(metadata, plan_, plan_.champion, "", now_ms)))
+    return (
+        plan_.decision.action == "rollback"
+        or bool(mcps)
+        or bool(mlflow)
+        or bool(_tag_writes(plan_))
+        or bool(_mark_writes(metadata, plan_, plan_.champion, "", now_ms))
+    )
 
 
 def reconcile_champion(ws: Workspace, spec: PipelineSpec, policy: Policy, now_ms: int) -> ChampionOutcome:
@@ -192,8 +220,9 @@ def reconcile_champion(ws: Workspace, spec: PipelineSpec, policy: Policy, now_ms
             needed = policy.writes and pending(metadata, found, now_ms)
         marks = tuple(f"v{m.version} <- {m.cause.urn}" for m in found.marks)
         if not needed:
-            return ChampionOutcome(spec.name, found.decision, marks, _quiet_action(found, policy),
-                                   message=found.decision.why)
+            return ChampionOutcome(
+                spec.name, found.decision, marks, _quiet_action(found, policy), message=found.decision.why
+            )
         record = _new_record(run_id, spec, found, policy, now_ms)
         with open_run(ws, found.spec, record) as run:
             action = _apply(run, found)
@@ -212,16 +241,26 @@ def _new_record(run_id: str, spec: PipelineSpec, found: Plan, policy: Policy, no
     decision = found.decision
     facts: dict[str, object] = {"kind": WATCH_KIND}
     if decision.action == "rollback":
-        facts = {"kind": ROLLBACK_KIND, "from_version": decision.champion, "to_version": decision.target,
-                 "causes": list(decision.causes)}
+        facts = {
+            "kind": ROLLBACK_KIND,
+            "from_version": decision.champion,
+            "to_version": decision.target,
+            "causes": list(decision.causes),
+        }
     return RunRecord(run_id, spec.name, policy, int(time.time() * 1000), now_ms, pid=os.getpid(), facts=facts)
 
 
 def _apply(run: RunContext, found: Plan) -> str:
     """Write the plan; returns what happened (rolled-back, proposed, flagged, watched)."""
     decision, name = found.decision, run.spec.name
-    run.event(Stage.WATCH, decision.action, decision.why, champion=decision.champion, causes=list(decision.causes),
-              at_risk=[f"v{m.version} <- {m.cause.urn}" for m in found.marks])
+    run.event(
+        Stage.WATCH,
+        decision.action,
+        decision.why,
+        champion=decision.champion,
+        causes=list(decision.causes),
+        at_risk=[f"v{m.version} <- {m.cause.urn}" for m in found.marks],
+    )
     _write_marks(run, found, found.champion, "")
     if decision.action == "rollback" and run.policy is Policy.AUTO:
         return _roll_back(run, found, decision.target, None)  # type: ignore[arg-type]
@@ -229,15 +268,30 @@ def _apply(run: RunContext, found: Plan) -> str:
     if decision.action == "rollback":
         checkpoint = RollbackCheckpoint(decision.champion, decision.target, decision.causes)  # type: ignore[arg-type]
         save_checkpoint(run.record, checkpoint)
-        run.event(Stage.ROLLBACK, "paused", f"proposed: champion of {name} from v{decision.champion} back to "
-                  f"v{decision.target} ({decision.why}); waiting for `kintsugi approve {run.run_id} --reason ...` or "
-                  f"`kintsugi reject {run.run_id} --reason ...`", version=decision.target, previous=decision.champion)
-        run.finish(RunStatus.PAUSED, f"paused at the rollback gate: v{decision.champion} -> v{decision.target} "
-                                     f"proposed; v{decision.champion} stays champion, flagged, until then")
+        run.event(
+            Stage.ROLLBACK,
+            "paused",
+            f"proposed: champion of {name} from v{decision.champion} back to "
+            f"v{decision.target} ({decision.why}); waiting for `kintsugi approve {run.run_id} --reason ...` or "
+            f"`kintsugi reject {run.run_id} --reason ...`",
+            version=decision.target,
+            previous=decision.champion,
+        )
+        run.finish(
+            RunStatus.PAUSED,
+            f"paused at the rollback gate: v{decision.champion} -> v{decision.target} "
+            f"proposed; v{decision.champion} stays champion, flagged, until then",
+        )
         return "proposed"
     flagged = found.flagged
-    run.finish(RunStatus.WATCHED, (f"v{flagged} kept as champion, flagged: {decision.why}" if flagged else
-                                   f"{len(found.marks)} version(s) at risk recorded; {decision.why}"))
+    run.finish(
+        RunStatus.WATCHED,
+        (
+            f"v{flagged} kept as champion, flagged: {decision.why}"
+            if flagged
+            else f"{len(found.marks)} version(s) at risk recorded; {decision.why}"
+        ),
+    )
     return "flagged" if flagged else "watched"
 
 
@@ -251,16 +305,23 @@ def _roll_back(run: RunContext, found: Plan, target: int, approval: Approval | N
     found.decision = Decision("healthy", target, None, (), f"v{target} is clean at its training instant")
     _write_marks(run, found, target, note)
     _write_tags_and_flags(run, found)
-    run.event(Stage.ROLLBACK, "rolled-back", note + f" ({decision.why})", version=target,
-              previous=decision.champion, causes=list(decision.causes))
+    run.event(
+        Stage.ROLLBACK,
+        "rolled-back",
+        note + f" ({decision.why})",
+        version=target,
+        previous=decision.champion,
+        causes=list(decision.causes),
+    )
     run.finish(RunStatus.ROLLED_BACK, note)
     return "rolled-back"
 
 
 def _write_marks(run: RunContext, found: Plan, champion: int | None, note: str) -> None:
     for urn, info in _mark_writes(run.metadata, found, champion, note, run.now_ms):
-        with run.journal.writing(LedgerKind.DATAHUB, urn, aspect="incidentInfo", state=str(info.status.state),
-                                 at_risk=info.entities[0]):
+        with run.journal.writing(
+            LedgerKind.DATAHUB, urn, aspect="incidentInfo", state=str(info.status.state), at_risk=info.entities[0]
+        ):
             run.metadata.emit([MCP(entityUrn=urn, aspect=info)], run.now_ms)
 
 
@@ -273,13 +334,15 @@ def _write_tags_and_flags(run: RunContext, found: Plan) -> None:
                 store.set_version_tags(name, version, {AT_RISK_KEY: text})
     mcps, mlflow = _flag_changes(run.metadata, found)
     if mcps:
-        with run.journal.writing(LedgerKind.DATAHUB, f"{name}@unsafe-champion", aspect="globalTags",
-                                 flagged=found.flagged):
+        with run.journal.writing(
+            LedgerKind.DATAHUB, f"{name}@unsafe-champion", aspect="globalTags", flagged=found.flagged
+        ):
             run.metadata.emit(mcps, run.now_ms)
     with training_errors_mapped():
         for version, why in sorted(mlflow.items()):
-            with run.journal.writing(LedgerKind.MLFLOW_TAGS, f"{name}/{version}", tag=FLAG_KEY,
-                                     flagged=why is not None):
+            with run.journal.writing(
+                LedgerKind.MLFLOW_TAGS, f"{name}/{version}", tag=FLAG_KEY, flagged=why is not None
+            ):
                 if why is None:
                     store.delete_version_tags(name, version, [FLAG_KEY])
                 else:
@@ -293,15 +356,23 @@ def resume_rollback(run: RunContext, checkpoint: RollbackCheckpoint, approval: A
     found = plan(run.ws, run.spec, run.metadata, store, run.policy)
     decision = found.decision
     if found.champion != checkpoint.from_version:
-        run.event(Stage.ROLLBACK, "skipped", f"the champion moved since the proposal (now v{found.champion}); "
-                  "nothing was rolled back")
-        run.finish(RunStatus.WATCHED, f"nothing rolled back: the champion is v{found.champion} now, not "
-                                      f"v{checkpoint.from_version}")
+        run.event(
+            Stage.ROLLBACK,
+            "skipped",
+            f"the champion moved since the proposal (now v{found.champion}); nothing was rolled back",
+        )
+        run.finish(
+            RunStatus.WATCHED,
+            f"nothing rolled back: the champion is v{found.champion} now, not v{checkpoint.from_version}",
+        )
         return
     if decision.action == "rollback":
         if decision.target != checkpoint.to_version:
-            run.event(Stage.APPROVE, "re-decided", f"v{checkpoint.to_version} is no longer the newest clean version; "
-                      f"rolling back to v{decision.target}")
+            run.event(
+                Stage.APPROVE,
+                "re-decided",
+                f"v{checkpoint.to_version} is no longer the newest clean version; rolling back to v{decision.target}",
+            )
         _roll_back(run, found, decision.target, approval)  # type: ignore[arg-type]
         return
     _write_marks(run, found, found.champion, "")
@@ -312,5 +383,8 @@ def resume_rollback(run: RunContext, checkpoint: RollbackCheckpoint, approval: A
 
 
 def reject_rollback(run: RunContext, checkpoint: RollbackCheckpoint, reason: str, by: str) -> None:
-    run.finish(RunStatus.REJECTED, f"rollback of v{checkpoint.from_version} to v{checkpoint.to_version} rejected by "
-                                   f"{by}: {reason}; v{checkpoint.from_version} stays champion, flagged")
+    run.finish(
+        RunStatus.REJECTED,
+        f"rollback of v{checkpoint.from_version} to v{checkpoint.to_version} rejected by "
+        f"{by}: {reason}; v{checkpoint.from_version} stays champion, flagged",
+    )

@@ -1,5 +1,6 @@
 """YAML that cannot blow up: a size limit, no aliases (a "billion laughs" document is refused, not expanded),
 and the safe loader's plain types only."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,8 +20,10 @@ class _NoAliasLoader(yaml.SafeLoader):
     def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
-            raise YamlRefused(f"uses a YAML alias (*{event.anchor}) at line {event.start_mark.line + 1}; "
-                              "aliases are not accepted: write the value out")
+            raise YamlRefused(
+                f"uses a YAML alias (*{event.anchor}) at line {event.start_mark.line + 1}; "
+                "aliases are not accepted: write the value out"
+            )
         return super().compose_node(parent, index)
 
 

@@ -1,4 +1,5 @@
 """Cron schedules, pure: when a pipeline is due. Times are UTC."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -24,5 +25,8 @@ def due(spec_schedules: Mapping[str, str], last_runs: Mapping[str, datetime | No
 
     However many fire times were missed, a due pipeline runs once.
     """
-    return sorted(name for name, schedule in spec_schedules.items()
-                  if (last := last_runs.get(name)) is None or latest_fire(schedule, now) > last)
+    return sorted(
+        name
+        for name, schedule in spec_schedules.items()
+        if (last := last_runs.get(name)) is None or latest_fire(schedule, now) > last
+    )

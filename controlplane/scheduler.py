@@ -4,6 +4,7 @@
 plumbing that `kintsugi serve` runs in one small thread. Times are UTC. A fire time missed while nothing was serving is
 not replayed: the scheduler counts from its own start, so a restart never fires a burst of runs.
 """
+
 from __future__ import annotations
 
 import logging
@@ -56,10 +57,14 @@ class Scheduler:
 
     def last_runs(self, names: list[str]) -> dict[str, datetime | None]:
         """For each pipeline, the latest of: its last run's start, the last attempt here, this scheduler's start."""
-        started = {r.pipeline: datetime.fromtimestamp(r.started_ms / 1000, tz=timezone.utc) for r in list_runs(self.ws)
-                   if is_loop_run(r)}  # a watch pass, a promote, an init or a land is not a run of the schedule
-        return {n: max(t for t in (started.get(n), self.attempts.get(n), self.started_at) if t is not None)
-                for n in names}
+        started = {
+            r.pipeline: datetime.fromtimestamp(r.started_ms / 1000, tz=timezone.utc)
+            for r in list_runs(self.ws)
+            if is_loop_run(r)
+        }  # a watch pass, a promote, an init or a land is not a run of the schedule
+        return {
+            n: max(t for t in (started.get(n), self.attempts.get(n), self.started_at) if t is not None) for n in names
+        }
 
     def tick(self, now: datetime | None = None) -> list[str]:
         """Start every due pipeline; returns the names started. A refused start is logged, not raised."""

@@ -1,6 +1,7 @@
 """The one service layer every front door calls (CLI, HTTP API, MCP server, scheduler): typed input in, the
 project's dataclasses out, errors from the one tree. It validates what front doors cannot (instants, policies,
 free text) and decides nothing itself: the loop, the guard, undo and recovery do."""
+
 from __future__ import annotations
 
 import logging
@@ -41,10 +42,37 @@ from controlplane.workspace import Workspace
 from guard.findings import GuardReport
 from guard.runner import run_guard
 
-__all__ = ["PipelineInfo", "IncidentInfo", "RunListing", "parse_now", "parse_policy", "check_text", "pipelines",
-           "guard", "run", "start_run", "approve", "reject", "undo", "recover", "promote", "runs", "get_run",
-           "incidents", "lineage", "accept", "apply_contract", "show_contract", "DatasetNode", "ModelNode", "Lineage", "MAX_TEXT",
-           "EARLIEST_NOW", "watch", "postmortem"]
+__all__ = [
+    "PipelineInfo",
+    "IncidentInfo",
+    "RunListing",
+    "parse_now",
+    "parse_policy",
+    "check_text",
+    "pipelines",
+    "guard",
+    "run",
+    "start_run",
+    "approve",
+    "reject",
+    "undo",
+    "recover",
+    "promote",
+    "runs",
+    "get_run",
+    "incidents",
+    "lineage",
+    "accept",
+    "apply_contract",
+    "show_contract",
+    "DatasetNode",
+    "ModelNode",
+    "Lineage",
+    "MAX_TEXT",
+    "EARLIEST_NOW",
+    "watch",
+    "postmortem",
+]
 
 log = logging.getLogger(__name__)
 
@@ -82,13 +110,17 @@ def parse_now(text: str | None) -> int | None:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError as exc:
-        raise InputError(f"now {text[:80]!r} is not an ISO-8601 instant",
-                         "pass e.g. 2026-11-01T12:00:00+00:00, or omit it for the current time") from exc
+        raise InputError(
+            f"now {text[:80]!r} is not an ISO-8601 instant",
+            "pass e.g. 2026-11-01T12:00:00+00:00, or omit it for the current time",
+        ) from exc
     moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
     latest = datetime.now(timezone.utc) + _LATEST_AHEAD
     if not EARLIEST_NOW <= moment <= latest:
-        raise InputError(f"now {text!r} is outside {EARLIEST_NOW:%Y-%m-%d} .. {latest:%Y-%m-%d}",
-                         "pass the instant the data should be judged at (no epoch zero, no far future)")
+        raise InputError(
+            f"now {text!r} is outside {EARLIEST_NOW:%Y-%m-%d} .. {latest:%Y-%m-%d}",
+            "pass the instant the data should be judged at (no epoch zero, no far future)",
+        )
     return int(moment.timestamp() * 1000)
 
 
@@ -98,8 +130,10 @@ def parse_policy(policy: str | None) -> Policy | None:
     try:
         return Policy(policy)
     except ValueError:
-        raise InputError(f"policy {policy[:40]!r} is not known",
-                         f"use one of {', '.join(p.value for p in Policy)}, or omit it for the spec's") from None
+        raise InputError(
+            f"policy {policy[:40]!r} is not known",
+            f"use one of {', '.join(p.value for p in Policy)}, or omit it for the spec's",
+        ) from None
 
 
 def check_text(text: str, what: str, *, required: bool = True) -> str:
@@ -142,14 +176,26 @@ def guard(ws: Workspace, pipeline: str, data: Path | None = None, now_ms: int | 
         return guard_table(ws, metadata, spec, table.path(ws), now_ms).report
 
 
-def run(ws: Workspace, pipeline: str, policy: str | None = None, now_ms: int | None = None,
-        listener: Callable[[Event], None] | None = None) -> RunRecord:
+def run(
+    ws: Workspace,
+    pipeline: str,
+    policy: str | None = None,
+    now_ms: int | None = None,
+    listener: Callable[[Event], None] | None = None,
+) -> RunRecord:
     chosen = parse_policy(policy)
     return run_pipeline(ws, load_spec(ws, pipeline), policy=chosen, now_ms=now_ms, listener=listener)
 
 
-def start_run(ws: Workspace, pipeline: str, policy: str | None = None, now_ms: int | None = None,
-              listener: Callable[[Event], None] | None = None, *, timeout_s: float = _START_TIMEOUT_S) -> str:
+def start_run(
+    ws: Workspace,
+    pipeline: str,
+    policy: str | None = None,
+    now_ms: int | None = None,
+    listener: Callable[[Event], None] | None = None,
+    *,
+    timeout_s: float = _START_TIMEOUT_S,
+) -> str:
     """Start a run in a background thread; return its id once its record is on disk.
 
     Not a daemon thread: the run goes on when the caller (an HTTP client) goes away, and a stopping server waits
@@ -174,15 +220,23 @@ def start_run(ws: Workspace, pipeline: str, policy: str | None = None, now_ms: i
         error = failure[0]
         if isinstance(error, KintsugiError):
             raise error
-        raise InternalError(f"run of {pipeline!r} could not start ({type(error).__name__}: {error})",
-                            "check the server log, then try again") from error
+        raise InternalError(
+            f"run of {pipeline!r} could not start ({type(error).__name__}: {error})",
+            "check the server log, then try again",
+        ) from error
     return run_id
 
 
-def approve(ws: Workspace, run_id: str, reason: str = "", now_ms: int | None = None,
-            listener: Callable[[Event], None] | None = None) -> RunRecord:
-    return approve_run(ws, run_id, reason=check_text(reason, "the approval's reason", required=False),
-                       now_ms=now_ms, listener=listener)
+def approve(
+    ws: Workspace,
+    run_id: str,
+    reason: str = "",
+    now_ms: int | None = None,
+    listener: Callable[[Event], None] | None = None,
+) -> RunRecord:
+    return approve_run(
+        ws, run_id, reason=check_text(reason, "the approval's reason", required=False), now_ms=now_ms, listener=listener
+    )
 
 
 def reject(ws: Workspace, run_id: str, reason: str) -> RunRecord:
@@ -229,8 +283,9 @@ def incidents(ws: Workspace, *, active_only: bool = False) -> list[IncidentInfo]
     """DataHub's incidents, with the models downstream of each (at risk)."""
     with metadata_session(ws, read_only=True) as metadata:
         rows = [r for r in read_incidents(metadata) if not active_only or r.state == "ACTIVE"]
-        return [IncidentInfo(r, tuple(models_trained_on(metadata, downstream_of(metadata, set(r.datasets)))))
-                for r in rows]
+        return [
+            IncidentInfo(r, tuple(models_trained_on(metadata, downstream_of(metadata, set(r.datasets))))) for r in rows
+        ]
 
 
 @dataclass(frozen=True)
@@ -264,17 +319,29 @@ def lineage(ws: Workspace) -> Lineage:
         for urn in metadata.urns("dataset"):
             properties = metadata.aspect(urn, s.DatasetPropertiesClass)
             upstream = metadata.aspect(urn, s.UpstreamLineageClass)
-            datasets.append(DatasetNode(urn, properties.name if properties and properties.name else urn,
-                                        tuple(sorted(u.dataset for u in (upstream.upstreams if upstream else []))),
-                                        tuple(sorted(active.get(urn, [])))))
+            datasets.append(
+                DatasetNode(
+                    urn,
+                    properties.name if properties and properties.name else urn,
+                    tuple(sorted(u.dataset for u in (upstream.upstreams if upstream else []))),
+                    tuple(sorted(active.get(urn, []))),
+                )
+            )
         models = []
         for name, version in model_versions(metadata):
             urn = model_urn(name, version)
             model_properties = metadata.aspect(urn, s.MLModelPropertiesClass)
             training = metadata.aspect(urn, s.TrainingDataClass)
             verdict = (model_properties.customProperties or {}).get(VERDICT_PROPERTY) if model_properties else None
-            models.append(ModelNode(urn, name, version, verdict,
-                                    tuple(sorted(d.dataset for d in (training.trainingData if training else [])))))
+            models.append(
+                ModelNode(
+                    urn,
+                    name,
+                    version,
+                    verdict,
+                    tuple(sorted(d.dataset for d in (training.trainingData if training else []))),
+                )
+            )
     return Lineage(datasets, models)
 
 
@@ -291,8 +358,7 @@ def show_contract(ws: Workspace, dataset: str) -> str:
     return raw
 
 
-def watch(ws: Workspace, policy: str | None = None, now_ms: int | None = None,
-          start: Starter = run_now) -> PassReport:
+def watch(ws: Workspace, policy: str | None = None, now_ms: int | None = None, start: Starter = run_now) -> PassReport:
     """One reconcile pass of `kintsugi watch` over every pipeline (`controlplane.watch`)."""
     return watch_pass(ws, now_ms=now_ms, policy=parse_policy(policy), start=start)
 
@@ -311,6 +377,8 @@ def postmortem(ws: Workspace, incident: str) -> tuple[str, bool]:
         specs = [load_spec(ws, name) for name in list_specs(ws)]
         built = build_postmortem(ws, metadata, incident, list_runs(ws), watched_datasets(metadata, specs))
     if built is None:
-        raise Conflict(f"incident {incident} is {info.status.state}: a postmortem is written once it is resolved",
-                       "resolve it (or let the loop heal it), then run `kintsugi watch --once`")
+        raise Conflict(
+            f"incident {incident} is {info.status.state}: a postmortem is written once it is resolved",
+            "resolve it (or let the loop heal it), then run `kintsugi watch --once`",
+        )
     return built.markdown, False

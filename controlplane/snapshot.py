@@ -7,6 +7,7 @@ the guard, the heal, training — never the live location. A writer that replace
 leaves the pin on the old bytes; one that writes in place changes them, and the hash, checked again before
 every use, catches it: the run ends BLOCKED ("the table changed during the run").
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,8 +23,20 @@ from remediations import locations
 from remediations.objectstore import LocationError
 from remediations.objectstore import TableChanged as LocationChanged
 
-__all__ = ["Pinned", "pin_table", "pin_location", "append_batch", "verify_file", "live_hash", "publish_table",
-           "restore_table", "check_backup", "file_hash", "locations_mapped", "location_mapped"]
+__all__ = [
+    "Pinned",
+    "pin_table",
+    "pin_location",
+    "append_batch",
+    "verify_file",
+    "live_hash",
+    "publish_table",
+    "restore_table",
+    "check_backup",
+    "file_hash",
+    "locations_mapped",
+    "location_mapped",
+]
 
 
 @dataclass(frozen=True)
@@ -77,8 +90,10 @@ def location_mapped(where: str) -> Iterator[None]:
         fix = exc.fix.replace("fix the data: path", "check the path (a relative one is taken from the current folder)")
         raise DataError(f"{where}: {exc.message}", fix.replace("data:", "the location")) from exc
     except PermissionError as exc:
-        raise DataError(f"{where}: permission denied on {exc.filename or 'the table'}",
-                        "give this user read access to the table's files and folders") from exc
+        raise DataError(
+            f"{where}: permission denied on {exc.filename or 'the table'}",
+            "give this user read access to the table's files and folders",
+        ) from exc
 
 
 def pin_location(ws: Workspace, data_text: str, into: Path, where: str) -> Pinned:
@@ -94,8 +109,10 @@ def append_batch(ws: Workspace, spec: PipelineSpec, batch: Path) -> locations.Ap
         try:
             return _location(ws, spec).append(batch)
         except PermissionError as exc:
-            raise LocationError(f"permission denied on {exc.filename or 'the table'}",
-                                "give this user write access to the table's files and folders") from exc
+            raise LocationError(
+                f"permission denied on {exc.filename or 'the table'}",
+                "give this user write access to the table's files and folders",
+            ) from exc
 
 
 def _location(ws: Workspace, spec: PipelineSpec) -> locations.TableLocation:
@@ -112,8 +129,10 @@ def verify_file(ws: Workspace, table: str, expected: str, stage: str) -> None:
     """The bytes a stage is about to read are still the ones the guard passed; otherwise the run must end."""
     path = ws.path(table)
     if not path.is_file() or file_hash(path) != expected:
-        raise TableChanged(f"the table changed during the run (before {stage}): {table} no longer hashes to "
-                           f"{expected}", "start a new run on the current data")
+        raise TableChanged(
+            f"the table changed during the run (before {stage}): {table} no longer hashes to {expected}",
+            "start a new run on the current data",
+        )
 
 
 def live_hash(ws: Workspace, spec: PipelineSpec) -> str:
@@ -122,8 +141,7 @@ def live_hash(ws: Workspace, spec: PipelineSpec) -> str:
         return _location(ws, spec).current_hash()
 
 
-def publish_table(ws: Workspace, spec: PipelineSpec, healed: Path, expected_hash: str,
-                  backup: Path) -> tuple[str, str]:
+def publish_table(ws: Workspace, spec: PipelineSpec, healed: Path, expected_hash: str, backup: Path) -> tuple[str, str]:
     """Write the healed table back to the same kind of location, if it still holds `expected_hash`; the previous
     bytes are kept under `backup`. Returns (before, after) content hashes."""
     with locations_mapped(spec):

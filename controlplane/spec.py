@@ -4,6 +4,7 @@ Beside the model and the gate, a spec names the engine that profiles and heals i
 default, in this process; `engine: spark` with `spark: {master: "local[2]" | "sc://host:port"}`) and the row budget
 of training (`training: {row_budget: N}`: more labelled rows than that train on a seeded, time-stratified sample).
 """
+
 from __future__ import annotations
 
 import re
@@ -20,8 +21,17 @@ from controlplane.workspace import Workspace
 from training.errors import TrainingError
 from training.spec import TrainingSpec
 
-__all__ = ["PipelineSpec", "PromotionRules", "load_spec", "list_specs", "parse_spec", "check_pipeline_name",
-           "ENGINES", "DEFAULT_MASTER", "DEFAULT_ROW_BUDGET"]
+__all__ = [
+    "PipelineSpec",
+    "PromotionRules",
+    "load_spec",
+    "list_specs",
+    "parse_spec",
+    "check_pipeline_name",
+    "ENGINES",
+    "DEFAULT_MASTER",
+    "DEFAULT_ROW_BUDGET",
+]
 
 _EXAMPLE = "compare it with demo/pipelines/delivery-eta.yaml"
 ENGINES = ("arrow", "spark")
@@ -58,8 +68,10 @@ class PipelineSpec:
 def check_pipeline_name(name: str) -> str:
     """A pipeline name names files: letters, digits, '-', '_' and '.', not starting with '.'."""
     if not name or len(name) > 64 or name.startswith(".") or not all(c.isalnum() or c in "-_." for c in name):
-        raise InputError(f"{name[:80]!r} is not a pipeline name",
-                         "use letters, digits, '-', '_' and '.' (at most 64), e.g. delivery-eta")
+        raise InputError(
+            f"{name[:80]!r} is not a pipeline name",
+            "use letters, digits, '-', '_' and '.' (at most 64), e.g. delivery-eta",
+        )
     return name
 
 
@@ -71,8 +83,10 @@ def load_spec(ws: Workspace, name: str) -> PipelineSpec:
     path = ws.pipelines / f"{check_pipeline_name(name)}.yaml"
     if not path.is_file():
         known = ", ".join(list_specs(ws)) or "none"
-        raise PipelineNotFound(f"unknown pipeline {name!r} in {ws.root} (known: {known})",
-                               "check the name, or onboard it with `kintsugi init`")
+        raise PipelineNotFound(
+            f"unknown pipeline {name!r} in {ws.root} (known: {known})",
+            "check the name, or onboard it with `kintsugi init`",
+        )
     try:
         raw = load_yaml(path.read_text())
     except YamlRefused as exc:
@@ -98,20 +112,44 @@ def parse_spec(raw: Any, path: Path, ws: Workspace) -> PipelineSpec:
 def _build(raw: dict[str, Any], path: Path, ws: Workspace) -> PipelineSpec:
     features, model, promotion = raw["features"], raw["model"], raw["promotion"]
     training = TrainingSpec(
-        task=raw["task"], target=raw["target"], numeric_features=list(features.get("numeric", [])),
-        categorical_features=list(features.get("categorical", [])), time_column=raw["time_column"],
-        estimator=model["estimator"], params=dict(model.get("params") or {}), metric=promotion["metric"],
-        seed=int(model.get("seed", 0)), holdout_fraction=float(raw.get("holdout_fraction", 0.2)))
-    rules = PromotionRules(promotion["metric"], float(promotion.get("min_gain", DEFAULT_MIN_GAIN)),
-                           float(promotion.get("max_regression", DEFAULT_MAX_REGRESSION)))
+        task=raw["task"],
+        target=raw["target"],
+        numeric_features=list(features.get("numeric", [])),
+        categorical_features=list(features.get("categorical", [])),
+        time_column=raw["time_column"],
+        estimator=model["estimator"],
+        params=dict(model.get("params") or {}),
+        metric=promotion["metric"],
+        seed=int(model.get("seed", 0)),
+        holdout_fraction=float(raw.get("holdout_fraction", 0.2)),
+    )
+    rules = PromotionRules(
+        promotion["metric"],
+        float(promotion.get("min_gain", DEFAULT_MIN_GAIN)),
+        float(promotion.get("max_regression", DEFAULT_MAX_REGRESSION)),
+    )
     policy = raw.get("policy", Policy.AUTO.value)
     if policy not in {p.value for p in Policy}:
-        raise SpecError(f"pipeline spec {path} has policy {policy!r}", f"use one of {', '.join(p.value for p in Policy)}")
+        raise SpecError(
+            f"pipeline spec {path} has policy {policy!r}", f"use one of {', '.join(p.value for p in Policy)}"
+        )
     engine, master = _engine(raw, path)
-    return PipelineSpec(check_pipeline_name(str(raw["name"])), str(raw["feature_table"]), ws.path(str(raw["data"])),
-                        str(raw["data"]), training, rules, Policy(policy), path, raw.get("schedule"),
-                        _quiet_hours(raw.get("quiet_hours"), path), _flag(raw.get("impact", True), "impact", path),
-                        engine, master, _row_budget(raw.get("training"), path))
+    return PipelineSpec(
+        check_pipeline_name(str(raw["name"])),
+        str(raw["feature_table"]),
+        ws.path(str(raw["data"])),
+        str(raw["data"]),
+        training,
+        rules,
+        Policy(policy),
+        path,
+        raw.get("schedule"),
+        _quiet_hours(raw.get("quiet_hours"), path),
+        _flag(raw.get("impact", True), "impact", path),
+        engine,
+        master,
+        _row_budget(raw.get("training"), path),
+    )
 
 
 def _quiet_hours(value: Any, path: Path) -> str | None:
@@ -120,8 +158,10 @@ def _quiet_hours(value: Any, path: Path) -> str | None:
         return None
     start, dash, end = str(value).partition("-")
     if not (dash and start.isdigit() and end.isdigit() and int(start) < 24 and int(end) < 24 and start != end):
-        raise SpecError(f"pipeline spec {path} has quiet_hours {value!r}",
-                        'write two UTC hours, e.g. quiet_hours: "22-06" (22:00 to 06:00), or remove it')
+        raise SpecError(
+            f"pipeline spec {path} has quiet_hours {value!r}",
+            'write two UTC hours, e.g. quiet_hours: "22-06" (22:00 to 06:00), or remove it',
+        )
     return f"{int(start):02d}-{int(end):02d}"
 
 
@@ -131,25 +171,32 @@ def _flag(value: Any, name: str, path: Path) -> bool:
     return value
 
 
-
 def _engine(raw: dict[str, Any], path: Path) -> tuple[str, str | None]:
     """(engine, spark master): `engine: arrow` (default) or `engine: spark` with an optional `spark: {master}`."""
     engine, spark = raw.get("engine", "arrow"), raw.get("spark")
     if engine not in ENGINES:
-        raise SpecError(f"pipeline spec {path} has engine {engine!r}",
-                        "use engine: arrow (the default, in this process) or engine: spark")
+        raise SpecError(
+            f"pipeline spec {path} has engine {engine!r}",
+            "use engine: arrow (the default, in this process) or engine: spark",
+        )
     if spark is None:
         return engine, DEFAULT_MASTER if engine == "spark" else None
     if engine != "spark":
-        raise SpecError(f"pipeline spec {path} has a spark: section but engine {engine!r}",
-                        "set engine: spark, or remove the spark: section")
+        raise SpecError(
+            f"pipeline spec {path} has a spark: section but engine {engine!r}",
+            "set engine: spark, or remove the spark: section",
+        )
     if not isinstance(spark, dict) or set(spark) - {"master"}:
-        raise SpecError(f"pipeline spec {path} has spark: {spark!r}",
-                        'write spark: {master: "local[2]"} or spark: {master: "sc://host:15002"}')
+        raise SpecError(
+            f"pipeline spec {path} has spark: {spark!r}",
+            'write spark: {master: "local[2]"} or spark: {master: "sc://host:15002"}',
+        )
     master = spark.get("master", DEFAULT_MASTER)
     if not isinstance(master, str) or not _MASTER.fullmatch(master):
-        raise SpecError(f"pipeline spec {path} has spark master {master!r}",
-                        'use "local[N]" (a session on this machine) or "sc://host:port" (Spark Connect)')
+        raise SpecError(
+            f"pipeline spec {path} has spark master {master!r}",
+            'use "local[N]" (a session on this machine) or "sc://host:port" (Spark Connect)',
+        )
     return engine, master
 
 
@@ -157,20 +204,24 @@ def _row_budget(training: Any, path: Path) -> int:
     if training is None:
         return DEFAULT_ROW_BUDGET
     if not isinstance(training, dict) or set(training) - {"row_budget"}:
-        raise SpecError(f"pipeline spec {path} has training: {training!r}",
-                        f"write training: {{row_budget: N}} (labelled rows trained on whole; default "
-                        f"{DEFAULT_ROW_BUDGET})")
+        raise SpecError(
+            f"pipeline spec {path} has training: {training!r}",
+            f"write training: {{row_budget: N}} (labelled rows trained on whole; default {DEFAULT_ROW_BUDGET})",
+        )
     budget = training.get("row_budget", DEFAULT_ROW_BUDGET)
     if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
-        raise SpecError(f"pipeline spec {path} has training row_budget {budget!r}",
-                        f"use a positive whole number of rows, e.g. row_budget: {DEFAULT_ROW_BUDGET}")
+        raise SpecError(
+            f"pipeline spec {path} has training row_budget {budget!r}",
+            f"use a positive whole number of rows, e.g. row_budget: {DEFAULT_ROW_BUDGET}",
+        )
     return budget
-
 
 
 def _check_schedule(schedule: Any, path: Path) -> None:
     from croniter import croniter
 
     if schedule is not None and not (isinstance(schedule, str) and croniter.is_valid(schedule)):
-        raise SpecError(f"pipeline spec {path} has schedule {schedule!r}, not a cron expression",
-                        "use five cron fields, e.g. schedule: \"0 2 * * *\" (daily at 02:00 UTC), or remove it")
+        raise SpecError(
+            f"pipeline spec {path} has schedule {schedule!r}, not a cron expression",
+            'use five cron fields, e.g. schedule: "0 2 * * *" (daily at 02:00 UTC), or remove it',
+        )

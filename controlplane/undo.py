@@ -5,6 +5,7 @@ Everything is checked before anything is touched, so a refused undo changes noth
 included. An undo that is interrupted leaves the run `undoing`; the next writer of the pipeline (or `kintsugi
 undo` again) finishes it.
 """
+
 from __future__ import annotations
 
 import time
@@ -20,8 +21,14 @@ from controlplane.workspace import Workspace
 
 __all__ = ["undo"]
 
-_UNDOABLE = (RunStatus.PROMOTED, RunStatus.NEEDS_REVIEW, RunStatus.BLOCKED, RunStatus.REJECTED, RunStatus.FAILED,
-             RunStatus.ROLLED_BACK)
+_UNDOABLE = (
+    RunStatus.PROMOTED,
+    RunStatus.NEEDS_REVIEW,
+    RunStatus.BLOCKED,
+    RunStatus.REJECTED,
+    RunStatus.FAILED,
+    RunStatus.ROLLED_BACK,
+)
 
 
 def undo(ws: Workspace, run_id: str, *, now_ms: int | None = None) -> RunRecord:
@@ -40,8 +47,10 @@ def _refuse_unless_undoable(record: RunRecord) -> None:
     if record.status is RunStatus.UNDONE:
         raise RunStateError(f"run {record.run_id} was already undone", "nothing left to take back")
     if record.status is RunStatus.PAUSED:
-        raise RunStateError(f"run {record.run_id} is paused at a gate",
-                            f"reject it instead: `kintsugi reject {record.run_id} --reason ...`")
+        raise RunStateError(
+            f"run {record.run_id} is paused at a gate",
+            f"reject it instead: `kintsugi reject {record.run_id} --reason ...`",
+        )
     if record.status in (RunStatus.RECOVERED, RunStatus.INTERRUPTED, RunStatus.UNDOING, RunStatus.RUNNING):
         return  # an interrupted run or undo: recovery takes it back (or finishes it)
     if record.status not in _UNDOABLE:

@@ -10,6 +10,7 @@ reads it: `UNIT_TABLE` gives, per pint spelling, the guard's older spelling (Non
 unit: the column is then recorded unitless, and the evidence says which unit it would have been). Once
 `guard.units` reads pint spellings (it has `parse_unit`), pint spellings are written as they are.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,24 +21,56 @@ from controlplane.errors import InputError
 from guard import units as guard_units
 from guard.profile import ColumnProfile
 
-__all__ = ["UnitGuess", "Domain", "guess_unit", "given_unit", "natural_domain", "contract_unit", "physical_domain",
-           "UNIT_TABLE",
-           "PINT_SPELLINGS", "tokens"]
+__all__ = [
+    "UnitGuess",
+    "Domain",
+    "guess_unit",
+    "given_unit",
+    "natural_domain",
+    "contract_unit",
+    "physical_domain",
+    "UNIT_TABLE",
+    "PINT_SPELLINGS",
+    "tokens",
+]
 
 PINT_SPELLINGS = hasattr(guard_units, "parse_unit")  # True once guard-robust's pint units are merged
 
 # pint spelling -> (the older guard's spelling or None, physical domain (low, high); None: unbounded)
 UNIT_TABLE: dict[str, tuple[str | None, tuple[float | None, float | None]]] = {
-    "m": ("m", (0, None)), "km": ("km", (0, None)), "cm": ("cm", (0, None)), "mm": ("mm", (0, None)),
-    "mi": ("mi", (0, None)), "ft": ("ft", (0, None)), "yd": ("yd", (0, None)), "inch": (None, (0, None)),
-    "kg": ("kg", (0, None)), "g": ("g", (0, None)), "lb": ("lb", (0, None)), "oz": ("oz", (0, None)),
-    "s": ("s", (0, None)), "ms": ("ms", (0, None)), "min": ("min", (0, None)), "h": ("h", (0, None)),
-    "percent": ("percent", (0, 100)), "fraction": ("fraction", (0, 1)),
-    "USD": ("usd", (None, None)), "USD_cent": ("usd_cents", (None, None)),
-    "EUR": ("eur", (None, None)), "EUR_cent": ("eur_cents", (None, None)),
-    "degC": ("C", (-273.15, None)), "degF": ("F", (-459.67, None)), "K": ("K", (0, None)),
-    "mph": (None, (0, None)), "km/h": (None, (0, None)), "m/s": (None, (0, None)), "knot": (None, (0, None)),
-    "hPa": (None, (0, None)), "kPa": (None, (0, None)), "Pa": (None, (0, None)), "inHg": (None, (0, None)),
+    "m": ("m", (0, None)),
+    "km": ("km", (0, None)),
+    "cm": ("cm", (0, None)),
+    "mm": ("mm", (0, None)),
+    "mi": ("mi", (0, None)),
+    "ft": ("ft", (0, None)),
+    "yd": ("yd", (0, None)),
+    "inch": (None, (0, None)),
+    "kg": ("kg", (0, None)),
+    "g": ("g", (0, None)),
+    "lb": ("lb", (0, None)),
+    "oz": ("oz", (0, None)),
+    "s": ("s", (0, None)),
+    "ms": ("ms", (0, None)),
+    "min": ("min", (0, None)),
+    "h": ("h", (0, None)),
+    "percent": ("percent", (0, 100)),
+    "fraction": ("fraction", (0, 1)),
+    "USD": ("usd", (None, None)),
+    "USD_cent": ("usd_cents", (None, None)),
+    "EUR": ("eur", (None, None)),
+    "EUR_cent": ("eur_cents", (None, None)),
+    "degC": ("C", (-273.15, None)),
+    "degF": ("F", (-459.67, None)),
+    "K": ("K", (0, None)),
+    "mph": (None, (0, None)),
+    "km/h": (None, (0, None)),
+    "m/s": (None, (0, None)),
+    "knot": (None, (0, None)),
+    "hPa": (None, (0, None)),
+    "kPa": (None, (0, None)),
+    "Pa": (None, (0, None)),
+    "inHg": (None, (0, None)),
     "degree": (None, (None, None)),
 }
 # precipitation is a length in pint; the older guard has a dimension of its own for it
@@ -103,27 +136,45 @@ def physical_domain(guess: UnitGuess) -> Domain:
     if guess.unit is None or guess.unit not in UNIT_TABLE:
         return Domain(None, None, "")
     low, high = UNIT_TABLE[guess.unit][1]
-    what: dict[tuple[float | None, float | None], str] = {(0, None): "never negative", (0, 100): "a percentage: 0 to 100", (0, 1): "a fraction: 0 to 1"}
+    what: dict[tuple[float | None, float | None], str] = {
+        (0, None): "never negative",
+        (0, 100): "a percentage: 0 to 100",
+        (0, 1): "a fraction: 0 to 1",
+    }
     why = what.get((low, high), f"not below {low:g} {guess.unit} (absolute zero)" if low is not None else "")
     return Domain(low, high, why)
 
 
 _NAMED: list[tuple[frozenset[str], str]] = [
     (frozenset({"km", "kms", "kilometers", "kilometres", "kilometer", "kilometre"}), "km"),
-    (frozenset({"mi", "mile", "miles"}), "mi"), (frozenset({"meters", "metres", "meter", "metre"}), "m"),
-    (frozenset({"cm"}), "cm"), (frozenset({"mm", "millimeters", "millimetres"}), "mm"),
-    (frozenset({"ft", "feet"}), "ft"), (frozenset({"inch", "inches"}), "inch"),
-    (frozenset({"kg", "kgs", "kilograms"}), "kg"), (frozenset({"grams"}), "g"),
-    (frozenset({"lb", "lbs", "pounds"}), "lb"), (frozenset({"oz", "ounces"}), "oz"),
-    (frozenset({"sec", "secs", "seconds"}), "s"), (frozenset({"millis", "msec"}), "ms"),
-    (frozenset({"mins", "minutes"}), "min"), (frozenset({"hr", "hrs", "hours"}), "h"),
+    (frozenset({"mi", "mile", "miles"}), "mi"),
+    (frozenset({"meters", "metres", "meter", "metre"}), "m"),
+    (frozenset({"cm"}), "cm"),
+    (frozenset({"mm", "millimeters", "millimetres"}), "mm"),
+    (frozenset({"ft", "feet"}), "ft"),
+    (frozenset({"inch", "inches"}), "inch"),
+    (frozenset({"kg", "kgs", "kilograms"}), "kg"),
+    (frozenset({"grams"}), "g"),
+    (frozenset({"lb", "lbs", "pounds"}), "lb"),
+    (frozenset({"oz", "ounces"}), "oz"),
+    (frozenset({"sec", "secs", "seconds"}), "s"),
+    (frozenset({"millis", "msec"}), "ms"),
+    (frozenset({"mins", "minutes"}), "min"),
+    (frozenset({"hr", "hrs", "hours"}), "h"),
     (frozenset({"pct", "percent", "perc", "percentage"}), "percent"),
-    (frozenset({"usd", "dollars"}), "USD"), (frozenset({"cents"}), "USD_cent"),
-    (frozenset({"eur", "euros"}), "EUR"), (frozenset({"mph"}), "mph"), (frozenset({"kmh", "kph"}), "km/h"),
-    (frozenset({"mps"}), "m/s"), (frozenset({"knots", "kts", "kt"}), "knot"),
-    (frozenset({"hpa", "mbar", "millibars"}), "hPa"), (frozenset({"kpa"}), "kPa"),
-    (frozenset({"inhg"}), "inHg"), (frozenset({"celsius", "degc"}), "degC"),
-    (frozenset({"fahrenheit", "degf"}), "degF"), (frozenset({"kelvin"}), "K"),
+    (frozenset({"usd", "dollars"}), "USD"),
+    (frozenset({"cents"}), "USD_cent"),
+    (frozenset({"eur", "euros"}), "EUR"),
+    (frozenset({"mph"}), "mph"),
+    (frozenset({"kmh", "kph"}), "km/h"),
+    (frozenset({"mps"}), "m/s"),
+    (frozenset({"knots", "kts", "kt"}), "knot"),
+    (frozenset({"hpa", "mbar", "millibars"}), "hPa"),
+    (frozenset({"kpa"}), "kPa"),
+    (frozenset({"inhg"}), "inHg"),
+    (frozenset({"celsius", "degc"}), "degC"),
+    (frozenset({"fahrenheit", "degf"}), "degF"),
+    (frozenset({"kelvin"}), "K"),
 ]
 _LAST_LETTER = {"m": "m", "s": "s", "h": "h", "g": "g", "c": "degC", "f": "degF", "k": "K"}
 _TEMPERATURE = frozenset({"temp", "temperature", "tmax", "tmin", "tavg", "dewpoint", "dewp", "dew"})
@@ -133,9 +184,18 @@ _PRESSURE = frozenset({"pressure", "press", "pres", "baro", "slp", "mslp", "alti
 _HUMIDITY = frozenset({"humidity", "humid", "rh", "relhum"})
 _VISIBILITY = frozenset({"visibility", "visib", "vis"})
 _COUNT = frozenset({"count", "cnt", "num", "qty", "quantity", "n"})
-_CALENDAR: dict[str, tuple[float, float]] = {"month": (1, 12), "hour": (0, 23), "minute": (0, 59), "second": (0, 59),
-                                             "quarter": (1, 4), "week": (1, 53), "dayofyear": (1, 366),
-                                             "doy": (1, 366), "day": (1, 31), "dom": (1, 31)}
+_CALENDAR: dict[str, tuple[float, float]] = {
+    "month": (1, 12),
+    "hour": (0, 23),
+    "minute": (0, 59),
+    "second": (0, 59),
+    "quarter": (1, 4),
+    "week": (1, 53),
+    "dayofyear": (1, 366),
+    "doy": (1, 366),
+    "day": (1, 31),
+    "dom": (1, 31),
+}
 _WEEKDAY = frozenset({"weekday", "dow", "dayofweek"})
 
 
@@ -150,8 +210,12 @@ def guess_unit(name: str, column: ColumnProfile, *, now_year: int) -> UnitGuess:
         if found is not None:
             return found
     if _COUNT & set(words):
-        return UnitGuess(None, f"a count ({'/'.join(sorted(_COUNT & set(words)))} in the name)", True,
-                         domain=Domain(0, None, "a count: never negative"))
+        return UnitGuess(
+            None,
+            f"a count ({'/'.join(sorted(_COUNT & set(words)))} in the name)",
+            True,
+            domain=Domain(0, None, "a count: never negative"),
+        )
     return UnitGuess(None, "nothing in the name or the values names a unit", False)
 
 
@@ -159,8 +223,13 @@ def natural_domain(words: list[str]) -> str | None:
     joined = "".join(words)
     for part in ("dayofweek", "dayofyear", "dayofmonth", "hourofday", "weekofyear", "minuteofhour"):
         if part in joined:
-            return {"dayofweek": "weekday", "dayofmonth": "day", "hourofday": "hour", "weekofyear": "week",
-                    "minuteofhour": "minute"}.get(part, part)
+            return {
+                "dayofweek": "weekday",
+                "dayofmonth": "day",
+                "hourofday": "hour",
+                "weekofyear": "week",
+                "minuteofhour": "minute",
+            }.get(part, part)
     for word in reversed(words):
         if word in _CALENDAR or word in _WEEKDAY or word in ("year", "yr"):
             return "weekday" if word in _WEEKDAY else "year" if word == "yr" else word
@@ -187,12 +256,21 @@ def _calendar(words: list[str], column: ColumnProfile, now_year: int) -> UnitGue
 
 def _coordinate(words: list[str], column: ColumnProfile) -> UnitGuess | None:
     limit = 90 if {"lat", "latitude"} & set(words) else 180 if {"lon", "lng", "long", "longitude"} & set(words) else 0
-    if not limit or column.minimum is None or column.maximum is None or abs(column.minimum) > limit \
-            or abs(column.maximum) > limit:
+    if (
+        not limit
+        or column.minimum is None
+        or column.maximum is None
+        or abs(column.minimum) > limit
+        or abs(column.maximum) > limit
+    ):
         return None
     what = "latitude" if limit == 90 else "longitude"
-    return UnitGuess("degree", f"a {what} in degrees ({what} in the name)", True,
-                     domain=Domain(-limit, limit, f"a {what}: -{limit} to {limit}"))
+    return UnitGuess(
+        "degree",
+        f"a {what} in degrees ({what} in the name)",
+        True,
+        domain=Domain(-limit, limit, f"a {what}: -{limit} to {limit}"),
+    )
 
 
 def _named(words: list[str]) -> UnitGuess | None:
@@ -219,8 +297,9 @@ def _temperature(words: list[str], column: ColumnProfile) -> UnitGuess | None:
         return UnitGuess("K", f"a temperature ({seen}: kelvin)", True)
     if high > 60:
         return UnitGuess("degF", f"a temperature ({seen}: above 60, too hot for °C)", high <= 140)
-    return UnitGuess("degC", f"a temperature ({seen}: °C; read as °F its median would be "
-                             f"{(median - 32) / 1.8:.0f} °C)", high <= 45)
+    return UnitGuess(
+        "degC", f"a temperature ({seen}: °C; read as °F its median would be {(median - 32) / 1.8:.0f} °C)", high <= 45
+    )
 
 
 def _rain(words: list[str], column: ColumnProfile) -> UnitGuess | None:
@@ -274,4 +353,5 @@ def _integral(column: ColumnProfile) -> bool:
     if column.logical_type == "integer":
         return True
     return all(v is not None and float(v).is_integer() for v in (column.minimum, column.maximum)) and all(
-        float(v).is_integer() for _, v in column.quantiles)
+        float(v).is_integer() for _, v in column.quantiles
+    )

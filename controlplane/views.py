@@ -2,6 +2,7 @@
 pydantic models they declare (OpenAPI response models, MCP output schemas) and the functions that build them
 from the service layer's dataclasses. Paths in them are workspace-relative.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,11 +18,41 @@ from controlplane.vocab import RunStatus
 from guard.findings import GuardReport
 
 __all__ = [
-    "ErrorBody", "ErrorResponse", "Stage", "RunSummary", "EventOut", "LedgerEntryOut", "RunOut", "RunList",
-    "RunEvents", "RunStarted", "PipelineOut", "PipelineList", "FindingOut", "GuardOut", "IncidentOut",
-    "IncidentList", "PassportOut", "PromoteOut", "DrillOut", "DatasetNode", "ModelNode", "Edge", "LineageOut",
-    "error_body", "run_summary", "run_out", "event_out", "runs_out", "run_events_out", "pipelines_out", "guard_out",
-    "incidents_out", "lineage_out", "promote_out", "FINDING_KEYS",
+    "ErrorBody",
+    "ErrorResponse",
+    "Stage",
+    "RunSummary",
+    "EventOut",
+    "LedgerEntryOut",
+    "RunOut",
+    "RunList",
+    "RunEvents",
+    "RunStarted",
+    "PipelineOut",
+    "PipelineList",
+    "FindingOut",
+    "GuardOut",
+    "IncidentOut",
+    "IncidentList",
+    "PassportOut",
+    "PromoteOut",
+    "DrillOut",
+    "DatasetNode",
+    "ModelNode",
+    "Edge",
+    "LineageOut",
+    "error_body",
+    "run_summary",
+    "run_out",
+    "event_out",
+    "runs_out",
+    "run_events_out",
+    "pipelines_out",
+    "guard_out",
+    "incidents_out",
+    "lineage_out",
+    "promote_out",
+    "FINDING_KEYS",
 ]
 
 FINDING_KEYS = ("kind", "dataset", "column", "severity", "observed", "expected", "playbook", "message")
@@ -207,10 +238,17 @@ def run_summary(record: RunRecord) -> dict[str, Any]:
     """A run without its evidence: who, when, status, and the stage timeline."""
     detect = next((e for e in record.events if e.stage == "detect"), None)
     gate = (record.checkpoint or {}).get("gate") if record.status is RunStatus.PAUSED else None
-    return {"run_id": record.run_id, "pipeline": record.pipeline, "policy": record.policy.value,
-            "started_ms": record.started_ms, "status": record.status.value, "outcome": record.outcome,
-            "guard_verdict": detect.evidence.get("verdict") if detect else None, "gate": gate,
-            "stages": [{"seq": e.seq, "stage": e.stage, "status": e.status} for e in record.events]}
+    return {
+        "run_id": record.run_id,
+        "pipeline": record.pipeline,
+        "policy": record.policy.value,
+        "started_ms": record.started_ms,
+        "status": record.status.value,
+        "outcome": record.outcome,
+        "guard_verdict": detect.evidence.get("verdict") if detect else None,
+        "gate": gate,
+        "stages": [{"seq": e.seq, "stage": e.stage, "status": e.status} for e in record.events],
+    }
 
 
 def event_out(event: Event) -> dict[str, Any]:
@@ -219,18 +257,27 @@ def event_out(event: Event) -> dict[str, Any]:
 
 def run_out(record: RunRecord) -> dict[str, Any]:
     """A whole run: its summary, every event with its evidence, and the ledger of external writes."""
-    return {**run_summary(record), "events": [event_out(e) for e in record.events],
-            "ledger": _json([asdict(e) for e in record.ledger])}
+    return {
+        **run_summary(record),
+        "events": [event_out(e) for e in record.events],
+        "ledger": _json([asdict(e) for e in record.ledger]),
+    }
 
 
 def runs_out(listing: services.RunListing) -> dict[str, Any]:
-    return {"runs": [run_summary(r) for r in listing.runs],
-            "unreadable": [{"run_id": u.run_id, "why": u.why} for u in listing.unreadable]}
+    return {
+        "runs": [run_summary(r) for r in listing.runs],
+        "unreadable": [{"run_id": u.run_id, "why": u.why} for u in listing.unreadable],
+    }
 
 
 def run_events_out(record: RunRecord, after: int) -> dict[str, Any]:
-    return {"run_id": record.run_id, "status": record.status.value, "outcome": record.outcome,
-            "events": [event_out(e) for e in record.events if e.seq > after]}
+    return {
+        "run_id": record.run_id,
+        "status": record.status.value,
+        "outcome": record.outcome,
+        "events": [event_out(e) for e in record.events if e.seq > after],
+    }
 
 
 def pipelines_out(infos: list[services.PipelineInfo]) -> dict[str, Any]:
@@ -240,8 +287,12 @@ def pipelines_out(infos: list[services.PipelineInfo]) -> dict[str, Any]:
         if info.error is not None or info.spec is None:
             row["error"] = error_body(info.error) if info.error else None
         else:
-            row.update(feature_table=info.spec.feature_table, policy=info.spec.policy.value,
-                       schedule=info.spec.schedule, next_run_ms=info.next_run_ms)
+            row.update(
+                feature_table=info.spec.feature_table,
+                policy=info.spec.policy.value,
+                schedule=info.spec.schedule,
+                next_run_ms=info.next_run_ms,
+            )
         rows.append(row)
     return {"pipelines": rows}
 
@@ -249,22 +300,37 @@ def pipelines_out(infos: list[services.PipelineInfo]) -> dict[str, Any]:
 def guard_out(report: GuardReport) -> dict[str, Any]:
     data = report.to_dict()
     findings = [{k: f[k] for k in FINDING_KEYS} for f in data["findings"]]
-    return _json({"dataset": data["dataset"], "verdict": data["verdict"], "findings": findings,
-                  "checks": len(data["outcomes"])})
+    return _json(
+        {"dataset": data["dataset"], "verdict": data["verdict"], "findings": findings, "checks": len(data["outcomes"])}
+    )
 
 
 def incidents_out(infos: list[services.IncidentInfo]) -> dict[str, Any]:
-    return {"incidents": [{"urn": i.row.urn, "title": i.row.title, "state": i.row.state,
-                           "datasets": list(i.row.datasets), "message": i.row.message,
-                           "created_ms": i.row.created_ms, "at_risk_models": list(i.at_risk_models)}
-                          for i in infos]}
+    return {
+        "incidents": [
+            {
+                "urn": i.row.urn,
+                "title": i.row.title,
+                "state": i.row.state,
+                "datasets": list(i.row.datasets),
+                "message": i.row.message,
+                "created_ms": i.row.created_ms,
+                "at_risk_models": list(i.at_risk_models),
+            }
+            for i in infos
+        ]
+    }
 
 
 def lineage_out(lineage: services.Lineage) -> dict[str, Any]:
-    datasets = [{**asdict(d), "upstreams": list(d.upstreams), "active_incidents": list(d.active_incidents)}
-                for d in lineage.datasets]
-    models = [{**asdict(m), "trained_on": list(m.trained_on)}
-              for m in sorted(lineage.models, key=lambda m: (m.model, m.version))]
+    datasets = [
+        {**asdict(d), "upstreams": list(d.upstreams), "active_incidents": list(d.active_incidents)}
+        for d in lineage.datasets
+    ]
+    models = [
+        {**asdict(m), "trained_on": list(m.trained_on)}
+        for m in sorted(lineage.models, key=lambda m: (m.model, m.version))
+    ]
     edges = [{"from": up, "to": d.urn} for d in lineage.datasets for up in d.upstreams]
     edges += [{"from": t, "to": m.urn} for m in lineage.models for t in m.trained_on]
     return {"datasets": datasets, "models": models, "edges": edges}
@@ -272,5 +338,9 @@ def lineage_out(lineage: services.Lineage) -> dict[str, Any]:
 
 def promote_out(record: RunRecord) -> dict[str, Any]:
     event = record.events[-1]
-    return {"model": record.pipeline, "version": int(event.evidence["version"]),
-            "previous": event.evidence.get("previous"), "run_id": record.run_id}
+    return {
+        "model": record.pipeline,
+        "version": int(event.evidence["version"]),
+        "previous": event.evidence.get("previous"),
+        "run_id": record.run_id,
+    }

@@ -2,6 +2,7 @@
 
 Exit codes, API/MCP literals and DataHub tags all come from these enums.
 """
+
 from __future__ import annotations
 
 from enum import StrEnum
@@ -111,5 +112,9 @@ class Verdict(StrEnum):
 
     @property
     def run_status(self) -> RunStatus:
-        return {Verdict.APPROVED: RunStatus.PROMOTED, Verdict.NEEDS_REVIEW: RunStatus.NEEDS_REVIEW,
-                Verdict.BLOCKED: RunStatus.BLOCKED, Verdict.REJECTED: RunStatus.REJECTED}[self]
+        return {
+            Verdict.APPROVED: RunStatus.PROMOTED,
+            Verdict.NEEDS_REVIEW: RunStatus.NEEDS_REVIEW,
+            Verdict.BLOCKED: RunStatus.BLOCKED,
+            Verdict.REJECTED: RunStatus.REJECTED,
+        }[self]

@@ -17,6 +17,7 @@ never replays a burst:
 `watch_pass` is the one handler: `kintsugi watch [--once]`, the `Watcher` thread of `kintsugi serve`, and the
 DataHub Actions action (`controlplane.watch_action`, for a team with DataHub's event stream) all call it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -49,8 +50,17 @@ from controlplane.spec import PipelineSpec, list_specs, load_spec
 from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage
 from controlplane.workspace import Workspace
 
-__all__ = ["PassReport", "watch_pass", "watched_datasets", "Watcher", "Starter", "run_now", "state_path",
-           "on_change", "WATCH_FILE"]
+__all__ = [
+    "PassReport",
+    "watch_pass",
+    "watched_datasets",
+    "Watcher",
+    "Starter",
+    "run_now",
+    "state_path",
+    "on_change",
+    "WATCH_FILE",
+]
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +85,10 @@ class PassReport:
     def lines(self) -> list[str]:
         out = [f"change: {c}" for c in self.changes] or ["no change in DataHub since the last pass"]
         for c in self.champions:
-            out.append(f"{c.pipeline}: {c.action}: {c.message or c.decision.why}"
-                       + (f" (record {c.record})" if c.record else ""))
+            out.append(
+                f"{c.pipeline}: {c.action}: {c.message or c.decision.why}"
+                + (f" (record {c.record})" if c.record else "")
+            )
             out.extend(f"  at risk: {mark}" for mark in c.at_risk)
         out.extend(f"retrain {r['pipeline']}: {r['status']}" for r in self.retrains)
         out.extend(f"postmortem {p['incident']}: {p['status']}" for p in self.postmortems)
@@ -105,12 +117,14 @@ def _specs(ws: Workspace, report: PassReport) -> list[PipelineSpec]:
 
 def watched_datasets(port: MetadataPort, specs: list[PipelineSpec]) -> dict[str, set[str]]:
     """Per pipeline: its feature table and every upstream, any depth."""
-    return {spec.name: {spec.feature_table, *(n.urn for n in walk_upstream(port, spec.feature_table))}
-            for spec in specs}
+    return {
+        spec.name: {spec.feature_table, *(n.urn for n in walk_upstream(port, spec.feature_table))} for spec in specs
+    }
 
 
-def watch_pass(ws: Workspace, *, now_ms: int | None = None, policy: Policy | None = None,
-               start: Starter = run_now) -> PassReport:
+def watch_pass(
+    ws: Workspace, *, now_ms: int | None = None, policy: Policy | None = None, start: Starter = run_now
+) -> PassReport:
     """One reconcile pass over every pipeline."""
     now_ms = now_ms or int(time.time() * 1000)
     report = PassReport(now_ms)
@@ -145,16 +159,22 @@ def _signals(port: MetadataPort, datasets: set[str], now_ms: int) -> dict[str, A
     for urn in port.urns("incident"):
         info = port.aspect(urn, s.IncidentInfoClass)
         if info is not None and info.customType != AT_RISK_TYPE and set(info.entities) & datasets:
-            incidents[urn] = {"state": str(info.status.state), "title": info.title or "",
-                              "actor": info.status.lastUpdated.actor, "datasets": sorted(set(info.entities) & datasets)}
+            incidents[urn] = {
+                "state": str(info.status.state),
+                "title": info.title or "",
+                "actor": info.status.lastUpdated.actor,
+                "datasets": sorted(set(info.entities) & datasets),
+            }
     failing = sorted(a["assertion"] for a in failing_assertions_at(port, datasets, now_ms))
     shapes = {}
     for dataset in sorted(datasets):
         schema = port.aspect(dataset, s.SchemaMetadataClass)
         deprecation = port.aspect(dataset, s.DeprecationClass)
         fields = sorted((f.fieldPath, f.nativeDataType) for f in schema.fields) if schema else []
-        shapes[dataset] = {"schema": hashlib.sha256(json.dumps(fields).encode()).hexdigest()[:16],
-                           "deprecated": bool(deprecation and deprecation.deprecated)}
+        shapes[dataset] = {
+            "schema": hashlib.sha256(json.dumps(fields).encode()).hexdigest()[:16],
+            "deprecated": bool(deprecation and deprecation.deprecated),
+        }
     return {"incidents": incidents, "failing": failing, "datasets": shapes}
 
 
@@ -198,8 +218,15 @@ def _save_state(ws: Workspace, state: dict[str, Any]) -> None:
 # -- retrain ------------------------------------------------------------------------------------------------
 
 
-def _retrain(ws: Workspace, specs: list[PipelineSpec], lineages: dict[str, set[str]], now_ms: int,
-             policy: Policy | None, start: Starter, report: PassReport) -> None:
+def _retrain(
+    ws: Workspace,
+    specs: list[PipelineSpec],
+    lineages: dict[str, set[str]],
+    now_ms: int,
+    policy: Policy | None,
+    start: Starter,
+    report: PassReport,
+) -> None:
     with metadata_session(ws, read_only=True) as metadata:
         due = due_retrains(metadata, specs, lineages, list_runs(ws), now_ms)
     policies = {spec.name: policy or spec.policy for spec in specs}
@@ -227,8 +254,14 @@ def _reconcile(ws: Workspace, spec: PipelineSpec, policy: Policy | None, now_ms:
 # -- postmortems --------------------------------------------------------------------------------------------
 
 
-def _postmortems(ws: Workspace, specs: list[PipelineSpec], lineages: dict[str, set[str]], now_ms: int,
-                 policy: Policy | None, report: PassReport) -> None:
+def _postmortems(
+    ws: Workspace,
+    specs: list[PipelineSpec],
+    lineages: dict[str, set[str]],
+    now_ms: int,
+    policy: Policy | None,
+    report: PassReport,
+) -> None:
     records = list_runs(ws)
     by_home: dict[str, list[Postmortem]] = {}
     with metadata_session(ws, read_only=True) as metadata:
@@ -241,8 +274,13 @@ def _postmortems(ws: Workspace, specs: list[PipelineSpec], lineages: dict[str, s
                 by_home.setdefault(home, []).append(postmortem)
     for spec in specs:
         if by_home.get(spec.name):
-            _guarded(report, spec.name, functools.partial(
-                _write_postmortems, ws, spec, by_home[spec.name], now_ms, policy or spec.policy, report))
+            _guarded(
+                report,
+                spec.name,
+                functools.partial(
+                    _write_postmortems, ws, spec, by_home[spec.name], now_ms, policy or spec.policy, report
+                ),
+            )
 
 
 def _watched(postmortem: Postmortem, lineages: dict[str, set[str]]) -> bool:
@@ -262,34 +300,51 @@ def _markdown_current(ws: Workspace, postmortem: Postmortem) -> bool:
     return path.is_file() and path.read_text() == postmortem.markdown
 
 
-def _write_postmortems(ws: Workspace, spec: PipelineSpec, postmortems: list[Postmortem], now_ms: int,
-                       policy: Policy, report: PassReport) -> None:
+def _write_postmortems(
+    ws: Workspace, spec: PipelineSpec, postmortems: list[Postmortem], now_ms: int, policy: Policy, report: PassReport
+) -> None:
     if not policy.writes:
-        report.postmortems.extend({"incident": p.incident, "status": "reported (dry-run): not written"}
-                                  for p in postmortems)
+        report.postmortems.extend(
+            {"incident": p.incident, "status": "reported (dry-run): not written"} for p in postmortems
+        )
         return
     run_id = new_run_id(now_ms)
     with pipeline_lock(ws, spec.name, f"watch {run_id}"):
-        record = RunRecord(run_id, spec.name, policy, int(time.time() * 1000), now_ms, pid=os.getpid(),
-                           facts={"kind": WATCH_KIND, "postmortems": [p.incident for p in postmortems]})
+        record = RunRecord(
+            run_id,
+            spec.name,
+            policy,
+            int(time.time() * 1000),
+            now_ms,
+            pid=os.getpid(),
+            facts={"kind": WATCH_KIND, "postmortems": [p.incident for p in postmortems]},
+        )
         with open_run(ws, spec, record) as run:
             for postmortem in postmortems:
-                with run.journal.writing(LedgerKind.DATAHUB, postmortem.incident, aspect="incidentNotes",
-                                         what="postmortem"):
+                with run.journal.writing(
+                    LedgerKind.DATAHUB, postmortem.incident, aspect="incidentNotes", what="postmortem"
+                ):
                     run.metadata.emit(postmortem_mcps(run.metadata, postmortem), now_ms)
                 path = write_markdown(ws, postmortem, postmortem.run_id or run_id)
-                run.event(Stage.WATCH, "postmortem", f"postmortem of {postmortem.incident} written to DataHub "
-                          f"and {path}", incident=postmortem.incident, path=path)
-                report.postmortems.append({"incident": postmortem.incident, "status": f"written ({path})",
-                                           "path": path, "record": run_id})
+                run.event(
+                    Stage.WATCH,
+                    "postmortem",
+                    f"postmortem of {postmortem.incident} written to DataHub and {path}",
+                    incident=postmortem.incident,
+                    path=path,
+                )
+                report.postmortems.append(
+                    {"incident": postmortem.incident, "status": f"written ({path})", "path": path, "record": run_id}
+                )
             run.finish(RunStatus.WATCHED, f"{len(postmortems)} postmortem(s) written")
 
 
 # -- the event stream and the server ------------------------------------------------------------------------
 
 
-def on_change(ws: Workspace, urns: list[str], *, now_ms: int | None = None,
-              start: Starter = run_now) -> PassReport | None:
+def on_change(
+    ws: Workspace, urns: list[str], *, now_ms: int | None = None, start: Starter = run_now
+) -> PassReport | None:
     """The DataHub Actions entry: a change event names some URNs; when one is watched (a dataset, or an
     incident or assertion on one), run a whole pass — the event only says "look", the pass decides."""
     specs = _specs(ws, PassReport(0))  # a spec that does not load is left to the pass to report
@@ -350,4 +405,3 @@ class Watcher:
                 self.tick()
             except Exception:  # the watch outlives one bad pass (a store briefly down, say)
                 log.exception("watch: pass failed")
-

@@ -8,6 +8,7 @@ pass would not, and the action needs no offsets of its own. Runs start and finis
 acryl-datahub-actions is not a dependency of Kintsugi: without it this module still imports (the class is a plain
 object), and DataHub Actions loads it as `controlplane.watch_action:KintsugiWatchAction`.
 """
+
 from __future__ import annotations
 
 import logging

@@ -4,6 +4,7 @@ Everything the workspace records about itself is relative to its root, so a copi
 its own (`rel` and `path` convert); the MLflow store's absolute artifact locations are rebased when a copy is
 first opened (`controlplane.identity`).
 """
+
 from __future__ import annotations
 
 import os
@@ -90,8 +91,10 @@ class Workspace:
             probe.write_text("ok")
             probe.unlink()
         except OSError as exc:
-            raise WorkspaceError(f"workspace {self.root} is not writable ({exc.strerror or exc})",
-                                 "pass --workspace DIR or set KINTSUGI_HOME to a writable folder") from exc
+            raise WorkspaceError(
+                f"workspace {self.root} is not writable ({exc.strerror or exc})",
+                "pass --workspace DIR or set KINTSUGI_HOME to a writable folder",
+            ) from exc
         return self
 
 

@@ -1,4 +1,5 @@
 """`kintsugi demo`, registered into the CLI through the `kintsugi.commands` entry point."""
+
 from __future__ import annotations
 
 import shutil
@@ -16,21 +17,28 @@ from controlplane.workspace import resolve_workspace
 __all__ = ["demo", "register"]
 
 
-def demo(workspace: WorkspaceOption = None,
-         seed: Annotated[int, typer.Option(help="Generator seed.")] = 7,
-         reset: Annotated[bool, typer.Option(help="Wipe the workspace first.")] = False,
-         to_gms: Annotated[bool, typer.Option("--to-gms", help="Seed the synthetic estate into the "
-                                              "configured DataHub GMS.")] = False) -> None:
+def demo(
+    workspace: WorkspaceOption = None,
+    seed: Annotated[int, typer.Option(help="Generator seed.")] = 7,
+    reset: Annotated[bool, typer.Option(help="Wipe the workspace first.")] = False,
+    to_gms: Annotated[
+        bool, typer.Option("--to-gms", help="Seed the synthetic estate into the configured DataHub GMS.")
+    ] = False,
+) -> None:
     """Seed the estate, promote a champion, inject a unit failure, heal it, and show the impact."""
     from demo.story import run_demo
 
     ws = resolve_workspace(workspace)
     if load_gms_config(ws) is not None and not to_gms:
-        raise WorkspaceError("a DataHub GMS is configured; the demo would write a synthetic estate into it",
-                             "unset DATAHUB_GMS_URL for the demo, or pass --to-gms")
+        raise WorkspaceError(
+            "a DataHub GMS is configured; the demo would write a synthetic estate into it",
+            "unset DATAHUB_GMS_URL for the demo, or pass --to-gms",
+        )
     if ws.datahub_db.exists() and not reset:
-        raise WorkspaceError(f"workspace {ws.root} already holds an estate",
-                             "pass --reset to start over, or --workspace DIR for a new one")
+        raise WorkspaceError(
+            f"workspace {ws.root} already holds an estate",
+            "pass --reset to start over, or --workspace DIR for a new one",
+        )
     if reset and ws.root.exists():
         shutil.rmtree(ws.root)
     started = time.monotonic()

@@ -3,6 +3,7 @@
 ETA is mostly travel time (distance / speed), plus prep time, courier load, rain and rush hours,
 and the city slowly gets more congested — the reason a model retrained on fresh data wins.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
@@ -35,17 +36,19 @@ def _one_day(day: int, days: int, seed: int, anchor: datetime, rows: int) -> pd.
     vehicle = rng.choice(list(VEHICLE_SPEED_KMH), size=rows, p=[0.35, 0.45, 0.20])
     rain = np.where(rng.random(rows) < 0.25, rng.exponential(2.5, rows), 0.0)
     eta = _eta_minutes(distance, prep, load, vehicle, rain, hour, day, rng)
-    frame = pd.DataFrame({
-        "order_id": [f"o-{seed}-{day:04d}-{i:05d}" for i in range(rows)],
-        "event_ts": event_ts,
-        "distance_km": distance.round(3),
-        "prep_time_min": prep.round(2),
-        "courier_load": load.astype("int64"),
-        "vehicle_type": vehicle,
-        "rain_mm": rain.round(2),
-        "hour_of_day": hour.astype("int64"),
-        "eta_minutes": eta.round(2),
-    })
+    frame = pd.DataFrame(
+        {
+            "order_id": [f"o-{seed}-{day:04d}-{i:05d}" for i in range(rows)],
+            "event_ts": event_ts,
+            "distance_km": distance.round(3),
+            "prep_time_min": prep.round(2),
+            "courier_load": load.astype("int64"),
+            "vehicle_type": vehicle,
+            "rain_mm": rain.round(2),
+            "hour_of_day": hour.astype("int64"),
+            "eta_minutes": eta.round(2),
+        }
+    )
     frame["label_ts"] = frame["event_ts"] + pd.to_timedelta(frame["eta_minutes"], unit="min")
     return frame
 
@@ -59,14 +62,22 @@ def _eta_minutes(distance, prep, load, vehicle, rain, hour, day, rng) -> np.ndar
     return prep * 0.6 + travel + 2.0 * load + 3.0 + rng.normal(0.0, 2.0, len(distance))
 
 
-def generate_cancel_features(*, days: int, seed: int, anchor: datetime, rows_per_day: int = ROWS_PER_DAY) -> pd.DataFrame:
+def generate_cancel_features(
+    *, days: int, seed: int, anchor: datetime, rows_per_day: int = ROWS_PER_DAY
+) -> pd.DataFrame:
     """Order cancellations over the same orders: long prep, long trips, rain and busy couriers drive them.
 
     The outcome is known 45 minutes after the order (`label_ts`)."""
     orders = generate_eta_features(days=days, seed=seed, anchor=anchor, rows_per_day=rows_per_day)
     rng = np.random.default_rng([seed, 1_000_003])
-    logit = (-4.2 + 0.09 * orders["prep_time_min"] + 0.12 * orders["distance_km"] + 0.25 * orders["rain_mm"].clip(upper=8)
-             + 0.35 * orders["courier_load"] + 0.4 * orders["hour_of_day"].isin([12, 19]))
+    logit = (
+        -4.2
+        + 0.09 * orders["prep_time_min"]
+        + 0.12 * orders["distance_km"]
+        + 0.25 * orders["rain_mm"].clip(upper=8)
+        + 0.35 * orders["courier_load"]
+        + 0.4 * orders["hour_of_day"].isin([12, 19])
+    )
     cancelled = rng.random(len(orders)) < 1.0 / (1.0 + np.exp(-logit.to_numpy()))
     frame = orders.drop(columns=["eta_minutes", "label_ts"])
     frame["cancelled"] = cancelled.astype("int64")

@@ -1,4 +1,5 @@
 """Seed the delivery estate into a workspace: data, pipeline spec, contract, and DataHub metadata."""
+
 from __future__ import annotations
 
 import shutil
@@ -21,8 +22,17 @@ from controlplane.spec import load_spec
 from controlplane.workspace import Workspace
 from demo.generate import generate_cancel_features, generate_eta_features
 
-__all__ = ["seed_estate", "write_feature_table", "FEATURE_TABLE", "UPSTREAMS", "PIPELINE", "INITIAL_DAYS",
-           "CANCEL_PIPELINE", "CANCEL_TABLE", "TABLES"]
+__all__ = [
+    "seed_estate",
+    "write_feature_table",
+    "FEATURE_TABLE",
+    "UPSTREAMS",
+    "PIPELINE",
+    "INITIAL_DAYS",
+    "CANCEL_PIPELINE",
+    "CANCEL_TABLE",
+    "TABLES",
+]
 
 PIPELINE = "delivery-eta"
 FEATURE_TABLE = "urn:li:dataset:(urn:li:dataPlatform:file,delivery.eta_features,PROD)"
@@ -35,13 +45,27 @@ UPSTREAMS = (ORDERS, COURIERS, WEATHER)
 INITIAL_DAYS = 30
 _OWNER = "urn:li:corpGroup:delivery-data"
 _UPSTREAM_SCHEMAS = {
-    ORDERS: ("orders", "Orders as placed, with pickup/drop-off distance and restaurant prep time",
-             [("order_id", "string"), ("created_at", "timestamp"), ("distance_km", "number"),
-              ("prep_time_min", "number"), ("delivered_at", "timestamp")]),
-    COURIERS: ("couriers", "Courier fleet: vehicle and current load",
-               [("courier_id", "string"), ("vehicle_type", "string"), ("current_load", "integer")]),
-    WEATHER: ("weather_hourly", "Hourly rainfall per delivery zone",
-              [("hour_ts", "timestamp"), ("zone", "string"), ("rain_mm", "number")]),
+    ORDERS: (
+        "orders",
+        "Orders as placed, with pickup/drop-off distance and restaurant prep time",
+        [
+            ("order_id", "string"),
+            ("created_at", "timestamp"),
+            ("distance_km", "number"),
+            ("prep_time_min", "number"),
+            ("delivered_at", "timestamp"),
+        ],
+    ),
+    COURIERS: (
+        "couriers",
+        "Courier fleet: vehicle and current load",
+        [("courier_id", "string"), ("vehicle_type", "string"), ("current_load", "integer")],
+    ),
+    WEATHER: (
+        "weather_hourly",
+        "Hourly rainfall per delivery zone",
+        [("hour_ts", "timestamp"), ("zone", "string"), ("rain_mm", "number")],
+    ),
 }
 
 
@@ -59,10 +83,20 @@ class DemoTable:
 
 
 TABLES = (
-    DemoTable(PIPELINE, FEATURE_TABLE, "eta_features", "Delivery ETA features and label, one row per delivered order",
-              generate_eta_features),
-    DemoTable(CANCEL_PIPELINE, CANCEL_TABLE, "cancel_features", "Order cancellation features and outcome",
-              generate_cancel_features),
+    DemoTable(
+        PIPELINE,
+        FEATURE_TABLE,
+        "eta_features",
+        "Delivery ETA features and label, one row per delivered order",
+        generate_eta_features,
+    ),
+    DemoTable(
+        CANCEL_PIPELINE,
+        CANCEL_TABLE,
+        "cancel_features",
+        "Order cancellation features and outcome",
+        generate_cancel_features,
+    ),
 )
 
 
@@ -78,9 +112,19 @@ def seed_estate(ws: Workspace, *, seed: int, anchor: datetime, days: int = INITI
     with metadata_session(ws) as metadata:
         establish_identity(ws, metadata, anchor_ms)
         for urn, (name, description, columns) in _UPSTREAM_SCHEMAS.items():
-            metadata.emit(dataset_mcps(urn, name=name, description=description,
-                                       columns=[SchemaColumn(c, kind) for c, kind in columns], upstreams=[],
-                                       owner=_OWNER, last_modified_ms=anchor_ms, freshness_hours=24.0), anchor_ms)
+            metadata.emit(
+                dataset_mcps(
+                    urn,
+                    name=name,
+                    description=description,
+                    columns=[SchemaColumn(c, kind) for c, kind in columns],
+                    upstreams=[],
+                    owner=_OWNER,
+                    last_modified_ms=anchor_ms,
+                    freshness_hours=24.0,
+                ),
+                anchor_ms,
+            )
         for table in TABLES:
             data = ws.data / f"{table.name}.parquet"
             write_feature_table(data, table.generate(days=days, seed=seed, anchor=anchor))
@@ -95,10 +139,19 @@ def _table_mcps(ws: Workspace, table: DemoTable, data: Path, anchor_ms: int) -> 
     contract = parse_odcs(contract_text, f"demo contract {table.contract_file}")
     columns = [SchemaColumn(c.name, c.logical_type) for c in contract.columns]
     reference = establish(ws, load_spec(ws, table.pipeline), data, cadence="day")
-    return [*dataset_mcps(table.urn, name=table.name, columns=columns, upstreams=list(UPSTREAMS),
-                          description=table.description, owner=_OWNER, last_modified_ms=anchor_ms),
-            *contract_mcps(contract, contract_text),
-            *profile_mcps(table.urn, reference.profile, anchor_ms)]
+    return [
+        *dataset_mcps(
+            table.urn,
+            name=table.name,
+            columns=columns,
+            upstreams=list(UPSTREAMS),
+            description=table.description,
+            owner=_OWNER,
+            last_modified_ms=anchor_ms,
+        ),
+        *contract_mcps(contract, contract_text),
+        *profile_mcps(table.urn, reference.profile, anchor_ms),
+    ]
 
 
 def _packaged(folder: str, name: str) -> Path:

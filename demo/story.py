@@ -1,4 +1,5 @@
 """`kintsugi demo`: a first champion on clean data, then a silent unit failure, healed by the loop."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,9 +34,14 @@ class DemoResult:
     mae_healed: float
 
 
-def run_demo(ws: Workspace, *, seed: int = 7, now: datetime | None = None,
-             say: Callable[[str], None] = lambda _: None,
-             listener: Callable[[Event], None] | None = None) -> DemoResult:
+def run_demo(
+    ws: Workspace,
+    *,
+    seed: int = 7,
+    now: datetime | None = None,
+    say: Callable[[str], None] = lambda _: None,
+    listener: Callable[[Event], None] | None = None,
+) -> DemoResult:
     now = (now or datetime.now(timezone.utc)).replace(minute=0, second=0, microsecond=0)
     first_day = now - timedelta(days=NEW_DAYS)
     say(f"[1/5] seeding the delivery estate: {INITIAL_DAYS} days of orders up to {first_day:%Y-%m-%d}")
@@ -58,8 +64,9 @@ def run_demo(ws: Workspace, *, seed: int = 7, now: datetime | None = None,
     return DemoResult(first, healed, mae_poisoned, mae_healed)
 
 
-def land_batch(ws: Workspace, spec: PipelineSpec, *, seed: int, anchor: datetime, metres: bool,
-               days: int = INITIAL_DAYS + NEW_DAYS) -> None:
+def land_batch(
+    ws: Workspace, spec: PipelineSpec, *, seed: int, anchor: datetime, metres: bool, days: int = INITIAL_DAYS + NEW_DAYS
+) -> None:
     """A new batch: the deliveries after the table's last one, up to `anchor` (the generator makes day d's rows
     from (seed, d) alone, so the days already there come out the same); upstreams report fresh loads. With
     `metres`, the new rows' distance is written in metres — the orders service changed, not the past."""

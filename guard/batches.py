@@ -7,6 +7,7 @@ its batch's profile. Windows are calendar periods in UTC, as (after_ms, through_
 first millisecond to its last, a week from Monday 00:00, a day from 00:00. Rows with no time belong to
 no batch: the split refuses them (fail closed) rather than drop them unseen.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -65,8 +66,14 @@ def cadence_windows(time_column: str, cadence: str, starts_ms: Sequence[int]) ->
     return [(_label(cadence, s), TimeWindow(time_column, s - 1, _period_end(cadence, s) - 1)) for s in starts_ms]
 
 
-def split_batches(paths: str | Path | Sequence[str | Path], *, time_column: str, cadence: str = "auto",
-                  sample_rows: int = DEFAULT_SAMPLE_ROWS, seed: int = 0) -> list[Snapshot]:
+def split_batches(
+    paths: str | Path | Sequence[str | Path],
+    *,
+    time_column: str,
+    cadence: str = "auto",
+    sample_rows: int = DEFAULT_SAMPLE_ROWS,
+    seed: int = 0,
+) -> list[Snapshot]:
     """One snapshot (profile, sample, batch identity) per non-empty period of the table, oldest first."""
     files = (str(paths),) if isinstance(paths, (str, Path)) else tuple(str(p) for p in paths)
     try:
@@ -77,8 +84,9 @@ def split_batches(paths: str | Path | Sequence[str | Path], *, time_column: str,
         chosen = infer_cadence(span) if cadence == "auto" else cadence
         counts = _regroup(counts, chosen)
         windows = cadence_windows(time_column, chosen, sorted(counts))
-        builders = {start: ProfileBuilder(schema, counts[start], sample_rows=sample_rows, seed=seed)
-                    for start in counts}
+        builders = {
+            start: ProfileBuilder(schema, counts[start], sample_rows=sample_rows, seed=seed) for start in counts
+        }
         for source in sources:
             for group in range(source.num_row_groups):
                 table = source.read_row_group(group)
@@ -97,8 +105,10 @@ def split_batches(paths: str | Path | Sequence[str | Path], *, time_column: str,
 
 def _stamps(column: pa.ChunkedArray, time_column: str) -> np.ndarray:
     if column.null_count:
-        raise ValueError(f"{column.null_count} rows have no {time_column!r}: they belong to no batch; fill or "
-                         "drop them upstream first")
+        raise ValueError(
+            f"{column.null_count} rows have no {time_column!r}: they belong to no batch; fill or "
+            "drop them upstream first"
+        )
     return np.concatenate([epoch_ms(chunk) for chunk in column.chunks]) if column.num_chunks else np.empty(0, np.int64)
 
 
@@ -134,4 +144,3 @@ def _route(table: pa.Table, time_column: str, cadence: str, builders: dict[int, 
     starts = period_starts(cadence, _stamps(table.column(time_column), time_column))
     for start in np.unique(starts).tolist():
         builders[start].add(table.filter(pa.array(starts == start)))
-

@@ -8,6 +8,7 @@ contract does not list. The guard names the cause (`columns_swapped`, `sentinel`
 `params["explained_by"]` = "kind:column" of its cause, so the verdict, the incidents and the heal follow
 the cause (rescaling a swapped column would corrupt it).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -18,8 +19,15 @@ from guard.kinds import FindingKind, Severity
 
 __all__ = ["explain", "SYMPTOMS"]
 
-_VALUE_SYMPTOMS = frozenset({FindingKind.SCALE_SHIFT, FindingKind.UNIT_MISMATCH, FindingKind.OUT_OF_RANGE,
-                             FindingKind.DRIFT, FindingKind.RELATION_BROKEN})
+_VALUE_SYMPTOMS = frozenset(
+    {
+        FindingKind.SCALE_SHIFT,
+        FindingKind.UNIT_MISMATCH,
+        FindingKind.OUT_OF_RANGE,
+        FindingKind.DRIFT,
+        FindingKind.RELATION_BROKEN,
+    }
+)
 SYMPTOMS: dict[FindingKind, frozenset[FindingKind]] = {
     FindingKind.COLUMNS_SWAPPED: _VALUE_SYMPTOMS | {FindingKind.TARGET_LEAKAGE},
     FindingKind.SENTINEL: _VALUE_SYMPTOMS,
@@ -47,12 +55,24 @@ def explain(findings: Iterable[Finding]) -> list[Finding]:
     causes = [f for f in found if f.kind in SYMPTOMS and f.severity is Severity.BLOCK]
     explained = []
     for finding in found:
-        cause = next((c for c in causes if c is not finding and finding.kind in SYMPTOMS[c.kind]
-                      and finding.column in _columns(c)), None)
+        cause = next(
+            (
+                c
+                for c in causes
+                if c is not finding and finding.kind in SYMPTOMS[c.kind] and finding.column in _columns(c)
+            ),
+            None,
+        )
         if cause is None or "explained_by" in finding.params:
             explained.append(finding)
             continue
         label = f"{cause.kind.value}:{cause.column or '-'}"
-        explained.append(replace(finding, severity=Severity.WARN, params={**finding.params, "explained_by": label},
-                                 message=f"{finding.message} (explained by {label})"))
+        explained.append(
+            replace(
+                finding,
+                severity=Severity.WARN,
+                params={**finding.params, "explained_by": label},
+                message=f"{finding.message} (explained by {label})",
+            )
+        )
     return explained

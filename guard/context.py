@@ -1,4 +1,5 @@
 """Everything a check may look at, gathered by the control plane before the guard runs."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

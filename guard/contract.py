@@ -1,4 +1,5 @@
 """The contract a feature table is held to, as plain data (parsed from ODCS by the control plane)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -13,6 +13,7 @@ read with. Playbooks read it through `remediations.rows.selected_rows`; a select
 unknown column, a column that is not a timestamp, a malformed dict) refuses the heal, never widens it.
 Other row counts in params use other names (`estimated_rows`, `rows_swapped`...).
 """
+
 from __future__ import annotations
 
 import math

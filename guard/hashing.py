@@ -4,6 +4,7 @@ Shared by the duplicate-key count and the distinct-count sketch. splitmix64's fi
 value's bits (numbers, timestamps and booleans by their 64-bit value, -0.0 as 0.0; strings and binaries
 8 bytes at a time straight from the arrow buffers; dictionaries through their dictionary).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -59,9 +60,9 @@ def _hash_bytes(array: pa.Array, offset_type: type[np.signedinteger]) -> np.ndar
     offsets = offsets.astype(np.int64)
     lengths = np.diff(offsets)
     data = array.buffers()[2]
-    raw = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]] if data is not None else np.empty(0, np.uint8)
+    raw = np.frombuffer(data, dtype=np.uint8)[offsets[0] : offsets[-1]] if data is not None else np.empty(0, np.uint8)
     padded = np.zeros(len(raw) + 16, dtype=np.uint8)
-    padded[:len(raw)] = raw
+    padded[: len(raw)] = raw
     # the 8 bytes (little-endian) starting at every byte offset: an unaligned view, one gather per word
     at_byte = np.ndarray(buffer=padded, dtype="<u8", shape=(len(raw) + 9,), strides=(1,))
     starts, end = offsets[:-1] - offsets[0], len(raw)

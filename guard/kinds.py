@@ -1,4 +1,5 @@
 """Stable reason codes: every finding kind, in one place, with its default severity."""
+
 from __future__ import annotations
 
 from enum import Enum
@@ -61,4 +62,6 @@ class FindingKind(str, Enum):
 
 DEFAULT_SEVERITY: dict[FindingKind, Severity] = {kind: Severity.BLOCK for kind in FindingKind}
 DEFAULT_SEVERITY[FindingKind.DRIFT] = Severity.WARN
-DEFAULT_SEVERITY[FindingKind.UNIT_UNCHECKED] = Severity.WARN  # guard-robust: says it cannot judge, never passes silently
+DEFAULT_SEVERITY[FindingKind.UNIT_UNCHECKED] = (
+    Severity.WARN
+)  # guard-robust: says it cannot judge, never passes silently

@@ -9,6 +9,7 @@ through plain JSON (`to_dict` / `from_dict`), byte for byte (`canonical_json`).
 A `BatchProfile` is one batch's identity (id, files, the time window it was cut by, the first and last
 time seen) and its `DatasetProfile`.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,19 @@ from typing import Any, Iterable, Mapping
 from guard.relations import Relations
 from guard.sketches import DistinctSketch, Moments, QuantileSketch
 
-__all__ = ["ColumnProfile", "DatasetProfile", "BatchProfile", "TimeWindow", "QUANTILES", "MAX_CATEGORIES",
-           "PROFILE_FORMAT", "BATCH_FORMAT", "canonical_json", "json_number", "parse_number"]
+__all__ = [
+    "ColumnProfile",
+    "DatasetProfile",
+    "BatchProfile",
+    "TimeWindow",
+    "QUANTILES",
+    "MAX_CATEGORIES",
+    "PROFILE_FORMAT",
+    "BATCH_FORMAT",
+    "canonical_json",
+    "json_number",
+    "parse_number",
+]
 
 QUANTILES: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 MAX_CATEGORIES = 200  # exact value counts up to this many distinct values; beyond, "too many" (None)
@@ -107,12 +119,16 @@ class DatasetProfile:
         columns = dict(self.columns)
         for name, column in other.columns.items():
             columns[name] = columns[name].merge(column) if name in columns else column
-        return DatasetProfile(self.row_count + other.row_count, columns,
-                              _both(self.relations, other.relations, Relations.merge))
+        return DatasetProfile(
+            self.row_count + other.row_count, columns, _both(self.relations, other.relations, Relations.merge)
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        data = {"format": PROFILE_FORMAT, "row_count": self.row_count,
-                "columns": {name: column.to_dict() for name, column in self.columns.items()}}
+        data = {
+            "format": PROFILE_FORMAT,
+            "row_count": self.row_count,
+            "columns": {name: column.to_dict() for name, column in self.columns.items()},
+        }
         if self.relations is not None:
             data["relations"] = self.relations.to_dict()
         return data
@@ -138,13 +154,15 @@ class TimeWindow:
 
     def contains_range(self, low_ms: float, high_ms: float) -> bool:
         """Every time in [low, high] falls inside the window."""
-        return ((self.after_ms is None or low_ms > self.after_ms)
-                and (self.through_ms is None or high_ms <= self.through_ms))
+        return (self.after_ms is None or low_ms > self.after_ms) and (
+            self.through_ms is None or high_ms <= self.through_ms
+        )
 
     def misses_range(self, low_ms: float, high_ms: float) -> bool:
         """No time in [low, high] falls inside the window."""
-        return ((self.after_ms is not None and high_ms <= self.after_ms)
-                or (self.through_ms is not None and low_ms > self.through_ms))
+        return (self.after_ms is not None and high_ms <= self.after_ms) or (
+            self.through_ms is not None and low_ms > self.through_ms
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {"column": self.column, "after_ms": self.after_ms, "through_ms": self.through_ms}
@@ -171,10 +189,17 @@ class BatchProfile:
         return self.profile.row_count
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": BATCH_FORMAT, "batch_id": self.batch_id, "files": list(self.files),
-                "time_column": self.time_column, "window": self.window.to_dict() if self.window else None,
-                "start_ms": self.start_ms, "end_ms": self.end_ms, "row_count": self.row_count,
-                "profile": self.profile.to_dict()}
+        return {
+            "format": BATCH_FORMAT,
+            "batch_id": self.batch_id,
+            "files": list(self.files),
+            "time_column": self.time_column,
+            "window": self.window.to_dict() if self.window else None,
+            "start_ms": self.start_ms,
+            "end_ms": self.end_ms,
+            "row_count": self.row_count,
+            "profile": self.profile.to_dict(),
+        }
 
     def to_json(self) -> str:
         return canonical_json(self.to_dict())
@@ -183,10 +208,15 @@ class BatchProfile:
     def from_dict(cls, data: Mapping[str, Any]) -> BatchProfile:
         _expect_format(data, BATCH_FORMAT)
         window = data.get("window")
-        return cls(batch_id=data["batch_id"], files=tuple(data["files"]),
-                   profile=DatasetProfile.from_dict(data["profile"]), time_column=data.get("time_column"),
-                   window=TimeWindow.from_dict(window) if window else None,
-                   start_ms=data.get("start_ms"), end_ms=data.get("end_ms"))
+        return cls(
+            batch_id=data["batch_id"],
+            files=tuple(data["files"]),
+            profile=DatasetProfile.from_dict(data["profile"]),
+            time_column=data.get("time_column"),
+            window=TimeWindow.from_dict(window) if window else None,
+            start_ms=data.get("start_ms"),
+            end_ms=data.get("end_ms"),
+        )
 
     @classmethod
     def from_json(cls, text: str) -> BatchProfile:
@@ -201,14 +231,24 @@ def merge_columns(a: ColumnProfile, b: ColumnProfile) -> ColumnProfile:
     moments = _both(a.moments, b.moments, Moments.merge)
     sketch = _both(a.sketch, b.sketch, QuantileSketch.merge)
     return ColumnProfile(
-        name=a.name, logical_type=kind, row_count=a.row_count + b.row_count, null_count=a.null_count + b.null_count,
-        minimum=_extreme(min, a.minimum, b.minimum), maximum=_extreme(max, a.maximum, b.maximum),
-        mean=moments.mean if moments else None, stdev=moments.stdev if moments else None,
-        quantiles=sketch_quantiles(sketch) if kind in ("integer", "number") else (), value_counts=_merge_counts(a.value_counts, b.value_counts),
-        nan_count=a.nan_count + b.nan_count, moments=moments,
-        zero_count=_both(a.zero_count, b.zero_count, int.__add__), sketch=sketch,
+        name=a.name,
+        logical_type=kind,
+        row_count=a.row_count + b.row_count,
+        null_count=a.null_count + b.null_count,
+        minimum=_extreme(min, a.minimum, b.minimum),
+        maximum=_extreme(max, a.maximum, b.maximum),
+        mean=moments.mean if moments else None,
+        stdev=moments.stdev if moments else None,
+        quantiles=sketch_quantiles(sketch) if kind in ("integer", "number") else (),
+        value_counts=_merge_counts(a.value_counts, b.value_counts),
+        nan_count=a.nan_count + b.nan_count,
+        moments=moments,
+        zero_count=_both(a.zero_count, b.zero_count, int.__add__),
+        sketch=sketch,
         distinct=_both(a.distinct, b.distinct, DistinctSketch.merge),
-        hours=_both(a.hours, b.hours, _add_bins), weekdays=_both(a.weekdays, b.weekdays, _add_bins))
+        hours=_both(a.hours, b.hours, _add_bins),
+        weekdays=_both(a.weekdays, b.weekdays, _add_bins),
+    )
 
 
 def sketch_quantiles(sketch: QuantileSketch | None) -> tuple[tuple[float, float], ...]:
@@ -222,8 +262,10 @@ def _merged_type(a: ColumnProfile, b: ColumnProfile) -> str:
         return a.logical_type
     if {a.logical_type, b.logical_type} == {"integer", "number"}:
         return "number"
-    raise ValueError(f"column {a.name!r} is {a.logical_type} in one batch and {b.logical_type} in another: "
-                     "build the reference from batches of one schema (or cast the column first)")
+    raise ValueError(
+        f"column {a.name!r} is {a.logical_type} in one batch and {b.logical_type} in another: "
+        "build the reference from batches of one schema (or cast the column first)"
+    )
 
 
 def _both(a: Any, b: Any, combine: Any) -> Any:
@@ -236,8 +278,9 @@ def _extreme(pick: Any, a: float | None, b: float | None) -> float | None:
     return pick(known) if known else None
 
 
-def _merge_counts(a: Iterable[tuple[str, int]] | None,
-                  b: Iterable[tuple[str, int]] | None) -> tuple[tuple[str, int], ...] | None:
+def _merge_counts(
+    a: Iterable[tuple[str, int]] | None, b: Iterable[tuple[str, int]] | None
+) -> tuple[tuple[str, int], ...] | None:
     if a is None or b is None:
         return None
     counts = dict(a)
@@ -255,15 +298,22 @@ def _add_bins(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 
 def _column_to_dict(c: ColumnProfile) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "logical_type": c.logical_type, "rows": c.row_count, "nulls": c.null_count, "nans": c.nan_count,
-        "min": json_number(c.minimum), "max": json_number(c.maximum), "mean": json_number(c.mean),
+        "logical_type": c.logical_type,
+        "rows": c.row_count,
+        "nulls": c.null_count,
+        "nans": c.nan_count,
+        "min": json_number(c.minimum),
+        "max": json_number(c.maximum),
+        "mean": json_number(c.mean),
         "stdev": json_number(c.stdev),
         "quantiles": [[q, json_number(v)] for q, v in c.quantiles],
         "values": None if c.value_counts is None else {v: n for v, n in c.value_counts},
-        "zeros": c.zero_count, "hours": None if c.hours is None else list(c.hours),
+        "zeros": c.zero_count,
+        "hours": None if c.hours is None else list(c.hours),
         "weekdays": None if c.weekdays is None else list(c.weekdays),
-        "moments": None if c.moments is None else {
-            "count": c.moments.count, "sum": json_number(c.moments.total), "m2": json_number(c.moments.m2)},
+        "moments": None
+        if c.moments is None
+        else {"count": c.moments.count, "sum": json_number(c.moments.total), "m2": json_number(c.moments.m2)},
         "kll": None if c.sketch is None else c.sketch.to_base64(),
         "hll": None if c.distinct is None else c.distinct.to_base64(),
     }
@@ -277,19 +327,26 @@ def _column_from_dict(name: str, d: Mapping[str, Any]) -> ColumnProfile:
     moments = d.get("moments")
     values = d.get("values")
     return ColumnProfile(
-        name=name, logical_type=d["logical_type"], row_count=int(d["rows"]), null_count=int(d["nulls"]),
-        minimum=parse_number(d.get("min")), maximum=parse_number(d.get("max")),
-        mean=parse_number(d.get("mean")), stdev=parse_number(d.get("stdev")),
+        name=name,
+        logical_type=d["logical_type"],
+        row_count=int(d["rows"]),
+        null_count=int(d["nulls"]),
+        minimum=parse_number(d.get("min")),
+        maximum=parse_number(d.get("max")),
+        mean=parse_number(d.get("mean")),
+        stdev=parse_number(d.get("stdev")),
         quantiles=tuple((float(q), float(v)) for q, v in d.get("quantiles") or ()),
         value_counts=None if values is None else tuple(sorted((str(v), int(n)) for v, n in values.items())),
         nan_count=int(d.get("nans") or 0),
-        moments=None if moments is None else Moments(int(moments["count"]), float(moments["sum"]),
-                                                     float(moments["m2"])),
+        moments=None
+        if moments is None
+        else Moments(int(moments["count"]), float(moments["sum"]), float(moments["m2"])),
         zero_count=d.get("zeros"),
         sketch=QuantileSketch.from_base64(d["kll"]) if d.get("kll") else None,
         distinct=DistinctSketch.from_base64(d["hll"]) if d.get("hll") else None,
         hours=None if d.get("hours") is None else tuple(int(n) for n in d["hours"]),
-        weekdays=None if d.get("weekdays") is None else tuple(int(n) for n in d["weekdays"]))
+        weekdays=None if d.get("weekdays") is None else tuple(int(n) for n in d["weekdays"]),
+    )
 
 
 def json_number(value: float | None) -> float | str | None:
@@ -306,6 +363,7 @@ def parse_number(value: float | str | None) -> float | None:
 
 def _expect_format(data: Mapping[str, Any], expected: str) -> None:
     if data.get("format") != expected:
-        raise ValueError(f"expected a {expected} document, got format {data.get('format')!r}: "
-                         "profile the batch again with this version of the guard")
-
+        raise ValueError(
+            f"expected a {expected} document, got format {data.get('format')!r}: "
+            "profile the batch again with this version of the guard"
+        )

@@ -25,6 +25,7 @@ The sample (at most `sample_rows` rows; the profiled quantiles of numbers come f
   key, as the duplicate count's), and fewer than `sample_rows` rows remain only when very few keys
   repeat very often.
 """
+
 from __future__ import annotations
 
 import math
@@ -79,8 +80,7 @@ def logical_type(arrow_type: pa.DataType) -> str:
 def epoch_ms(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Non-null timestamps or dates as UTC epoch milliseconds (int64, floored; naive times read as UTC)."""
     kind = array.type
-    values = (array.drop_null() if isinstance(array, pa.Array) else pc.drop_null(array)) if array.null_count \
-        else array
+    values = (array.drop_null() if isinstance(array, pa.Array) else pc.drop_null(array)) if array.null_count else array
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
     if pa.types.is_date32(kind):
@@ -255,21 +255,30 @@ class _Column:
     def profile(self, rows: int, sample: pd.Series) -> ColumnProfile:
         numeric, timed = self.kind in _NUMERIC, self.kind in _TIMES
         profile = ColumnProfile(
-            name=self.name, logical_type=self.kind, row_count=rows, null_count=self.nulls,
-            minimum=self.low, maximum=self.high,
+            name=self.name,
+            logical_type=self.kind,
+            row_count=rows,
+            null_count=self.nulls,
+            minimum=self.low,
+            maximum=self.high,
             value_counts=tuple(sorted(self.counts.items())) if self.counts is not None else None,
-            nan_count=self.nans, moments=self.moments if numeric else None,
-            zero_count=self.zeros if numeric else None, sketch=self.sketch if numeric or timed else None,
+            nan_count=self.nans,
+            moments=self.moments if numeric else None,
+            zero_count=self.zeros if numeric else None,
+            sketch=self.sketch if numeric or timed else None,
             distinct=self.distinct if self.kind in _DISTINCT else None,
             hours=tuple(int(n) for n in self.hours) if self.kind == "timestamp" else None,
-            weekdays=tuple(int(n) for n in self.weekdays) if timed else None)
+            weekdays=tuple(int(n) for n in self.weekdays) if timed else None,
+        )
         if not numeric or not self.moments.count:
             return profile
         values = pd.to_numeric(sample, errors="coerce").dropna().to_numpy(dtype=float)
-        quantiles = tuple((q, float(v)) for q, v in zip(QUANTILES, np.quantile(values, QUANTILES))) if len(
-            values) else ()
-        return ColumnProfile(**{**profile.__dict__, "mean": self.moments.mean, "stdev": self.moments.stdev,
-                                "quantiles": quantiles})
+        quantiles = (
+            tuple((q, float(v)) for q, v in zip(QUANTILES, np.quantile(values, QUANTILES))) if len(values) else ()
+        )
+        return ColumnProfile(
+            **{**profile.__dict__, "mean": self.moments.mean, "stdev": self.moments.stdev, "quantiles": quantiles}
+        )
 
 
 def _distinct_integers(values: np.ndarray) -> np.ndarray:
@@ -352,28 +361,39 @@ class _HashSampler:
             return _plain_schema(schema).empty_table()
         table = pa.concat_tables([p.cast(_plain_schema(schema)) for p in self.pieces])
         scores = np.concatenate(self.scores)
-        order = np.lexsort((canonical_row_hashes(table), scores))[:self.sample_rows]
+        order = np.lexsort((canonical_row_hashes(table), scores))[: self.sample_rows]
         return table.take(pa.array(order))
 
 
 def _plain_schema(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
-                      for f in schema])
+    return pa.schema(
+        [pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type) for f in schema]
+    )
 
 
 class ProfileBuilder:
     """Accumulates exact counts, sketches, a seeded sample (and key hashes) over the tables of one batch."""
 
-    def __init__(self, schema: pa.Schema, total_rows: int, *, sample_rows: int, seed: int,
-                 keys: Sequence[str] | None = None, strict_rows: bool = True) -> None:
+    def __init__(
+        self,
+        schema: pa.Schema,
+        total_rows: int,
+        *,
+        sample_rows: int,
+        seed: int,
+        keys: Sequence[str] | None = None,
+        strict_rows: bool = True,
+    ) -> None:
         self.schema = schema
         self.total_rows = total_rows
         self.seed = seed
         self.keys = None if keys is None else tuple(keys)
         self.strict_rows = strict_rows  # False for a part of a batch (a Spark partition)
         self.sampler: _PositionSampler | _HashSampler = (
-            _PositionSampler(total_rows, sample_rows, seed) if self.keys is None
-            else _HashSampler(total_rows, sample_rows))
+            _PositionSampler(total_rows, sample_rows, seed)
+            if self.keys is None
+            else _HashSampler(total_rows, sample_rows)
+        )
         self.key_pieces: list[np.ndarray] = []
         self.key_ceiling = key_ceiling(total_rows)  # above EXACT_KEY_ROWS rows, a sample by key
         self.offset = 0  # rows seen so far
@@ -384,13 +404,19 @@ class ProfileBuilder:
 
     def add(self, table: pa.Table) -> None:
         if self.strict_rows and self.offset + table.num_rows > self.total_rows:
-            raise ValueError(f"{self.offset + table.num_rows} rows arrived for a batch announced with "
-                             f"{self.total_rows}: the files changed while they were read; read them again")
+            raise ValueError(
+                f"{self.offset + table.num_rows} rows arrived for a batch announced with "
+                f"{self.total_rows}: the files changed while they were read; read them again"
+            )
         hashed = self._shared_key()
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
             keyed = pool.submit(self._keys, table)  # the key column's own profile rides on its hashes
-            list(pool.map(lambda name: self.columns[name].add(table.column(name)),
-                          [name for name in table.column_names if name != hashed]))
+            list(
+                pool.map(
+                    lambda name: self.columns[name].add(table.column(name)),
+                    [name for name in table.column_names if name != hashed],
+                )
+            )
             scores = keyed.result()
         self.sampler.add(table, self.offset, scores)
         self.offset += table.num_rows
@@ -442,8 +468,10 @@ class ProfileBuilder:
 
     def finish(self) -> tuple[DatasetProfile, pd.DataFrame]:
         if self.offset != self.total_rows:
-            raise ValueError(f"{self.offset} rows arrived for a batch announced with {self.total_rows}: the "
-                             "files changed while they were read; read them again")
+            raise ValueError(
+                f"{self.offset} rows arrived for a batch announced with {self.total_rows}: the "
+                "files changed while they were read; read them again"
+            )
         sample = self.sampler.finish(self.schema).to_pandas()
         columns = {f.name: self.columns[f.name].profile(self.total_rows, sample[f.name]) for f in self.schema}
         relations = learn_relations(sample, {name: state.kind for name, state in self.columns.items()})

@@ -7,6 +7,7 @@ value, and the quantiles of its core and its share on the reference's point mass
 per batch its rows and time span, from which the cadence and the expected batch size follow.
 Pure and deterministic: the same batches in the same order give the same reference, byte for byte.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,10 +54,16 @@ class ColumnSummary:
         elif column.quantiles:
             q25, median, q75 = column.quantile(0.25), column.quantile(0.5), column.quantile(0.75)
         mass = column.point_mass
-        return cls(median=median, iqr=None if q25 is None or q75 is None else q75 - q25,
-                   null_share=column.null_fraction, zero_share=column.zero_share,
-                   point_share=mass[1] if mass else None, mean=column.mean, stdev=column.stdev,
-                   **_core_fields(column, atom))
+        return cls(
+            median=median,
+            iqr=None if q25 is None or q75 is None else q75 - q25,
+            null_share=column.null_fraction,
+            zero_share=column.zero_share,
+            point_share=mass[1] if mass else None,
+            mean=column.mean,
+            stdev=column.stdev,
+            **_core_fields(column, atom),
+        )
 
 
 def _core_fields(column: ColumnProfile, atom: float | None) -> dict[str, float | None]:
@@ -65,9 +72,16 @@ def _core_fields(column: ColumnProfile, atom: float | None) -> dict[str, float |
     assert column.sketch is not None
     found = core(column.sketch, atom)
     levels = found.quantiles or (None,) * 5
-    return {"core_q10": levels[0], "core_q25": levels[1], "core_median": levels[2], "core_q75": levels[3],
-            "core_q90": levels[4], "atom_share": found.atom_share, "core_count": found.count,
-            "values": found.total}
+    return {
+        "core_q10": levels[0],
+        "core_q25": levels[1],
+        "core_median": levels[2],
+        "core_q75": levels[3],
+        "core_q90": levels[4],
+        "atom_share": found.atom_share,
+        "core_count": found.count,
+        "values": found.total,
+    }
 
 
 @dataclass(frozen=True)
@@ -131,8 +145,12 @@ class Reference:
         return [b.columns[column] for b in self.batches if column in b.columns]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": REFERENCE_FORMAT, "time_column": self.time_column, "profile": self.profile.to_dict(),
-                "batches": [_batch_to_dict(b) for b in self.batches]}
+        return {
+            "format": REFERENCE_FORMAT,
+            "time_column": self.time_column,
+            "profile": self.profile.to_dict(),
+            "batches": [_batch_to_dict(b) for b in self.batches],
+        }
 
     def to_json(self) -> str:
         return canonical_json(self.to_dict())
@@ -140,10 +158,15 @@ class Reference:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Reference:
         if data.get("format") != REFERENCE_FORMAT:
-            raise ValueError(f"expected a {REFERENCE_FORMAT} document, got format {data.get('format')!r}: "
-                             "build the reference again with this version of the guard")
-        return cls(profile=DatasetProfile.from_dict(data["profile"]),
-                   batches=tuple(_batch_from_dict(b) for b in data["batches"]), time_column=data.get("time_column"))
+            raise ValueError(
+                f"expected a {REFERENCE_FORMAT} document, got format {data.get('format')!r}: "
+                "build the reference again with this version of the guard"
+            )
+        return cls(
+            profile=DatasetProfile.from_dict(data["profile"]),
+            batches=tuple(_batch_from_dict(b) for b in data["batches"]),
+            time_column=data.get("time_column"),
+        )
 
     @classmethod
     def from_json(cls, text: str) -> Reference:
@@ -153,43 +176,73 @@ class Reference:
 def build_reference(batch_profiles: Sequence[BatchProfile]) -> Reference:
     """Merge the batches (in the order given: oldest first) into one reference."""
     if not batch_profiles:
-        raise ValueError("a reference needs at least one clean batch: profile one with read_snapshot or "
-                         "split_batches first")
+        raise ValueError(
+            "a reference needs at least one clean batch: profile one with read_snapshot or split_batches first"
+        )
     clocks = {b.time_column for b in batch_profiles if b.time_column is not None}
     if len(clocks) > 1:
-        raise ValueError(f"the batches were cut on different time columns ({', '.join(sorted(clocks))}): "
-                         "build a reference from batches of one table")
+        raise ValueError(
+            f"the batches were cut on different time columns ({', '.join(sorted(clocks))}): "
+            "build a reference from batches of one table"
+        )
     ids = [b.batch_id for b in batch_profiles]
     if len(set(ids)) != len(ids):
-        raise ValueError(f"batch ids repeat ({', '.join(sorted({i for i in ids if ids.count(i) > 1}))}): "
-                         "a batch counted twice would weigh twice; pass each batch once")
+        raise ValueError(
+            f"batch ids repeat ({', '.join(sorted({i for i in ids if ids.count(i) > 1}))}): "
+            "a batch counted twice would weigh twice; pass each batch once"
+        )
     merged = batch_profiles[0].profile
     for batch in batch_profiles[1:]:
         merged = merged.merge(batch.profile)
-    return Reference(profile=merged, batches=tuple(_summary(b, merged) for b in batch_profiles),
-                     time_column=clocks.pop() if clocks else None)
+    return Reference(
+        profile=merged,
+        batches=tuple(_summary(b, merged) for b in batch_profiles),
+        time_column=clocks.pop() if clocks else None,
+    )
 
 
 def _summary(batch: BatchProfile, merged: DatasetProfile) -> BatchSummary:
     window = batch.window
     atoms = {name: atom_of(column) if sketched(column) else None for name, column in merged.columns.items()}
     return BatchSummary(
-        batch_id=batch.batch_id, rows=batch.row_count, start_ms=batch.start_ms, end_ms=batch.end_ms,
-        after_ms=window.after_ms if window else None, through_ms=window.through_ms if window else None,
-        columns={name: ColumnSummary.of(column, atoms.get(name)) for name, column in batch.profile.columns.items()})
+        batch_id=batch.batch_id,
+        rows=batch.row_count,
+        start_ms=batch.start_ms,
+        end_ms=batch.end_ms,
+        after_ms=window.after_ms if window else None,
+        through_ms=window.through_ms if window else None,
+        columns={name: ColumnSummary.of(column, atoms.get(name)) for name, column in batch.profile.columns.items()},
+    )
 
 
 def _batch_to_dict(batch: BatchSummary) -> dict[str, Any]:
-    return {"batch_id": batch.batch_id, "rows": batch.rows, "start_ms": batch.start_ms, "end_ms": batch.end_ms,
-            "after_ms": batch.after_ms, "through_ms": batch.through_ms,
-            "columns": {name: {key: value if isinstance(value, (int, type(None))) else json_number(value)
-                               for key, value in column.__dict__.items()} for name, column in batch.columns.items()}}
+    return {
+        "batch_id": batch.batch_id,
+        "rows": batch.rows,
+        "start_ms": batch.start_ms,
+        "end_ms": batch.end_ms,
+        "after_ms": batch.after_ms,
+        "through_ms": batch.through_ms,
+        "columns": {
+            name: {
+                key: value if isinstance(value, (int, type(None))) else json_number(value)
+                for key, value in column.__dict__.items()
+            }
+            for name, column in batch.columns.items()
+        },
+    }
 
 
 def _batch_from_dict(data: Mapping[str, Any]) -> BatchSummary:
-    return BatchSummary(batch_id=data["batch_id"], rows=int(data["rows"]), start_ms=data.get("start_ms"),
-                        end_ms=data.get("end_ms"), after_ms=data.get("after_ms"), through_ms=data.get("through_ms"),
-                        columns={name: _summary_from_dict(column) for name, column in data["columns"].items()})
+    return BatchSummary(
+        batch_id=data["batch_id"],
+        rows=int(data["rows"]),
+        start_ms=data.get("start_ms"),
+        end_ms=data.get("end_ms"),
+        after_ms=data.get("after_ms"),
+        through_ms=data.get("through_ms"),
+        columns={name: _summary_from_dict(column) for name, column in data["columns"].items()},
+    )
 
 
 def _summary_from_dict(data: Mapping[str, Any]) -> ColumnSummary:

@@ -1,4 +1,5 @@
 """The plain registry of checks: a dict keyed by check name; registering a name twice is an error."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -23,6 +23,7 @@ batch, without rereading a row) and plain JSON:
 Learned from the batch's seeded row sample (every row when the batch has at most `sample_rows` rows), so
 the cost stays bounded whatever the batch size; merged by adding, a batch weighs by its sampled rows.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,18 @@ import pandas as pd
 
 from guard.sketches import Moments, QuantileSketch
 
-__all__ = ["Relations", "Diurnal", "PairMoments", "GroupMoments", "learn_relations", "epoch_ms_of",
-           "pair_key", "HOURS", "MAX_GROUPS", "IDENTITY_SCREEN_ROWS"]
+__all__ = [
+    "Relations",
+    "Diurnal",
+    "PairMoments",
+    "GroupMoments",
+    "learn_relations",
+    "epoch_ms_of",
+    "pair_key",
+    "HOURS",
+    "MAX_GROUPS",
+    "IDENTITY_SCREEN_ROWS",
+]
 
 HOURS = 24
 MAX_GROUPS = 30  # string columns with more distinct values in the sample are not grouped by
@@ -61,8 +72,12 @@ class Diurnal:
     squares: tuple[float, ...]
 
     def merge(self, other: Diurnal) -> Diurnal:
-        return Diurnal(*(tuple(x + y for x, y in zip(a, b)) for a, b in
-                         ((self.counts, other.counts), (self.sums, other.sums), (self.squares, other.squares))))
+        return Diurnal(
+            *(
+                tuple(x + y for x, y in zip(a, b))
+                for a, b in ((self.counts, other.counts), (self.sums, other.sums), (self.squares, other.squares))
+            )
+        )
 
     def means(self) -> np.ndarray:
         counts = np.asarray(self.counts, dtype=float)
@@ -98,9 +113,15 @@ class PairMoments:
         n = self.n + other.n
         da, db = other.mean_a - self.mean_a, other.mean_b - self.mean_b
         weight = self.n * other.n / n
-        return PairMoments(n, self.mean_a + da * other.n / n, self.mean_b + db * other.n / n,
-                           self.m2_a + other.m2_a + da * da * weight, self.m2_b + other.m2_b + db * db * weight,
-                           self.co_m2 + other.co_m2 + da * db * weight, self.a_le_b + other.a_le_b)
+        return PairMoments(
+            n,
+            self.mean_a + da * other.n / n,
+            self.mean_b + db * other.n / n,
+            self.m2_a + other.m2_a + da * da * weight,
+            self.m2_b + other.m2_b + db * db * weight,
+            self.co_m2 + other.co_m2 + da * db * weight,
+            self.a_le_b + other.a_le_b,
+        )
 
     @property
     def correlation(self) -> float | None:
@@ -165,16 +186,23 @@ class Relations:
             pairs=_common(self.pairs, other.pairs, PairMoments.merge),
             groups=_common(self.groups, other.groups, GroupMoments.merge),
             spread=_common(self.spread, other.spread, lambda a, b: (min(a[0], b[0]), max(a[1], b[1]))),
-            identities=_common(self.identities, other.identities, _add_counts))
+            identities=_common(self.identities, other.identities, _add_counts),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "diurnal": {t: {x: [list(d.counts), list(d.sums), list(d.squares)] for x, d in sorted(cols.items())}
-                        for t, cols in sorted(self.diurnal.items())},
+            "diurnal": {
+                t: {x: [list(d.counts), list(d.sums), list(d.squares)] for x, d in sorted(cols.items())}
+                for t, cols in sorted(self.diurnal.items())
+            },
             "hour_of": {t: {h: list(c) for h, c in sorted(cols.items())} for t, cols in sorted(self.hour_of.items())},
             "lags": {k: s.to_base64() for k, s in sorted(self.lags.items())},
-            "pairs": {k: [p.n, p.mean_a, p.mean_b, p.m2_a, p.m2_b, p.co_m2, p.a_le_b] for k, p in sorted(self.pairs.items())},
-            "groups": {k: {v: [m.count, m.total, m.m2] for v, m in g.groups.items()} for k, g in sorted(self.groups.items())},
+            "pairs": {
+                k: [p.n, p.mean_a, p.mean_b, p.m2_a, p.m2_b, p.co_m2, p.a_le_b] for k, p in sorted(self.pairs.items())
+            },
+            "groups": {
+                k: {v: [m.count, m.total, m.m2] for v, m in g.groups.items()} for k, g in sorted(self.groups.items())
+            },
             "spread": {k: list(v) for k, v in sorted(self.spread.items())},
             "identities": {k: list(v) for k, v in sorted(self.identities.items())},
         }
@@ -182,18 +210,25 @@ class Relations:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Relations:
         return cls(
-            diurnal={t: {x: Diurnal(*(tuple(float(v) for v in part) for part in d)) for x, d in cols.items()}
-                     for t, cols in data.get("diurnal", {}).items()},
-            hour_of={t: {h: tuple(int(n) for n in c) for h, c in cols.items()}
-                     for t, cols in data.get("hour_of", {}).items()},
+            diurnal={
+                t: {x: Diurnal(*(tuple(float(v) for v in part) for part in d)) for x, d in cols.items()}
+                for t, cols in data.get("diurnal", {}).items()
+            },
+            hour_of={
+                t: {h: tuple(int(n) for n in c) for h, c in cols.items()} for t, cols in data.get("hour_of", {}).items()
+            },
             lags={k: QuantileSketch.from_base64(v) for k, v in data.get("lags", {}).items()},
-            pairs={k: PairMoments(int(v[0]), float(v[1]), float(v[2]), float(v[3]), float(v[4]), float(v[5]),
-                                  int(v[6]))
-                   for k, v in data.get("pairs", {}).items()},
-            groups={k: GroupMoments({v: Moments(int(m[0]), float(m[1]), float(m[2])) for v, m in g.items()})
-                    for k, g in data.get("groups", {}).items()},
+            pairs={
+                k: PairMoments(int(v[0]), float(v[1]), float(v[2]), float(v[3]), float(v[4]), float(v[5]), int(v[6]))
+                for k, v in data.get("pairs", {}).items()
+            },
+            groups={
+                k: GroupMoments({v: Moments(int(m[0]), float(m[1]), float(m[2])) for v, m in g.items()})
+                for k, g in data.get("groups", {}).items()
+            },
             spread={k: (float(v[0]), float(v[1])) for k, v in data.get("spread", {}).items()},
-            identities={k: (int(v[0]), int(v[1])) for k, v in data.get("identities", {}).items()})
+            identities={k: (int(v[0]), int(v[1])) for k, v in data.get("identities", {}).items()},
+        )
 
 
 def _add_counts(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -239,9 +274,15 @@ def learn_relations(sample: pd.DataFrame, types: Mapping[str, str]) -> Relations
     categories = _categories(sample, types)
     pairs = _pairs(numbers)
     groups = _groups(sample, categories, numbers)
-    return Relations(diurnal=_diurnal(times, numbers), hour_of=_hour_of(times, numbers, integers),
-                     lags=_lags(times), pairs=pairs, groups=groups, spread=_spread(pairs, groups),
-                     identities=_identities(numbers))
+    return Relations(
+        diurnal=_diurnal(times, numbers),
+        hour_of=_hour_of(times, numbers, integers),
+        lags=_lags(times),
+        pairs=pairs,
+        groups=groups,
+        spread=_spread(pairs, groups),
+        identities=_identities(numbers),
+    )
 
 
 def _categories(sample: pd.DataFrame, types: Mapping[str, str]) -> dict[str, pd.Series]:
@@ -254,8 +295,9 @@ def _categories(sample: pd.DataFrame, types: Mapping[str, str]) -> dict[str, pd.
     return found
 
 
-def _diurnal(times: Mapping[str, tuple[np.ndarray, np.ndarray]],
-             numbers: Mapping[str, np.ndarray]) -> dict[str, dict[str, Diurnal]]:
+def _diurnal(
+    times: Mapping[str, tuple[np.ndarray, np.ndarray]], numbers: Mapping[str, np.ndarray]
+) -> dict[str, dict[str, Diurnal]]:
     result: dict[str, dict[str, Diurnal]] = {}
     for column, (stamps, present) in times.items():
         hours = np.floor_divide(stamps, _HOUR_MS) % HOURS
@@ -263,14 +305,19 @@ def _diurnal(times: Mapping[str, tuple[np.ndarray, np.ndarray]],
         for name, values in numbers.items():
             rows = present & ~np.isnan(values)
             x, h = values[rows], hours[rows]
-            by_column[name] = Diurnal(*(tuple(float(v) for v in np.bincount(h, weights=w, minlength=HOURS))
-                                        for w in (np.ones(len(x)), x, x * x)))
+            by_column[name] = Diurnal(
+                *(
+                    tuple(float(v) for v in np.bincount(h, weights=w, minlength=HOURS))
+                    for w in (np.ones(len(x)), x, x * x)
+                )
+            )
         result[column] = by_column
     return result
 
 
-def _hour_of(times: Mapping[str, tuple[np.ndarray, np.ndarray]], numbers: Mapping[str, np.ndarray],
-             integers: list[str]) -> dict[str, dict[str, tuple[int, ...]]]:
+def _hour_of(
+    times: Mapping[str, tuple[np.ndarray, np.ndarray]], numbers: Mapping[str, np.ndarray], integers: list[str]
+) -> dict[str, dict[str, tuple[int, ...]]]:
     result: dict[str, dict[str, tuple[int, ...]]] = {}
     for column, (stamps, present) in times.items():
         hours = np.floor_divide(stamps, _HOUR_MS) % HOURS
@@ -307,13 +354,21 @@ def _pairs(numbers: Mapping[str, np.ndarray]) -> dict[str, PairMoments]:
             result[f"{a}|{b}"] = PairMoments(0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
             continue
         dx, dy = x - x.mean(), y - y.mean()
-        result[f"{a}|{b}"] = PairMoments(len(x), float(x.mean()), float(y.mean()), float((dx * dx).sum()),
-                                         float((dy * dy).sum()), float((dx * dy).sum()), int((x <= y).sum()))
+        result[f"{a}|{b}"] = PairMoments(
+            len(x),
+            float(x.mean()),
+            float(y.mean()),
+            float((dx * dx).sum()),
+            float((dy * dy).sum()),
+            float((dx * dy).sum()),
+            int((x <= y).sum()),
+        )
     return result
 
 
-def _groups(sample: pd.DataFrame, categories: Mapping[str, pd.Series],
-            numbers: Mapping[str, np.ndarray]) -> dict[str, GroupMoments]:
+def _groups(
+    sample: pd.DataFrame, categories: Mapping[str, pd.Series], numbers: Mapping[str, np.ndarray]
+) -> dict[str, GroupMoments]:
     result = {}
     for column, values in categories.items():
         codes, labels = pd.factorize(values, sort=True)  # -1 for a missing category
@@ -333,12 +388,15 @@ def _moments_by(codes: np.ndarray, x: np.ndarray, labels: list[str]) -> dict[str
     counts = np.bincount(codes, minlength=groups)
     totals = np.bincount(codes, weights=x, minlength=groups)
     shifted = x - centre
-    sums, squares = np.bincount(codes, weights=shifted, minlength=groups), np.bincount(codes, weights=shifted ** 2,
-                                                                                       minlength=groups)
+    sums, squares = (
+        np.bincount(codes, weights=shifted, minlength=groups),
+        np.bincount(codes, weights=shifted**2, minlength=groups),
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
-        m2 = np.where(counts > 0, squares - sums ** 2 / counts, 0.0)
-    return {labels[g]: Moments(int(counts[g]), float(totals[g]), float(max(m2[g], 0.0)))
-            for g in range(groups) if counts[g]}
+        m2 = np.where(counts > 0, squares - sums**2 / counts, 0.0)
+    return {
+        labels[g]: Moments(int(counts[g]), float(totals[g]), float(max(m2[g], 0.0))) for g in range(groups) if counts[g]
+    }
 
 
 def _spread(pairs: Mapping[str, PairMoments], groups: Mapping[str, GroupMoments]) -> dict[str, tuple[float, float]]:
@@ -365,9 +423,9 @@ def resolution(values: np.ndarray) -> float:
     """Half the finest decimal step every value is a multiple of (0 for values with more than 6 decimals)."""
     present = values[~np.isnan(values)]
     for decimals in range(7):
-        scaled = present * 10.0 ** decimals
+        scaled = present * 10.0**decimals
         if np.allclose(scaled, np.round(scaled), rtol=0.0, atol=1e-6):
-            return 0.5 * 10.0 ** -decimals
+            return 0.5 * 10.0**-decimals
     return 0.0
 
 
@@ -380,7 +438,7 @@ def _identities(numbers: Mapping[str, np.ndarray]) -> dict[str, tuple[int, int]]
     names = [n for n in sorted(numbers) if np.nanstd(numbers[n]) > 0][:_MAX_IDENTITY_COLUMNS] if numbers else []
     if len(names) < 3:
         return {}
-    head = np.column_stack([numbers[n][:4 * IDENTITY_SCREEN_ROWS] for n in names])  # screened on the first rows
+    head = np.column_stack([numbers[n][: 4 * IDENTITY_SCREEN_ROWS] for n in names])  # screened on the first rows
     found = {}
     for k, c in enumerate(names):
         tolerance = resolution(numbers[c])

@@ -8,6 +8,7 @@ plausible for the old column (same type; values inside the reference's range wid
 inside its categories). A batch is a season, not the whole history, so its distribution is not required to
 match the reference's.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -21,8 +22,9 @@ __all__ = ["split_renames", "SLACK"]
 SLACK = 0.01  # share of sampled rows where neither column has a value beyond the reference's own null share
 
 
-def split_renames(contract: Contract, snapshot: Snapshot, reference: DatasetProfile,
-                  unexpected: list[str]) -> dict[str, str]:
+def split_renames(
+    contract: Contract, snapshot: Snapshot, reference: DatasetProfile, unexpected: list[str]
+) -> dict[str, str]:
     """old -> new, for each contracted column that exactly one unexpected column completes."""
     observed = snapshot.profile.columns
     found: dict[str, str] = {}
@@ -30,9 +32,14 @@ def split_renames(contract: Contract, snapshot: Snapshot, reference: DatasetProf
         old, before = observed.get(column.name), reference.columns.get(column.name)
         if old is None or before is None or old.null_fraction <= before.null_fraction:
             continue
-        matches = [new for new in unexpected if new not in found.values()
-                   and _types_match(before, observed[new]) and _complements(snapshot.sample, column.name, new, before)
-                   and _plausible(before, observed[new])]
+        matches = [
+            new
+            for new in unexpected
+            if new not in found.values()
+            and _types_match(before, observed[new])
+            and _complements(snapshot.sample, column.name, new, before)
+            and _plausible(before, observed[new])
+        ]
         if len(matches) == 1:
             found[column.name] = matches[0]
     return found

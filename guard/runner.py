@@ -5,6 +5,7 @@ columns, say), they become ONE grouped finding of that kind (column None, the fi
 and the count, blocking if any of them blocked, no playbook: a heal per column is not planned from a
 summary), so a wide table raises one incident per kind, not thousands.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -42,8 +43,11 @@ def group_findings(findings: list[Finding]) -> list[Finding]:
     by_kind: dict[FindingKind, list[Finding]] = {}
     for finding in findings:
         by_kind.setdefault(finding.kind, []).append(finding)
-    crowded = {kind for kind, found in by_kind.items()
-               if len({f.column for f in found if f.column is not None}) > MAX_FINDINGS_PER_KIND}
+    crowded = {
+        kind
+        for kind, found in by_kind.items()
+        if len({f.column for f in found if f.column is not None}) > MAX_FINDINGS_PER_KIND
+    }
     grouped: list[Finding] = []
     for finding in findings:
         if finding.kind not in crowded:
@@ -59,11 +63,20 @@ def _group(found: list[Finding]) -> Finding:
     listed = columns[:GROUP_LISTED]
     severity = Severity.BLOCK if any(f.severity is Severity.BLOCK for f in found) else Severity.WARN
     more = f" and {len(columns) - len(listed)} more" if len(columns) > len(listed) else ""
-    return replace(make_finding(
-        first.kind, first.dataset, None, severity=severity, observed={"columns": listed, "count": len(columns)},
-        expected=first.expected, grouped=True, findings=len(found),
-        message=f"{first.kind.value} on {len(columns)} columns: {', '.join(listed)}{more} "
-                f"(first: {first.message})"), check=first.check)
+    return replace(
+        make_finding(
+            first.kind,
+            first.dataset,
+            None,
+            severity=severity,
+            observed={"columns": listed, "count": len(columns)},
+            expected=first.expected,
+            grouped=True,
+            findings=len(found),
+            message=f"{first.kind.value} on {len(columns)} columns: {', '.join(listed)}{more} (first: {first.message})",
+        ),
+        check=first.check,
+    )
 
 
 def _preconditions(ctx: GuardContext) -> list[Finding]:
@@ -73,17 +86,40 @@ def _preconditions(ctx: GuardContext) -> list[Finding]:
     if ctx.contract is None:
         why = ctx.contract_error or "no data contract is registered in DataHub for this dataset"
         kind = FindingKind.CONTRACT_INVALID if ctx.contract_error else FindingKind.CONTRACT_MISSING
-        blockers.append(make_finding(kind, urn, None, observed=why, expected="a data contract",
-                                     message=f"{why}; apply one with `kintsugi contract apply FILE`"))
+        blockers.append(
+            make_finding(
+                kind,
+                urn,
+                None,
+                observed=why,
+                expected="a data contract",
+                message=f"{why}; apply one with `kintsugi contract apply FILE`",
+            )
+        )
     if ctx.snapshot is None:
         why = ctx.snapshot_error or "no snapshot was read"
-        blockers.append(make_finding(FindingKind.SNAPSHOT_UNREADABLE, urn, None, observed=why,
-                                     expected="a readable parquet snapshot", message=why))
+        blockers.append(
+            make_finding(
+                FindingKind.SNAPSHOT_UNREADABLE,
+                urn,
+                None,
+                observed=why,
+                expected="a readable parquet snapshot",
+                message=why,
+            )
+        )
     if ctx.reference is None:
-        blockers.append(make_finding(
-            FindingKind.REFERENCE_MISSING, urn, None, observed=None, expected="a reference profile",
-            message="no reference profile in DataHub to compare the data with; record one with "
-                    "`kintsugi contract apply FILE --reference DATA.parquet`"))
+        blockers.append(
+            make_finding(
+                FindingKind.REFERENCE_MISSING,
+                urn,
+                None,
+                observed=None,
+                expected="a reference profile",
+                message="no reference profile in DataHub to compare the data with; record one with "
+                "`kintsugi contract apply FILE --reference DATA.parquet`",
+            )
+        )
     return blockers
 
 
@@ -92,8 +128,13 @@ def _run_one(check: RegisteredCheck, ctx: GuardContext) -> list[Finding]:
         return [replace(finding, check=check.name) for finding in check.run(ctx)]
     except Exception as exc:  # a check that breaks must block, never pass
         broken = make_finding(
-            FindingKind.CHECK_ERROR, ctx.dataset_urn, None, observed=f"{type(exc).__name__}: {exc}",
-            expected="the check to complete", message=f"check {check.name!r} raised {type(exc).__name__}: {exc}")
+            FindingKind.CHECK_ERROR,
+            ctx.dataset_urn,
+            None,
+            observed=f"{type(exc).__name__}: {exc}",
+            expected="the check to complete",
+            message=f"check {check.name!r} raised {type(exc).__name__}: {exc}",
+        )
         return [replace(broken, check=check.name)]
 
 

@@ -18,6 +18,7 @@ relative standard error 1.04 / sqrt(4096) = 1.6%; merged by taking the larger re
 
 `Moments` keeps count, sum and the sum of squared deviations, merged with Chan's parallel formula.
 """
+
 from __future__ import annotations
 
 import base64
@@ -31,8 +32,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["QuantileSketch", "DistinctSketch", "Moments", "KLL_K", "KLL_RANK_ERROR", "HLL_LG_K",
-           "HLL_RELATIVE_ERROR", "SAMPLER_ITEMS"]
+__all__ = [
+    "QuantileSketch",
+    "DistinctSketch",
+    "Moments",
+    "KLL_K",
+    "KLL_RANK_ERROR",
+    "HLL_LG_K",
+    "HLL_RELATIVE_ERROR",
+    "SAMPLER_ITEMS",
+]
 
 KLL_K = 200
 KLL_M = 8
@@ -97,7 +106,7 @@ class QuantileSketch:
             blocks = len(values) >> shift
             picks = np.arange(blocks) * block + np.random.default_rng(seed).integers(0, block, blocks)
             self._add(shift, values[picks])
-            values = values[blocks * block:]  # the remainder enters at weight 1
+            values = values[blocks * block :]  # the remainder enters at weight 1
         self._add(0, values)
         self._compress()
 
@@ -132,15 +141,16 @@ class QuantileSketch:
     def _compress(self) -> None:
         """Halve the lowest full level until the sketch fits its capacity, as DataSketches does."""
         while self.retained > _total_capacity(self.k, len(self.levels)):
-            height = next(h for h, level in enumerate(self.levels)
-                          if len(level) >= _level_capacity(self.k, len(self.levels), h))
+            height = next(
+                h for h, level in enumerate(self.levels) if len(level) >= _level_capacity(self.k, len(self.levels), h)
+            )
             if height == len(self.levels) - 1:
                 self.levels.append(np.empty(0))
             level = self.levels[height]
             odd = len(level) % 2
             coin = _splitmix(self.n ^ (height << 56) ^ (len(level) << 24)) & 1
             self.levels[height] = level[:odd]  # an odd level keeps its smallest value
-            self._add(height + 1, level[odd + coin::2])
+            self._add(height + 1, level[odd + coin :: 2])
 
     @property
     def retained(self) -> int:
@@ -211,14 +221,16 @@ class QuantileSketch:
             return header
         if self.n == 1:
             return struct.pack("<BBBBHBB", 2, 2, _FAMILY_KLL, _SINGLE_ITEM, self.k, KLL_M, 0) + struct.pack(
-                "<d", self.minimum)
+                "<d", self.minimum
+            )
         levels = len(self.levels)
         offsets, position = [], _total_capacity(self.k, levels) - self.retained
         for level in self.levels:
             offsets.append(position)
             position += len(level)
-        head = struct.pack("<BBBBHBBQHBB", 5, 1, _FAMILY_KLL, _LEVEL_ZERO_SORTED, self.k, KLL_M, 0, self.n,
-                           self.k, levels, 0)
+        head = struct.pack(
+            "<BBBBHBBQHBB", 5, 1, _FAMILY_KLL, _LEVEL_ZERO_SORTED, self.k, KLL_M, 0, self.n, self.k, levels, 0
+        )
         body = struct.pack(f"<{levels}I", *offsets) + struct.pack("<dd", self.minimum, self.maximum)
         return head + body + np.concatenate(self.levels).astype("<f8").tobytes()
 
@@ -227,8 +239,10 @@ class QuantileSketch:
         """Read DataSketches' KLL doubles format (as written here or by any DataSketches library)."""
         preamble, version, family, flags, k, m, _ = struct.unpack_from("<BBBBHBB", data, 0)
         if family != _FAMILY_KLL or m != KLL_M:
-            raise ValueError(f"not a KLL doubles sketch (family {family}, m {m}): store sketches written by "
-                             "guard.sketches or DataSketches' kll_doubles_sketch")
+            raise ValueError(
+                f"not a KLL doubles sketch (family {family}, m {m}): store sketches written by "
+                "guard.sketches or DataSketches' kll_doubles_sketch"
+            )
         sketch = cls(k)
         if flags & _EMPTY:
             return sketch
@@ -242,7 +256,7 @@ class QuantileSketch:
         minimum, maximum = struct.unpack_from("<dd", data, 20 + 4 * levels)
         items = np.frombuffer(data, dtype="<f8", offset=36 + 4 * levels).astype(np.float64)
         start = offsets[0]
-        sketch.levels = [np.sort(items[a - start:b - start]) for a, b in zip(offsets[:-1], offsets[1:])]
+        sketch.levels = [np.sort(items[a - start : b - start]) for a, b in zip(offsets[:-1], offsets[1:])]
         sketch.n, sketch.minimum, sketch.maximum = n, minimum, maximum
         return sketch
 
@@ -330,7 +344,9 @@ class Moments:
             return other
         count = self.count + other.count
         delta = other.total / other.count - self.total / self.count
-        return Moments(count, self.total + other.total, self.m2 + other.m2 + delta * delta * self.count * other.count / count)
+        return Moments(
+            count, self.total + other.total, self.m2 + other.m2 + delta * delta * self.count * other.count / count
+        )
 
     @property
     def mean(self) -> float | None:

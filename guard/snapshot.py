@@ -8,6 +8,7 @@ group plus the sample and the sketches whatever the table's size. See `guard.pro
 profile holds; the snapshot also carries the batch's identity (`Snapshot.batch`), ready to be stored
 and merged into a reference.
 """
+
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,8 +26,17 @@ from guard.engines.keys import KeyHashes
 from guard.profile import MAX_CATEGORIES, BatchProfile, DatasetProfile, TimeWindow
 from guard.profiler import ProfileBuilder, as_number, epoch_ms, logical_type
 
-__all__ = ["Snapshot", "SnapshotError", "read_snapshot", "logical_type", "MAX_CATEGORIES", "TimeWindow",
-           "DEFAULT_SAMPLE_ROWS", "window_mask", "open_files"]
+__all__ = [
+    "Snapshot",
+    "SnapshotError",
+    "read_snapshot",
+    "logical_type",
+    "MAX_CATEGORIES",
+    "TimeWindow",
+    "DEFAULT_SAMPLE_ROWS",
+    "window_mask",
+    "open_files",
+]
 
 DEFAULT_SAMPLE_ROWS = 50_000
 DICTIONARY_PAGE_LIMIT = 64 * 1024  # a string column whose dictionary page is smaller is read as a dictionary
@@ -63,9 +73,16 @@ class _Part:
     rows: int
 
 
-def read_snapshot(paths: str | Path | Sequence[str | Path], *, window: TimeWindow | None = None,
-                  sample_rows: int = DEFAULT_SAMPLE_ROWS, seed: int = 0, time_column: str | None = None,
-                  batch_id: str | None = None, keys: Sequence[str] | None = None) -> Snapshot:
+def read_snapshot(
+    paths: str | Path | Sequence[str | Path],
+    *,
+    window: TimeWindow | None = None,
+    sample_rows: int = DEFAULT_SAMPLE_ROWS,
+    seed: int = 0,
+    time_column: str | None = None,
+    batch_id: str | None = None,
+    keys: Sequence[str] | None = None,
+) -> Snapshot:
     """The profile and seeded sample of the rows of `paths` (inside `window`, when one is given).
 
     With `keys` (a tuple, empty for a table without a key), the key hashes are kept in the same pass
@@ -85,8 +102,16 @@ def read_snapshot(paths: str | Path | Sequence[str | Path], *, window: TimeWindo
         raise SnapshotError(f"cannot read parquet snapshot {', '.join(files)}: {exc}") from exc
     clock = window.column if window is not None else time_column
     batch = batch_profile(files, profile, clock, window, batch_id)
-    return Snapshot(files[0], profile, sample, {f.name: str(f.type) for f in schema},
-                    paths=files, window=window, batch=batch, keys=builder.key_hashes())
+    return Snapshot(
+        files[0],
+        profile,
+        sample,
+        {f.name: str(f.type) for f in schema},
+        paths=files,
+        window=window,
+        batch=batch,
+        keys=builder.key_hashes(),
+    )
 
 
 def _read_ahead(sources: list[pq.ParquetFile], parts: list[_Part]) -> Iterator[pa.Table]:
@@ -107,13 +132,25 @@ def _read_ahead(sources: list[pq.ParquetFile], parts: list[_Part]) -> Iterator[p
             yield table
 
 
-def batch_profile(files: Sequence[str], profile: DatasetProfile, time_column: str | None,
-                  window: TimeWindow | None, batch_id: str | None) -> BatchProfile:
+def batch_profile(
+    files: Sequence[str],
+    profile: DatasetProfile,
+    time_column: str | None,
+    window: TimeWindow | None,
+    batch_id: str | None,
+) -> BatchProfile:
     stamps = profile.columns.get(time_column) if time_column else None
     start = int(stamps.minimum) if stamps is not None and stamps.minimum is not None else None
     end = int(stamps.maximum) if stamps is not None and stamps.maximum is not None else None
-    return BatchProfile(batch_id=batch_id or _default_id(files, window), files=tuple(files), profile=profile,
-                        time_column=time_column, window=window, start_ms=start, end_ms=end)
+    return BatchProfile(
+        batch_id=batch_id or _default_id(files, window),
+        files=tuple(files),
+        profile=profile,
+        time_column=time_column,
+        window=window,
+        start_ms=start,
+        end_ms=end,
+    )
 
 
 def _default_id(files: Sequence[str], window: TimeWindow | None) -> str:
@@ -167,11 +204,14 @@ def _small_dictionaries(source: pq.ParquetFile, schema: pa.Schema) -> list[str]:
 
 def _check_time_column(schema: pa.Schema, column: str) -> None:
     if column not in schema.names:
-        raise ValueError(f"the window's time column {column!r} is not in the table: name an existing "
-                         "timestamp or date column")
+        raise ValueError(
+            f"the window's time column {column!r} is not in the table: name an existing timestamp or date column"
+        )
     if logical_type(schema.field(column).type) not in ("timestamp", "date"):
-        raise ValueError(f"the window's time column {column!r} is {schema.field(column).type}, not a timestamp "
-                         "or date: cut batches on a time column")
+        raise ValueError(
+            f"the window's time column {column!r} is {schema.field(column).type}, not a timestamp "
+            "or date: cut batches on a time column"
+        )
 
 
 def _plan(sources: list[pq.ParquetFile], schema: pa.Schema, window: TimeWindow | None) -> Iterator[_Part]:

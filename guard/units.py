@@ -17,6 +17,7 @@ candidate is spelt the legacy way when one exists (declared `C` names `F`, decla
 volume, mass or (absolute) pressure, no temperature below absolute zero, a percentage in [0, 100] and a
 fraction in [0, 1].
 """
+
 from __future__ import annotations
 
 import math
@@ -27,16 +28,39 @@ from typing import Iterator, Mapping
 
 import pint
 
-__all__ = ["Unit", "UNITS", "UnitError", "CATALOGUE", "LEGACY_SPELLINGS", "conversion", "candidates_for",
-           "group_of", "parse_unit", "is_known", "is_ratio_scale", "same_unit", "plausible_bounds", "canonical"]
+__all__ = [
+    "Unit",
+    "UNITS",
+    "UnitError",
+    "CATALOGUE",
+    "LEGACY_SPELLINGS",
+    "conversion",
+    "candidates_for",
+    "group_of",
+    "parse_unit",
+    "is_known",
+    "is_ratio_scale",
+    "same_unit",
+    "plausible_bounds",
+    "canonical",
+]
 
 _DEFINITIONS = Path(__file__).with_name("units.txt")
 
 # the guard's spellings before pint, and what each means in pint (C and F would read as coulomb and farad)
 LEGACY_SPELLINGS: dict[str, str] = {
-    "C": "degC", "F": "degF", "K": "kelvin", "mi": "mile", "h": "hour",
-    "mm_rain": "mm", "in_rain": "inch", "fraction": "dimensionless",
-    "usd": "USD", "usd_cents": "USD_cent", "eur": "EUR", "eur_cents": "EUR_cent",
+    "C": "degC",
+    "F": "degF",
+    "K": "kelvin",
+    "mi": "mile",
+    "h": "hour",
+    "mm_rain": "mm",
+    "in_rain": "inch",
+    "fraction": "dimensionless",
+    "usd": "USD",
+    "usd_cents": "USD_cent",
+    "eur": "EUR",
+    "eur_cents": "EUR_cent",
 }
 # legacy groups: a candidate is spelt the legacy way only inside the declared unit's legacy group
 _LEGACY_GROUP = {"mm_rain": "rain", "in_rain": "rain"}
@@ -84,8 +108,10 @@ def parse_unit(text: str) -> pint.Unit:
     try:
         return _registry().Unit(spelling)
     except (pint.errors.PintError, AttributeError, TypeError, ValueError, SyntaxError) as exc:
-        raise UnitError(f"unit {text!r} is not a unit pint knows; write it in pint's spelling (e.g. m, km, mile, "
-                        "degC, degF, mph, km/h, hPa, percent, USD)") from exc
+        raise UnitError(
+            f"unit {text!r} is not a unit pint knows; write it in pint's spelling (e.g. m, km, mile, "
+            "degC, degF, mph, km/h, hPa, percent, USD)"
+        ) from exc
 
 
 @lru_cache(maxsize=None)
@@ -130,8 +156,10 @@ def conversion(declared: str, actual: str) -> tuple[float, float]:
         zero = registry.Quantity(0.0, source).to(target).magnitude
         one = registry.Quantity(1.0, source).to(target).magnitude
     except pint.errors.DimensionalityError as exc:
-        raise UnitError(f"cannot convert {declared} ({source.dimensionality}) to {actual} "
-                        f"({target.dimensionality}): choose a unit of the same dimension") from exc
+        raise UnitError(
+            f"cannot convert {declared} ({source.dimensionality}) to {actual} "
+            f"({target.dimensionality}): choose a unit of the same dimension"
+        ) from exc
     return _round(one - zero), _round(zero)
 
 
@@ -179,8 +207,34 @@ def _spelt_like(declared: str, unit: str) -> str:
 
 
 # the names of the guard's first unit table: a contract written with them is answered with them
-_OLD_NAMES = ("m", "km", "cm", "mm", "mi", "ft", "yd", "kg", "g", "lb", "oz", "s", "ms", "min", "h", "fraction",
-              "percent", "usd", "usd_cents", "eur", "eur_cents", "mm_rain", "in_rain", "K", "C", "F")
+_OLD_NAMES = (
+    "m",
+    "km",
+    "cm",
+    "mm",
+    "mi",
+    "ft",
+    "yd",
+    "kg",
+    "g",
+    "lb",
+    "oz",
+    "s",
+    "ms",
+    "min",
+    "h",
+    "fraction",
+    "percent",
+    "usd",
+    "usd_cents",
+    "eur",
+    "eur_cents",
+    "mm_rain",
+    "in_rain",
+    "K",
+    "C",
+    "F",
+)
 
 
 @lru_cache(maxsize=None)

@@ -21,6 +21,7 @@ Under a hypothesis "this batch is in unit u", the batch is first converted back 
 scale) and then summarised the same way: a unit explains a batch when converting it back brings it
 inside the natural variation it had left. Pure functions; nothing here reads a file.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,23 @@ import numpy as np
 from guard.profile import ColumnProfile
 from guard.sketches import KLL_RANK_ERROR, QuantileSketch
 
-__all__ = ["Core", "Band", "Bands", "ATOM_SHARE", "MIN_CORE", "CORE_LEVELS", "atom_of", "core", "weighted_items",
-           "bands", "distance", "jump", "sketched", "shape", "shape_distance"]
+__all__ = [
+    "Core",
+    "Band",
+    "Bands",
+    "ATOM_SHARE",
+    "MIN_CORE",
+    "CORE_LEVELS",
+    "atom_of",
+    "core",
+    "weighted_items",
+    "bands",
+    "distance",
+    "jump",
+    "sketched",
+    "shape",
+    "shape_distance",
+]
 
 ATOM_SHARE = 0.10  # a single value holding a tenth of the rows is a point mass: six times the sketch's
 #                    1.65% PMF error, so never a rounding artefact, and well below the 47-96% zero shares
@@ -177,14 +193,19 @@ class Bands:
 
     def distances(self, batch: Core) -> dict[str, float]:
         named = {"location": self.location, "spread": self.spread, "atom": self.atom}
-        return {name: named[name].distance(value)  # type: ignore[union-attr]
-                for name, value in self.statistics(batch).items()}
+        return {
+            name: named[name].distance(value)  # type: ignore[union-attr]
+            for name, value in self.statistics(batch).items()
+        }
 
 
 def jump(bands: Bands, batch: Core) -> float | None:
     """How far the step from the newest reference batch to `batch` sits from the steps the batches took."""
-    found = [bands.jumps[name][0].distance(value - bands.jumps[name][1])
-             for name, value in bands.statistics(batch).items() if name in bands.jumps]
+    found = [
+        bands.jumps[name][0].distance(value - bands.jumps[name][1])
+        for name, value in bands.statistics(batch).items()
+        if name in bands.jumps
+    ]
     return max(found) if found else None
 
 
@@ -194,8 +215,9 @@ def distance(bands: Bands, batch: Core) -> float | None:
     return max(found.values()) if found else None
 
 
-def bands(history: Sequence[Mapping[str, float | None]], atom: float | None, batch: Core, *,
-          ratio_scale: bool = False) -> Bands:
+def bands(
+    history: Sequence[Mapping[str, float | None]], atom: float | None, batch: Core, *, ratio_scale: bool = False
+) -> Bands:
     """The column's bands from its per-batch summaries (oldest first), with noise floors for `batch`'s size.
 
     Each summary carries `core_q10`, `core_q25`, `core_median`, `core_q75`, `core_q90`, `atom_share`
@@ -209,28 +231,50 @@ def bands(history: Sequence[Mapping[str, float | None]], atom: float | None, bat
     positive = [s for s in spreads if s is not None and s > 0]
     typical = float(np.median(positive)) if positive else None
     n = max(batch.count, 1.0)
-    cores = [(h, max(float(h.get("core_count") or 1.0), 1.0), spread) for h, spread in zip(history, spreads)
-             if h.get("core_median") is not None]
+    cores = [
+        (h, max(float(h.get("core_count") or 1.0), 1.0), spread)
+        for h, spread in zip(history, spreads)
+        if h.get("core_median") is not None
+    ]
     families: dict[str, tuple[list[tuple[float, float]], float, float]] = {}  # name -> (history, se_new, extra)
     log_location = ratio_scale and bool(cores) and all((h.get("core_q10") or 0.0) > 0 for h, _, _ in cores)
     if typical and log_location:
         relative = typical / float(np.median([float(h["core_median"]) for h, _, _ in cores]))  # type: ignore[arg-type]
         se = _MEDIAN_SE * relative  # a median's SE in log units is its SE over the median
-        families["location"] = ([(math.log(float(h["core_median"])), se / math.sqrt(k))  # type: ignore[arg-type]
-                                 for h, k, _ in cores], se / math.sqrt(n), _SKETCH_LOCATION * relative)
+        families["location"] = (
+            [
+                (math.log(float(h["core_median"])), se / math.sqrt(k))  # type: ignore[arg-type]
+                for h, k, _ in cores
+            ],
+            se / math.sqrt(n),
+            _SKETCH_LOCATION * relative,
+        )
     elif typical:
-        families["location"] = ([(float(h["core_median"]) / typical, _MEDIAN_SE / math.sqrt(k))  # type: ignore[arg-type]
-                                 for h, k, _ in cores], _MEDIAN_SE / math.sqrt(n), _SKETCH_LOCATION)
+        families["location"] = (
+            [
+                (float(h["core_median"]) / typical, _MEDIAN_SE / math.sqrt(k))  # type: ignore[arg-type]
+                for h, k, _ in cores
+            ],
+            _MEDIAN_SE / math.sqrt(n),
+            _SKETCH_LOCATION,
+        )
     if typical:
-        families["spread"] = ([(math.log(s), _LOG_IQR_SE / math.sqrt(k)) for _, k, s in cores if s and s > 0],
-                              _LOG_IQR_SE / math.sqrt(n), _SKETCH_LOG_SPREAD)
+        families["spread"] = (
+            [(math.log(s), _LOG_IQR_SE / math.sqrt(k)) for _, k, s in cores if s and s > 0],
+            _LOG_IQR_SE / math.sqrt(n),
+            _SKETCH_LOG_SPREAD,
+        )
     if atom is not None:
-        shares = [(float(share), float(h.get("values") or 1.0)) for h in history
-                  if (share := h.get("atom_share")) is not None]
+        shares = [
+            (float(share), float(h.get("values") or 1.0)) for h in history if (share := h.get("atom_share")) is not None
+        ]
         p = float(np.mean([x for x, _ in shares])) if shares else 0.5
         binomial = math.sqrt(max(p * (1 - p), 0.0))
-        families["atom"] = ([(x, binomial / math.sqrt(max(m, 1.0))) for x, m in shares],
-                            binomial / math.sqrt(max(batch.total, 1.0)), _SKETCH_SHARE)
+        families["atom"] = (
+            [(x, binomial / math.sqrt(max(m, 1.0))) for x, m in shares],
+            binomial / math.sqrt(max(batch.total, 1.0)),
+            _SKETCH_SHARE,
+        )
     found = {name: _band(name, *family) for name, family in families.items()}
     jumps = {name: j for name, family in families.items() if (j := _jump(*family)) is not None}
     location, spread, atom_band = found.get("location"), found.get("spread"), found.get("atom")
@@ -263,8 +307,11 @@ def shape_distance(history: Sequence[Mapping[str, float | None]], batch: Core) -
     seen = shape(batch.quantiles)
     if seen is None:
         return None
-    past = [(s, max(float(h.get("core_count") or 1.0), 1.0)) for h in history
-            if (s := shape([h.get(k) for k in ("core_q10", "core_q25", "core_median", "core_q75", "core_q90")]))]
+    past = [
+        (s, max(float(h.get("core_count") or 1.0), 1.0))
+        for h in history
+        if (s := shape([h.get(k) for k in ("core_q10", "core_q25", "core_median", "core_q75", "core_q90")]))
+    ]
     if not past:
         return None
     n = max(batch.count, 1.0)

@@ -1,4 +1,5 @@
 """The bundled MCP server: the same operations as the CLI, through the same gates (`kintsugi mcp`)."""
+
 from __future__ import annotations
 
 __all__ = ["build_server"]

@@ -3,6 +3,7 @@
 `serve` is where the servers are composed: the HTTP API (`controlplane.api`), this package's MCP server mounted
 at /mcp, the drill route (`chaos.api`) and the scheduler.
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Any
@@ -16,8 +17,14 @@ from controlplane.workspace import Workspace
 
 __all__ = ["mcp_command", "serve_command", "register", "run_mcp_cli", "build_app", "server_watcher"]
 
-ReadOnlyOption = Annotated[bool, typer.Option("--read-only", help="Offer only what reads: no run, approve, reject, "
-                           "promote, undo, recover or drill (also KINTSUGI_READ_ONLY=1).")]
+ReadOnlyOption = Annotated[
+    bool,
+    typer.Option(
+        "--read-only",
+        help="Offer only what reads: no run, approve, reject, "
+        "promote, undo, recover or drill (also KINTSUGI_READ_ONLY=1).",
+    ),
+]
 
 
 def mcp_command(workspace: WorkspaceOption = None, read_only: ReadOnlyOption = False) -> None:
@@ -39,23 +46,33 @@ def build_app(ws: Workspace, settings: ApiSettings, scheduler: Any = None, watch
     server = build_server(ws, read_only=settings.read_only)
     inner = server.streamable_http_app(streamable_http_path="/mcp", host=settings.host)
     endpoint = next(r.endpoint for r in inner.routes if isinstance(r, Route) and r.path == "/mcp")
-    return create_app(ws, settings, scheduler=scheduler, routers=[drill_router(ws)] if settings.mutating else [],
-                      endpoints=[("/mcp", endpoint)],
-                      lifespans=[server.session_manager.run, *([watcher.lifespan] if watcher is not None else [])])
+    return create_app(
+        ws,
+        settings,
+        scheduler=scheduler,
+        routers=[drill_router(ws)] if settings.mutating else [],
+        endpoints=[("/mcp", endpoint)],
+        lifespans=[server.session_manager.run, *([watcher.lifespan] if watcher is not None else [])],
+    )
 
 
-def serve_command(workspace: WorkspaceOption = None,
-                  host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-                  port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
-                  insecure_local: Annotated[bool, typer.Option("--insecure-local", help="Accept changes without "
-                                            "KINTSUGI_API_TOKEN; only on a loopback --host.")] = False,
-                  read_only: ReadOnlyOption = False,
-                  schedule: Annotated[bool, typer.Option("--schedule/--no-schedule", help="Run pipelines whose "
-                                      "spec has a cron `schedule` when due.")] = True,
-                  watch: Annotated[bool, typer.Option("--watch/--no-watch", help="Follow DataHub (`kintsugi watch`) "
-                                   "while serving.")] = True,
-                  watch_interval: Annotated[float, typer.Option(help="Seconds between watch passes.", min=1.0)] = 60.0
-                  ) -> None:
+def serve_command(
+    workspace: WorkspaceOption = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    insecure_local: Annotated[
+        bool,
+        typer.Option("--insecure-local", help="Accept changes without KINTSUGI_API_TOKEN; only on a loopback --host."),
+    ] = False,
+    read_only: ReadOnlyOption = False,
+    schedule: Annotated[
+        bool, typer.Option("--schedule/--no-schedule", help="Run pipelines whose spec has a cron `schedule` when due.")
+    ] = True,
+    watch: Annotated[
+        bool, typer.Option("--watch/--no-watch", help="Follow DataHub (`kintsugi watch`) while serving.")
+    ] = True,
+    watch_interval: Annotated[float, typer.Option(help="Seconds between watch passes.", min=1.0)] = 60.0,
+) -> None:
     """Serve the HTTP API, the MCP server (/mcp), the operator page (/), scheduled retraining and the watch."""
     import uvicorn
 
@@ -70,10 +87,14 @@ def serve_command(workspace: WorkspaceOption = None,
     warning = token_warning(settings)
     if warning:
         typer.echo(warning, err=True)
-    typer.echo(f"kintsugi serving at {where}  (page /, API docs /docs, MCP {where}/mcp"
-               + (", read-only" if settings.read_only else "") + (", scheduler on" if scheduler else "")
-               + (", watching DataHub" if watcher else "") + ")",
-               err=True)
+    typer.echo(
+        f"kintsugi serving at {where}  (page /, API docs /docs, MCP {where}/mcp"
+        + (", read-only" if settings.read_only else "")
+        + (", scheduler on" if scheduler else "")
+        + (", watching DataHub" if watcher else "")
+        + ")",
+        err=True,
+    )
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
@@ -82,7 +103,9 @@ def server_watcher(ws: Workspace, interval_s: float) -> Any:
     from controlplane import services
     from controlplane.watch import Watcher
 
-    return Watcher(ws, lambda w, pipeline, now_ms: services.start_run(w, pipeline, now_ms=now_ms), interval_s=interval_s)
+    return Watcher(
+        ws, lambda w, pipeline, now_ms: services.start_run(w, pipeline, now_ms=now_ms), interval_s=interval_s
+    )
 
 
 def register(app: typer.Typer) -> None:

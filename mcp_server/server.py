@@ -6,6 +6,7 @@ fix, with `{"error": {code, message, fix}}` as structured content (`error_result
 door maps the error tree). In read-only mode the mutating tools are not registered, and a call to one is refused.
 Tool descriptions say only what the tests prove.
 """
+
 from __future__ import annotations
 
 import functools
@@ -45,17 +46,29 @@ INSTRUCTIONS = (
 Pipeline = Annotated[str, Field(max_length=64, description="Pipeline name, as list_pipelines gives it")]
 RunId = Annotated[str, Field(max_length=64, description="A run id, as list_runs or run gives it")]
 Reason = Annotated[str, Field(max_length=services.MAX_TEXT, description="Why (kept in the run and the passport)")]
-Now = Annotated[Optional[str], Field(max_length=64, description="Evaluate as of this ISO-8601 instant (default: "
-                                                                "the current time), e.g. 2026-11-01T12:00:00+00:00")]
-Policy = Annotated[Optional[Literal["auto", "ratify", "dry-run"]],
-                   Field(description="auto: heal and promote on the gate's verdict; ratify: pause at each gate for "
-                                     "approve; dry-run: detect and plan, write nothing (default: the spec's)")]
+Now = Annotated[
+    Optional[str],
+    Field(
+        max_length=64,
+        description="Evaluate as of this ISO-8601 instant (default: the current time), e.g. 2026-11-01T12:00:00+00:00",
+    ),
+]
+Policy = Annotated[
+    Optional[Literal["auto", "ratify", "dry-run"]],
+    Field(
+        description="auto: heal and promote on the gate's verdict; ratify: pause at each gate for "
+        "approve; dry-run: detect and plan, write nothing (default: the spec's)"
+    ),
+]
 
 
 def error_result(exc: KintsugiError) -> CallToolResult:
     """A KintsugiError as a tool error: the message and the fix as text, the error as structured content."""
-    return CallToolResult(content=[TextContent(type="text", text=f"{exc.message}; {exc.fix} [{exc.code}]")],
-                          structured_content={"error": views.error_body(exc)}, is_error=True)
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"{exc.message}; {exc.fix} [{exc.code}]")],
+        structured_content={"error": views.error_body(exc)},
+        is_error=True,
+    )
 
 
 def _mapped(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -130,19 +143,23 @@ def _read_tools(ws: Workspace) -> list[Callable[..., Any]]:
 
     def guard(pipeline: Pipeline, now: Now = None) -> views.GuardOut:
         """Check a pipeline's data against its contract and lineage, read-only: CLEAN or BLOCKED with findings."""
-        return views.GuardOut.model_validate(views.guard_out(services.guard(ws, pipeline, None,
-                                                                            services.parse_now(now))))
+        return views.GuardOut.model_validate(
+            views.guard_out(services.guard(ws, pipeline, None, services.parse_now(now)))
+        )
 
     def list_incidents(active_only: bool = False) -> views.IncidentList:
         """DataHub incidents, with the models downstream of each (at risk)."""
         return views.IncidentList.model_validate(views.incidents_out(services.incidents(ws, active_only=active_only)))
 
-    def get_passport(model: Annotated[str, Field(max_length=64, description="Model (pipeline) name")],
-                     version: Annotated[Optional[int], Field(ge=1)] = None) -> views.PassportOut:
+    def get_passport(
+        model: Annotated[str, Field(max_length=64, description="Model (pipeline) name")],
+        version: Annotated[Optional[int], Field(ge=1)] = None,
+    ) -> views.PassportOut:
         """A model version's passport as DataHub holds it (default: the champion's): data, heals, metrics, verdict."""
         passport = show_passport(ws, model, version)
-        return views.PassportOut.model_validate({"model": model, "passport": passport,
-                                                 "version": passport.get("body", {}).get("version", version)})
+        return views.PassportOut.model_validate(
+            {"model": model, "passport": passport, "version": passport.get("body", {}).get("version", version)}
+        )
 
     return [list_pipelines, list_runs, get_run, guard, list_incidents, get_passport]
 
@@ -164,8 +181,10 @@ def _write_tools(ws: Workspace) -> list[Callable[..., Any]]:
         """Stop a run paused at a gate: nothing more is published or promoted."""
         return views.RunOut.model_validate(views.run_out(services.reject(ws, run_id, reason)))
 
-    def promote(model: Annotated[str, Field(max_length=64, description="Model (pipeline) name")],
-                version: Annotated[int, Field(ge=1, description="The version to make champion")]) -> views.PromoteOut:
+    def promote(
+        model: Annotated[str, Field(max_length=64, description="Model (pipeline) name")],
+        version: Annotated[int, Field(ge=1, description="The version to make champion")],
+    ) -> views.PromoteOut:
         """Make a version the champion, only if the promotion gate APPROVED it and it was not undone."""
         return views.PromoteOut.model_validate(views.promote_out(services.promote(ws, model, version)))
 
@@ -179,12 +198,13 @@ def _write_tools(ws: Workspace) -> list[Callable[..., Any]]:
         concluded."""
         return views.RunOut.model_validate(views.run_out(services.recover(ws, run_id)))
 
-    def drill(ctx: Context[Any, Any],
-              scenarios: Annotated[Optional[list[str]], Field(description="Scenario names (default: all)")] = None,
-              seeds: Annotated[int, Field(ge=1, le=10)] = 1,
-              controls: Annotated[int, Field(ge=0, le=50, description="Clean control runs (false alarms)")] = 2,
-              sweep_seeds: Annotated[int, Field(ge=0, le=10, description="Seeds with a magnitude sweep")] = 0
-              ) -> views.DrillOut:
+    def drill(
+        ctx: Context[Any, Any],
+        scenarios: Annotated[Optional[list[str]], Field(description="Scenario names (default: all)")] = None,
+        seeds: Annotated[int, Field(ge=1, le=10)] = 1,
+        controls: Annotated[int, Field(ge=0, le=50, description="Clean control runs (false alarms)")] = 2,
+        sweep_seeds: Annotated[int, Field(ge=0, le=10, description="Seeds with a magnitude sweep")] = 0,
+    ) -> views.DrillOut:
         """A chaos drill: seeded silent failures in throwaway estates (never this workspace) through the real loop,
         scored. Slow: minutes for all scenarios; progress is reported as it goes."""
         board = run_drill(scenarios, seeds, controls, sweep_seeds, _say(ctx))

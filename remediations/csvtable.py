@@ -16,6 +16,7 @@ final newline, whether strings are quoted as R does) are recorded, so a file can
 way. `FileDialect.round_trips` says whether re-rendering the parsed file gives back exactly its bytes: it is
 checked, not assumed.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,13 +31,30 @@ import pyarrow.csv as pacsv
 
 from remediations.objectstore import LocationError
 
-__all__ = ["ColumnFormat", "FileDialect", "CsvSchema", "RawCsv", "read_raw", "infer_schema", "to_table",
-           "render", "default_dialect"]
+__all__ = [
+    "ColumnFormat",
+    "FileDialect",
+    "CsvSchema",
+    "RawCsv",
+    "read_raw",
+    "infer_schema",
+    "to_table",
+    "render",
+    "default_dialect",
+]
 
 _NULLS = ("", "NA")
 _BOOLS = (("TRUE", "FALSE"), ("True", "False"), ("true", "false"))
-_DATETIME_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%d %H:%M",
-                     "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S.%fZ")
+_DATETIME_FORMATS = (
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%dT%H:%M:%SZ",
+    "%Y-%m-%d %H:%M",
+    "%Y-%m-%dT%H:%M",
+    "%Y-%m-%d %H:%M:%S.%f",
+    "%Y-%m-%dT%H:%M:%S.%f",
+    "%Y-%m-%dT%H:%M:%S.%fZ",
+)
 
 
 @dataclass(frozen=True)
@@ -50,8 +68,13 @@ class ColumnFormat:
         if self.kind == "datetime":
             unit = "us" if "%f" in self.style else "s"
             return pa.timestamp(unit, tz="UTC" if self.style.endswith("Z") else None)
-        return {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "date": pa.date32(),
-                "string": pa.string()}[self.kind]
+        return {
+            "int": pa.int64(),
+            "float": pa.float64(),
+            "bool": pa.bool_(),
+            "date": pa.date32(),
+            "string": pa.string(),
+        }[self.kind]
 
 
 @dataclass(frozen=True)
@@ -106,8 +129,10 @@ def read_raw(path: Path, name: str) -> RawCsv:
     null_cells = _parse(path, name, dialect, nulls=True)
     header = tuple(text_cells.column_names)
     if len(set(header)) != len(header) or any(not h for h in header):
-        raise LocationError(f"{name} has empty or repeated column names {list(header)}",
-                            "give every column a unique name in the header row")
+        raise LocationError(
+            f"{name} has empty or repeated column names {list(header)}",
+            "give every column a unique name in the header row",
+        )
     cells = {h: text_cells.column(i).combine_chunks() for i, h in enumerate(header)}
     bare = {h: null_cells.column(i).combine_chunks().is_null() for i, h in enumerate(header)}
     return RawCsv(name, header, cells, bare, dialect)
@@ -131,17 +156,23 @@ def _parse(path: Path, name: str, dialect: FileDialect, *, nulls: bool) -> pa.Ta
     try:
         names = _header(path, dialect)
         options.column_types = {n: pa.string() for n in names}
-        return pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=dialect.delimiter),
-                              convert_options=options)
+        return pacsv.read_csv(
+            path, parse_options=pacsv.ParseOptions(delimiter=dialect.delimiter), convert_options=options
+        )
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
         detail = str(exc).splitlines()[0]
-        raise LocationError(f"{name} is not a well-formed CSV file ({detail})",
-                            "fix the rows so every row has the header's number of fields, or remove the file") from exc
+        raise LocationError(
+            f"{name} is not a well-formed CSV file ({detail})",
+            "fix the rows so every row has the header's number of fields, or remove the file",
+        ) from exc
 
 
 def _header(path: Path, dialect: FileDialect) -> list[str]:
-    reader = pacsv.open_csv(path, parse_options=pacsv.ParseOptions(delimiter=dialect.delimiter),
-                            read_options=pacsv.ReadOptions(block_size=1 << 20))
+    reader = pacsv.open_csv(
+        path,
+        parse_options=pacsv.ParseOptions(delimiter=dialect.delimiter),
+        read_options=pacsv.ReadOptions(block_size=1 << 20),
+    )
     return list(reader.schema.names)
 
 
@@ -153,9 +184,11 @@ def infer_schema(files: list[RawCsv]) -> CsvSchema:
     header = files[0].header
     for raw in files[1:]:
         if raw.header != header:
-            raise LocationError(f"CSV files have different columns: {files[0].name} has {list(header)}, "
-                                f"{raw.name} has {list(raw.header)}",
-                                "give every file of the table the same header, or move the odd file out")
+            raise LocationError(
+                f"CSV files have different columns: {files[0].name} has {list(header)}, "
+                f"{raw.name} has {list(raw.header)}",
+                "give every file of the table the same header, or move the odd file out",
+            )
     return CsvSchema(tuple(_infer_column(h, files) for h in header))
 
 
@@ -172,8 +205,12 @@ def _infer_column(name: str, files: list[RawCsv]) -> ColumnFormat:
 def _kind_of(values: pa.Array) -> tuple[str, str]:
     if _all_match(values, r"-?(0|[1-9][0-9]*)") and _casts(values, pa.int64()):
         return "int", ""
-    if _all_match(values, r"-?(0|[1-9][0-9]*)?(\.[0-9]+)?([eE][-+]?[0-9]+)?") and _all_match(values, r".*[0-9].*") \
-            and not pc.any(pc.match_substring_regex(values, r"^-?0[0-9]")).as_py() and _casts(values, pa.float64()):
+    if (
+        _all_match(values, r"-?(0|[1-9][0-9]*)?(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+        and _all_match(values, r".*[0-9].*")
+        and not pc.any(pc.match_substring_regex(values, r"^-?0[0-9]")).as_py()
+        and _casts(values, pa.float64())
+    ):
         return "float", _float_style(values.to_pylist())
     distinct = set(pc.unique(values).to_pylist())
     for true, false in _BOOLS:
@@ -292,8 +329,10 @@ def _default_format(field: pa.Field) -> ColumnFormat:
 def _render_column(values: pa.Array, fmt: ColumnFormat, dialect: FileDialect) -> pa.Array:
     if fmt.kind == "string":
         text = values.cast(pa.string())
-        needs = pc.or_(pc.match_substring_regex(text, "[" + re.escape(dialect.delimiter) + '"\r\n]'),
-                       pc.is_in(text, pa.array(_NULLS)))
+        needs = pc.or_(
+            pc.match_substring_regex(text, "[" + re.escape(dialect.delimiter) + '"\r\n]'),
+            pc.is_in(text, pa.array(_NULLS)),
+        )
         if dialect.quote_strings:
             needs = pc.is_valid(text)
         quoted = pc.binary_join_element_wise('"', pc.replace_substring(text, '"', '""'), '"', "")
@@ -306,8 +345,9 @@ def _render_column(values: pa.Array, fmt: ColumnFormat, dialect: FileDialect) ->
     elif fmt.kind == "float":
         text = pa.array([None if v is None else _format_float(v, fmt.style) for v in values.to_pylist()], pa.string())
     elif fmt.kind == "datetime" and "%f" in fmt.style:
-        text = pa.array([None if v is None else _format_datetime(v, fmt.style) for v in values.to_pylist()],
-                        pa.string())
+        text = pa.array(
+            [None if v is None else _format_datetime(v, fmt.style) for v in values.to_pylist()], pa.string()
+        )
     else:  # date, datetime: arrow formats in the value's time zone (UTC for a trailing Z)
         text = pc.strftime(values, format=fmt.style or "%Y-%m-%d")
     return pc.fill_null(text, fmt.null)
@@ -329,5 +369,3 @@ def _format_datetime(value: datetime, fmt: str) -> str:
     if value.tzinfo is not None:
         value = value.astimezone(timezone.utc)
     return value.strftime(fmt)
-
-

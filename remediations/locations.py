@@ -42,6 +42,7 @@ the expected one; just before committing it re-lists the location and refuses if
 this is check-then-act, not a lock. Writers must hold the pipeline's lock for a true compare-and-swap (S3 via
 pyarrow offers no conditional PUT).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -92,8 +93,21 @@ from remediations.tablefiles import (
     write_part,
 )
 
-__all__ = ["LocationError", "TableChanged", "FileEntry", "ManifestEntry", "TableLocation", "PinnedTable",
-           "BackupManifest", "Published", "Appended", "parse_location", "restore", "verify_backup", "MARKER"]
+__all__ = [
+    "LocationError",
+    "TableChanged",
+    "FileEntry",
+    "ManifestEntry",
+    "TableLocation",
+    "PinnedTable",
+    "BackupManifest",
+    "Published",
+    "Appended",
+    "parse_location",
+    "restore",
+    "verify_backup",
+    "MARKER",
+]
 
 MARKER = "_kintsugi_publishing.json"
 _PARQUET = (".parquet", ".parq", ".pq")
@@ -131,8 +145,9 @@ def parse_location(text: str, base: Path) -> TableLocation:
     """Validate a `data:` location's form (no I/O); relative local paths are taken from `base`."""
     raw = (text or "").strip()
     if not raw:
-        raise LocationError("the pipeline's data: location is empty",
-                            "set data: to a parquet/CSV file, folder, glob or s3:// URL")
+        raise LocationError(
+            "the pipeline's data: location is empty", "set data: to a parquet/CSV file, folder, glob or s3:// URL"
+        )
     if "**" in raw:
         raise LocationError(f"data: {raw} uses **", "name the folder instead (folders are read recursively)")
     if raw.startswith("s3://"):
@@ -146,7 +161,7 @@ def parse_location(text: str, base: Path) -> TableLocation:
 
 
 def _parse_s3(raw: str) -> TableLocation:
-    rest = raw[len("s3://"):].strip("/")
+    rest = raw[len("s3://") :].strip("/")
     bucket = rest.split("/", 1)[0]
     if not bucket or _GLOB_CHARS & set(bucket):
         raise LocationError(f"data: {raw} names no bucket", "write it as s3://bucket/prefix")
@@ -218,9 +233,10 @@ class TableLocation:
         found = self.store.walk(self.root) if kind == "dir" else []
         relative = [(self._relative(p), p) for p in found]
         if not ignore_marker and any(r == MARKER for r, _ in relative):
-            raise LocationError(f"a publish into {self.display} is in progress or was interrupted",
-                                "wait for it to finish, or restore/recover the run that left "
-                                f"{MARKER} there")
+            raise LocationError(
+                f"a publish into {self.display} is in progress or was interrupted",
+                f"wait for it to finish, or restore/recover the run that left {MARKER} there",
+            )
         chosen = [(r, p) for r, p in relative if not _hidden(r) and (self.pattern is None or _matches(r, self.pattern))]
         return self._listing("glob" if self.pattern else "folder", chosen, allow_empty)
 
@@ -230,8 +246,10 @@ class TableLocation:
     def _scan_file(self, kind: str) -> _Listing:
         fmt = _format_of(self.root)
         if fmt is None:
-            raise LocationError(f"{self.display} is neither .parquet nor .csv",
-                                "name the file .parquet (or .parq/.pq) or .csv after its format")
+            raise LocationError(
+                f"{self.display} is neither .parquet nor .csv",
+                "name the file .parquet (or .parq/.pq) or .csv after its format",
+            )
         if kind == "missing":
             return _Listing("file", fmt, ())
         info = self.store.stat(self.root)
@@ -240,22 +258,27 @@ class TableLocation:
     def _listing(self, shape: str, chosen: list[tuple[str, str]], allow_empty: bool) -> _Listing:
         odd = next((r for r, _ in chosen if _format_of(r) is None), None)
         if odd is not None:
-            raise LocationError(f"{self.display} holds {odd}, which is neither .parquet nor .csv",
-                                "move other files out of the table folder (or name them starting with _ or .)")
+            raise LocationError(
+                f"{self.display} holds {odd}, which is neither .parquet nor .csv",
+                "move other files out of the table folder (or name them starting with _ or .)",
+            )
         formats = {f for r, _ in chosen if (f := _format_of(r)) is not None}
         if len(formats) > 1:
             raise LocationError(f"{self.display} mixes parquet and CSV files", "keep one format per table")
         if not chosen and not allow_empty:
-            raise LocationError(f"no parquet or CSV files at {self.display}",
-                                "fix the data: path or glob, or land a first batch there")
+            raise LocationError(
+                f"no parquet or CSV files at {self.display}", "fix the data: path or glob, or land a first batch there"
+            )
         entries = []
         for relative, path in chosen:
             info = self.store.stat(path)
             entries.append(FileEntry(relative, path, info.size, info.version, _partitions(relative)))
         keys = {tuple(k for k, _ in e.partitions) for e in entries}
         if len(keys) > 1:
-            raise LocationError(f"{self.display} has inconsistent partition folders {sorted(keys)}",
-                                "give every file the same key=value folders, in the same order")
+            raise LocationError(
+                f"{self.display} has inconsistent partition folders {sorted(keys)}",
+                "give every file the same key=value folders, in the same order",
+            )
         fmt = formats.pop() if formats else (_format_of(self.pattern or "") or "parquet")
         return _Listing(shape, fmt, tuple(entries))
 
@@ -313,18 +336,29 @@ class TableLocation:
             manifest[entry.name] = ManifestEntry(target.stat().st_size, entry.version, sha)
             linked += [entry.name] if was_linked else []
         if self._scan().versions() != listing.versions():
-            raise TableChanged(f"the table at {self.display} changed while it was being pinned",
-                               "retry when its writer has finished")
+            raise TableChanged(
+                f"the table at {self.display} changed while it was being pinned", "retry when its writer has finished"
+            )
         reading = _read_parts(listing, files_dir)
         table_path = dest / "table.parquet"
         if listing.fmt == "parquet" and listing.shape == "file":
             table_path = files_dir / listing.entries[0].name
         else:
             materialise(reading.parts, reading.schema, reading.fields, reading.csv_schema, table_path)
-        pinned = PinnedTable(self.text, self.base, dest, table_path, tuple(files_dir / n for n in manifest), manifest,
-                             content_hash((n, m.sha256) for n, m in manifest.items()), sha256_file(table_path),
-                             tuple(linked), tuple((f.name, str(f.type)) for f in reading.fields), reading.csv_schema,
-                             reading.dialects)
+        pinned = PinnedTable(
+            self.text,
+            self.base,
+            dest,
+            table_path,
+            tuple(files_dir / n for n in manifest),
+            manifest,
+            content_hash((n, m.sha256) for n, m in manifest.items()),
+            sha256_file(table_path),
+            tuple(linked),
+            tuple((f.name, str(f.type)) for f in reading.fields),
+            reading.csv_schema,
+            reading.dialects,
+        )
         (dest / "pin.json").write_text(json.dumps(pinned.to_json(), indent=2, sort_keys=True))
         return pinned
 
@@ -343,19 +377,28 @@ class TableLocation:
             before = self._backup(listing, backup_dir / "files")
             before_hash = content_hash(before.items())
             if before_hash != expected_hash:
-                raise TableChanged(f"the table at {self.display} changed since it was pinned ({before_hash} is not "
-                                   f"{expected_hash}); nothing was published",
-                                   "rerun the pipeline on the table as it is now")
+                raise TableChanged(
+                    f"the table at {self.display} changed since it was pinned ({before_hash} is not "
+                    f"{expected_hash}); nothing was published",
+                    "rerun the pipeline on the table as it is now",
+                )
             staged, deletes = self._stage(listing, healed, backup_dir)
         except BaseException:
             shutil.rmtree(backup_dir, ignore_errors=True)
             raise
         after = {n: s for n, s in before.items() if n not in deletes}
         after.update({n: sha256_file(p) for n, p in staged.items()})
-        manifest = BackupManifest(backup_dir, self.text, self.base, listing.shape, before_hash,
-                                  content_hash(after.items()),
-                                  {e.name: ManifestEntry(e.size, e.version, before[e.name]) for e in listing.entries},
-                                  tuple(sorted(staged)), tuple(sorted(deletes)))
+        manifest = BackupManifest(
+            backup_dir,
+            self.text,
+            self.base,
+            listing.shape,
+            before_hash,
+            content_hash(after.items()),
+            {e.name: ManifestEntry(e.size, e.version, before[e.name]) for e in listing.entries},
+            tuple(sorted(staged)),
+            tuple(sorted(deletes)),
+        )
         manifest.save()  # the intent, before the first byte changes: an interrupted publish can be restored
         if staged or deletes:
             self._commit(listing, staged, deletes, backup_dir)
@@ -375,8 +418,9 @@ class TableLocation:
         reading = _read_parts(listing, backup_dir / "files")
         old = {p.name: p.read(reading.csv_schema).replace_schema_metadata(None) for p in reading.parts}
         table = read_healed(healed)
-        plan = plan_rewrite(reading.parts, old, table, reading.fields,
-                            lambda key, rows: self._new_name(listing, key, rows))
+        plan = plan_rewrite(
+            reading.parts, old, table, reading.fields, lambda key, rows: self._new_name(listing, key, rows)
+        )
         staged = {}
         for name, rows in plan.writes.items():
             target = backup_dir / "staged" / name
@@ -400,8 +444,10 @@ class TableLocation:
         assert self.pattern is not None
         *folders, last = self.pattern.split("/")
         if any(_GLOB_CHARS & set(f) for f in folders) or last.count("*") != 1 or {"?", "["} & set(last):
-            raise LocationError(f"cannot name a new file for the glob {self.display}",
-                                "use a glob with one * in the file name only (e.g. data/part-*.parquet), or a folder")
+            raise LocationError(
+                f"cannot name a new file for the glob {self.display}",
+                "use a glob with one * in the file name only (e.g. data/part-*.parquet), or a folder",
+            )
         name = last.replace("*", stem)
         if _format_of(name) is None:
             name += ext
@@ -410,11 +456,20 @@ class TableLocation:
     def _check_unchanged(self, listing: _Listing, *, ignore_marker: bool = False) -> None:
         now = self._scan(allow_empty=True, shape=listing.shape, ignore_marker=ignore_marker)
         if now.versions() != listing.versions():
-            raise TableChanged(f"the table at {self.display} changed while writing to it; nothing was written",
-                               "rerun on the table as it is now")
+            raise TableChanged(
+                f"the table at {self.display} changed while writing to it; nothing was written",
+                "rerun on the table as it is now",
+            )
 
-    def _commit(self, listing: _Listing, writes: dict[str, Path], deletes: tuple[str, ...] | list[str],
-                work_dir: Path, *, resuming: bool = False) -> None:
+    def _commit(
+        self,
+        listing: _Listing,
+        writes: dict[str, Path],
+        deletes: tuple[str, ...] | list[str],
+        work_dir: Path,
+        *,
+        resuming: bool = False,
+    ) -> None:
         if listing.shape == "file":
             self._check_unchanged(listing)
             for _name, source in writes.items():
@@ -500,8 +555,10 @@ class TableLocation:
                 if self.store.put_new(target, source):
                     created.append(target)
                 elif self.store.sha256(target) != sha256_file(source):
-                    raise LocationError(f"{self.store.display(target)} exists with other bytes",
-                                        "remove it, or land the batch under another name")
+                    raise LocationError(
+                        f"{self.store.display(target)} exists with other bytes",
+                        "remove it, or land the batch under another name",
+                    )
         except BaseException:
             for target in created:
                 self.store.delete(target)
@@ -607,18 +664,26 @@ def _batch_rows(batch: Path, reading: _Reading) -> pa.Table:
         return conformed
     wanted, got = [f"{f.name}:{f.type}" for f in expected], [f"{f.name}:{f.type}" for f in table.schema]
     if reading.csv_schema is not None:
-        raise LocationError(f"batch {batch.name} does not match the CSV table's header: expected {wanted}, got {got}",
-                            "a CSV table keeps one header in every file: fix the batch, or keep the table as parquet")
-    by_name = pa.schema([expected.field(n) if n in expected.names else table.schema.field(n)
-                         for n in table.column_names])
+        raise LocationError(
+            f"batch {batch.name} does not match the CSV table's header: expected {wanted}, got {got}",
+            "a CSV table keeps one header in every file: fix the batch, or keep the table as parquet",
+        )
+    by_name = pa.schema(
+        [expected.field(n) if n in expected.names else table.schema.field(n) for n in table.column_names]
+    )
     conformed = conform(table, by_name)
-    changed = [f"{f.name}: {f.type} (the table's is {expected.field(f.name).type})" for f in conformed.schema
-               if f.name in expected.names and f.type != expected.field(f.name).type]
+    changed = [
+        f"{f.name}: {f.type} (the table's is {expected.field(f.name).type})"
+        for f in conformed.schema
+        if f.name in expected.names and f.type != expected.field(f.name).type
+    ]
     lacking = [f.name for f in reading.fields if f.name not in table.column_names]
     if changed or lacking:
         why = "; ".join(changed + [f"no partition column {n}" for n in lacking])
-        raise LocationError(f"batch {batch.name} cannot join the table ({why}): expected {wanted}, got {got}",
-                            "give the batch the table's column types and partition columns")
+        raise LocationError(
+            f"batch {batch.name} cannot join the table ({why}): expected {wanted}, got {got}",
+            "give the batch the table's column types and partition columns",
+        )
     return conformed
 
 
@@ -723,17 +788,25 @@ class PinnedTable:
             except OSError:
                 actual = "missing"
             if actual != expected:
-                raise TableChanged(f"the table changed during the run: pinned {name} no longer has the bytes the "
-                                   "guard read", "rerun; and make the table's writers replace files atomically "
-                                   "(write then rename) instead of rewriting them in place")
+                raise TableChanged(
+                    f"the table changed during the run: pinned {name} no longer has the bytes the guard read",
+                    "rerun; and make the table's writers replace files atomically "
+                    "(write then rename) instead of rewriting them in place",
+                )
 
     def to_json(self) -> dict:
-        return {"location": self.location, "base": self.base, "table_path": str(self.table_path),
-                "content_hash": self.content_hash, "table_sha256": self.table_sha256, "linked": list(self.linked),
-                "manifest": {n: m.__dict__ for n, m in self.manifest.items()},
-                "partition_columns": [list(p) for p in self.partition_columns],
-                "csv_schema": self.csv_schema.to_json() if self.csv_schema else None,
-                "csv_dialects": {n: d.__dict__ for n, d in self.csv_dialects.items()}}
+        return {
+            "location": self.location,
+            "base": self.base,
+            "table_path": str(self.table_path),
+            "content_hash": self.content_hash,
+            "table_sha256": self.table_sha256,
+            "linked": list(self.linked),
+            "manifest": {n: m.__dict__ for n, m in self.manifest.items()},
+            "partition_columns": [list(p) for p in self.partition_columns],
+            "csv_schema": self.csv_schema.to_json() if self.csv_schema else None,
+            "csv_dialects": {n: d.__dict__ for n, d in self.csv_dialects.items()},
+        }
 
 
 @dataclass(frozen=True)
@@ -766,8 +839,10 @@ class BackupManifest:
             data.update(written=tuple(data["written"]), deleted=tuple(data["deleted"]))
             return cls(folder, files=files, **data)
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise TableChanged(f"the backup at {folder} has no readable manifest ({type(exc).__name__})",
-                               "restore from another copy; the live table was not touched") from exc
+            raise TableChanged(
+                f"the backup at {folder} has no readable manifest ({type(exc).__name__})",
+                "restore from another copy; the live table was not touched",
+            ) from exc
 
 
 @dataclass(frozen=True)
@@ -791,8 +866,11 @@ def verify_backup(backup: BackupManifest | Path) -> BackupManifest:
     for name, entry in manifest.files.items():
         path = manifest.root / "files" / name
         if not path.is_file() or sha256_file(path) != entry.sha256:
-            raise TableChanged(f"the backup at {manifest.root} is damaged: {name} does not have its recorded bytes; "
-                               "nothing was restored", "restore from another copy; the live table was not touched")
+            raise TableChanged(
+                f"the backup at {manifest.root} is damaged: {name} does not have its recorded bytes; "
+                "nothing was restored",
+                "restore from another copy; the live table was not touched",
+            )
     return manifest
 
 
@@ -812,13 +890,18 @@ def restore(backup: BackupManifest | Path, *, check_live: bool = True, base: Pat
     if live_hash == manifest.before_hash:
         return live_hash
     if check_live and live_hash != manifest.after_hash:
-        raise TableChanged(f"the table at {location.display} changed since the publish being undone ({live_hash}); "
-                           "nothing was restored", "restore with check_live=False only if that change may be discarded")
+        raise TableChanged(
+            f"the table at {location.display} changed since the publish being undone ({live_hash}); "
+            "nothing was restored",
+            "restore with check_live=False only if that change may be discarded",
+        )
     writes = {n: manifest.root / "files" / n for n, e in manifest.files.items() if live.get(n) != e.sha256}
     deletes = [n for n in live if n not in manifest.files]
     location._commit(listing, writes, deletes, manifest.root, resuming=True)
     restored = location.current_hash()
     if restored != manifest.before_hash:
-        raise TableChanged(f"the restored table at {location.display} hashes to {restored}, not {manifest.before_hash}",
-                           "a writer changed it during the restore: restore again under the pipeline's lock")
+        raise TableChanged(
+            f"the restored table at {location.display} hashes to {restored}, not {manifest.before_hash}",
+            "a writer changed it during the restore: restore again under the pipeline's lock",
+        )
     return restored

@@ -8,6 +8,7 @@ S3 credentials, region and endpoint come from the usual AWS environment: AWS_ACC
 AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN), AWS_REGION or AWS_DEFAULT_REGION, and AWS_ENDPOINT_URL_S3 or
 AWS_ENDPOINT_URL for an S3-compatible server (e.g. http://127.0.0.1:9000).
 """
+
 from __future__ import annotations
 
 import errno
@@ -22,8 +23,16 @@ from urllib.parse import urlsplit
 
 from pyarrow import fs as pafs
 
-__all__ = ["LocationError", "TableChanged", "StoredFile", "LocalStore", "S3Store", "sha256_file",
-           "content_hash", "copy_hashing"]
+__all__ = [
+    "LocationError",
+    "TableChanged",
+    "StoredFile",
+    "LocalStore",
+    "S3Store",
+    "sha256_file",
+    "content_hash",
+    "copy_hashing",
+]
 
 _BLOCK = 1 << 20
 
@@ -88,13 +97,17 @@ def _explain(exc: BaseException, where: str) -> LocationError:
         return exc
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if isinstance(exc, PermissionError) or "ACCESS_DENIED" in text or "AccessDenied" in text:
-        return LocationError(f"cannot read {where}: permission denied",
-                             "give the user running kintsugi read and write access to it, or fix the data: path")
+        return LocationError(
+            f"cannot read {where}: permission denied",
+            "give the user running kintsugi read and write access to it, or fix the data: path",
+        )
     if isinstance(exc, FileNotFoundError) or "NoSuchBucket" in text or "NoSuchKey" in text:
         return LocationError(f"no table at {where}", "fix the data: path, or create it (land a first batch)")
     if "connect" in text.lower() or "Couldn't connect" in text or "resolve host" in text.lower():
-        return LocationError(f"cannot reach the object store for {where}: {text}",
-                             "check AWS_ENDPOINT_URL, the network and the credentials")
+        return LocationError(
+            f"cannot reach the object store for {where}: {text}",
+            "check AWS_ENDPOINT_URL, the network and the credentials",
+        )
     return LocationError(f"cannot use {where}: {text}", "check the path, its permissions and the file system")
 
 
@@ -244,8 +257,12 @@ def fsync_dir(folder: str) -> None:
 
 def s3_filesystem() -> pafs.S3FileSystem:
     """pyarrow's S3 file system configured from the usual AWS environment variables."""
-    options: dict[str, object] = {"connect_timeout": 5, "request_timeout": 30,
-                                  "allow_bucket_creation": False, "allow_bucket_deletion": False}
+    options: dict[str, object] = {
+        "connect_timeout": 5,
+        "request_timeout": 30,
+        "allow_bucket_creation": False,
+        "allow_bucket_deletion": False,
+    }
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     if endpoint:
         parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")

@@ -9,6 +9,7 @@ Two sorts of playbook, neither of which ever writes an invented value:
   The sandbox keeps those rows in the published table as they are, lists them beside it and leaves them
   out of the training view (`remediations.sandbox`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -71,13 +72,20 @@ PLAYBOOKS: dict[str, Playbook] = {}
 ALIASES = {"null_impute": "quarantine_rows"}
 
 
-def register(name: str, heals: set[FindingKind], *, max_fraction_touched: float = 1.0, description: str = "",
-             quarantines: bool = False) -> Callable[[Any], Any]:
+def register(
+    name: str,
+    heals: set[FindingKind],
+    *,
+    max_fraction_touched: float = 1.0,
+    description: str = "",
+    quarantines: bool = False,
+) -> Callable[[Any], Any]:
     def decorate(fn: Any) -> Any:
         if name in PLAYBOOKS:
             raise ValueError(f"playbook {name!r} is already registered")
-        PLAYBOOKS[name] = Playbook(name, frozenset(heals), fn, max_fraction_touched, description,
-                                   quarantines=quarantines)
+        PLAYBOOKS[name] = Playbook(
+            name, frozenset(heals), fn, max_fraction_touched, description, quarantines=quarantines
+        )
         return fn
 
     return decorate

@@ -4,6 +4,7 @@ The contract (documented in `guard.findings`): `params["rows"] = {"column": TIME
 "through_ms": Y}`, the rows whose TIME_COLUMN lies in (X, Y] (UTC epoch milliseconds; either bound may be
 None, unbounded), as `guard.profile.TimeWindow` cuts a batch. Absent or None: every row.
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping
@@ -25,12 +26,16 @@ def selected_rows(table: pd.DataFrame, finding: Finding) -> np.ndarray:
         return np.ones(len(table), dtype=bool)
     column, after, through = rows_window(rows, finding)
     if column not in table.columns:
-        raise PlaybookRefused(f"the {finding.kind.value} finding names rows by {column!r}, which the table does not "
-                              "have; re-run the guard on the current table")
+        raise PlaybookRefused(
+            f"the {finding.kind.value} finding names rows by {column!r}, which the table does not "
+            "have; re-run the guard on the current table"
+        )
     values = table[column]
     if not pd.api.types.is_datetime64_any_dtype(values.dtype):
-        raise PlaybookRefused(f"the {finding.kind.value} finding names rows by {column!r}, which is "
-                              f"{values.dtype}, not a timestamp; heal by hand")
+        raise PlaybookRefused(
+            f"the {finding.kind.value} finding names rows by {column!r}, which is "
+            f"{values.dtype}, not a timestamp; heal by hand"
+        )
     stamps, present = epoch_ms_of(values)
     mask = present.copy()
     if after is not None:
@@ -42,10 +47,15 @@ def selected_rows(table: pd.DataFrame, finding: Finding) -> np.ndarray:
 
 def rows_window(rows: Any, finding: Finding) -> tuple[str, Any, Any]:
     """(time column, after_ms, through_ms) of a finding's `params["rows"]`; a malformed one refuses the heal."""
-    if not isinstance(rows, Mapping) or not isinstance(rows.get("column"), str) or not set(rows) <= {
-            "column", "after_ms", "through_ms"}:
-        raise PlaybookRefused(f"the {finding.kind.value} finding's params['rows'] is {rows!r}, not "
-                              "{'column': TIME_COLUMN, 'after_ms': X, 'through_ms': Y}; re-run the guard")
+    if (
+        not isinstance(rows, Mapping)
+        or not isinstance(rows.get("column"), str)
+        or not set(rows) <= {"column", "after_ms", "through_ms"}
+    ):
+        raise PlaybookRefused(
+            f"the {finding.kind.value} finding's params['rows'] is {rows!r}, not "
+            "{'column': TIME_COLUMN, 'after_ms': X, 'through_ms': Y}; re-run the guard"
+        )
     for bound in ("after_ms", "through_ms"):
         if rows.get(bound) is not None and not isinstance(rows[bound], (int, np.integer)):
             raise PlaybookRefused(f"params['rows'][{bound!r}] is {rows[bound]!r}, not epoch milliseconds")

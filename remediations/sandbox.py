@@ -14,6 +14,7 @@ A heal never writes an invented value into the team's table. `heal_copy` writes,
 and which were only quarantined (`open_findings`: their cause is not corrected, the incidents stay open
 with the quarantine noted: `HealOutcome.quarantine.note()`).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -33,13 +34,33 @@ from guard.findings import Finding
 from guard.profile import DatasetProfile
 from remediations.registry import HealInput, HealStep, Playbook, PlaybookRefused, playbook_for
 
-__all__ = ["HealOutcome", "QuarantineList", "content_hash", "heal_copy", "publish", "restore", "PLAYBOOK_ORDER",
-           "QUARANTINE_FILE", "TRAINING_FILE", "check_limit", "in_playbook_order"]
+__all__ = [
+    "HealOutcome",
+    "QuarantineList",
+    "content_hash",
+    "heal_copy",
+    "publish",
+    "restore",
+    "PLAYBOOK_ORDER",
+    "QUARANTINE_FILE",
+    "TRAINING_FILE",
+    "check_limit",
+    "in_playbook_order",
+]
 
 # Structural repairs first, so that value repairs see the contracted column names and types; row removals
 # next; quarantines last, so that the rows they list are rows of the final table.
-PLAYBOOK_ORDER = ("rename_columns", "cast_types", "category_casing", "shift_timestamps", "swap_columns",
-                  "unit_rescale", "dedupe_keys", "label_window", "quarantine_rows")
+PLAYBOOK_ORDER = (
+    "rename_columns",
+    "cast_types",
+    "category_casing",
+    "shift_timestamps",
+    "swap_columns",
+    "unit_rescale",
+    "dedupe_keys",
+    "label_window",
+    "quarantine_rows",
+)
 QUARANTINE_FILE = "quarantine.parquet"
 TRAINING_FILE = "training.parquet"
 
@@ -94,26 +115,35 @@ class HealOutcome:
         return self.training_path or self.healed_path
 
     def to_dict(self) -> dict[str, Any]:
-        return {"healed_path": str(self.healed_path), "before_hash": self.before_hash, "after_hash": self.after_hash,
-                "steps": [s.__dict__ for s in self.steps], "unhealable": [f.to_dict() for f in self.unhealable],
-                "refused": [{"finding": f.to_dict(), "why": why} for f, why in self.refused],
-                "quarantine": self.quarantine.to_dict() if self.quarantine else None,
-                "training_path": str(self.training_path) if self.training_path else None,
-                "corrected": [f.to_dict() for f in self.corrected],
-                "quarantined": [f.to_dict() for f in self.quarantined]}
+        return {
+            "healed_path": str(self.healed_path),
+            "before_hash": self.before_hash,
+            "after_hash": self.after_hash,
+            "steps": [s.__dict__ for s in self.steps],
+            "unhealable": [f.to_dict() for f in self.unhealable],
+            "refused": [{"finding": f.to_dict(), "why": why} for f, why in self.refused],
+            "quarantine": self.quarantine.to_dict() if self.quarantine else None,
+            "training_path": str(self.training_path) if self.training_path else None,
+            "corrected": [f.to_dict() for f in self.corrected],
+            "quarantined": [f.to_dict() for f in self.quarantined],
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HealOutcome:
         quarantine = data.get("quarantine")
         training = data.get("training_path")
-        return cls(Path(data["healed_path"]), data["before_hash"], data["after_hash"],
-                   tuple(HealStep(**s) for s in data["steps"]),
-                   tuple(Finding.from_dict(f) for f in data.get("unhealable", [])),
-                   tuple((Finding.from_dict(r["finding"]), r["why"]) for r in data.get("refused", [])),
-                   QuarantineList.from_dict(quarantine) if quarantine else None,
-                   Path(training) if training else None,
-                   tuple(Finding.from_dict(f) for f in data.get("corrected", [])),
-                   tuple(Finding.from_dict(f) for f in data.get("quarantined", [])))
+        return cls(
+            Path(data["healed_path"]),
+            data["before_hash"],
+            data["after_hash"],
+            tuple(HealStep(**s) for s in data["steps"]),
+            tuple(Finding.from_dict(f) for f in data.get("unhealable", [])),
+            tuple((Finding.from_dict(r["finding"]), r["why"]) for r in data.get("refused", [])),
+            QuarantineList.from_dict(quarantine) if quarantine else None,
+            Path(training) if training else None,
+            tuple(Finding.from_dict(f) for f in data.get("corrected", [])),
+            tuple(Finding.from_dict(f) for f in data.get("quarantined", [])),
+        )
 
 
 def content_hash(path: Path) -> str:
@@ -134,8 +164,9 @@ class _Progress:
     masks: list[tuple[Finding, np.ndarray]] = field(default_factory=list)
 
 
-def heal_copy(source: Path, sandbox: Path, findings: tuple[Finding, ...], contract: Contract,
-              reference: Any) -> HealOutcome:
+def heal_copy(
+    source: Path, sandbox: Path, findings: tuple[Finding, ...], contract: Contract, reference: Any
+) -> HealOutcome:
     """Apply the allowlisted playbook of every finding to a copy of `source` inside `sandbox`.
 
     `reference` is the reference the guard compared with (a `guard.reference.Reference` or a
@@ -151,9 +182,18 @@ def heal_copy(source: Path, sandbox: Path, findings: tuple[Finding, ...], contra
     progress.table.to_parquet(healed, index=False)
     quarantine, training = _set_aside(progress, sandbox, contract)
     quarantined = tuple(f for f, _ in progress.masks)
-    return HealOutcome(healed, content_hash(copy), content_hash(healed), tuple(progress.steps),
-                       tuple(progress.unhealable), tuple(progress.refused), quarantine, training,
-                       tuple(progress.corrected), quarantined)
+    return HealOutcome(
+        healed,
+        content_hash(copy),
+        content_hash(healed),
+        tuple(progress.steps),
+        tuple(progress.unhealable),
+        tuple(progress.refused),
+        quarantine,
+        training,
+        tuple(progress.corrected),
+        quarantined,
+    )
 
 
 def _heal_one(progress: _Progress, finding: Finding, contract: Contract, profile: DatasetProfile | None) -> None:
@@ -181,8 +221,10 @@ def _apply(playbook: Playbook, heal: HealInput) -> tuple[Any, HealStep]:
     rows = max(len(heal.table), 1)
     result, step = playbook.apply(heal)
     if playbook.quarantines and len(result) != len(heal.table):
-        raise PlaybookRefused(f"{playbook.name} returned a mask of {len(result)} rows for a table of "
-                              f"{len(heal.table)}; a quarantine lists rows, it never changes them")
+        raise PlaybookRefused(
+            f"{playbook.name} returned a mask of {len(result)} rows for a table of "
+            f"{len(heal.table)}; a quarantine lists rows, it never changes them"
+        )
     check_limit(playbook, step, rows)
     return result, step
 
@@ -191,8 +233,10 @@ def check_limit(playbook: Playbook, step: HealStep, rows: int) -> None:
     """A step may touch at most its playbook's share of the table's `rows`; over it, the playbook refuses."""
     touched = max(step.rows_touched, step.rows_dropped, step.rows_quarantined) / max(rows, 1)
     if touched > playbook.max_fraction_touched:
-        raise PlaybookRefused(f"{playbook.name} would touch {touched:.1%} of rows, over its limit of "
-                              f"{playbook.max_fraction_touched:.1%}; heal by hand or raise the limit in the spec")
+        raise PlaybookRefused(
+            f"{playbook.name} would touch {touched:.1%} of rows, over its limit of "
+            f"{playbook.max_fraction_touched:.1%}; heal by hand or raise the limit in the spec"
+        )
 
 
 def _set_aside(progress: _Progress, sandbox: Path, contract: Contract) -> tuple[QuarantineList | None, Path | None]:
@@ -217,9 +261,14 @@ def _set_aside(progress: _Progress, sandbox: Path, contract: Contract) -> tuple[
 def _lines(table: pd.DataFrame, finding: Finding, mask: np.ndarray, contract: Contract) -> pd.DataFrame:
     rows = np.flatnonzero(mask)
     label = f"{finding.kind.value}:{finding.column or '-'}"
-    reason = json.dumps({"kind": finding.kind.value, "column": finding.column,
-                         **({"value": finding.params["value"]} if "value" in finding.params else {})},
-                        sort_keys=True)
+    reason = json.dumps(
+        {
+            "kind": finding.kind.value,
+            "column": finding.column,
+            **({"value": finding.params["value"]} if "value" in finding.params else {}),
+        },
+        sort_keys=True,
+    )
     lines = pd.DataFrame({"row": rows.astype(np.int64), "finding": label, "reason": reason})
     for key in contract.key_columns:
         if key in table.columns:

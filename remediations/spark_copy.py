@@ -12,6 +12,7 @@ keeps microseconds: the nanoseconds of a pandas timestamp ride beside their colu
 What Spark cannot do is refused, never approximated: a playbook with no Spark transform (quarantines, timestamp
 shifts, column swaps) refuses its finding, so the run ends BLOCKED with the incident open.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -34,8 +35,9 @@ __all__ = ["heal_copy_spark", "ROW_GROUP_ROWS"]
 ROW_GROUP_ROWS = 1024 * 1024  # pyarrow's default: the healed file's row groups are what pandas would write
 
 
-def heal_copy_spark(session: Any, source: Path, sandbox: Path, findings: tuple[Finding, ...], contract: Contract,
-                    reference: Any) -> HealOutcome:
+def heal_copy_spark(
+    session: Any, source: Path, sandbox: Path, findings: tuple[Finding, ...], contract: Contract, reference: Any
+) -> HealOutcome:
     """Apply the Spark transform of every finding's playbook to a copy of `source` inside `sandbox`; the healed
     table is written only when every finding was healed."""
     sandbox.mkdir(parents=True, exist_ok=True)
@@ -47,8 +49,9 @@ def heal_copy_spark(session: Any, source: Path, sandbox: Path, findings: tuple[F
         original = read_frame(session, copy, keep_nanos=True)
     except Exception as exc:  # Spark cannot read the copy: nothing is healed, every finding says why
         return HealOutcome(healed, before, "", (), refused=_all_refused(findings, "read the copy", exc))
-    frame, steps, unhealable, refused, corrected = _transform(original, findings, contract, reference,
-                                                              pq.ParquetFile(copy).metadata.num_rows)
+    frame, steps, unhealable, refused, corrected = _transform(
+        original, findings, contract, reference, pq.ParquetFile(copy).metadata.num_rows
+    )
     if unhealable or refused or not steps:
         return HealOutcome(healed, before, "", tuple(steps), tuple(unhealable), tuple(refused))
     try:
@@ -59,14 +62,16 @@ def heal_copy_spark(session: Any, source: Path, sandbox: Path, findings: tuple[F
     return HealOutcome(healed, before, content_hash(healed), tuple(steps), corrected=tuple(corrected))
 
 
-def _all_refused(findings: tuple[Finding, ...] | list[Finding], what: str,
-                 exc: Exception) -> tuple[tuple[Finding, str], ...]:
+def _all_refused(
+    findings: tuple[Finding, ...] | list[Finding], what: str, exc: Exception
+) -> tuple[tuple[Finding, str], ...]:
     why = f"spark could not {what}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     return tuple((f, why) for f in findings)
 
 
-def _transform(frame: Any, findings: tuple[Finding, ...], contract: Contract, reference: Any,
-               rows: int) -> tuple[Any, list[HealStep], list[Finding], list[tuple[Finding, str]], list[Finding]]:
+def _transform(
+    frame: Any, findings: tuple[Finding, ...], contract: Contract, reference: Any, rows: int
+) -> tuple[Any, list[HealStep], list[Finding], list[tuple[Finding, str]], list[Finding]]:
     profile = getattr(reference, "profile", reference)
     steps: list[HealStep] = []
     unhealable: list[Finding] = []
@@ -78,8 +83,13 @@ def _transform(frame: Any, findings: tuple[Finding, ...], contract: Contract, re
             unhealable.append(finding)
             continue
         if transform is None:
-            refused.append((finding, f"the spark engine has no transform for {playbook.name} ({finding.kind.value} "
-                                     f"on {finding.column or 'the dataset'}): heal by hand, or with engine: arrow"))
+            refused.append(
+                (
+                    finding,
+                    f"the spark engine has no transform for {playbook.name} ({finding.kind.value} "
+                    f"on {finding.column or 'the dataset'}): heal by hand, or with engine: arrow",
+                )
+            )
             continue
         try:
             result, step = transform(SparkHeal(frame, finding, contract, profile))
@@ -122,7 +132,7 @@ def _write_one_file(frame: Any, original: Any, copy_schema: pa.Schema, parts: Pa
 
 def _nanos_back(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """Each kept nanosecond column's exact values: its microseconds x 1000 + the nanoseconds that rode beside it."""
-    for name in [n[len(NANOS_PREFIX):] for n in table.column_names if n.startswith(NANOS_PREFIX)]:
+    for name in [n[len(NANOS_PREFIX) :] for n in table.column_names if n.startswith(NANOS_PREFIX)]:
         target = schema.field(name).type if name in schema.names else None
         if target is None or not pa.types.is_timestamp(target) or target.unit != "ns":
             raise ValueError(f"column {name!r} held nanoseconds and the heal renamed or retyped it")
@@ -135,10 +145,14 @@ def _nanos_back(table: pa.Table, schema: pa.Schema) -> pa.Table:
 def _target_schema(healed: Any, original: Any, copy_schema: pa.Schema, written: pa.Schema) -> pa.Schema:
     """The copy's own type for every column the heal kept (same name, same Spark type); Spark's for the others.
     When every column comes back, the copy's schema whole, its metadata (pandas') included."""
-    kept = {f.name for f in original.fields if f.name in healed.fieldNames()
-            and healed[f.name].dataType == f.dataType and f.name in copy_schema.names}
-    fields = [copy_schema.field(f.name) if f.name in kept else f for f in written
-              if not f.name.startswith(NANOS_PREFIX)]
+    kept = {
+        f.name
+        for f in original.fields
+        if f.name in healed.fieldNames() and healed[f.name].dataType == f.dataType and f.name in copy_schema.names
+    }
+    fields = [
+        copy_schema.field(f.name) if f.name in kept else f for f in written if not f.name.startswith(NANOS_PREFIX)
+    ]
     if [f.name for f in fields] == copy_schema.names and all(f.name in kept for f in fields):
         return copy_schema
     return pa.schema(fields)

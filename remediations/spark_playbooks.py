@@ -13,6 +13,7 @@ Two transforms choose rows where pandas relies on row order, deterministically w
 where pandas keeps the first. No Spark transform fills or sets aside null rows: a Spark pipeline's null
 spike or sentinel has no playbook here and ends BLOCKED with its incident open (never invented values).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ def _register(name: str) -> Callable[[SparkTransform], SparkTransform]:
             raise ValueError(f"spark playbook {name!r} is already registered")
         SPARK_PLAYBOOKS[name] = fn
         return fn
+
     return decorate
 
 
@@ -88,8 +90,10 @@ def _rows(heal: SparkHeal) -> Any:
         return F.lit(True)
     column, after, through = rows_window(rows, heal.finding)
     if column not in heal.frame.columns:
-        raise PlaybookRefused(f"the {heal.finding.kind.value} finding names rows by {column!r}, which the table "
-                              "does not have; re-run the guard on the current table")
+        raise PlaybookRefused(
+            f"the {heal.finding.kind.value} finding names rows by {column!r}, which the table "
+            "does not have; re-run the guard on the current table"
+        )
     try:
         return window_condition(heal.frame, TimeWindow(column, after, through))
     except SparkEngineError as exc:  # not a time column
@@ -113,14 +117,23 @@ def unit_rescale(heal: SparkHeal) -> tuple[Any, HealStep]:
         raise PlaybookRefused(f"unit_rescale: column {column!r} is {kind}, not a number")
     rows = _rows(heal) & F.col(column).isNotNull()
     value = F.col(column).cast("double")
-    healed = heal.frame.withColumn(column, F.when(rows, (value - F.lit(float(offset))) / F.lit(float(scale)))
-                                   .otherwise(value))
+    healed = heal.frame.withColumn(
+        column, F.when(rows, (value - F.lit(float(offset))) / F.lit(float(scale))).otherwise(value)
+    )
     touched = _count(heal.frame, rows)
-    return healed, HealStep("unit_rescale", finding.kind.value, column,
-                            {"from_unit": finding.params.get("actual_unit"),
-                             "to_unit": finding.params.get("declared_unit"), "scale": scale, "offset": offset,
-                             "rows": describe_rows(finding)},
-                            rows_touched=touched)
+    return healed, HealStep(
+        "unit_rescale",
+        finding.kind.value,
+        column,
+        {
+            "from_unit": finding.params.get("actual_unit"),
+            "to_unit": finding.params.get("declared_unit"),
+            "scale": scale,
+            "offset": offset,
+            "rows": describe_rows(finding),
+        },
+        rows_touched=touched,
+    )
 
 
 @_register("rename_columns")
@@ -143,12 +156,22 @@ def rename_columns(heal: SparkHeal) -> tuple[Any, HealStep]:
             raise PlaybookRefused(f"rename_columns found neither {new!r} nor {old!r}; re-run the guard")
     healed = heal.frame.withColumnsRenamed(pending) if pending else heal.frame
     rows = heal.frame.count() if pending else 0
-    return healed, HealStep("rename_columns", finding.kind.value, finding.column,
-                            {"mapping": mapping, "renamed": pending, "already_renamed": done}, rows_touched=rows)
+    return healed, HealStep(
+        "rename_columns",
+        finding.kind.value,
+        finding.column,
+        {"mapping": mapping, "renamed": pending, "already_renamed": done},
+        rows_touched=rows,
+    )
 
 
-_SPARK_TYPES = {"number": "double", "integer": "bigint", "timestamp": "timestamp", "string": "string",
-                "boolean": "boolean"}
+_SPARK_TYPES = {
+    "number": "double",
+    "integer": "bigint",
+    "timestamp": "timestamp",
+    "string": "string",
+    "boolean": "boolean",
+}
 
 
 @_register("cast_types")
@@ -165,14 +188,21 @@ def cast_types(heal: SparkHeal) -> tuple[Any, HealStep]:
     failed = F.col(column).isNotNull() & cast.isNull()
     total = _count(heal.frame, F.col(column).isNotNull())
     unparsed = _count(heal.frame, failed)
-    params: dict[str, Any] = {"from_type": dict(heal.frame.dtypes)[column], "target_type": target,
-                              "parsed": total - unparsed, "unparsed": unparsed}
+    params: dict[str, Any] = {
+        "from_type": dict(heal.frame.dtypes)[column],
+        "target_type": target,
+        "parsed": total - unparsed,
+        "unparsed": unparsed,
+    }
     if total and unparsed / total > cast_pb.MAX_UNPARSED_FRACTION:
-        raise PlaybookRefused(f"cast_types would null {unparsed} of {total} non-null values of {column!r} "
-                              f"({unparsed / total:.1%}) that do not parse as {target}; over its limit of "
-                              f"{cast_pb.MAX_UNPARSED_FRACTION:.0%}: fix the producer or heal by hand")
-    return heal.frame.withColumn(column, cast), HealStep("cast_types", finding.kind.value, column, params,
-                                                         rows_touched=unparsed)
+        raise PlaybookRefused(
+            f"cast_types would null {unparsed} of {total} non-null values of {column!r} "
+            f"({unparsed / total:.1%}) that do not parse as {target}; over its limit of "
+            f"{cast_pb.MAX_UNPARSED_FRACTION:.0%}: fix the producer or heal by hand"
+        )
+    return heal.frame.withColumn(column, cast), HealStep(
+        "cast_types", finding.kind.value, column, params, rows_touched=unparsed
+    )
 
 
 @_register("category_casing")
@@ -184,8 +214,7 @@ def category_casing(heal: SparkHeal) -> tuple[Any, HealStep]:
     lookup = F.create_map(*[F.lit(v) for pair in sorted(mapping.items()) for v in pair])
     healed = heal.frame.withColumn(column, F.when(hits, lookup[F.col(column)]).otherwise(F.col(column)))
     touched = _count(heal.frame, hits)
-    return healed, HealStep("category_casing", finding.kind.value, column, {"mapping": mapping},
-                            rows_touched=touched)
+    return healed, HealStep("category_casing", finding.kind.value, column, {"mapping": mapping}, rows_touched=touched)
 
 
 @_register("dedupe_keys")
@@ -197,22 +226,29 @@ def dedupe_keys(heal: SparkHeal) -> tuple[Any, HealStep]:
     if not keys or any(k not in frame.columns for k in keys):
         raise PlaybookRefused(f"dedupe_keys needs the contract's key columns {keys} in the table")
     everything = sorted(frame.columns)
-    ranked = frame.withColumn("__kintsugi_rank", F.row_number().over(
-        Window.partitionBy(*keys).orderBy(*[F.col(c).asc_nulls_first() for c in everything])))
+    ranked = frame.withColumn(
+        "__kintsugi_rank",
+        F.row_number().over(Window.partitionBy(*keys).orderBy(*[F.col(c).asc_nulls_first() for c in everything])),
+    )
     exact = frame.dropDuplicates(everything)
     rows, distinct_rows = frame.count(), exact.count()
     kept = exact.select(*keys).distinct().count()
     dropped, conflicts = rows - kept, distinct_rows - kept
     params = {"key_columns": keys, "rows_before": rows, "rows_dropped": dropped, "conflicting_rows": conflicts}
     if rows and conflicts / rows > dedupe_pb.MAX_CONFLICT_FRACTION:
-        raise PlaybookRefused(f"dedupe_keys found {conflicts} of {rows} rows repeating a key of {keys} with other "
-                              f"values; over its limit of {dedupe_pb.MAX_CONFLICT_FRACTION:.1%}: resolve by hand")
+        raise PlaybookRefused(
+            f"dedupe_keys found {conflicts} of {rows} rows repeating a key of {keys} with other "
+            f"values; over its limit of {dedupe_pb.MAX_CONFLICT_FRACTION:.1%}: resolve by hand"
+        )
     if rows and dropped / rows > dedupe_pb.MAX_DROP_FRACTION:
-        raise PlaybookRefused(f"dedupe_keys would drop {dropped} of {rows} rows ({dropped / rows:.1%}), over its "
-                              f"limit of {dedupe_pb.MAX_DROP_FRACTION:.0%}: find the repeated load upstream")
+        raise PlaybookRefused(
+            f"dedupe_keys would drop {dropped} of {rows} rows ({dropped / rows:.1%}), over its "
+            f"limit of {dedupe_pb.MAX_DROP_FRACTION:.0%}: find the repeated load upstream"
+        )
     healed = ranked.where(F.col("__kintsugi_rank") == 1).drop("__kintsugi_rank")
-    return healed, HealStep("dedupe_keys", finding.kind.value, finding.column, params, rows_touched=0,
-                            rows_dropped=dropped)
+    return healed, HealStep(
+        "dedupe_keys", finding.kind.value, finding.column, params, rows_touched=0, rows_dropped=dropped
+    )
 
 
 @_register("label_window")
@@ -223,8 +259,11 @@ def label_window(heal: SparkHeal) -> tuple[Any, HealStep]:
         raise PlaybookRefused(f"label_window needs the contract's label column {label!r} in the table")
     rows, dropped = frame.count(), _count(frame, F.col(label).isNull())
     if rows and dropped / rows > label_pb.MAX_DROP_FRACTION:
-        raise PlaybookRefused(f"label_window would drop {dropped} of {rows} rows ({dropped / rows:.1%}) with no "
-                              f"{label!r} yet, over its limit of {label_pb.MAX_DROP_FRACTION:.0%}")
+        raise PlaybookRefused(
+            f"label_window would drop {dropped} of {rows} rows ({dropped / rows:.1%}) with no "
+            f"{label!r} yet, over its limit of {label_pb.MAX_DROP_FRACTION:.0%}"
+        )
     params = {"label_column": label, "rows_before": rows, "rows_dropped": dropped}
-    return frame.where(F.col(label).isNotNull()), HealStep("label_window", finding.kind.value, label, params,
-                                                           rows_touched=0, rows_dropped=dropped)
+    return frame.where(F.col(label).isNotNull()), HealStep(
+        "label_window", finding.kind.value, label, params, rows_touched=0, rows_dropped=dropped
+    )

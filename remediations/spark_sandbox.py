@@ -17,6 +17,7 @@ version with `current_path` (a table format's commit, in one small file).
 Content hashes are computed by the engine (`guard.engines.spark.spark_content_hash`): the
 order-independent hash of canonical row hashes that the arrow engine computes alike.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,16 @@ from remediations.registry import HealStep, PlaybookRefused
 from remediations.sandbox import PLAYBOOK_ORDER
 from remediations.spark_playbooks import SparkHeal, spark_playbook_for
 
-__all__ = ["SparkHealOutcome", "current_path", "current_version", "versions_of", "heal_spark", "publish_spark",
-           "undo_spark", "MARKER"]
+__all__ = [
+    "SparkHealOutcome",
+    "current_path",
+    "current_version",
+    "versions_of",
+    "heal_spark",
+    "publish_spark",
+    "undo_spark",
+    "MARKER",
+]
 
 MARKER = "CURRENT"
 HISTORY = "HISTORY"
@@ -79,15 +88,18 @@ def _next_version(root: Path) -> str:
     return f"v{max(numbers, default=0) + 1:05d}"
 
 
-def heal_spark(session: Any, root: Path, findings: tuple[Finding, ...], contract: Contract,
-               reference: DatasetProfile | None) -> SparkHealOutcome:
+def heal_spark(
+    session: Any, root: Path, findings: tuple[Finding, ...], contract: Contract, reference: DatasetProfile | None
+) -> SparkHealOutcome:
     """Apply each finding's Spark playbook to the current version; write the result to a staging folder."""
     root = Path(root)
     frame = read_frame(session, current_path(root))
     before = spark_content_hash(frame)
     steps, unhealable, refused = [], [], []
-    for finding in sorted(findings, key=lambda f: PLAYBOOK_ORDER.index(f.playbook)
-                          if f.playbook in PLAYBOOK_ORDER else len(PLAYBOOK_ORDER)):
+    for finding in sorted(
+        findings,
+        key=lambda f: PLAYBOOK_ORDER.index(f.playbook) if f.playbook in PLAYBOOK_ORDER else len(PLAYBOOK_ORDER),
+    ):
         transform = spark_playbook_for(finding)
         if transform is None:
             unhealable.append(finding)
@@ -119,8 +131,10 @@ def publish_spark(outcome: SparkHealOutcome) -> tuple[str | None, str]:
         raise FileExistsError(f"version {target} already exists: heal again to stage a new version")
     os.rename(outcome.healed_path, target)
     previous = current_version(root)
-    _append_history(root, {"from": previous, "to": outcome.version, "before_hash": outcome.before_hash,
-                           "after_hash": outcome.after_hash})
+    _append_history(
+        root,
+        {"from": previous, "to": outcome.version, "before_hash": outcome.before_hash, "after_hash": outcome.after_hash},
+    )
     _swap_marker(root, outcome.version)
     return previous, outcome.version
 

@@ -9,6 +9,7 @@ renamed or dropped one) reads as nulls there, the way Spark's mergeSchema and py
 table's columns are the first file's, then each new name in the order it first appears. One name with two
 types is still refused: no reading can make both true. Deciding what a changed column means is the guard's job.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,8 +23,20 @@ import pyarrow.parquet as pq
 from remediations.csvtable import CsvSchema, FileDialect, RawCsv, render, to_table
 from remediations.objectstore import LocationError
 
-__all__ = ["Part", "partition_fields", "parquet_schema", "check_same_schema", "unify_schemas", "project",
-           "materialise", "read_healed", "conform", "plan_rewrite", "write_part", "Rewrite"]
+__all__ = [
+    "Part",
+    "partition_fields",
+    "parquet_schema",
+    "check_same_schema",
+    "unify_schemas",
+    "project",
+    "materialise",
+    "read_healed",
+    "conform",
+    "plan_rewrite",
+    "write_part",
+    "Rewrite",
+]
 
 _CANONICAL_INT = re.compile(r"-?(0|[1-9][0-9]*)")
 
@@ -54,8 +67,10 @@ def _read_parquet(path: Path, name: str) -> pa.Table:
 
 def _not_parquet(name: str, exc: BaseException) -> LocationError:
     detail = (str(exc).splitlines() or [type(exc).__name__])[0]
-    return LocationError(f"{name} is not a readable parquet file ({detail})",
-                         "replace it with a parquet file (CSV files must be named .csv), or move it out of the table")
+    return LocationError(
+        f"{name} is not a readable parquet file ({detail})",
+        "replace it with a parquet file (CSV files must be named .csv), or move it out of the table",
+    )
 
 
 def parquet_schema(path: Path, name: str) -> pa.Schema:
@@ -83,13 +98,17 @@ def check_same_schema(schemas: list[tuple[str, pa.Schema]], partition: tuple[pa.
     first_name, first = schemas[0]
     for name, schema in schemas[1:]:
         if [(f.name, f.type) for f in schema] != [(f.name, f.type) for f in first]:
-            raise LocationError(f"the table's files have different schemas: {first_name} has {_describe(first)}, "
-                                f"{name} has {_describe(schema)}",
-                                "make every file share one schema, or move the odd file out of the table")
+            raise LocationError(
+                f"the table's files have different schemas: {first_name} has {_describe(first)}, "
+                f"{name} has {_describe(schema)}",
+                "make every file share one schema, or move the odd file out of the table",
+            )
     clash = sorted(set(first.names) & {f.name for f in partition})
     if clash:
-        raise LocationError(f"partition column(s) {clash} are also stored inside the files ({first_name})",
-                            "drop them from the files (hive keeps them in the folder names) or rename the folders")
+        raise LocationError(
+            f"partition column(s) {clash} are also stored inside the files ({first_name})",
+            "drop them from the files (hive keeps them in the folder names) or rename the folders",
+        )
     return first
 
 
@@ -102,8 +121,10 @@ def unify_schemas(schemas: list[tuple[str, pa.Schema]], partition: tuple[pa.Fiel
             if seen is None:
                 fields[field.name] = (field, name)
             elif seen[0].type != field.type and not _both_text(seen[0].type, field.type):
-                raise LocationError(f"column {field.name!r} is {seen[0].type} in {seen[1]} but {field.type} in {name}",
-                                    "write the column with one type in every file, or move the odd file out")
+                raise LocationError(
+                    f"column {field.name!r} is {seen[0].type} in {seen[1]} but {field.type} in {name}",
+                    "write the column with one type in every file, or move the odd file out",
+                )
     unified = pa.schema([f for f, _ in fields.values()])
     return check_same_schema([(schemas[0][0], unified)], partition)
 
@@ -117,8 +138,9 @@ def project(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """`table` with `schema`'s columns, by name: nulls where the table lacks one (a file with fewer columns)."""
     if table.schema.names == schema.names:
         return table
-    columns = [table.column(f.name) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
-               for f in schema]
+    columns = [
+        table.column(f.name) if f.name in table.column_names else pa.nulls(table.num_rows, f.type) for f in schema
+    ]
     return pa.Table.from_arrays(columns, schema=schema)
 
 
@@ -136,8 +158,9 @@ def _with_partitions(table: pa.Table, part: Part, fields: tuple[pa.Field, ...]) 
     return table
 
 
-def materialise(parts: list[Part], schema: pa.Schema, fields: tuple[pa.Field, ...], csv_schema: CsvSchema | None,
-                out: Path) -> None:
+def materialise(
+    parts: list[Part], schema: pa.Schema, fields: tuple[pa.Field, ...], csv_schema: CsvSchema | None, out: Path
+) -> None:
     """Every part, in order, into one parquet file with the partition columns added (row group by row
     group for parquet parts, so memory stays bounded by one row group)."""
     target = pa.schema(list(schema) + list(fields))
@@ -228,8 +251,10 @@ def _split_by_partition(table: pa.Table, fields: tuple[pa.Field, ...]) -> dict[t
     keys = [f.name for f in fields]
     missing = [k for k in keys if k not in table.column_names]
     if missing:
-        raise LocationError(f"the healed table lacks the partition column(s) {missing}",
-                            "keep the partition columns in the healed table")
+        raise LocationError(
+            f"the healed table lacks the partition column(s) {missing}",
+            "keep the partition columns in the healed table",
+        )
     combos = table.select(keys).group_by(keys, use_threads=False).aggregate([]).to_pylist()
     rest = table.drop_columns(keys)
     groups = {}
@@ -244,15 +269,18 @@ def _split_by_partition(table: pa.Table, fields: tuple[pa.Field, ...]) -> dict[t
 
 def _folder_value(key: str, value: object) -> str:
     if value is None:
-        raise LocationError(f"the healed table has a null in partition column {key}",
-                            "a partition value cannot be null: fix the heal or the data")
+        raise LocationError(
+            f"the healed table has a null in partition column {key}",
+            "a partition value cannot be null: fix the heal or the data",
+        )
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
 
 
-def plan_rewrite(parts: list[Part], old: dict[str, pa.Table], healed: pa.Table, fields: tuple[pa.Field, ...],
-                 new_name) -> Rewrite:
+def plan_rewrite(
+    parts: list[Part], old: dict[str, pa.Table], healed: pa.Table, fields: tuple[pa.Field, ...], new_name
+) -> Rewrite:
     """The files to write so the location holds `healed`: an unchanged file is not touched; a partition
     with the same row count is compared file by file (rows keep their order); a partition whose row count
     changed is written whole into its first file and its other files deleted; new partitions get new files
@@ -274,8 +302,9 @@ def plan_rewrite(parts: list[Part], old: dict[str, pa.Table], healed: pa.Table, 
     return Rewrite(writes, tuple(deletes))
 
 
-def _plan_group(members: list[Part], old: dict[str, pa.Table], rows: pa.Table, writes: dict[str, pa.Table],
-                deletes: list[str]) -> None:
+def _plan_group(
+    members: list[Part], old: dict[str, pa.Table], rows: pa.Table, writes: dict[str, pa.Table], deletes: list[str]
+) -> None:
     olds = [old[p.name] for p in members]
     rows = conform(rows, olds[0].schema)
     if rows.num_rows != sum(t.num_rows for t in olds):

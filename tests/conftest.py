@@ -1,4 +1,5 @@
 """Shared fixtures: one demo workspace, built once per session with the real stores, copied for tests that write."""
+
 from __future__ import annotations
 
 import os
@@ -12,7 +13,6 @@ from tests.support import DEMO_NOW
 os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
 for _name in ("DATAHUB_GMS_URL", "DATAHUB_GMS_TOKEN", "MLFLOW_TRACKING_URI"):  # never a developer's servers
     os.environ.pop(_name, None)
-
 
 
 @pytest.fixture(scope="session")

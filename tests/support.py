@@ -1,6 +1,7 @@
 """Shared test plumbing: the demo instants, the workspace edits the stories need (a poisoned batch, a worse
 estimator), what the stores say (incidents, the champion, byte hashes), the CLI in-process, and an app served
 with uvicorn on a free loopback port."""
+
 from __future__ import annotations
 
 import shutil
@@ -19,9 +20,27 @@ from controlplane.workspace import Workspace
 from demo.seed import PIPELINE
 from demo.story import land_batch
 
-__all__ = ["served", "copy_workspace", "iso", "ms", "poison", "use_estimator", "TOKEN", "GUARD_AT", "BLOCKED_AT",
-           "LATER", "LATER_MS", "RATIFY_AT", "APPROVE_AT", "PIPELINE", "DEMO_NOW", "incidents_on", "champion",
-           "store_hashes", "kintsugi"]
+__all__ = [
+    "served",
+    "copy_workspace",
+    "iso",
+    "ms",
+    "poison",
+    "use_estimator",
+    "TOKEN",
+    "GUARD_AT",
+    "BLOCKED_AT",
+    "LATER",
+    "LATER_MS",
+    "RATIFY_AT",
+    "APPROVE_AT",
+    "PIPELINE",
+    "DEMO_NOW",
+    "incidents_on",
+    "champion",
+    "store_hashes",
+    "kintsugi",
+]
 
 DEMO_NOW = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 TOKEN = "test-token-4f9c2e-0b1d7a93c55e8f21"

@@ -67,9 +67,7 @@ def _accepts_random_state(factory: Callable[..., Any]) -> bool:
         return False
 
 
-def _construct(
-    path: str, factory: Callable[..., Any], kwargs: dict[str, Any], given: list[str]
-) -> Any:
+def _construct(path: str, factory: Callable[..., Any], kwargs: dict[str, Any], given: list[str]) -> Any:
     try:
         estimator = factory(**kwargs)
     except (TypeError, ValueError) as exc:
@@ -79,8 +77,7 @@ def _construct(
         ) from exc
     if not (hasattr(estimator, "fit") and hasattr(estimator, "get_params")):
         raise SpecError(
-            f"estimator {path!r} built a {type(estimator).__name__}, "
-            "which is not a scikit-learn estimator",
+            f"estimator {path!r} built a {type(estimator).__name__}, which is not a scikit-learn estimator",
             "point estimator at a scikit-learn estimator class or a factory returning one",
         )
     return estimator

@@ -79,9 +79,7 @@ if DataHubSource not in get_registered_sources():  # so mlflow.data.get_source r
 def dataset_keys(dataset_source: dict[str, Any]) -> tuple[str, str]:
     """The (urn, content_hash) of ``dataset_source``; both must be non-empty strings."""
     missing = [
-        key
-        for key in ("urn", "content_hash")
-        if not (isinstance(dataset_source.get(key), str) and dataset_source[key])
+        key for key in ("urn", "content_hash") if not (isinstance(dataset_source.get(key), str) and dataset_source[key])
     ]
     if missing:
         raise TrainingError(
@@ -95,9 +93,7 @@ def dataset_tags(dataset_source: dict[str, Any]) -> dict[str, str]:
     """Every key of ``dataset_source`` as a ``kintsugi.dataset.<key>`` run tag (urn, hash, ...)."""
     dataset_keys(dataset_source)
     return {
-        f"{DATASET_TAG_PREFIX}{key}": str(value)
-        for key, value in sorted(dataset_source.items())
-        if value is not None
+        f"{DATASET_TAG_PREFIX}{key}": str(value) for key, value in sorted(dataset_source.items()) if value is not None
     }
 
 
@@ -125,8 +121,11 @@ def training_dataset_input(frame: pd.DataFrame, dataset_source: dict[str, Any]) 
 def _sample_tags(dataset_source: dict[str, Any]) -> list[InputTag]:
     """A frame sampled from a larger table: the source's ``sample_*`` keys (size, seed, the full table's content
     hash...) as ``kintsugi.<key>`` tags of the dataset input."""
-    return [InputTag(f"kintsugi.{key}", str(value)) for key, value in sorted(dataset_source.items())
-            if key.startswith("sample_") and value is not None]
+    return [
+        InputTag(f"kintsugi.{key}", str(value))
+        for key, value in sorted(dataset_source.items())
+        if key.startswith("sample_") and value is not None
+    ]
 
 
 def dataset_digest(content_hash: str, rows: int, columns: list[str]) -> str:

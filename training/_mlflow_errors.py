@@ -38,9 +38,7 @@ def display_uri(uri: str) -> str:
 
 
 @contextmanager
-def mlflow_errors(
-    uri: str, action: str, also: tuple[type[BaseException], ...] = ()
-) -> Iterator[None]:
+def mlflow_errors(uri: str, action: str, also: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
     """Turn MLflow/store failures (and ``also``) inside the block into RegistryError."""
     try:
         yield
@@ -48,9 +46,7 @@ def mlflow_errors(
         raise
     except (*_STORE_ERRORS, *also) as exc:
         shown = display_uri(uri)
-        raise RegistryError(
-            f"MLflow could not {action} at {shown}: {_detail(exc)}", _fix(exc, shown)
-        ) from exc
+        raise RegistryError(f"MLflow could not {action} at {shown}: {_detail(exc)}", _fix(exc, shown)) from exc
 
 
 def _detail(exc: BaseException) -> str:
@@ -62,9 +58,7 @@ def _fix(exc: BaseException, uri: str) -> str:
     if isinstance(exc, MlflowException) and is_not_found(exc):
         return "check the model name, version or run id against the MLflow store"
     if isinstance(exc, RequestException) or "API request to" in str(exc):
-        return (
-            f"check that the MLflow tracking server at {uri} is running and reachable, then retry"
-        )
+        return f"check that the MLflow tracking server at {uri} is running and reachable, then retry"
     if isinstance(exc, OSError):
         return "check that the MLflow store and artifact directories exist and are writable"
     return f"check the MLflow tracking URI {uri} and the store's logs, then retry"

@@ -65,9 +65,7 @@ def pip_requirements() -> list[str]:
     return [f"{name}=={metadata.version(name)}" for name in _REQUIRED_DISTRIBUTIONS]
 
 
-def save_sklearn_model(
-    model: Any, sample: pd.DataFrame, path: Path, logged: LoggedModel, run_id: str
-) -> None:
+def save_sklearn_model(model: Any, sample: pd.DataFrame, path: Path, logged: LoggedModel, run_id: str) -> None:
     """Save ``model`` in MLflow's sklearn format under ``path``, with a signature.
 
     cloudpickle, not MLflow's default skops: skops took ~25x longer on a 200-tree forest

@@ -23,17 +23,14 @@ def regression_scores(model: Any, features: pd.DataFrame, target: pd.Series) -> 
     }
 
 
-def classification_scores(
-    model: Any, features: pd.DataFrame, target: pd.Series
-) -> dict[str, float]:
+def classification_scores(model: Any, features: pd.DataFrame, target: pd.Series) -> dict[str, float]:
     """accuracy, f1, roc_auc and log_loss; binary f1/roc_auc score the second class.
 
     With more than two classes f1 is macro-averaged and roc_auc is one-vs-rest.
     """
     if not hasattr(model, "predict_proba"):
         raise SpecError(
-            f"{type(model).__name__} has no predict_proba, so roc_auc and log_loss "
-            "cannot be computed",
+            f"{type(model).__name__} has no predict_proba, so roc_auc and log_loss cannot be computed",
             "use a classifier with predict_proba (e.g. HistGradientBoostingClassifier)",
         )
     classes = np.asarray(model.classes_)

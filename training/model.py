@@ -23,9 +23,7 @@ from training.spec import TrainingSpec, metric_direction
 __all__ = ["build_estimator", "evaluate", "fit", "is_better", "relative_gain", "time_holdout"]
 
 
-def time_holdout(
-    df: pd.DataFrame, time_column: str, fraction: float
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+def time_holdout(df: pd.DataFrame, time_column: str, fraction: float) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Split ``df`` by time: the rows from the ``1 - fraction`` row quantile on are the holdout.
 
     Rows are stably sorted by ``time_column`` (timestamps, numbers or ISO 8601 strings); the
@@ -136,9 +134,7 @@ def _preprocessor(spec: TrainingSpec) -> ColumnTransformer:
     )
     transformers: list[tuple[str, Any, list[str]]] = []
     if spec.numeric_features:
-        transformers.append(
-            ("numeric", SimpleImputer(strategy="median"), list(spec.numeric_features))
-        )
+        transformers.append(("numeric", SimpleImputer(strategy="median"), list(spec.numeric_features)))
     if spec.categorical_features:
         transformers.append(("categorical", categorical, list(spec.categorical_features)))
     return ColumnTransformer(transformers, remainder="drop")
@@ -150,9 +146,7 @@ def _sklearn_errors(action: str, fix: str) -> Iterator[None]:
     try:
         yield
     except InvalidParameterError as exc:
-        raise SpecError(
-            f"{action} failed: {_text(exc)}", "fix the estimator params in the training spec"
-        ) from exc
+        raise SpecError(f"{action} failed: {_text(exc)}", "fix the estimator params in the training spec") from exc
     except (ValueError, TypeError, ArithmeticError, IndexError, KeyError) as exc:
         raise TrainingError(f"{action} failed: {_text(exc)}", fix) from exc
 
@@ -165,9 +159,7 @@ def _check_fraction(fraction: float) -> None:
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
         raise SpecError(f"holdout fraction must be a number, got {fraction!r}", "use e.g. 0.2")
     if not 0 < fraction < 1:
-        raise SpecError(
-            f"holdout fraction must be between 0 and 1, got {fraction}", "use e.g. 0.2"
-        )
+        raise SpecError(f"holdout fraction must be between 0 and 1, got {fraction}", "use e.g. 0.2")
 
 
 def _require_columns(df: pd.DataFrame, columns: Sequence[str], where: str) -> None:

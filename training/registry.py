@@ -188,8 +188,11 @@ class ModelStore:
         """The files of ``version`` of ``model_name`` (the saved model directory), downloaded under ``dest``."""
         with self._errors(f"download version {version} of {model_name!r}", also=(OSError,)):
             uri = self._client.get_model_version_download_uri(model_name, str(version))
-            return Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(dest),
-                                                            tracking_uri=self.tracking_uri))
+            return Path(
+                mlflow.artifacts.download_artifacts(
+                    artifact_uri=uri, dst_path=str(dest), tracking_uri=self.tracking_uri
+                )
+            )
 
     def set_version_tags(self, model_name: str, version: int, tags: dict[str, str]) -> None:
         """Set (overwrite) tags on ``version`` of ``model_name``."""
@@ -291,9 +294,7 @@ class ModelStore:
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _errors(
-        self, action: str, also: tuple[type[BaseException], ...] = ()
-    ) -> AbstractContextManager[None]:
+    def _errors(self, action: str, also: tuple[type[BaseException], ...] = ()) -> AbstractContextManager[None]:
         return mlflow_errors(self.tracking_uri, action, also)
 
     def _experiment_id(self, name: str) -> str:
@@ -303,8 +304,7 @@ class ModelStore:
         if found.lifecycle_stage != "active":
             raise RegistryError(
                 f"experiment {name!r} is deleted",
-                f"restore it (mlflow experiments restore -x {found.experiment_id}) "
-                "or log to another experiment",
+                f"restore it (mlflow experiments restore -x {found.experiment_id}) or log to another experiment",
             )
         return str(found.experiment_id)
 
@@ -327,10 +327,7 @@ class ModelStore:
             now = int(time.time() * 1000)
             self._client.log_batch(
                 run_id,
-                metrics=[
-                    Metric(k, v, now, 0, model_id=logged.model_id)
-                    for k, v in contents.metrics.items()
-                ],
+                metrics=[Metric(k, v, now, 0, model_id=logged.model_id) for k, v in contents.metrics.items()],
                 params=[Param(k, v) for k, v in contents.params.items()],
             )
             self._client.log_inputs(run_id, datasets=[contents.dataset])

@@ -98,8 +98,7 @@ def _check_scalars(spec: TrainingSpec) -> None:
     if not spec.estimator.strip():
         raise SpecError(
             "the spec names no estimator",
-            "set estimator to an import path such as "
-            "'sklearn.ensemble.HistGradientBoostingRegressor'",
+            "set estimator to an import path such as 'sklearn.ensemble.HistGradientBoostingRegressor'",
         )
     if not isinstance(spec.params, dict):
         raise SpecError(
@@ -109,11 +108,7 @@ def _check_scalars(spec: TrainingSpec) -> None:
     if isinstance(spec.seed, bool) or not isinstance(spec.seed, int):
         raise SpecError(f"seed must be an integer, got {spec.seed!r}", "set seed to an integer")
     fraction = spec.holdout_fraction
-    if (
-        isinstance(fraction, bool)
-        or not isinstance(fraction, (int, float))
-        or not 0 < fraction < 1
-    ):
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
         raise SpecError(
             f"holdout_fraction must be between 0 and 1, got {spec.holdout_fraction!r}",
             "set holdout_fraction to a fraction such as 0.2",

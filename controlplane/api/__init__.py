@@ -2,6 +2,7 @@
 
 Kept import-light: `create_app` lives in `controlplane.api.app`, the result shapes in `controlplane.views`.
 """
+
 from __future__ import annotations
 
 __all__: list[str] = []

@@ -6,6 +6,7 @@ every route, /mcp included) checks Host and Origin, refuses oversized bodies bef
 the bearer token before a route runs. Other packages add routes (`routers`, `endpoints`): the MCP server at
 /mcp, the drills.
 """
+
 from __future__ import annotations
 
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -30,8 +31,11 @@ from controlplane.workspace import Workspace
 
 __all__ = ["create_app", "RunRequest", "ApproveRequest", "RejectRequest", "bearer", "RunId", "Name"]
 
-bearer = HTTPBearer(auto_error=False, description="KINTSUGI_API_TOKEN: every route that changes something needs it "
-                                                  "(and every route, on a server bound beyond loopback)")
+bearer = HTTPBearer(
+    auto_error=False,
+    description="KINTSUGI_API_TOKEN: every route that changes something needs it "
+    "(and every route, on a server bound beyond loopback)",
+)
 RunId = Annotated[str, Path(max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")]
 Name = Annotated[str, Path(max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
 Version = Annotated[int, Path(ge=1, le=1_000_000_000)]
@@ -51,8 +55,15 @@ class RejectRequest(BaseModel):
     reason: str = Field(min_length=1, max_length=MAX_TEXT, description="Why the run is stopped")
 
 
-def create_app(ws: Workspace, settings: ApiSettings, *, scheduler: Any = None, routers: Sequence[APIRouter] = (),
-               endpoints: Sequence[tuple[str, ASGIApp]] = (), lifespans: Sequence[Any] = ()) -> ASGIApp:
+def create_app(
+    ws: Workspace,
+    settings: ApiSettings,
+    *,
+    scheduler: Any = None,
+    routers: Sequence[APIRouter] = (),
+    endpoints: Sequence[tuple[str, ASGIApp]] = (),
+    lifespans: Sequence[Any] = (),
+) -> ASGIApp:
     """The API over one workspace. Refuses (raises) a configuration that would expose it without a token."""
     check_exposure(settings)
 
@@ -66,9 +77,14 @@ def create_app(ws: Workspace, settings: ApiSettings, *, scheduler: Any = None, r
                 stack.callback(scheduler.stop)
             yield
 
-    app = FastAPI(title="Kintsugi", version="0.1.0", lifespan=lifespan, responses=ERROR_RESPONSES,
-                  description="A self-healing continuous-training control plane: the CLI's operations over HTTP. "
-                              "Routes that change something need `Authorization: Bearer $KINTSUGI_API_TOKEN`.")
+    app = FastAPI(
+        title="Kintsugi",
+        version="0.1.0",
+        lifespan=lifespan,
+        responses=ERROR_RESPONSES,
+        description="A self-healing continuous-training control plane: the CLI's operations over HTTP. "
+        "Routes that change something need `Authorization: Bearer $KINTSUGI_API_TOKEN`.",
+    )
     install_error_handlers(app)
     reads = [Depends(bearer)] if settings.reads_need_token else []
     app.include_router(_read_routes(ws), dependencies=reads)
@@ -103,8 +119,10 @@ def _read_routes(ws: Workspace) -> APIRouter:
         return views.guard_out(services.guard(ws, name, None, services.parse_now(now)))
 
     @router.get("/runs", response_model=views.RunList, tags=["runs"])
-    def list_runs(pipeline: Annotated[Optional[str], Query(max_length=64)] = None,
-                  limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> Any:
+    def list_runs(
+        pipeline: Annotated[Optional[str], Query(max_length=64)] = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    ) -> Any:
         """Runs, newest first, with their stage timeline; unreadable run records are listed apart."""
         return views.runs_out(services.runs(ws, pipeline, limit))
 
@@ -113,19 +131,28 @@ def _read_routes(ws: Workspace) -> APIRouter:
         return views.run_out(services.get_run(ws, run_id))
 
     @router.get("/runs/{run_id}/events", response_model=views.RunEvents, tags=["runs"])
-    def run_events(run_id: RunId,
-                   after: Annotated[int, Query(ge=0, description="Only events with a greater seq")] = 0) -> Any:
+    def run_events(
+        run_id: RunId, after: Annotated[int, Query(ge=0, description="Only events with a greater seq")] = 0
+    ) -> Any:
         return views.run_events_out(services.get_run(ws, run_id), after)
 
-    @router.get("/runs/{run_id}/events/stream", tags=["runs"], response_class=StreamingResponse,
-                responses={200: {"content": {"text/event-stream": {}}, "description": "Server-sent events"}})
-    def stream_events(run_id: RunId, last_event_id: Annotated[Optional[str], Header(max_length=20)] = None
-                      ) -> StreamingResponse:
+    @router.get(
+        "/runs/{run_id}/events/stream",
+        tags=["runs"],
+        response_class=StreamingResponse,
+        responses={200: {"content": {"text/event-stream": {}}, "description": "Server-sent events"}},
+    )
+    def stream_events(
+        run_id: RunId, last_event_id: Annotated[Optional[str], Header(max_length=20)] = None
+    ) -> StreamingResponse:
         """The run's events live (SSE, `id` = seq); resume with `Last-Event-ID`. Ends when it stops running."""
         after = parse_last_event_id(last_event_id)
         services.get_run(ws, run_id)  # an unknown run is a 404 before the stream opens
-        return StreamingResponse(tail_events(ws, run_id, after), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        return StreamingResponse(
+            tail_events(ws, run_id, after),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
 
     @router.get("/incidents", response_model=views.IncidentList, tags=["incidents"])
     def list_incidents(active: bool = False) -> Any:
@@ -156,8 +183,13 @@ def _write_routes(ws: Workspace) -> APIRouter:
         body = body or RunRequest()
         run_id = services.start_run(ws, name, body.policy, services.parse_now(body.now))
         base = str(request.base_url).rstrip("/")
-        return {"run_id": run_id, "pipeline": name, "run_url": f"{base}/runs/{run_id}",
-                "events_url": f"{base}/runs/{run_id}/events", "stream_url": f"{base}/runs/{run_id}/events/stream"}
+        return {
+            "run_id": run_id,
+            "pipeline": name,
+            "run_url": f"{base}/runs/{run_id}",
+            "events_url": f"{base}/runs/{run_id}/events",
+            "stream_url": f"{base}/runs/{run_id}/events/stream",
+        }
 
     @router.post("/runs/{run_id}/approve", response_model=views.RunOut, tags=["runs"])
     def approve(run_id: RunId, body: Optional[ApproveRequest] = None) -> Any:

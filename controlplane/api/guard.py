@@ -8,6 +8,7 @@
 - Token: routes that change something (and every route on a server bound beyond loopback) need the bearer
   token, checked in constant time before the route runs (401); a read-only server refuses writes (403).
 """
+
 from __future__ import annotations
 
 import hmac
@@ -49,16 +50,25 @@ class RequestGuard:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
         host = headers.get("host", "")
         if is_loopback(self.settings.host) and _hostname(host) not in _LOOPBACK_NAMES:
-            return error_response(403, "host_refused", f"Host {host[:100]!r} is not this loopback server",
-                                  "reach the server at 127.0.0.1 or localhost")
+            return error_response(
+                403,
+                "host_refused",
+                f"Host {host[:100]!r} is not this loopback server",
+                "reach the server at 127.0.0.1 or localhost",
+            )
         origin = headers.get("origin")
         if origin is not None and urlsplit(origin).netloc.lower() != host.lower():
-            return error_response(403, "cross_origin", f"requests from {origin[:100]!r} are refused",
-                                  "call the API from the operator page it serves, or from a client without Origin")
+            return error_response(
+                403,
+                "cross_origin",
+                f"requests from {origin[:100]!r} are refused",
+                "call the API from the operator page it serves, or from a client without Origin",
+            )
         length = headers.get("content-length", "0")
         if not length.isdigit() or int(length) > MAX_BODY_BYTES:
-            return error_response(413, "body_too_large", f"the body is {length[:20]} bytes",
-                                  f"send at most {MAX_BODY_BYTES} bytes")
+            return error_response(
+                413, "body_too_large", f"the body is {length[:20]} bytes", f"send at most {MAX_BODY_BYTES} bytes"
+            )
         return self._auth(scope, headers)
 
     def _auth(self, scope: Scope, headers: dict[str, str]):  # type: ignore[no-untyped-def]
@@ -76,9 +86,12 @@ class RequestGuard:
         given = given if scheme.lower() == "bearer" else ""
         if given and hmac.compare_digest(given.encode(), token.encode()):
             return None
-        return error_response(401, Unauthorized.code, "this route needs the API token" if not given
-                              else "the bearer token is not the API token",
-                              "send `Authorization: Bearer $KINTSUGI_API_TOKEN`")
+        return error_response(
+            401,
+            Unauthorized.code,
+            "this route needs the API token" if not given else "the bearer token is not the API token",
+            "send `Authorization: Bearer $KINTSUGI_API_TOKEN`",
+        )
 
     async def _bounded(self, scope: Scope, receive: Receive, send: Send) -> None:
         seen, started = 0, False
@@ -101,8 +114,12 @@ class RequestGuard:
             await self.app(scope, limited, tracking)
         except _TooLarge:
             if not started:
-                await error_response(413, "body_too_large", f"the body ran over {MAX_BODY_BYTES} bytes",
-                                     f"send at most {MAX_BODY_BYTES} bytes")(scope, receive, send)
+                await error_response(
+                    413,
+                    "body_too_large",
+                    f"the body ran over {MAX_BODY_BYTES} bytes",
+                    f"send at most {MAX_BODY_BYTES} bytes",
+                )(scope, receive, send)
 
 
 def _hostname(host: str) -> str:

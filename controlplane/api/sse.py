@@ -4,6 +4,7 @@ Each event carries `id: <seq>`, so a client that reconnects with `Last-Event-ID`
 The stream ends with an `end` event when the run is finished, paused at a gate, or found interrupted
 (its process died).
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,10 @@ def parse_last_event_id(value: str | None) -> int:
     try:
         seq = int(value)
     except ValueError:
-        raise InputError(f"Last-Event-ID {value!r} is not an event seq",
-                               "send the `id` of the last event received, or omit the header") from None
+        raise InputError(
+            f"Last-Event-ID {value!r} is not an event seq",
+            "send the `id` of the last event received, or omit the header",
+        ) from None
     if seq < 0:
         raise InputError(f"Last-Event-ID {seq} is negative", "send the `id` of the last event received")
     return seq
@@ -43,8 +46,9 @@ def format_event(data: dict[str, Any], *, event_id: int | None = None, event: st
     return "\n".join(lines) + "\n\n"
 
 
-async def tail_events(ws: Workspace, run_id: str, after: int, *, poll_s: float = 0.2,
-                      heartbeat_s: float = 15.0) -> AsyncIterator[str]:
+async def tail_events(
+    ws: Workspace, run_id: str, after: int, *, poll_s: float = 0.2, heartbeat_s: float = 15.0
+) -> AsyncIterator[str]:
     """Events with seq > `after` as they are persisted; an `end` event once the run is no longer running."""
     yield f"retry: {RETRY_MS}\n\n"
     beat = time.monotonic()
@@ -55,8 +59,9 @@ async def tail_events(ws: Workspace, run_id: str, after: int, *, poll_s: float =
             after = event["seq"]
             yield format_event(event, event_id=after)
         if record.status not in (RunStatus.RUNNING, RunStatus.UNDOING):
-            yield format_event({"run_id": run_id, "status": batch["status"], "outcome": batch["outcome"]},
-                               event_id=after, event="end")
+            yield format_event(
+                {"run_id": run_id, "status": batch["status"], "outcome": batch["outcome"]}, event_id=after, event="end"
+            )
             return
         if time.monotonic() - beat > heartbeat_s:
             beat = time.monotonic()

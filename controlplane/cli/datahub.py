@@ -1,5 +1,6 @@
 """`kintsugi datahub push|pull`, `kintsugi doctor` and `kintsugi workspace adopt`: a team's servers and the
 workspace's stores. Errors reach the CLI's one handler (one line, exit 2)."""
+
 from __future__ import annotations
 
 import time
@@ -17,16 +18,19 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
-datahub_app = typer.Typer(help="Publish the workspace's DataHub Lite store to a team's DataHub (GMS), or pull "
-                               "datasets from it.", no_args_is_help=True)
+datahub_app = typer.Typer(
+    help="Publish the workspace's DataHub Lite store to a team's DataHub (GMS), or pull datasets from it.",
+    no_args_is_help=True,
+)
 
 EXIT_PROBLEMS = 1
 
 
 @datahub_app.command("push")
-def push_command(workspace: WorkspaceOption = None,
-                 dry_run: Annotated[bool, typer.Option("--dry-run", help="Compare and report; write nothing.")] = False
-                 ) -> None:
+def push_command(
+    workspace: WorkspaceOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Compare and report; write nothing.")] = False,
+) -> None:
     """Publish everything in the workspace's DataHub Lite store, history included, to the configured GMS.
 
     Idempotent: what GMS already holds is not written again."""
@@ -47,8 +51,10 @@ def push_command(workspace: WorkspaceOption = None,
 
 
 @datahub_app.command("pull")
-def pull_command(urns: Annotated[list[str], typer.Argument(help="Dataset URNs to bring into the workspace.")],
-                 workspace: WorkspaceOption = None) -> None:
+def pull_command(
+    urns: Annotated[list[str], typer.Argument(help="Dataset URNs to bring into the workspace.")],
+    workspace: WorkspaceOption = None,
+) -> None:
     """Bring datasets (properties, schema, lineage, owners) and their upstreams' properties from the configured
     GMS into the workspace's DataHub Lite store."""
     from controlplane.datahub.lite import LiteMetadata
@@ -81,8 +87,10 @@ def _gms(ws: Workspace, *, read_only: bool) -> GmsMetadata:
 
     config = load_gms_config(ws)
     if config is None:
-        raise MetadataError("no DataHub GMS is configured",
-                            f"set {ENV_URL} (and DATAHUB_GMS_TOKEN), or [datahub] server in {config_path(ws)}")
+        raise MetadataError(
+            "no DataHub GMS is configured",
+            f"set {ENV_URL} (and DATAHUB_GMS_TOKEN), or [datahub] server in {config_path(ws)}",
+        )
     return GmsMetadata(config, read_only=read_only)
 
 
@@ -100,8 +108,10 @@ def adopt_command(workspace: WorkspaceOption = None) -> None:
     ws = resolve_workspace(workspace).ensure()
     with metadata_session(ws) as metadata, training_errors_mapped():
         identity = adopt_stores(ws, metadata, ModelStore(ws.mlflow_uri, ws.artifacts))
-    typer.echo(f"workspace {identity.workspace_id}: DataHub at {metadata.location} and MLflow at {ws.mlflow_uri} "
-               "are its stores")
+    typer.echo(
+        f"workspace {identity.workspace_id}: DataHub at {metadata.location} and MLflow at {ws.mlflow_uri} "
+        "are its stores"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -3,6 +3,7 @@
 Exit codes: 0 nothing wrong with the data (promoted, planned, paused, needs review), 1 blocked (a verdict:
 a scheduler should not retry), 2 an error (the line says what to do).
 """
+
 from __future__ import annotations
 
 import sys
@@ -36,7 +37,10 @@ def run_cli(app: Callable[..., object]) -> None:
         typer.echo(f"error: {exc.format_message() if hasattr(exc, 'format_message') else exc}", err=True)
         sys.exit(EXIT_ERROR)
     except PermissionError as exc:  # a read-only workspace, say: still one line, still exit 2
-        typer.echo(f"error: permission denied on {exc.filename or 'a workspace file'}; check the workspace's "
-                   "permissions, or pass --workspace DIR", err=True)
+        typer.echo(
+            f"error: permission denied on {exc.filename or 'a workspace file'}; check the workspace's "
+            "permissions, or pass --workspace DIR",
+            err=True,
+        )
         sys.exit(EXIT_ERROR)
     sys.exit(code if isinstance(code, int) else 0)

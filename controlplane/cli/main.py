@@ -1,4 +1,5 @@
 """The `kintsugi` entry point: the app with every command group, plugins included."""
+
 from __future__ import annotations
 
 import logging
@@ -18,8 +19,9 @@ PLUGIN_GROUP = "kintsugi.commands"
 
 
 def build_app() -> typer.Typer:
-    app = typer.Typer(add_completion=False, no_args_is_help=True,
-                      help="Kintsugi: a self-healing continuous-training control plane.")
+    app = typer.Typer(
+        add_completion=False, no_args_is_help=True, help="Kintsugi: a self-healing continuous-training control plane."
+    )
     for module in (runs, contract, models, datahub, onboard, watch):
         module.register(app)
     for plugin in sorted(entry_points(group=PLUGIN_GROUP), key=lambda p: p.name):
@@ -34,7 +36,7 @@ def _quiet_libraries() -> None:
     """Third-party chatter (MLflow's table migrations, schema hints) is not the user's business."""
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "3")  # a dead tracking server fails in seconds,
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")     # not after minutes of MLflow's own retries
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")  # not after minutes of MLflow's own retries
     for name in ("mlflow", "alembic", "datahub", "urllib3"):
         logging.getLogger(name).setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", category=UserWarning)

@@ -1,4 +1,5 @@
 """`kintsugi init | land`: onboard a pipeline from where its data lives, and land new batches into it."""
+
 from __future__ import annotations
 
 import time
@@ -22,38 +23,67 @@ __all__ = ["register", "review_lines"]
 _Many = Optional[list[str]]
 
 
-def init(name: str,
-         data: Annotated[str, typer.Option(help="Where the table lives: a parquet/CSV file, a folder (hive "
-                                                "partitions too), a glob, or s3://bucket/prefix.")],
-         target: Annotated[str, typer.Option(help="The label column the model predicts.")],
-         time_column: Annotated[str, typer.Option("--time-column", help="The event time (orders the holdout).")],
-         task: Annotated[Optional[str], typer.Option(help="regression | classification (default: from the "
-                                                          "target's values).")] = None,
-         key: Annotated[_Many, typer.Option(help="A key column (unique, never null); repeat for more.")] = None,
-         label_time: Annotated[Optional[str], typer.Option(help="When each label became known.")] = None,
-         label_sla: Annotated[Optional[float], typer.Option(help="Label freshness SLA in hours (default 24, "
-                                                                 "with --label-time).")] = None,
-         dataset: Annotated[Optional[str], typer.Option(help="The DataHub dataset URN (default: from the "
-                                                             "location).")] = None,
-         upstream: Annotated[_Many, typer.Option(help="URN[=SLA_HOURS] of a dataset this table is made from; "
-                                                      "repeat for more.")] = None,
-         unit: Annotated[_Many, typer.Option(help="COLUMN=UNIT (or COLUMN=none); repeat for more.")] = None,
-         estimator: Annotated[Optional[str], typer.Option(help="Import path (default: HistGradientBoosting"
-                                                              "Regressor/Classifier).")] = None,
-         metric: Annotated[Optional[str], typer.Option(help="mae, rmse, r2 | roc_auc, accuracy, f1, log_loss "
-                                                           "(default mae / roc_auc).")] = None,
-         owner: Annotated[Optional[str], typer.Option(help="Owner URN (default: urn:li:corpuser:$USER).")] = None,
-         now: NowOption = None,
-         yes: Annotated[bool, typer.Option("--yes", "-y", help="Take the proposals as they are; ask nothing.")] = False,
-         force: Annotated[bool, typer.Option(help="Onboard an existing pipeline again (its contract is kept as "
-                                                  "an earlier version).")] = False,
-         workspace: WorkspaceOption = None) -> None:
+def init(
+    name: str,
+    data: Annotated[
+        str,
+        typer.Option(
+            help="Where the table lives: a parquet/CSV file, a folder (hive "
+            "partitions too), a glob, or s3://bucket/prefix."
+        ),
+    ],
+    target: Annotated[str, typer.Option(help="The label column the model predicts.")],
+    time_column: Annotated[str, typer.Option("--time-column", help="The event time (orders the holdout).")],
+    task: Annotated[
+        Optional[str], typer.Option(help="regression | classification (default: from the target's values).")
+    ] = None,
+    key: Annotated[_Many, typer.Option(help="A key column (unique, never null); repeat for more.")] = None,
+    label_time: Annotated[Optional[str], typer.Option(help="When each label became known.")] = None,
+    label_sla: Annotated[
+        Optional[float], typer.Option(help="Label freshness SLA in hours (default 24, with --label-time).")
+    ] = None,
+    dataset: Annotated[
+        Optional[str], typer.Option(help="The DataHub dataset URN (default: from the location).")
+    ] = None,
+    upstream: Annotated[
+        _Many, typer.Option(help="URN[=SLA_HOURS] of a dataset this table is made from; repeat for more.")
+    ] = None,
+    unit: Annotated[_Many, typer.Option(help="COLUMN=UNIT (or COLUMN=none); repeat for more.")] = None,
+    estimator: Annotated[
+        Optional[str], typer.Option(help="Import path (default: HistGradientBoostingRegressor/Classifier).")
+    ] = None,
+    metric: Annotated[
+        Optional[str], typer.Option(help="mae, rmse, r2 | roc_auc, accuracy, f1, log_loss (default mae / roc_auc).")
+    ] = None,
+    owner: Annotated[Optional[str], typer.Option(help="Owner URN (default: urn:li:corpuser:$USER).")] = None,
+    now: NowOption = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Take the proposals as they are; ask nothing.")] = False,
+    force: Annotated[
+        bool, typer.Option(help="Onboard an existing pipeline again (its contract is kept as an earlier version).")
+    ] = False,
+    workspace: WorkspaceOption = None,
+) -> None:
     """Onboard a pipeline: register the dataset in DataHub, propose and apply its contract, write its spec, and
     record the data as the reference. Asks about every guess it is unsure of (unless --yes)."""
     ws = resolve_workspace(workspace).ensure()
     now_ms = services.parse_now(now) or int(time.time() * 1000)
-    request = InitRequest(name, data, target, time_column, task, tuple(key or ()), label_time, dataset,
-                          tuple(upstream or ()), tuple(unit or ()), estimator, metric, label_sla, owner, force)
+    request = InitRequest(
+        name,
+        data,
+        target,
+        time_column,
+        task,
+        tuple(key or ()),
+        label_time,
+        dataset,
+        tuple(upstream or ()),
+        tuple(unit or ()),
+        estimator,
+        metric,
+        label_sla,
+        owner,
+        force,
+    )
     plan = plan_init(ws, request, now_ms=now_ms, cwd=Path.cwd())
     typer.echo("\n".join(review_lines(plan)))
     if yes:
@@ -65,17 +95,20 @@ def init(name: str,
         purpose = f"Proposed by `kintsugi init` from {plan.proposal.rows} rows of {plan.data_text}, and reviewed."
     done = apply_init(ws, plan, now_ms=now_ms, purpose=purpose, say=typer.echo)
     typer.echo(f"\npipeline {name} onboarded: dataset {plan.dataset}")
-    typer.echo(f"  contract  {ws.rel(done.contract_file)}" + (f" (the earlier one kept as "
-                                                              f"{ws.rel(done.kept_contract)})" if done.kept_contract
-                                                              else ""))
+    typer.echo(
+        f"  contract  {ws.rel(done.contract_file)}"
+        + (f" (the earlier one kept as {ws.rel(done.kept_contract)})" if done.kept_contract else "")
+    )
     typer.echo(f"  spec      {ws.rel(done.spec.source)}")
     typer.echo(f"  reference {done.reference_rows} rows")
     if done.created_upstreams:
         typer.echo(f"  upstreams registered: {', '.join(done.created_upstreams)}")
     when = f" --now {now}" if now else ""
-    typer.echo(f"\nnext:\n  kintsugi run {name}{when}            # a first champion\n"
-               f"  kintsugi land {name} BATCH.parquet     # a new batch, then `kintsugi run {name}` again\n"
-               f"  kintsugi contract show '{plan.dataset}'")
+    typer.echo(
+        f"\nnext:\n  kintsugi run {name}{when}            # a first champion\n"
+        f"  kintsugi land {name} BATCH.parquet     # a new batch, then `kintsugi run {name}` again\n"
+        f"  kintsugi contract show '{plan.dataset}'"
+    )
 
 
 def review_lines(plan: InitPlan) -> list[str]:
@@ -85,9 +118,12 @@ def review_lines(plan: InitPlan) -> list[str]:
     lines += [_column_line(c) for c in proposal.columns]
     numeric, categorical, left = features_of(proposal)
     spec = spec_document(plan)
-    lines += ["", f"task {plan.task}: predict {plan.request.target} with {spec['model']['estimator']}, "
-              f"metric {spec['promotion']['metric']}",
-              f"features: numeric {', '.join(numeric) or '-'}; categorical {', '.join(categorical) or '-'}"]
+    lines += [
+        "",
+        f"task {plan.task}: predict {plan.request.target} with {spec['model']['estimator']}, "
+        f"metric {spec['promotion']['metric']}",
+        f"features: numeric {', '.join(numeric) or '-'}; categorical {', '.join(categorical) or '-'}",
+    ]
     lines += [f"left out: {name} ({why})" for name, why in left.items()]
     if proposal.questions:
         lines.append(f"unsure: {', '.join(f'{q.kind} of {q.column}' for q in proposal.questions)}")
@@ -132,11 +168,12 @@ def _answer(hints: Hints, question: Question) -> Hints:
         return replace(hints, keys=keys, settled=hints.settled | {f"key:{question.column}"})
     if question.kind == "label_time":
         yes = typer.confirm(f"is {question.column} when the label became known? ({question.evidence})", default=True)
-        return replace(hints, label_time=question.column if yes else None,
-                       settled=hints.settled | {"label_time"})
+        return replace(hints, label_time=question.column if yes else None, settled=hints.settled | {"label_time"})
     while True:
-        text = typer.prompt(f"unit of {question.column}? ({question.evidence}; `none` for unitless)",
-                            default=question.proposal or "none")
+        text = typer.prompt(
+            f"unit of {question.column}? ({question.evidence}; `none` for unitless)",
+            default=question.proposal or "none",
+        )
         try:
             unit = given_unit(text)
         except InputError as exc:
@@ -147,13 +184,23 @@ def _answer(hints: Hints, question: Question) -> Hints:
         return replace(hints, units={**hints.units, question.column: unit})
 
 
-def land(pipeline: str, batch: Path, workspace: WorkspaceOption = None, now: NowOption = None,
-         upstream: Annotated[_Many, typer.Option(help="Also record the load on this upstream URN (for upstreams "
-                                                      "whose own loads nothing reports); repeat for more.")] = None
-         ) -> None:
+def land(
+    pipeline: str,
+    batch: Path,
+    workspace: WorkspaceOption = None,
+    now: NowOption = None,
+    upstream: Annotated[
+        _Many,
+        typer.Option(
+            help="Also record the load on this upstream URN (for upstreams "
+            "whose own loads nothing reports); repeat for more."
+        ),
+    ] = None,
+) -> None:
     """Append BATCH (a parquet or CSV file) to PIPELINE's table where it lives, and record the load in DataHub."""
-    landed = land_batch(require_estate(workspace), pipeline, batch, now_ms=services.parse_now(now),
-                        upstreams=tuple(upstream or ()))
+    landed = land_batch(
+        require_estate(workspace), pipeline, batch, now_ms=services.parse_now(now), upstreams=tuple(upstream or ())
+    )
     typer.echo(landed.record.outcome)
     if landed.created:
         typer.echo(f"next: kintsugi run {pipeline}")

@@ -1,4 +1,5 @@
 """What every command shares: the --workspace and --now options and the check that an estate lives there."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,10 +15,16 @@ from controlplane.workspace import Workspace, resolve_workspace
 
 __all__ = ["WorkspaceOption", "NowOption", "JsonOption", "require_estate", "echo_event"]
 
-WorkspaceOption = Annotated[Optional[Path], typer.Option("--workspace", "-w", help="Workspace folder "
-                            "(default: $KINTSUGI_HOME or ./.kintsugi).", show_default=False)]
-NowOption = Annotated[Optional[str], typer.Option("--now", help="Evaluate as of this ISO-8601 instant "
-                      "(default: the current time).", show_default=False)]
+WorkspaceOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--workspace", "-w", help="Workspace folder (default: $KINTSUGI_HOME or ./.kintsugi).", show_default=False
+    ),
+]
+NowOption = Annotated[
+    Optional[str],
+    typer.Option("--now", help="Evaluate as of this ISO-8601 instant (default: the current time).", show_default=False),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
@@ -25,8 +32,10 @@ def require_estate(option: Path | None) -> Workspace:
     """The chosen workspace, or one line naming the fix when no estate is there."""
     ws = resolve_workspace(option)
     if not ws.datahub_db.exists() and load_gms_config(ws) is None:
-        raise WorkspaceError(f"no Kintsugi estate in {ws.root}",
-                             "onboard a pipeline with `kintsugi init`, run `kintsugi demo`, or pass --workspace DIR")
+        raise WorkspaceError(
+            f"no Kintsugi estate in {ws.root}",
+            "onboard a pipeline with `kintsugi init`, run `kintsugi demo`, or pass --workspace DIR",
+        )
     return ws
 
 

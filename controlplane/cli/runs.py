@@ -1,4 +1,5 @@
 """`kintsugi run | guard | approve | reject | undo | recover | promote | runs`: the loop and its gates."""
+
 from __future__ import annotations
 
 import json
@@ -24,26 +25,39 @@ def _finish(record: RunRecord, json_out: bool) -> None:
     raise typer.Exit(record.status.exit_code)
 
 
-def run(pipeline: str, workspace: WorkspaceOption = None,
-        policy: Annotated[Optional[str], typer.Option(help="auto | ratify | dry-run (default: the spec's).")] = None,
-        now: NowOption = None, json_out: JsonOption = False) -> None:
+def run(
+    pipeline: str,
+    workspace: WorkspaceOption = None,
+    policy: Annotated[Optional[str], typer.Option(help="auto | ratify | dry-run (default: the spec's).")] = None,
+    now: NowOption = None,
+    json_out: JsonOption = False,
+) -> None:
     """Run the loop for PIPELINE. Exit 0 promoted, planned, paused or needs review; 1 blocked; 2 error."""
     ws = require_estate(workspace)
     record = services.run(ws, pipeline, policy, services.parse_now(now), None if json_out else echo_event)
     _finish(record, json_out)
 
 
-def guard(pipeline: str, workspace: WorkspaceOption = None,
-          data: Annotated[Optional[Path], typer.Option(help="Check this parquet file instead.")] = None,
-          now: NowOption = None, json_out: JsonOption = False) -> None:
+def guard(
+    pipeline: str,
+    workspace: WorkspaceOption = None,
+    data: Annotated[Optional[Path], typer.Option(help="Check this parquet file instead.")] = None,
+    now: NowOption = None,
+    json_out: JsonOption = False,
+) -> None:
     """Check PIPELINE's data against its contract, read-only. Exit 0 CLEAN, 1 BLOCKED, 2 error."""
     report = services.guard(require_estate(workspace), pipeline, data, services.parse_now(now))
     typer.echo(json.dumps(views.guard_out(report), indent=2) if json_out else report_table(report))
     raise typer.Exit(0 if report.verdict.value == "CLEAN" else EXIT_BLOCKED)
 
 
-def approve(run_id: str, workspace: WorkspaceOption = None, reason: ReasonOption = "", now: NowOption = None,
-            json_out: JsonOption = False) -> None:
+def approve(
+    run_id: str,
+    workspace: WorkspaceOption = None,
+    reason: ReasonOption = "",
+    now: NowOption = None,
+    json_out: JsonOption = False,
+) -> None:
     """Continue a run paused at a gate; the current state is read again and the gate decides anew."""
     ws = require_estate(workspace)
     _finish(services.approve(ws, run_id, reason, services.parse_now(now), None if json_out else echo_event), json_out)
@@ -54,10 +68,18 @@ def reject(run_id: str, reason: ReasonOption, workspace: WorkspaceOption = None)
     typer.echo(services.reject(require_estate(workspace), run_id, reason).outcome)
 
 
-def accept(run_id: str, reason: ReasonOption,
-           finding: Annotated[Optional[list[str]], typer.Option("--finding", help="KIND:COLUMN (or KIND) of a "
-                              "warning to accept; repeat it; default: every warning of the run.")] = None,
-           workspace: WorkspaceOption = None) -> None:
+def accept(
+    run_id: str,
+    reason: ReasonOption,
+    finding: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--finding",
+            help="KIND:COLUMN (or KIND) of a warning to accept; repeat it; default: every warning of the run.",
+        ),
+    ] = None,
+    workspace: WorkspaceOption = None,
+) -> None:
     """Accept a warned change as the new normal, recorded in DataHub with who and why (warnings only)."""
     record = services.accept(require_estate(workspace), run_id, reason, finding)
     event = record.last_event(Stage.APPROVE)
@@ -84,9 +106,12 @@ runs_app = typer.Typer(help="List runs and show a run's timeline.", invoke_witho
 
 
 @runs_app.callback()
-def runs(ctx: typer.Context, workspace: WorkspaceOption = None,
-         pipeline: Annotated[Optional[str], typer.Option(help="Only this pipeline's runs.")] = None,
-         json_out: JsonOption = False) -> None:
+def runs(
+    ctx: typer.Context,
+    workspace: WorkspaceOption = None,
+    pipeline: Annotated[Optional[str], typer.Option(help="Only this pipeline's runs.")] = None,
+    json_out: JsonOption = False,
+) -> None:
     """List runs (newest last); unreadable run records are reported, never fatal."""
     if ctx.invoked_subcommand is not None:
         return

@@ -1,4 +1,5 @@
 """`kintsugi watch` and `kintsugi postmortem`: react to what DataHub learns after a model shipped."""
+
 from __future__ import annotations
 
 import json
@@ -16,13 +17,16 @@ from controlplane.watch import PassReport
 __all__ = ["register"]
 
 
-def watch(workspace: WorkspaceOption = None,
-          once: Annotated[bool, typer.Option("--once", help="One reconcile pass, then exit (for cron and tests).")
-                          ] = False,
-          interval: Annotated[float, typer.Option(help="Seconds between passes (without --once).", min=1.0)] = 60.0,
-          policy: Annotated[Optional[str], typer.Option(help="auto | ratify | dry-run (default: each pipeline's "
-                                                               "spec).")] = None,
-          now: NowOption = None, json_out: JsonOption = False) -> None:
+def watch(
+    workspace: WorkspaceOption = None,
+    once: Annotated[bool, typer.Option("--once", help="One reconcile pass, then exit (for cron and tests).")] = False,
+    interval: Annotated[float, typer.Option(help="Seconds between passes (without --once).", min=1.0)] = 60.0,
+    policy: Annotated[
+        Optional[str], typer.Option(help="auto | ratify | dry-run (default: each pipeline's spec).")
+    ] = None,
+    now: NowOption = None,
+    json_out: JsonOption = False,
+) -> None:
     """Follow DataHub: mark models at risk, roll an unsafe champion back (under the policy), retrain when the
     cause is resolved, write postmortems. With --once: exit 1 if a champion stays unsafe, else 0."""
     ws = require_estate(workspace)
@@ -42,13 +46,21 @@ def watch(workspace: WorkspaceOption = None,
 
 
 def _as_json(report: PassReport) -> dict[str, object]:
-    return {"now_ms": report.now_ms, "changes": report.changes, "retrains": report.retrains,
-            "postmortems": report.postmortems, "errors": report.errors, "unsafe": report.unsafe,
-            "champions": [{**asdict(c), "decision": asdict(c.decision)} for c in report.champions]}
+    return {
+        "now_ms": report.now_ms,
+        "changes": report.changes,
+        "retrains": report.retrains,
+        "postmortems": report.postmortems,
+        "errors": report.errors,
+        "unsafe": report.unsafe,
+        "champions": [{**asdict(c), "decision": asdict(c.decision)} for c in report.champions],
+    }
 
 
-def postmortem(incident: Annotated[str, typer.Argument(help="The incident's URN (see `kintsugi incidents`).")],
-               workspace: WorkspaceOption = None) -> None:
+def postmortem(
+    incident: Annotated[str, typer.Argument(help="The incident's URN (see `kintsugi incidents`).")],
+    workspace: WorkspaceOption = None,
+) -> None:
     """Print a resolved incident's postmortem (markdown): the one DataHub holds, else built now."""
     text, held = services.postmortem(require_estate(workspace), incident)
     typer.echo(text, nl=False)

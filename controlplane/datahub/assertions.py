@@ -6,6 +6,7 @@ VOLUME row count, label freshness as FRESHNESS, schema as DATA_SCHEMA. CUSTOM st
 for: units, leakage, drift, duplicate keys and lineage. Every assertion keeps `customProperties` check/column,
 which the temporal join (`history.failing_assertions_at`) reads back whatever the type.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,6 @@ from guard.findings import CheckOutcome, GuardReport
 __all__ = ["assertion_mcps", "VolumeLimits", "NATIVE_TYPES"]
 
 
-
 @dataclass(frozen=True)
 class VolumeLimits:
     """The rows the guard's volume check accepted (`guard.checks.volume.volume_limits`)."""
@@ -34,12 +34,24 @@ class VolumeLimits:
     of_batch: bool  # the snapshot was the new batch (the table's growth), not a whole table
 
 
-_STD_TYPES = {"number": "NUMBER", "integer": "NUMBER", "string": "STRING", "timestamp": "TIME", "date": "DATE",
-              "boolean": "BOOLEAN"}
+_STD_TYPES = {
+    "number": "NUMBER",
+    "integer": "NUMBER",
+    "string": "STRING",
+    "timestamp": "TIME",
+    "date": "DATE",
+    "boolean": "BOOLEAN",
+}
 
 
-def assertion_mcps(report: GuardReport, run_id: str, now_ms: int, *, contract: Contract | None = None,
-                   volume: VolumeLimits | None = None) -> list[MCP]:
+def assertion_mcps(
+    report: GuardReport,
+    run_id: str,
+    now_ms: int,
+    *,
+    contract: Contract | None = None,
+    volume: VolumeLimits | None = None,
+) -> list[MCP]:
     """assertionInfo (idempotent: same URN, same content) plus an assertionRunEvent per check outcome.
 
     `contract` and `volume` give the native assertions their parameters (the null limit, the range, the
@@ -53,8 +65,9 @@ def assertion_mcps(report: GuardReport, run_id: str, now_ms: int, *, contract: C
     return mcps
 
 
-def _info(dataset: str, outcome: CheckOutcome, contract: Contract | None,
-          volume: VolumeLimits | None) -> s.AssertionInfoClass:
+def _info(
+    dataset: str, outcome: CheckOutcome, contract: Contract | None, volume: VolumeLimits | None
+) -> s.AssertionInfoClass:
     column = contract.column(outcome.column) if contract is not None and outcome.column else None
     info = s.AssertionInfoClass(
         type=s.AssertionTypeClass.CUSTOM,
@@ -85,93 +98,152 @@ def _number(value: float) -> s.AssertionStdParameterClass:
     return s.AssertionStdParameterClass(value=repr(float(value)), type=s.AssertionStdParameterTypeClass.NUMBER)
 
 
-def _nulls(info: s.AssertionInfoClass, dataset: str, outcome: CheckOutcome, column: ColumnContract | None,
-           *_: object) -> None:
+def _nulls(
+    info: s.AssertionInfoClass, dataset: str, outcome: CheckOutcome, column: ColumnContract | None, *_: object
+) -> None:
     """FIELD / FIELD_METRIC: the null percentage of the column at most the contract's limit."""
     limit = column.max_null_fraction if column is not None else None
     info.type = s.AssertionTypeClass.FIELD
     info.fieldAssertion = s.FieldAssertionInfoClass(
-        type=s.FieldAssertionTypeClass.FIELD_METRIC, entity=dataset,
+        type=s.FieldAssertionTypeClass.FIELD_METRIC,
+        entity=dataset,
         fieldMetricAssertion=s.FieldMetricAssertionClass(
-            field=_spec(str(outcome.column), column), metric=s.FieldMetricTypeClass.NULL_PERCENTAGE,
+            field=_spec(str(outcome.column), column),
+            metric=s.FieldMetricTypeClass.NULL_PERCENTAGE,
             operator=s.AssertionStdOperatorClass.LESS_THAN_OR_EQUAL_TO,
-            parameters=s.AssertionStdParametersClass(value=_number(limit * 100)) if limit is not None else None))
+            parameters=s.AssertionStdParametersClass(value=_number(limit * 100)) if limit is not None else None,
+        ),
+    )
 
 
-def _domain(info: s.AssertionInfoClass, dataset: str, outcome: CheckOutcome, column: ColumnContract | None,
-            *_: object) -> None:
+def _domain(
+    info: s.AssertionInfoClass, dataset: str, outcome: CheckOutcome, column: ColumnContract | None, *_: object
+) -> None:
     """FIELD / FIELD_VALUES: every value IN the category set, or BETWEEN the contract's minimum and maximum."""
     operator, parameters = s.AssertionStdOperatorClass.NOT_NULL, None
     if column is not None and column.allowed_values is not None:
         operator = s.AssertionStdOperatorClass.IN
-        parameters = s.AssertionStdParametersClass(value=s.AssertionStdParameterClass(
-            value=json.dumps(list(column.allowed_values)), type=s.AssertionStdParameterTypeClass.SET))
+        parameters = s.AssertionStdParametersClass(
+            value=s.AssertionStdParameterClass(
+                value=json.dumps(list(column.allowed_values)), type=s.AssertionStdParameterTypeClass.SET
+            )
+        )
     elif column is not None and (column.minimum is not None or column.maximum is not None):
         low, high = column.minimum, column.maximum
-        operator = (s.AssertionStdOperatorClass.BETWEEN if low is not None and high is not None else
-                    s.AssertionStdOperatorClass.GREATER_THAN_OR_EQUAL_TO if low is not None else
-                    s.AssertionStdOperatorClass.LESS_THAN_OR_EQUAL_TO)
+        operator = (
+            s.AssertionStdOperatorClass.BETWEEN
+            if low is not None and high is not None
+            else s.AssertionStdOperatorClass.GREATER_THAN_OR_EQUAL_TO
+            if low is not None
+            else s.AssertionStdOperatorClass.LESS_THAN_OR_EQUAL_TO
+        )
         one = low if low is not None else high
-        parameters = (s.AssertionStdParametersClass(minValue=_number(low), maxValue=_number(high))
-                      if low is not None and high is not None else
-                      s.AssertionStdParametersClass(value=_number(one)))  # type: ignore[arg-type]
+        parameters = (
+            s.AssertionStdParametersClass(minValue=_number(low), maxValue=_number(high))
+            if low is not None and high is not None
+            else s.AssertionStdParametersClass(value=_number(one))  # type: ignore[arg-type]
+        )
     info.type = s.AssertionTypeClass.FIELD
     info.fieldAssertion = s.FieldAssertionInfoClass(
-        type=s.FieldAssertionTypeClass.FIELD_VALUES, entity=dataset,
+        type=s.FieldAssertionTypeClass.FIELD_VALUES,
+        entity=dataset,
         fieldValuesAssertion=s.FieldValuesAssertionClass(
-            field=_spec(str(outcome.column), column), operator=operator, parameters=parameters, excludeNulls=True,
-            failThreshold=s.FieldValuesFailThresholdClass(type=s.FieldValuesFailThresholdTypeClass.COUNT, value=0)))
+            field=_spec(str(outcome.column), column),
+            operator=operator,
+            parameters=parameters,
+            excludeNulls=True,
+            failThreshold=s.FieldValuesFailThresholdClass(type=s.FieldValuesFailThresholdTypeClass.COUNT, value=0),
+        ),
+    )
 
 
-def _volume(info: s.AssertionInfoClass, dataset: str, outcome: CheckOutcome, column: ColumnContract | None,
-            contract: Contract | None, volume: VolumeLimits | None) -> None:
+def _volume(
+    info: s.AssertionInfoClass,
+    dataset: str,
+    outcome: CheckOutcome,
+    column: ColumnContract | None,
+    contract: Contract | None,
+    volume: VolumeLimits | None,
+) -> None:
     """VOLUME: the rows the guard's volume check accepts, BETWEEN its drop and spike limits — of the new batch as
     ROW_COUNT_CHANGE (what the table grew by), of a whole table as ROW_COUNT_TOTAL; at least 1 without limits."""
-    operator = s.AssertionStdOperatorClass.BETWEEN if volume is not None else \
-        s.AssertionStdOperatorClass.GREATER_THAN_OR_EQUAL_TO
-    parameters = (s.AssertionStdParametersClass(minValue=_number(volume.least), maxValue=_number(volume.most))
-                  if volume is not None else s.AssertionStdParametersClass(value=_number(1)))
+    operator = (
+        s.AssertionStdOperatorClass.BETWEEN
+        if volume is not None
+        else s.AssertionStdOperatorClass.GREATER_THAN_OR_EQUAL_TO
+    )
+    parameters = (
+        s.AssertionStdParametersClass(minValue=_number(volume.least), maxValue=_number(volume.most))
+        if volume is not None
+        else s.AssertionStdParametersClass(value=_number(1))
+    )
     info.type = s.AssertionTypeClass.VOLUME
     if volume is not None and volume.of_batch:
         info.volumeAssertion = s.VolumeAssertionInfoClass(
-            type=s.VolumeAssertionTypeClass.ROW_COUNT_CHANGE, entity=dataset,
-            rowCountChange=s.RowCountChangeClass(type=s.AssertionValueChangeTypeClass.ABSOLUTE, operator=operator,
-                                                 parameters=parameters))
+            type=s.VolumeAssertionTypeClass.ROW_COUNT_CHANGE,
+            entity=dataset,
+            rowCountChange=s.RowCountChangeClass(
+                type=s.AssertionValueChangeTypeClass.ABSOLUTE, operator=operator, parameters=parameters
+            ),
+        )
         return
     info.volumeAssertion = s.VolumeAssertionInfoClass(
-        type=s.VolumeAssertionTypeClass.ROW_COUNT_TOTAL, entity=dataset,
-        rowCountTotal=s.RowCountTotalClass(operator=operator, parameters=parameters))
+        type=s.VolumeAssertionTypeClass.ROW_COUNT_TOTAL,
+        entity=dataset,
+        rowCountTotal=s.RowCountTotalClass(operator=operator, parameters=parameters),
+    )
 
 
-def _freshness(info: s.AssertionInfoClass, dataset: str, outcome: CheckOutcome, column: ColumnContract | None,
-               contract: Contract | None, *_: object) -> None:
+def _freshness(
+    info: s.AssertionInfoClass,
+    dataset: str,
+    outcome: CheckOutcome,
+    column: ColumnContract | None,
+    contract: Contract | None,
+    *_: object,
+) -> None:
     """FRESHNESS: the newest label at most the contract's label freshness SLA old (whole hours, rounded up)."""
     hours = contract.label_freshness_hours if contract is not None else None
     info.type = s.AssertionTypeClass.FRESHNESS
     info.freshnessAssertion = s.FreshnessAssertionInfoClass(
-        type=s.FreshnessAssertionTypeClass.DATASET_CHANGE, entity=dataset,
+        type=s.FreshnessAssertionTypeClass.DATASET_CHANGE,
+        entity=dataset,
         schedule=s.FreshnessAssertionScheduleClass(
             type=s.FreshnessAssertionScheduleTypeClass.FIXED_INTERVAL,
-            fixedInterval=s.FixedIntervalScheduleClass(unit=s.CalendarIntervalClass.HOUR,
-                                                       multiple=math.ceil(hours) if hours else None)))
+            fixedInterval=s.FixedIntervalScheduleClass(
+                unit=s.CalendarIntervalClass.HOUR, multiple=math.ceil(hours) if hours else None
+            ),
+        ),
+    )
 
 
-def _schema(info: s.AssertionInfoClass, dataset: str, outcome: CheckOutcome, column: ColumnContract | None,
-            *_: object) -> None:
+def _schema(
+    info: s.AssertionInfoClass, dataset: str, outcome: CheckOutcome, column: ColumnContract | None, *_: object
+) -> None:
     """DATA_SCHEMA: the dataset's schema holds this column with its contracted type (SUPERSET of it)."""
     name = str(outcome.column)
     logical = column.logical_type if column is not None else "unknown"
     schema = s.SchemaMetadataClass(
-        schemaName=name, platform="urn:li:dataPlatform:kintsugi", version=0, hash="",
+        schemaName=name,
+        platform="urn:li:dataPlatform:kintsugi",
+        version=0,
+        hash="",
         platformSchema=s.OtherSchemaClass(rawSchema=""),
-        fields=[s.SchemaFieldClass(fieldPath=name, nativeDataType=logical, type=field_type(logical))])
+        fields=[s.SchemaFieldClass(fieldPath=name, nativeDataType=logical, type=field_type(logical))],
+    )
     info.type = s.AssertionTypeClass.DATA_SCHEMA
-    info.schemaAssertion = s.SchemaAssertionInfoClass(entity=dataset, schema=schema,
-                                                      compatibility=s.SchemaAssertionCompatibilityClass.SUPERSET)
+    info.schemaAssertion = s.SchemaAssertionInfoClass(
+        entity=dataset, schema=schema, compatibility=s.SchemaAssertionCompatibilityClass.SUPERSET
+    )
 
 
 NATIVE_TYPES: dict[str, Callable[..., None]] = {
-    "nulls": _nulls, "domain": _domain, "volume": _volume, "label_freshness": _freshness, "schema": _schema}
+    "nulls": _nulls,
+    "domain": _domain,
+    "volume": _volume,
+    "label_freshness": _freshness,
+    "schema": _schema,
+}
 
 
 def _run_event(dataset: str, urn: str, outcome: CheckOutcome, run_id: str, now_ms: int) -> s.AssertionRunEventClass:
@@ -179,5 +251,11 @@ def _run_event(dataset: str, urn: str, outcome: CheckOutcome, run_id: str, now_m
         type=s.AssertionResultTypeClass.SUCCESS if outcome.passed else s.AssertionResultTypeClass.FAILURE,
         nativeResults={"observed": json.dumps(outcome.observed, default=str)},
     )
-    return s.AssertionRunEventClass(timestampMillis=now_ms, runId=run_id, asserteeUrn=dataset,
-                                    status=s.AssertionRunStatusClass.COMPLETE, assertionUrn=urn, result=result)
+    return s.AssertionRunEventClass(
+        timestampMillis=now_ms,
+        runId=run_id,
+        asserteeUrn=dataset,
+        status=s.AssertionRunStatusClass.COMPLETE,
+        assertionUrn=urn,
+        result=result,
+    )

@@ -1,5 +1,6 @@
 """Choose the metadata adapter — the one place that decides: a DataHub GMS when one is configured
 (DATAHUB_GMS_URL, or [datahub] server in the workspace's kintsugi.toml), DataHub Lite in the workspace otherwise."""
+
 from __future__ import annotations
 
 from contextlib import contextmanager

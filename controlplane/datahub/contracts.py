@@ -2,6 +2,7 @@
 
 Every apply is a new version of the aspect, so an earlier contract is never lost (DataHub keeps the history).
 """
+
 from __future__ import annotations
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP

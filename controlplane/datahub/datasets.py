@@ -6,6 +6,7 @@ the latest `operation`'s `lastUpdatedTimestamp`. The freshness SLA of an upstrea
 `kintsugi.freshnessSlaHours` on its datasetProperties (DataHub has no field for it; `kintsugi init --upstream
 URN=HOURS` writes it).
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -21,13 +22,29 @@ from controlplane.datahub.urns import dataset_platform
 from guard.context import UpstreamNode
 from guard.profile import ColumnProfile, DatasetProfile
 
-__all__ = ["SchemaColumn", "dataset_mcps", "operation_mcp", "profile_mcps", "read_profile", "read_schema",
-           "walk_upstream", "downstream_of", "FRESHNESS_PROPERTY", "field_type", "logical_type_of"]
+__all__ = [
+    "SchemaColumn",
+    "dataset_mcps",
+    "operation_mcp",
+    "profile_mcps",
+    "read_profile",
+    "read_schema",
+    "walk_upstream",
+    "downstream_of",
+    "FRESHNESS_PROPERTY",
+    "field_type",
+    "logical_type_of",
+]
 
 FRESHNESS_PROPERTY = "kintsugi.freshnessSlaHours"
-_FIELD_TYPES: dict[str, type] = {"number": s.NumberTypeClass, "integer": s.NumberTypeClass,
-                                 "string": s.StringTypeClass, "timestamp": s.TimeTypeClass,
-                                 "date": s.DateTypeClass, "boolean": s.BooleanTypeClass}
+_FIELD_TYPES: dict[str, type] = {
+    "number": s.NumberTypeClass,
+    "integer": s.NumberTypeClass,
+    "string": s.StringTypeClass,
+    "timestamp": s.TimeTypeClass,
+    "date": s.DateTypeClass,
+    "boolean": s.BooleanTypeClass,
+}
 
 
 @dataclass(frozen=True)
@@ -49,36 +66,70 @@ def logical_type_of(schema_field: s.SchemaFieldClass) -> str:
     native = (schema_field.nativeDataType or "").lower()
     if kind is s.NumberTypeClass:
         return "integer" if native in ("integer",) or native.startswith(("int", "uint")) else "number"
-    names = {s.StringTypeClass: "string", s.TimeTypeClass: "timestamp", s.DateTypeClass: "date",
-             s.BooleanTypeClass: "boolean"}
+    names = {
+        s.StringTypeClass: "string",
+        s.TimeTypeClass: "timestamp",
+        s.DateTypeClass: "date",
+        s.BooleanTypeClass: "boolean",
+    }
     return names.get(kind, native or "unknown")
 
 
-def dataset_mcps(urn: str, *, name: str, description: str, columns: Sequence[SchemaColumn],
-                 upstreams: Sequence[str], owner: str, last_modified_ms: int,
-                 freshness_hours: float | None = None, properties: dict[str, str] | None = None) -> list[MCP]:
+def dataset_mcps(
+    urn: str,
+    *,
+    name: str,
+    description: str,
+    columns: Sequence[SchemaColumn],
+    upstreams: Sequence[str],
+    owner: str,
+    last_modified_ms: int,
+    freshness_hours: float | None = None,
+    properties: dict[str, str] | None = None,
+) -> list[MCP]:
     custom = {**(properties or {}), **({FRESHNESS_PROPERTY: str(freshness_hours)} if freshness_hours else {})}
-    fields = [s.SchemaFieldClass(fieldPath=c.name, nativeDataType=c.native_type or c.logical_type,
-                                 type=field_type(c.logical_type)) for c in columns]
+    fields = [
+        s.SchemaFieldClass(
+            fieldPath=c.name, nativeDataType=c.native_type or c.logical_type, type=field_type(c.logical_type)
+        )
+        for c in columns
+    ]
     aspects: list[s._Aspect] = [
-        s.DatasetPropertiesClass(name=name, description=description, customProperties=custom,
-                                 lastModified=s.TimeStampClass(last_modified_ms)),
-        s.SchemaMetadataClass(schemaName=name, platform=f"urn:li:dataPlatform:{dataset_platform(urn)}", version=0,
-                              hash="", platformSchema=s.OtherSchemaClass(rawSchema=""), fields=fields),
+        s.DatasetPropertiesClass(
+            name=name, description=description, customProperties=custom, lastModified=s.TimeStampClass(last_modified_ms)
+        ),
+        s.SchemaMetadataClass(
+            schemaName=name,
+            platform=f"urn:li:dataPlatform:{dataset_platform(urn)}",
+            version=0,
+            hash="",
+            platformSchema=s.OtherSchemaClass(rawSchema=""),
+            fields=fields,
+        ),
         s.OwnershipClass(owners=[s.OwnerClass(owner=owner, type=s.OwnershipTypeClass.TECHNICAL_OWNER)]),
         s.StatusClass(removed=False),
     ]
     if upstreams:
-        aspects.append(s.UpstreamLineageClass(upstreams=[
-            s.UpstreamClass(dataset=up, type=s.DatasetLineageTypeClass.TRANSFORMED) for up in upstreams]))
+        aspects.append(
+            s.UpstreamLineageClass(
+                upstreams=[s.UpstreamClass(dataset=up, type=s.DatasetLineageTypeClass.TRANSFORMED) for up in upstreams]
+            )
+        )
     return [MCP(entityUrn=urn, aspect=a) for a in aspects]
 
 
 def operation_mcp(urn: str, *, rows: int, at_ms: int, actor: str) -> MCP:
     """DataHub's standard record of a load: an INSERT of `rows` rows at `at_ms`."""
-    return MCP(entityUrn=urn, aspect=s.OperationClass(
-        timestampMillis=at_ms, lastUpdatedTimestamp=at_ms, operationType=s.OperationTypeClass.INSERT,
-        numAffectedRows=rows, actor=actor))
+    return MCP(
+        entityUrn=urn,
+        aspect=s.OperationClass(
+            timestampMillis=at_ms,
+            lastUpdatedTimestamp=at_ms,
+            operationType=s.OperationTypeClass.INSERT,
+            numAffectedRows=rows,
+            actor=actor,
+        ),
+    )
 
 
 def read_schema(port: MetadataPort, urn: str) -> list[SchemaColumn] | None:
@@ -91,8 +142,9 @@ def read_schema(port: MetadataPort, urn: str) -> list[SchemaColumn] | None:
 def profile_mcps(urn: str, profile: DatasetProfile, at_ms: int) -> list[MCP]:
     """The reference profile's summary as DataHub's datasetProfile (the full reference lives in the workspace)."""
     fields = [_field_profile(column) for column in profile.columns.values()]
-    aspect = s.DatasetProfileClass(timestampMillis=at_ms, rowCount=profile.row_count,
-                                   columnCount=len(fields), fieldProfiles=fields)
+    aspect = s.DatasetProfileClass(
+        timestampMillis=at_ms, rowCount=profile.row_count, columnCount=len(fields), fieldProfiles=fields
+    )
     return [MCP(entityUrn=urn, aspect=aspect)]
 
 
@@ -101,12 +153,18 @@ def _field_profile(column: ColumnProfile) -> s.DatasetFieldProfileClass:
         return None if value is None else repr(float(value))
 
     return s.DatasetFieldProfileClass(
-        fieldPath=column.name, nullCount=column.null_count, nullProportion=column.null_fraction,
-        min=text(column.minimum), max=text(column.maximum), mean=text(column.mean), stdev=text(column.stdev),
+        fieldPath=column.name,
+        nullCount=column.null_count,
+        nullProportion=column.null_fraction,
+        min=text(column.minimum),
+        max=text(column.maximum),
+        mean=text(column.mean),
+        stdev=text(column.stdev),
         median=text(column.quantile(0.5)),
         quantiles=[s.QuantileClass(quantile=repr(q), value=repr(v)) for q, v in column.quantiles],
-        distinctValueFrequencies=None if column.value_counts is None else [
-            s.ValueFrequencyClass(value=v, frequency=n) for v, n in column.value_counts],
+        distinctValueFrequencies=None
+        if column.value_counts is None
+        else [s.ValueFrequencyClass(value=v, frequency=n) for v, n in column.value_counts],
     )
 
 
@@ -115,8 +173,10 @@ def read_profile(port: MetadataPort, urn: str, as_of_ms: int | None = None) -> D
     if profile is None or profile.rowCount is None:
         return None
     types = {c.name: c.logical_type for c in read_schema(port, urn) or []}
-    columns = {f.fieldPath: _column_profile(f, profile.rowCount, types.get(f.fieldPath, "unknown"))
-               for f in profile.fieldProfiles or []}
+    columns = {
+        f.fieldPath: _column_profile(f, profile.rowCount, types.get(f.fieldPath, "unknown"))
+        for f in profile.fieldProfiles or []
+    }
     return DatasetProfile(row_count=profile.rowCount, columns=columns)
 
 
@@ -126,8 +186,14 @@ def _column_profile(field: s.DatasetFieldProfileClass, rows: int, kind: str) -> 
 
     frequencies = field.distinctValueFrequencies
     return ColumnProfile(
-        name=field.fieldPath, logical_type=kind, row_count=rows, null_count=field.nullCount or 0,
-        minimum=number(field.min), maximum=number(field.max), mean=number(field.mean), stdev=number(field.stdev),
+        name=field.fieldPath,
+        logical_type=kind,
+        row_count=rows,
+        null_count=field.nullCount or 0,
+        minimum=number(field.min),
+        maximum=number(field.max),
+        mean=number(field.mean),
+        stdev=number(field.stdev),
         quantiles=tuple((float(q.quantile), float(q.value)) for q in field.quantiles or []),
         value_counts=None if frequencies is None else tuple((f.value, f.frequency) for f in frequencies),
     )
@@ -141,7 +207,7 @@ def walk_upstream(port: MetadataPort, dataset: str) -> tuple[UpstreamNode, ...]:
     while queue:
         urn, depth = queue.popleft()
         lineage = port.aspect(urn, s.UpstreamLineageClass)
-        for upstream in (lineage.upstreams if lineage else []):
+        for upstream in lineage.upstreams if lineage else []:
             if upstream.dataset in seen:
                 continue
             seen.add(upstream.dataset)
@@ -159,16 +225,22 @@ def _node(port: MetadataPort, urn: str, depth: int, incidents: tuple[str, ...]) 
     deprecation = port.aspect(urn, s.DeprecationClass)
     sla = (properties.customProperties or {}).get(FRESHNESS_PROPERTY)
     return UpstreamNode(
-        urn=urn, depth=depth, known=True, deprecated=bool(deprecation and deprecation.deprecated),
-        active_incidents=incidents, last_updated_ms=_last_updated(port, urn, properties),
+        urn=urn,
+        depth=depth,
+        known=True,
+        deprecated=bool(deprecation and deprecation.deprecated),
+        active_incidents=incidents,
+        last_updated_ms=_last_updated(port, urn, properties),
         freshness_hours=float(sla) if sla else None,
     )
 
 
 def _last_updated(port: MetadataPort, urn: str, properties: s.DatasetPropertiesClass) -> int | None:
     operation = port.aspect(urn, s.OperationClass)
-    stamps = [properties.lastModified.time if properties.lastModified else None,
-              operation.lastUpdatedTimestamp if operation else None]
+    stamps = [
+        properties.lastModified.time if properties.lastModified else None,
+        operation.lastUpdatedTimestamp if operation else None,
+    ]
     known = [stamp for stamp in stamps if stamp is not None]
     return max(known) if known else None
 
@@ -178,7 +250,7 @@ def downstream_of(port: MetadataPort, datasets: set[str]) -> set[str]:
     readers: dict[str, set[str]] = {}
     for urn in port.urns("dataset"):
         lineage = port.aspect(urn, s.UpstreamLineageClass)
-        for upstream in (lineage.upstreams if lineage else []):
+        for upstream in lineage.upstreams if lineage else []:
             readers.setdefault(upstream.dataset, set()).add(urn)
     found, queue = set(datasets), deque(datasets)
     while queue:

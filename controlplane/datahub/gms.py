@@ -22,6 +22,7 @@ Every failure becomes a MetadataError naming the server, the operation and what 
 nowhere else (``datahub_errors``). Idempotent calls (all of them: writes are upserts of aspects whose URNs
 derive from keys) are retried by the client's urllib3 policy, tuned from the configuration.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -56,7 +57,14 @@ _TIMESERIES_LIMIT = 10000
 _MAX_VERSIONS = 10000
 _DETAIL = 240
 _THIRD_PARTY: tuple[type[BaseException], ...] = (
-    requests.RequestException, u3.HTTPError, GraphError, ConfigurationError, ValueError, KeyError, TypeError)
+    requests.RequestException,
+    u3.HTTPError,
+    GraphError,
+    ConfigurationError,
+    ValueError,
+    KeyError,
+    TypeError,
+)
 
 
 def is_timeseries(aspect_class: type[_Aspect]) -> bool:
@@ -81,8 +89,9 @@ class GmsMetadata:
     def emit_stamped(self, items: Sequence[tuple[MetadataChangeProposalWrapper, int | None]]) -> None:
         """Write aspects, each stamped with its own instant; one batch request per chunk."""
         if self.read_only:
-            raise MetadataError(f"DataHub GMS at {self.location} was opened read-only (dry-run)",
-                                "run with a policy that may write")
+            raise MetadataError(
+                f"DataHub GMS at {self.location} was opened read-only (dry-run)", "run with a policy that may write"
+            )
         if not items:
             return
         stamped = [_stamped(mcp, at_ms) for mcp, at_ms in items]
@@ -118,15 +127,18 @@ class GmsMetadata:
                 if value is None:
                     return [*older, latest]
                 older.append(value)
-        raise MetadataError(f"{name} of {urn} has more than {_MAX_VERSIONS} versions on {self.location}",
-                            "apply a version retention policy on GMS")
+        raise MetadataError(
+            f"{name} of {urn} has more than {_MAX_VERSIONS} versions on {self.location}",
+            "apply a version retention policy on GMS",
+        )
 
     def urns(self, entity_type: str) -> list[str]:
         found: list[str] = []
         with self._call(f"list the {entity_type} entities"):
             for start in itertools.count(0, _PAGE):
-                value = self._post("/entities?action=listUrns",
-                                   {"entity": entity_type, "start": start, "count": _PAGE})["value"]
+                value = self._post(
+                    "/entities?action=listUrns", {"entity": entity_type, "start": start, "count": _PAGE}
+                )["value"]
                 page = value.get("entities") or []
                 found.extend(page)
                 if len(page) < _PAGE or start + len(page) >= int(value.get("total", 0)):
@@ -153,19 +165,28 @@ class GmsMetadata:
     def _client(self) -> DataHubGraph:
         if self._graph is None:
             with self._call("connect (GET /config)"):
-                graph = DataHubGraph(DatahubClientConfig(
-                    server=self.config.server, token=self.config.token, timeout_sec=self.config.timeout_sec,
-                    retry_max_times=self.config.retries, openapi_ingestion=False, client_mode=ClientMode.SDK,
-                    datahub_component="kintsugi"))
+                graph = DataHubGraph(
+                    DatahubClientConfig(
+                        server=self.config.server,
+                        token=self.config.token,
+                        timeout_sec=self.config.timeout_sec,
+                        retry_max_times=self.config.retries,
+                        openapi_ingestion=False,
+                        client_mode=ClientMode.SDK,
+                        datahub_component="kintsugi",
+                    )
+                )
                 _tune_retries(graph.session, self.config)
                 response = graph.session.get(f"{self.location}/config")
                 response.raise_for_status()
                 info = response.json()
             if not isinstance(info, dict) or info.get("noCode") != "true":
                 graph.close()
-                raise MetadataError(f"{self.location} answered /config, but not as DataHub GMS",
-                                    "point DATAHUB_GMS_URL at GMS (usually http://<host>:8080, or "
-                                    "<frontend>/api/gms), not at the DataHub web frontend")
+                raise MetadataError(
+                    f"{self.location} answered /config, but not as DataHub GMS",
+                    "point DATAHUB_GMS_URL at GMS (usually http://<host>:8080, or "
+                    "<frontend>/api/gms), not at the DataHub web frontend",
+                )
             self._graph, self.server_info = graph, info
         return self._graph
 
@@ -231,35 +252,51 @@ def _explain(exc: BaseException, config: GmsConfig) -> tuple[str, str]:
     if status in (401, 403):
         return _auth_failure(status, response, config)
     if status is not None and (status >= 500 or status == 429):
-        return (f"answered HTTP {status} after {tries}{_server_says(response)}",
-                f"check the health and logs of GMS at {config.server}; retry once it answers again")
+        return (
+            f"answered HTTP {status} after {tries}{_server_says(response)}",
+            f"check the health and logs of GMS at {config.server}; retry once it answers again",
+        )
     if status is not None:
-        return (f"refused the request with HTTP {status}{_server_says(response)}",
-                "check that this GMS version supports the request (`kintsugi doctor` shows its version)")
+        return (
+            f"refused the request with HTTP {status}{_server_says(response)}",
+            "check that this GMS version supports the request (`kintsugi doctor` shows its version)",
+        )
     unreachable = _unreachable(exc)
     if unreachable:
-        return (f"is unreachable ({unreachable}, {tries})",
-                f"check {config.source} and that GMS is running there: curl {config.server}/config")
+        return (
+            f"is unreachable ({unreachable}, {tries})",
+            f"check {config.source} and that GMS is running there: curl {config.server}/config",
+        )
     if _caused_by(exc, (requests.Timeout, u3.TimeoutError)):
-        return (f"did not answer within {config.timeout_sec:g} s ({tries})",
-                "check the load of GMS and the network to it, or raise timeout_sec in [datahub] of kintsugi.toml")
+        return (
+            f"did not answer within {config.timeout_sec:g} s ({tries})",
+            "check the load of GMS and the network to it, or raise timeout_sec in [datahub] of kintsugi.toml",
+        )
     if _caused_by(exc, (requests.ConnectionError, u3.ProtocolError, ConnectionError)):
-        return (f"dropped the connection ({tries})",
-                f"check {config.source} and that GMS is running there: curl {config.server}/config")
+        return (
+            f"dropped the connection ({tries})",
+            f"check {config.source} and that GMS is running there: curl {config.server}/config",
+        )
     if isinstance(exc, (ValueError, KeyError, TypeError, GraphError)):
-        return (f"answered with something that is not the DataHub response expected ({_short(exc)})",
-                "check that the address is GMS and that its version matches acryl-datahub (`kintsugi doctor`)")
+        return (
+            f"answered with something that is not the DataHub response expected ({_short(exc)})",
+            "check that the address is GMS and that its version matches acryl-datahub (`kintsugi doctor`)",
+        )
     return f"failed ({_short(exc)})", f"check {config.source} and the GMS logs"
 
 
 def _auth_failure(status: int, response: requests.Response | None, config: GmsConfig) -> tuple[str, str]:
     if status == 401:
         given = "the token given" if config.token else "no token"
-        fix = ("set DATAHUB_GMS_TOKEN (or token in [datahub] of kintsugi.toml) to a valid personal access "
-               "token of this GMS (DataHub UI: Settings > Access Tokens)")
+        fix = (
+            "set DATAHUB_GMS_TOKEN (or token in [datahub] of kintsugi.toml) to a valid personal access "
+            "token of this GMS (DataHub UI: Settings > Access Tokens)"
+        )
         return f"refused {given} with HTTP 401, not authenticated{_server_says(response)}", fix
-    fix = ("grant that user the privileges to read and edit these entities (a DataHub policy), "
-           "or use a token of a user who has them")
+    fix = (
+        "grant that user the privileges to read and edit these entities (a DataHub policy), "
+        "or use a token of a user who has them"
+    )
     return f"refused the token's user with HTTP 403, not authorized{_server_says(response)}", fix
 
 
@@ -335,7 +372,10 @@ def _dated(document: dict[str, Any], aspect_class: type[AspectT]) -> tuple[int, 
 def _tune_retries(session: requests.Session, config: GmsConfig) -> None:
     """The client's own urllib3 retry policy, with this configuration's count and backoff."""
     adapter = session.get_adapter("http://gms")
-    retry = adapter.max_retries.new(total=config.retries, backoff_factor=config.backoff_sec,  # type: ignore[attr-defined]
-                                    backoff_max=config.backoff_max_sec)
+    retry = adapter.max_retries.new(  # type: ignore[attr-defined]
+        total=config.retries,
+        backoff_factor=config.backoff_sec,
+        backoff_max=config.backoff_max_sec,
+    )
     for prefix in ("http://", "https://"):
         session.get_adapter(prefix + "gms").max_retries = retry  # type: ignore[attr-defined]

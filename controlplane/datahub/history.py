@@ -1,4 +1,5 @@
 """The temporal join: what DataHub history says about a set of datasets at one instant."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -8,8 +9,14 @@ from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.port import MetadataPort
 
-__all__ = ["IncidentWindow", "incident_windows", "incidents_active_at", "failing_assertions_at", "health_at",
-           "unhealed_at"]
+__all__ = [
+    "IncidentWindow",
+    "incident_windows",
+    "incidents_active_at",
+    "failing_assertions_at",
+    "health_at",
+    "unhealed_at",
+]
 
 
 @dataclass(frozen=True)
@@ -60,14 +67,23 @@ def failing_assertions_at(port: MetadataPort, datasets: set[str], at_ms: int) ->
             continue
         event = port.aspect(urn, s.AssertionRunEventClass, as_of_ms=at_ms + 1)
         if event and event.result and event.result.type == s.AssertionResultTypeClass.FAILURE:
-            failing.append({"assertion": urn, "dataset": info.entityUrn, "check": (info.customProperties or {}).get("check", ""),
-                            "column": (info.customProperties or {}).get("column", ""), "run": event.runId})
+            failing.append(
+                {
+                    "assertion": urn,
+                    "dataset": info.entityUrn,
+                    "check": (info.customProperties or {}).get("check", ""),
+                    "column": (info.customProperties or {}).get("column", ""),
+                    "run": event.runId,
+                }
+            )
     return failing
 
 
 def health_at(port: MetadataPort, datasets: set[str], at_ms: int) -> dict[str, list[dict[str, object]]]:
-    return {"incidents": [asdict(w) for w in incidents_active_at(port, datasets, at_ms)],
-            "failing_assertions": failing_assertions_at(port, datasets, at_ms)}
+    return {
+        "incidents": [asdict(w) for w in incidents_active_at(port, datasets, at_ms)],
+        "failing_assertions": failing_assertions_at(port, datasets, at_ms),
+    }
 
 
 def unhealed_at(health: dict[str, list[dict[str, Any]]], feature_table: str, healed: list[str]) -> list[str]:

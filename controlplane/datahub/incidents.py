@@ -1,4 +1,5 @@
 """DataHub incidents, one per failure (dataset, kind, column), reused while ACTIVE, never duplicated."""
+
 from __future__ import annotations
 
 import json
@@ -13,19 +14,37 @@ from controlplane.datahub.urns import incident_urn
 from guard.findings import Finding
 from guard.kinds import FindingKind, Severity
 
-__all__ = ["IncidentRef", "IncidentRow", "Recurrence", "open_incident", "incident_evidence", "resolve_incident",
-           "reopen_incident", "incident_key", "active_incidents", "read_incidents", "note_incident", "EVIDENCE_MARKER",
-           "ACTOR"]
+__all__ = [
+    "IncidentRef",
+    "IncidentRow",
+    "Recurrence",
+    "open_incident",
+    "incident_evidence",
+    "resolve_incident",
+    "reopen_incident",
+    "incident_key",
+    "active_incidents",
+    "read_incidents",
+    "note_incident",
+    "EVIDENCE_MARKER",
+    "ACTOR",
+]
 
 ACTOR = "urn:li:corpuser:kintsugi"
 EVIDENCE_MARKER = "evidence: "
 _TYPE_BY_KIND = {
-    FindingKind.UNIT_MISMATCH: s.IncidentTypeClass.FIELD, FindingKind.SCALE_SHIFT: s.IncidentTypeClass.FIELD,
-    FindingKind.NULL_LIMIT: s.IncidentTypeClass.FIELD, FindingKind.NULL_SPIKE: s.IncidentTypeClass.FIELD,
-    FindingKind.OUT_OF_RANGE: s.IncidentTypeClass.FIELD, FindingKind.COLUMN_MISSING: s.IncidentTypeClass.DATA_SCHEMA,
-    FindingKind.COLUMN_RENAMED: s.IncidentTypeClass.DATA_SCHEMA, FindingKind.TYPE_CHANGED: s.IncidentTypeClass.DATA_SCHEMA,
-    FindingKind.COLUMN_UNEXPECTED: s.IncidentTypeClass.DATA_SCHEMA, FindingKind.LABEL_STALE: s.IncidentTypeClass.FRESHNESS,
-    FindingKind.LABEL_IMMATURE: s.IncidentTypeClass.FRESHNESS, FindingKind.VOLUME_DROP: s.IncidentTypeClass.VOLUME,
+    FindingKind.UNIT_MISMATCH: s.IncidentTypeClass.FIELD,
+    FindingKind.SCALE_SHIFT: s.IncidentTypeClass.FIELD,
+    FindingKind.NULL_LIMIT: s.IncidentTypeClass.FIELD,
+    FindingKind.NULL_SPIKE: s.IncidentTypeClass.FIELD,
+    FindingKind.OUT_OF_RANGE: s.IncidentTypeClass.FIELD,
+    FindingKind.COLUMN_MISSING: s.IncidentTypeClass.DATA_SCHEMA,
+    FindingKind.COLUMN_RENAMED: s.IncidentTypeClass.DATA_SCHEMA,
+    FindingKind.TYPE_CHANGED: s.IncidentTypeClass.DATA_SCHEMA,
+    FindingKind.COLUMN_UNEXPECTED: s.IncidentTypeClass.DATA_SCHEMA,
+    FindingKind.LABEL_STALE: s.IncidentTypeClass.FRESHNESS,
+    FindingKind.LABEL_IMMATURE: s.IncidentTypeClass.FRESHNESS,
+    FindingKind.VOLUME_DROP: s.IncidentTypeClass.VOLUME,
 }
 
 
@@ -74,8 +93,17 @@ def read_incidents(port: MetadataPort) -> list[IncidentRow]:
     for urn in port.urns("incident"):
         info = port.aspect(urn, s.IncidentInfoClass)
         if info is not None:
-            rows.append(IncidentRow(urn, info.title or "", str(info.status.state), tuple(info.entities),
-                                    info.status.message or "", info.created.time, incident_key(info)))
+            rows.append(
+                IncidentRow(
+                    urn,
+                    info.title or "",
+                    str(info.status.state),
+                    tuple(info.entities),
+                    info.status.message or "",
+                    info.created.time,
+                    incident_key(info),
+                )
+            )
     return sorted(rows, key=lambda r: (r.created_ms, r.urn))
 
 
@@ -100,15 +128,16 @@ def incident_evidence(info: s.IncidentInfoClass) -> dict[str, Any]:
     for line in reversed((info.description or "").splitlines()):
         if line.startswith(EVIDENCE_MARKER):
             try:
-                found = json.loads(line[len(EVIDENCE_MARKER):])
+                found = json.loads(line[len(EVIDENCE_MARKER) :])
             except ValueError:
                 return {}
             return found if isinstance(found, dict) else {}
     return {}
 
 
-def open_incident(port: MetadataPort, finding: Finding, assertion: str, run_id: str, now_ms: int,
-                  recurrence: Recurrence | None = None) -> IncidentRef:
+def open_incident(
+    port: MetadataPort, finding: Finding, assertion: str, run_id: str, now_ms: int, recurrence: Recurrence | None = None
+) -> IncidentRef:
     """Reuse the ACTIVE incident for this failure, or raise the next one (referring to the last resolved)."""
     generation, previous = 0, None
     while True:
@@ -119,8 +148,12 @@ def open_incident(port: MetadataPort, finding: Finding, assertion: str, run_id: 
             port.emit([MCP(entityUrn=urn, aspect=new)], now_ms)
             return IncidentRef(urn, finding.key, created=True, previous=previous)
         if info.status.state == s.IncidentStateClass.ACTIVE:
-            info.status = _status(s.IncidentStateClass.ACTIVE, s.IncidentStageClass.TRIAGE,
-                                  f"seen again by run {run_id}: {finding.message}", now_ms)
+            info.status = _status(
+                s.IncidentStateClass.ACTIVE,
+                s.IncidentStageClass.TRIAGE,
+                f"seen again by run {run_id}: {finding.message}",
+                now_ms,
+            )
             port.emit([MCP(entityUrn=urn, aspect=info)], now_ms)
             return IncidentRef(urn, finding.key, created=False, previous=previous)
         previous, generation = urn, generation + 1
@@ -153,11 +186,23 @@ def reopen_incident(port: MetadataPort, urn: str, note: str, now_ms: int) -> boo
     return True
 
 
-def _new_info(finding: Finding, assertion: str, run_id: str, now_ms: int, previous: str | None,
-              recurrence: Recurrence | None = None) -> s.IncidentInfoClass:
-    evidence = {"key": list(finding.key), "observed": finding.observed, "expected": finding.expected,
-                "playbook": finding.playbook, "run": run_id, "recurrence_of": previous,
-                **(recurrence.evidence if recurrence else {})}
+def _new_info(
+    finding: Finding,
+    assertion: str,
+    run_id: str,
+    now_ms: int,
+    previous: str | None,
+    recurrence: Recurrence | None = None,
+) -> s.IncidentInfoClass:
+    evidence = {
+        "key": list(finding.key),
+        "observed": finding.observed,
+        "expected": finding.expected,
+        "playbook": finding.playbook,
+        "run": run_id,
+        "recurrence_of": previous,
+        **(recurrence.evidence if recurrence else {}),
+    }
     lines = [finding.message]
     if previous:
         lines.append(f"Recurrence of {previous}, which was resolved earlier.")
@@ -166,8 +211,10 @@ def _new_info(finding: Finding, assertion: str, run_id: str, now_ms: int, previo
     priority = 1 if finding.severity is Severity.BLOCK else 2
     if recurrence is not None and recurrence.priority is not None:
         priority = min(priority, recurrence.priority)
-    assignees = [s.IncidentAssigneeClass(actor=a, assignedAt=s.AuditStampClass(time=now_ms, actor=ACTOR))
-                 for a in (recurrence.assignees if recurrence else ())]
+    assignees = [
+        s.IncidentAssigneeClass(actor=a, assignedAt=s.AuditStampClass(time=now_ms, actor=ACTOR))
+        for a in (recurrence.assignees if recurrence else ())
+    ]
     incident_type = _TYPE_BY_KIND.get(finding.kind, s.IncidentTypeClass.CUSTOM)
     return s.IncidentInfoClass(
         type=incident_type,
@@ -175,7 +222,8 @@ def _new_info(finding: Finding, assertion: str, run_id: str, now_ms: int, previo
         entities=[finding.dataset],
         title=f"{finding.kind.value} on {finding.column or 'the dataset'}",
         description="\n".join(lines),
-        priority=priority, assignees=assignees or None,
+        priority=priority,
+        assignees=assignees or None,
         status=_status(s.IncidentStateClass.ACTIVE, s.IncidentStageClass.TRIAGE, f"raised by run {run_id}", now_ms),
         source=s.IncidentSourceClass(type=s.IncidentSourceTypeClass.ASSERTION_FAILURE, sourceUrn=assertion),
         created=s.AuditStampClass(time=now_ms, actor=ACTOR),
@@ -184,5 +232,6 @@ def _new_info(finding: Finding, assertion: str, run_id: str, now_ms: int, previo
 
 
 def _status(state: str, stage: str, message: str, now_ms: int) -> s.IncidentStatusClass:
-    return s.IncidentStatusClass(state=state, stage=stage, message=message,
-                                 lastUpdated=s.AuditStampClass(time=now_ms, actor=ACTOR))
+    return s.IncidentStatusClass(
+        state=state, stage=stage, message=message, lastUpdated=s.AuditStampClass(time=now_ms, actor=ACTOR)
+    )

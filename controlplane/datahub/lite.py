@@ -1,4 +1,5 @@
 """DataHub Lite adapter (acryl-datahub's embedded store, sqlite engine): the embedded default."""
+
 from __future__ import annotations
 
 import json
@@ -85,8 +86,11 @@ class LiteMetadata:
             return []
         try:
             with closing(sqlite3.connect(f"{Path(self.location).resolve().as_uri()}?mode=ro", uri=True)) as db:
-                rows = db.execute("SELECT metadata FROM metadata_aspect_v2 WHERE urn = ? AND aspect_name = ? "
-                                  "AND version > 0 ORDER BY version", (urn, name)).fetchall()
+                rows = db.execute(
+                    "SELECT metadata FROM metadata_aspect_v2 WHERE urn = ? AND aspect_name = ? "
+                    "AND version > 0 ORDER BY version",
+                    (urn, name),
+                ).fetchall()
             return [aspect_class.from_obj(post_json_transform(json.loads(row[0]))) for row in rows]
         except Exception as exc:
             raise MetadataError(f"DataHub Lite history read of {name} for {urn} failed: {exc}", _FIX) from exc

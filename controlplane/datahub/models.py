@@ -1,5 +1,6 @@
 """Trained versions in DataHub: mlModelGroup, mlModel with its passport, training lineage, the run as a process,
 and tags: the verdict on every version, `champion` on exactly one version per model."""
+
 from __future__ import annotations
 
 import json
@@ -13,9 +14,22 @@ from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import CHAMPION_TAG, model_group_urn, model_urn, parse_model_urn, run_urn, tag_urn
 from controlplane.vocab import Verdict
 
-__all__ = ["TrainedVersion", "model_mcps", "read_passport", "PASSPORT_PROPERTY", "models_trained_on",
-           "model_versions", "champion_tag_mcps", "tag_mcps", "datahub_champion", "read_model_tags",
-           "VERDICT_PROPERTY", "UNDONE_TAG", "KEY_ID_PROPERTY", "PUBLIC_KEY_PROPERTY"]
+__all__ = [
+    "TrainedVersion",
+    "model_mcps",
+    "read_passport",
+    "PASSPORT_PROPERTY",
+    "models_trained_on",
+    "model_versions",
+    "champion_tag_mcps",
+    "tag_mcps",
+    "datahub_champion",
+    "read_model_tags",
+    "VERDICT_PROPERTY",
+    "UNDONE_TAG",
+    "KEY_ID_PROPERTY",
+    "PUBLIC_KEY_PROPERTY",
+]
 
 PASSPORT_PROPERTY = "kintsugi.passport"
 KEY_ID_PROPERTY = "kintsugi.signingKeyId"  # on the model group: the key its passports are signed with
@@ -45,29 +59,48 @@ def model_mcps(trained: TrainedVersion, current_tags: list[str]) -> list[MCP]:
     group, model = model_group_urn(trained.pipeline), model_urn(trained.pipeline, trained.version)
     process = run_urn(trained.run_id)
     properties = s.MLModelPropertiesClass(
-        name=f"{trained.pipeline} v{trained.version}", description=trained.summary,
-        version=s.VersionTagClass(versionTag=str(trained.version)), date=trained.trained_at_ms,
+        name=f"{trained.pipeline} v{trained.version}",
+        description=trained.summary,
+        version=s.VersionTagClass(versionTag=str(trained.version)),
+        date=trained.trained_at_ms,
         trainingMetrics=[s.MLMetricClass(name=k, value=repr(v)) for k, v in sorted(trained.metrics.items())],
         hyperParams=[s.MLHyperParamClass(name=k, value=str(v)) for k, v in sorted(trained.params.items())],
-        groups=[group], trainingJobs=[process],
-        customProperties={PASSPORT_PROPERTY: json.dumps(trained.passport, sort_keys=True),
-                          VERDICT_PROPERTY: trained.verdict.value, "mlflow.run_id": trained.mlflow_run_id,
-                          "kintsugi.run_id": trained.run_id},
+        groups=[group],
+        trainingJobs=[process],
+        customProperties={
+            PASSPORT_PROPERTY: json.dumps(trained.passport, sort_keys=True),
+            VERDICT_PROPERTY: trained.verdict.value,
+            "mlflow.run_id": trained.mlflow_run_id,
+            "kintsugi.run_id": trained.run_id,
+        },
     )
     verdict_tags = {v.tag for v in Verdict}
     tags = [t for t in current_tags if t not in verdict_tags] + [trained.verdict.tag]
     created = s.AuditStampClass(time=trained.trained_at_ms, actor="urn:li:corpuser:kintsugi")
-    key = {KEY_ID_PROPERTY: trained.signing_key[0], PUBLIC_KEY_PROPERTY: trained.signing_key[1]} \
-        if trained.signing_key else {}
+    key = (
+        {KEY_ID_PROPERTY: trained.signing_key[0], PUBLIC_KEY_PROPERTY: trained.signing_key[1]}
+        if trained.signing_key
+        else {}
+    )
     return [
-        MCP(entityUrn=group, aspect=s.MLModelGroupPropertiesClass(
-            name=trained.pipeline, description=f"Models of the {trained.pipeline} pipeline", customProperties=key)),
+        MCP(
+            entityUrn=group,
+            aspect=s.MLModelGroupPropertiesClass(
+                name=trained.pipeline, description=f"Models of the {trained.pipeline} pipeline", customProperties=key
+            ),
+        ),
         MCP(entityUrn=model, aspect=properties),
         MCP(entityUrn=model, aspect=s.TrainingDataClass(trainingData=[s.BaseDataClass(dataset=trained.feature_table)])),
         *tag_mcps(model, tags),
-        MCP(entityUrn=process, aspect=s.DataProcessInstancePropertiesClass(
-            name=f"kintsugi run {trained.run_id}", created=created, type=s.DataProcessTypeClass.BATCH_AD_HOC,
-            customProperties={"pipeline": trained.pipeline})),
+        MCP(
+            entityUrn=process,
+            aspect=s.DataProcessInstancePropertiesClass(
+                name=f"kintsugi run {trained.run_id}",
+                created=created,
+                type=s.DataProcessTypeClass.BATCH_AD_HOC,
+                customProperties={"pipeline": trained.pipeline},
+            ),
+        ),
         MCP(entityUrn=process, aspect=s.DataProcessInstanceInputClass(inputs=[trained.feature_table])),
         MCP(entityUrn=process, aspect=s.DataProcessInstanceOutputClass(outputs=[model])),
     ]
@@ -91,7 +124,9 @@ def model_versions(port: MetadataPort, pipeline: str | None = None) -> list[tupl
 
 def datahub_champion(port: MetadataPort, pipeline: str) -> list[int]:
     """The versions DataHub tags `champion` (exactly one, or none, when DataHub and MLflow agree)."""
-    return [v for _, v in model_versions(port, pipeline) if CHAMPION_TAG in read_model_tags(port, model_urn(pipeline, v))]
+    return [
+        v for _, v in model_versions(port, pipeline) if CHAMPION_TAG in read_model_tags(port, model_urn(pipeline, v))
+    ]
 
 
 def champion_tag_mcps(port: MetadataPort, pipeline: str, champion: int | None) -> list[MCP]:

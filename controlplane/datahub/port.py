@@ -1,4 +1,5 @@
 """The metadata port: the few operations the loop needs, in DataHub's own aspect model."""
+
 from __future__ import annotations
 
 from typing import Protocol, Sequence, TypeVar

@@ -10,6 +10,7 @@ reads them.
 `pull`: a team's datasets — properties, schema, lineage, ownership, status, deprecation, tags — and, along
 their upstreamLineage at any depth, each upstream's properties, deprecation and lineage, into Lite.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,10 +33,20 @@ from controlplane.errors import InternalError, MetadataError
 __all__ = ["DATASET_ASPECTS", "UPSTREAM_ASPECTS", "PullReport", "PushItem", "PushPlan", "plan_push", "pull", "push"]
 
 DATASET_ASPECTS: tuple[type[s._Aspect], ...] = (
-    s.DatasetPropertiesClass, s.SchemaMetadataClass, s.UpstreamLineageClass, s.OwnershipClass, s.StatusClass,
-    s.DeprecationClass, s.GlobalTagsClass)
+    s.DatasetPropertiesClass,
+    s.SchemaMetadataClass,
+    s.UpstreamLineageClass,
+    s.OwnershipClass,
+    s.StatusClass,
+    s.DeprecationClass,
+    s.GlobalTagsClass,
+)
 UPSTREAM_ASPECTS: tuple[type[s._Aspect], ...] = (
-    s.DatasetPropertiesClass, s.DeprecationClass, s.StatusClass, s.UpstreamLineageClass)
+    s.DatasetPropertiesClass,
+    s.DeprecationClass,
+    s.StatusClass,
+    s.UpstreamLineageClass,
+)
 _LITE_FIX = "check the workspace's datahub.db (a DataHub Lite file), or start from `kintsugi demo`"
 
 
@@ -63,9 +74,11 @@ class PushPlan:
 
     def summary(self, *, done: bool) -> str:
         verb = "pushed" if done else "would push"
-        return (f"{verb} {self.versions} version(s) of {len(self.items) - self.count('unchanged')} aspect(s) to "
-                f"DataHub GMS at {self.server} ({self.count('new')} new, {self.count('ahead')} ahead, "
-                f"{self.count('diverged')} diverged); {self.count('unchanged')} aspect(s) already there")
+        return (
+            f"{verb} {self.versions} version(s) of {len(self.items) - self.count('unchanged')} aspect(s) to "
+            f"DataHub GMS at {self.server} ({self.count('new')} new, {self.count('ahead')} ahead, "
+            f"{self.count('diverged')} diverged); {self.count('unchanged')} aspect(s) already there"
+        )
 
 
 def plan_push(lite_path: Path, gms: GmsMetadata) -> PushPlan:
@@ -80,8 +93,11 @@ def push(plan: PushPlan, gms: GmsMetadata) -> int:
     aspect never share a batch and GMS records them in order. Returns how many versions were written."""
     rounds = max((len(item.pending) for item in plan.items), default=0)
     for n in range(rounds):
-        batch = [(MCP(entityUrn=item.urn, aspect=item.pending[n][1]), item.pending[n][0])
-                 for item in plan.items if len(item.pending) > n]
+        batch = [
+            (MCP(entityUrn=item.urn, aspect=item.pending[n][1]), item.pending[n][0])
+            for item in plan.items
+            if len(item.pending) > n
+        ]
         gms.emit_stamped(batch)
     return plan.versions
 
@@ -101,7 +117,7 @@ def _plan_one(gms: GmsMetadata, urn: str, aspect: str, history: list[tuple[int, 
         return PushItem(urn, aspect, "unchanged", ())
     if _canonical(current) in values:
         at = len(values) - 1 - values[::-1].index(_canonical(current))
-        return PushItem(urn, aspect, "ahead", tuple(history[at + 1:]))
+        return PushItem(urn, aspect, "ahead", tuple(history[at + 1 :]))
     return PushItem(urn, aspect, "diverged", tuple(history[-1:]))
 
 
@@ -116,8 +132,10 @@ def _lite_versions(path: Path) -> dict[tuple[str, str], list[tuple[int, s._Aspec
     found: dict[tuple[str, str], list[tuple[int, s._Aspect]]] = {}
     try:
         with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
-            rows = db.execute("SELECT urn, aspect_name, createdon, metadata FROM metadata_aspect_v2 "
-                              "WHERE version > 0 ORDER BY urn, aspect_name, version").fetchall()
+            rows = db.execute(
+                "SELECT urn, aspect_name, createdon, metadata FROM metadata_aspect_v2 "
+                "WHERE version > 0 ORDER BY urn, aspect_name, version"
+            ).fetchall()
         for urn, aspect, created, metadata in rows:
             value = ASPECT_MAP[aspect].from_obj(post_json_transform(json.loads(metadata)))
             found.setdefault((urn, aspect), []).append((int(created), value))
@@ -136,24 +154,33 @@ class PullReport:
     unchanged: int
 
     def summary(self) -> str:
-        missing = (f"; {len(self.missing_upstreams)} upstream(s) unknown to GMS: {', '.join(self.missing_upstreams)}"
-                   if self.missing_upstreams else "")
-        return (f"pulled {len(self.datasets)} dataset(s) and {len(self.upstreams)} upstream(s) from DataHub GMS at "
-                f"{self.server}: {self.written} aspect(s) written, {self.unchanged} already current{missing}")
+        missing = (
+            f"; {len(self.missing_upstreams)} upstream(s) unknown to GMS: {', '.join(self.missing_upstreams)}"
+            if self.missing_upstreams
+            else ""
+        )
+        return (
+            f"pulled {len(self.datasets)} dataset(s) and {len(self.upstreams)} upstream(s) from DataHub GMS at "
+            f"{self.server}: {self.written} aspect(s) written, {self.unchanged} already current{missing}"
+        )
 
 
 def pull(gms: GmsMetadata, lite: LiteMetadata, urns: Sequence[str], now_ms: int) -> PullReport:
     """Copy the datasets and their upstreams' properties from GMS into Lite (identical values are not rewritten)."""
     bad = [urn for urn in urns if not urn.startswith("urn:li:dataset:")]
     if bad or not urns:
-        raise MetadataError(f"`pull` takes dataset URNs; got {', '.join(bad) or 'none'}",
-                            "pass URNs such as urn:li:dataset:(urn:li:dataPlatform:postgres,db.schema.table,PROD)")
+        raise MetadataError(
+            f"`pull` takes dataset URNs; got {', '.join(bad) or 'none'}",
+            "pass URNs such as urn:li:dataset:(urn:li:dataPlatform:postgres,db.schema.table,PROD)",
+        )
     mcps: list[MCP] = []
     for urn in urns:
         found = _fetch(gms, urn, DATASET_ASPECTS)
         if not found:
-            raise MetadataError(f"DataHub GMS at {gms.location} holds none of {urn}'s dataset aspects",
-                                "check the URN (copy it from the dataset's page in DataHub) and the token's read access")
+            raise MetadataError(
+                f"DataHub GMS at {gms.location} holds none of {urn}'s dataset aspects",
+                "check the URN (copy it from the dataset's page in DataHub) and the token's read access",
+            )
         mcps.extend(found)
     upstreams, missing = _walk_upstreams(gms, list(urns), mcps)
     written, unchanged = _write_new(lite, mcps, now_ms)
@@ -178,8 +205,12 @@ def _walk_upstreams(gms: GmsMetadata, named: list[str], mcps: list[MCP]) -> tupl
 
 
 def _lineage_of(mcps: list[MCP], urns: list[str]) -> list[str]:
-    return [up.dataset for m in mcps if m.entityUrn in urns and isinstance(m.aspect, s.UpstreamLineageClass)
-            for up in m.aspect.upstreams]
+    return [
+        up.dataset
+        for m in mcps
+        if m.entityUrn in urns and isinstance(m.aspect, s.UpstreamLineageClass)
+        for up in m.aspect.upstreams
+    ]
 
 
 def _fetch(gms: GmsMetadata, urn: str, aspects: tuple[type[s._Aspect], ...]) -> list[MCP]:
@@ -197,8 +228,10 @@ def _write_new(lite: LiteMetadata, mcps: list[MCP], now_ms: int) -> tuple[int, i
 def _urn_and_aspect(mcp: MCP) -> tuple[str, s._Aspect]:
     """A pulled MCP's entity and aspect (`_fetch` builds each with both)."""
     if not mcp.entityUrn or not mcp.aspect:
-        raise InternalError(f"a proposal pulled from DataHub GMS lacks its entity or aspect ({mcp.entityUrn!r})",
-                            "report this as a bug; nothing was written to the local store")
+        raise InternalError(
+            f"a proposal pulled from DataHub GMS lacks its entity or aspect ({mcp.entityUrn!r})",
+            "report this as a bug; nothing was written to the local store",
+        )
     return mcp.entityUrn, mcp.aspect
 
 

@@ -2,6 +2,7 @@
 
 Built and parsed with the SDK's typed URN classes, never by splitting strings.
 """
+
 from __future__ import annotations
 
 from datahub.emitter.mce_builder import datahub_guid
@@ -19,9 +20,21 @@ from datahub.metadata.urns import (
 
 from controlplane.errors import InputError
 
-__all__ = ["assertion_urn", "contract_urn", "incident_urn", "model_group_urn", "model_urn", "run_urn",
-           "parse_model_urn", "parse_model_group_urn", "dataset_platform", "check_dataset_urn", "tag_urn",
-           "CHAMPION_TAG", "MODEL_PLATFORM"]
+__all__ = [
+    "assertion_urn",
+    "contract_urn",
+    "incident_urn",
+    "model_group_urn",
+    "model_urn",
+    "run_urn",
+    "parse_model_urn",
+    "parse_model_group_urn",
+    "dataset_platform",
+    "check_dataset_urn",
+    "tag_urn",
+    "CHAMPION_TAG",
+    "MODEL_PLATFORM",
+]
 
 MODEL_PLATFORM = "mlflow"
 CHAMPION_TAG = str(TagUrn("champion"))
@@ -82,6 +95,8 @@ def check_dataset_urn(urn: str, where: str) -> str:
     try:
         DatasetUrn.from_string(urn)
     except Exception as exc:
-        raise InputError(f"{where}: {urn[:200]!r} is not a DataHub dataset URN ({type(exc).__name__})",
-                         "write it as urn:li:dataset:(urn:li:dataPlatform:PLATFORM,NAME,PROD)") from exc
+        raise InputError(
+            f"{where}: {urn[:200]!r} is not a DataHub dataset URN ({type(exc).__name__})",
+            "write it as urn:li:dataset:(urn:li:dataPlatform:PLATFORM,NAME,PROD)",
+        ) from exc
     return urn

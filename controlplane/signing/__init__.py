@@ -29,6 +29,7 @@ the public key and the model-signing CLI alone:
 
 It prints "Verification succeeded", or fails naming the file that changed, went missing or appeared.
 """
+
 from __future__ import annotations
 
 from controlplane.signing.envelope import (

@@ -5,6 +5,7 @@ an in-toto Statement whose predicate is BODY; `body` is a plain copy for readers
 difference between it and the signed predicate names the altered fields; `public_key` is the
 signer's key, never trusted, only used to tell "signed by another key" from "tampered with".
 """
+
 from __future__ import annotations
 
 import copy
@@ -199,9 +200,7 @@ def _forged(envelope: Envelope, keyid: str, claimed: Any) -> PassportVerificatio
     return PassportVerification(ALTERED, tuple(lines), tuple(fields), keyid=keyid)
 
 
-def _check_content(
-    envelope: Envelope, keyid: str, model_dir: Path | None, claimed: Any
-) -> PassportVerification:
+def _check_content(envelope: Envelope, keyid: str, model_dir: Path | None, claimed: Any) -> PassportVerification:
     """Genuine signature by a trusted key: now the plain copy and the model files must match what it signs."""
     try:
         if envelope.payload_type != PAYLOAD_TYPE:

@@ -1,4 +1,5 @@
 """The signing library's one error, on the project's tree: a key or a signature could not be made or read."""
+
 from __future__ import annotations
 
 from controlplane.errors import WorkspaceError

@@ -1,4 +1,5 @@
 """The JSON paths at which two documents differ, written as `metrics.candidate.mae` or `lineage[2]`."""
+
 from __future__ import annotations
 
 import json

@@ -3,6 +3,7 @@
 P-256 and not Ed25519: model_signing's private-key mode only takes elliptic-curve keys
 (P-256/384/521), and one key must sign both the DSSE passport and the model's files.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,8 +36,7 @@ PRIVATE_KEY_FILE = "signing-key.pem"
 PUBLIC_KEY_FILE = "signing-key.pub.pem"
 _CURVE = "secp256r1"
 _MAKE_KEY = (
-    "make one with `openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out key.pem"
-    " && chmod 600 key.pem`"
+    "make one with `openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out key.pem && chmod 600 key.pem`"
 )
 
 

@@ -1,4 +1,5 @@
 """Passports from before signing by default: `{"body": ..., "signature": {"alg": "HMAC-SHA256" | "none", ...}}`."""
+
 from __future__ import annotations
 
 import hashlib

@@ -8,6 +8,7 @@ exactly as the `model_signing` CLI leaves out its `--signature` file, so
 
 accepts the directory, and rejects it as soon as a file changes, goes missing or appears.
 """
+
 from __future__ import annotations
 
 import base64

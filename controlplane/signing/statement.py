@@ -6,6 +6,7 @@ library stores a predicate as a protobuf Struct, where every number is a double 
 would be signed as 5.0, integers past 2**53 rounded), so the signed body would not be the
 body the caller gave.
 """
+
 from __future__ import annotations
 
 import json

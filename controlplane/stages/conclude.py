@@ -3,6 +3,7 @@
 DataHub is written before the alias moves, so a failure there promotes nothing; every write is journaled
 before it is made. Exactly one version of a model carries DataHub's `champion` tag: the alias move moves it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -55,19 +56,39 @@ def conclude(run: RunContext, trained: Trained, assessment: Assessment, approval
     crash_point("conclude:after-datahub")
     with run.journal.writing(LedgerKind.MLFLOW_TAGS, f"{name}/{trained.version}", verdict=verdict.value):
         with training_errors_mapped():
-            store.set_version_tags(name, trained.version, {
-                "kintsugi.verdict": verdict.value, "kintsugi.reasons": " | ".join(reasons)[:4000],
-                "kintsugi.run_id": run.run_id})
+            store.set_version_tags(
+                name,
+                trained.version,
+                {
+                    "kintsugi.verdict": verdict.value,
+                    "kintsugi.reasons": " | ".join(reasons)[:4000],
+                    "kintsugi.run_id": run.run_id,
+                },
+            )
     if verdict is Verdict.APPROVED:
         move_champion(run, trained.version)
     summary = f"{verdict.value} v{trained.version}: " + "; ".join(reasons)
-    run.event(Stage.PROMOTE, verdict.value, summary, verdict=verdict.value, reasons=reasons,
-              version=trained.version, gain=assessment.decision.gain)
+    run.event(
+        Stage.PROMOTE,
+        verdict.value,
+        summary,
+        verdict=verdict.value,
+        reasons=reasons,
+        version=trained.version,
+        gain=assessment.decision.gain,
+    )
     run.finish(verdict.run_status, summary)
 
 
-def _signed(run: RunContext, trained: Trained, assessment: Assessment, verdict: Verdict, reasons: list[str],
-            approval: Approval | None, model_dir: Path) -> tuple[dict[str, Any], Verdict, list[str]]:
+def _signed(
+    run: RunContext,
+    trained: Trained,
+    assessment: Assessment,
+    verdict: Verdict,
+    reasons: list[str],
+    approval: Approval | None,
+    model_dir: Path,
+) -> tuple[dict[str, Any], Verdict, list[str]]:
     """The signed passport; a candidate whose passport (or model files) could not be signed is BLOCKED."""
     if trained.unsealed is not None:
         why = f"the model's files could not be signed: {trained.unsealed}"
@@ -106,45 +127,78 @@ def _key_of(document: dict[str, Any]) -> tuple[str, str] | None:
     return (signatures[0].get("keyid", ""), pem) if pem else None
 
 
-def _write_back(run: RunContext, trained: Trained, verdict: Verdict, reasons: list[str],
-                document: dict[str, Any]) -> None:
+def _write_back(
+    run: RunContext, trained: Trained, verdict: Verdict, reasons: list[str], document: dict[str, Any]
+) -> None:
     spec = run.spec
     version = TrainedVersion(
-        pipeline=spec.name, version=trained.version, run_id=run.run_id, mlflow_run_id=trained.mlflow_run,
-        feature_table=spec.feature_table, trained_at_ms=trained.trained_at_ms, metrics=trained.metrics,
+        pipeline=spec.name,
+        version=trained.version,
+        run_id=run.run_id,
+        mlflow_run_id=trained.mlflow_run,
+        feature_table=spec.feature_table,
+        trained_at_ms=trained.trained_at_ms,
+        metrics=trained.metrics,
         params={"estimator": spec.training.estimator, **spec.training.params, "seed": spec.training.seed},
-        verdict=verdict, summary=f"{verdict.value}: " + "; ".join(reasons), passport=document,
-        signing_key=_key_of(document))
+        verdict=verdict,
+        summary=f"{verdict.value}: " + "; ".join(reasons),
+        passport=document,
+        signing_key=_key_of(document),
+    )
     tags = read_model_tags(run.metadata, model_urn(spec.name, trained.version))
     mcps = model_mcps(version, tags)
-    with run.journal.writing(LedgerKind.DATAHUB, model_urn(spec.name, trained.version),
-                             what="mlModel+group+lineage+process", count=len(mcps)):
+    with run.journal.writing(
+        LedgerKind.DATAHUB, model_urn(spec.name, trained.version), what="mlModel+group+lineage+process", count=len(mcps)
+    ):
         run.metadata.emit(mcps, run.now_ms)
 
 
-def passport_body(run: RunContext, trained: Trained, assessment: Assessment, verdict: Verdict, reasons: list[str],
-                  approval: Approval | None) -> dict[str, Any]:
+def passport_body(
+    run: RunContext,
+    trained: Trained,
+    assessment: Assessment,
+    verdict: Verdict,
+    reasons: list[str],
+    approval: Approval | None,
+) -> dict[str, Any]:
     spec = run.spec
     return {
-        "pipeline": spec.name, "version": trained.version, "run_id": run.run_id,
+        "pipeline": spec.name,
+        "version": trained.version,
+        "run_id": run.run_id,
         "trained_at_ms": trained.trained_at_ms,
         "trained_at": datetime.fromtimestamp(trained.trained_at_ms / 1000, tz=timezone.utc).isoformat(),
-        "snapshot": {"dataset": spec.feature_table, "location": spec.data_text,
-                     "content_hash": trained.view.table_hash, "location_hash": trained.view.location_hash,
-                     "rows": trained.rows["total"]},
-        "guard_at_detect": {"verdict": trained.detect_report.get("verdict"),
-                            "findings": trained.detect_report.get("findings", [])},
+        "snapshot": {
+            "dataset": spec.feature_table,
+            "location": spec.data_text,
+            "content_hash": trained.view.table_hash,
+            "location_hash": trained.view.location_hash,
+            "rows": trained.rows["total"],
+        },
+        "guard_at_detect": {
+            "verdict": trained.detect_report.get("verdict"),
+            "findings": trained.detect_report.get("findings", []),
+        },
         "guard_at_training": trained.view.report.to_dict(),
-        "incidents": [{"urn": r.urn, "key": list(r.key), "created": r.created, "healed_by_this_run": True}
-                      for r in trained.incidents],
+        "incidents": [
+            {"urn": r.urn, "key": list(r.key), "created": r.created, "healed_by_this_run": True}
+            for r in trained.incidents
+        ],
         "remediations": list(trained.remediations),
-        "metrics": {"metric": spec.training.metric, "candidate": trained.metrics, "champion": trained.champion_metrics,
-                    "champion_version": trained.champion_version, "gain": assessment.decision.gain},
+        "metrics": {
+            "metric": spec.training.metric,
+            "candidate": trained.metrics,
+            "champion": trained.champion_metrics,
+            "champion_version": trained.champion_version,
+            "gain": assessment.decision.gain,
+        },
         "verdict": {"verdict": verdict.value, "reasons": reasons, "gate": assessment.decision.verdict.value},
-        "approval": None if approval is None else {"approved": approval.approved, "reason": approval.reason,
-                                                   "by": approval.by},
+        "approval": None
+        if approval is None
+        else {"approved": approval.approved, "reason": approval.reason, "by": approval.by},
         "mlflow": {"model": spec.name, "version": trained.version, "run_id": trained.mlflow_run},
-        "lineage": list(assessment.lineage), "health_at_training": assessment.health,
+        "lineage": list(assessment.lineage),
+        "health_at_training": assessment.health,
         "unhealed_at_training": list(assessment.unhealed),
         **({"training_sample": trained.sample} if trained.sample else {}),  # over the row budget: what was fit
     }

@@ -1,4 +1,5 @@
 """Detect: pin the table, gather what the guard needs from DataHub, run the guard once, record its history."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,8 +31,12 @@ class TrainingView:
     batch: BatchProfile | None = field(default=None, compare=False)  # their new batch, kept once it passes
 
     def to_dict(self) -> dict[str, Any]:
-        return {"table": self.table, "table_hash": self.table_hash, "location_hash": self.location_hash,
-                "report": self.report.to_dict()}
+        return {
+            "table": self.table,
+            "table_hash": self.table_hash,
+            "location_hash": self.location_hash,
+            "report": self.report.to_dict(),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainingView:
@@ -54,8 +59,14 @@ class Detected:
     @property
     def view(self) -> TrainingView:
         profile = self.context.snapshot.profile if self.context.snapshot is not None else None
-        return TrainingView(self.pinned.table, self.pinned.table_hash, self.pinned.content_hash, self.report, profile,
-                            self.guarded.batch)
+        return TrainingView(
+            self.pinned.table,
+            self.pinned.table_hash,
+            self.pinned.content_hash,
+            self.report,
+            profile,
+            self.guarded.batch,
+        )
 
 
 def detect(run: RunContext) -> Detected:
@@ -71,14 +82,21 @@ def detect(run: RunContext) -> Detected:
     report, snapshot = guarded.report, guarded.context.snapshot
     run.record.facts["pinned"] = pinned.to_dict()
     if run.writes:
-        mcps = assertion_mcps(report, run.run_id, run.now_ms, contract=guarded.context.contract,
-                              volume=_volume_limits(guarded))
-        with run.journal.writing(LedgerKind.DATAHUB, spec.feature_table, what="assertions+run events",
-                                 count=len(mcps)):
+        mcps = assertion_mcps(
+            report, run.run_id, run.now_ms, contract=guarded.context.contract, volume=_volume_limits(guarded)
+        )
+        with run.journal.writing(LedgerKind.DATAHUB, spec.feature_table, what="assertions+run events", count=len(mcps)):
             run.metadata.emit(mcps, run.now_ms)
-    run.event(Stage.DETECT, report.verdict.value, summary(report), verdict=report.verdict.value,
-              findings=[f.to_dict() for f in report.findings], rows=snapshot.profile.row_count,
-              snapshot=pinned.table, content_hash=pinned.content_hash)
+    run.event(
+        Stage.DETECT,
+        report.verdict.value,
+        summary(report),
+        verdict=report.verdict.value,
+        findings=[f.to_dict() for f in report.findings],
+        rows=snapshot.profile.row_count,
+        snapshot=pinned.table,
+        content_hash=pinned.content_hash,
+    )
     return Detected(pinned, guarded)
 
 

@@ -1,5 +1,6 @@
 """Incident, heal and verify: raise an incident per blocking finding, heal a sandbox copy of the pinned table
 with allowlisted playbooks (pandas, or Spark's for `engine: spark`), and run the same guard on the healed copy."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -45,17 +46,29 @@ class Healed:
         return self.training_hash or self.after_hash
 
     def to_dict(self) -> dict[str, Any]:
-        return {"healed_path": self.healed_path, "before_hash": self.before_hash, "after_hash": self.after_hash,
-                "steps": [asdict(s) for s in self.steps], "training_path": self.training_path,
-                "training_hash": self.training_hash, "quarantine": self.quarantine,
-                "open_keys": [list(k) for k in self.open_keys]}
+        return {
+            "healed_path": self.healed_path,
+            "before_hash": self.before_hash,
+            "after_hash": self.after_hash,
+            "steps": [asdict(s) for s in self.steps],
+            "training_path": self.training_path,
+            "training_hash": self.training_hash,
+            "quarantine": self.quarantine,
+            "open_keys": [list(k) for k in self.open_keys],
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Healed:
-        return cls(data["healed_path"], data["before_hash"], data["after_hash"],
-                   tuple(HealStep(**s) for s in data["steps"]), data.get("training_path", ""),
-                   data.get("training_hash", ""), data.get("quarantine"),
-                   tuple(tuple(k) for k in data.get("open_keys", [])))  # type: ignore[misc]
+        return cls(
+            data["healed_path"],
+            data["before_hash"],
+            data["after_hash"],
+            tuple(HealStep(**s) for s in data["steps"]),
+            data.get("training_path", ""),
+            data.get("training_hash", ""),
+            data.get("quarantine"),
+            tuple(tuple(k) for k in data.get("open_keys", [])),
+        )  # type: ignore[misc]
 
 
 def assertion_of(finding: Finding) -> str:
@@ -67,25 +80,38 @@ def assertion_of(finding: Finding) -> str:
 
 def raise_incidents(run: RunContext, report: GuardReport) -> tuple[IncidentRef, ...]:
     if not run.writes:
-        run.event(Stage.INCIDENT, "skipped", "dry-run: would raise an incident per blocking finding",
-                  would_raise=[list(f.key) for f in report.blocking])
+        run.event(
+            Stage.INCIDENT,
+            "skipped",
+            "dry-run: would raise an incident per blocking finding",
+            would_raise=[list(f.key) for f in report.blocking],
+        )
         return ()
     refs, remembered = [], {}
     for finding in report.blocking:
         recalled = recall(run.metadata, finding, run.now_ms)
-        with run.journal.writing(LedgerKind.DATAHUB, finding.dataset, aspect="incidentInfo",
-                                 key=list(finding.key)) as entry:
-            ref = open_incident(run.metadata, finding, assertion_of(finding), run.run_id, run.now_ms,
-                                recalled.recurrence())
+        with run.journal.writing(
+            LedgerKind.DATAHUB, finding.dataset, aspect="incidentInfo", key=list(finding.key)
+        ) as entry:
+            ref = open_incident(
+                run.metadata, finding, assertion_of(finding), run.run_id, run.now_ms, recalled.recurrence()
+            )
             entry.result.update(urn=ref.urn, created=ref.created)
         refs.append(ref)
         remembered[ref.urn] = memory_fact(finding, recalled)
     run.record.facts["incidents"] = [r.urn for r in refs]
     run.record.facts["memory"] = remembered
-    run.event(Stage.INCIDENT, "raised", ", ".join(
-        f"{'new' if r.created else 'reused'} {r.urn} ({r.key[1]} on {r.key[2] or 'dataset'}; "
-        f"{remembered[r.urn]['summary']})" for r in refs),
-        incidents=[r.to_dict() for r in refs], memory=remembered)
+    run.event(
+        Stage.INCIDENT,
+        "raised",
+        ", ".join(
+            f"{'new' if r.created else 'reused'} {r.urn} ({r.key[1]} on {r.key[2] or 'dataset'}; "
+            f"{remembered[r.urn]['summary']})"
+            for r in refs
+        ),
+        incidents=[r.to_dict() for r in refs],
+        memory=remembered,
+    )
     return tuple(refs)
 
 
@@ -96,8 +122,12 @@ def heal(run: RunContext, detected: Detected) -> Healed | None:
     blocking = detected.report.blocking
     if contract is None:  # nothing can be healed against no contract: say what to do
         why = [f.message for f in blocking]
-        run.event(Stage.HEAL, "failed", "cannot heal without a contract: " + "; ".join(why),
-                  unhealable=[f.to_dict() for f in blocking])
+        run.event(
+            Stage.HEAL,
+            "failed",
+            "cannot heal without a contract: " + "; ".join(why),
+            unhealable=[f.to_dict() for f in blocking],
+        )
         run.finish(RunStatus.BLOCKED, "BLOCKED: " + "; ".join(why) + " (incident stays open)")
         return None
     blocking, reused = reuse_all(blocking, run.record.facts.get("memory") or {})
@@ -110,15 +140,25 @@ def heal(run: RunContext, detected: Detected) -> Healed | None:
         run.finish(RunStatus.BLOCKED, "BLOCKED: " + "; ".join(why) + " (incident stays open)")
         return None
     quarantine = outcome.quarantine
-    run.event(Stage.HEAL, "healed", "sandbox: " + "; ".join(
-        f"{s.playbook} on {s.column} ({s.rows_touched} rows, {s.params})" for s in outcome.steps)
-        + (f"; {quarantine.note()}" if quarantine is not None else ""), **evidence)
+    run.event(
+        Stage.HEAL,
+        "healed",
+        "sandbox: "
+        + "; ".join(f"{s.playbook} on {s.column} ({s.rows_touched} rows, {s.params})" for s in outcome.steps)
+        + (f"; {quarantine.note()}" if quarantine is not None else ""),
+        **evidence,
+    )
     training = outcome.training_path
-    return Healed(run.ws.rel(outcome.healed_path), outcome.before_hash, outcome.after_hash, outcome.steps,
-                  run.ws.rel(training) if training is not None else "",
-                  file_hash(training) if training is not None else "",
-                  None if quarantine is None else {**quarantine.to_dict(), "path": run.ws.rel(quarantine.path)},
-                  tuple(f.key for f in outcome.open_findings))
+    return Healed(
+        run.ws.rel(outcome.healed_path),
+        outcome.before_hash,
+        outcome.after_hash,
+        outcome.steps,
+        run.ws.rel(training) if training is not None else "",
+        file_hash(training) if training is not None else "",
+        None if quarantine is None else {**quarantine.to_dict(), "path": run.ws.rel(quarantine.path)},
+        tuple(f.key for f in outcome.open_findings),
+    )
 
 
 def _heal_copy(run: RunContext, detected: Detected, blocking: tuple[Finding, ...], contract: Contract) -> HealOutcome:
@@ -132,10 +172,14 @@ def _heal_copy(run: RunContext, detected: Detected, blocking: tuple[Finding, ...
 
 
 def _evidence(outcome: HealOutcome) -> dict[str, Any]:
-    return {"steps": [asdict(s) for s in outcome.steps], "before_hash": outcome.before_hash,
-            "after_hash": outcome.after_hash, "unhealable": [f.to_dict() for f in outcome.unhealable],
-            "refused": [{"finding": f.to_dict(), "why": why} for f, why in outcome.refused],
-            "quarantine": outcome.quarantine.to_dict() if outcome.quarantine is not None else None}
+    return {
+        "steps": [asdict(s) for s in outcome.steps],
+        "before_hash": outcome.before_hash,
+        "after_hash": outcome.after_hash,
+        "unhealable": [f.to_dict() for f in outcome.unhealable],
+        "refused": [{"finding": f.to_dict(), "why": why} for f, why in outcome.refused],
+        "quarantine": outcome.quarantine.to_dict() if outcome.quarantine is not None else None,
+    }
 
 
 def verify(run: RunContext, healed: Healed) -> TrainingView | None:
@@ -148,8 +192,13 @@ def verify(run: RunContext, healed: Healed) -> TrainingView | None:
         return None
     guarded = guard_table(run.ws, run.metadata, run.spec, path, run.now_ms, engine=run.engine)
     report = guarded.report
-    run.event(Stage.VERIFY, report.verdict.value, summary(report), verdict=report.verdict.value,
-              findings=[f.to_dict() for f in report.findings])
+    run.event(
+        Stage.VERIFY,
+        report.verdict.value,
+        summary(report),
+        verdict=report.verdict.value,
+        findings=[f.to_dict() for f in report.findings],
+    )
     if report.verdict is not Verdict.CLEAN:
         run.finish(RunStatus.BLOCKED, "BLOCKED: the heal did not verify (incident stays open)")
         return None
@@ -159,13 +208,14 @@ def verify(run: RunContext, healed: Healed) -> TrainingView | None:
 
 def heal_notes(run_id: str, healed: Healed) -> str:
     notes = "; ".join(f"{s.playbook} {s.params} on {s.column}, {s.rows_touched} rows" for s in healed.steps)
-    return (f"healed by run {run_id}: {notes}; before {healed.before_hash} after {healed.after_hash}; "
-            "verified CLEAN")
+    return f"healed by run {run_id}: {notes}; before {healed.before_hash} after {healed.after_hash}; verified CLEAN"
 
 
 def quarantine_note(run_id: str, healed: Healed) -> str:
     """What an incident whose cause was only set aside says while it stays open."""
     found = healed.quarantine or {}
     parts = ", ".join(f"{count} for {label}" for label, count in sorted(found.get("by_finding", {}).items()))
-    return (f"not corrected by run {run_id}: {found.get('rows', 0)} row(s) quarantined ({parts}), listed in "
-            f"{found.get('path', '?')}; the published table keeps them as they came, training leaves them out")
+    return (
+        f"not corrected by run {run_id}: {found.get('rows', 0)} row(s) quarantined ({parts}), listed in "
+        f"{found.get('path', '?')}; the published table keeps them as they came, training leaves them out"
+    )

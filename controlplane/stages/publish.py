@@ -1,5 +1,6 @@
 """Publish, resolve and remember: put the verified heal in place of the table (compare-and-swap on the pinned
 hash, previous bytes kept), resolve the incidents with heal notes, and record the passed data's profile."""
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -24,15 +25,26 @@ def publish(run: RunContext, pinned: Pinned, healed: Healed) -> str:
     verify_file(run.ws, pinned.table, pinned.table_hash, "publishing")
     verify_file(run.ws, healed.healed_path, healed.after_hash, "publishing")
     backup = run.journal.run_dir / "backup"
-    with run.journal.writing(LedgerKind.PUBLISH, run.spec.data_text, backup=run.ws.rel(backup),
-                             before_hash=pinned.content_hash, healed_hash=healed.after_hash) as entry:
+    with run.journal.writing(
+        LedgerKind.PUBLISH,
+        run.spec.data_text,
+        backup=run.ws.rel(backup),
+        before_hash=pinned.content_hash,
+        healed_hash=healed.after_hash,
+    ) as entry:
         crash_point("publish:before-swap")
         before, after = publish_table(run.ws, run.spec, run.ws.path(healed.healed_path), pinned.content_hash, backup)
         entry.result["after_hash"] = after
         crash_point("publish:after-swap")
     run.record.facts["published_hash"] = after
-    run.event(Stage.PUBLISH, "published", f"healed table published to {run.spec.data_text}", before_hash=before,
-              after_hash=after, backup=run.ws.rel(backup))
+    run.event(
+        Stage.PUBLISH,
+        "published",
+        f"healed table published to {run.spec.data_text}",
+        before_hash=before,
+        after_hash=after,
+        backup=run.ws.rel(backup),
+    )
     return after
 
 
@@ -52,9 +64,15 @@ def resolve(run: RunContext, incidents: tuple[IncidentRef, ...], healed: Healed)
             note_incident(run.metadata, ref.urn, quarantine_note(run.run_id, healed), run.now_ms)
     run.record.facts["resolved"] = [r.urn for r in resolved]
     kept = len(incidents) - len(resolved)
-    run.event(Stage.RESOLVE, "resolved", f"{len(resolved)} incident(s) RESOLVED with heal notes"
-              + (f"; {kept} left open: rows quarantined, not corrected" if kept else ""),
-              incidents=[r.urn for r in resolved], note=note, left_open=[r.urn for r in incidents if r.key in still_open])
+    run.event(
+        Stage.RESOLVE,
+        "resolved",
+        f"{len(resolved)} incident(s) RESOLVED with heal notes"
+        + (f"; {kept} left open: rows quarantined, not corrected" if kept else ""),
+        incidents=[r.urn for r in resolved],
+        note=note,
+        left_open=[r.urn for r in incidents if r.key in still_open],
+    )
 
 
 def resolve_cleared(run: RunContext, report: GuardReport) -> None:
@@ -66,8 +84,9 @@ def resolve_cleared(run: RunContext, report: GuardReport) -> None:
     for row in read_incidents(run.metadata):
         if row.state == "ACTIVE" and run.spec.feature_table in row.datasets and row.key and row.key not in failing:
             with run.journal.writing(LedgerKind.DATAHUB, row.urn, aspect="incidentInfo", state="RESOLVED"):
-                resolve_incident(run.metadata, row.urn, f"cleared at the source: run {run.run_id} no longer sees it",
-                                 run.now_ms)
+                resolve_incident(
+                    run.metadata, row.urn, f"cleared at the source: run {run.run_id} no longer sees it", run.now_ms
+                )
             cleared.append(row.urn)
     run.record.facts["resolved"] = cleared
     for urn in cleared:
@@ -81,8 +100,12 @@ def remember_reference(run: RunContext, view: TrainingView) -> None:
         return
     state = load_state(run.ws, run.spec.name)
     if state is not None and view.batch is not None:
-        with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, batch=view.batch.batch_id,
-                                 previous={"batches": len(state.batches), "watermark_ms": state.watermark_ms}):
+        with run.journal.writing(
+            LedgerKind.REFERENCE,
+            run.spec.name,
+            batch=view.batch.batch_id,
+            previous={"batches": len(state.batches), "watermark_ms": state.watermark_ms},
+        ):
             save_batch(run.ws, run.spec.name, view.batch, state)
     reference = load_reference(run.ws, run.spec.name) if state is not None else None
     profile = reference.profile if reference is not None else view.profile

@@ -4,6 +4,7 @@ register the version, and gather the evidence the promotion gate decides on.
 More labelled rows than the spec's `training: {row_budget}` train on a seeded, time-stratified sample of that
 many, drawn by the pipeline's engine (`guard.engines.training`); its size, seed and the full table's content hash
 go to the MLflow dataset record, the run's event and the passport."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -58,9 +59,14 @@ class Trained:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trained:
-        return cls(**{**data, "view": TrainingView.from_dict(data["view"]),
-                      "incidents": tuple(IncidentRef.from_dict(r) for r in data["incidents"]),
-                      "remediations": tuple(data["remediations"])})
+        return cls(
+            **{
+                **data,
+                "view": TrainingView.from_dict(data["view"]),
+                "incidents": tuple(IncidentRef.from_dict(r) for r in data["incidents"]),
+                "remediations": tuple(data["remediations"]),
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -74,8 +80,13 @@ class Assessment:
     unhealed: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"evidence": self.evidence.to_dict(), "decision": self.decision.to_dict(),
-                "lineage": list(self.lineage), "health": self.health, "unhealed": list(self.unhealed)}
+        return {
+            "evidence": self.evidence.to_dict(),
+            "decision": self.decision.to_dict(),
+            "lineage": list(self.lineage),
+            "health": self.health,
+            "unhealed": list(self.unhealed),
+        }
 
 
 @dataclass(frozen=True)
@@ -128,14 +139,23 @@ def _sample(run: RunContext, path: Path) -> tuple[pd.DataFrame, int, dict[str, A
     spec, training = run.spec, run.spec.training
     try:
         session = run.engine.session() if run.engine.spark else None
-        drawn = training_sample(run.engine.name, path, rows=spec.row_budget, time_column=training.time_column,
-                                label_column=training.target, seed=training.seed, session=session)
+        drawn = training_sample(
+            run.engine.name,
+            path,
+            rows=spec.row_budget,
+            time_column=training.time_column,
+            label_column=training.target,
+            seed=training.seed,
+            session=session,
+        )
     except KintsugiError:
         raise
     except Exception as exc:  # the engine's or the data's: fail closed, name the fix
-        raise DataError(f"cannot draw the training sample of {spec.row_budget} rows from {run.ws.rel(path)}: "
-                        f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
-                        f"check time_column and target in {spec.source}, or raise training: {{row_budget}}") from exc
+        raise DataError(
+            f"cannot draw the training sample of {spec.row_budget} rows from {run.ws.rel(path)}: "
+            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+            f"check time_column and target in {spec.source}, or raise training: {{row_budget}}",
+        ) from exc
     frame = drawn.frame[drawn.frame[training.target].notna()]  # a NaN label is no label
     return frame, int(drawn.description["table_rows"]), drawn.description
 
@@ -144,10 +164,16 @@ def _sample_source(sample: dict[str, Any] | None) -> dict[str, Any]:
     """The sample as the MLflow dataset record names it: `sample_*` keys (run tags and dataset input tags)."""
     if sample is None:
         return {}
-    return {"sample_rows": sample["rows"], "sample_seed": sample["seed"], "sample_engine": sample["engine"],
-            "sample_labelled_rows": sample["labelled_rows"], "sample_table_rows": sample["table_rows"],
-            "sample_table_hash": sample["table_hash"], "sample_cadence": sample["cadence"],
-            "sample_format": sample["format"]}
+    return {
+        "sample_rows": sample["rows"],
+        "sample_seed": sample["seed"],
+        "sample_engine": sample["engine"],
+        "sample_labelled_rows": sample["labelled_rows"],
+        "sample_table_rows": sample["table_rows"],
+        "sample_table_hash": sample["table_hash"],
+        "sample_cadence": sample["cadence"],
+        "sample_format": sample["format"],
+    }
 
 
 def score_champion(run: RunContext, store: ModelStore, holdout: pd.DataFrame) -> tuple[int | None, dict[str, float]]:
@@ -162,8 +188,13 @@ def score_champion(run: RunContext, store: ModelStore, holdout: pd.DataFrame) ->
         return version, {}
 
 
-def train(run: RunContext, view: TrainingView, detect_report: dict[str, Any], incidents: tuple[IncidentRef, ...],
-          remediations: tuple[dict[str, Any], ...]) -> Trained:
+def train(
+    run: RunContext,
+    view: TrainingView,
+    detect_report: dict[str, Any],
+    incidents: tuple[IncidentRef, ...],
+    remediations: tuple[dict[str, Any], ...],
+) -> Trained:
     spec = run.spec
     split = holdout_of(run, view)
     train_df, holdout = split.train, split.holdout
@@ -176,28 +207,71 @@ def train(run: RunContext, view: TrainingView, detect_report: dict[str, Any], in
         crash_point("train:before-log")
         with run.journal.writing(LedgerKind.MLFLOW_RUN, spec.name, experiment=spec.name) as entry:
             mlflow_run = store.log_training(
-                experiment=spec.name, spec=spec.training, model=model, train_df=train_df, metrics=candidate,
-                dataset_source={"urn": spec.feature_table, "content_hash": view.table_hash,
-                                "location_hash": view.location_hash, "path": spec.data_text,
-                                **_sample_source(split.sample)},
-                tags={"kintsugi.run_id": run.run_id}, run_name=run.run_id, seal=seal)
+                experiment=spec.name,
+                spec=spec.training,
+                model=model,
+                train_df=train_df,
+                metrics=candidate,
+                dataset_source={
+                    "urn": spec.feature_table,
+                    "content_hash": view.table_hash,
+                    "location_hash": view.location_hash,
+                    "path": spec.data_text,
+                    **_sample_source(split.sample),
+                },
+                tags={"kintsugi.run_id": run.run_id},
+                run_name=run.run_id,
+                seal=seal,
+            )
             entry.result["mlflow_run"] = mlflow_run
         with run.journal.writing(LedgerKind.MLFLOW_VERSION, spec.name, run=mlflow_run) as entry:
             version = store.find_version_by_run(spec.name, mlflow_run) or store.register(spec.name, mlflow_run)
             entry.result["version"] = version
-    rows = {"train": len(train_df), "holdout": len(holdout), "unlabelled": split.total - split.labelled,
-            "total": split.total}
-    sampled = (f" (a seeded sample of {split.sample['rows']} of {split.labelled} labelled rows, over the row budget)"
-               if split.sample else "")
-    run.event(Stage.TRAIN, "trained", f"{spec.training.estimator} on {rows['train']} rows; holdout {rows['holdout']}"
-              f" rows{sampled}; {spec.training.metric}={candidate[spec.training.metric]:.4g}"
-              + (f" vs champion v{champion_version} {champion.get(spec.training.metric, float('nan')):.4g}"
-                 if champion_version else " (no champion yet)"),
-              candidate=candidate, champion=champion, champion_version=champion_version, version=version,
-              rows_train=rows["train"], rows_holdout=rows["holdout"], rows_unlabelled=rows["unlabelled"],
-              **({"sample": _sample_source(split.sample)} if split.sample else {}))
-    return Trained(version, mlflow_run, candidate, champion_version, champion, view, rows, detect_report,
-                   incidents, remediations, run.now_ms, unsealed, split.sample)
+    rows = {
+        "train": len(train_df),
+        "holdout": len(holdout),
+        "unlabelled": split.total - split.labelled,
+        "total": split.total,
+    }
+    sampled = (
+        f" (a seeded sample of {split.sample['rows']} of {split.labelled} labelled rows, over the row budget)"
+        if split.sample
+        else ""
+    )
+    run.event(
+        Stage.TRAIN,
+        "trained",
+        f"{spec.training.estimator} on {rows['train']} rows; holdout {rows['holdout']}"
+        f" rows{sampled}; {spec.training.metric}={candidate[spec.training.metric]:.4g}"
+        + (
+            f" vs champion v{champion_version} {champion.get(spec.training.metric, float('nan')):.4g}"
+            if champion_version
+            else " (no champion yet)"
+        ),
+        candidate=candidate,
+        champion=champion,
+        champion_version=champion_version,
+        version=version,
+        rows_train=rows["train"],
+        rows_holdout=rows["holdout"],
+        rows_unlabelled=rows["unlabelled"],
+        **({"sample": _sample_source(split.sample)} if split.sample else {}),
+    )
+    return Trained(
+        version,
+        mlflow_run,
+        candidate,
+        champion_version,
+        champion,
+        view,
+        rows,
+        detect_report,
+        incidents,
+        remediations,
+        run.now_ms,
+        unsealed,
+        split.sample,
+    )
 
 
 def _sealer(run: RunContext) -> tuple[Callable[[Path], None] | None, str | None]:
@@ -224,9 +298,14 @@ def assess(run: RunContext, trained: Trained, *, also_now: bool = False) -> Asse
     unhealed = tuple(dict.fromkeys(found))
     metric = spec.training.metric
     evidence = PromotionEvidence(
-        metric=metric, guard_verdict=trained.view.report.verdict.value,
-        guard_warnings=len(trained.view.report.warnings), unhealed_upstream_incidents=unhealed,
-        candidate_score=trained.metrics.get(metric), has_champion=trained.champion_version is not None,
-        champion_score=trained.champion_metrics.get(metric), snapshot_hash=trained.view.table_hash)
+        metric=metric,
+        guard_verdict=trained.view.report.verdict.value,
+        guard_warnings=len(trained.view.report.warnings),
+        unhealed_upstream_incidents=unhealed,
+        candidate_score=trained.metrics.get(metric),
+        has_champion=trained.champion_version is not None,
+        champion_score=trained.champion_metrics.get(metric),
+        snapshot_hash=trained.view.table_hash,
+    )
     decision = decide(evidence, spec.promotion.min_gain, spec.promotion.max_regression)
     return Assessment(evidence, decision, lineage, health, unhealed)

@@ -1,4 +1,5 @@
 """Distances between a batch's values and a reference column's distribution, shared by the cause checks."""
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,11 @@ def ks_distance(values: np.ndarray, reference: ColumnProfile) -> float | None:
         return None
     ordered = np.sort(values)
     if reference.sketch is not None and reference.sketch.n:
-        points = np.unique(np.concatenate([np.asarray(reference.sketch.quantiles(_GRID), dtype=np.float64),
-                                           np.quantile(ordered, _GRID)]))
+        points = np.unique(
+            np.concatenate(
+                [np.asarray(reference.sketch.quantiles(_GRID), dtype=np.float64), np.quantile(ordered, _GRID)]
+            )
+        )
         expected = reference.sketch.ranks(points)
     elif reference.quantiles:
         points = np.array([v for _, v in reference.quantiles], float)
@@ -46,8 +50,11 @@ def ks_noise(rows: int) -> float:
 def reference_share(reference: ColumnProfile, value: float) -> tuple[float, bool] | None:
     """(share of the reference's values equal to `value`, exact?): exactly 0 outside its range, exact for 0
     from the zero count, else the quantile sketch's mass (+-1.65%); None when the profile cannot say."""
-    if reference.minimum is not None and reference.maximum is not None and not (
-            reference.minimum <= value <= reference.maximum):
+    if (
+        reference.minimum is not None
+        and reference.maximum is not None
+        and not (reference.minimum <= value <= reference.maximum)
+    ):
         return 0.0, True
     if value == 0 and reference.zero_share is not None:
         return reference.zero_share, True

@@ -12,6 +12,7 @@ whitespace-collapsed and case-folded is miscased (CATEGORY_CASING, healed by its
 unseen value is a NEW_CATEGORY — blocking against the contract, a warning against the reference (which
 records history, not law).
 """
+
 from __future__ import annotations
 
 import math
@@ -30,8 +31,14 @@ from guard.registry import register
 from guard.snapshot import MAX_CATEGORIES
 from guard.units import UNITS, plausible_bounds
 
-__all__ = ["check_domain", "normalize_category", "casing_mapping", "is_categorical", "MAX_LISTED_VALUES",
-           "REFERENCE_MARGIN"]
+__all__ = [
+    "check_domain",
+    "normalize_category",
+    "casing_mapping",
+    "is_categorical",
+    "MAX_LISTED_VALUES",
+    "REFERENCE_MARGIN",
+]
 
 MAX_LISTED_VALUES = 20  # new values listed in a finding, most frequent first
 REFERENCE_MARGIN = 0.25  # a quarter of the reference's range: a new batch's extreme further out than that warns
@@ -93,8 +100,11 @@ def _limits(column: ColumnContract) -> tuple[float | None, float | None, str]:
     physical = plausible_bounds(column.unit) if column.unit is not None and column.unit in UNITS else (None, None)
     low = column.minimum if column.minimum is not None else _loosened(physical[0], -1)
     high = column.maximum if column.maximum is not None else _loosened(physical[1], +1)
-    sources = {"contract" if given is not None else "physics"
-               for given, bound in ((column.minimum, low), (column.maximum, high)) if bound is not None}
+    sources = {
+        "contract" if given is not None else "physics"
+        for given, bound in ((column.minimum, low), (column.maximum, high))
+        if bound is not None
+    }
     return low, high, "+".join(sorted(sources))
 
 
@@ -103,18 +113,29 @@ def _loosened(bound: float | None, side: int) -> float | None:
     return None if bound is None else bound + side * 1e-9 * max(1.0, abs(bound))
 
 
-def _out_of_range(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile, low: float | None,
-                  high: float | None, source: str) -> Finding:
+def _out_of_range(
+    ctx: GuardContext,
+    column: ColumnContract,
+    observed: ColumnProfile,
+    low: float | None,
+    high: float | None,
+    source: str,
+) -> Finding:
     assert ctx.snapshot is not None and observed.minimum is not None and observed.maximum is not None
     outside, sampled = _outside(ctx.snapshot.sample, column.name, low, high)
     what = "the contract's bounds" if source == "contract" else f"what the contract and {column.unit} allow"
     return make_finding(
-        FindingKind.OUT_OF_RANGE, ctx.dataset_urn, column.name,
+        FindingKind.OUT_OF_RANGE,
+        ctx.dataset_urn,
+        column.name,
         observed={"minimum": observed.minimum, "maximum": observed.maximum},
-        expected={"minimum": low, "maximum": high}, source=source,
-        sample_rows_outside=outside, sample_rows=sampled,
+        expected={"minimum": low, "maximum": high},
+        source=source,
+        sample_rows_outside=outside,
+        sample_rows=sampled,
         message=f"{column.name!r} spans [{observed.minimum:g}, {observed.maximum:g}], outside {what} "
-                f"[{_bound(low)}, {_bound(high)}] ({outside} of {sampled} sampled values)")
+        f"[{_bound(low)}, {_bound(high)}] ({outside} of {sampled} sampled values)",
+    )
 
 
 def _beyond_reference(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile) -> Finding | None:
@@ -131,12 +152,17 @@ def _beyond_reference(ctx: GuardContext, column: ColumnContract, observed: Colum
     if low <= observed.minimum and observed.maximum <= high:
         return None
     return make_finding(
-        FindingKind.OUT_OF_RANGE, ctx.dataset_urn, column.name, severity=Severity.WARN,
+        FindingKind.OUT_OF_RANGE,
+        ctx.dataset_urn,
+        column.name,
+        severity=Severity.WARN,
         observed={"minimum": observed.minimum, "maximum": observed.maximum},
-        expected={"minimum": low, "maximum": high}, source="reference",
+        expected={"minimum": low, "maximum": high},
+        source="reference",
         message=f"{column.name!r} spans [{observed.minimum:g}, {observed.maximum:g}], beyond the reference "
-                f"batches' [{reference.minimum:g}, {reference.maximum:g}] by more than {share:.0%} of "
-                "it: plausible, so a warning; accept it as the new normal or look upstream")
+        f"batches' [{reference.minimum:g}, {reference.maximum:g}] by more than {share:.0%} of "
+        "it: plausible, so a warning; accept it as the new normal or look upstream",
+    )
 
 
 def _size_factor(rows: int, expected_rows: float) -> float:
@@ -178,11 +204,18 @@ def _category_findings(ctx: GuardContext, column: ColumnContract, observed: Colu
     if mapping:
         rows = sum(unseen[value] for value in mapping)
         yield make_finding(
-            FindingKind.CATEGORY_CASING, ctx.dataset_urn, column.name,
-            observed={value: unseen[value] for value in sorted(mapping)}, expected=sorted(values),
-            playbook="category_casing", mapping=mapping, rows=rows, source=source,
+            FindingKind.CATEGORY_CASING,
+            ctx.dataset_urn,
+            column.name,
+            observed={value: unseen[value] for value in sorted(mapping)},
+            expected=sorted(values),
+            playbook="category_casing",
+            mapping=mapping,
+            rows=rows,
+            source=source,
             message=f"{column.name!r} spells {len(mapping)} allowed value(s) differently in {rows} rows: "
-                    f"{', '.join(f'{k!r}->{v!r}' for k, v in sorted(mapping.items()))}")
+            f"{', '.join(f'{k!r}->{v!r}' for k, v in sorted(mapping.items()))}",
+        )
     new = {value: count for value, count in unseen.items() if value not in mapping}
     if new:
         yield _new_category(ctx, column.name, new, values, source)
@@ -199,12 +232,19 @@ def _allowed_values(ctx: GuardContext, column: ColumnContract) -> tuple[frozense
     return frozenset(value for value, _ in reference.value_counts), "reference"
 
 
-def _new_category(ctx: GuardContext, name: str, new: dict[str, int], allowed: frozenset[str],
-                  source: str) -> Finding:
+def _new_category(ctx: GuardContext, name: str, new: dict[str, int], allowed: frozenset[str], source: str) -> Finding:
     listed = dict(sorted(new.items(), key=lambda item: (-item[1], item[0]))[:MAX_LISTED_VALUES])
     severity = Severity.BLOCK if source == "contract" else Severity.WARN
     return make_finding(
-        FindingKind.NEW_CATEGORY, ctx.dataset_urn, name, observed=listed, expected=sorted(allowed),
-        severity=severity, new_values=len(new), rows=sum(new.values()), source=source,
+        FindingKind.NEW_CATEGORY,
+        ctx.dataset_urn,
+        name,
+        observed=listed,
+        expected=sorted(allowed),
+        severity=severity,
+        new_values=len(new),
+        rows=sum(new.values()),
+        source=source,
         message=f"{name!r} has {len(new)} value(s) the {source} does not allow: "
-                f"{', '.join(repr(v) for v in listed)}{' …' if len(new) > len(listed) else ''}")
+        f"{', '.join(repr(v) for v in listed)}{' …' if len(new) > len(listed) else ''}",
+    )

@@ -21,6 +21,7 @@ past batches span, one batch-to-batch step and the noise floor included): a seas
 drift. A column with a declared unit is then judged by the units check alone, which warns DRIFT itself
 when the column moved beyond natural variation without a unit to explain it.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,8 +42,15 @@ from guard.registry import register
 from guard.snapshot import SnapshotError
 from guard.variation import atom_of, bands, core, distance, sketched
 
-__all__ = ["check_drift", "feature_columns", "require_sample", "quantile_gap", "category_distance",
-           "DRIFT_THRESHOLD", "KS_CRITICAL"]
+__all__ = [
+    "check_drift",
+    "feature_columns",
+    "require_sample",
+    "quantile_gap",
+    "category_distance",
+    "DRIFT_THRESHOLD",
+    "KS_CRITICAL",
+]
 
 DRIFT_THRESHOLD = 0.1  # largest CDF gap (or total variation) tolerated: a tenth of the mass moved
 KS_CRITICAL = 1.95  # sqrt(-ln(alpha / 2) / 2) at alpha = 0.001
@@ -53,16 +61,21 @@ _NUMERIC = ("integer", "number")
 def feature_columns(contract: Contract) -> tuple[ColumnContract, ...]:
     """The model's inputs: every contracted column but the label, the keys and the timestamps."""
     roles = {contract.label_column, contract.label_timestamp_column, contract.event_timestamp_column}
-    return tuple(c for c in contract.columns
-                 if c.name not in roles and not c.primary_key and c.logical_type not in ("timestamp", "date"))
+    return tuple(
+        c
+        for c in contract.columns
+        if c.name not in roles and not c.primary_key and c.logical_type not in ("timestamp", "date")
+    )
 
 
 def require_sample(ctx: GuardContext) -> None:
     """Fail closed when the snapshot has rows but its row sample is empty: nothing sampled is not 'no drift'."""
     assert ctx.snapshot is not None
     if len(ctx.snapshot.sample) == 0 and ctx.snapshot.profile.row_count > 0:
-        raise SnapshotError(f"snapshot {ctx.snapshot.path} has {ctx.snapshot.profile.row_count} rows but an empty "
-                            "row sample; distributions cannot be judged: read it again with a larger sample")
+        raise SnapshotError(
+            f"snapshot {ctx.snapshot.path} has {ctx.snapshot.profile.row_count} rows but an empty "
+            "row sample; distributions cannot be judged: read it again with a larger sample"
+        )
 
 
 @register("drift", needs_reference=True)
@@ -85,8 +98,13 @@ def check_drift(ctx: GuardContext) -> Iterator[Finding]:
             yield finding
 
 
-def _numeric_drift(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile,
-                   reference: ColumnProfile | None, severity: Severity) -> Finding | None:
+def _numeric_drift(
+    ctx: GuardContext,
+    column: ColumnContract,
+    observed: ColumnProfile,
+    reference: ColumnProfile | None,
+    severity: Severity,
+) -> Finding | None:
     if not observed.quantiles:
         return None  # no values: the nulls check speaks
     if reference is None or not reference.quantiles:
@@ -99,23 +117,31 @@ def _numeric_drift(ctx: GuardContext, column: ColumnContract, observed: ColumnPr
     gap, level = quantile_gap(reference, values)
     limit = _limit(len(values), _reference_size(ctx, reference))
     if gap <= limit:
-        return _dispersion_drift(ctx, column, observed, reference, severity,
-                                 len(values), _reference_size(ctx, reference))
+        return _dispersion_drift(
+            ctx, column, observed, reference, severity, len(values), _reference_size(ctx, reference)
+        )
     return make_finding(
-        FindingKind.DRIFT, ctx.dataset_urn, column.name, observed=round(gap, 4), expected=round(limit, 4),
-        severity=severity, statistic="max_cdf_gap", at_level=level,
-        reference_median=reference.quantile(0.5), observed_median=observed.quantile(0.5),
+        FindingKind.DRIFT,
+        ctx.dataset_urn,
+        column.name,
+        observed=round(gap, 4),
+        expected=round(limit, 4),
+        severity=severity,
+        statistic="max_cdf_gap",
+        at_level=level,
+        reference_median=reference.quantile(0.5),
+        observed_median=observed.quantile(0.5),
         sample_rows=len(values),
         message=f"{column.name!r} moved: {gap:.1%} of its mass shifted across the reference's {level:g} quantile "
-                f"(median {reference.quantile(0.5):g} -> {observed.quantile(0.5):g}); the limit is {limit:.1%}")
+        f"(median {reference.quantile(0.5):g} -> {observed.quantile(0.5):g}); the limit is {limit:.1%}",
+    )
 
 
 def _batch_judged(ctx: GuardContext, reference: ColumnProfile, observed: ColumnProfile) -> bool:
     return isinstance(ctx.reference, Reference) and sketched(reference) and sketched(observed)
 
 
-def _within_natural_variation(ctx: GuardContext, name: str, reference: ColumnProfile,
-                              observed: ColumnProfile) -> bool:
+def _within_natural_variation(ctx: GuardContext, name: str, reference: ColumnProfile, observed: ColumnProfile) -> bool:
     """The batch's core location, spread and point mass within the reference batches' bands (guard.variation)."""
     assert isinstance(ctx.reference, Reference) and observed.sketch is not None
     atom = atom_of(reference)
@@ -124,8 +150,15 @@ def _within_natural_variation(ctx: GuardContext, name: str, reference: ColumnPro
     return found is not None and found <= 1
 
 
-def _dispersion_drift(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile,
-                      reference: ColumnProfile, severity: Severity, n: int, m: int) -> Finding | None:
+def _dispersion_drift(
+    ctx: GuardContext,
+    column: ColumnContract,
+    observed: ColumnProfile,
+    reference: ColumnProfile,
+    severity: Severity,
+    n: int,
+    m: int,
+) -> Finding | None:
     """Quantiles of a discrete column hide extra noise (ties absorb it); its standard deviation does not.
     The limit widens for small samples: ~4 standard errors of a log stdev ratio, sqrt(1/2n + 1/2m)."""
     if not observed.stdev or not reference.stdev or n <= 1 or m <= 1:
@@ -135,14 +168,27 @@ def _dispersion_drift(ctx: GuardContext, column: ColumnContract, observed: Colum
     if max(ratio, 1 / ratio) <= limit:
         return None
     return make_finding(
-        FindingKind.DRIFT, ctx.dataset_urn, column.name, observed=round(ratio, 4), expected=round(limit, 4),
-        severity=severity, statistic="stdev_ratio", reference_stdev=reference.stdev, observed_stdev=observed.stdev,
+        FindingKind.DRIFT,
+        ctx.dataset_urn,
+        column.name,
+        observed=round(ratio, 4),
+        expected=round(limit, 4),
+        severity=severity,
+        statistic="stdev_ratio",
+        reference_stdev=reference.stdev,
+        observed_stdev=observed.stdev,
         message=f"{column.name!r} spread changed x{ratio:.3g} (stdev {reference.stdev:.4g} -> {observed.stdev:.4g}); "
-                f"the limit is x{limit:.3g}: added noise, clipping or a mixed source?")
+        f"the limit is x{limit:.3g}: added noise, clipping or a mixed source?",
+    )
 
 
-def _category_drift(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile,
-                    reference: ColumnProfile | None, severity: Severity) -> Finding | None:
+def _category_drift(
+    ctx: GuardContext,
+    column: ColumnContract,
+    observed: ColumnProfile,
+    reference: ColumnProfile | None,
+    severity: Severity,
+) -> Finding | None:
     if observed.value_counts is None or observed.row_count == observed.null_count:
         return None  # too many values to count (the domain check's), or none (the nulls check's)
     if reference is None or reference.row_count == reference.null_count:
@@ -154,18 +200,30 @@ def _category_drift(ctx: GuardContext, column: ColumnContract, observed: ColumnP
     if distance <= limit:
         return None
     return make_finding(
-        FindingKind.DRIFT, ctx.dataset_urn, column.name, observed=round(distance, 4), expected=round(limit, 4),
-        severity=severity, statistic="total_variation",
+        FindingKind.DRIFT,
+        ctx.dataset_urn,
+        column.name,
+        observed=round(distance, 4),
+        expected=round(limit, 4),
+        severity=severity,
+        statistic="total_variation",
         message=f"{column.name!r} changed its mix of values: {distance:.1%} of rows moved between categories; "
-                f"the limit is {limit:.1%}")
+        f"the limit is {limit:.1%}",
+    )
 
 
 def _no_reference(ctx: GuardContext, name: str, severity: Severity) -> Finding:
     return make_finding(
-        FindingKind.REFERENCE_MISSING, ctx.dataset_urn, name, observed=None, expected="a reference distribution",
-        severity=severity, check="drift",
+        FindingKind.REFERENCE_MISSING,
+        ctx.dataset_urn,
+        name,
+        observed=None,
+        expected="a reference distribution",
+        severity=severity,
+        check="drift",
         message=f"the reference profile has no distribution for {name!r}, so its drift cannot be judged; "
-                "record a new reference with `kintsugi contract apply FILE --reference DATA.parquet`")
+        "record a new reference with `kintsugi contract apply FILE --reference DATA.parquet`",
+    )
 
 
 def quantile_gap(reference: ColumnProfile, values: np.ndarray) -> tuple[float, float]:

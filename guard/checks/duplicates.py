@@ -14,6 +14,7 @@ duplicate fraction among the kept rows estimates the table's with a binomial sta
 sqrt(f / EXACT_KEY_ROWS) (under 1e-5 at the 0.1% limit). Rows with a null in any key column are not
 compared: null keys are the nulls check's business.
 """
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -32,13 +33,21 @@ from guard.kinds import FindingKind
 from guard.registry import register
 from guard.snapshot import SnapshotError, TimeWindow, window_mask
 
-__all__ = ["check_duplicates", "count_duplicate_keys", "hash_rows", "KeyCount", "DUPLICATE_RATE_LIMIT",
-           "EXACT_KEY_ROWS", "READERS"]
+__all__ = [
+    "check_duplicates",
+    "count_duplicate_keys",
+    "hash_rows",
+    "KeyCount",
+    "DUPLICATE_RATE_LIMIT",
+    "EXACT_KEY_ROWS",
+    "READERS",
+]
 
 DUPLICATE_RATE_LIMIT = 0.001  # share of keyed rows that repeat an earlier row's key
 EXACT_KEY_ROWS = 16_000_000  # up to this many rows the count is exact (128 MB of hashes)
 READERS = 2  # row groups read and hashed concurrently: memory holds this many groups' key columns
 _HASH_ROWS = 1 << 18  # rows hashed at once, so the hashing temporaries stay a few MB
+
 
 @dataclass(frozen=True)
 class KeyCount:
@@ -59,25 +68,41 @@ def check_duplicates(ctx: GuardContext) -> Iterator[Finding]:
     if not keys or any(k not in ctx.snapshot.profile.columns for k in keys):
         return  # no key declared, or a key column missing: the schema check reports that
     snapshot = ctx.snapshot
-    count = count_duplicate_keys(snapshot.files, keys, window=snapshot.window,
-                                 expected_rows=snapshot.profile.row_count, history=ctx.table_paths)
+    count = count_duplicate_keys(
+        snapshot.files, keys, window=snapshot.window, expected_rows=snapshot.profile.row_count, history=ctx.table_paths
+    )
     if count.rate <= DUPLICATE_RATE_LIMIT:
         return
     label = keys[0] if len(keys) == 1 else None
     across = f", {count.across_rows} of them a key the rest of the table has" if count.across_rows else ""
     yield make_finding(
-        FindingKind.DUPLICATE_KEYS, ctx.dataset_urn, label, observed=round(count.rate, 6),
-        expected=DUPLICATE_RATE_LIMIT, playbook="dedupe_keys", key_columns=list(keys),
-        duplicate_rows=count.duplicate_rows, rows_compared=count.rows_compared, exact=count.exact,
-        across_rows=count.across_rows, window=snapshot.window.to_dict() if snapshot.window else None,
+        FindingKind.DUPLICATE_KEYS,
+        ctx.dataset_urn,
+        label,
+        observed=round(count.rate, 6),
+        expected=DUPLICATE_RATE_LIMIT,
+        playbook="dedupe_keys",
+        key_columns=list(keys),
+        duplicate_rows=count.duplicate_rows,
+        rows_compared=count.rows_compared,
+        exact=count.exact,
+        across_rows=count.across_rows,
+        window=snapshot.window.to_dict() if snapshot.window else None,
         message=f"{count.rate:.2%} of rows ({count.duplicate_rows} of {count.rows_compared}"
-                f"{'' if count.exact else ', a sample by key'}{across}) repeat a key of {list(keys)}; "
-                f"the limit is {DUPLICATE_RATE_LIMIT:.1%}: a duplicated load?")
+        f"{'' if count.exact else ', a sample by key'}{across}) repeat a key of {list(keys)}; "
+        f"the limit is {DUPLICATE_RATE_LIMIT:.1%}: a duplicated load?",
+    )
 
 
-def count_duplicate_keys(paths: str | Sequence[str], keys: Sequence[str], *, window: TimeWindow | None = None,
-                         expected_rows: int | None = None, exact_rows: int = EXACT_KEY_ROWS,
-                         history: Sequence[str] = ()) -> KeyCount:
+def count_duplicate_keys(
+    paths: str | Sequence[str],
+    keys: Sequence[str],
+    *,
+    window: TimeWindow | None = None,
+    expected_rows: int | None = None,
+    exact_rows: int = EXACT_KEY_ROWS,
+    history: Sequence[str] = (),
+) -> KeyCount:
     """Stream the key columns of a batch (files, rows in `window`) and count rows whose key repeats an
     earlier row's, or, given `history` (the whole table's files), a key the rest of the table has."""
     files = [paths] if isinstance(paths, str) else list(paths)
@@ -88,8 +113,10 @@ def count_duplicate_keys(paths: str | Sequence[str], keys: Sequence[str], *, win
         raise SnapshotError(f"cannot open snapshot {', '.join(files)} to count duplicate keys: {exc}") from exc
     total = sum(sources[f].metadata.num_rows for f in files)
     if expected_rows is not None and window is None and total != expected_rows:
-        raise SnapshotError(f"snapshot {', '.join(files)} has {total} rows, but {expected_rows} were profiled: "
-                            "it changed after it was read; run the guard again")
+        raise SnapshotError(
+            f"snapshot {', '.join(files)} has {total} rows, but {expected_rows} were profiled: "
+            "it changed after it was read; run the guard again"
+        )
     ceiling = _hash_ceiling(expected_rows if window is not None and expected_rows is not None else total, exact_rows)
     try:
         batch, rows = _hashes_of(sources, [(f, window, False) for f in files], list(keys), ceiling)
@@ -97,8 +124,10 @@ def count_duplicate_keys(paths: str | Sequence[str], keys: Sequence[str], *, win
     except (OSError, pa.ArrowException, ValueError) as exc:
         raise SnapshotError(f"cannot read key columns {list(keys)} of snapshot {', '.join(files)}: {exc}") from exc
     if window is not None and expected_rows is not None and rows != expected_rows:
-        raise SnapshotError(f"the batch {window.to_dict()} of {', '.join(files)} has {rows} rows, but "
-                            f"{expected_rows} were profiled: it changed after it was read; run the guard again")
+        raise SnapshotError(
+            f"the batch {window.to_dict()} of {', '.join(files)} has {rows} rows, but "
+            f"{expected_rows} were profiled: it changed after it was read; run the guard again"
+        )
     batch.sort()
     repeats = int(np.count_nonzero(batch[1:] == batch[:-1]))
     across = 0
@@ -117,8 +146,12 @@ def _hash_ceiling(total_rows: int, exact_rows: int) -> np.uint64 | None:
     return np.uint64(int((2**64 - 1) * (exact_rows / total_rows)))
 
 
-def _hashes_of(sources: dict[str, pq.ParquetFile], parts: list[tuple[str, TimeWindow | None, bool]],
-               keys: list[str], ceiling: np.uint64 | None) -> tuple[np.ndarray, int]:
+def _hashes_of(
+    sources: dict[str, pq.ParquetFile],
+    parts: list[tuple[str, TimeWindow | None, bool]],
+    keys: list[str],
+    ceiling: np.uint64 | None,
+) -> tuple[np.ndarray, int]:
     """The kept key hashes of the rows of each (file, window, outside) part, and how many rows were read:
     the rows inside the window, or outside it when `outside`, or all rows when there is no window."""
     tasks = [(f, w, outside, g) for f, w, outside in parts for g in range(sources[f].num_row_groups)]
@@ -133,8 +166,9 @@ def _hashes_of(sources: dict[str, pq.ParquetFile], parts: list[tuple[str, TimeWi
         if window is not None:
             mask = window_mask(group.column(window.column), window)
             group = group.filter(pa.array(~mask if outside else mask)).select(keys)
-        pieces = [_kept_hashes(group.slice(start, _HASH_ROWS), ceiling)
-                  for start in range(0, group.num_rows, _HASH_ROWS)]
+        pieces = [
+            _kept_hashes(group.slice(start, _HASH_ROWS), ceiling) for start in range(0, group.num_rows, _HASH_ROWS)
+        ]
         return (np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)), group.num_rows
 
     rows = 0
@@ -156,7 +190,7 @@ def _collect(pieces: Iterable[np.ndarray], capacity: int) -> np.ndarray:
     for piece in pieces:
         if filled + len(piece) > len(hashes):
             hashes = np.concatenate([hashes[:filled], np.empty(max(len(piece), filled), dtype=np.uint64)])
-        hashes[filled:filled + len(piece)] = piece
+        hashes[filled : filled + len(piece)] = piece
         filled += len(piece)
     return hashes[:filled]
 

@@ -1,5 +1,6 @@
 """Label freshness: the label watermark's lag against the SLA, and the share of rows still unlabelled;
 and timestamps that no clock could have written for this table (the epoch, centuries away)."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -29,23 +30,39 @@ def check_label_freshness(ctx: GuardContext) -> Iterator[Finding]:
         return  # reported by the schema check as a missing column
     if stamps.logical_type != "timestamp" or stamps.maximum is None:
         yield make_finding(
-            FindingKind.TIMESTAMP_UNPARSEABLE, urn, stamp_column, observed=stamps.logical_type, expected="timestamp",
+            FindingKind.TIMESTAMP_UNPARSEABLE,
+            urn,
+            stamp_column,
+            observed=stamps.logical_type,
+            expected="timestamp",
             message=f"label timestamp {stamp_column!r} is {stamps.logical_type} with no readable maximum; "
-                    "the label watermark cannot be established")
+            "the label watermark cannot be established",
+        )
         return
     lag_hours = (ctx.now_ms - stamps.maximum) / _HOUR_MS
     if -lag_hours > CLOCK_SKEW_HOURS:
         yield make_finding(
-            FindingKind.TIMESTAMP_UNPARSEABLE, urn, stamp_column, observed=int(stamps.maximum),
-            expected=f"at most {CLOCK_SKEW_HOURS:g} h after now ({ctx.now_ms})", watermark_ms=int(stamps.maximum),
+            FindingKind.TIMESTAMP_UNPARSEABLE,
+            urn,
+            stamp_column,
+            observed=int(stamps.maximum),
+            expected=f"at most {CLOCK_SKEW_HOURS:g} h after now ({ctx.now_ms})",
+            watermark_ms=int(stamps.maximum),
             message=f"newest label is {-lag_hours:.1f} h in the future: timestamps written in a local timezone, or a "
-                    "clock error; the label watermark cannot be trusted")
+            "clock error; the label watermark cannot be trusted",
+        )
         return
     if lag_hours > contract.label_freshness_hours:
         yield make_finding(
-            FindingKind.LABEL_STALE, urn, stamp_column, observed=round(lag_hours, 3),
-            expected=contract.label_freshness_hours, playbook=None, watermark_ms=int(stamps.maximum),
-            message=f"newest label is {lag_hours:.1f} h old, the SLA is {contract.label_freshness_hours:g} h")
+            FindingKind.LABEL_STALE,
+            urn,
+            stamp_column,
+            observed=round(lag_hours, 3),
+            expected=contract.label_freshness_hours,
+            playbook=None,
+            watermark_ms=int(stamps.maximum),
+            message=f"newest label is {lag_hours:.1f} h old, the SLA is {contract.label_freshness_hours:g} h",
+        )
 
 
 def _immature(ctx: GuardContext) -> Iterator[Finding]:
@@ -58,10 +75,16 @@ def _immature(ctx: GuardContext) -> Iterator[Finding]:
     if fraction > contract.max_immature_label_fraction:
         stamps = snapshot.profile.columns.get(contract.label_timestamp_column or "")
         yield make_finding(
-            FindingKind.LABEL_IMMATURE, ctx.dataset_urn, contract.label_column, observed=round(fraction, 6),
-            expected=contract.max_immature_label_fraction, playbook="label_window",
-            watermark_ms=int(stamps.maximum) if stamps and stamps.maximum is not None else None, event_column=contract.event_timestamp_column,
-            message=f"{fraction:.1%} of rows have no label yet (limit {contract.max_immature_label_fraction:.1%})")
+            FindingKind.LABEL_IMMATURE,
+            ctx.dataset_urn,
+            contract.label_column,
+            observed=round(fraction, 6),
+            expected=contract.max_immature_label_fraction,
+            playbook="label_window",
+            watermark_ms=int(stamps.maximum) if stamps and stamps.maximum is not None else None,
+            event_column=contract.event_timestamp_column,
+            message=f"{fraction:.1%} of rows have no label yet (limit {contract.max_immature_label_fraction:.1%})",
+        )
 
 
 @register("timestamp_range", needs_reference=True)
@@ -73,20 +96,29 @@ def check_timestamp_range(ctx: GuardContext) -> Iterator[Finding]:
     for column in ctx.contract.columns:
         observed = ctx.snapshot.profile.columns.get(column.name)
         reference = ctx.reference_profile.columns.get(column.name)
-        if (observed is None or observed.logical_type not in ("timestamp", "date") or observed.minimum is None
-                or observed.maximum is None or reference is None or reference.minimum is None
-                or reference.maximum is None):
+        if (
+            observed is None
+            or observed.logical_type not in ("timestamp", "date")
+            or observed.minimum is None
+            or observed.maximum is None
+            or reference is None
+            or reference.minimum is None
+            or reference.maximum is None
+        ):
             continue
         low, high = plausible_times(reference.minimum, reference.maximum, ctx.now_ms)
         if low <= observed.minimum and observed.maximum <= high:
             continue
         yield make_finding(
-            FindingKind.OUT_OF_RANGE, ctx.dataset_urn, column.name,
+            FindingKind.OUT_OF_RANGE,
+            ctx.dataset_urn,
+            column.name,
             observed={"minimum": _iso(observed.minimum), "maximum": _iso(observed.maximum)},
             expected={"minimum": _iso(low), "maximum": _iso(high), "source": "reference times"},
             message=f"{column.name!r} spans {_iso(observed.minimum)} to {_iso(observed.maximum)}, outside the "
-                    f"plausible {_iso(low)} to {_iso(high)} for a table whose reference runs "
-                    f"{_iso(reference.minimum)} to {_iso(reference.maximum)}: zeroed bytes or a sentinel read as times?")
+            f"plausible {_iso(low)} to {_iso(high)} for a table whose reference runs "
+            f"{_iso(reference.minimum)} to {_iso(reference.maximum)}: zeroed bytes or a sentinel read as times?",
+        )
 
 
 PLAUSIBLE_HORIZONS = 10  # reference spans (at least a year each) a timestamp may lie before or after it
@@ -103,5 +135,8 @@ def plausible_times(reference_min: float, reference_max: float, now_ms: int) -> 
 
 
 def _iso(ms: float) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds") \
-        if -6e13 < ms < 2.5e14 else f"{ms:.0f} ms"
+    return (
+        datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
+        if -6e13 < ms < 2.5e14
+        else f"{ms:.0f} ms"
+    )

@@ -25,6 +25,7 @@ batch by JUMP, reach JUMP_FLOOR, and be a significant rise over the merged refer
 least JUMP_Z). A feature that legitimately determines the label in the reference (the hour of day of an
 hourly temperature) is then not leakage. Without those associations, the absolute rule above applies.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,8 +41,20 @@ from guard.kinds import FindingKind
 from guard.registry import register
 from guard.relations import Relations, learn_relations
 
-__all__ = ["check_leakage", "association", "mapping_score", "association_jump", "LEAKAGE_THRESHOLD", "COPY_THRESHOLD",
-           "MIN_ROWS", "MAX_BINS", "MIN_COVERAGE", "JUMP", "JUMP_FLOOR", "JUMP_Z"]
+__all__ = [
+    "check_leakage",
+    "association",
+    "mapping_score",
+    "association_jump",
+    "LEAKAGE_THRESHOLD",
+    "COPY_THRESHOLD",
+    "MIN_ROWS",
+    "MAX_BINS",
+    "MIN_COVERAGE",
+    "JUMP",
+    "JUMP_FLOOR",
+    "JUMP_Z",
+]
 
 LEAKAGE_THRESHOLD = 0.98
 COPY_THRESHOLD = 0.99
@@ -87,11 +100,18 @@ def _determines_label(ctx: GuardContext, name: str, label: str) -> Finding | Non
         return None
     strongest = max(scores, key=lambda key: scores[key])
     return make_finding(
-        FindingKind.TARGET_LEAKAGE, ctx.dataset_urn, name, observed=round(scores[strongest], 4),
-        expected=LEAKAGE_THRESHOLD, scores={k: round(v, 4) for k, v in scores.items()}, statistic=strongest,
-        sample_rows=len(pair), label=label,
+        FindingKind.TARGET_LEAKAGE,
+        ctx.dataset_urn,
+        name,
+        observed=round(scores[strongest], 4),
+        expected=LEAKAGE_THRESHOLD,
+        scores={k: round(v, 4) for k, v in scores.items()},
+        statistic=strongest,
+        sample_rows=len(pair),
+        label=label,
         message=f"{name!r} nearly determines the label {label!r} ({strongest} {scores[strongest]:.3f} over "
-                f"{len(pair)} sampled rows, limit {LEAKAGE_THRESHOLD}): is it computed from the outcome?")
+        f"{len(pair)} sampled rows, limit {LEAKAGE_THRESHOLD}): is it computed from the outcome?",
+    )
 
 
 def _learned(ctx: GuardContext) -> tuple[Relations, Relations] | None:
@@ -101,7 +121,8 @@ def _learned(ctx: GuardContext) -> tuple[Relations, Relations] | None:
     if reference is None or reference.relations is None or not reference.relations.spread:
         return None
     batch = ctx.snapshot.profile.relations or learn_relations(
-        ctx.snapshot.sample, {n: c.logical_type for n, c in ctx.snapshot.profile.columns.items()})
+        ctx.snapshot.sample, {n: c.logical_type for n, c in ctx.snapshot.profile.columns.items()}
+    )
     return reference.relations, batch
 
 
@@ -122,11 +143,20 @@ def association_jump(ctx: GuardContext, learned: tuple[Relations, Relations], na
     if seen < JUMP_FLOOR or seen < high + JUMP or rows < MIN_ROWS or rise * math.sqrt(rows - 3) < JUMP_Z:
         return None
     return make_finding(
-        FindingKind.TARGET_LEAKAGE, ctx.dataset_urn, name, observed=round(seen, 4), expected=round(high, 4),
-        statistic="association_jump", association=key.split(":")[0], reference_association=round(was, 4),
-        reference_batch_high=round(high, 4), association_rows=rows, label=label,
+        FindingKind.TARGET_LEAKAGE,
+        ctx.dataset_urn,
+        name,
+        observed=round(seen, 4),
+        expected=round(high, 4),
+        statistic="association_jump",
+        association=key.split(":")[0],
+        reference_association=round(was, 4),
+        reference_batch_high=round(high, 4),
+        association_rows=rows,
+        label=label,
         message=f"{name!r}'s association with the label {label!r} jumped to {seen:.3f} (reference {was:.3f}, highest "
-                f"batch {high:.3f}): computed from the outcome on some rows?")
+        f"batch {high:.3f}): computed from the outcome on some rows?",
+    )
 
 
 def _fisher(value: float) -> float:
@@ -143,10 +173,17 @@ def _copies_label(ctx: GuardContext, name: str, label: str) -> Finding | None:
     if share < COPY_THRESHOLD:
         return None
     return make_finding(
-        FindingKind.TARGET_LEAKAGE, ctx.dataset_urn, name, observed=round(share, 4), expected=COPY_THRESHOLD,
-        statistic="equal_share", sample_rows=len(pair), label=label,
+        FindingKind.TARGET_LEAKAGE,
+        ctx.dataset_urn,
+        name,
+        observed=round(share, 4),
+        expected=COPY_THRESHOLD,
+        statistic="equal_share",
+        sample_rows=len(pair),
+        label=label,
         message=f"column {name!r}, not in the contract, equals the label {label!r} on {share:.1%} of "
-                f"{len(pair)} sampled rows: a copy of the outcome")
+        f"{len(pair)} sampled rows: a copy of the outcome",
+    )
 
 
 def association(feature: pd.Series, label: pd.Series, *, seed: int = _SEED) -> dict[str, float]:

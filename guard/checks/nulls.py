@@ -5,6 +5,7 @@ times it. Against a batch `Reference` the baseline is the highest share a refere
 largest step between consecutive batches (a column whose nulls come and go by the week is not spiking
 when it does it again), plus three binomial standard errors of the new batch's share.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,18 +35,33 @@ def check_nulls(ctx: GuardContext) -> Iterator[Finding]:
         fraction = observed.null_fraction
         limit = column.max_null_fraction
         reference = ctx.reference_profile.columns.get(column.name)
-        baseline = _baseline(ctx, column.name, observed.row_count,
-                             reference.null_fraction if reference is not None else 0.0)
+        baseline = _baseline(
+            ctx, column.name, observed.row_count, reference.null_fraction if reference is not None else 0.0
+        )
         if limit is not None and fraction > limit:
             yield make_finding(
-                FindingKind.NULL_LIMIT, ctx.dataset_urn, column.name, observed=round(fraction, 6), expected=limit,
+                FindingKind.NULL_LIMIT,
+                ctx.dataset_urn,
+                column.name,
+                observed=round(fraction, 6),
+                expected=limit,
                 message=f"{column.name!r} is {fraction:.1%} null, the contract allows {limit:.1%}",
-                playbook="null_impute", reference_null_fraction=baseline, null_rows=observed.null_count)
+                playbook="null_impute",
+                reference_null_fraction=baseline,
+                null_rows=observed.null_count,
+            )
         elif fraction > baseline + SPIKE_MIN_INCREASE and fraction > SPIKE_FACTOR * baseline:
             yield make_finding(
-                FindingKind.NULL_SPIKE, ctx.dataset_urn, column.name, observed=round(fraction, 6),
-                expected=round(baseline, 6), message=f"{column.name!r} nulls jumped from {baseline:.1%} to {fraction:.1%}",
-                playbook="null_impute", reference_null_fraction=baseline, null_rows=observed.null_count)
+                FindingKind.NULL_SPIKE,
+                ctx.dataset_urn,
+                column.name,
+                observed=round(fraction, 6),
+                expected=round(baseline, 6),
+                message=f"{column.name!r} nulls jumped from {baseline:.1%} to {fraction:.1%}",
+                playbook="null_impute",
+                reference_null_fraction=baseline,
+                null_rows=observed.null_count,
+            )
 
 
 def _baseline(ctx: GuardContext, name: str, rows: int, merged: float) -> float:

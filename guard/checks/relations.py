@@ -6,6 +6,7 @@ sample with the same tolerance (half the finest decimal step of c); broken on at
 BROKEN_SHARE of them, it is a finding on c. The cause may be elsewhere (a unit change in a or b, a swap):
 a finding that names it explains this one (`guard.causes`).
 """
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -55,8 +56,9 @@ def _floats(values: pd.Series) -> np.ndarray:
     return pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
-def _judge(ctx: GuardContext, key: str, c: np.ndarray, a: np.ndarray, b: np.ndarray, op: str,
-           target: str) -> Finding | None:
+def _judge(
+    ctx: GuardContext, key: str, c: np.ndarray, a: np.ndarray, b: np.ndarray, op: str, target: str
+) -> Finding | None:
     rows = informative_rows(c, a, b)
     if not rows.any():
         return None
@@ -66,7 +68,14 @@ def _judge(ctx: GuardContext, key: str, c: np.ndarray, a: np.ndarray, b: np.ndar
     if broken < MIN_BROKEN or share < BROKEN_SHARE:
         return None
     return make_finding(
-        FindingKind.RELATION_BROKEN, ctx.dataset_urn, target, observed={"relation": key, "broken_share": round(share, 6)},
-        expected={"relation": key, "broken_share": 0.0}, relation=key, broken_rows=broken, tested_rows=int(rows.sum()),
+        FindingKind.RELATION_BROKEN,
+        ctx.dataset_urn,
+        target,
+        observed={"relation": key, "broken_share": round(share, 6)},
+        expected={"relation": key, "broken_share": 0.0},
+        relation=key,
+        broken_rows=broken,
+        tested_rows=int(rows.sum()),
         message=f"{key} held on every reference row; it is broken on {broken} of {int(rows.sum())} sampled rows "
-                f"({share:.1%}): one of its columns changed")
+        f"({share:.1%}): one of its columns changed",
+    )

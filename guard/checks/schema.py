@@ -1,4 +1,5 @@
 """Schema: missing, unexpected and retyped columns, and renames told apart from drops."""
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -30,33 +31,67 @@ def check_schema(ctx: GuardContext) -> Iterator[Finding]:
     unexpected = [name for name in observed if ctx.contract.column(name) is None]
     renames = _match_renames(ctx, [c.name for c in missing], unexpected)
     for old, new in renames.items():
-        yield make_finding(FindingKind.COLUMN_RENAMED, urn, old, observed=new, expected=old,
-                           message=f"column {old!r} arrives as {new!r} (same type, same distribution)",
-                           playbook="rename_columns", mapping={new: old})
+        yield make_finding(
+            FindingKind.COLUMN_RENAMED,
+            urn,
+            old,
+            observed=new,
+            expected=old,
+            message=f"column {old!r} arrives as {new!r} (same type, same distribution)",
+            playbook="rename_columns",
+            mapping={new: old},
+        )
     rest = [name for name in unexpected if name not in renames.values()]
     partial = split_renames(ctx.contract, ctx.snapshot, ctx.reference_profile, rest)
     for old, new in partial.items():
         rows = observed[new].row_count - observed[new].null_count
-        yield make_finding(FindingKind.COLUMN_RENAMED, urn, old, observed=new, expected=old, playbook="rename_columns",
-                           mapping={new: old}, merge=True, rows_renamed=rows,
-                           message=f"column {old!r} arrives as {new!r} in {rows} rows (a batch renamed it: "
-                                   f"{new!r} holds values exactly where {old!r} has none)")
+        yield make_finding(
+            FindingKind.COLUMN_RENAMED,
+            urn,
+            old,
+            observed=new,
+            expected=old,
+            playbook="rename_columns",
+            mapping={new: old},
+            merge=True,
+            rows_renamed=rows,
+            message=f"column {old!r} arrives as {new!r} in {rows} rows (a batch renamed it: "
+            f"{new!r} holds values exactly where {old!r} has none)",
+        )
     renames.update(partial)
     for column in missing:
         if column.name not in renames:
-            yield make_finding(FindingKind.COLUMN_MISSING, urn, column.name, observed=None,
-                               expected=column.logical_type, message=f"contracted column {column.name!r} is missing")
+            yield make_finding(
+                FindingKind.COLUMN_MISSING,
+                urn,
+                column.name,
+                observed=None,
+                expected=column.logical_type,
+                message=f"contracted column {column.name!r} is missing",
+            )
     for name in unexpected:
         if name not in renames.values():
-            yield make_finding(FindingKind.COLUMN_UNEXPECTED, urn, name, observed=observed[name].logical_type,
-                               expected=None, message=f"column {name!r} is not in the contract")
+            yield make_finding(
+                FindingKind.COLUMN_UNEXPECTED,
+                urn,
+                name,
+                observed=observed[name].logical_type,
+                expected=None,
+                message=f"column {name!r} is not in the contract",
+            )
     for column in ctx.contract.columns:
         seen = observed.get(column.name)
         if seen is not None and not types_compatible(column.logical_type, seen.logical_type):
             yield make_finding(
-                FindingKind.TYPE_CHANGED, urn, column.name, observed=seen.logical_type, expected=column.logical_type,
+                FindingKind.TYPE_CHANGED,
+                urn,
+                column.name,
+                observed=seen.logical_type,
+                expected=column.logical_type,
                 message=f"column {column.name!r} is {seen.logical_type}, the contract says {column.logical_type}",
-                playbook="cast_types", target_type=column.logical_type)
+                playbook="cast_types",
+                target_type=column.logical_type,
+            )
 
 
 def _match_renames(ctx: GuardContext, missing: list[str], unexpected: list[str]) -> dict[str, str]:
@@ -67,8 +102,11 @@ def _match_renames(ctx: GuardContext, missing: list[str], unexpected: list[str])
         reference = ctx.reference_profile.columns.get(old)
         if reference is None:
             continue
-        matches = [new for new in unexpected if new not in renames.values()
-                   and _same_distribution(reference, ctx.snapshot.profile.columns[new])]
+        matches = [
+            new
+            for new in unexpected
+            if new not in renames.values() and _same_distribution(reference, ctx.snapshot.profile.columns[new])
+        ]
         if len(matches) == 1:
             renames[old] = matches[0]
     if len(missing) == 1 and len(unexpected) == 1 and not renames:  # one name gone, one new: a season apart?
@@ -84,7 +122,8 @@ def _within_reference(reference: ColumnProfile, observed: ColumnProfile) -> bool
     middle 90% inside the range the reference saw. A season can move a batch's quantiles away from the whole
     reference's; the heal's verify then judges the renamed column on every check, so a wrong pairing blocks."""
     if not types_compatible(reference.logical_type, observed.logical_type) and not types_compatible(
-            observed.logical_type, reference.logical_type):
+        observed.logical_type, reference.logical_type
+    ):
         return False
     if reference.value_counts is not None and observed.value_counts is not None:
         return {v for v, _ in observed.value_counts} <= {v for v, _ in reference.value_counts}
@@ -96,7 +135,8 @@ def _within_reference(reference: ColumnProfile, observed: ColumnProfile) -> bool
 
 def _same_distribution(reference: ColumnProfile, observed: ColumnProfile) -> bool:
     if reference.logical_type != observed.logical_type and not types_compatible(
-            reference.logical_type, observed.logical_type):
+        reference.logical_type, observed.logical_type
+    ):
         return False
     if reference.value_counts is not None and observed.value_counts is not None:
         return {v for v, _ in reference.value_counts} == {v for v, _ in observed.value_counts}

@@ -21,6 +21,7 @@ least MIN_ROWS sampled rows and MIN_SHARE of them is a point mass. It is a senti
 The heal cannot know the value that was replaced: the rows holding the sentinel are quarantined
 (`params["value"]`), never filled in.
 """
+
 from __future__ import annotations
 
 import math
@@ -37,8 +38,15 @@ from guard.reference import Reference
 from guard.registry import register
 from guard.relations import resolution
 
-__all__ = ["check_sentinels", "looks_like_placeholder", "MIN_ROWS", "MIN_SHARE", "NEW_SHARE", "GROWTH_FACTOR",
-           "GROWTH_MARGIN"]
+__all__ = [
+    "check_sentinels",
+    "looks_like_placeholder",
+    "MIN_ROWS",
+    "MIN_SHARE",
+    "NEW_SHARE",
+    "GROWTH_FACTOR",
+    "GROWTH_MARGIN",
+]
 
 MIN_ROWS = 5
 MIN_SHARE = 0.005
@@ -92,8 +100,9 @@ def _masses(values: np.ndarray) -> list[tuple[float, int]]:
     return [(float(v), int(n)) for v, n in zip(found[keep], counts[keep])]
 
 
-def _judge(ctx: GuardContext, name: str, reference: ColumnProfile, value: float, count: int,
-           values: np.ndarray) -> Finding | None:
+def _judge(
+    ctx: GuardContext, name: str, reference: ColumnProfile, value: float, count: int, values: np.ndarray
+) -> Finding | None:
     known = reference_share(reference, value)
     if known is None:
         return None
@@ -103,8 +112,11 @@ def _judge(ctx: GuardContext, name: str, reference: ColumnProfile, value: float,
         how = "impossible" if _one_code(values, value, *_contract_bounds(ctx, name)) else None
     elif was == 0.0 if exact else was <= NEW_SHARE:
         how = "new" if _coded(reference, values, value, share) else None
-    elif looks_like_placeholder(value) and was < GROWTH_BASE and share >= max(
-            GROWTH_FACTOR * was + GROWTH_MARGIN, _batch_high(ctx, name, value, reference) + GROWTH_MARGIN):
+    elif (
+        looks_like_placeholder(value)
+        and was < GROWTH_BASE
+        and share >= max(GROWTH_FACTOR * was + GROWTH_MARGIN, _batch_high(ctx, name, value, reference) + GROWTH_MARGIN)
+    ):
         how = "grown"
     else:
         how = None
@@ -198,16 +210,27 @@ def _batch_high(ctx: GuardContext, name: str, value: float, reference: ColumnPro
     return max(shares, default=0.0)
 
 
-def _finding(ctx: GuardContext, name: str, value: float, share: float, was: float, count: int, rows: int,
-             how: str) -> Finding:
+def _finding(
+    ctx: GuardContext, name: str, value: float, share: float, was: float, count: int, rows: int, how: str
+) -> Finding:
     assert ctx.snapshot is not None
     shown = int(value) if value == int(value) else value
     estimated = round(share * ctx.snapshot.profile.row_count)
     what = "a value the reference never held" if how == "new" else f"{was:.1%} in the reference"
     return make_finding(
-        FindingKind.SENTINEL, ctx.dataset_urn, name, observed={"value": shown, "share": round(share, 6)},
-        expected={"value": shown, "share": round(was, 6)}, playbook="quarantine_rows", value=shown,
-        share=round(share, 6), reference_share=round(was, 6), how=how, sampled_rows=count, estimated_rows=estimated,
+        FindingKind.SENTINEL,
+        ctx.dataset_urn,
+        name,
+        observed={"value": shown, "share": round(share, 6)},
+        expected={"value": shown, "share": round(was, 6)},
+        playbook="quarantine_rows",
+        value=shown,
+        share=round(share, 6),
+        reference_share=round(was, 6),
+        how=how,
+        sampled_rows=count,
+        estimated_rows=estimated,
         rows=window_rows(ctx),
         message=f"{name!r} holds {shown} on {share:.1%} of rows ({count} of {rows} sampled; {what}): a placeholder "
-                "for 'unknown', not a measurement; its rows are quarantined, not filled in")
+        "for 'unknown', not a measurement; its rows are quarantined, not filled in",
+    )

@@ -20,6 +20,7 @@ The finding names both columns (`params["columns"]`) and what to swap back: `sco
 medians observed at detection let the playbook tell a swapped table from a healed one) or "order" (the rows
 where `order[0] > order[1]`).
 """
+
 from __future__ import annotations
 
 from itertools import combinations
@@ -58,8 +59,11 @@ def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding]:
     if reference is None:
         return
     sample = ctx.snapshot.sample
-    names = [c.name for c in ctx.contract.columns if c.logical_type in _NUMERIC and not c.primary_key
-             and c.name in sample and c.name in reference.columns]
+    names = [
+        c.name
+        for c in ctx.contract.columns
+        if c.logical_type in _NUMERIC and not c.primary_key and c.name in sample and c.name in reference.columns
+    ]
     values = {name: numeric_values(sample[name]) for name in names}
     own = {name: ks_distance(values[name], reference.columns[name]) for name in names}  # each column once
     swapped: set[str] = set()
@@ -72,8 +76,14 @@ def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding]:
             yield finding
 
 
-def _all_rows(ctx: GuardContext, reference: DatasetProfile, a: str, b: str, values: dict[str, np.ndarray],
-              own: dict[str, float | None]) -> Finding | None:
+def _all_rows(
+    ctx: GuardContext,
+    reference: DatasetProfile,
+    a: str,
+    b: str,
+    values: dict[str, np.ndarray],
+    own: dict[str, float | None],
+) -> Finding | None:
     assert ctx.snapshot is not None
     x, y = values[a], values[b]
     self_a, self_b = own[a], own[b]
@@ -83,19 +93,32 @@ def _all_rows(ctx: GuardContext, reference: DatasetProfile, a: str, b: str, valu
     if cross_a is None or cross_b is None:
         return None
     noise = ks_noise(min(len(x), len(y)))
-    if not all(own >= max(SELF_DISTANCE, CROSS_RATIO * cross) and cross <= max(noise, SELF_DISTANCE / CROSS_RATIO)
-               for own, cross in ((self_a, cross_a), (self_b, cross_b))):
+    if not all(
+        own >= max(SELF_DISTANCE, CROSS_RATIO * cross) and cross <= max(noise, SELF_DISTANCE / CROSS_RATIO)
+        for own, cross in ((self_a, cross_a), (self_b, cross_b))
+    ):
         return None
-    evidence = {"ks_own": {a: round(self_a, 4), b: round(self_b, 4)},
-                "ks_other": {a: round(cross_a, 4), b: round(cross_b, 4)}, "ks_noise": round(noise, 4)}
+    evidence = {
+        "ks_own": {a: round(self_a, 4), b: round(self_b, 4)},
+        "ks_other": {a: round(cross_a, 4), b: round(cross_b, 4)},
+        "ks_noise": round(noise, 4),
+    }
     medians = {a: float(np.median(x)), b: float(np.median(y))}
-    return _finding(ctx, a, b, "all", None, int(ctx.snapshot.profile.row_count), evidence, medians,
-                    f"{a!r} and {b!r} look like each other's reference (KS {cross_a:.2f} and {cross_b:.2f}; "
-                    f"against their own {self_a:.2f} and {self_b:.2f}): written into each other's place")
+    return _finding(
+        ctx,
+        a,
+        b,
+        "all",
+        None,
+        int(ctx.snapshot.profile.row_count),
+        evidence,
+        medians,
+        f"{a!r} and {b!r} look like each other's reference (KS {cross_a:.2f} and {cross_b:.2f}; "
+        f"against their own {self_a:.2f} and {self_b:.2f}): written into each other's place",
+    )
 
 
-def _learned_order(ctx: GuardContext, reference: DatasetProfile, a: str,
-                   b: str) -> tuple[str, str, float, bool] | None:
+def _learned_order(ctx: GuardContext, reference: DatasetProfile, a: str, b: str) -> tuple[str, str, float, bool] | None:
     """(low, high, mean gap high - low, strict) when both columns declare one unit and the reference had low <=
     high on at least ORDER_MOSTLY of enough rows (strict: on ORDER_HELD of them)."""
     assert ctx.contract is not None
@@ -134,17 +157,50 @@ def _some_rows(ctx: GuardContext, reference: DatasetProfile, a: str, b: str) -> 
     whole = not strict or share >= WHOLE_SWAP  # most rows broken: the columns, not some rows, are swapped
     estimated = int(ctx.snapshot.profile.row_count) if whole else round(share * ctx.snapshot.profile.row_count)
     medians = {low: float(np.nanmedian(x)), high: float(np.nanmedian(y))}
-    evidence = {"order_broken_share": round(share, 6), "break_over_gap": round(ratio, 4),
-                "reference_gap": round(gap, 6)}
+    evidence = {
+        "order_broken_share": round(share, 6),
+        "break_over_gap": round(ratio, 4),
+        "reference_gap": round(gap, 6),
+    }
     held = "most rows: the columns are swapped" if whole else "every row: those rows are swapped"
-    return _finding(ctx, a, b, "all" if whole else "order", [low, high], estimated, evidence, medians,
-                    f"{low!r} > {high!r} on {rows} of {len(x)} sampled rows ({share:.1%}) by {ratio:.2f} times the "
-                    f"reference's typical gap, an order the reference held on {held}")
+    return _finding(
+        ctx,
+        a,
+        b,
+        "all" if whole else "order",
+        [low, high],
+        estimated,
+        evidence,
+        medians,
+        f"{low!r} > {high!r} on {rows} of {len(x)} sampled rows ({share:.1%}) by {ratio:.2f} times the "
+        f"reference's typical gap, an order the reference held on {held}",
+    )
 
 
-def _finding(ctx: GuardContext, a: str, b: str, scope: str, order: list[str] | None, rows: int,
-             evidence: Mapping[str, object], medians: dict[str, float], message: str) -> Finding:
+def _finding(
+    ctx: GuardContext,
+    a: str,
+    b: str,
+    scope: str,
+    order: list[str] | None,
+    rows: int,
+    evidence: Mapping[str, object],
+    medians: dict[str, float],
+    message: str,
+) -> Finding:
     return make_finding(
-        FindingKind.COLUMNS_SWAPPED, ctx.dataset_urn, a, observed={"swapped_with": b, "scope": scope, "rows": rows},
-        expected={"swapped_with": None}, playbook="swap_columns", columns=[a, b], scope=scope, order=order,
-        rows_swapped=rows, observed_medians=medians, evidence=evidence, rows=window_rows(ctx), message=message)
+        FindingKind.COLUMNS_SWAPPED,
+        ctx.dataset_urn,
+        a,
+        observed={"swapped_with": b, "scope": scope, "rows": rows},
+        expected={"swapped_with": None},
+        playbook="swap_columns",
+        columns=[a, b],
+        scope=scope,
+        order=order,
+        rows_swapped=rows,
+        observed_medians=medians,
+        evidence=evidence,
+        rows=window_rows(ctx),
+        message=message,
+    )

@@ -23,10 +23,11 @@ the hour column together). A shift is named only when |k| >= MIN_SHIFT_HOURS (2)
 saving time does, legitimately, to local activity recorded in UTC. Counts and diurnal evidence give the
 offset modulo 24 h (reported in -11..12; 12 is ambiguous and not healed). Conflicting evidence names nothing.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import AbstractSet, Iterator, Mapping
 
 import numpy as np
 
@@ -38,8 +39,16 @@ from guard.registry import register
 from guard.relations import Diurnal, Relations, learn_relations
 from guard.sketches import QuantileSketch
 
-__all__ = ["check_timestamp_shift", "count_shift", "diurnal_shift", "hour_of_shift", "lag_shift", "signed",
-           "Evidence", "MIN_SHIFT_HOURS"]
+__all__ = [
+    "check_timestamp_shift",
+    "count_shift",
+    "diurnal_shift",
+    "hour_of_shift",
+    "lag_shift",
+    "signed",
+    "Evidence",
+    "MIN_SHIFT_HOURS",
+]
 
 HOURS = 24
 MIN_SHIFT_HOURS = 2
@@ -80,8 +89,12 @@ class Evidence:
     exact: bool = True  # the offset is pinned to the hour (not merely within one)
 
     def to_dict(self) -> dict[str, object]:
-        return {"source": self.source, "offset_hours": self.offset, "score_unshifted": round(self.at_zero, 4),
-                "score_shifted": round(self.at_offset, 4)}
+        return {
+            "source": self.source,
+            "offset_hours": self.offset,
+            "score_unshifted": round(self.at_zero, 4),
+            "score_shifted": round(self.at_offset, 4),
+        }
 
 
 # --- anchors -----------------------------------------------------------------------------------------
@@ -102,8 +115,13 @@ def count_shift(reference: tuple[int, ...] | None, batch: tuple[int, ...] | None
     best = int(np.argmin(distances))
     if best and distances[best] <= COUNT_MATCH and distances[0] - distances[best] >= COUNT_GAIN:
         beside = min(distances[(best - 1) % HOURS], distances[(best + 1) % HOURS])
-        return Evidence("hour_counts", signed(best), float(distances[0]), float(distances[best]),
-                        bool(beside - distances[best] >= COUNT_GAIN))  # an hour off matches far worse: pinned
+        return Evidence(
+            "hour_counts",
+            signed(best),
+            float(distances[0]),
+            float(distances[best]),
+            bool(beside - distances[best] >= COUNT_GAIN),
+        )  # an hour off matches far worse: pinned
     if distances[0] <= COUNT_MATCH + COUNT_GAIN:
         return Evidence("hour_counts", 0, float(distances[0]), float(distances[0]))
     return None
@@ -139,13 +157,17 @@ def signal_to_noise(reference: Diurnal, batch: Diurnal) -> float:
     if np.sum(~np.isnan(means)) < MIN_DIURNAL_HOURS:
         return 0.0
     between = float(np.nanvar(means))
-    ratios = [between / noise if noise > 0 else (np.inf if between > 0 else 0.0)
-              for noise in (_noise(reference), _noise(batch)) if not np.isnan(noise)]
+    ratios = [
+        between / noise if noise > 0 else (np.inf if between > 0 else 0.0)
+        for noise in (_noise(reference), _noise(batch))
+        if not np.isnan(noise)
+    ]
     return min(ratios) if ratios else 0.0
 
 
-def diurnal_shift(reference: Mapping[str, Diurnal], batch: Mapping[str, Diurnal],
-                  skip: set[str] = frozenset()) -> Evidence | None:  # type: ignore[assignment]
+def diurnal_shift(
+    reference: Mapping[str, Diurnal], batch: Mapping[str, Diurnal], skip: AbstractSet[str] = frozenset()
+) -> Evidence | None:
     """The offset k whose rolled reference hour-of-day means the batch's match: correlations averaged over the
     columns whose pattern stands out of noise, weighted by how far it does (a sharp pattern, irradiance at
     dawn and dusk, places the offset better than a broad one); None when no column has one."""
@@ -212,8 +234,11 @@ def hour_of_shift(reference: tuple[int, ...], batch: tuple[int, ...]) -> tuple[i
     move = int(np.argmax(exact))
     if not tolerated[move]:
         return None
-    both_regimes = len(learned) == 2 and exact[move] >= HOUR_OF_MOVED and min(
-        observed[(k + move) % HOURS] for k in learned) >= DST_REGIME * total
+    both_regimes = (
+        len(learned) == 2
+        and exact[move] >= HOUR_OF_MOVED
+        and min(observed[(k + move) % HOURS] for k in learned) >= DST_REGIME * total
+    )
     return signed(move), bool(learned == {0} or both_regimes)
 
 
@@ -253,8 +278,11 @@ def check_timestamp_shift(ctx: GuardContext) -> Iterator[Finding]:
     if reference is None or reference.relations is None:
         return  # a reference without hour-of-day profiles (e.g. DataHub's datasetProfile) cannot say
     batch, batch_relations = ctx.snapshot.profile, _relations(ctx)
-    times = [c.name for c in ctx.contract.columns if c.logical_type == "timestamp"
-             and c.name in batch.columns and c.name in reference.columns]
+    times = [
+        c.name
+        for c in ctx.contract.columns
+        if c.logical_type == "timestamp" and c.name in batch.columns and c.name in reference.columns
+    ]
     edges = _edges(reference.relations, batch_relations, times)
     derived = {e.b for e in edges if e.relation == "hour_of"}
     anchors = {t: e for t in times if (e := _anchor(reference, batch, batch_relations, t, derived)) is not None}
@@ -269,14 +297,19 @@ def _relations(ctx: GuardContext) -> Relations:
     return learn_relations(ctx.snapshot.sample, {n: c.logical_type for n, c in ctx.snapshot.profile.columns.items()})
 
 
-def _anchor(reference: DatasetProfile, batch: DatasetProfile, relations: Relations, column: str,
-            derived: set[str]) -> Evidence | None:
+def _anchor(
+    reference: DatasetProfile, batch: DatasetProfile, relations: Relations, column: str, derived: set[str]
+) -> Evidence | None:
     """What the counts and the diurnal profile say of a column; None when they cannot say or disagree."""
     assert reference.relations is not None
-    found = [e for e in (
-        count_shift(reference.columns[column].hours, batch.columns[column].hours),
-        diurnal_shift(reference.relations.diurnal.get(column, {}), relations.diurnal.get(column, {}), derived))
-        if e is not None]
+    found = [
+        e
+        for e in (
+            count_shift(reference.columns[column].hours, batch.columns[column].hours),
+            diurnal_shift(reference.relations.diurnal.get(column, {}), relations.diurnal.get(column, {}), derived),
+        )
+        if e is not None
+    ]
     if not found or len({e.offset for e in found}) > 1:
         return None
     moved = [e for e in found if e.offset]
@@ -329,8 +362,13 @@ def _solve(anchors: Mapping[str, Evidence], edges: list[_Edge]) -> dict[str, tup
     return shifts
 
 
-def _findings(ctx: GuardContext, shifts: Mapping[str, tuple[int, bool] | None], anchors: Mapping[str, Evidence],
-              edges: list[_Edge], batch: DatasetProfile) -> Iterator[Finding]:
+def _findings(
+    ctx: GuardContext,
+    shifts: Mapping[str, tuple[int, bool] | None],
+    anchors: Mapping[str, Evidence],
+    edges: list[_Edge],
+    batch: DatasetProfile,
+) -> Iterator[Finding]:
     moved = {c: s for c, s in shifts.items() if s is not None and abs(signed(s[0])) >= MIN_SHIFT_HOURS}
     if moved:
         yield _anchored(ctx, moved, anchors, edges, batch)
@@ -345,8 +383,13 @@ def _is_timestamp(batch: DatasetProfile, column: str) -> bool:
     return found is not None and found.logical_type == "timestamp"
 
 
-def _anchored(ctx: GuardContext, moved: Mapping[str, tuple[int, bool]], anchors: Mapping[str, Evidence],
-              edges: list[_Edge], batch: DatasetProfile) -> Finding:
+def _anchored(
+    ctx: GuardContext,
+    moved: Mapping[str, tuple[int, bool]],
+    anchors: Mapping[str, Evidence],
+    edges: list[_Edge],
+    batch: DatasetProfile,
+) -> Finding:
     assert ctx.contract is not None
     timestamps = {c: signed(s) for c, (s, _) in moved.items() if _is_timestamp(batch, c)}
     hour_columns = {c: signed(s) for c, (s, _) in moved.items() if c not in timestamps}
@@ -358,26 +401,50 @@ def _anchored(ctx: GuardContext, moved: Mapping[str, tuple[int, bool]], anchors:
     ambiguous = twelve or bool(unpinned)
     observed = {c: int(first) for c in timestamps if (first := batch.columns[c].minimum) is not None}
     where = ", ".join(f"{c} {signed(s):+d} h" for c, (s, _) in sorted(moved.items()))
-    why = ("The offset is known modulo 24 h only: heal by hand." if twelve else
-           f"The hour-of-day profile places it within an hour only ({', '.join(unpinned)}): confirm the offset "
-           "and shift by hand." if unpinned else "Healed by shifting back.")
+    why = (
+        "The offset is known modulo 24 h only: heal by hand."
+        if twelve
+        else f"The hour-of-day profile places it within an hour only ({', '.join(unpinned)}): confirm the offset "
+        "and shift by hand."
+        if unpinned
+        else "Healed by shifting back."
+    )
     return make_finding(
-        FindingKind.TIMESTAMP_SHIFT, ctx.dataset_urn, column, observed={"offset_hours": offset},
-        expected={"offset_hours": 0}, playbook=None if ambiguous else "shift_timestamps",
-        offset_hours=offset, shifts_hours=timestamps, hour_columns=hour_columns,
+        FindingKind.TIMESTAMP_SHIFT,
+        ctx.dataset_urn,
+        column,
+        observed={"offset_hours": offset},
+        expected={"offset_hours": 0},
+        playbook=None if ambiguous else "shift_timestamps",
+        offset_hours=offset,
+        shifts_hours=timestamps,
+        hour_columns=hour_columns,
         evidence={c: e.to_dict() for c, e in anchors.items()},
         relations=[{"columns": [e.a, e.b], "relation": e.relation, "moved_hours": e.move} for e in edges],
         hour_of={e.b: {"timestamp": e.a, "offsets": e.learned} for e in edges if e.b in hour_columns},
-        observed_min_ms=observed, ambiguous=ambiguous, pinned=not unpinned, rows=window_rows(ctx),
+        observed_min_ms=observed,
+        ambiguous=ambiguous,
+        pinned=not unpinned,
+        rows=window_rows(ctx),
         message=f"{column!r} is shifted by {offset:+d} h against the reference's hour-of-day profile ({where}): "
-                f"a timezone written as UTC? {why}")
+        f"a timezone written as UTC? {why}",
+    )
 
 
 def _unanchored(ctx: GuardContext, edge: _Edge) -> Finding:
     move = signed(edge.move) if edge.modular else edge.move
     return make_finding(
-        FindingKind.TIMESTAMP_SHIFT, ctx.dataset_urn, edge.b, observed={"relative_hours": move},
-        expected={"relative_hours": 0}, playbook=None, offset_hours=None, relative_to=edge.a,
-        relative_hours=move, relation=edge.relation, rows=window_rows(ctx),
+        FindingKind.TIMESTAMP_SHIFT,
+        ctx.dataset_urn,
+        edge.b,
+        observed={"relative_hours": move},
+        expected={"relative_hours": 0},
+        playbook=None,
+        offset_hours=None,
+        relative_to=edge.a,
+        relative_hours=move,
+        relation=edge.relation,
+        rows=window_rows(ctx),
         message=f"{edge.b!r} moved {move:+d} h against {edge.a!r} ({edge.relation} learned from the reference); "
-                "nothing says which of the two moved: check both producers")
+        "nothing says which of the two moved: check both producers",
+    )

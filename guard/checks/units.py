@@ -46,6 +46,7 @@ match within fixed tolerances (measured on 40 seeds of the demo table), as befor
 a point mass are fitted on the distinct ones, and a reference whose quantiles all tie cannot be judged
 (UNIT_UNCHECKED) rather than read as scale 0.
 """
+
 from __future__ import annotations
 
 import math
@@ -94,25 +95,37 @@ def judge_units(ctx: GuardContext, column: ColumnContract) -> Finding | None:
     if column.unit is None or observed is None or observed.logical_type not in _NUMERIC or not observed.values:
         return None
     if column.unit not in UNITS:
-        raise ValueError(f"column {column.name!r} declares unit {column.unit!r}, which the guard cannot read: "
-                         "write it in pint's spelling (m, km, mile, degC, degF, mph, hPa, percent, USD...)")
+        raise ValueError(
+            f"column {column.name!r} declares unit {column.unit!r}, which the guard cannot read: "
+            "write it in pint's spelling (m, km, mile, degC, degF, mph, hPa, percent, USD...)"
+        )
     reference = ctx.reference_profile.columns.get(column.name)
     if reference is None or not reference.quantiles:
-        return make_finding(FindingKind.REFERENCE_MISSING, ctx.dataset_urn, column.name, observed=None,
-                            expected="reference quantiles", message=f"no reference profile for {column.name!r}")
+        return make_finding(
+            FindingKind.REFERENCE_MISSING,
+            ctx.dataset_urn,
+            column.name,
+            observed=None,
+            expected="reference quantiles",
+            message=f"no reference profile for {column.name!r}",
+        )
     if isinstance(ctx.reference, Reference) and sketched(reference) and sketched(observed):
         return _batch_finding(ctx.dataset_urn, column, ctx.reference, reference, observed, _spans_batches(ctx))
     assert ctx.contract is not None
-    return _profile_finding(ctx.dataset_urn, column.name, column.unit, reference, observed,
-                            strict=column.name != ctx.contract.label_column)
+    return _profile_finding(
+        ctx.dataset_urn, column.name, column.unit, reference, observed, strict=column.name != ctx.contract.label_column
+    )
 
 
 def unit_shifted(ctx: GuardContext, column: ColumnContract) -> bool:
     """True when the units check blocks on this column (its values are in another unit or rescaled):
     range and drift checks, which judge values in the declared unit, then leave it to the units check."""
     finding = judge_units(ctx, column)
-    return finding is not None and finding.severity is Severity.BLOCK and finding.kind in (
-        FindingKind.UNIT_MISMATCH, FindingKind.SCALE_SHIFT)
+    return (
+        finding is not None
+        and finding.severity is Severity.BLOCK
+        and finding.kind in (FindingKind.UNIT_MISMATCH, FindingKind.SCALE_SHIFT)
+    )
 
 
 # --- against a batch reference: natural variation -------------------------------------------------
@@ -137,8 +150,9 @@ def _spans_batches(ctx: GuardContext) -> bool:
     return batch.end_ms - batch.start_ms > MULTI_BATCH * cadence
 
 
-def _batch_finding(urn: str, column: ColumnContract, reference: Reference, ref: ColumnProfile,
-                   observed: ColumnProfile, multi: bool) -> Finding | None:
+def _batch_finding(
+    urn: str, column: ColumnContract, reference: Reference, ref: ColumnProfile, observed: ColumnProfile, multi: bool
+) -> Finding | None:
     assert observed.sketch is not None and ref.sketch is not None and column.unit is not None
     atom, ratio = atom_of(ref), _ratio_scale(column.unit)
     history = [summary.__dict__ for summary in reference.variation(column.name)]
@@ -152,22 +166,38 @@ def _batch_finding(urn: str, column: ColumnContract, reference: Reference, ref: 
     typical = core(ref.sketch, atom)
     tried = sorted(_hypotheses(column.unit, observed, history, atom), key=lambda h: (h.distance, h.unit))
     best = tried[0] if tried else None
-    evidence = {"distance": round(d0, 3), "jump": round(jump0, 3), "far": FAR, "median": observed.quantile(0.5),
-                "candidates": {h.unit: round(h.distance, 3) for h in tried[:4]}}
+    evidence = {
+        "distance": round(d0, 3),
+        "jump": round(jump0, 3),
+        "far": FAR,
+        "median": observed.quantile(0.5),
+        "candidates": {h.unit: round(h.distance, 3) for h in tried[:4]},
+    }
     rescaled = _keeps_shape(history, as_is)
     evidence["shape_distance"] = None if rescaled[1] is None else round(rescaled[1], 3)
     if best is not None and _explains(d0, jump0, best) and _keeps_shape(history, best.batch)[0]:
         return _mismatch(urn, column, typical, best, evidence)
     if d0 > FAR and rescaled[0] and not multi:
         return make_finding(
-            FindingKind.SCALE_SHIFT, urn, column.name, observed=evidence, expected=_expected(column, ref),
+            FindingKind.SCALE_SHIFT,
+            urn,
+            column.name,
+            observed=evidence,
+            expected=_expected(column, ref),
             message=f"{column.name!r} moved {d0:.1f}x as far as its natural variation allows (limit {FAR:g}) and no "
-                    f"unit of {column.unit} explains it (closest: {_closest(best)})")
+            f"unit of {column.unit} explains it (closest: {_closest(best)})",
+        )
     return make_finding(
-        FindingKind.DRIFT, urn, column.name, observed=evidence, expected=_expected(column, ref),
-        severity=Severity.BLOCK if column.drift_blocking else Severity.WARN, statistic="natural_variation",
+        FindingKind.DRIFT,
+        urn,
+        column.name,
+        observed=evidence,
+        expected=_expected(column, ref),
+        severity=Severity.BLOCK if column.drift_blocking else Severity.WARN,
+        statistic="natural_variation",
         message=f"{column.name!r} moved beyond the natural variation of past batches ({d0:.2f}x the band"
-                f"{_why_not_blocked(d0, rescaled[0], multi)}): a change a person may accept, not evidence of a failure")
+        f"{_why_not_blocked(d0, rescaled[0], multi)}): a change a person may accept, not evidence of a failure",
+    )
 
 
 def _why_not_blocked(d0: float, shape_kept: bool, multi: bool) -> str:
@@ -192,8 +222,9 @@ def _ratio_scale(unit: str) -> bool:
     return is_ratio_scale(unit)
 
 
-def _hypotheses(declared: str, observed: ColumnProfile, history: list[dict[str, float | None]],
-                atom: float | None) -> Iterator[_Hypothesis]:
+def _hypotheses(
+    declared: str, observed: ColumnProfile, history: list[dict[str, float | None]], atom: float | None
+) -> Iterator[_Hypothesis]:
     assert observed.sketch is not None
     ratio = _ratio_scale(declared)
     for unit in candidates_for(declared):
@@ -213,8 +244,9 @@ def _keeps_shape(history: list[dict[str, float | None]], batch: Core) -> tuple[b
     return found is None or found <= FAR, found
 
 
-def _natural_distance(history: list[dict[str, float | None]], atom: float | None, batch: Core, ratio: bool,
-                      stepped: float) -> float | None:
+def _natural_distance(
+    history: list[dict[str, float | None]], atom: float | None, batch: Core, ratio: bool, stepped: float
+) -> float | None:
     """How far from natural the batch is: like the reference batches, or one ordinary step on from the newest
     of them (a warm May after a winter reference continues the season), whichever is nearer."""
     found = distance(bands(history, atom, batch, ratio_scale=ratio), batch)
@@ -226,19 +258,32 @@ def _jump_of(history: list[dict[str, float | None]], atom: float | None, batch: 
     return found if found is not None else math.inf
 
 
-def _mismatch(urn: str, column: ColumnContract, typical: Core, best: _Hypothesis,
-              evidence: Mapping[str, object]) -> Finding:
+def _mismatch(
+    urn: str, column: ColumnContract, typical: Core, best: _Hypothesis, evidence: Mapping[str, object]
+) -> Finding:
     assert column.unit is not None
-    seen = {**evidence, "unit": best.unit, "distance_converted_back": round(best.distance, 3),
-            "jump_converted_back": round(best.jump, 3), **_core_fit(typical, best)}
+    seen = {
+        **evidence,
+        "unit": best.unit,
+        "distance_converted_back": round(best.distance, 3),
+        "jump_converted_back": round(best.jump, 3),
+        **_core_fit(typical, best),
+    }
     return make_finding(
-        FindingKind.UNIT_MISMATCH, urn, column.name, observed=seen,
+        FindingKind.UNIT_MISMATCH,
+        urn,
+        column.name,
+        observed=seen,
         expected={"unit": column.unit, "median": typical.median},
         message=f"{column.name!r} is in {best.unit}, the contract says {column.unit} (x{best.scale:.6g} "
-                f"{best.offset:+.6g}): converted back it sits within natural variation "
-                f"({best.distance:.2f}x the band), as it came {evidence['distance']}x",
-        playbook="unit_rescale", declared_unit=column.unit, actual_unit=best.unit, scale=best.scale,
-        offset=best.offset)
+        f"{best.offset:+.6g}): converted back it sits within natural variation "
+        f"({best.distance:.2f}x the band), as it came {evidence['distance']}x",
+        playbook="unit_rescale",
+        declared_unit=column.unit,
+        actual_unit=best.unit,
+        scale=best.scale,
+        offset=best.offset,
+    )
 
 
 def _core_fit(reference: Core, best: _Hypothesis) -> dict[str, float]:
@@ -255,13 +300,20 @@ def _core_fit(reference: Core, best: _Hypothesis) -> dict[str, float]:
 
 def _unchecked(urn: str, column: ColumnContract, batch: Core, d0: float | None) -> Finding:
     return make_finding(
-        FindingKind.UNIT_UNCHECKED, urn, column.name,
-        observed={"core_values": round(batch.count), "values": round(batch.total),
-                  "distance": None if d0 is None else round(d0, 3)},
+        FindingKind.UNIT_UNCHECKED,
+        urn,
+        column.name,
+        observed={
+            "core_values": round(batch.count),
+            "values": round(batch.total),
+            "distance": None if d0 is None else round(d0, 3),
+        },
         expected=f"at least {MIN_CORE} values beside the point mass",
         message=f"{column.name!r} has {batch.count:.0f} value(s) beside its point mass: too few to judge its unit "
-                f"({column.unit}); judged on the point mass alone" if d0 is not None else
-                f"{column.name!r}: no statistic of natural variation to judge its unit ({column.unit}) against")
+        f"({column.unit}); judged on the point mass alone"
+        if d0 is not None
+        else f"{column.name!r}: no statistic of natural variation to judge its unit ({column.unit}) against",
+    )
 
 
 def _expected(column: ColumnContract, ref: ColumnProfile) -> dict[str, object]:
@@ -318,17 +370,22 @@ def name_unit(declared: str, scale: float, offset: float, spread: float) -> str 
     return best[1] if best else None
 
 
-def _profile_finding(urn: str, name: str, declared: str, reference: ColumnProfile,
-                     observed: ColumnProfile, *, strict: bool) -> Finding | None:
+def _profile_finding(
+    urn: str, name: str, declared: str, reference: ColumnProfile, observed: ColumnProfile, *, strict: bool
+) -> Finding | None:
     fit = fit_affine(reference, observed)
     if fit is None:
         if reference.quantiles == observed.quantiles:
             return None  # the same profile: nothing moved
         return make_finding(
-            FindingKind.UNIT_UNCHECKED, urn, name, observed=dict(observed.quantiles),
+            FindingKind.UNIT_UNCHECKED,
+            urn,
+            name,
+            observed=dict(observed.quantiles),
             expected="a reference with two distinct quantiles",
             message=f"{name!r}: every profiled quantile of the reference is one value, so its unit ({declared}) "
-                    "cannot be judged against it; record a reference with more spread")
+            "cannot be judged against it; record a reference with more spread",
+        )
     scale, offset, spread = fit
     if _is_identity(scale, offset, spread, reference, strict):
         return None
@@ -336,11 +393,25 @@ def _profile_finding(urn: str, name: str, declared: str, reference: ColumnProfil
     expected = {"unit": declared, "median": reference.quantile(0.5)}
     actual = name_unit(declared, scale, offset, spread)
     if actual is None:
-        return make_finding(FindingKind.SCALE_SHIFT, urn, name, observed=seen, expected=expected,
-                            message=f"{name!r} shifted by x{scale:.4g} {offset:+.4g}, which no known unit explains")
+        return make_finding(
+            FindingKind.SCALE_SHIFT,
+            urn,
+            name,
+            observed=seen,
+            expected=expected,
+            message=f"{name!r} shifted by x{scale:.4g} {offset:+.4g}, which no known unit explains",
+        )
     unit_scale, unit_offset = conversion(declared, actual)
     return make_finding(
-        FindingKind.UNIT_MISMATCH, urn, name, observed={**seen, "unit": actual}, expected=expected,
+        FindingKind.UNIT_MISMATCH,
+        urn,
+        name,
+        observed={**seen, "unit": actual},
+        expected=expected,
         message=f"{name!r} is in {actual}, the contract says {declared} (x{scale:.4g} {offset:+.4g})",
-        playbook="unit_rescale", declared_unit=declared, actual_unit=actual, scale=unit_scale, offset=unit_offset)
-
+        playbook="unit_rescale",
+        declared_unit=declared,
+        actual_unit=actual,
+        scale=unit_scale,
+        offset=unit_offset,
+    )

@@ -13,6 +13,7 @@ spike is more than SPIKE_FACTOR times them (times the highest rate seen over the
 SPIKE_FACTOR = 3: twice as far above as a drop is below, on a log scale the same ratio as halving and a
 half again; a table loaded twice plus one more partition passes it, one loaded three times (or forty) does not.
 """
+
 from __future__ import annotations
 
 import math
@@ -51,17 +52,31 @@ def check_volume(ctx: GuardContext) -> Iterator[Finding]:
     shown = round(expected.rows, 1)
     if observed < minimum:
         yield make_finding(
-            FindingKind.VOLUME_DROP, ctx.dataset_urn, None, observed=observed, expected=minimum,
-            reference_rows=shown, fraction=round(observed / expected.rows, 6), basis=expected.basis,
+            FindingKind.VOLUME_DROP,
+            ctx.dataset_urn,
+            None,
+            observed=observed,
+            expected=minimum,
+            reference_rows=shown,
+            fraction=round(observed / expected.rows, 6),
+            basis=expected.basis,
             message=f"the snapshot has {observed} rows, {observed / expected.rows:.1%} of the {shown:g} expected "
-                    f"({expected.basis}); at least {minimum} are expected: look for a partial load upstream")
+            f"({expected.basis}); at least {minimum} are expected: look for a partial load upstream",
+        )
     elif observed > maximum:
         yield make_finding(
-            FindingKind.VOLUME_SPIKE, ctx.dataset_urn, None, observed=observed, expected=maximum,
-            reference_rows=shown, fraction=round(observed / expected.rows, 6), basis=expected.basis,
+            FindingKind.VOLUME_SPIKE,
+            ctx.dataset_urn,
+            None,
+            observed=observed,
+            expected=maximum,
+            reference_rows=shown,
+            fraction=round(observed / expected.rows, 6),
+            basis=expected.basis,
             message=f"the snapshot has {observed} rows, {observed / expected.rows:.1f}x the {shown:g} expected "
-                    f"({expected.basis}); at most {maximum} are expected: a table loaded more than once, or a "
-                    "join that fanned out?")
+            f"({expected.basis}); at most {maximum} are expected: a table loaded more than once, or a "
+            "join that fanned out?",
+        )
 
 
 def volume_limits(ctx: GuardContext) -> tuple[int, int] | None:
@@ -73,8 +88,10 @@ def volume_limits(ctx: GuardContext) -> tuple[int, int] | None:
 
 
 def _limits(expected: Expectation) -> tuple[int, int]:
-    return (math.ceil(expected.rows * MIN_ROW_FRACTION * expected.low),
-            math.floor(expected.rows * SPIKE_FACTOR * expected.high))
+    return (
+        math.ceil(expected.rows * MIN_ROW_FRACTION * expected.low),
+        math.floor(expected.rows * SPIKE_FACTOR * expected.high),
+    )
 
 
 def expected_volume(ctx: GuardContext) -> Expectation:
@@ -89,8 +106,12 @@ def expected_volume(ctx: GuardContext) -> Expectation:
         return Expectation(reference.expected_rows, 1.0, 1.0, "the median reference batch")
     rate = statistics.median(rates)
     days = covered / 86_400_000
-    return Expectation(rate * covered, min(1.0, min(rates) / rate), max(1.0, max(rates) / rate),
-                       f"{rate * 86_400_000:.4g} rows a day over {days:.3g} days")
+    return Expectation(
+        rate * covered,
+        min(1.0, min(rates) / rate),
+        max(1.0, max(rates) / rate),
+        f"{rate * 86_400_000:.4g} rows a day over {days:.3g} days",
+    )
 
 
 def _covered_ms(ctx: GuardContext, reference: Reference, rates: list[float]) -> float | None:

@@ -10,6 +10,7 @@
 
 Submodules load lazily, so importing this package never starts a JVM nor imports pyspark.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any

@@ -13,6 +13,7 @@ hash: duplicated rows count twice; reordering or repartitioning changes nothing)
 it with these functions (Spark per partition, summed on the driver), so a table healed by Spark and
 the same rows written by pandas have one content hash.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -92,8 +93,9 @@ class ContentDigest:
 
     def merge(self, other: ContentDigest) -> ContentDigest:
         mask = (1 << 64) - 1
-        return ContentDigest(self.rows + other.rows, (self.lane_a + other.lane_a) & mask,
-                             (self.lane_b + other.lane_b) & mask)
+        return ContentDigest(
+            self.rows + other.rows, (self.lane_a + other.lane_a) & mask, (self.lane_b + other.lane_b) & mask
+        )
 
     @property
     def hash(self) -> str:

@@ -14,6 +14,7 @@ batch at a time (`add`, when a batch is accepted). Checking a batch against it r
 one filter byte per key and a binary search for the few keys the filter lets through: the history's
 keys are never reread from the table, and the cost barely grows with the history.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -131,8 +132,10 @@ class KeyIndex:
     def add(self, batch: KeyHashes) -> KeyIndex:
         """The index with a newly accepted batch's keys (inserted at their sorted places)."""
         if batch.columns != self.columns:
-            raise ValueError(f"the batch's keys {list(batch.columns)} are not the index's {list(self.columns)}: "
-                             "index one table's key")
+            raise ValueError(
+                f"the batch's keys {list(batch.columns)} are not the index's {list(self.columns)}: "
+                "index one table's key"
+            )
         unique, _ = batch.unique()
         fresh = unique[~self.contains(unique)]
         history = np.asarray(self.hashes)
@@ -150,8 +153,11 @@ class KeyIndex:
     @classmethod
     def load(cls, path: str | Path, columns: Sequence[str]) -> KeyIndex:
         """Memory-mapped: only the pages a lookup touches are read."""
-        return cls(tuple(columns), np.load(path, mmap_mode="r", allow_pickle=False),
-                   np.load(_filter_path(path), mmap_mode="r", allow_pickle=False))
+        return cls(
+            tuple(columns),
+            np.load(path, mmap_mode="r", allow_pickle=False),
+            np.load(_filter_path(path), mmap_mode="r", allow_pickle=False),
+        )
 
 
 def _filter_path(path: str | Path) -> Path:

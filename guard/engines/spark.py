@@ -16,6 +16,7 @@ to a Spark Connect server. The executors run this package's code: a local sessio
 (PYSPARK_PYTHON); a remote cluster needs `kintsugi` (with numpy, pyarrow, pandas) on its executors, or
 `ship_guard(session)` to add the `guard` package as a Python artifact.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,9 +35,21 @@ from guard.profile import TimeWindow
 from guard.profiler import ProfileBuilder
 from guard.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, SnapshotError, batch_profile
 
-__all__ = ["spark_session", "spark_snapshot", "probe_spark", "read_frame", "local_parquet_files", "window_filter",
-           "window_condition", "spark_content_hash", "NANOS_PREFIX",
-           "ship_guard", "map_partitions", "SparkEngineError", "LOCAL_CONFIG"]
+__all__ = [
+    "spark_session",
+    "spark_snapshot",
+    "probe_spark",
+    "read_frame",
+    "local_parquet_files",
+    "window_filter",
+    "window_condition",
+    "spark_content_hash",
+    "NANOS_PREFIX",
+    "ship_guard",
+    "map_partitions",
+    "SparkEngineError",
+    "LOCAL_CONFIG",
+]
 
 _CHUNK_ROWS = 1 << 20  # rows profiled at once inside a partition (Arrow batches are gathered up to this)
 _PART_SCHEMA = "part binary"
@@ -58,14 +71,17 @@ class SparkEngineError(SnapshotError):
     """Spark could not be started, reached or asked; the message says what to do."""
 
 
-def spark_session(master: str = "local[2]", *, app_name: str = "kintsugi-guard",
-                  config: dict[str, str] | None = None) -> Any:
+def spark_session(
+    master: str = "local[2]", *, app_name: str = "kintsugi-guard", config: dict[str, str] | None = None
+) -> Any:
     """A Spark session: `local[N]` starts one here; `sc://host:port` connects through Spark Connect."""
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:
-        raise SparkEngineError("pyspark is not installed: install the spark extra (pip install "
-                               "'kintsugi[spark]') or choose `engine: arrow`") from exc
+        raise SparkEngineError(
+            "pyspark is not installed: install the spark extra (pip install "
+            "'kintsugi[spark]') or choose `engine: arrow`"
+        ) from exc
     settings = {**LOCAL_CONFIG, **(config or {})}
     builder = SparkSession.builder.appName(app_name)
     if master.startswith("sc://"):
@@ -84,25 +100,30 @@ def spark_session(master: str = "local[2]", *, app_name: str = "kintsugi-guard",
     try:
         return builder.getOrCreate()
     except Exception as exc:  # the JVM or the server: one error that names the fix
-        raise SparkEngineError(f"cannot start or reach Spark at {master!r}: {type(exc).__name__}: {exc}; check "
-                               "Java 17+ (`java -version`) for local[N], or the Spark Connect URL") from exc
+        raise SparkEngineError(
+            f"cannot start or reach Spark at {master!r}: {type(exc).__name__}: {exc}; check "
+            "Java 17+ (`java -version`) for local[N], or the Spark Connect URL"
+        ) from exc
 
 
 def _check_reachable(url: str) -> None:
     """Spark Connect's client retries a refused connection for minutes: ask the server's port once, briefly."""
-    netloc = url[len("sc://"):].split("/", 1)[0]
+    netloc = url[len("sc://") :].split("/", 1)[0]
     host, _, port = netloc.rpartition(":") if ":" in netloc else (netloc, "", str(CONNECT_PORT))
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT_S).close()
     except (OSError, ValueError) as exc:
-        raise SparkEngineError(f"cannot reach Spark Connect at {url!r} ({type(exc).__name__}: {exc}); start the "
-                               "Spark Connect server there, or fix the URL (sc://host:port)") from exc
+        raise SparkEngineError(
+            f"cannot reach Spark Connect at {url!r} ({type(exc).__name__}: {exc}); start the "
+            "Spark Connect server there, or fix the URL (sc://host:port)"
+        ) from exc
 
 
 def probe_spark(session: Any) -> dict[str, Any]:
     """What `kintsugi doctor` reports of a session: Spark's version, whether it is Spark Connect, and whether
     the executors run this package's code (a partition imports guard and hashes a row). Raises
     SparkEngineError, naming the fix, when the executors cannot."""
+
     def work(tables: Iterator[pa.Table]) -> dict[str, Any]:
         import guard.engines.content as content
 
@@ -113,13 +134,16 @@ def probe_spark(session: Any) -> dict[str, Any]:
         version = session.version
         parts = map_partitions(session.range(1, numPartitions=1), work)
     except Exception as exc:
-        raise SparkEngineError(f"Spark answers but its executors cannot run the guard ({type(exc).__name__}: "
-                               f"{str(exc).splitlines()[0] if str(exc) else ''}); install kintsugi (with numpy, "
-                               "pyarrow, pandas) on the executors or call ship_guard(session)") from exc
+        raise SparkEngineError(
+            f"Spark answers but its executors cannot run the guard ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}); install kintsugi (with numpy, "
+            "pyarrow, pandas) on the executors or call ship_guard(session)"
+        ) from exc
     expected = ContentDigest.of(pa.table({"x": [1]})).hash
     if not parts or parts[0]["hash"] != expected:
-        raise SparkEngineError("the executors hash rows differently from this driver: install the same kintsugi "
-                               "version on the executors")
+        raise SparkEngineError(
+            "the executors hash rows differently from this driver: install the same kintsugi version on the executors"
+        )
     connect = type(session).__module__.startswith("pyspark.sql.connect")
     return {"version": version, "connect": connect, "executors_run_guard": True}
 
@@ -135,8 +159,9 @@ def ship_guard(session: Any) -> None:
         session.sparkContext.addPyFile(archive)
 
 
-def read_frame(session: Any, source: str | Path | Sequence[str | Path], *, table: bool = False,
-               keep_nanos: bool = False) -> Any:
+def read_frame(
+    session: Any, source: str | Path | Sequence[str | Path], *, table: bool = False, keep_nanos: bool = False
+) -> Any:
     """A DataFrame of parquet path(s), or of a catalog table when `table`.
 
     Spark reads no nanosecond timestamps (pandas writes them); for local files, such columns are read as
@@ -173,8 +198,11 @@ def local_parquet_files(paths: Sequence[str]) -> tuple[str, ...]:
         if not folder.is_dir():
             files.append(path)
             continue
-        found = sorted(str(p) for p in folder.rglob("*.parquet")
-                       if not any(part.startswith(("_", ".")) for part in p.relative_to(folder).parts))
+        found = sorted(
+            str(p)
+            for p in folder.rglob("*.parquet")
+            if not any(part.startswith(("_", ".")) for part in p.relative_to(folder).parts)
+        )
         files.extend(found or [path])
     return tuple(files)
 
@@ -185,8 +213,11 @@ def _nanosecond_columns(paths: Sequence[str]) -> list[str]:
 
     first = Path(paths[0])
     if first.is_dir():
-        found = sorted(p for p in first.rglob("*.parquet") if not any(part.startswith(("_", ".")) for part in
-                                                                        p.relative_to(first).parts))
+        found = sorted(
+            p
+            for p in first.rglob("*.parquet")
+            if not any(part.startswith(("_", ".")) for part in p.relative_to(first).parts)
+        )
         first = found[0] if found else first
     if not first.is_file():
         return []
@@ -205,8 +236,10 @@ def window_condition(frame: Any, window: TimeWindow) -> Any:
 
     column = frame.schema[window.column].dataType.typeName()
     if column not in ("timestamp", "timestamp_ntz", "date"):
-        raise SparkEngineError(f"the window's time column {window.column!r} is {column}, not a timestamp or date: "
-                               "cut batches on a time column")
+        raise SparkEngineError(
+            f"the window's time column {window.column!r} is {column}, not a timestamp or date: "
+            "cut batches on a time column"
+        )
     stamp = F.col(window.column)
     millis = F.unix_date(stamp) * F.lit(86_400_000) if column == "date" else F.unix_millis(stamp)
     condition = stamp.isNotNull()
@@ -249,9 +282,18 @@ def _arrow_schema(frame: Any) -> pa.Schema:
     return to_arrow_schema(frame.schema, timezone="UTC")
 
 
-def spark_snapshot(source: str | Path | Sequence[str | Path], *, session: Any, keys: Sequence[str] = (),
-                   window: TimeWindow | None = None, sample_rows: int = DEFAULT_SAMPLE_ROWS, seed: int = 0,
-                   time_column: str | None = None, batch_id: str | None = None, table: bool = False) -> Snapshot:
+def spark_snapshot(
+    source: str | Path | Sequence[str | Path],
+    *,
+    session: Any,
+    keys: Sequence[str] = (),
+    window: TimeWindow | None = None,
+    sample_rows: int = DEFAULT_SAMPLE_ROWS,
+    seed: int = 0,
+    time_column: str | None = None,
+    batch_id: str | None = None,
+    table: bool = False,
+) -> Snapshot:
     """The snapshot of the rows of `source` (in `window`), computed by Spark: see the module's docstring."""
     files = (str(source),) if isinstance(source, (str, Path)) else tuple(str(p) for p in source)
     if not table:
@@ -270,12 +312,23 @@ def spark_snapshot(source: str | Path | Sequence[str | Path], *, session: Any, k
     except SnapshotError:
         raise
     except Exception as exc:  # Spark's own errors (analysis, Py4J, Connect): fail closed, name the source
-        raise SparkEngineError(f"spark could not profile {', '.join(files)}: {type(exc).__name__}: "
-                               f"{str(exc).splitlines()[0] if str(exc) else ''}") from exc
+        raise SparkEngineError(
+            f"spark could not profile {', '.join(files)}: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}"
+        ) from exc
     clock = window.column if window is not None else time_column
     batch = batch_profile(files, profile, clock, window, batch_id)
-    return Snapshot(files[0], profile, sample, {f.name: str(f.type) for f in schema}, paths=files,
-                    window=window, batch=batch, keys=builder.key_hashes(), engine="spark")
+    return Snapshot(
+        files[0],
+        profile,
+        sample,
+        {f.name: str(f.type) for f in schema},
+        paths=files,
+        window=window,
+        batch=batch,
+        keys=builder.key_hashes(),
+        engine="spark",
+    )
 
 
 def _row_count(frame: Any, files: Sequence[str], *, local: bool) -> int:
@@ -288,14 +341,16 @@ def _row_count(frame: Any, files: Sequence[str], *, local: bool) -> int:
     return int(frame.count())
 
 
-def _profile(frame: Any, schema: pa.Schema, total: int, keys: tuple[str, ...], sample_rows: int,
-             seed: int) -> ProfileBuilder:
+def _profile(
+    frame: Any, schema: pa.Schema, total: int, keys: tuple[str, ...], sample_rows: int, seed: int
+) -> ProfileBuilder:
     def work(tables: Iterator[pa.Table]) -> ProfileBuilder | None:
         builder = None
         for part in tables:
             if builder is None:
-                builder = ProfileBuilder(part.schema, total, sample_rows=sample_rows, seed=seed, keys=keys,
-                                         strict_rows=False)
+                builder = ProfileBuilder(
+                    part.schema, total, sample_rows=sample_rows, seed=seed, keys=keys, strict_rows=False
+                )
             builder.add(part)
         return builder
 
@@ -309,6 +364,7 @@ def _profile(frame: Any, schema: pa.Schema, total: int, keys: tuple[str, ...], s
 def spark_content_hash(frame: Any) -> str:
     """The order-independent content hash of a DataFrame's rows (`guard.engines.content`), summed over
     partitions: equal to the arrow engine's for the same logical rows."""
+
     def work(tables: Iterator[pa.Table]) -> ContentDigest:
         digest = ContentDigest()
         for part in tables:

@@ -14,6 +14,7 @@ by largest remainder so the sample has exactly `rows` rows (all labelled rows wh
 chosen do not depend on the engine, the partitioning or the row order; the frame is sorted by stratum,
 then score. Rows with no time form their own stratum ("none").
 """
+
 from __future__ import annotations
 
 import math
@@ -143,10 +144,12 @@ class _Picker:
         order = np.lexsort((canonical_row_hashes(table), scores, strata))
         taken: list[int] = []
         for stratum in sorted(allocation):
-            rows = order[strata[order] == stratum][:allocation[stratum]]
+            rows = order[strata[order] == stratum][: allocation[stratum]]
             if len(rows) < allocation[stratum]:
-                raise ValueError(f"stratum {stratum} kept {len(rows)} candidate rows for {allocation[stratum]}: "
-                                 "draw again with another seed")
+                raise ValueError(
+                    f"stratum {stratum} kept {len(rows)} candidate rows for {allocation[stratum]}: "
+                    "draw again with another seed"
+                )
             taken.extend(rows.tolist())
         return table.take(pa.array(taken, type=pa.int64()))
 
@@ -161,14 +164,22 @@ def _ceilings(allocation: dict[int, int], counts: dict[int, int]) -> dict[int, i
     return out
 
 
-def training_sample(engine: str, source: str | Path | Sequence[str | Path], *, rows: int, time_column: str,
-                    label_column: str, seed: int = 0, cadence: str = "auto", keys: Sequence[str] = (),
-                    session: Any = None) -> TrainingSample:
+def training_sample(
+    engine: str,
+    source: str | Path | Sequence[str | Path],
+    *,
+    rows: int,
+    time_column: str,
+    label_column: str,
+    seed: int = 0,
+    cadence: str = "auto",
+    keys: Sequence[str] = (),
+    session: Any = None,
+) -> TrainingSample:
     """`rows` labelled rows of `source`, stratified by period of `time_column`, drawn through `engine`."""
     if rows <= 0:
         raise ValueError(f"a training sample needs a positive row budget, not {rows}: set the spec's row budget")
-    passes = _ArrowPasses(source) if engine == "arrow" else _SparkPasses(source, session) if engine == "spark" \
-        else None
+    passes = _ArrowPasses(source) if engine == "arrow" else _SparkPasses(source, session) if engine == "spark" else None
     if passes is None:
         raise ValueError(f"unknown engine {engine!r}: use arrow or spark")
     counts = _Counts()
@@ -181,12 +192,20 @@ def training_sample(engine: str, source: str | Path | Sequence[str | Path], *, r
         picker.merge(part)
     sample = picker.finish(allocation, passes.schema())
     description = {
-        "format": SAMPLE_FORMAT, "engine": engine, "seed": seed, "rows": sample.num_rows,
-        "labelled_rows": sum(strata.values()), "table_rows": picker.digest.rows, "table_hash": picker.digest.hash,
-        "time_column": time_column, "label_column": label_column, "keys": list(keys), "cadence": chosen,
+        "format": SAMPLE_FORMAT,
+        "engine": engine,
+        "seed": seed,
+        "rows": sample.num_rows,
+        "labelled_rows": sum(strata.values()),
+        "table_rows": picker.digest.rows,
+        "table_hash": picker.digest.hash,
+        "time_column": time_column,
+        "label_column": label_column,
+        "keys": list(keys),
+        "cadence": chosen,
         "strata": {_label(s): {"labelled_rows": strata[s], "sampled_rows": allocation[s]} for s in sorted(strata)},
-        "method": "proportional allocation by period; within a period the rows of smallest "
-                  "splitmix64(key hash ^ seed)"}
+        "method": "proportional allocation by period; within a period the rows of smallest splitmix64(key hash ^ seed)",
+    }
     return TrainingSample(sample.to_pandas(), description)
 
 
@@ -204,8 +223,9 @@ def _count(tables: Iterable[pa.Table], time_column: str, label_column: str) -> _
 
 
 def _pick(tables: Iterable[pa.Table], template: _Picker) -> _Picker:
-    picker = _Picker(template.time_column, template.label_column, template.cadence, template.keys,
-                     template.seed, template.ceilings)
+    picker = _Picker(
+        template.time_column, template.label_column, template.cadence, template.keys, template.seed, template.ceilings
+    )
     for table in tables:
         picker.add(table)
     return picker

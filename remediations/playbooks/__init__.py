@@ -1,4 +1,5 @@
 """One module per playbook; importing this package registers them all."""
+
 from remediations.playbooks import (  # noqa: F401
     cast_types,
     category_casing,

@@ -11,6 +11,7 @@ are parsed exactly (no detour through float for large ids); timestamps are read 
 strings, or as epoch numbers whose unit (s, ms, us, ns) is chosen by magnitude, and come out in UTC.
 A column that already has a compatible type is left alone (``rows_touched == 0``).
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -26,15 +27,18 @@ from remediations.registry import HealInput, HealStep, PlaybookRefused, register
 __all__ = ["cast_types", "MAX_UNPARSED_FRACTION", "cast_series"]
 
 MAX_UNPARSED_FRACTION = 0.05
-_EXACT_FLOAT_INT = 2 ** 53
+_EXACT_FLOAT_INT = 2**53
 _TRUE = frozenset({"true", "t", "yes", "y", "1", "1.0"})
 _FALSE = frozenset({"false", "f", "no", "n", "0", "0.0"})
 _EXAMPLES = 5
 
 
-@register("cast_types", {FindingKind.TYPE_CHANGED}, max_fraction_touched=MAX_UNPARSED_FRACTION,
-          description="cast back to the contracted logical type; refuses when over 5% of non-null values "
-                      "do not parse")
+@register(
+    "cast_types",
+    {FindingKind.TYPE_CHANGED},
+    max_fraction_touched=MAX_UNPARSED_FRACTION,
+    description="cast back to the contracted logical type; refuses when over 5% of non-null values do not parse",
+)
 def cast_types(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     """Cast the finding's column to its contracted type, nulling (and counting) what does not parse."""
     finding, table, column = heal.finding, heal.table, heal.finding.column
@@ -50,13 +54,13 @@ def cast_types(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     non_null = values.notna()
     failed = non_null & cast.isna()
     unparsed, total = int(failed.sum()), int(non_null.sum())
-    params.update(extra, parsed=total - unparsed, unparsed=unparsed,
-                  unparsed_examples=_examples(values[failed]))
+    params.update(extra, parsed=total - unparsed, unparsed=unparsed, unparsed_examples=_examples(values[failed]))
     if total and unparsed / total > MAX_UNPARSED_FRACTION:
         raise PlaybookRefused(
             f"cast_types would null {unparsed} of {total} non-null values of {column!r} "
             f"({unparsed / total:.1%}) that do not parse as {target}, e.g. {params['unparsed_examples']}; "
-            f"over its limit of {MAX_UNPARSED_FRACTION:.0%} (max_fraction_touched); fix the producer or heal by hand")
+            f"over its limit of {MAX_UNPARSED_FRACTION:.0%} (max_fraction_touched); fix the producer or heal by hand"
+        )
     healed = table.copy()
     healed[column] = cast
     return healed, HealStep("cast_types", finding.kind.value, column, params, rows_touched=unparsed)
@@ -65,8 +69,12 @@ def cast_types(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
 def cast_series(values: pd.Series, target: str) -> tuple[pd.Series, dict[str, Any]]:
     """`values` as `target`, unparseable values null; plus any parameter the cast had to choose."""
     casts: dict[str, Callable[[pd.Series], tuple[pd.Series, dict[str, Any]]]] = {
-        "number": _to_number, "integer": _to_integer, "timestamp": _to_timestamp,
-        "string": _to_string, "boolean": _to_boolean}
+        "number": _to_number,
+        "integer": _to_integer,
+        "timestamp": _to_timestamp,
+        "string": _to_string,
+        "boolean": _to_boolean,
+    }
     if target not in casts:
         raise PlaybookRefused(f"cast_types can cast to {', '.join(casts)}, not {target!r}; heal by hand")
     return casts[target](values)
@@ -76,8 +84,9 @@ def _target_type(heal: HealInput) -> str:
     contracted = heal.contract.column(heal.finding.column or "")
     target = contracted.logical_type if contracted is not None else heal.finding.params.get("target_type")
     if not target:
-        raise PlaybookRefused(f"cast_types found no contracted type for {heal.finding.column!r}; "
-                              "add the column to the contract")
+        raise PlaybookRefused(
+            f"cast_types found no contracted type for {heal.finding.column!r}; add the column to the contract"
+        )
     return str(target)
 
 
@@ -105,8 +114,9 @@ def _to_number(values: pd.Series) -> tuple[pd.Series, dict[str, Any]]:
 
 def _to_integer(values: pd.Series) -> tuple[pd.Series, dict[str, Any]]:
     source = values.astype("Int64") if pd.api.types.is_bool_dtype(values.dtype) else values
-    numbers = pd.to_numeric(source if _is_numeric(values) else _text(values), errors="coerce",
-                            dtype_backend="numpy_nullable")
+    numbers = pd.to_numeric(
+        source if _is_numeric(values) else _text(values), errors="coerce", dtype_backend="numpy_nullable"
+    )
     if pd.api.types.is_integer_dtype(numbers.dtype) and numbers.dtype.name in ("Int64", "int64"):
         return numbers.astype("Int64"), {}
     floats = numbers.astype("Float64")

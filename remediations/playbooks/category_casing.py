@@ -9,6 +9,7 @@ more than letter case and surrounding whitespace, a canonical value outside the 
 seen value (a chain or cycle would not be idempotent). There is no row limit: a producer that
 changed its casing changes every row. Applied to its own output it touches nothing.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,8 +22,11 @@ from remediations.registry import HealInput, HealStep, PlaybookRefused, register
 __all__ = ["category_casing"]
 
 
-@register("category_casing", {FindingKind.CATEGORY_CASING},
-          description="map case/whitespace variants to the canonical category; refuses any other mapping")
+@register(
+    "category_casing",
+    {FindingKind.CATEGORY_CASING},
+    description="map case/whitespace variants to the canonical category; refuses any other mapping",
+)
 def category_casing(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     """Replace each seen variant in the finding's column by its canonical value."""
     finding, table, column = heal.finding, heal.table, heal.finding.column
@@ -47,16 +51,22 @@ def _checked_mapping(heal: HealInput) -> dict[str, str]:
     mapping = {seen: canonical for seen, canonical in given.items() if seen != canonical}
     for seen, canonical in sorted(mapping.items()):
         if seen.strip().casefold() != canonical.strip().casefold():
-            raise PlaybookRefused(f"category_casing only fixes case and whitespace; {seen!r} -> {canonical!r} "
-                                  "changes the value itself: heal by hand")
+            raise PlaybookRefused(
+                f"category_casing only fixes case and whitespace; {seen!r} -> {canonical!r} "
+                "changes the value itself: heal by hand"
+            )
         if canonical in mapping:
-            raise PlaybookRefused(f"category_casing mapping sends {seen!r} to {canonical!r}, which it also "
-                                  "remaps; give each variant its final canonical value")
+            raise PlaybookRefused(
+                f"category_casing mapping sends {seen!r} to {canonical!r}, which it also "
+                "remaps; give each variant its final canonical value"
+            )
     allowed = _allowed(heal)
     stray = sorted(set(mapping.values()) - set(allowed)) if allowed is not None else []
     if stray:
-        raise PlaybookRefused(f"category_casing canonical value(s) {stray} are not among the contract's "
-                              f"allowed values {list(allowed or ())}; fix the mapping or the contract")
+        raise PlaybookRefused(
+            f"category_casing canonical value(s) {stray} are not among the contract's "
+            f"allowed values {list(allowed or ())}; fix the mapping or the contract"
+        )
     return mapping
 
 

@@ -10,6 +10,7 @@ conflicting duplicates are more than ``MAX_CONFLICT_FRACTION`` (0.1%) of the row
 tiny fraction they are dropped too (first row kept) and counted in the params. Nulls compare
 equal to nulls. Applied to its own output it drops nothing.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -26,38 +27,50 @@ MAX_CONFLICT_FRACTION = 0.001
 _EXAMPLES = 5
 
 
-@register("dedupe_keys", {FindingKind.DUPLICATE_KEYS}, max_fraction_touched=MAX_DROP_FRACTION,
-          description="drop repeated rows of a key, keeping the first; refuses over 20% of rows or over 0.1% "
-                      "conflicting duplicates")
+@register(
+    "dedupe_keys",
+    {FindingKind.DUPLICATE_KEYS},
+    max_fraction_touched=MAX_DROP_FRACTION,
+    description="drop repeated rows of a key, keeping the first; refuses over 20% of rows or over 0.1% "
+    "conflicting duplicates",
+)
 def dedupe_keys(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     """Drop every row whose key was already seen, unless too many rows or too many conflicts."""
     finding, table = heal.finding, heal.table
     keys = _key_columns(heal)
     repeated, conflicting = _duplicates(table, keys)
     dropped, conflicts, rows = int(repeated.sum()), int(conflicting.sum()), max(len(table), 1)
-    params: dict[str, Any] = {"key_columns": list(keys), "rows_before": len(table), "rows_dropped": dropped,
-                              "conflicting_rows": conflicts,
-                              "conflicting_keys": _examples(table.loc[conflicting, list(keys)])}
+    params: dict[str, Any] = {
+        "key_columns": list(keys),
+        "rows_before": len(table),
+        "rows_dropped": dropped,
+        "conflicting_rows": conflicts,
+        "conflicting_keys": _examples(table.loc[conflicting, list(keys)]),
+    }
     if conflicts / rows > MAX_CONFLICT_FRACTION:
         raise PlaybookRefused(
             f"dedupe_keys found {conflicts} of {len(table)} rows ({conflicts / rows:.2%}) repeating a key of "
             f"{list(keys)} with different values, e.g. {params['conflicting_keys']}; over its limit of "
-            f"{MAX_CONFLICT_FRACTION:.1%} conflicting rows: this is not a duplicate load, resolve the keys by hand")
+            f"{MAX_CONFLICT_FRACTION:.1%} conflicting rows: this is not a duplicate load, resolve the keys by hand"
+        )
     if dropped / rows > MAX_DROP_FRACTION:
         raise PlaybookRefused(
             f"dedupe_keys would drop {dropped} of {len(table)} rows ({dropped / rows:.1%}) as repeated keys of "
             f"{list(keys)}, over its limit of {MAX_DROP_FRACTION:.0%} of rows (max_fraction_touched); "
-            "find the repeated load upstream")
+            "find the repeated load upstream"
+        )
     healed = table.loc[~repeated].reset_index(drop=True)
-    return healed, HealStep("dedupe_keys", finding.kind.value, finding.column, params,
-                            rows_touched=0, rows_dropped=dropped)
+    return healed, HealStep(
+        "dedupe_keys", finding.kind.value, finding.column, params, rows_touched=0, rows_dropped=dropped
+    )
 
 
 def _key_columns(heal: HealInput) -> tuple[str, ...]:
     keys = heal.contract.key_columns
     if not keys:
-        raise PlaybookRefused(f"dedupe_keys needs key columns; mark them primary_key in the contract of "
-                              f"{heal.contract.dataset_urn}")
+        raise PlaybookRefused(
+            f"dedupe_keys needs key columns; mark them primary_key in the contract of {heal.contract.dataset_urn}"
+        )
     missing = [k for k in keys if k not in heal.table.columns]
     if missing:
         raise PlaybookRefused(f"dedupe_keys found no key column(s) {missing} in the table; heal the schema first")

@@ -12,6 +12,7 @@ Limit: refuses when the rows to quarantine are more than MAX_QUARANTINE_FRACTION
 concerns (its batch: a batch mostly quarantined is a broken feed, however large the table; fix it upstream). Never quarantines on the label (label_window's
 business) or a key column.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -28,10 +29,14 @@ __all__ = ["quarantine_rows", "MAX_QUARANTINE_FRACTION"]
 MAX_QUARANTINE_FRACTION = 0.5
 
 
-@register("quarantine_rows", {FindingKind.NULL_LIMIT, FindingKind.NULL_SPIKE, FindingKind.SENTINEL},
-          max_fraction_touched=MAX_QUARANTINE_FRACTION, quarantines=True,
-          description="set aside rows that cannot be corrected (nulls, sentinels): kept as they are in the table, "
-                      "listed in the quarantine, left out of training; refuses over 50% of rows")
+@register(
+    "quarantine_rows",
+    {FindingKind.NULL_LIMIT, FindingKind.NULL_SPIKE, FindingKind.SENTINEL},
+    max_fraction_touched=MAX_QUARANTINE_FRACTION,
+    quarantines=True,
+    description="set aside rows that cannot be corrected (nulls, sentinels): kept as they are in the table, "
+    "listed in the quarantine, left out of training; refuses over 50% of rows",
+)
 def quarantine_rows(heal: HealInput) -> tuple[np.ndarray, HealStep]:
     finding, table, column = heal.finding, heal.table, heal.finding.column
     _check_column(heal)
@@ -53,10 +58,10 @@ def quarantine_rows(heal: HealInput) -> tuple[np.ndarray, HealStep]:
         raise PlaybookRefused(
             f"quarantine_rows would set aside {count} of the {of} rows the finding concerns ({count / of:.1%}) for "
             f"{finding.kind.value} on {column!r}, over its limit of {MAX_QUARANTINE_FRACTION:.0%} of rows "
-            "(max_fraction_touched); the feed is broken: fix it upstream")
+            "(max_fraction_touched); the feed is broken: fix it upstream"
+        )
     params = {"column": column, **reason, "rows_quarantined": count, "rows": describe_rows(finding)}
-    return mask, HealStep("quarantine_rows", finding.kind.value, column, params, rows_touched=0,
-                          rows_quarantined=count)
+    return mask, HealStep("quarantine_rows", finding.kind.value, column, params, rows_touched=0, rows_quarantined=count)
 
 
 def _check_column(heal: HealInput) -> None:
@@ -66,5 +71,7 @@ def _check_column(heal: HealInput) -> None:
     if column == contract.label_column:
         raise PlaybookRefused(f"quarantine_rows leaves the label column {column!r} to label_window")
     if column in contract.key_columns:
-        raise PlaybookRefused(f"quarantine_rows will not set rows aside by key column {column!r}: a row without "
-                              "its key cannot be traced; fix the producer")
+        raise PlaybookRefused(
+            f"quarantine_rows will not set rows aside by key column {column!r}: a row without "
+            "its key cannot be traced; fix the producer"
+        )

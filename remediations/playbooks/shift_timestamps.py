@@ -14,6 +14,7 @@ column is shifted while it sits `hours` off its learned offsets against its (hea
 alone on them.
 Refuses an ambiguous offset (+-12 h: known modulo 24 only) and a finding without shifts.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -32,8 +33,11 @@ _HOUR_MS = 3_600_000
 _HOLDS = 0.9  # share of rows on the learned offsets for an hour column to be read as on (or off) them
 
 
-@register("shift_timestamps", {FindingKind.TIMESTAMP_SHIFT},
-          description="shift timestamps (and hour-of-day columns derived from them) back by whole hours")
+@register(
+    "shift_timestamps",
+    {FindingKind.TIMESTAMP_SHIFT},
+    description="shift timestamps (and hour-of-day columns derived from them) back by whole hours",
+)
 def shift_timestamps(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     finding, table = heal.finding, heal.table
     shifts, hours = _plan_params(heal)
@@ -50,28 +54,34 @@ def shift_timestamps(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
             healed[column] = _hours_back(table[column], rows, moved)
             shifted[column] = moved
     touched = int(rows.sum()) if shifted else 0
-    params: dict[str, Any] = {"shifted_back_hours": shifted, "offset_hours": finding.params.get("offset_hours"),
-                              "rows": describe_rows(finding)}
+    params: dict[str, Any] = {
+        "shifted_back_hours": shifted,
+        "offset_hours": finding.params.get("offset_hours"),
+        "rows": describe_rows(finding),
+    }
     return healed, HealStep("shift_timestamps", finding.kind.value, finding.column, params, rows_touched=touched)
 
 
 def _plan_params(heal: HealInput) -> tuple[dict[str, int], dict[str, int]]:
     params = heal.finding.params
     if params.get("ambiguous"):
-        raise PlaybookRefused("shift_timestamps will not guess the sign of a 12-hour shift (known modulo 24 h); "
-                              "shift by hand")
+        raise PlaybookRefused(
+            "shift_timestamps will not guess the sign of a 12-hour shift (known modulo 24 h); shift by hand"
+        )
     shifts = {str(c): int(h) for c, h in (params.get("shifts_hours") or {}).items()}
     hours = {str(c): int(h) for c, h in (params.get("hour_columns") or {}).items()}
     if not shifts and not hours:
-        raise PlaybookRefused("shift_timestamps needs params['shifts_hours'] or params['hour_columns'] in the "
-                              "finding; re-run the guard")
+        raise PlaybookRefused(
+            "shift_timestamps needs params['shifts_hours'] or params['hour_columns'] in the finding; re-run the guard"
+        )
     for column in (*shifts, *hours):
         if column not in heal.table.columns:
             raise PlaybookRefused(f"shift_timestamps found no column {column!r} in the table; re-run the guard")
     for column in shifts:
         if not pd.api.types.is_datetime64_any_dtype(heal.table[column].dtype):
-            raise PlaybookRefused(f"shift_timestamps: {column!r} is {heal.table[column].dtype}, not a timestamp; "
-                                  "cast it first")
+            raise PlaybookRefused(
+                f"shift_timestamps: {column!r} is {heal.table[column].dtype}, not a timestamp; cast it first"
+            )
     return shifts, hours
 
 
@@ -86,16 +96,20 @@ def _still_shifted(table: pd.DataFrame, rows: np.ndarray, column: str, moved: in
         return True
     if earliest == int(observed) - moved * _HOUR_MS:
         return False
-    raise PlaybookRefused(f"shift_timestamps: the earliest {column!r} is {earliest} ms, not the {observed} ms the "
-                          "guard saw nor that shifted back; the table changed since: re-run the guard")
+    raise PlaybookRefused(
+        f"shift_timestamps: the earliest {column!r} is {earliest} ms, not the {observed} ms the "
+        "guard saw nor that shifted back; the table changed since: re-run the guard"
+    )
 
 
 def _hour_still_shifted(table: pd.DataFrame, rows: np.ndarray, column: str, moved: int, relation: Any) -> bool:
     """Whether an hour column, against its timestamp (already shifted back), still sits `moved` hours off the
     offsets the reference learned (True), sits on them (False: done), or neither (refuses)."""
     if not isinstance(relation, dict) or relation.get("timestamp") not in table.columns:
-        raise PlaybookRefused(f"shift_timestamps needs params['hour_of'][{column!r}] = {{'timestamp': T, 'offsets': "
-                              "[...]}} to tell a shifted hour column from a healed one; re-run the guard")
+        raise PlaybookRefused(
+            f"shift_timestamps needs params['hour_of'][{column!r}] = {{'timestamp': T, 'offsets': "
+            "[...]}} to tell a shifted hour column from a healed one; re-run the guard"
+        )
     stamps, present = epoch_ms_of(table[relation["timestamp"]])
     values = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     use = present & rows & ~np.isnan(values)
@@ -107,8 +121,10 @@ def _hour_still_shifted(table: pd.DataFrame, rows: np.ndarray, column: str, move
         return False
     if np.isin((offsets - moved) % 24, list(learned)).mean() >= _HOLDS:
         return True
-    raise PlaybookRefused(f"shift_timestamps: {column!r} is neither {moved:+d} h off its timestamp "
-                          f"{relation['timestamp']!r} nor on it; the table changed since the guard ran: re-run it")
+    raise PlaybookRefused(
+        f"shift_timestamps: {column!r} is neither {moved:+d} h off its timestamp "
+        f"{relation['timestamp']!r} nor on it; the table changed since the guard ran: re-run it"
+    )
 
 
 def _hours_back(values: pd.Series, rows: np.ndarray, moved: int) -> pd.Series:

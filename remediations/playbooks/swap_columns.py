@@ -11,6 +11,7 @@ Heals COLUMNS_SWAPPED, whose finding carries `params["columns"] = [a, b]` and `p
 
 A swap is its own inverse; no value is invented. Refuses columns of different dtypes (a swap would cast).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -25,8 +26,11 @@ from remediations.rows import describe_rows, selected_rows
 __all__ = ["swap_columns"]
 
 
-@register("swap_columns", {FindingKind.COLUMNS_SWAPPED},
-          description="swap two columns back on the rows the finding names (all, or where a learned order breaks)")
+@register(
+    "swap_columns",
+    {FindingKind.COLUMNS_SWAPPED},
+    description="swap two columns back on the rows the finding names (all, or where a learned order breaks)",
+)
 def swap_columns(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     finding, table = heal.finding, heal.table
     a, b = _columns(heal)
@@ -42,8 +46,12 @@ def swap_columns(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     first, second = table[a].to_numpy(), table[b].to_numpy()
     healed[a] = pd.Series(np.where(mask, second, first), index=table.index).astype(table[a].dtype)
     healed[b] = pd.Series(np.where(mask, first, second), index=table.index).astype(table[b].dtype)
-    params: dict[str, Any] = {"columns": [a, b], "scope": scope, "rows_swapped": int(mask.sum()),
-                              "rows": describe_rows(finding)}
+    params: dict[str, Any] = {
+        "columns": [a, b],
+        "scope": scope,
+        "rows_swapped": int(mask.sum()),
+        "rows": describe_rows(finding),
+    }
     return healed, HealStep("swap_columns", finding.kind.value, finding.column, params, rows_touched=int(mask.sum()))
 
 
@@ -58,8 +66,10 @@ def _columns(heal: HealInput) -> tuple[str, str]:
         if heal.contract.column(column) is None:
             raise PlaybookRefused(f"swap_columns only swaps contracted columns; {column!r} is not in the contract")
     if heal.table[a].dtype != heal.table[b].dtype:
-        raise PlaybookRefused(f"swap_columns will not swap {a!r} ({heal.table[a].dtype}) and {b!r} "
-                              f"({heal.table[b].dtype}): the swap would cast values; heal by hand")
+        raise PlaybookRefused(
+            f"swap_columns will not swap {a!r} ({heal.table[a].dtype}) and {b!r} "
+            f"({heal.table[b].dtype}): the swap would cast values; heal by hand"
+        )
     return a, b
 
 
@@ -74,10 +84,16 @@ def _order_broken(table: pd.DataFrame, order: Any) -> np.ndarray:
 def _as_seen(table: pd.DataFrame, rows: np.ndarray, a: str, b: str, seen: dict[str, Any]) -> bool:
     """True while the columns sit as the guard saw them (not yet swapped back)."""
     if a not in seen or b not in seen:
-        raise PlaybookRefused("swap_columns needs params['observed_medians'] of both columns to tell a swapped "
-                              "table from a healed one; re-run the guard")
-    now_a = float(np.nanmedian(pd.to_numeric(table.loc[rows, a], errors="coerce").to_numpy(dtype=float, na_value=np.nan)))
-    now_b = float(np.nanmedian(pd.to_numeric(table.loc[rows, b], errors="coerce").to_numpy(dtype=float, na_value=np.nan)))
+        raise PlaybookRefused(
+            "swap_columns needs params['observed_medians'] of both columns to tell a swapped "
+            "table from a healed one; re-run the guard"
+        )
+    now_a = float(
+        np.nanmedian(pd.to_numeric(table.loc[rows, a], errors="coerce").to_numpy(dtype=float, na_value=np.nan))
+    )
+    now_b = float(
+        np.nanmedian(pd.to_numeric(table.loc[rows, b], errors="coerce").to_numpy(dtype=float, na_value=np.nan))
+    )
     as_seen = abs(now_a - seen[a]) + abs(now_b - seen[b])
     swapped_back = abs(now_a - seen[b]) + abs(now_b - seen[a])
     return as_seen <= swapped_back

@@ -5,6 +5,7 @@ window, see `guard.findings`) when the unit changed in part of the rows (since a
 row. Exact and invertible. Level-based only through the guard: re-run after a heal, the guard sees the
 contracted unit and raises no finding.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -16,8 +17,11 @@ from remediations.rows import describe_rows, selected_rows
 __all__ = ["unit_rescale"]
 
 
-@register("unit_rescale", {FindingKind.UNIT_MISMATCH},
-          description="undo a unit change: value_declared = (value_actual - offset) / scale, on the finding's rows")
+@register(
+    "unit_rescale",
+    {FindingKind.UNIT_MISMATCH},
+    description="undo a unit change: value_declared = (value_actual - offset) / scale, on the finding's rows",
+)
 def unit_rescale(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     finding, table = heal.finding, heal.table
     column = finding.column
@@ -31,8 +35,17 @@ def unit_rescale(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     rows = selected_rows(table, finding) & values.notna().to_numpy()
     healed = table.copy()
     healed[column] = values.mask(rows, (values - offset) / scale)
-    step = HealStep("unit_rescale", finding.kind.value, column,
-                    {"from_unit": finding.params.get("actual_unit"), "to_unit": finding.params.get("declared_unit"),
-                     "scale": scale, "offset": offset, "rows": describe_rows(finding)},
-                    rows_touched=int(rows.sum()))
+    step = HealStep(
+        "unit_rescale",
+        finding.kind.value,
+        column,
+        {
+            "from_unit": finding.params.get("actual_unit"),
+            "to_unit": finding.params.get("declared_unit"),
+            "scale": scale,
+            "offset": offset,
+            "rows": describe_rows(finding),
+        },
+        rows_touched=int(rows.sum()),
+    )
     return healed, step

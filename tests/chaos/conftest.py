@@ -1,4 +1,5 @@
 """Chaos fixtures: the demo's clean table and contract, and a drill estate built once."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -37,4 +38,3 @@ def drill_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with isolated():
         build_estate(root / "seed-1", 1)
     return root
-

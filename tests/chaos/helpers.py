@@ -1,4 +1,5 @@
 """Helpers shared by the chaos tests: the guard instant and the chaos CLI as the composition root registers it."""
+
 from __future__ import annotations
 
 from datetime import timedelta

@@ -6,6 +6,7 @@ cause checks learn (the control plane must store the full profile, `DatasetProfi
 see the branch notes). Here the guard and the sandbox run as the loop runs them, with the reference a full
 profile of the estate's table at its first champion: each scenario's true cause is named, healed exactly
 or quarantined, and the training view verifies."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -63,8 +64,9 @@ def test_a_correctable_cause_is_named_healed_exactly_and_verifies(estate_guard, 
 
 
 @pytest.mark.parametrize("name", ["sentinel_zero", "sentinel_negative", "null_limit", "null_spike"])
-def test_rows_that_cannot_be_corrected_are_named_and_quarantined_and_the_rest_verifies(estate_guard, tmp_path: Path,
-                                                                                      name: str) -> None:
+def test_rows_that_cannot_be_corrected_are_named_and_quarantined_and_the_rest_verifies(
+    estate_guard, tmp_path: Path, name: str
+) -> None:
     scenario, report, outcome, verified = run(estate_guard, name, tmp_path)
     assert {f.kind for f in report.blocking} == {scenario.kind} and any(scenario.localizes(f) for f in report.blocking)
     assert outcome.complete and outcome.quarantine is not None and outcome.open_findings == report.blocking
@@ -80,18 +82,23 @@ def test_a_cause_the_guard_cannot_correct_exactly_is_named_and_blocks(estate_gua
     assert expected_outcome(scenario) == BLOCKED
 
 
-def test_local_time_written_as_utc_is_named_with_its_offset_and_its_symptom_explained(estate_guard, tmp_path: Path) -> None:
+def test_local_time_written_as_utc_is_named_with_its_offset_and_its_symptom_explained(
+    estate_guard, tmp_path: Path
+) -> None:
     _, report, _, _ = run(estate_guard, "timezone_shift", tmp_path)
     (shift,) = [f for f in report.blocking if f.kind is FindingKind.TIMESTAMP_SHIFT]
     assert shift.column == "event_ts" and abs(shift.params["offset_hours"] - 9) <= 1 and shift.playbook is None
     assert set(shift.params["shifts_hours"]) == {"event_ts", "label_ts"} and set(shift.params["hour_columns"]) == {
-        "hour_of_day"}
+        "hour_of_day"
+    }
     future = [f for f in report.findings if f.kind is FindingKind.TIMESTAMP_UNPARSEABLE]
     assert future and all(f.params["explained_by"] == "timestamp_shift:event_ts" for f in future)
 
 
-@pytest.mark.xfail(strict=True, reason="the units check (guard-robust's) still calls Gaussian noise a scale_shift; "
-                                       "the true cause is drift")
+@pytest.mark.xfail(
+    strict=True,
+    reason="the units check (guard-robust's) still calls Gaussian noise a scale_shift; the true cause is drift",
+)
 def test_gaussian_noise_is_named_drift(estate_guard, tmp_path: Path) -> None:
     scenario, report, _, _ = run(estate_guard, "gaussian_noise", tmp_path)
     assert any(scenario.localizes(f) for f in report.findings)
@@ -102,8 +109,9 @@ def test_gaussian_noise_is_named_drift(estate_guard, tmp_path: Path) -> None:
 
 
 def observed(status: str, incident_open: bool, finding: Finding) -> Observed:
-    return Observed(status=status, outcome="", findings=(finding,), healed=True, verified=True,
-                    incident_open=incident_open)
+    return Observed(
+        status=status, outcome="", findings=(finding,), healed=True, verified=True, incident_open=incident_open
+    )
 
 
 def test_a_quarantine_passes_whatever_the_run_did_with_the_rest_only_while_its_incident_stays_open() -> None:
@@ -113,7 +121,8 @@ def test_a_quarantine_passes_whatever_the_run_did_with_the_rest_only_while_its_i
     assert judge(scenario, observed(BLOCKED, True, sentinel), {}) == []
     assert judge(scenario, observed(PROMOTED, False, sentinel), {}) == [
         "rows of sentinel on distance_km cannot be corrected, yet no ACTIVE incident was left open (the loop ended "
-        "promoted)"]
+        "promoted)"
+    ]
     assert held_correctly(PROMOTED, QUARANTINED, True) and not held_correctly(PROMOTED, QUARANTINED, False)
 
 

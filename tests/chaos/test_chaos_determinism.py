@@ -5,6 +5,7 @@ follows PYTHONHASHSEED, so a category drift exactly at its limit (e.g. 10% of ve
 DRIFT_THRESHOLD = 0.1) is reported in some processes and not in others. The drill pins the hash seed of its
 workers meanwhile; this strict xfail turns into a failure once the guard sums in a fixed order (math.fsum).
 """
+
 from __future__ import annotations
 
 import os
@@ -24,6 +25,14 @@ print(repr(category_distance(profile(rng.integers(1, 1000, 60)), profile(rng.int
 
 
 def test_category_distance_does_not_depend_on_the_hash_seed():
-    seen = {subprocess.run([sys.executable, "-c", _SNIPPET], capture_output=True, text=True, check=True,
-                           env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout.strip() for seed in range(4)}
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", _SNIPPET],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout.strip()
+        for seed in range(4)
+    }
     assert len(seen) == 1, seen

@@ -1,5 +1,6 @@
 """A small drill end to end through the real loop: the scoreboard's shape and verdicts, its determinism,
 and the user's workspace left byte for byte as it was — even with the environment pointing at it."""
+
 from __future__ import annotations
 
 import hashlib
@@ -18,8 +19,11 @@ SCENARIOS = ("unit_km_to_m", "volume_drop", "upstream_deprecated")
 
 
 def _tree(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +41,24 @@ def drill(drill_root, demo_run, tmp_path_factory):
         patch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{user / 'mlflow.db'}")
         patch.setenv("DATAHUB_GMS_URL", "http://127.0.0.1:9")  # a team's DataHub: the drill must not reach it
         patch.chdir(user.parent)
-        code, stdout, stderr = kintsugi("drill", "--scenarios", ",".join(SCENARIOS), "--seeds", "1", "--controls",
-                                        "1", "--sweep-seeds", "0", "--jobs", "2", "--json", "--out", str(out),
-                                        "--keep", str(drill_root))
+        code, stdout, stderr = kintsugi(
+            "drill",
+            "--scenarios",
+            ",".join(SCENARIOS),
+            "--seeds",
+            "1",
+            "--controls",
+            "1",
+            "--sweep-seeds",
+            "0",
+            "--jobs",
+            "2",
+            "--json",
+            "--out",
+            str(out),
+            "--keep",
+            str(drill_root),
+        )
     return code, json.loads(stdout), stderr, out, before, _tree(user)
 
 
@@ -50,7 +69,11 @@ def test_the_scoreboard_has_the_overall_keys_and_one_row_per_scenario(drill):
         assert key in board
     assert [row["name"] for row in board["scenarios"]] == list(SCENARIOS)
     assert (board["detection_recall"], board["localization_rate"], board["false_alarms"], board["heal_rate"]) == (
-        1.0, 1.0, 0, 1.0)
+        1.0,
+        1.0,
+        0,
+        1.0,
+    )
     assert board["drill"]["controls"] == 1 and board["controls"][0]["status"] == "promoted"
 
 
@@ -91,4 +114,9 @@ def test_the_sweep_finds_the_freshness_sla(drill_root):
     with isolated():
         sweep = run_sweep(load_estate(drill_root / "seed-1"), "upstream_stale")
     assert [(p["magnitude"], p["detected"]) for p in sweep["points"]] == [
-        (6.0, False), (12.0, False), (23.0, False), (30.0, True), (48.0, True)]
+        (6.0, False),
+        (12.0, False),
+        (23.0, False),
+        (30.0, True),
+        (48.0, True),
+    ]

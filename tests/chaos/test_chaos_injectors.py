@@ -4,6 +4,7 @@ The guard runs alone (read-only, `guard_pipeline`) against the shared demo works
 scenarios write DataHub, so they run on a private copy. Scenarios the guard misses today are strict
 xfails naming the weakness: when the guard learns them, the xfail turns into a failure to update here.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,7 +27,7 @@ TABLE = [s.name for s in DEMO_SCENARIOS if s.table is not None]
 UPSTREAM = [s.name for s in DEMO_SCENARIOS if s.upstream_injector is not None]
 GUARD_MISSES: dict[str, str] = {  # scenario -> the guard weakness that lets it through
     "gaussian_noise": "noise of 0.5 sd widens the spread by 12%: inside the natural variation of past batches "
-                      "in a day's batch, and a whole table of several batches is judged for named conversions only",
+    "in a day's batch, and a whole table of several batches is judged for named conversions only",
 }
 ONE_BATCH = {"scale_shift"}
 
@@ -60,8 +61,13 @@ def test_the_clean_demo_table_is_clean(demo_run, demo_clean, tmp_path):
     assert report.findings == ()
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=GUARD_MISSES[n], strict=True))
-                                  if n in GUARD_MISSES else n for n in TABLE])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(reason=GUARD_MISSES[n], strict=True)) if n in GUARD_MISSES else n
+        for n in TABLE
+    ],
+)
 def test_table_injector_triggers_its_finding(name, demo_run, demo_clean, demo_contract, tmp_path):
     """Injected into the whole table, given to the guard as one batch (`guard --data`); a rescale no unit names is
     injected into the newest daily batch only: over several batches at once only named conversions block."""

@@ -2,6 +2,7 @@
 weather in 2012, shipped by vega_datasets): the scenarios that apply to its contract, injected into its newest
 batch through the real loop on scratch copies of the workspace, named right; a clean control not blocked; the
 workspace itself untouched. Plus the pure parts: which scenarios a contract gets, and what counts as invented."""
+
 from __future__ import annotations
 
 import hashlib
@@ -28,8 +29,11 @@ def _weather_2012() -> pd.DataFrame:
 
 
 def _fingerprint(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and not p.name.endswith(".lock")}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.endswith(".lock")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +43,21 @@ def onboarded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     table = root / "seattle-weather.parquet"
     _weather_2012().to_parquet(table, index=False)
     ws = root / "ws"
-    code, out, err = whole_cli("init", NAME, "--data", str(table), "--target", "temp_max", "--time-column", "date",
-                               "--now", "2013-01-01T06:00:00+00:00", "--yes", "--workspace", str(ws))
+    code, out, err = whole_cli(
+        "init",
+        NAME,
+        "--data",
+        str(table),
+        "--target",
+        "temp_max",
+        "--time-column",
+        "date",
+        "--now",
+        "2013-01-01T06:00:00+00:00",
+        "--yes",
+        "--workspace",
+        str(ws),
+    )
     assert code == 0, out + err
     code, out, err = whole_cli("run", NAME, "--now", "2013-01-01T07:00:00+00:00", "--workspace", str(ws))
     assert code == 0 and "APPROVED v1" in out, out + err
@@ -50,8 +67,22 @@ def onboarded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def drilled(onboarded: Path) -> tuple[int, dict, str, dict[str, str], dict[str, str]]:
     before = _fingerprint(onboarded.parent)
-    code, out, err = whole_cli("drill", "--pipeline", NAME, "--workspace", str(onboarded), "--scenarios", SCENARIOS,
-                               "--scope", "batch", "--controls", "1", "--jobs", "2", "--json")
+    code, out, err = whole_cli(
+        "drill",
+        "--pipeline",
+        NAME,
+        "--workspace",
+        str(onboarded),
+        "--scenarios",
+        SCENARIOS,
+        "--scope",
+        "batch",
+        "--controls",
+        "1",
+        "--jobs",
+        "2",
+        "--json",
+    )
     return code, json.loads(out), err, before, _fingerprint(onboarded.parent)
 
 
@@ -100,22 +131,49 @@ def test_scenarios_follow_the_contract():
     from guard.contract import ColumnContract, Contract
     from training.spec import TrainingSpec
 
-    contract = Contract("urn:li:dataset:(urn:li:dataPlatform:file,t,PROD)", (
-        ColumnContract("ts", "timestamp", primary_key=True), ColumnContract("depth", "number", unit="m"),
-        ColumnContract("count", "integer"), ColumnContract("y", "number")), label_column="y",
-        event_timestamp_column="ts")
-    training = TrainingSpec(task="regression", target="y", numeric_features=["depth", "count"],
-                            categorical_features=[], time_column="ts", estimator="x", params={}, metric="mae")
-    spec = PipelineSpec("p", contract.dataset_urn, Path("t"), "t", training, PromotionRules("mae", 0.0, 0.0),
-                        Policy.AUTO, Path("p.yaml"))
+    contract = Contract(
+        "urn:li:dataset:(urn:li:dataPlatform:file,t,PROD)",
+        (
+            ColumnContract("ts", "timestamp", primary_key=True),
+            ColumnContract("depth", "number", unit="m"),
+            ColumnContract("count", "integer"),
+            ColumnContract("y", "number"),
+        ),
+        label_column="y",
+        event_timestamp_column="ts",
+    )
+    training = TrainingSpec(
+        task="regression",
+        target="y",
+        numeric_features=["depth", "count"],
+        categorical_features=[],
+        time_column="ts",
+        estimator="x",
+        params={},
+        metric="mae",
+    )
+    spec = PipelineSpec(
+        "p",
+        contract.dataset_urn,
+        Path("t"),
+        "t",
+        training,
+        PromotionRules("mae", 0.0, 0.0),
+        Policy.AUTO,
+        Path("p.yaml"),
+    )
     built, skipped = generic_scenarios(contract, spec)
     by_name = {s.name: s for s in built}
     assert by_name["unit_change"].columns == ("depth",) and by_name["unit_change"].unit == "ft"
     assert by_name["join_nulls"].kind.value == "null_spike"  # no null limit in the contract: a spike
     assert by_name["duplicate_keys"].columns == ("ts",) and by_name["columns_swapped"].columns == ("depth", "count")
     assert skipped == ()
-    unitless = Contract(contract.dataset_urn, tuple(c for c in contract.columns if c.name != "depth")
-                        + (ColumnContract("depth", "number"),), label_column="y", event_timestamp_column="ts")
+    unitless = Contract(
+        contract.dataset_urn,
+        tuple(c for c in contract.columns if c.name != "depth") + (ColumnContract("depth", "number"),),
+        label_column="y",
+        event_timestamp_column="ts",
+    )
     assert [s.name for s in generic_scenarios(unitless, spec)[1]] == ["unit_change"]
 
 

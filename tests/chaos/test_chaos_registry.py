@@ -1,4 +1,5 @@
 """The scenario registry and row selection: plain, refusing duplicates, seeded."""
+
 from __future__ import annotations
 
 import dataclasses

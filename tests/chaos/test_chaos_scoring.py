@@ -1,4 +1,5 @@
 """Repair accuracy, collateral damage, impact arithmetic and the sweep summary, on small hand-made tables."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,8 +10,14 @@ from chaos.registry import Injected
 from chaos.repair import repair_scores
 from chaos.scoreboard import _sweep, stat, strip_timings
 
-CLEAN = pd.DataFrame({"id": ["a", "b", "c", "d"], "x": [1.0, 2.0, 3.0, 4.0], "k": ["u", "v", "u", "v"],
-                      "t": pd.to_datetime(["2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04"], utc=True)})
+CLEAN = pd.DataFrame(
+    {
+        "id": ["a", "b", "c", "d"],
+        "x": [1.0, 2.0, 3.0, 4.0],
+        "k": ["u", "v", "u", "v"],
+        "t": pd.to_datetime(["2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04"], utc=True),
+    }
+)
 
 
 def _hit(*rows: int) -> np.ndarray:
@@ -56,8 +63,10 @@ def test_impact_and_recovery():
 
 
 def test_sweep_finds_the_threshold_and_the_harmful_misses_below_it():
-    points = [{"magnitude": m, "detected": d, "localized": d, "findings": [], "impact": i, "harmful": i > 0.02}
-              for m, d, i in ((0.1, False, 0.01), (0.2, False, 0.05), (0.5, True, 0.3), (1.0, True, 0.9))]
+    points = [
+        {"magnitude": m, "detected": d, "localized": d, "findings": [], "impact": i, "harmful": i > 0.02}
+        for m, d, i in ((0.1, False, 0.01), (0.2, False, 0.05), (0.5, True, 0.3), (1.0, True, 0.9))
+    ]
     summary = _sweep((0.1, 0.2, 0.5, 1.0), [{"seed": 1, "points": points}])
     assert summary["smallest_detected"] == 0.5
     assert summary["harmful_misses"] == 1 and summary["harmful_below_threshold"] == [0.2]
@@ -67,4 +76,6 @@ def test_stat_and_timings():
     assert stat([1.0, None, 3.0]) == {"mean": 2.0, "spread": 1.0, "n": 2}
     assert stat([None]) is None
     assert strip_timings({"a": 1, "seconds": 2, "b": [{"seconds_to_promoted": 3, "c": 4}], "timings": {}}) == {
-        "a": 1, "b": [{"c": 4}]}
+        "a": 1,
+        "b": [{"c": 4}],
+    }

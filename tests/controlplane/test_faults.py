@@ -9,6 +9,7 @@ publish and inside undo — each followed by the invariants that make a PASS mea
 
 `test_the_invariant_table` prints the table (cases x invariants) for the closing note.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,15 +38,31 @@ from tests.support import LATER, champion, incidents_on, poison
 ROOT = Path(__file__).resolve().parents[2]
 RUN_AT = (LATER + timedelta(minutes=5)).isoformat()
 UNDO_AT = (LATER + timedelta(minutes=30)).isoformat()
-ALL_RUN_POINTS = ("detect:BLOCKED", "incident:raised", "heal:healed", "verify:CLEAN", "publish:before-swap",
-                  "publish:after-swap", "publish:published", "resolve:resolved", "train:before-log", "train:trained",
-                  "conclude:after-datahub", "conclude:before-alias", "conclude:after-alias", "promote:APPROVED")
+ALL_RUN_POINTS = (
+    "detect:BLOCKED",
+    "incident:raised",
+    "heal:healed",
+    "verify:CLEAN",
+    "publish:before-swap",
+    "publish:after-swap",
+    "publish:published",
+    "resolve:resolved",
+    "train:before-log",
+    "train:trained",
+    "conclude:after-datahub",
+    "conclude:before-alias",
+    "conclude:after-alias",
+    "promote:APPROVED",
+)
 ALL_UNDO_POINTS = ("undo:before-restore", "undo:restored")
 # `make test` kills at one point of each kind (a stage boundary, inside publish, inside training's writes, inside
 # the conclusion, inside undo); `make test-faults` (run by CI too) kills at every one of them.
 FULL = os.environ.get("KINTSUGI_FAULT_MATRIX") == "full"
-RUN_POINTS = ALL_RUN_POINTS if FULL else ("verify:CLEAN", "publish:after-swap", "publish:published",
-                                          "train:trained", "conclude:after-alias")
+RUN_POINTS = (
+    ALL_RUN_POINTS
+    if FULL
+    else ("verify:CLEAN", "publish:after-swap", "publish:published", "train:trained", "conclude:after-alias")
+)
 UNDO_POINTS = ALL_UNDO_POINTS if FULL else ("undo:before-restore",)
 INVARIANTS = ("trained-on-passed", "table-whole", "consistent", "stores-agree", "one-incident")
 
@@ -62,8 +79,14 @@ def _kintsugi(ws: Workspace, *args: str, crash: str | None = None) -> subprocess
     env = {k: v for k, v in os.environ.items() if k != "KINTSUGI_TEST_CRASH_AT"}
     if crash:
         env["KINTSUGI_TEST_CRASH_AT"] = crash
-    return subprocess.run([sys.executable, "-m", "controlplane", *args, "-w", str(ws.root)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "controlplane", *args, "-w", str(ws.root)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -179,15 +202,19 @@ def test_a_run_killed_past_publish_is_rolled_back_and_the_rerun_heals_again(kill
     incident = next(e for e in record.events if e.stage == "incident")
     assert [i["created"] for i in incident.evidence["incidents"]] == [False]  # the same incident, reopened
     assert "cleared at the source" not in " ".join(e.summary for e in record.events)
-    assert record.status.value == "promoted" and all(_invariants(case.ws, _allowed_tables(poisoned, healed_once)).values())
+    assert record.status.value == "promoted" and all(
+        _invariants(case.ws, _allowed_tables(poisoned, healed_once)).values()
+    )
 
 
 def test_the_invariant_table(killed):
     """Printed with -s: the cases x invariants table of the closing note."""
     assert set(RESULTS) == set(RUN_POINTS + UNDO_POINTS), "run the matrix tests first (same module)"
     lines = ["| killed at | " + " | ".join(INVARIANTS) + " |", "|---|" + "---|" * len(INVARIANTS)]
-    lines += [f"| {point} | " + " | ".join("held" if RESULTS[point][i] else "BROKEN" for i in INVARIANTS) + " |"
-              for point in RUN_POINTS + UNDO_POINTS]
+    lines += [
+        f"| {point} | " + " | ".join("held" if RESULTS[point][i] else "BROKEN" for i in INVARIANTS) + " |"
+        for point in RUN_POINTS + UNDO_POINTS
+    ]
     print("\n" + "\n".join(lines))
     assert all(all(row.values()) for row in RESULTS.values())
 

@@ -1,5 +1,6 @@
 """Incidents reused, ratify gates that survive a restart, dry-run that writes nothing, undo, and the stale-approve
 cases: approving at the promote gate decides again on the current champion, incidents and data."""
+
 from __future__ import annotations
 
 import json
@@ -59,9 +60,22 @@ def test_ratify_pauses_survives_a_restart_and_an_incident_is_reused(demo_copy):
     assert incident_event.evidence["incidents"][0]["created"] is False
     reject(ws, second.run_id, "duplicate of the first run")
     # approve in a new process: the paused run lives on disk, not in this process
-    done = subprocess.run([sys.executable, "-m", "controlplane", "approve", paused.run_id, "-w", str(ws.root),
-                           "--now", (LATER + timedelta(minutes=10)).isoformat()],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "controlplane",
+            "approve",
+            paused.run_id,
+            "-w",
+            str(ws.root),
+            "--now",
+            (LATER + timedelta(minutes=10)).isoformat(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     record = load_run(ws, paused.run_id)
     assert record.status == "paused" and record.checkpoint["gate"] == "promote"
@@ -153,8 +167,9 @@ def test_a_heal_that_does_not_verify_blocks_and_leaves_the_incident_open(demo_co
 
 def test_a_playbook_over_its_limit_refuses_and_changes_nothing(demo_copy):
     ws, _ = demo_copy
-    spec = _land(ws, lambda f: f.assign(distance_km=f["distance_km"] / 1000,
-                                        rain_mm=f["rain_mm"].mask(f.index % 5 < 3)))  # 60% nulls, quarantine limit 50%
+    spec = _land(
+        ws, lambda f: f.assign(distance_km=f["distance_km"] / 1000, rain_mm=f["rain_mm"].mask(f.index % 5 < 3))
+    )  # 60% nulls, quarantine limit 50%
     before = content_hash(spec.data)
     record = run_pipeline(ws, spec, now_ms=LATER_MS)
     assert record.status == "blocked"
@@ -185,8 +200,9 @@ def test_approve_at_the_promote_gate_rescores_a_champion_that_moved(demo_copy):
     promote = record.last_event(Stage.PROMOTE)
     train = next(e for e in record.events if e.stage == "train")
     assert promote.evidence["version"] == train.evidence["version"]
-    local = MlflowClient(tracking_uri=ws.mlflow_uri).download_artifacts(trained["mlflow_run"], "passport.json",
-                                                                         str(ws.root))
+    local = MlflowClient(tracking_uri=ws.mlflow_uri).download_artifacts(
+        trained["mlflow_run"], "passport.json", str(ws.root)
+    )
     passport = json.loads(open(local).read())
     assert passport["body"]["metrics"]["champion_version"] == 1  # decided against the champion of now
     assert passport["body"]["approval"] == {"approved": True, "reason": "ship it", "by": "operator"}
@@ -202,9 +218,14 @@ def test_approve_at_the_promote_gate_blocks_on_an_upstream_incident_raised_meanw
     spec, paused = _paused_at_promote(ws)
     champion_before = _champion(ws)
     stamp = s.AuditStampClass(time=LATER_MS + 90_000, actor="urn:li:corpuser:orders-oncall")
-    info = s.IncidentInfoClass(type=s.IncidentTypeClass.OPERATIONAL, entities=[UPSTREAMS[0]], title="orders late",
-                               status=s.IncidentStatusClass(state=s.IncidentStateClass.ACTIVE, lastUpdated=stamp),
-                               created=stamp, startedAt=LATER_MS + 90_000)
+    info = s.IncidentInfoClass(
+        type=s.IncidentTypeClass.OPERATIONAL,
+        entities=[UPSTREAMS[0]],
+        title="orders late",
+        status=s.IncidentStatusClass(state=s.IncidentStateClass.ACTIVE, lastUpdated=stamp),
+        created=stamp,
+        startedAt=LATER_MS + 90_000,
+    )
     store = LiteMetadata(ws.datahub_db)
     store.emit([MCP(entityUrn="urn:li:incident:orders-late", aspect=info)], LATER_MS + 90_000)
     store.close()
@@ -237,11 +258,18 @@ def test_a_run_without_a_contract_ends_blocked_naming_the_fix(demo_copy, monkeyp
     ws, _ = demo_copy
     _poison(ws)
     store = LiteMetadata(ws.datahub_db)  # the contract is emptied in DataHub
-    store.emit([MCP(entityUrn=contract_urn(FEATURE_TABLE),
-                    aspect=s.DataContractPropertiesClass(entity=FEATURE_TABLE, rawContract=None))])
+    store.emit(
+        [
+            MCP(
+                entityUrn=contract_urn(FEATURE_TABLE),
+                aspect=s.DataContractPropertiesClass(entity=FEATURE_TABLE, rawContract=None),
+            )
+        ]
+    )
     store.close()
-    code, out, err = kintsugi(monkeypatch, capsys, "run", PIPELINE, "-w", str(ws.root),
-                              "--now", (LATER + timedelta(minutes=5)).isoformat())
+    code, out, err = kintsugi(
+        monkeypatch, capsys, "run", PIPELINE, "-w", str(ws.root), "--now", (LATER + timedelta(minutes=5)).isoformat()
+    )
     assert code == 1, out + err
     assert "Traceback" not in out + err and err == ""
     record = list_runs(ws)[-1]

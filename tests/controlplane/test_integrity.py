@@ -1,6 +1,7 @@
 """A pass means what it says — the red team's findings, each as a test that failed before the change:
 time of check = time of use, every writer locked, undo that cannot destroy, copies that are independent,
 stores that are evidence, and bad input that gets one line and changes nothing."""
+
 from __future__ import annotations
 
 import json
@@ -119,9 +120,12 @@ def test_reject_racing_approve_exactly_one_wins(demo_copy):
         except (PipelineBusy, RunStateError) as exc:
             outcomes[name] = exc
 
-    threads = [threading.Thread(target=attempt, args=("approve", lambda: approve(ws, paused.run_id, reason="ok",
-                                                                                  now_ms=LATER_MS + 60_000))),
-               threading.Thread(target=attempt, args=("reject", lambda: reject(ws, paused.run_id, "no")))]
+    threads = [
+        threading.Thread(
+            target=attempt, args=("approve", lambda: approve(ws, paused.run_id, reason="ok", now_ms=LATER_MS + 60_000))
+        ),
+        threading.Thread(target=attempt, args=("reject", lambda: reject(ws, paused.run_id, "no"))),
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -151,8 +155,16 @@ def test_an_emptied_mlflow_store_is_an_error_never_a_fresh_start(demo_copy, monk
     ws, _ = demo_copy
     passport_before = read_passport(LiteMetadata(ws.datahub_db, read_only=True), PIPELINE, 1)
     ws.mlflow_db.unlink()  # MLflow would quietly start a new, empty store here
-    code, _, err = kintsugi(monkeypatch, capsys, "run", PIPELINE, "-w", str(ws.root),
-                            "--now", (DEMO_NOW + timedelta(minutes=30)).isoformat())
+    code, _, err = kintsugi(
+        monkeypatch,
+        capsys,
+        "run",
+        PIPELINE,
+        "-w",
+        str(ws.root),
+        "--now",
+        (DEMO_NOW + timedelta(minutes=30)).isoformat(),
+    )
     assert code == 2 and "MLflow store" in err and "replaced or emptied" in err, err
     assert len(err.strip().splitlines()) == 1
     assert read_passport(LiteMetadata(ws.datahub_db, read_only=True), PIPELINE, 1) == passport_before
@@ -186,11 +198,14 @@ def test_a_corrupt_run_record_is_skipped_and_reported(demo_copy, monkeypatch, ca
     assert Scheduler(ws).schedules() == {}  # the scheduler reads on, too
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--now", "1970-01-01T00:00:00+00:00"], "is outside"),
-    (["--now", "2999-01-01T00:00:00+00:00"], "is outside"),
-    (["--now", "yesterday"], "ISO-8601"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--now", "1970-01-01T00:00:00+00:00"], "is outside"),
+        (["--now", "2999-01-01T00:00:00+00:00"], "is outside"),
+        (["--now", "yesterday"], "ISO-8601"),
+    ],
+)
 def test_a_now_outside_a_sane_window_is_refused(demo_copy, monkeypatch, capsys, args, words):
     ws, _ = demo_copy
     code, _, err = kintsugi(monkeypatch, capsys, "guard", PIPELINE, "-w", str(ws.root), *args)
@@ -209,16 +224,26 @@ def test_free_text_is_length_limited(demo_copy):
 CONTRACT = (Path(__file__).resolve().parents[2] / "demo" / "contracts" / "eta_features.odcs.yaml").read_text()
 
 
-@pytest.mark.parametrize("edit, words", [
-    (lambda t: "a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n" + t, "alias"),
-    (lambda t: t.replace("logicalType: string\n        required: true\n        primaryKey: true",
-                         "logicalType: string\n        required: true\n        primaryKey: true\n"
-                         "        customProperties:\n          - property: unit\n            value: km", 1),
-     "only numbers have units"),
-    (lambda t: t.replace("{minimum: 0, maximum: 50}", "{minimum: 60, maximum: 50}", 1), "above maximum"),
-    (lambda t: t.replace("urn:li:dataset:(urn:li:dataPlatform:file,delivery.eta_features,PROD)", "not-a-urn", 1),
-     "not a DataHub dataset URN"),
-])
+@pytest.mark.parametrize(
+    "edit, words",
+    [
+        (lambda t: "a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n" + t, "alias"),
+        (
+            lambda t: t.replace(
+                "logicalType: string\n        required: true\n        primaryKey: true",
+                "logicalType: string\n        required: true\n        primaryKey: true\n"
+                "        customProperties:\n          - property: unit\n            value: km",
+                1,
+            ),
+            "only numbers have units",
+        ),
+        (lambda t: t.replace("{minimum: 0, maximum: 50}", "{minimum: 60, maximum: 50}", 1), "above maximum"),
+        (
+            lambda t: t.replace("urn:li:dataset:(urn:li:dataPlatform:file,delivery.eta_features,PROD)", "not-a-urn", 1),
+            "not a DataHub dataset URN",
+        ),
+    ],
+)
 def test_a_bad_contract_gets_one_line_and_changes_nothing(demo_copy, monkeypatch, capsys, tmp_path, edit, words):
     ws, _ = demo_copy
     bad = tmp_path / "contract.yaml"

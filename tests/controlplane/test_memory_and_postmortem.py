@@ -1,6 +1,7 @@
 """Memory of failure modes (the third unit failure links the first two, re-uses the verified heal, is CRITICAL and
 names the upstream owner) and postmortems (the demo incident's, with the poisoned-vs-healed metric, in DataHub,
 linked from the dataset, and as markdown in the healing run's folder)."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
@@ -28,8 +29,11 @@ def _unit_incidents(ws) -> list[tuple[str, s.IncidentInfoClass]]:
         found = [(u, store.aspect(u, s.IncidentInfoClass)) for u in store.urns("incident")]
     finally:
         store.close()
-    unit = [(u, i) for u, i in found if i is not None and (incident_evidence(i).get("key") or [None, None])[1]
-            == "unit_mismatch"]
+    unit = [
+        (u, i)
+        for u, i in found
+        if i is not None and (incident_evidence(i).get("key") or [None, None])[1] == "unit_mismatch"
+    ]
     return sorted(unit, key=lambda pair: pair[1].created.time)
 
 
@@ -62,9 +66,20 @@ def test_a_different_unit_is_a_different_failure_mode():
     from guard.kinds import FindingKind
 
     def unit(actual: str, scale: float):
-        return make_finding(FindingKind.UNIT_MISMATCH, FEATURE_TABLE, "distance_km", observed={}, expected={},
-                            message="", playbook="unit_rescale", declared_unit="km", actual_unit=actual, scale=scale,
-                            offset=0.0, rows=5)
+        return make_finding(
+            FindingKind.UNIT_MISMATCH,
+            FEATURE_TABLE,
+            "distance_km",
+            observed={},
+            expected={},
+            message="",
+            playbook="unit_rescale",
+            declared_unit="km",
+            actual_unit=actual,
+            scale=scale,
+            offset=0.0,
+            rows=5,
+        )
 
     assert fingerprint(unit("m", 1000.0)) == fingerprint(unit("m", 1000.0))
     assert fingerprint(unit("m", 1000.0)) != fingerprint(unit("mi", 0.621371))
@@ -75,8 +90,9 @@ def test_the_demo_incident_postmortem_is_written_to_datahub_and_printed(demo_cop
     incident = result.healed.facts["incidents"][0]
     code, out, err = kintsugi(monkeypatch, capsys, "postmortem", incident, "-w", str(ws.root))
     assert code == 0 and "not yet in DataHub" in err  # built on the fly before any watch pass
-    code, out, err = kintsugi(monkeypatch, capsys, "watch", "--once", "-w", str(ws.root),
-                              "--now", iso(DEMO_NOW + timedelta(hours=1)))
+    code, out, err = kintsugi(
+        monkeypatch, capsys, "watch", "--once", "-w", str(ws.root), "--now", iso(DEMO_NOW + timedelta(hours=1))
+    )
     assert code == 0 and f"postmortem {incident}: written" in out, out + err
     code, out, err = kintsugi(monkeypatch, capsys, "postmortem", incident, "-w", str(ws.root))
     assert code == 0 and err == ""
@@ -99,8 +115,9 @@ def test_the_demo_incident_postmortem_is_written_to_datahub_and_printed(demo_cop
     path = ws.run_dir(result.healed.run_id)
     assert [p.read_text() for p in path.glob("postmortem-*.md")] == [out]
     # idempotent: a second pass writes nothing more
-    code, out, _ = kintsugi(monkeypatch, capsys, "watch", "--once", "-w", str(ws.root),
-                            "--now", iso(DEMO_NOW + timedelta(hours=2)))
+    code, out, _ = kintsugi(
+        monkeypatch, capsys, "watch", "--once", "-w", str(ws.root), "--now", iso(DEMO_NOW + timedelta(hours=2))
+    )
     assert code == 0 and "postmortem" not in out
     # the watch's record is no run of the loop: a schedule still counts from the last real run
     loop = max(r.started_ms for r in list_runs(ws) if r.pipeline == PIPELINE and not r.facts.get("kind"))

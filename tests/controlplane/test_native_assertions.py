@@ -1,5 +1,6 @@
 """The guard's checks are recorded in DataHub's own assertion types where DataHub has one (read back from the demo's
 DataHub Lite), CUSTOM stays for units, and the temporal join still finds a failing check by its name."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,7 +35,10 @@ def test_nulls_are_a_field_metric_with_the_contract_limit(store):
     metric = info.fieldAssertion.fieldMetricAssertion
     assert info.fieldAssertion.type == s.FieldAssertionTypeClass.FIELD_METRIC
     assert (metric.field.path, metric.metric, metric.operator) == (
-        "distance_km", s.FieldMetricTypeClass.NULL_PERCENTAGE, s.AssertionStdOperatorClass.LESS_THAN_OR_EQUAL_TO)
+        "distance_km",
+        s.FieldMetricTypeClass.NULL_PERCENTAGE,
+        s.AssertionStdOperatorClass.LESS_THAN_OR_EQUAL_TO,
+    )
     assert float(metric.parameters.value.value) == 1.0
 
 
@@ -53,8 +57,10 @@ def test_volume_freshness_and_schema_are_native(store):
     # the demo's last run guarded its new batch (4,000 rows): the limits are of the table's growth
     assert volume.volumeAssertion.type == s.VolumeAssertionTypeClass.ROW_COUNT_CHANGE
     change = volume.volumeAssertion.rowCountChange
-    assert (change.type, change.operator) == (s.AssertionValueChangeTypeClass.ABSOLUTE,
-                                              s.AssertionStdOperatorClass.BETWEEN)
+    assert (change.type, change.operator) == (
+        s.AssertionValueChangeTypeClass.ABSOLUTE,
+        s.AssertionStdOperatorClass.BETWEEN,
+    )
     assert 0 < float(change.parameters.minValue.value) <= 4000 <= float(change.parameters.maxValue.value)
     freshness = _info(store, "label_freshness")
     assert freshness.type == s.AssertionTypeClass.FRESHNESS
@@ -74,8 +80,9 @@ def test_units_stay_custom_and_the_temporal_join_reads_every_type_back(demo_run,
 
 
 def test_without_a_contract_the_type_is_native_and_the_parameter_left_out():
-    report = GuardReport(FEATURE_TABLE, (), (CheckOutcome("nulls", "rain_mm", True, 0.0),
-                                             CheckOutcome("volume", None, True, 10)))
+    report = GuardReport(
+        FEATURE_TABLE, (), (CheckOutcome("nulls", "rain_mm", True, 0.0), CheckOutcome("volume", None, True, 10))
+    )
     nulls, _, volume, _ = [m.aspect for m in assertion_mcps(report, "run", 1)]
     assert nulls.fieldAssertion.fieldMetricAssertion.parameters is None
     assert volume.volumeAssertion.rowCountTotal.parameters.value.value == "1.0"
@@ -88,4 +95,6 @@ def test_a_whole_table_is_a_row_count_total_between_the_volume_limits():
     assert total.type == s.VolumeAssertionTypeClass.ROW_COUNT_TOTAL and total.rowCountChange is None
     assert total.rowCountTotal.operator == s.AssertionStdOperatorClass.BETWEEN
     assert (total.rowCountTotal.parameters.minValue.value, total.rowCountTotal.parameters.maxValue.value) == (
-        "5.0", "30.0")
+        "5.0",
+        "30.0",
+    )

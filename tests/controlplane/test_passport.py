@@ -1,5 +1,6 @@
 """The Model Passport as a signed, publicly verifiable attestation, read back from the real stores: signed by
 default, checked with the public key only, and the evidence promotion rests on (a mutable tag is not)."""
+
 from __future__ import annotations
 
 import json
@@ -64,8 +65,16 @@ def test_a_changed_model_file_is_named_and_model_signing_rejects_it_too(demo_cop
     ws, _ = demo_copy
     version = champion(ws)
     model_dir = _model_dir(ws, version)
-    cli = [str(MODEL_SIGNING), "verify", "key", str(model_dir), "--signature", str(model_dir / "model.sig"),
-           "--public_key", str(ws.keys / "signing-key.pub.pem")]
+    cli = [
+        str(MODEL_SIGNING),
+        "verify",
+        "key",
+        str(model_dir),
+        "--signature",
+        str(model_dir / "model.sig"),
+        "--public_key",
+        str(ws.keys / "signing-key.pub.pem"),
+    ]
     assert subprocess.run(cli, capture_output=True, text=True).returncode == 0
     with open(model_dir / "model.pkl", "ab") as handle:
         handle.write(b"\0")  # a swapped model file
@@ -83,8 +92,11 @@ def test_a_passport_re_signed_with_another_key_is_untrusted(demo_copy, tmp_path)
     other = load_or_create_key(tmp_path / "mallory", env={})
     original = verify_passport(ws, PIPELINE, version)
     assert original.ok
-    body = json.loads(LiteMetadata(ws.datahub_db, read_only=True).aspect(
-        model_urn(PIPELINE, version), s.MLModelPropertiesClass).customProperties[PASSPORT_PROPERTY])["body"]
+    body = json.loads(
+        LiteMetadata(ws.datahub_db, read_only=True)
+        .aspect(model_urn(PIPELINE, version), s.MLModelPropertiesClass)
+        .customProperties[PASSPORT_PROPERTY]
+    )["body"]
     _rewrite_passport(ws, version, sign_passport(body, _model_dir(ws, version), other))
     check = verify_passport(ws, PIPELINE, version)
     assert not check.ok and check.status == "untrusted_key", check.reasons
@@ -95,8 +107,24 @@ def test_verification_needs_only_the_public_key(demo_copy, tmp_path):
     public = tmp_path / "kintsugi.pub.pem"
     shutil.copyfile(ws.keys / "signing-key.pub.pem", public)
     shutil.rmtree(ws.keys)  # this process, and the one below, have no private key at all
-    done = subprocess.run([sys.executable, "-m", "controlplane", "passport", "verify", PIPELINE, "-w", str(ws.root),
-                           "--public-key", str(public)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "controlplane",
+            "passport",
+            "verify",
+            PIPELINE,
+            "-w",
+            str(ws.root),
+            "--public-key",
+            str(public),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("verified (valid)")
 
@@ -112,8 +140,11 @@ def test_a_flipped_verdict_tag_or_an_edited_passport_does_not_make_a_blocked_ver
     client.set_model_version_tag(PIPELINE, str(blocked), "kintsugi.verdict", "APPROVED")  # a tag is not evidence
     with pytest.raises(GateRefused, match="its signed verdict is BLOCKED"):
         promote(ws, PIPELINE, blocked)
-    passport = json.loads(LiteMetadata(ws.datahub_db, read_only=True).aspect(
-        model_urn(PIPELINE, blocked), s.MLModelPropertiesClass).customProperties[PASSPORT_PROPERTY])
+    passport = json.loads(
+        LiteMetadata(ws.datahub_db, read_only=True)
+        .aspect(model_urn(PIPELINE, blocked), s.MLModelPropertiesClass)
+        .customProperties[PASSPORT_PROPERTY]
+    )
     passport["body"]["verdict"]["verdict"] = "APPROVED"
     _rewrite_passport(ws, blocked, passport)
     with pytest.raises(GateRefused, match="passport does not verify"):  # nor is an edited passport

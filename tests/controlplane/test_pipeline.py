@@ -1,4 +1,5 @@
 """The loop as one story on the demo estate, asserted by reading the real stores back (DataHub Lite, MLflow sqlite)."""
+
 from __future__ import annotations
 
 import json
@@ -136,9 +137,13 @@ def test_one_upstream_incident_marks_both_demo_models_at_risk(demo_copy):
 
     ws, _ = demo_copy
     stamp = s.AuditStampClass(time=1, actor="urn:li:corpuser:oncall")
-    info = s.IncidentInfoClass(type=s.IncidentTypeClass.OPERATIONAL, entities=[UPSTREAMS[0]], title="orders duplicated",
-                               status=s.IncidentStatusClass(state=s.IncidentStateClass.ACTIVE, lastUpdated=stamp),
-                               created=stamp)
+    info = s.IncidentInfoClass(
+        type=s.IncidentTypeClass.OPERATIONAL,
+        entities=[UPSTREAMS[0]],
+        title="orders duplicated",
+        status=s.IncidentStatusClass(state=s.IncidentStateClass.ACTIVE, lastUpdated=stamp),
+        created=stamp,
+    )
     store = LiteMetadata(ws.datahub_db)
     store.emit([MCP(entityUrn="urn:li:incident:orders-dup", aspect=info)])
     store.close()

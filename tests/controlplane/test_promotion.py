@@ -1,4 +1,5 @@
 """The promotion gate (pure), a worse candidate kept out, passports verified, and the audit's temporal join."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,16 @@ from controlplane.vocab import Verdict as PromotionVerdict
 from demo.seed import PIPELINE, UPSTREAMS
 from tests.support import DEMO_NOW
 
-GOOD = PromotionEvidence(metric="mae", guard_verdict="CLEAN", guard_warnings=0, unhealed_upstream_incidents=(),
-                         candidate_score=2.0, has_champion=True, champion_score=2.5, snapshot_hash="sha256:x")
+GOOD = PromotionEvidence(
+    metric="mae",
+    guard_verdict="CLEAN",
+    guard_warnings=0,
+    unhealed_upstream_incidents=(),
+    candidate_score=2.0,
+    has_champion=True,
+    champion_score=2.5,
+    snapshot_hash="sha256:x",
+)
 
 
 def _ms(delta: timedelta) -> int:
@@ -34,11 +43,18 @@ def test_gate_approves_complete_evidence_that_beats_the_champion():
     assert decide(GOOD).verdict is PromotionVerdict.APPROVED
 
 
-@pytest.mark.parametrize("missing", [
-    {"guard_verdict": None}, {"guard_verdict": "BLOCKED"}, {"candidate_score": None},
-    {"candidate_score": float("nan")}, {"champion_score": None}, {"snapshot_hash": None},
-    {"unhealed_upstream_incidents": ("urn:li:incident:x",)},
-])
+@pytest.mark.parametrize(
+    "missing",
+    [
+        {"guard_verdict": None},
+        {"guard_verdict": "BLOCKED"},
+        {"candidate_score": None},
+        {"candidate_score": float("nan")},
+        {"champion_score": None},
+        {"snapshot_hash": None},
+        {"unhealed_upstream_incidents": ("urn:li:incident:x",)},
+    ],
+)
 def test_missing_or_failing_evidence_is_never_approved(missing):
     decision = decide(replace(GOOD, **missing))
     assert decision.verdict is PromotionVerdict.BLOCKED and decision.reasons
@@ -119,12 +135,18 @@ def test_audit_flags_the_version_trained_inside_a_later_recorded_incident(demo_c
     incident = "urn:li:incident:recorded-late"
     stamp = s.AuditStampClass(time=healed_at + 3_600_000, actor="urn:li:corpuser:oncall")
     info = s.IncidentInfoClass(
-        type=s.IncidentTypeClass.OPERATIONAL, entities=[UPSTREAMS[0]], title="orders double-counted for a day",
+        type=s.IncidentTypeClass.OPERATIONAL,
+        entities=[UPSTREAMS[0]],
+        title="orders double-counted for a day",
         status=s.IncidentStatusClass(state=s.IncidentStateClass.ACTIVE, lastUpdated=stamp),
-        created=stamp, startedAt=first_at - 3_600_000)
+        created=stamp,
+        startedAt=first_at - 3_600_000,
+    )
     store.emit([MCP(entityUrn=incident, aspect=info)], healed_at + 3_600_000)
-    info.status = s.IncidentStatusClass(state=s.IncidentStateClass.RESOLVED,
-                                        lastUpdated=s.AuditStampClass(time=first_at + 3_600_000, actor="urn:li:corpuser:oncall"))
+    info.status = s.IncidentStatusClass(
+        state=s.IncidentStateClass.RESOLVED,
+        lastUpdated=s.AuditStampClass(time=first_at + 3_600_000, actor="urn:li:corpuser:oncall"),
+    )
     store.emit([MCP(entityUrn=incident, aspect=info)], healed_at + 7_200_000)
     store.close()
     rows = {r.version: r for r in audit_versions(ws, PIPELINE)}

@@ -2,6 +2,7 @@
 the Spark unit_rescale, verify, publish, train, promote) publishing the very bytes the arrow engine publishes;
 training over the row budget on a recorded sample; bad engine settings and an unreachable Spark Connect master
 as one line, nothing written."""
+
 from __future__ import annotations
 
 import json
@@ -147,14 +148,23 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_an_unreachable_spark_connect_master_is_one_line_and_nothing_is_written(spark_story, tmp_path, monkeypatch,
-                                                                               capsys):
+def test_an_unreachable_spark_connect_master_is_one_line_and_nothing_is_written(
+    spark_story, tmp_path, monkeypatch, capsys
+):
     ws = _copy(spark_story[0], tmp_path / "ws")
     url = f"sc://127.0.0.1:{_free_port()}"
     _set_spec(ws, spark={"master": url})
     before, runs = store_hashes(ws), set(ws.runs.iterdir())
-    code, _, err = kintsugi(monkeypatch, capsys, "run", PIPELINE, "--workspace", str(ws.root),
-                            "--now", (DEMO_NOW + timedelta(minutes=30)).isoformat())
+    code, _, err = kintsugi(
+        monkeypatch,
+        capsys,
+        "run",
+        PIPELINE,
+        "--workspace",
+        str(ws.root),
+        "--now",
+        (DEMO_NOW + timedelta(minutes=30)).isoformat(),
+    )
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert f"cannot reach Spark Connect at '{url}'" in err and "spark: {master: ...}" in err
     assert store_hashes(ws) == before  # no DataHub, MLflow or table write
@@ -170,14 +180,25 @@ def test_an_unreachable_spark_connect_master_is_one_line_and_nothing_is_written(
 BASE = yaml.safe_load((Path(__file__).resolve().parents[2] / "demo" / "pipelines" / "delivery-eta.yaml").read_text())
 
 
-@pytest.mark.parametrize("changes, said, fix", [
-    ({"engine": "duckdb"}, "has engine 'duckdb'", "use engine: arrow (the default, in this process) or engine: spark"),
-    ({"engine": "spark", "spark": {"master": "yarn"}}, "has spark master 'yarn'", 'use "local[N]"'),
-    ({"engine": "spark", "spark": {"mastr": "local[2]"}}, "has spark: {'mastr'", 'write spark: {master: "local[2]"}'),
-    ({"spark": {"master": "local[2]"}}, "has a spark: section but engine 'arrow'", "set engine: spark"),
-    ({"training": {"row_budget": 0}}, "has training row_budget 0", "use a positive whole number of rows"),
-    ({"training": {"rows": 10}}, "has training: {'rows': 10}", "write training: {row_budget: N}"),
-])
+@pytest.mark.parametrize(
+    "changes, said, fix",
+    [
+        (
+            {"engine": "duckdb"},
+            "has engine 'duckdb'",
+            "use engine: arrow (the default, in this process) or engine: spark",
+        ),
+        ({"engine": "spark", "spark": {"master": "yarn"}}, "has spark master 'yarn'", 'use "local[N]"'),
+        (
+            {"engine": "spark", "spark": {"mastr": "local[2]"}},
+            "has spark: {'mastr'",
+            'write spark: {master: "local[2]"}',
+        ),
+        ({"spark": {"master": "local[2]"}}, "has a spark: section but engine 'arrow'", "set engine: spark"),
+        ({"training": {"row_budget": 0}}, "has training row_budget 0", "use a positive whole number of rows"),
+        ({"training": {"rows": 10}}, "has training: {'rows': 10}", "write training: {row_budget: N}"),
+    ],
+)
 def test_bad_engine_settings_are_refused_naming_the_fix(tmp_path, changes, said, fix):
     with pytest.raises(SpecError) as refused:
         parse_spec({**BASE, **changes}, tmp_path / "p.yaml", Workspace(tmp_path))
@@ -191,8 +212,9 @@ def test_engine_settings_default_to_arrow_and_two_million_rows(tmp_path):
     assert (spark.engine, spark.spark_master) == ("spark", "local[2]")
 
 
-def test_a_bad_engine_value_stops_the_run_in_one_line_before_anything_is_written(spark_story, tmp_path, monkeypatch,
-                                                                                 capsys):
+def test_a_bad_engine_value_stops_the_run_in_one_line_before_anything_is_written(
+    spark_story, tmp_path, monkeypatch, capsys
+):
     ws = _copy(spark_story[0], tmp_path / "ws")
     _set_spec(ws, engine="duckdb")
     before, runs = store_hashes(ws), set(ws.runs.iterdir())

@@ -2,6 +2,7 @@
 under it; one reconcile pass marks the version at risk and — under the pipeline's policy — rolls the champion
 back (auto, undoable), proposes it (ratify, through `approve`) or only reports it (dry-run). Resolving the
 incident retrains every pipeline that reads the upstream. Real stores throughout."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -39,14 +40,21 @@ def raise_upstream_incident(ws, *, resolved_at=None, port=None) -> None:
     store = port or LiteMetadata(ws.datahub_db)
     stamp = s.AuditStampClass(time=ms(RAISED), actor=ONCALL)
     info = s.IncidentInfoClass(
-        type=s.IncidentTypeClass.OPERATIONAL, entities=[ORDERS], title="orders double-counted since yesterday",
-        status=s.IncidentStatusClass(state=s.IncidentStateClass.ACTIVE, lastUpdated=stamp), created=stamp,
-        startedAt=ms(STARTED), priority=1)
+        type=s.IncidentTypeClass.OPERATIONAL,
+        entities=[ORDERS],
+        title="orders double-counted since yesterday",
+        status=s.IncidentStatusClass(state=s.IncidentStateClass.ACTIVE, lastUpdated=stamp),
+        created=stamp,
+        startedAt=ms(STARTED),
+        priority=1,
+    )
     store.emit([MCP(entityUrn=INCIDENT, aspect=info)], ms(RAISED))
     if resolved_at is not None:
-        info.status = s.IncidentStatusClass(state=s.IncidentStateClass.RESOLVED,
-                                            lastUpdated=s.AuditStampClass(time=ms(resolved_at), actor=ONCALL),
-                                            message="dedup job fixed")
+        info.status = s.IncidentStatusClass(
+            state=s.IncidentStateClass.RESOLVED,
+            lastUpdated=s.AuditStampClass(time=ms(resolved_at), actor=ONCALL),
+            message="dedup job fixed",
+        )
         store.emit([MCP(entityUrn=INCIDENT, aspect=info)], ms(resolved_at))
     if port is None:
         store.close()
@@ -63,9 +71,11 @@ def _records(ws, kind):
 def _mark(ws, version=2):
     store = LiteMetadata(ws.datahub_db, read_only=True)
     try:
-        return store.aspect(at_risk_urn(PIPELINE, version, INCIDENT), s.IncidentInfoClass), \
-            store.history(at_risk_urn(PIPELINE, version, INCIDENT), s.IncidentInfoClass), \
-            read_model_tags(store, model_urn(PIPELINE, version))
+        return (
+            store.aspect(at_risk_urn(PIPELINE, version, INCIDENT), s.IncidentInfoClass),
+            store.history(at_risk_urn(PIPELINE, version, INCIDENT), s.IncidentInfoClass),
+            read_model_tags(store, model_urn(PIPELINE, version)),
+        )
     finally:
         store.close()
 
@@ -120,7 +130,11 @@ def test_ratify_proposes_the_rollback_and_approve_applies_it(demo_copy, monkeypa
     assert code == 1 and champion(ws) == 2  # waits, the champion flagged meanwhile
     (proposal,) = _records(ws, "rollback")
     assert proposal.status == "paused" and proposal.checkpoint == {
-        "gate": "rollback", "from_version": 2, "to_version": 1, "causes": [INCIDENT]}
+        "gate": "rollback",
+        "from_version": 2,
+        "to_version": 1,
+        "causes": [INCIDENT],
+    }
     assert UNSAFE_TAG in _mark(ws)[2]
     code, out, _ = _watch(monkeypatch, capsys, ws, "--policy", "ratify")
     assert code == 1 and "waits for `kintsugi approve`" in out and len(_records(ws, "rollback")) == 1
@@ -136,7 +150,9 @@ def test_a_rejected_rollback_keeps_the_champion_flagged_and_is_not_proposed_agai
     raise_upstream_incident(ws)
     assert _watch(monkeypatch, capsys, ws, "--policy", "ratify")[0] == 1
     (proposal,) = _records(ws, "rollback")
-    code, out, _ = kintsugi(monkeypatch, capsys, "reject", proposal.run_id, "--reason", "v1 is worse", "-w", str(ws.root))
+    code, out, _ = kintsugi(
+        monkeypatch, capsys, "reject", proposal.run_id, "--reason", "v1 is worse", "-w", str(ws.root)
+    )
     assert code == 0 and "v2 stays champion, flagged" in out
     code, out, _ = _watch(monkeypatch, capsys, ws, "--policy", "ratify")
     assert code == 1 and f"the rollback of run {proposal.run_id} was rejected" in out
@@ -194,8 +210,13 @@ def test_a_land_an_init_or_a_watch_pass_is_not_the_retrain_a_resolution_asks_for
     def record(run_id, now_ms, **facts):
         return RunRecord(run_id, PIPELINE, Policy.AUTO, now_ms, now_ms, facts=facts)
 
-    records = [record("loop", 100), record("init", 150, command="init"), record("land", 200, command="land"),
-               record("watch", 300, kind="watch"), record("promote", 400, kind="promote")]
+    records = [
+        record("loop", 100),
+        record("init", 150, command="init"),
+        record("land", 200, command="land"),
+        record("watch", 300, kind="watch"),
+        record("promote", 400, kind="promote"),
+    ]
     assert last_loop_run_ms(records, PIPELINE) == 100
     assert [r.run_id for r in records if is_loop_run(r)] == ["loop"]
 
@@ -205,7 +226,6 @@ def test_quiet_hours_wrap_midnight():
     assert in_quiet_hours("22-06", ms(at)) and in_quiet_hours("22-06", ms(at.replace(hour=5)))
     assert not in_quiet_hours("22-06", ms(at.replace(hour=6))) and not in_quiet_hours(None, ms(at))
     assert in_quiet_hours("01-03", ms(at.replace(hour=2))) and not in_quiet_hours("01-03", ms(at))
-
 
 
 def test_serve_runs_the_watch_while_it_serves(demo_run):

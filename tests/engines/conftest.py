@@ -1,4 +1,5 @@
 """One real local Spark session for every Spark test of the run (started on first use, stopped at the end)."""
+
 from __future__ import annotations
 
 import pytest

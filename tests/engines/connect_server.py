@@ -1,5 +1,6 @@
 """A real Spark Connect server for the tests: pyspark's own `start-connect-server.sh --wait`, in the
 foreground as a child process on a free loopback port, stopped by its process group id."""
+
 from __future__ import annotations
 
 import os
@@ -26,11 +27,25 @@ def connect_server(folder: Path, timeout_s: float = 120.0) -> Iterator[str]:
     """Start a local[2] Spark Connect server; yield its sc:// URL; stop it."""
     home = Path(pyspark.__file__).parent
     port = _free_port()
-    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOG_DIR": str(folder), "SPARK_PID_DIR": str(folder),
-           "PYSPARK_PYTHON": sys.executable}
-    command = [str(home / "sbin" / "start-connect-server.sh"), "--wait", "--master", "local[2]",
-               "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.ui.enabled=false",
-               "--conf", "spark.sql.session.timeZone=UTC"]
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(home),
+        "SPARK_LOG_DIR": str(folder),
+        "SPARK_PID_DIR": str(folder),
+        "PYSPARK_PYTHON": sys.executable,
+    }
+    command = [
+        str(home / "sbin" / "start-connect-server.sh"),
+        "--wait",
+        "--master",
+        "local[2]",
+        "--conf",
+        f"spark.connect.grpc.binding.port={port}",
+        "--conf",
+        "spark.ui.enabled=false",
+        "--conf",
+        "spark.sql.session.timeZone=UTC",
+    ]
     log = open(folder / "connect-server.log", "w")
     server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:

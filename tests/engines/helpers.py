@@ -1,4 +1,5 @@
 """The demo table, its contract and a reference, built without the control plane."""
+
 from __future__ import annotations
 
 from datetime import timedelta

@@ -1,5 +1,6 @@
 """The arrow engine's one pass: key hashes that answer duplicates without a second read, a sample by key
 hash that does not depend on how the rows are laid out, and the order-independent content hash."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -65,7 +66,12 @@ def test_the_engine_profile_matches_the_historical_read_but_for_the_sample(frame
     for name, column in legacy.profile.columns.items():
         mine = engine.profile.columns[name]
         assert (mine.null_count, mine.minimum, mine.maximum, mine.value_counts, mine.hours) == (
-            column.null_count, column.minimum, column.maximum, column.value_counts, column.hours), name
+            column.null_count,
+            column.minimum,
+            column.maximum,
+            column.value_counts,
+            column.hours,
+        ), name
         assert mine.distinct == column.distinct and mine.sketch == column.sketch, name
     assert legacy.keys is None and engine.keys is not None
 

@@ -1,6 +1,7 @@
 """Spark Connect: a real server (pyspark's start-connect-server.sh) on loopback, reached as sc://; the spark
 engine gives the arrow engine's snapshot and verdict through it, and the doctor's probe sees its executors
 run the guard."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,11 +36,14 @@ def test_the_spark_engine_over_spark_connect_matches_the_arrow_engine(remote, tm
     assert sparked.profile.columns["vehicle_type"].value_counts == arrow.profile.columns["vehicle_type"].value_counts
     assert arrow.sample["order_id"].equals(sparked.sample["order_id"])
     assert np.array_equal(arrow.keys.hashes, sparked.keys.hashes)
-    reports = [run_guard(GuardContext(contract.dataset_urn, contract, s, reference, (), now_ms=NOW_MS))
-               for s in (arrow, sparked)]
+    reports = [
+        run_guard(GuardContext(contract.dataset_urn, contract, s, reference, (), now_ms=NOW_MS))
+        for s in (arrow, sparked)
+    ]
     assert [r.verdict.value for r in reports] == ["BLOCKED", "BLOCKED"]
     assert {(f.kind.value, f.column) for f in reports[0].findings} == {
-        (f.kind.value, f.column) for f in reports[1].findings}
+        (f.kind.value, f.column) for f in reports[1].findings
+    }
     assert ("new_category", "vehicle_type") in {(f.kind.value, f.column) for f in reports[1].blocking}
 
 

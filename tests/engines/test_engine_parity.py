@@ -5,6 +5,7 @@ The checks run over each engine's snapshot with one contract and one reference (
 guard is pure over the snapshot, so equal verdicts need equal profiles and samples, which are asserted
 too (the quantile sketches aside: each engine's KLL is a valid sketch of the same rows).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,20 @@ from guard.runner import run_guard
 from tests.engines.helpers import KEYS, NOW_MS, demo_contract, demo_frame
 
 TABLE_SCENARIOS = sorted(name for name, s in SCENARIOS.items() if s.table is not None)
-_COMPARED = ("logical_type", "row_count", "null_count", "minimum", "maximum", "quantiles", "value_counts",
-             "nan_count", "zero_count", "hours", "weekdays", "distinct")
+_COMPARED = (
+    "logical_type",
+    "row_count",
+    "null_count",
+    "minimum",
+    "maximum",
+    "quantiles",
+    "value_counts",
+    "nan_count",
+    "zero_count",
+    "hours",
+    "weekdays",
+    "distinct",
+)
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +68,7 @@ def _assert_same_snapshot(arrow, spark):
 
 
 def _both(path, spark_session):
-    return (snapshot("arrow", path, keys=KEYS),
-            snapshot("spark", path, session=spark_session, keys=KEYS))
+    return (snapshot("arrow", path, keys=KEYS), snapshot("spark", path, session=spark_session, keys=KEYS))
 
 
 def test_the_clean_demo_table_is_clean_in_both_engines(setting, spark):
@@ -100,8 +112,9 @@ def test_a_batch_cut_by_a_time_window_is_the_same_batch_in_both_engines(setting,
     window = TimeWindow("event_ts", start + 10 * 86_400_000, start + 17 * 86_400_000)
     arrow = snapshot("arrow", path, keys=KEYS, window=window)
     sparked = snapshot("spark", path, session=spark, keys=KEYS, window=window)
-    inside = ((frame["event_ts"].astype("int64") // 1_000_000 > window.after_ms)
-              & (frame["event_ts"].astype("int64") // 1_000_000 <= window.through_ms))
+    inside = (frame["event_ts"].astype("int64") // 1_000_000 > window.after_ms) & (
+        frame["event_ts"].astype("int64") // 1_000_000 <= window.through_ms
+    )
     assert 0 < arrow.profile.row_count == int(inside.sum()) < len(frame)
     _assert_same_snapshot(arrow, sparked)
     assert sparked.batch.window == window and sparked.batch.start_ms == arrow.batch.start_ms

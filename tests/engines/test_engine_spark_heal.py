@@ -1,5 +1,6 @@
 """Heal at scale: the Spark playbooks heal a new version beside the table, a commit marker publishes it
 atomically, and undo restores the exact content hash; both engines hash the same rows alike."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -98,7 +99,8 @@ def test_spark_playbooks_heal_casing_duplicates_and_missing_labels(estate, spark
 
 
 def test_a_spark_heal_of_a_runs_copy_writes_the_bytes_pandas_writes_and_refuses_what_spark_cannot_heal(
-        estate, spark, tmp_path):
+    estate, spark, tmp_path
+):
     from guard.findings import make_finding
     from remediations.sandbox import heal_copy
     from remediations.spark_copy import heal_copy_spark
@@ -110,17 +112,35 @@ def test_a_spark_heal_of_a_runs_copy_writes_the_bytes_pandas_writes_and_refuses_
     source = tmp_path / "table.parquet"
     frame.to_parquet(source, index=False, row_group_size=5000)
     rows = {"column": "event_ts", "after_ms": int(cut.timestamp() * 1000), "through_ms": None}
-    metres = make_finding(K.UNIT_MISMATCH, contract.dataset_urn, "distance_km", observed="m", expected="km",
-                          message="metres", playbook="unit_rescale", scale=1000.0, offset=0.0, actual_unit="m",
-                          declared_unit="km", rows=rows)
+    metres = make_finding(
+        K.UNIT_MISMATCH,
+        contract.dataset_urn,
+        "distance_km",
+        observed="m",
+        expected="km",
+        message="metres",
+        playbook="unit_rescale",
+        scale=1000.0,
+        offset=0.0,
+        actual_unit="m",
+        declared_unit="km",
+        rows=rows,
+    )
     sparked = heal_copy_spark(spark, source, tmp_path / "spark", (metres,), contract, reference)
     pandas = heal_copy(source, tmp_path / "pandas", (metres,), contract, reference)
     assert sparked.complete and sparked.steps == pandas.steps
     assert sparked.after_hash == pandas.after_hash  # the same bytes: rows, nanoseconds, schema, row groups
     assert sorted(p.name for p in (tmp_path / "spark").iterdir()) == ["healed.parquet", "input.parquet"]
 
-    nulls = make_finding(K.NULL_SPIKE, contract.dataset_urn, "rain_mm", observed=0.3, expected=0.01,
-                         message="nulls", playbook="quarantine_rows")
+    nulls = make_finding(
+        K.NULL_SPIKE,
+        contract.dataset_urn,
+        "rain_mm",
+        observed=0.3,
+        expected=0.01,
+        message="nulls",
+        playbook="quarantine_rows",
+    )
     refused = heal_copy_spark(spark, source, tmp_path / "refused", (metres, nulls), contract, reference)
     assert not refused.complete and [f.kind for f, _ in refused.refused] == [K.NULL_SPIKE]
     assert "no transform for quarantine_rows" in refused.refused[0][1]

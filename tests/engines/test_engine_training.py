@@ -1,5 +1,6 @@
 """The training sample at scale: seeded, stratified by period, exactly the row budget, the same rows through
 the arrow and the spark engine, described with its seed, strata and the full table's content hash."""
+
 from __future__ import annotations
 
 import pyarrow.parquet as pq

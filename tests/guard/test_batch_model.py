@@ -3,6 +3,7 @@
 Real parquet files written here, read with the guard's own readers; DataSketches (the real library)
 reads the quantile sketches the guard writes.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,14 +36,16 @@ def table(rows: int = 9_000, seed: int = 0, start: str = "2024-01-01") -> pd.Dat
     rng = np.random.default_rng(seed)
     span = pd.Timestamp("2024-04-01", tz="UTC") - pd.Timestamp(start, tz="UTC")
     times = pd.Timestamp(start, tz="UTC") + pd.to_timedelta(np.sort(rng.uniform(0, span.total_seconds(), rows)), "s")
-    return pd.DataFrame({
-        "id": [f"r-{seed}-{i:06d}" for i in range(rows)],
-        "ts": times.astype("datetime64[ms, UTC]"),
-        "rain": np.where(rng.random(rows) < 0.8, 0.0, rng.exponential(3.0, rows)).round(2),
-        "temp": rng.normal(12, 6, rows).round(1),
-        "kind": rng.choice(["a", "b", "c"], rows),
-        "load": rng.poisson(2, rows),
-    })
+    return pd.DataFrame(
+        {
+            "id": [f"r-{seed}-{i:06d}" for i in range(rows)],
+            "ts": times.astype("datetime64[ms, UTC]"),
+            "rain": np.where(rng.random(rows) < 0.8, 0.0, rng.exponential(3.0, rows)).round(2),
+            "temp": rng.normal(12, 6, rows).round(1),
+            "kind": rng.choice(["a", "b", "c"], rows),
+            "load": rng.poisson(2, rows),
+        }
+    )
 
 
 def write(tmp_path: Path, frame: pd.DataFrame, name: str, row_group: int = 1_000) -> Path:
@@ -58,11 +61,18 @@ def month_window(month: str) -> TimeWindow:
 
 
 def contract() -> Contract:
-    return Contract(URN, (
-        ColumnContract("id", "string", primary_key=True), ColumnContract("ts", "timestamp"),
-        ColumnContract("rain", "number", unit="mm", minimum=0), ColumnContract("temp", "number", unit="C"),
-        ColumnContract("kind", "string"), ColumnContract("load", "integer", minimum=0),
-    ), event_timestamp_column="ts")
+    return Contract(
+        URN,
+        (
+            ColumnContract("id", "string", primary_key=True),
+            ColumnContract("ts", "timestamp"),
+            ColumnContract("rain", "number", unit="mm", minimum=0),
+            ColumnContract("temp", "number", unit="C"),
+            ColumnContract("kind", "string"),
+            ColumnContract("load", "integer", minimum=0),
+        ),
+        event_timestamp_column="ts",
+    )
 
 
 # --- sketches -------------------------------------------------------------------------------------
@@ -134,16 +144,32 @@ def test_a_window_reads_exactly_the_rows_a_filtered_file_holds(tmp_path: Path) -
     frame = table()
     path = write(tmp_path, frame, "table")
     window = month_window("2024-02")
-    inside = frame[(frame.ts > pd.Timestamp(window.after_ms, unit="ms", tz="UTC"))
-                   & (frame.ts <= pd.Timestamp(window.through_ms, unit="ms", tz="UTC"))]
+    inside = frame[
+        (frame.ts > pd.Timestamp(window.after_ms, unit="ms", tz="UTC"))
+        & (frame.ts <= pd.Timestamp(window.through_ms, unit="ms", tz="UTC"))
+    ]
     batch = read_snapshot(path, window=window, sample_rows=500, seed=4)
     alone = read_snapshot(write(tmp_path, inside, "february"), sample_rows=500, seed=4)
     assert batch.profile.row_count == len(inside) == alone.profile.row_count
     for name in frame.columns:
         ours, theirs = batch.profile.columns[name], alone.profile.columns[name]
-        assert (ours.null_count, ours.minimum, ours.maximum, ours.value_counts, ours.zero_count, ours.hours,
-                ours.weekdays) == (theirs.null_count, theirs.minimum, theirs.maximum, theirs.value_counts,
-                                   theirs.zero_count, theirs.hours, theirs.weekdays)
+        assert (
+            ours.null_count,
+            ours.minimum,
+            ours.maximum,
+            ours.value_counts,
+            ours.zero_count,
+            ours.hours,
+            ours.weekdays,
+        ) == (
+            theirs.null_count,
+            theirs.minimum,
+            theirs.maximum,
+            theirs.value_counts,
+            theirs.zero_count,
+            theirs.hours,
+            theirs.weekdays,
+        )
     pd.testing.assert_frame_equal(batch.sample.reset_index(drop=True), alone.sample.reset_index(drop=True))
     assert batch.batch is not None and batch.batch.window == window and batch.files == (str(path),)
     assert batch.batch.start_ms == alone.profile.columns["ts"].minimum
@@ -206,9 +232,23 @@ def test_merging_batch_profiles_equals_profiling_their_union(tmp_path: Path) -> 
     assert merged.row_count == whole.row_count
     for name in frame.columns:
         ours, theirs = merged.columns[name], whole.columns[name]
-        assert (ours.null_count, ours.minimum, ours.maximum, ours.value_counts, ours.zero_count, ours.hours,
-                ours.weekdays) == (theirs.null_count, theirs.minimum, theirs.maximum, theirs.value_counts,
-                                   theirs.zero_count, theirs.hours, theirs.weekdays), name
+        assert (
+            ours.null_count,
+            ours.minimum,
+            ours.maximum,
+            ours.value_counts,
+            ours.zero_count,
+            ours.hours,
+            ours.weekdays,
+        ) == (
+            theirs.null_count,
+            theirs.minimum,
+            theirs.maximum,
+            theirs.value_counts,
+            theirs.zero_count,
+            theirs.hours,
+            theirs.weekdays,
+        ), name
     assert merged.columns["temp"].mean == pytest.approx(whole.columns["temp"].mean, rel=1e-12)
     assert merged.columns["temp"].stdev == pytest.approx(whole.columns["temp"].stdev, rel=1e-9)
     assert abs(merged.columns["id"].distinct_count / len(frame) - 1) < 0.05
@@ -278,19 +318,22 @@ def test_duplicate_keys_across_batches_need_the_table(tmp_path: Path) -> None:
     batch = read_snapshot(write(tmp_path, replayed, "march"))
     alone = GuardContext(URN, contract(), batch, None, (), now_ms=0)
     assert list(check_duplicates(alone)) == []  # unique inside the batch
-    found = list(check_duplicates(GuardContext(URN, contract(), batch, None, (), now_ms=0,
-                                               table_paths=(str(table_path),))))
+    found = list(
+        check_duplicates(GuardContext(URN, contract(), batch, None, (), now_ms=0, table_paths=(str(table_path),)))
+    )
     assert [f.kind for f in found] == [FindingKind.DUPLICATE_KEYS] and found[0].params["across_rows"] == 200
     whole = write(tmp_path, pd.concat([frame[frame.ts < pd.Timestamp("2024-03-01", tz="UTC")], replayed]), "whole")
-    count = count_duplicate_keys([str(whole)], ["id"], window=month_window("2024-03"),
-                                 history=[str(whole)])  # the batch inside the table file: history is the rest
+    count = count_duplicate_keys(
+        [str(whole)], ["id"], window=month_window("2024-03"), history=[str(whole)]
+    )  # the batch inside the table file: history is the rest
     assert (count.duplicate_rows, count.across_rows, count.rows_compared) == (200, 200, len(replayed))
 
 
 def test_dataset_profile_json_round_trips_profiles_without_sketches() -> None:
     from guard.profile import ColumnProfile
 
-    bare = DatasetProfile(10, {"x": ColumnProfile("x", "number", 10, 1, minimum=0.0, maximum=float("inf"),
-                                                  quantiles=((0.5, 2.0),))})
+    bare = DatasetProfile(
+        10, {"x": ColumnProfile("x", "number", 10, 1, minimum=0.0, maximum=float("inf"), quantiles=((0.5, 2.0),))}
+    )
     again = DatasetProfile.from_dict(json.loads(json.dumps(bare.to_dict())))
     assert again == bare and again.columns["x"].maximum == float("inf")

@@ -1,6 +1,7 @@
 """Root causes named: columns_swapped, sentinel, relation_broken and target_leakage (partial, against the
 reference's association; a label copy), each explaining the symptoms other checks see; and zero findings of
 these kinds over every clean batch of the three real datasets."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,17 +26,31 @@ from guard.runner import run_guard
 from guard.snapshot import Snapshot, read_snapshot
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,test.causes,PROD)"
-CAUSES = {FindingKind.TIMESTAMP_SHIFT, FindingKind.COLUMNS_SWAPPED, FindingKind.SENTINEL, FindingKind.RELATION_BROKEN,
-          FindingKind.TARGET_LEAKAGE}
-CONTRACT = Contract(URN, (
-    ColumnContract("order_id", "string", primary_key=True), ColumnContract("event_ts", "timestamp"),
-    ColumnContract("distance_km", "number", unit="km", minimum=0, maximum=50),
-    ColumnContract("prep_time_min", "number", unit="min", minimum=0, maximum=120),
-    ColumnContract("temp_min", "number", unit="C"), ColumnContract("temp_max", "number", unit="C"),
-    ColumnContract("courier_load", "integer", minimum=0, maximum=20),
-    ColumnContract("part_a", "number"), ColumnContract("part_b", "number"), ColumnContract("total", "number"),
-    ColumnContract("eta_minutes", "number", required=False)),
-    label_column="eta_minutes", event_timestamp_column="event_ts")
+CAUSES = {
+    FindingKind.TIMESTAMP_SHIFT,
+    FindingKind.COLUMNS_SWAPPED,
+    FindingKind.SENTINEL,
+    FindingKind.RELATION_BROKEN,
+    FindingKind.TARGET_LEAKAGE,
+}
+CONTRACT = Contract(
+    URN,
+    (
+        ColumnContract("order_id", "string", primary_key=True),
+        ColumnContract("event_ts", "timestamp"),
+        ColumnContract("distance_km", "number", unit="km", minimum=0, maximum=50),
+        ColumnContract("prep_time_min", "number", unit="min", minimum=0, maximum=120),
+        ColumnContract("temp_min", "number", unit="C"),
+        ColumnContract("temp_max", "number", unit="C"),
+        ColumnContract("courier_load", "integer", minimum=0, maximum=20),
+        ColumnContract("part_a", "number"),
+        ColumnContract("part_b", "number"),
+        ColumnContract("total", "number"),
+        ColumnContract("eta_minutes", "number", required=False),
+    ),
+    label_column="eta_minutes",
+    event_timestamp_column="event_ts",
+)
 
 
 def orders(seed: int, rows: int = 3_000) -> pd.DataFrame:
@@ -44,15 +59,23 @@ def orders(seed: int, rows: int = 3_000) -> pd.DataFrame:
     prep = np.clip(rng.normal(12, 4, rows), 2, 45).round(2)
     low = rng.normal(8, 4, rows).round(1)
     a, b = rng.normal(10, 2, rows).round(2), rng.normal(3, 1, rows).round(2)
-    return pd.DataFrame({
-        "order_id": [f"o-{seed}-{i}" for i in range(rows)],
-        "event_ts": (pd.Timestamp("2025-01-01", tz="UTC") + pd.to_timedelta(np.sort(rng.uniform(0, 7 * 86_400, rows)), "s")
-                     ).astype("datetime64[ms, UTC]"),
-        "distance_km": distance, "prep_time_min": prep, "temp_min": low,
-        "temp_max": (low + rng.uniform(3, 10, rows)).round(1), "courier_load": rng.poisson(1.5, rows),
-        "part_a": a, "part_b": b, "total": (a + b).round(2),
-        "eta_minutes": (10 + 3 * distance + 0.5 * prep + rng.normal(0, 4, rows)).round(2),
-    })
+    return pd.DataFrame(
+        {
+            "order_id": [f"o-{seed}-{i}" for i in range(rows)],
+            "event_ts": (
+                pd.Timestamp("2025-01-01", tz="UTC") + pd.to_timedelta(np.sort(rng.uniform(0, 7 * 86_400, rows)), "s")
+            ).astype("datetime64[ms, UTC]"),
+            "distance_km": distance,
+            "prep_time_min": prep,
+            "temp_min": low,
+            "temp_max": (low + rng.uniform(3, 10, rows)).round(1),
+            "courier_load": rng.poisson(1.5, rows),
+            "part_a": a,
+            "part_b": b,
+            "total": (a + b).round(2),
+            "eta_minutes": (10 + 3 * distance + 0.5 * prep + rng.normal(0, 4, rows)).round(2),
+        }
+    )
 
 
 def snap(tmp_path: Path, frame: pd.DataFrame, name: str) -> Snapshot:
@@ -67,7 +90,9 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
     return build_reference([snap(tmp, orders(seed), f"b{seed}").batch for seed in range(4)])
 
 
-def found(check, tmp_path: Path, frame: pd.DataFrame, reference: object, contract: Contract = CONTRACT) -> list[Finding]:  # type: ignore[no-untyped-def]
+def found(
+    check, tmp_path: Path, frame: pd.DataFrame, reference: object, contract: Contract = CONTRACT
+) -> list[Finding]:  # type: ignore[no-untyped-def]
     return list(check(GuardContext(URN, contract, snap(tmp_path, frame, "batch"), reference, (), now_ms=0)))  # type: ignore[arg-type]
 
 
@@ -83,16 +108,22 @@ def test_a_clean_batch_has_no_swap(tmp_path: Path, reference: Reference) -> None
     assert found(check_columns_swapped, tmp_path, orders(9), reference) == []
 
 
-def test_two_columns_in_each_others_place_are_named_with_both_and_the_whole_scope(tmp_path: Path,
-                                                                                 reference: Reference) -> None:
+def test_two_columns_in_each_others_place_are_named_with_both_and_the_whole_scope(
+    tmp_path: Path, reference: Reference
+) -> None:
     result = found(check_columns_swapped, tmp_path, swapped(orders(9), "distance_km", "prep_time_min"), reference)
     assert [(f.kind, f.params["columns"], f.params["scope"]) for f in result] == [
-        (FindingKind.COLUMNS_SWAPPED, ["distance_km", "prep_time_min"], "all")]
+        (FindingKind.COLUMNS_SWAPPED, ["distance_km", "prep_time_min"], "all")
+    ]
     assert result[0].playbook == "swap_columns" and set(result[0].params["observed_medians"]) == {
-        "distance_km", "prep_time_min"}
+        "distance_km",
+        "prep_time_min",
+    }
 
 
-def test_some_rows_breaking_a_learned_order_by_a_whole_gap_are_swapped_rows(tmp_path: Path, reference: Reference) -> None:
+def test_some_rows_breaking_a_learned_order_by_a_whole_gap_are_swapped_rows(
+    tmp_path: Path, reference: Reference
+) -> None:
     frame = orders(9)
     rows = np.random.default_rng(0).random(len(frame)) < 0.1
     result = found(check_columns_swapped, tmp_path, swapped(frame, "temp_min", "temp_max", rows), reference)
@@ -101,7 +132,9 @@ def test_some_rows_breaking_a_learned_order_by_a_whole_gap_are_swapped_rows(tmp_
 
 def test_an_order_broken_by_a_little_or_by_far_more_is_no_swap(tmp_path: Path, reference: Reference) -> None:
     frame = orders(9)
-    crossing = frame.assign(temp_min=np.where(np.arange(len(frame)) % 5 == 0, frame["temp_max"] + 0.5, frame["temp_min"]))
+    crossing = frame.assign(
+        temp_min=np.where(np.arange(len(frame)) % 5 == 0, frame["temp_max"] + 0.5, frame["temp_min"])
+    )
     assert found(check_columns_swapped, tmp_path, crossing, reference) == []  # two series crossing
     fahrenheit = frame.assign(temp_min=frame["temp_min"] * 1.8 + 32)
     assert found(check_columns_swapped, tmp_path, fahrenheit, reference) == []  # a unit change
@@ -110,8 +143,12 @@ def test_an_order_broken_by_a_little_or_by_far_more_is_no_swap(tmp_path: Path, r
 def test_columns_of_other_units_have_no_order_to_learn(tmp_path: Path, reference: Reference) -> None:
     frame = orders(9)  # distance (km) <= prep time (min) on most rows: a coincidence, not an order
     rows = np.arange(len(frame)) % 10 == 0
-    result = found(check_columns_swapped, tmp_path, frame.assign(
-        distance_km=np.where(rows, frame["prep_time_min"] + 20, frame["distance_km"])), reference)
+    result = found(
+        check_columns_swapped,
+        tmp_path,
+        frame.assign(distance_km=np.where(rows, frame["prep_time_min"] + 20, frame["distance_km"])),
+        reference,
+    )
     assert result == []
 
 
@@ -120,36 +157,73 @@ def test_columns_of_other_units_have_no_order_to_learn(tmp_path: Path, reference
 
 def test_placeholders() -> None:
     assert [looks_like_placeholder(v) for v in (0, -1, -9, -99, 999, 9999.0, 77777, 7, 9, 12, 100, -2)] == [
-        True, True, True, True, True, True, True, False, True, False, False, False]
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        False,
+        True,
+        False,
+        False,
+        False,
+    ]
 
 
 def test_a_clean_batch_has_no_sentinel(tmp_path: Path, reference: Reference) -> None:
     assert found(check_sentinels, tmp_path, orders(9), reference) == []
 
 
-@pytest.mark.parametrize("column,value,how", [("distance_km", 0.0, "new"), ("courier_load", -1, "impossible"),
-                                              ("prep_time_min", 9999.0, "impossible"), ("temp_min", -500.0, "new"),
-                                              ("part_a", 999.0, "new")])
-def test_a_placeholder_on_a_tenth_of_rows_is_a_sentinel_to_quarantine(tmp_path: Path, reference: Reference,
-                                                                      column: str, value: float, how: str) -> None:
+@pytest.mark.parametrize(
+    "column,value,how",
+    [
+        ("distance_km", 0.0, "new"),
+        ("courier_load", -1, "impossible"),
+        ("prep_time_min", 9999.0, "impossible"),
+        ("temp_min", -500.0, "new"),
+        ("part_a", 999.0, "new"),
+    ],
+)
+def test_a_placeholder_on_a_tenth_of_rows_is_a_sentinel_to_quarantine(
+    tmp_path: Path, reference: Reference, column: str, value: float, how: str
+) -> None:
     frame = orders(9)
     rows = np.random.default_rng(1).random(len(frame)) < 0.1
     result = found(check_sentinels, tmp_path, frame.assign(**{column: frame[column].mask(rows, value)}), reference)
     assert [(f.kind, f.column, f.params["value"], f.params["how"], f.playbook) for f in result] == [
-        (FindingKind.SENTINEL, column, value, how, "quarantine_rows")]
+        (FindingKind.SENTINEL, column, value, how, "quarantine_rows")
+    ]
 
 
-def test_impossible_values_that_are_not_one_code_are_left_to_the_range_check(tmp_path: Path, reference: Reference) -> None:
+def test_impossible_values_that_are_not_one_code_are_left_to_the_range_check(
+    tmp_path: Path, reference: Reference
+) -> None:
     frame = orders(9)
     rows = np.arange(len(frame)) % 20 == 0
-    assert found(check_sentinels, tmp_path, frame.assign(courier_load=frame["courier_load"].mask(
-        rows, frame["courier_load"] + 25)), reference) == []
+    assert (
+        found(
+            check_sentinels,
+            tmp_path,
+            frame.assign(courier_load=frame["courier_load"].mask(rows, frame["courier_load"] + 25)),
+            reference,
+        )
+        == []
+    )
 
 
 def test_zeros_continuing_the_reference_edge_are_data(tmp_path: Path, tmp_path_factory) -> None:
     rng = np.random.default_rng(2)
-    calm = [pd.DataFrame({"event_ts": pd.date_range("2025-01-01", periods=500, freq="h", tz="UTC"),
-                          "wind": np.clip(rng.gamma(1.5, 1.5, 500), 0.5, None).round(1)}) for _ in range(3)]
+    calm = [
+        pd.DataFrame(
+            {
+                "event_ts": pd.date_range("2025-01-01", periods=500, freq="h", tz="UTC"),
+                "wind": np.clip(rng.gamma(1.5, 1.5, 500), 0.5, None).round(1),
+            }
+        )
+        for _ in range(3)
+    ]
     contract = Contract(URN, (ColumnContract("event_ts", "timestamp"), ColumnContract("wind", "number", minimum=0)))
     ref = build_reference([snap(tmp_path, f, f"w{i}").batch for i, f in enumerate(calm)])
     batch = calm[0].assign(wind=calm[0]["wind"].mask(np.arange(500) % 40 == 0, 0.0))  # a few calm hours at 0
@@ -158,9 +232,15 @@ def test_zeros_continuing_the_reference_edge_are_data(tmp_path: Path, tmp_path_f
 
 def test_a_legitimate_mass_half_the_rows_is_not_a_finding_however_it_grows(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
-    frames = [pd.DataFrame({"event_ts": pd.date_range("2025-01-01", periods=400, freq="h", tz="UTC"),
-                            "ceiling": np.where(rng.random(400) < 0.5, 77_777.0, rng.uniform(100, 3_000, 400).round())})
-              for _ in range(3)]
+    frames = [
+        pd.DataFrame(
+            {
+                "event_ts": pd.date_range("2025-01-01", periods=400, freq="h", tz="UTC"),
+                "ceiling": np.where(rng.random(400) < 0.5, 77_777.0, rng.uniform(100, 3_000, 400).round()),
+            }
+        )
+        for _ in range(3)
+    ]
     contract = Contract(URN, (ColumnContract("event_ts", "timestamp"), ColumnContract("ceiling", "number", minimum=0)))
     ref = build_reference([snap(tmp_path, f, f"c{i}").batch for i, f in enumerate(frames)])
     clear_week = frames[0].assign(ceiling=frames[0]["ceiling"].mask(np.arange(400) % 10 != 0, 77_777.0))
@@ -169,26 +249,36 @@ def test_a_legitimate_mass_half_the_rows_is_not_a_finding_however_it_grows(tmp_p
 
 def test_a_rare_placeholder_that_grows_is_a_sentinel(tmp_path: Path) -> None:
     rng = np.random.default_rng(4)
-    frames = [pd.DataFrame({"event_ts": pd.date_range("2025-01-01", periods=1_000, freq="h", tz="UTC"),
-                            "reading": np.where(rng.random(1_000) < 0.01, -1.0, rng.uniform(0, 50, 1_000).round(1))})
-              for _ in range(3)]
+    frames = [
+        pd.DataFrame(
+            {
+                "event_ts": pd.date_range("2025-01-01", periods=1_000, freq="h", tz="UTC"),
+                "reading": np.where(rng.random(1_000) < 0.01, -1.0, rng.uniform(0, 50, 1_000).round(1)),
+            }
+        )
+        for _ in range(3)
+    ]
     contract = Contract(URN, (ColumnContract("event_ts", "timestamp"), ColumnContract("reading", "number")))
     ref = build_reference([snap(tmp_path, f, f"r{i}").batch for i, f in enumerate(frames)])
     grown = frames[0].assign(reading=frames[0]["reading"].mask(np.arange(1_000) % 4 == 0, -1.0))
     assert [(f.column, f.params["how"]) for f in found(check_sentinels, tmp_path, grown, ref, contract)] == [
-        ("reading", "grown")]
+        ("reading", "grown")
+    ]
 
 
 # --- relation_broken ------------------------------------------------------------------------------------
 
 
-def test_a_sum_the_reference_always_held_is_named_on_its_total_when_it_breaks(tmp_path: Path, reference: Reference) -> None:
+def test_a_sum_the_reference_always_held_is_named_on_its_total_when_it_breaks(
+    tmp_path: Path, reference: Reference
+) -> None:
     assert found(check_relations, tmp_path, orders(9), reference) == []
     frame = orders(9)
     broken = frame.assign(part_a=np.where(np.arange(len(frame)) % 10 == 0, frame["part_a"] * 10, frame["part_a"]))
     result = found(check_relations, tmp_path, broken, reference)
     assert [(f.kind, f.column, f.params["relation"]) for f in result] == [
-        (FindingKind.RELATION_BROKEN, "total", "total=part_a+part_b")]
+        (FindingKind.RELATION_BROKEN, "total", "total=part_a+part_b")
+    ]
     assert result[0].params["broken_rows"] == int((np.arange(len(frame)) % 10 == 0).sum())
 
 
@@ -203,12 +293,14 @@ def leaked(frame: pd.DataFrame, column: str, share: float) -> pd.DataFrame:
     return frame.assign(**{column: values})
 
 
-def test_a_feature_recomputed_from_the_outcome_on_most_rows_jumps_past_the_reference(tmp_path: Path,
-                                                                                    reference: Reference) -> None:
+def test_a_feature_recomputed_from_the_outcome_on_most_rows_jumps_past_the_reference(
+    tmp_path: Path, reference: Reference
+) -> None:
     assert found(check_leakage, tmp_path, orders(9), reference) == []
     result = found(check_leakage, tmp_path, leaked(orders(9), "prep_time_min", 0.9), reference)
     assert [(f.kind, f.column, f.params["statistic"]) for f in result] == [
-        (FindingKind.TARGET_LEAKAGE, "prep_time_min", "association_jump")]
+        (FindingKind.TARGET_LEAKAGE, "prep_time_min", "association_jump")
+    ]
     assert result[0].observed >= 0.9 and result[0].params["reference_batch_high"] < 0.6
 
 
@@ -218,37 +310,51 @@ def test_a_feature_the_reference_already_saw_determine_the_label_is_not_leakage(
     assert found(check_leakage, tmp_path, frames[0], ref) == []  # the absolute rule alone would say 0.99+
 
 
-def test_a_copy_of_the_label_is_target_leakage_and_explains_the_unexpected_column(tmp_path: Path,
-                                                                                  reference: Reference) -> None:
+def test_a_copy_of_the_label_is_target_leakage_and_explains_the_unexpected_column(
+    tmp_path: Path, reference: Reference
+) -> None:
     frame = orders(9).assign(eta_observed=lambda f: f["eta_minutes"])
     report = run_guard(GuardContext(URN, CONTRACT, snap(tmp_path, frame, "copy"), reference, (), now_ms=0))
     assert {(f.kind, f.column) for f in report.blocking} == {(FindingKind.TARGET_LEAKAGE, "eta_observed")}
     unexpected = [f for f in report.findings if f.kind is FindingKind.COLUMN_UNEXPECTED]
     assert [(f.severity, f.params["explained_by"]) for f in unexpected] == [
-        (Severity.WARN, "target_leakage:eta_observed")]
+        (Severity.WARN, "target_leakage:eta_observed")
+    ]
 
 
 # --- causes explain symptoms ----------------------------------------------------------------------------
 
 
 def test_a_cause_turns_the_symptoms_on_its_columns_into_warnings_and_leaves_the_rest() -> None:
-    swap = make_finding(FindingKind.COLUMNS_SWAPPED, URN, "a", observed=1, expected=0, message="swap", columns=["a", "b"])
-    symptom = make_finding(FindingKind.UNIT_MISMATCH, URN, "b", observed=1, expected=0, message="unit", playbook="unit_rescale")
+    swap = make_finding(
+        FindingKind.COLUMNS_SWAPPED, URN, "a", observed=1, expected=0, message="swap", columns=["a", "b"]
+    )
+    symptom = make_finding(
+        FindingKind.UNIT_MISMATCH, URN, "b", observed=1, expected=0, message="unit", playbook="unit_rescale"
+    )
     elsewhere = make_finding(FindingKind.UNIT_MISMATCH, URN, "c", observed=1, expected=0, message="unit")
     unrelated = make_finding(FindingKind.NULL_SPIKE, URN, "a", observed=1, expected=0, message="nulls")
     out = explain([symptom, swap, elsewhere, unrelated])
     assert [(f.kind, f.column, f.severity) for f in out] == [
-        (FindingKind.UNIT_MISMATCH, "b", Severity.WARN), (FindingKind.COLUMNS_SWAPPED, "a", Severity.BLOCK),
-        (FindingKind.UNIT_MISMATCH, "c", Severity.BLOCK), (FindingKind.NULL_SPIKE, "a", Severity.BLOCK)]
-    assert out[0].params["explained_by"] == "columns_swapped:a" and out[0].message.endswith("(explained by columns_swapped:a)")
+        (FindingKind.UNIT_MISMATCH, "b", Severity.WARN),
+        (FindingKind.COLUMNS_SWAPPED, "a", Severity.BLOCK),
+        (FindingKind.UNIT_MISMATCH, "c", Severity.BLOCK),
+        (FindingKind.NULL_SPIKE, "a", Severity.BLOCK),
+    ]
+    assert out[0].params["explained_by"] == "columns_swapped:a" and out[0].message.endswith(
+        "(explained by columns_swapped:a)"
+    )
 
 
 def test_the_guard_names_the_swap_not_the_scale_the_units_check_sees(tmp_path: Path, reference: Reference) -> None:
     frame = swapped(orders(9), "distance_km", "prep_time_min")
     report = run_guard(GuardContext(URN, CONTRACT, snap(tmp_path, frame, "swap"), reference, (), now_ms=0))
     assert {(f.kind, f.column) for f in report.blocking} == {(FindingKind.COLUMNS_SWAPPED, "distance_km")}
-    assert all(f.params.get("explained_by") == "columns_swapped:distance_km"
-               for f in report.warnings if f.column in ("distance_km", "prep_time_min"))
+    assert all(
+        f.params.get("explained_by") == "columns_swapped:distance_km"
+        for f in report.warnings
+        if f.column in ("distance_km", "prep_time_min")
+    )
 
 
 # --- the real datasets: no finding of these kinds on any clean batch -----------------------------------
@@ -265,9 +371,11 @@ def test_no_cause_is_read_into_a_clean_real_batch(tmp_path: Path, name: str, rol
     k = dataset.reference_batches
     seen = []
     for i in range(k, len(batches)):
-        window = batches[i - k:i] if rolling else batches[:k]
+        window = batches[i - k : i] if rolling else batches[:k]
         reference = build_reference([b.snapshot.batch for b in window])
         now_ms = int(batches[i].snapshot.batch.end_ms or 0)  # type: ignore[union-attr]
-        report = run_guard(GuardContext(contract.dataset_urn, contract, batches[i].snapshot, reference, (), now_ms=now_ms))
+        report = run_guard(
+            GuardContext(contract.dataset_urn, contract, batches[i].snapshot, reference, (), now_ms=now_ms)
+        )
         seen += [f"{batches[i].batch_id} {f.kind.value}:{f.column}" for f in report.findings if f.kind in CAUSES]
     assert seen == []

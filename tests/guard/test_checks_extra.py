@@ -3,6 +3,7 @@ right kind and column on bad data, and holds at the edges (empty table, all-null
 
 Snapshots are real parquet files read with `read_snapshot`; references are the profiles of clean ones.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,17 +37,19 @@ def eta_frame(seed: int, rows: int = 8_000, *, rain: str = "exponential") -> pd.
     distance = rng.lognormal(1.1, 0.55, rows)
     prep = np.clip(rng.normal(12.0, 4.0, rows), 2.0, 45.0)
     wet = rng.exponential(2.5, rows)
-    return pd.DataFrame({
-        "order_id": [f"o-{seed}-{i:06d}" for i in range(rows)],
-        "event_ts": pd.Timestamp("2025-01-01", tz="UTC") + pd.to_timedelta(rng.uniform(0, 7 * 86_400, rows), "s"),
-        "distance_km": distance.round(3),
-        "prep_time_min": prep.round(2),
-        "courier_load": rng.poisson(1.5, rows),
-        "vehicle_type": rng.choice(VEHICLES, rows, p=[0.35, 0.45, 0.20]),
-        "rain_mm": (wet if rain == "exponential" else np.where(rng.random(rows) < 0.25, wet, 0.0)).round(2),
-        "hour_of_day": rng.integers(0, 24, rows),
-        "eta_minutes": (10 + 3 * distance + 0.5 * prep + rng.normal(0.0, 2.0, rows)).round(2),
-    })
+    return pd.DataFrame(
+        {
+            "order_id": [f"o-{seed}-{i:06d}" for i in range(rows)],
+            "event_ts": pd.Timestamp("2025-01-01", tz="UTC") + pd.to_timedelta(rng.uniform(0, 7 * 86_400, rows), "s"),
+            "distance_km": distance.round(3),
+            "prep_time_min": prep.round(2),
+            "courier_load": rng.poisson(1.5, rows),
+            "vehicle_type": rng.choice(VEHICLES, rows, p=[0.35, 0.45, 0.20]),
+            "rain_mm": (wet if rain == "exponential" else np.where(rng.random(rows) < 0.25, wet, 0.0)).round(2),
+            "hour_of_day": rng.integers(0, 24, rows),
+            "eta_minutes": (10 + 3 * distance + 0.5 * prep + rng.normal(0.0, 2.0, rows)).round(2),
+        }
+    )
 
 
 def eta_contract(**changes: ColumnContract) -> Contract:
@@ -138,13 +141,20 @@ def test_duplicates_limit_is_a_tenth_of_a_percent(tmp_path: Path, reference: Dat
     above = snapshot_of(tmp_path, with_repeats(eta_frame(1), 9), "above")  # 0.112%
     assert findings(check_duplicates, context(below, reference)) == []
     assert kinds_and_columns(findings(check_duplicates, context(above, reference))) == [
-        (FindingKind.DUPLICATE_KEYS, "order_id")]
+        (FindingKind.DUPLICATE_KEYS, "order_id")
+    ]
 
 
 def test_duplicates_compound_key_needs_every_part_to_repeat(tmp_path: Path, reference: DatasetProfile) -> None:
     frame = pd.DataFrame({"day": np.repeat(np.arange(100), 50), "n": np.tile(np.arange(50), 100), "v": 1.0})
-    contract = Contract(URN, (ColumnContract("day", "integer", primary_key=True),
-                              ColumnContract("n", "integer", primary_key=True), ColumnContract("v", "number")))
+    contract = Contract(
+        URN,
+        (
+            ColumnContract("day", "integer", primary_key=True),
+            ColumnContract("n", "integer", primary_key=True),
+            ColumnContract("v", "number"),
+        ),
+    )
     clean = snapshot_of(tmp_path, frame, "clean", row_group_size=700)
     assert findings(check_duplicates, context(clean, reference, contract)) == []
     doubled = snapshot_of(tmp_path, with_repeats(frame, 50), "doubled", row_group_size=700)
@@ -211,23 +221,26 @@ def test_domain_maps_miscased_categories_and_blocks_new_ones(tmp_path: Path, ref
     frame.loc[100:109, "vehicle_type"] = " car "
     frame.loc[110:114, "vehicle_type"] = "drone"
     found = findings(check_domain, context(snapshot_of(tmp_path, frame), reference))
-    assert kinds_and_columns(found) == [(FindingKind.CATEGORY_CASING, "vehicle_type"),
-                                        (FindingKind.NEW_CATEGORY, "vehicle_type")]
+    assert kinds_and_columns(found) == [
+        (FindingKind.CATEGORY_CASING, "vehicle_type"),
+        (FindingKind.NEW_CATEGORY, "vehicle_type"),
+    ]
     casing, new = found
     assert casing.playbook == "category_casing" and casing.params["mapping"] == {"Bike": "bike", " car ": "car"}
     assert casing.observed == {" car ": 10, "Bike": 100} and casing.params["rows"] == 110
     assert new.playbook is None and new.severity is Severity.BLOCK and new.observed == {"drone": 5}
 
 
-def test_domain_without_allowed_values_judges_against_the_reference(tmp_path: Path,
-                                                                    reference: DatasetProfile) -> None:
+def test_domain_without_allowed_values_judges_against_the_reference(tmp_path: Path, reference: DatasetProfile) -> None:
     contract = eta_contract(vehicle_type=ColumnContract("vehicle_type", "string"))
     frame = eta_frame(1)
     frame.loc[:9, "vehicle_type"] = "SCOOTER"
     frame.loc[10:19, "vehicle_type"] = "drone"
     found = findings(check_domain, context(snapshot_of(tmp_path, frame), reference, contract))
-    assert kinds_and_columns(found) == [(FindingKind.CATEGORY_CASING, "vehicle_type"),
-                                        (FindingKind.NEW_CATEGORY, "vehicle_type")]
+    assert kinds_and_columns(found) == [
+        (FindingKind.CATEGORY_CASING, "vehicle_type"),
+        (FindingKind.NEW_CATEGORY, "vehicle_type"),
+    ]
     assert found[0].params["mapping"] == {"SCOOTER": "scooter"} and found[0].params["source"] == "reference"
     assert found[1].severity is Severity.WARN  # the reference records history, not law
 
@@ -238,8 +251,9 @@ def test_domain_edges_all_null_empty_and_no_reference_column(tmp_path: Path, ref
     empty = snapshot_of(tmp_path, eta_frame(1).head(0), "empty")
     assert findings(check_domain, context(empty, reference)) == []
     free = eta_contract(vehicle_type=ColumnContract("vehicle_type", "string"))
-    no_reference = DatasetProfile(reference.row_count, {k: v for k, v in reference.columns.items()
-                                                        if k != "vehicle_type"})
+    no_reference = DatasetProfile(
+        reference.row_count, {k: v for k, v in reference.columns.items() if k != "vehicle_type"}
+    )
     odd = eta_frame(1).assign(vehicle_type="hovercraft")
     assert findings(check_domain, context(snapshot_of(tmp_path, odd, "odd"), no_reference, free)) == []
     many = eta_frame(1).assign(vehicle_type=[f"v{i % 300}" for i in range(8_000)])  # too many to count
@@ -305,16 +319,20 @@ def test_drift_ignores_casing_which_the_domain_check_reports(tmp_path: Path, ref
 def test_drift_gap_counts_a_point_mass_exactly() -> None:
     """80% zeros: the reference's quantiles up to 0.75 sit on the mass, which the CDF jumps across."""
     levels = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
-    reference = ColumnProfile("rain_mm", "number", 100, 0, quantiles=tuple(
-        zip(levels, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0, 3.0, 4.0), strict=True)))
+    reference = ColumnProfile(
+        "rain_mm",
+        "number",
+        100,
+        0,
+        quantiles=tuple(zip(levels, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0, 3.0, 4.0), strict=True)),
+    )
     same = np.array([0.0] * 80 + [1.0] * 5 + [2.0] * 5 + [3.0] * 5 + [4.0] * 5)
     assert quantile_gap(reference, same) == (0.0, 0.01)
     dry = np.array([0.0] * 60 + [1.0] * 25 + [2.0] * 5 + [3.0] * 5 + [4.0] * 5)
     assert quantile_gap(reference, dry) == pytest.approx((0.15, 0.75))
 
 
-def test_drift_edges_small_sample_all_null_and_no_reference_column(tmp_path: Path,
-                                                                   reference: DatasetProfile) -> None:
+def test_drift_edges_small_sample_all_null_and_no_reference_column(tmp_path: Path, reference: DatasetProfile) -> None:
     tiny = eta_frame(1, rows=40).assign(prep_time_min=lambda f: f.prep_time_min + 1.0)  # noise at 40 rows
     assert findings(check_drift, context(snapshot_of(tmp_path, tiny, "tiny"), reference)) == []
     nulls = eta_frame(1).assign(prep_time_min=np.nan, vehicle_type=None)
@@ -372,16 +390,19 @@ def test_leakage_reports_an_uncontracted_copy_of_the_label(tmp_path: Path, refer
 
 def test_leakage_edges_ids_empty_all_null_and_no_label(tmp_path: Path, reference: DatasetProfile) -> None:
     ids = eta_frame(1).assign(ticket=lambda f: "t-" + f.index.astype(str))  # one value per row
-    assert findings(check_leakage, context(snapshot_of(tmp_path, ids, "ids"), reference, with_feature(
-        "ticket", "string"))) == []
+    assert (
+        findings(check_leakage, context(snapshot_of(tmp_path, ids, "ids"), reference, with_feature("ticket", "string")))
+        == []
+    )
     empty = snapshot_of(tmp_path, eta_frame(1).head(0), "empty")
     assert findings(check_leakage, context(empty, reference)) == []
     nulls = snapshot_of(tmp_path, eta_frame(1).assign(distance_km=np.nan), "nulls")
     assert findings(check_leakage, context(nulls, reference)) == []
     unlabelled = snapshot_of(tmp_path, eta_frame(1).assign(eta_minutes=np.nan), "unlabelled")
     assert findings(check_leakage, context(unlabelled, reference)) == []
-    no_label = snapshot_of(tmp_path, eta_frame(1).drop(columns="eta_minutes").assign(
-        copy=lambda f: f.distance_km), "no_label")
+    no_label = snapshot_of(
+        tmp_path, eta_frame(1).drop(columns="eta_minutes").assign(copy=lambda f: f.distance_km), "no_label"
+    )
     assert findings(check_leakage, context(no_label, reference)) == []
 
 

@@ -1,4 +1,5 @@
 """The guard on the demo feature table: no false alarms, each failure class caught and localized, fail closed."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -124,8 +125,9 @@ CASES = [
 
 
 @pytest.mark.parametrize("name,corrupt,expected", CASES, ids=[c[0] for c in CASES])
-def test_each_failure_class_blocks_with_the_right_kind_and_column(demo_run, newest_day, tmp_path, name, corrupt,
-                                                                 expected):
+def test_each_failure_class_blocks_with_the_right_kind_and_column(
+    demo_run, newest_day, tmp_path, name, corrupt, expected
+):
     ws, _ = demo_run
     report = guard_frame(ws, corrupt(newest_day.copy()), tmp_path)
     assert report.verdict is Verdict.BLOCKED
@@ -147,9 +149,13 @@ def test_a_unit_failure_names_the_actual_unit_and_a_rename_gives_the_mapping(dem
 def test_an_upstream_incident_raised_by_hand_blocks_the_pipeline(demo_copy, clean, tmp_path):
     ws, _ = demo_copy
     stamp = s.AuditStampClass(time=NOW_MS - 60_000, actor="urn:li:corpuser:oncall")
-    info = s.IncidentInfoClass(type=s.IncidentTypeClass.OPERATIONAL, entities=[UPSTREAMS[0]], title="orders late",
-                               status=s.IncidentStatusClass(state=s.IncidentStateClass.ACTIVE, lastUpdated=stamp),
-                               created=stamp)
+    info = s.IncidentInfoClass(
+        type=s.IncidentTypeClass.OPERATIONAL,
+        entities=[UPSTREAMS[0]],
+        title="orders late",
+        status=s.IncidentStatusClass(state=s.IncidentStateClass.ACTIVE, lastUpdated=stamp),
+        created=stamp,
+    )
     with metadata_session(ws) as metadata:
         metadata.emit([MCP(entityUrn="urn:li:incident:by-hand", aspect=info)], NOW_MS - 60_000)
     report = guard_pipeline(ws, PIPELINE, None, NOW_MS)
@@ -160,8 +166,16 @@ def test_an_upstream_incident_raised_by_hand_blocks_the_pipeline(demo_copy, clea
 def test_deprecated_and_stale_upstreams_block(demo_copy):
     ws, _ = demo_copy
     with metadata_session(ws) as metadata:
-        metadata.emit([MCP(entityUrn=UPSTREAMS[1], aspect=s.DeprecationClass(
-            deprecated=True, note="replaced by fleet_v2", actor="urn:li:corpuser:fleet"))])
+        metadata.emit(
+            [
+                MCP(
+                    entityUrn=UPSTREAMS[1],
+                    aspect=s.DeprecationClass(
+                        deprecated=True, note="replaced by fleet_v2", actor="urn:li:corpuser:fleet"
+                    ),
+                )
+            ]
+        )
     report = guard_pipeline(ws, PIPELINE, None, NOW_MS + 3 * 86_400_000)
     found = {(f.kind, f.params.get("upstream")) for f in report.blocking}
     assert (K.UPSTREAM_DEPRECATED, UPSTREAMS[1]) in found
@@ -184,8 +198,14 @@ def test_a_check_that_raises_blocks(demo_run, monkeypatch):
 def test_a_missing_contract_blocks(demo_copy):
     ws, _ = demo_copy
     with metadata_session(ws) as metadata:
-        metadata.emit([MCP(entityUrn=contract_urn(FEATURE_TABLE),
-                           aspect=s.DataContractPropertiesClass(entity=FEATURE_TABLE, rawContract=""))])
+        metadata.emit(
+            [
+                MCP(
+                    entityUrn=contract_urn(FEATURE_TABLE),
+                    aspect=s.DataContractPropertiesClass(entity=FEATURE_TABLE, rawContract=""),
+                )
+            ]
+        )
     report = guard_pipeline(ws, PIPELINE, None, NOW_MS)
     assert [f.kind for f in report.blocking] == [K.CONTRACT_MISSING]
 
@@ -193,8 +213,14 @@ def test_a_missing_contract_blocks(demo_copy):
 def test_a_contract_that_no_longer_parses_blocks(demo_copy):
     ws, _ = demo_copy
     with metadata_session(ws) as metadata:
-        metadata.emit([MCP(entityUrn=contract_urn(FEATURE_TABLE),
-                           aspect=s.DataContractPropertiesClass(entity=FEATURE_TABLE, rawContract="kind: [oops"))])
+        metadata.emit(
+            [
+                MCP(
+                    entityUrn=contract_urn(FEATURE_TABLE),
+                    aspect=s.DataContractPropertiesClass(entity=FEATURE_TABLE, rawContract="kind: [oops"),
+                )
+            ]
+        )
     report = guard_pipeline(ws, PIPELINE, None, NOW_MS)
     assert [f.kind for f in report.blocking] == [K.CONTRACT_INVALID]
 

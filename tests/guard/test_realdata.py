@@ -5,6 +5,7 @@ hand; and the injected unit changes in the newest batch blocked and named (kind,
 
 The whole guard's walk (leakage included, judged against the reference) is asserted clean too.
 """
+
 from __future__ import annotations
 
 import time

@@ -1,5 +1,6 @@
 """Relationships learned from a batch's rows: what each one holds, that batches merge into the whole without
 rereading a row, and that a profile carrying them round-trips through JSON byte for byte."""
+
 from __future__ import annotations
 
 import json
@@ -26,20 +27,36 @@ def hourly(days: int = 20, seed: int = 0) -> pd.DataFrame:
     low = rng.normal(5, 2, len(time)).round(1)
     a, b = rng.normal(10, 2, len(time)).round(2), rng.normal(3, 1, len(time)).round(2)
     kind = rng.choice(["x", "y"], len(time))
-    return pd.DataFrame({
-        "time": time.astype("datetime64[ms, UTC]"),
-        "label_time": (time + pd.to_timedelta(rng.uniform(30, 90, len(time)), "min")).astype("datetime64[ms, UTC]"),
-        "hour_local": ((hours - 8) % 24).astype(np.int64),
-        "temp": (10 + 6 * np.sin((hours - 9) / 24 * 2 * np.pi) + rng.normal(0, 1, len(time))).round(1),
-        "temp_min": low, "temp_max": (low + rng.uniform(2, 9, len(time))).round(1),
-        "part_a": a, "part_b": b, "total": (a + b).round(2),
-        "kind": kind, "amount": np.where(kind == "x", 1.0, 5.0) + rng.normal(0, 0.5, len(time)),
-    })
+    return pd.DataFrame(
+        {
+            "time": time.astype("datetime64[ms, UTC]"),
+            "label_time": (time + pd.to_timedelta(rng.uniform(30, 90, len(time)), "min")).astype("datetime64[ms, UTC]"),
+            "hour_local": ((hours - 8) % 24).astype(np.int64),
+            "temp": (10 + 6 * np.sin((hours - 9) / 24 * 2 * np.pi) + rng.normal(0, 1, len(time))).round(1),
+            "temp_min": low,
+            "temp_max": (low + rng.uniform(2, 9, len(time))).round(1),
+            "part_a": a,
+            "part_b": b,
+            "total": (a + b).round(2),
+            "kind": kind,
+            "amount": np.where(kind == "x", 1.0, 5.0) + rng.normal(0, 0.5, len(time)),
+        }
+    )
 
 
-TYPES = {"time": "timestamp", "label_time": "timestamp", "hour_local": "integer", "temp": "number",
-         "temp_min": "number", "temp_max": "number", "part_a": "number", "part_b": "number", "total": "number",
-         "kind": "string", "amount": "number"}
+TYPES = {
+    "time": "timestamp",
+    "label_time": "timestamp",
+    "hour_local": "integer",
+    "temp": "number",
+    "temp_min": "number",
+    "temp_max": "number",
+    "part_a": "number",
+    "part_b": "number",
+    "total": "number",
+    "kind": "string",
+    "amount": "number",
+}
 
 
 def test_each_relation_holds_what_the_rows_show() -> None:
@@ -62,15 +79,22 @@ def test_each_relation_holds_what_the_rows_show() -> None:
 def test_no_identity_between_unrelated_columns_and_none_over_all_zero_rows() -> None:
     rng = np.random.default_rng(1)
     zeros = np.zeros(400)
-    frame = pd.DataFrame({"a": rng.normal(size=400), "b": rng.normal(size=400), "c": rng.normal(size=400),
-                          "ghi": np.r_[zeros[:200], rng.uniform(1, 9, 200)], "dni": np.r_[zeros[:200], rng.uniform(1, 9, 200)],
-                          "dhi": np.r_[zeros[:200], rng.uniform(1, 9, 200)]})
+    frame = pd.DataFrame(
+        {
+            "a": rng.normal(size=400),
+            "b": rng.normal(size=400),
+            "c": rng.normal(size=400),
+            "ghi": np.r_[zeros[:200], rng.uniform(1, 9, 200)],
+            "dni": np.r_[zeros[:200], rng.uniform(1, 9, 200)],
+            "dhi": np.r_[zeros[:200], rng.uniform(1, 9, 200)],
+        }
+    )
     assert learn_relations(frame, {c: "number" for c in frame}).identities == {}  # night rows prove nothing
 
 
 def test_batches_merge_into_the_relations_of_their_union() -> None:
     frame = hourly(days=30)
-    halves = frame.iloc[: len(frame) // 2], frame.iloc[len(frame) // 2:]
+    halves = frame.iloc[: len(frame) // 2], frame.iloc[len(frame) // 2 :]
     merged = learn_relations(halves[0], TYPES).merge(learn_relations(halves[1], TYPES))
     whole = learn_relations(frame, TYPES)
     assert merged.hour_of == whole.hour_of

@@ -1,6 +1,7 @@
 """The batch-aware guard blocks failures, not seasons: named unit conversions (pint), point masses and
 zero-inflated columns, physical ranges, volume drops and spikes scaled by time, implausible timestamps,
 bounded findings on wide tables, parquet page checksums."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -33,11 +34,16 @@ def weather(weeks: int = WEEKS, seed: int = 3) -> pd.DataFrame:
     season = np.linspace(2.0, 14.0, hours)
     rain = np.where(rng.random(hours) < 0.85, 0.0, rng.gamma(1.2, 1.5, hours)).round(1)
     visibility = np.where(rng.random(hours) < 0.9, 16_100.0, rng.uniform(200, 16_000, hours).round(-2))
-    return pd.DataFrame({
-        "time": time, "temp": (season + rng.normal(0, 3, hours)).round(1), "rain": rain,
-        "visibility": visibility, "wind": rng.gamma(2.0, 1.8, hours).round(1),
-        "humidity": np.clip(rng.normal(70, 12, hours), 5, 100).round(0),
-    })
+    return pd.DataFrame(
+        {
+            "time": time,
+            "temp": (season + rng.normal(0, 3, hours)).round(1),
+            "rain": rain,
+            "visibility": visibility,
+            "wind": rng.gamma(2.0, 1.8, hours).round(1),
+            "humidity": np.clip(rng.normal(70, 12, hours), 5, 100).round(0),
+        }
+    )
 
 
 def contract(**units: str) -> Contract:
@@ -55,8 +61,15 @@ def table(tmp_path_factory) -> tuple[pd.DataFrame, list]:
     return frame, split_batches(path, time_column="time", cadence="week")
 
 
-def judge(tmp_path: Path, table, rows: pd.DataFrame, *, reference_batches: slice = slice(0, 8),
-          terms: Contract | None = None, name: str = "candidate"):
+def judge(
+    tmp_path: Path,
+    table,
+    rows: pd.DataFrame,
+    *,
+    reference_batches: slice = slice(0, 8),
+    terms: Contract | None = None,
+    name: str = "candidate",
+):
     _, batches = table
     reference = build_reference([b.batch for b in batches[reference_batches]])
     path = tmp_path / f"{name}.parquet"
@@ -86,14 +99,23 @@ def test_each_column_checked_against_its_own_reference_is_clean(tmp_path, table)
     frame, _ = table
     own = frame[frame.time < pd.Timestamp("2021-03-01", tz="UTC")]
     report = judge(tmp_path, table, own)
-    assert report.verdict is Verdict.CLEAN and not {f.column for f in report.findings} & {"rain", "visibility"}, \
-        [f.message for f in report.findings]
+    assert report.verdict is Verdict.CLEAN and not {f.column for f in report.findings} & {"rain", "visibility"}, [
+        f.message for f in report.findings
+    ]
 
 
-@pytest.mark.parametrize("column, to_unit, scale, offset", [
-    ("temp", "degF", 1.8, 32.0), ("temp", "K", 1.0, 273.15), ("wind", "km/h", 3.6, 0.0), ("wind", "mph", 2.236936, 0.0),
-    ("visibility", "km", 0.001, 0.0), ("rain", "inch", 1 / 25.4, 0.0), ("humidity", "dimensionless", 0.01, 0.0),
-])
+@pytest.mark.parametrize(
+    "column, to_unit, scale, offset",
+    [
+        ("temp", "degF", 1.8, 32.0),
+        ("temp", "K", 1.0, 273.15),
+        ("wind", "km/h", 3.6, 0.0),
+        ("wind", "mph", 2.236936, 0.0),
+        ("visibility", "km", 0.001, 0.0),
+        ("rain", "inch", 1 / 25.4, 0.0),
+        ("humidity", "dimensionless", 0.01, 0.0),
+    ],
+)
 def test_a_unit_change_in_the_newest_batch_is_named_with_its_unit(tmp_path, table, column, to_unit, scale, offset):
     batch = week(table, 9)
     batch[column] = batch[column] * scale + offset

@@ -1,6 +1,7 @@
 """A batch that renamed a column, landed into a table read by column name: the older rows keep the old name, the new
 rows carry the new one. The guard names it COLUMN_RENAMED (merge), the playbook moves the values back under the
 contracted name — and refuses when a row holds both."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,22 +17,35 @@ from remediations.playbooks.rename_columns import rename_columns
 from remediations.registry import HealInput, PlaybookRefused
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,t,PROD)"
-CONTRACT = Contract(URN, (ColumnContract("at", "timestamp"), ColumnContract("wind", "number", unit=None,
-                                                                            max_null_fraction=0.01),
-                          ColumnContract("y", "number")), label_column="y", event_timestamp_column="at")
+CONTRACT = Contract(
+    URN,
+    (
+        ColumnContract("at", "timestamp"),
+        ColumnContract("wind", "number", unit=None, max_null_fraction=0.01),
+        ColumnContract("y", "number"),
+    ),
+    label_column="y",
+    event_timestamp_column="at",
+)
 
 
 def _frame(rows: int, seed: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"at": pd.date_range("2024-01-01", periods=rows, freq="D"),
-                         "wind": rng.gamma(4, 0.8, rows), "y": rng.normal(10, 2, rows)})
+    return pd.DataFrame(
+        {
+            "at": pd.date_range("2024-01-01", periods=rows, freq="D"),
+            "wind": rng.gamma(4, 0.8, rows),
+            "y": rng.normal(10, 2, rows),
+        }
+    )
 
 
 def _guard(tmp_path, table: pd.DataFrame, reference: pd.DataFrame):
     reference.to_parquet(tmp_path / "ref.parquet", index=False)
     table.to_parquet(tmp_path / "now.parquet", index=False)
-    context = GuardContext(URN, CONTRACT, read_snapshot(tmp_path / "now.parquet"),
-                           read_snapshot(tmp_path / "ref.parquet").profile, (), 0)
+    context = GuardContext(
+        URN, CONTRACT, read_snapshot(tmp_path / "now.parquet"), read_snapshot(tmp_path / "ref.parquet").profile, (), 0
+    )
     return run_guard(context), context
 
 

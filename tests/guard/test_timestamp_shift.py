@@ -1,6 +1,7 @@
 """timestamp_shift: a clock moved by whole hours is named with its offset, pinned to the hour by counts or by a
 relationship before it is healed, never read into a clean batch (three real datasets, every batch in order),
 and the offsets it cannot pin are named but left for a person."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -24,10 +25,19 @@ from guard.snapshot import Snapshot, read_snapshot
 from tests.guard.test_relations import hourly
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,test.clock,PROD)"
-HOURLY = Contract(URN, (ColumnContract("time", "timestamp"), ColumnContract("label_time", "timestamp"),
-                        ColumnContract("hour_local", "integer"), ColumnContract("hour_utc", "integer"),
-                        ColumnContract("temp", "number"), ColumnContract("amount", "number")),
-                  label_column="temp", event_timestamp_column="time")
+HOURLY = Contract(
+    URN,
+    (
+        ColumnContract("time", "timestamp"),
+        ColumnContract("label_time", "timestamp"),
+        ColumnContract("hour_local", "integer"),
+        ColumnContract("hour_utc", "integer"),
+        ColumnContract("temp", "number"),
+        ColumnContract("amount", "number"),
+    ),
+    label_column="temp",
+    event_timestamp_column="time",
+)
 
 
 def with_utc_hour(frame: pd.DataFrame) -> pd.DataFrame:
@@ -48,8 +58,8 @@ def shifts(contract: Contract, batch: Snapshot, reference: object) -> list[Findi
 def hourly_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[DatasetProfile, pd.DataFrame]:
     tmp = tmp_path_factory.mktemp("clock")
     frame = with_utc_hour(hourly(days=42, seed=3))
-    weeks = [snap(tmp, frame.iloc[i * 168:(i + 1) * 168], f"w{i}").batch for i in range(5)]
-    return build_reference(weeks).profile, frame.iloc[5 * 168:].reset_index(drop=True)
+    weeks = [snap(tmp, frame.iloc[i * 168 : (i + 1) * 168], f"w{i}").batch for i in range(5)]
+    return build_reference(weeks).profile, frame.iloc[5 * 168 :].reset_index(drop=True)
 
 
 def moved(frame: pd.DataFrame, hours: int, *columns: str) -> pd.DataFrame:
@@ -61,8 +71,9 @@ def test_a_clean_batch_is_not_shifted(tmp_path: Path, hourly_reference) -> None:
     assert shifts(HOURLY, snap(tmp_path, batch, "clean"), reference) == []
 
 
-def test_the_event_clock_moved_alone_is_pinned_by_the_utc_hour_column_and_healable(tmp_path: Path,
-                                                                                 hourly_reference) -> None:
+def test_the_event_clock_moved_alone_is_pinned_by_the_utc_hour_column_and_healable(
+    tmp_path: Path, hourly_reference
+) -> None:
     reference, batch = hourly_reference
     found = shifts(HOURLY, snap(tmp_path, moved(batch, -5, "time", "label_time"), "tz"), reference)
     assert [(f.kind, f.column) for f in found] == [(FindingKind.TIMESTAMP_SHIFT, "time")]
@@ -74,10 +85,17 @@ def test_the_event_clock_moved_alone_is_pinned_by_the_utc_hour_column_and_healab
 
 def test_a_local_hour_column_pins_nothing_daylight_saving_may_have_moved_it(tmp_path: Path, hourly_reference) -> None:
     reference, batch = hourly_reference
-    local_only = Contract(URN, tuple(c for c in HOURLY.columns if c.name != "hour_utc"), label_column="temp",
-                          event_timestamp_column="time")
-    found = shifts(local_only, snap(tmp_path, moved(batch, -5, "time").drop(columns="hour_utc"), "local"),
-                   _without(reference, "hour_utc"))
+    local_only = Contract(
+        URN,
+        tuple(c for c in HOURLY.columns if c.name != "hour_utc"),
+        label_column="temp",
+        event_timestamp_column="time",
+    )
+    found = shifts(
+        local_only,
+        snap(tmp_path, moved(batch, -5, "time").drop(columns="hour_utc"), "local"),
+        _without(reference, "hour_utc"),
+    )
     assert [(f.column, f.params["pinned"], f.playbook) for f in found] == [("time", False, None)]
     assert abs(found[0].params["offset_hours"] + 5) <= 1
 
@@ -93,13 +111,15 @@ def test_a_second_clock_moved_alone_is_named_by_the_lag_it_follows(tmp_path: Pat
     reference, batch = hourly_reference
     found = shifts(HOURLY, snap(tmp_path, moved(batch, 3, "label_time"), "label"), reference)
     assert [(f.column, f.params["shifts_hours"], f.playbook) for f in found] == [
-        ("label_time", {"label_time": 3}, "shift_timestamps")]
+        ("label_time", {"label_time": 3}, "shift_timestamps")
+    ]
 
 
 def test_everything_moved_together_is_named_but_only_within_an_hour(tmp_path: Path, hourly_reference) -> None:
     reference, batch = hourly_reference
-    local = moved(batch, 7, "time", "label_time").assign(hour_local=(batch["hour_local"] + 7) % 24,
-                                                         hour_utc=(batch["hour_utc"] + 7) % 24)
+    local = moved(batch, 7, "time", "label_time").assign(
+        hour_local=(batch["hour_local"] + 7) % 24, hour_utc=(batch["hour_utc"] + 7) % 24
+    )
     found = shifts(HOURLY, snap(tmp_path, local, "all"), reference)
     assert [(f.column, f.params["offset_hours"]) for f in found] == [("time", 7)]
     assert found[0].params["hour_columns"] == {"hour_local": 7, "hour_utc": 7} and not found[0].params["pinned"]
@@ -138,19 +158,22 @@ def test_daily_rows_moved_five_hours_land_at_a_new_hour_and_are_pinned() -> None
 
 
 @pytest.mark.parametrize("name,pinned", [("seattle_weather", True), ("pnw_temps", False), ("greensboro_tmy", False)])
-def test_real_data_clean_batches_never_read_as_shifted_and_five_hours_always_do(tmp_path: Path, name: str,
-                                                                               pinned: bool) -> None:
+def test_real_data_clean_batches_never_read_as_shifted_and_five_hours_always_do(
+    tmp_path: Path, name: str, pinned: bool
+) -> None:
     dataset = DATASETS[name]
     contract = dataset.contract()
     batches = load_batches(dataset, tmp_path)
     k, time = dataset.reference_batches, dataset.time_column
     false, named = [], []
     for i in range(k, len(batches)):
-        reference = build_reference([b.snapshot.batch for b in batches[i - k:i]])
+        reference = build_reference([b.snapshot.batch for b in batches[i - k : i]])
         false += shifts(contract, batches[i].snapshot, reference)
         if i % 4 == 0:  # every fourth batch, five hours early, as local time UTC-5 written as UTC
             early = snap(tmp_path, moved(batches[i].frame, -5, time), f"early-{i}", time)
-            named += [(f.column, f.params["offset_hours"], f.params["pinned"]) for f in shifts(contract, early, reference)]
+            named += [
+                (f.column, f.params["offset_hours"], f.params["pinned"]) for f in shifts(contract, early, reference)
+            ]
     assert false == []
     assert len(named) == sum(1 for i in range(k, len(batches)) if i % 4 == 0)  # every shifted batch is named...
     assert {(column, was_pinned) for column, _, was_pinned in named} == {(time, pinned)}
@@ -160,11 +183,18 @@ def test_real_data_clean_batches_never_read_as_shifted_and_five_hours_always_do(
         assert {offset for _, offset, _ in named} <= {-6, -5, -4}
 
 
-def test_the_guard_names_the_shift_as_the_cause_and_keeps_the_future_label_as_evidence(tmp_path: Path,
-                                                                                      hourly_reference) -> None:
+def test_the_guard_names_the_shift_as_the_cause_and_keeps_the_future_label_as_evidence(
+    tmp_path: Path, hourly_reference
+) -> None:
     reference, batch = hourly_reference
-    contract = Contract(URN, HOURLY.columns, label_column="temp", label_timestamp_column="label_time",
-                        event_timestamp_column="time", label_freshness_hours=48)
+    contract = Contract(
+        URN,
+        HOURLY.columns,
+        label_column="temp",
+        label_timestamp_column="label_time",
+        event_timestamp_column="time",
+        label_freshness_hours=48,
+    )
     shifted = snap(tmp_path, moved(batch, 6, "time", "label_time"), "future")
     now_ms = int(batch["label_time"].max().value // 1_000_000)
     report = run_guard(GuardContext(URN, contract, shifted, reference, (), now_ms=now_ms))
@@ -176,11 +206,19 @@ def test_the_guard_names_the_shift_as_the_cause_and_keeps_the_future_label_as_ev
 
 @pytest.mark.parametrize("hours,named", [(1, False), (-1, False), (-5, True), (3, True)])
 def test_daily_rows_are_named_from_two_hours_on(tmp_path: Path, hours: int, named: bool) -> None:
-    days = pd.DataFrame({"day": pd.date_range("2024-01-01", periods=120, freq="D", tz="UTC").astype("datetime64[ms, UTC]"),
-                         "rain": np.random.default_rng(0).exponential(2.0, 120).round(1)})
-    contract = Contract(URN, (ColumnContract("day", "timestamp"), ColumnContract("rain", "number")),
-                        event_timestamp_column="day")
-    reference = build_reference([snap(tmp_path, days.iloc[i * 30:(i + 1) * 30], f"m{i}", "day").batch for i in range(3)])
+    days = pd.DataFrame(
+        {
+            "day": pd.date_range("2024-01-01", periods=120, freq="D", tz="UTC").astype("datetime64[ms, UTC]"),
+            "rain": np.random.default_rng(0).exponential(2.0, 120).round(1),
+        }
+    )
+    contract = Contract(
+        URN, (ColumnContract("day", "timestamp"), ColumnContract("rain", "number")), event_timestamp_column="day"
+    )
+    reference = build_reference(
+        [snap(tmp_path, days.iloc[i * 30 : (i + 1) * 30], f"m{i}", "day").batch for i in range(3)]
+    )
     found = shifts(contract, snap(tmp_path, moved(days.iloc[90:], hours, "day"), "moved", "day"), reference)
     assert [(f.column, f.params["offset_hours"], f.playbook) for f in found] == (
-        [("day", hours, "shift_timestamps")] if named else [])
+        [("day", hours, "shift_timestamps")] if named else []
+    )

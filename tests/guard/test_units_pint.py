@@ -1,5 +1,6 @@
 """Units from pint: any contract spelling understood, every conversion in a group named with factor and
 offset, legacy spellings kept, currencies apart, physical bounds."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,20 +8,54 @@ import pytest
 from guard.units import UNITS, UnitError, candidates_for, conversion, group_of, is_known, plausible_bounds, same_unit
 
 
-@pytest.mark.parametrize("unit", ["mi", "min", "degF", "inch", "mph", "km/h", "hPa", "percent", "USD", "inHg",
-                                  "mbar", "kPa", "m/s", "knot", "W/m**2", "C", "F", "mm_rain", "in_rain",
-                                  "usd_cents", "fraction"])
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "mi",
+        "min",
+        "degF",
+        "inch",
+        "mph",
+        "km/h",
+        "hPa",
+        "percent",
+        "USD",
+        "inHg",
+        "mbar",
+        "kPa",
+        "m/s",
+        "knot",
+        "W/m**2",
+        "C",
+        "F",
+        "mm_rain",
+        "in_rain",
+        "usd_cents",
+        "fraction",
+    ],
+)
 def test_every_spelling_a_contract_writes_is_understood(unit):
     assert is_known(unit) and unit in UNITS
 
 
-@pytest.mark.parametrize("declared, actual, scale, offset", [
-    ("degC", "degF", 1.8, 32.0), ("degF", "degC", 5 / 9, -160 / 9), ("degC", "K", 1.0, 273.15),
-    ("C", "F", 1.8, 32.0), ("km", "mi", 0.621371192237, 0.0), ("m/s", "km/h", 3.6, 0.0),
-    ("mph", "km/h", 1.609344, 0.0), ("hPa", "inHg", 0.029529983071, 0.0), ("hPa", "kPa", 0.1, 0.0),
-    ("mm_rain", "in_rain", 1 / 25.4, 0.0), ("USD", "USD_cent", 100.0, 0.0), ("usd", "usd_cents", 100.0, 0.0),
-    ("percent", "fraction", 0.01, 0.0),
-])
+@pytest.mark.parametrize(
+    "declared, actual, scale, offset",
+    [
+        ("degC", "degF", 1.8, 32.0),
+        ("degF", "degC", 5 / 9, -160 / 9),
+        ("degC", "K", 1.0, 273.15),
+        ("C", "F", 1.8, 32.0),
+        ("km", "mi", 0.621371192237, 0.0),
+        ("m/s", "km/h", 3.6, 0.0),
+        ("mph", "km/h", 1.609344, 0.0),
+        ("hPa", "inHg", 0.029529983071, 0.0),
+        ("hPa", "kPa", 0.1, 0.0),
+        ("mm_rain", "in_rain", 1 / 25.4, 0.0),
+        ("USD", "USD_cent", 100.0, 0.0),
+        ("usd", "usd_cents", 100.0, 0.0),
+        ("percent", "fraction", 0.01, 0.0),
+    ],
+)
 def test_conversions_carry_factor_and_offset(declared, actual, scale, offset):
     got = conversion(declared, actual)
     assert got[0] == pytest.approx(scale, rel=1e-8) and got[1] == pytest.approx(offset, abs=1e-9)

@@ -1,5 +1,6 @@
 """The bundled MCP server driven by the SDK's own client, over stdio (a spawned server) and over streamable HTTP
 (the API's /mcp mount under uvicorn): tools with output schemas, the guard, the promotion gate, ratify gates."""
+
 from __future__ import annotations
 
 import sys
@@ -34,8 +35,14 @@ STAGES_HEALED = ["detect", "incident", "heal", "verify", "publish"]
 
 
 def _stdio(ws: Workspace, **env: str) -> Client:
-    return Client(StdioServerParameters(command=sys.executable, args=["-m", "controlplane", "mcp", "--workspace", str(ws.root)],
-                                        cwd=str(ROOT), env=env or None))
+    return Client(
+        StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "controlplane", "mcp", "--workspace", str(ws.root)],
+            cwd=str(ROOT),
+            env=env or None,
+        )
+    )
 
 
 def _ok(result: Any) -> dict[str, Any]:
@@ -63,7 +70,8 @@ async def _agent_story(client: Client, ws: Workspace) -> None:
     assert refused.structured_content["error"]["code"] == "gate_refused"
     assert refused.content[0].text == (
         f"{PIPELINE} v{version}: its signed verdict is BLOCKED: it cannot be promoted; only a version the gate "
-        "APPROVED can be promoted; fix the evidence and run the loop again [gate_refused]")
+        "APPROVED can be promoted; fix the evidence and run the loop again [gate_refused]"
+    )
     assert _ok(await client.call_tool("get_passport", {"model": PIPELINE}))["version"] == champion
 
     # ratify: the run pauses at the publish gate, then at the promote gate, and completes once approved
@@ -73,8 +81,11 @@ async def _agent_story(client: Client, ws: Workspace) -> None:
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
         progress.append((done, message or ""))
 
-    paused = _ok(await client.call_tool("run", {"pipeline": PIPELINE, "policy": "ratify", "now": iso(RATIFY_AT)},
-                                        progress_callback=on_progress))
+    paused = _ok(
+        await client.call_tool(
+            "run", {"pipeline": PIPELINE, "policy": "ratify", "now": iso(RATIFY_AT)}, progress_callback=on_progress
+        )
+    )
     assert (paused["status"], paused["gate"]) == ("paused", "publish")
     assert [s["stage"] for s in paused["stages"]] == STAGES_HEALED
     assert [(n, m.split()[0]) for n, m in progress] == list(enumerate(STAGES_HEALED, start=1))  # live, per stage
@@ -84,8 +95,10 @@ async def _agent_story(client: Client, ws: Workspace) -> None:
     done = _ok(await client.call_tool("approve", {"run_id": run_id, "now": iso(APPROVE_AT)}))
     assert done["status"] == "promoted", done["outcome"]
     timeline = _ok(await client.call_tool("get_run", {"run_id": run_id}))
-    assert [(s["stage"], s["status"]) for s in timeline["stages"]][-2:] == [("approve", "approved"),
-                                                                           ("promote", "APPROVED")]
+    assert [(s["stage"], s["status"]) for s in timeline["stages"]][-2:] == [
+        ("approve", "approved"),
+        ("promote", "APPROVED"),
+    ]
     new_champion = _ok(await client.call_tool("get_passport", {"model": PIPELINE}))["version"]
     assert new_champion not in (champion, version)
     again = await client.call_tool("approve", {"run_id": run_id})
@@ -107,8 +120,9 @@ def test_agent_over_streamable_http_on_the_api(demo_copy):
     app = build_app(ws, ApiSettings(token=TOKEN))
 
     async def story(url: str) -> None:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"},
-                                      timeout=httpx2.Timeout(30, read=300)) as http:
+        async with httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {TOKEN}"}, timeout=httpx2.Timeout(30, read=300)
+        ) as http:
             async with Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
                 await _agent_story(client, ws)
 
@@ -124,10 +138,15 @@ def test_read_only_mode_hides_and_refuses_every_mutating_tool(demo_copy):
         async with _stdio(ws, KINTSUGI_READ_ONLY="1") as client:
             listed = sorted(t.name for t in (await client.list_tools()).tools)
             assert listed == sorted(READ_ONLY_TOOLS)
-            for name, arguments in [("run", {"pipeline": PIPELINE}), ("approve", {"run_id": "x"}),
-                                    ("reject", {"run_id": "x", "reason": "r"}), ("undo", {"run_id": "x"}),
-                                    ("promote", {"model": PIPELINE, "version": 1}), ("drill", {}),
-                                    ("recover", {"run_id": "x"})]:
+            for name, arguments in [
+                ("run", {"pipeline": PIPELINE}),
+                ("approve", {"run_id": "x"}),
+                ("reject", {"run_id": "x", "reason": "r"}),
+                ("undo", {"run_id": "x"}),
+                ("promote", {"model": PIPELINE, "version": 1}),
+                ("drill", {}),
+                ("recover", {"run_id": "x"}),
+            ]:
                 result = await client.call_tool(name, arguments)
                 assert result.is_error, name
                 assert result.structured_content["error"]["code"] == "read_only", name

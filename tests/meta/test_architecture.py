@@ -1,5 +1,6 @@
 """Facts about the code anyone can check: no import cycle between modules, imports only in the house's direction,
 and every error of the one tree mapped by every front door."""
+
 from __future__ import annotations
 
 import ast
@@ -107,8 +108,12 @@ def test_a_cycle_would_be_found():
 
 
 def test_imports_follow_the_house_direction():
-    wrong = sorted(f"{source} imports {target}" for source, targets in _graph().items() for target in targets
-                   if target.split(".")[0] not in ALLOWED[source.split(".")[0]])
+    wrong = sorted(
+        f"{source} imports {target}"
+        for source, targets in _graph().items()
+        for target in targets
+        if target.split(".")[0] not in ALLOWED[source.split(".")[0]]
+    )
     assert wrong == []
 
 

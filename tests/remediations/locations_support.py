@@ -1,5 +1,6 @@
 """Helpers for the table-location tests: deterministic rows, and one `Backend` per store that writes and reads
 raw bytes without going through the code under test."""
+
 from __future__ import annotations
 
 import io
@@ -14,12 +15,14 @@ import pyarrow.parquet as pq
 
 def table_rows() -> pd.DataFrame:
     """Eight deterministic rows: two files' worth."""
-    return pd.DataFrame({
-        "id": list(range(1, 9)),
-        "distance_km": [1.5, 2.25, 3.0, 4.75, 5.5, 6.0, 7.125, 8.5],
-        "city": ["Lyon", "Oslo", None, "Lima", "Pune", "Kobe", "Graz", "Cork"],
-        "when": pd.to_datetime([f"2024-03-0{d} 0{d}:30:00" for d in range(1, 9)]),
-    })
+    return pd.DataFrame(
+        {
+            "id": list(range(1, 9)),
+            "distance_km": [1.5, 2.25, 3.0, 4.75, 5.5, 6.0, 7.125, 8.5],
+            "city": ["Lyon", "Oslo", None, "Lima", "Pune", "Kobe", "Graz", "Cork"],
+            "when": pd.to_datetime([f"2024-03-0{d} 0{d}:30:00" for d in range(1, 9)]),
+        }
+    )
 
 
 def parquet_bytes(frame: pd.DataFrame) -> bytes:
@@ -81,8 +84,11 @@ class S3Backend(Backend):
         if info.type == pafs.FileType.File:
             return {root.rsplit("/", 1)[1]: self._read(root)}
         infos = self.fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
-        return {i.path[len(root) + 1:]: self._read(i.path) for i in sorted(infos, key=lambda i: i.path)
-                if i.type == pafs.FileType.File}
+        return {
+            i.path[len(root) + 1 :]: self._read(i.path)
+            for i in sorted(infos, key=lambda i: i.path)
+            if i.type == pafs.FileType.File
+        }
 
     def _read(self, path: str) -> bytes:
         with self.fs.open_input_stream(path) as stream:

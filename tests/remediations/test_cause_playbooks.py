@@ -1,6 +1,7 @@
 """The cause playbooks and the quarantine: exact, invertible corrections on exactly the rows a finding names,
 idempotent, refusing what they cannot do exactly; rows that cannot be corrected are set aside, never filled;
 and, on real data, a broken join's published table holds no invented cell."""
+
 from __future__ import annotations
 
 import json
@@ -25,24 +26,42 @@ from remediations.registry import HealInput, HealStep, PlaybookRefused, playbook
 from remediations.sandbox import QUARANTINE_FILE, HealOutcome, heal_copy
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,test.heals,PROD)"
-CONTRACT = Contract(URN, (
-    ColumnContract("id", "integer", primary_key=True), ColumnContract("time", "timestamp"),
-    ColumnContract("hour_utc", "integer"), ColumnContract("low", "number", unit="C"),
-    ColumnContract("high", "number", unit="C"), ColumnContract("distance", "number", unit="km"),
-    ColumnContract("label", "number")), label_column="label", event_timestamp_column="time")
+CONTRACT = Contract(
+    URN,
+    (
+        ColumnContract("id", "integer", primary_key=True),
+        ColumnContract("time", "timestamp"),
+        ColumnContract("hour_utc", "integer"),
+        ColumnContract("low", "number", unit="C"),
+        ColumnContract("high", "number", unit="C"),
+        ColumnContract("distance", "number", unit="km"),
+        ColumnContract("label", "number"),
+    ),
+    label_column="label",
+    event_timestamp_column="time",
+)
 MS = 1_000_000  # ns per ms
 
 
 def rows(n: int = 12) -> pd.DataFrame:
     time = pd.date_range("2025-03-01", periods=n, freq="2h", tz="UTC").astype("datetime64[ms, UTC]")
-    return pd.DataFrame({"id": np.arange(n), "time": time, "hour_utc": time.hour.astype(np.int64),
-                         "low": np.arange(n, dtype=float), "high": np.arange(n, dtype=float) + 5,
-                         "distance": np.linspace(1, 12, n), "label": np.linspace(10, 40, n)})
+    return pd.DataFrame(
+        {
+            "id": np.arange(n),
+            "time": time,
+            "hour_utc": time.hour.astype(np.int64),
+            "low": np.arange(n, dtype=float),
+            "high": np.arange(n, dtype=float) + 5,
+            "distance": np.linspace(1, 12, n),
+            "label": np.linspace(10, 40, n),
+        }
+    )
 
 
 def finding(kind: FindingKind, column: str | None, playbook: str, **params: Any) -> Finding:
-    return make_finding(kind, URN, column, observed="seen", expected="reference", message="test", playbook=playbook,
-                        **params)
+    return make_finding(
+        kind, URN, column, observed="seen", expected="reference", message="test", playbook=playbook, **params
+    )
 
 
 def heal(table: pd.DataFrame, found: Finding) -> tuple[Any, HealStep]:
@@ -66,8 +85,13 @@ def later(times: pd.Series, hours: int) -> pd.Series:
 
 
 def shift_finding(table: pd.DataFrame, hours: int, **params: Any) -> Finding:
-    params = {"offset_hours": hours, "shifts_hours": {"time": hours}, "hour_columns": {},
-              "observed_min_ms": {"time": ms(table["time"].min())}, **params}
+    params = {
+        "offset_hours": hours,
+        "shifts_hours": {"time": hours},
+        "hour_columns": {},
+        "observed_min_ms": {"time": ms(table["time"].min())},
+        **params,
+    }
     return finding(FindingKind.TIMESTAMP_SHIFT, "time", "shift_timestamps", **params)
 
 
@@ -86,8 +110,9 @@ def test_shift_puts_the_clock_back_exactly_and_again_changes_nothing() -> None:
 def test_shift_moves_an_hour_column_with_its_clock_until_it_sits_on_its_learned_offset() -> None:
     clean = rows()
     local = clean.assign(time=later(clean["time"], 9), hour_utc=(clean["hour_utc"] + 9) % 24)
-    found = shift_finding(local, 9, hour_columns={"hour_utc": 9},
-                          hour_of={"hour_utc": {"timestamp": "time", "offsets": [0]}})
+    found = shift_finding(
+        local, 9, hour_columns={"hour_utc": 9}, hour_of={"hour_utc": {"timestamp": "time", "offsets": [0]}}
+    )
     healed, _ = heal(local, found)
     pdt.assert_frame_equal(healed, clean)
     pdt.assert_frame_equal(heal(healed, found)[0], clean)
@@ -97,8 +122,9 @@ def test_shift_acts_on_the_findings_rows_only() -> None:
     clean = rows()
     late = clean["time"] > clean["time"].iloc[5]  # the newest batch: after the watermark at row 5
     shifted = clean.assign(time=clean["time"].mask(late, later(clean["time"], 5)))
-    found = shift_finding(shifted[late], 5, rows={"column": "time", "after_ms": ms(clean["time"].iloc[5]),
-                                                  "through_ms": None})
+    found = shift_finding(
+        shifted[late], 5, rows={"column": "time", "after_ms": ms(clean["time"].iloc[5]), "through_ms": None}
+    )
     healed, step = heal(shifted, found)
     pdt.assert_frame_equal(healed, clean)
     assert step.rows_touched == int(late.sum())
@@ -122,8 +148,9 @@ def swap_finding(scope: str, **params: Any) -> Finding:
 def test_swap_all_puts_both_columns_back_and_again_changes_nothing() -> None:
     clean = rows()
     swapped = clean.assign(low=clean["high"], high=clean["low"])
-    found = swap_finding("all", observed_medians={"low": float(swapped["low"].median()),
-                                                  "high": float(swapped["high"].median())})
+    found = swap_finding(
+        "all", observed_medians={"low": float(swapped["low"].median()), "high": float(swapped["high"].median())}
+    )
     healed, step = heal(swapped, found)
     pdt.assert_frame_equal(healed, clean)
     assert step.rows_touched == len(clean)
@@ -133,7 +160,9 @@ def test_swap_all_puts_both_columns_back_and_again_changes_nothing() -> None:
 def test_swap_by_order_swaps_exactly_the_rows_that_break_it() -> None:
     clean = rows()
     some = clean.index % 3 == 0
-    swapped = clean.assign(low=np.where(some, clean["high"], clean["low"]), high=np.where(some, clean["low"], clean["high"]))
+    swapped = clean.assign(
+        low=np.where(some, clean["high"], clean["low"]), high=np.where(some, clean["low"], clean["high"])
+    )
     healed, step = heal(swapped, swap_finding("order", order=["low", "high"]))
     pdt.assert_frame_equal(healed, clean)
     assert step.rows_touched == int(some.sum())
@@ -151,8 +180,16 @@ def test_swap_refuses_columns_of_two_dtypes_and_a_missing_scope() -> None:
 
 
 def unit_finding(**params: Any) -> Finding:
-    return finding(FindingKind.UNIT_MISMATCH, "distance", "unit_rescale", declared_unit="km", actual_unit="m",
-                   scale=1000.0, offset=0.0, **params)
+    return finding(
+        FindingKind.UNIT_MISMATCH,
+        "distance",
+        "unit_rescale",
+        declared_unit="km",
+        actual_unit="m",
+        scale=1000.0,
+        offset=0.0,
+        **params,
+    )
 
 
 def test_a_unit_changed_since_a_release_is_rescaled_on_those_rows_only() -> None:
@@ -172,12 +209,15 @@ def test_without_rows_every_row_is_rescaled() -> None:
     assert step.rows_touched == len(clean)
 
 
-@pytest.mark.parametrize("selector,message", [
-    ({"column": "nope", "after_ms": 0, "through_ms": None}, "which the table does not have"),
-    ({"column": "distance", "after_ms": 0, "through_ms": None}, "not a timestamp"),
-    ({"column": "time", "after": 0}, "not {'column'"),
-    ({"column": "time", "after_ms": "2025-03-01", "through_ms": None}, "not epoch milliseconds"),
-])
+@pytest.mark.parametrize(
+    "selector,message",
+    [
+        ({"column": "nope", "after_ms": 0, "through_ms": None}, "which the table does not have"),
+        ({"column": "distance", "after_ms": 0, "through_ms": None}, "not a timestamp"),
+        ({"column": "time", "after": 0}, "not {'column'"),
+        ({"column": "time", "after_ms": "2025-03-01", "through_ms": None}, "not epoch milliseconds"),
+    ],
+)
 def test_a_rows_selector_that_cannot_be_read_refuses_never_widens(selector: dict[str, Any], message: str) -> None:
     with pytest.raises(PlaybookRefused, match=message):
         heal(rows(), unit_finding(rows=selector))
@@ -188,8 +228,11 @@ def test_a_rows_selector_that_cannot_be_read_refuses_never_widens(selector: dict
 
 def test_heal_copy_publishes_corrections_lists_the_quarantine_and_trains_on_the_rest(tmp_path: Path) -> None:
     clean = rows()
-    source = clean.assign(time=later(clean["time"], -5), distance=clean["distance"].mask(clean["id"] % 4 == 1),
-                          low=clean["low"].mask(clean["id"] == 6, -999.0))
+    source = clean.assign(
+        time=later(clean["time"], -5),
+        distance=clean["distance"].mask(clean["id"] % 4 == 1),
+        low=clean["low"].mask(clean["id"] == 6, -999.0),
+    )
     path = tmp_path / "source.parquet"
     source.to_parquet(path, index=False)
     nulls = finding(FindingKind.NULL_SPIKE, "distance", "null_impute")  # the old name reaches the quarantine
@@ -203,7 +246,10 @@ def test_heal_copy_publishes_corrections_lists_the_quarantine_and_trains_on_the_
     assert listed["row"].tolist() == [1, 5, 9, 6] and listed["id"].tolist() == [1, 5, 9, 6]
     assert listed["finding"].tolist() == ["null_spike:distance"] * 3 + ["sentinel:low"]
     assert json.loads(listed["reason"].iloc[3]) == {"column": "low", "kind": "sentinel", "value": -999}
-    assert outcome.quarantine.rows == 4 and outcome.quarantine.by_finding == {"null_spike:distance": 3, "sentinel:low": 1}  # type: ignore[union-attr]
+    assert outcome.quarantine.rows == 4 and outcome.quarantine.by_finding == {
+        "null_spike:distance": 3,
+        "sentinel:low": 1,
+    }  # type: ignore[union-attr]
     assert "4 row(s) quarantined" in outcome.quarantine.note()  # type: ignore[union-attr]
     training = pd.read_parquet(outcome.training_view)
     assert training["id"].tolist() == [0, 2, 3, 4, 7, 8, 10, 11] and training["distance"].notna().all()
@@ -223,8 +269,9 @@ def test_a_quarantine_over_its_limit_is_refused_and_nothing_is_set_aside(tmp_pat
     clean = rows()
     path = tmp_path / "source.parquet"
     clean.assign(distance=clean["distance"].mask(clean["id"] < 7)).to_parquet(path, index=False)
-    outcome = heal_copy(path, tmp_path / "sandbox", (finding(FindingKind.NULL_LIMIT, "distance", "quarantine_rows"),),
-                        CONTRACT, None)
+    outcome = heal_copy(
+        path, tmp_path / "sandbox", (finding(FindingKind.NULL_LIMIT, "distance", "quarantine_rows"),), CONTRACT, None
+    )
     assert not outcome.complete and outcome.quarantine is None and "over its limit of 50%" in outcome.refused[0][1]
 
 
@@ -245,10 +292,20 @@ def test_a_null_heavy_broken_join_publishes_every_cell_as_it_came_or_exactly_cor
     source.to_parquet(path, index=False)
     contract = dataset.contract()
     reference = build_reference([b.snapshot.batch for b in batches[:6]])
-    report = run_guard(GuardContext(contract.dataset_urn, contract, read_snapshot(path, time_column="date"), reference,
-                                    (), now_ms=ms(frame["date"].max())))
+    report = run_guard(
+        GuardContext(
+            contract.dataset_urn,
+            contract,
+            read_snapshot(path, time_column="date"),
+            reference,
+            (),
+            now_ms=ms(frame["date"].max()),
+        )
+    )
     causes = {(f.kind, f.column) for f in report.blocking}
-    assert (FindingKind.TIMESTAMP_SHIFT, "date") in causes and {c for k, c in causes if k is FindingKind.NULL_SPIKE} == set(joined)
+    assert (FindingKind.TIMESTAMP_SHIFT, "date") in causes and {
+        c for k, c in causes if k is FindingKind.NULL_SPIKE
+    } == set(joined)
     outcome = heal_copy(path, tmp_path / "sandbox", report.blocking, contract, reference)
     published = pd.read_parquet(outcome.healed_path)
     assert list(published.columns) == list(source.columns) and len(published) == len(source)

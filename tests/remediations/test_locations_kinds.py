@@ -1,5 +1,6 @@
 """Every kind of table location, on a real disk and a real (loopback) S3 server: pin, hash, publish with
 compare-and-swap, restore exact bytes, append."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,9 +27,17 @@ class Case:
         return f"{self.store}-{self.fmt}-{self.layout}"
 
 
-CASES = [Case("local", "file", "parquet"), Case("local", "hive", "parquet"), Case("local", "glob", "parquet"),
-         Case("local", "file", "csv"), Case("local", "folder", "csv"), Case("s3", "file", "parquet"),
-         Case("s3", "hive", "parquet"), Case("s3", "glob", "parquet"), Case("s3", "folder", "csv")]
+CASES = [
+    Case("local", "file", "parquet"),
+    Case("local", "hive", "parquet"),
+    Case("local", "glob", "parquet"),
+    Case("local", "file", "csv"),
+    Case("local", "folder", "csv"),
+    Case("s3", "file", "parquet"),
+    Case("s3", "hive", "parquet"),
+    Case("s3", "glob", "parquet"),
+    Case("s3", "folder", "csv"),
+]
 
 
 @pytest.fixture(params=CASES, ids=[c.id for c in CASES])

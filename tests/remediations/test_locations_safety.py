@@ -1,5 +1,6 @@
 """What must never happen to a team's table: a pin that silently follows a writer, a bad location that
 half-writes, a damaged backup that overwrites the live table, a CSV that does not come back as it was."""
+
 from __future__ import annotations
 
 import os
@@ -77,18 +78,29 @@ BAD = {
     "text named .parquet": ({"t.parquet": b"id,value\n1,2\n"}, "t.parquet", "not a readable parquet file"),
     "ragged CSV row": ({"t.csv": b"id,value\n1,2\n3\n"}, "t.csv", "not a well-formed CSV file"),
     "binary named .csv": ({"t.csv": b"\xff\xfe\x00PAR1\x00\x9c"}, "t.csv", "not a UTF-8 CSV file"),
-    "one column, two types": ({"t/a.parquet": parquet_bytes(table_rows()),
-                               "t/b.parquet": parquet_bytes(table_rows().assign(id=[str(i) for i in range(8)]))},
-                              "t", "column 'id' is int64 in a.parquet but "),
+    "one column, two types": (
+        {
+            "t/a.parquet": parquet_bytes(table_rows()),
+            "t/b.parquet": parquet_bytes(table_rows().assign(id=[str(i) for i in range(8)])),
+        },
+        "t",
+        "column 'id' is int64 in a.parquet but ",
+    ),
     "mixed CSV headers": ({"t/a.csv": b"id,v\n1,2\n", "t/b.csv": b"id,w\n1,2\n"}, "t", "different columns"),
-    "mixed formats": ({"t/a.parquet": parquet_bytes(table_rows()), "t/b.csv": b"id\n1\n"}, "t",
-                      "mixes parquet and CSV"),
+    "mixed formats": (
+        {"t/a.parquet": parquet_bytes(table_rows()), "t/b.csv": b"id\n1\n"},
+        "t",
+        "mixes parquet and CSV",
+    ),
     "stray file in folder": ({"t/a.parquet": parquet_bytes(table_rows()), "t/README.md": b"hi"}, "t", "README.md"),
     "unknown extension": ({"t.txt": b"id\n1\n"}, "t.txt", "neither .parquet nor .csv"),
     "other scheme": ({}, "gs://bucket/t.parquet", "unsupported scheme"),
     "double star": ({}, "data/**/x.parquet", "uses **"),
-    "inconsistent partitions": ({"t/year=2023/a.parquet": parquet_bytes(table_rows()),
-                                 "t/b.parquet": parquet_bytes(table_rows())}, "t", "inconsistent partition folders"),
+    "inconsistent partitions": (
+        {"t/year=2023/a.parquet": parquet_bytes(table_rows()), "t/b.parquet": parquet_bytes(table_rows())},
+        "t",
+        "inconsistent partition folders",
+    ),
 }
 
 
@@ -160,8 +172,9 @@ def test_no_permission_is_one_line_naming_the_fix(what: str):
         target = base / "t" / "a.parquet" if what == "file" else base / "t"
         os.chmod(target, 0)
         text = "t/a.parquet" if what == "file" else "t"
-        message = _as_nobody(text, base, dest / "pin") if os.geteuid() == 0 else \
-            _unreadable_attempt(text, base, dest / "pin")
+        message = (
+            _as_nobody(text, base, dest / "pin") if os.geteuid() == 0 else _unreadable_attempt(text, base, dest / "pin")
+        )
         assert message.startswith("LocationError: ") and "permission denied" in message, message
         assert "\n" not in message and "give the user running kintsugi read" in message
         assert not (dest / "pin").exists()
@@ -258,9 +271,9 @@ def test_pin_and_publish_want_empty_folders(local_backend: LocalBackend, tmp_pat
 CSV_STYLES = {
     "pandas": b"id,distance_km,city,when\n1,1.5,Lyon,2024-03-01 01:30:00\n2,3.0,,2024-03-02 02:30:00\n",
     "R write.csv": b'"id","dist","name","flag","day"\n1,3,"Lyon",TRUE,2024-01-01\n2,1.5,NA,FALSE,NA\n'
-                   b'3,NA,"NA",TRUE,2024-01-03\n',
-    "CRLF, semicolons, fixed decimals, no final newline": b"id;price;note\r\n1;12.50;\"a \"\"quoted\"\" word\"\r\n"
-                                                           b"2;3.00;\"semi;colon\"\r\n3;0.10;x",
+    b'3,NA,"NA",TRUE,2024-01-03\n',
+    "CRLF, semicolons, fixed decimals, no final newline": b'id;price;note\r\n1;12.50;"a ""quoted"" word"\r\n'
+    b'2;3.00;"semi;colon"\r\n3;0.10;x',
     "ISO UTC timestamps": b"id,at\n1,2024-01-01T00:00:00Z\n2,2024-06-30T23:59:59Z\n",
 }
 
@@ -295,8 +308,9 @@ def test_csv_heal_rewrites_only_the_changed_line(local_backend: LocalBackend, tm
     after = local_backend.read_all("t")
     assert after["b.csv"] == before["b.csv"]
     old_lines, new_lines = before["a.csv"].split(b"\n"), after["a.csv"].split(b"\n")
-    assert [(o, n) for o, n in zip(old_lines, new_lines) if o != n] == [(b"1,1.5,Lyon,2024-03-01 01:30:00",
-                                                                        b"1,42.0,Lyon,2024-03-01 01:30:00")]
+    assert [(o, n) for o, n in zip(old_lines, new_lines) if o != n] == [
+        (b"1,1.5,Lyon,2024-03-01 01:30:00", b"1,42.0,Lyon,2024-03-01 01:30:00")
+    ]
     assert restore(published.backup) == pinned.content_hash and local_backend.read_all("t") == before
 
 

@@ -1,4 +1,5 @@
 """Playbooks: each heals exactly its finding, refuses past its limit, and leaves its own output alone."""
+
 from __future__ import annotations
 
 import json
@@ -40,12 +41,14 @@ CONTRACT = Contract(
 
 
 def finding(kind: FindingKind, column: str | None, playbook: str, **params: Any) -> Finding:
-    return make_finding(kind, URN, column, observed="seen", expected="contracted", message="test",
-                        playbook=playbook, **params)
+    return make_finding(
+        kind, URN, column, observed="seen", expected="contracted", message="test", playbook=playbook, **params
+    )
 
 
-def heal(table: pd.DataFrame, found: Finding, reference: DatasetProfile | None = None,
-         contract: Contract = CONTRACT) -> tuple[pd.DataFrame, HealStep]:
+def heal(
+    table: pd.DataFrame, found: Finding, reference: DatasetProfile | None = None, contract: Contract = CONTRACT
+) -> tuple[pd.DataFrame, HealStep]:
     playbook = playbook_for(found)
     assert playbook is not None, f"no playbook heals {found.kind} as {found.playbook!r}"
     healed, step = playbook.apply(HealInput(table, found, contract, reference))
@@ -63,19 +66,22 @@ def reapplied(healed: pd.DataFrame, found: Finding, reference: DatasetProfile | 
 # ---------------------------------------------------------------- registry
 
 
-@pytest.mark.parametrize(("kind", "name"), [
-    (FindingKind.COLUMN_RENAMED, "rename_columns"),
-    (FindingKind.TYPE_CHANGED, "cast_types"),
-    (FindingKind.NULL_LIMIT, "quarantine_rows"),
-    (FindingKind.NULL_SPIKE, "quarantine_rows"),
-    (FindingKind.SENTINEL, "quarantine_rows"),
-    (FindingKind.TIMESTAMP_SHIFT, "shift_timestamps"),
-    (FindingKind.COLUMNS_SWAPPED, "swap_columns"),
-    (FindingKind.LABEL_IMMATURE, "label_window"),
-    (FindingKind.DUPLICATE_KEYS, "dedupe_keys"),
-    (FindingKind.CATEGORY_CASING, "category_casing"),
-    (FindingKind.UNIT_MISMATCH, "unit_rescale"),
-])
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [
+        (FindingKind.COLUMN_RENAMED, "rename_columns"),
+        (FindingKind.TYPE_CHANGED, "cast_types"),
+        (FindingKind.NULL_LIMIT, "quarantine_rows"),
+        (FindingKind.NULL_SPIKE, "quarantine_rows"),
+        (FindingKind.SENTINEL, "quarantine_rows"),
+        (FindingKind.TIMESTAMP_SHIFT, "shift_timestamps"),
+        (FindingKind.COLUMNS_SWAPPED, "swap_columns"),
+        (FindingKind.LABEL_IMMATURE, "label_window"),
+        (FindingKind.DUPLICATE_KEYS, "dedupe_keys"),
+        (FindingKind.CATEGORY_CASING, "category_casing"),
+        (FindingKind.UNIT_MISMATCH, "unit_rescale"),
+    ],
+)
 def test_each_finding_kind_names_a_registered_playbook_in_sandbox_order(kind: FindingKind, name: str) -> None:
     playbook = playbook_for(finding(kind, "x", name))
     assert playbook is not None and playbook.name == name
@@ -165,14 +171,18 @@ def test_cast_refuses_over_its_limit_of_non_null_values() -> None:
 def test_cast_reads_iso_strings_and_epoch_milliseconds_as_utc_timestamps() -> None:
     strings = pd.DataFrame({"ordered_at": ["2024-03-01T10:00:00Z", "2024-03-01 12:30:00+02:00", None]})
     healed, step = heal(strings, cast_finding("ordered_at", "timestamp"))
-    assert healed["ordered_at"].tolist()[:2] == [pd.Timestamp("2024-03-01 10:00", tz="UTC"),
-                                                 pd.Timestamp("2024-03-01 10:30", tz="UTC")]
+    assert healed["ordered_at"].tolist()[:2] == [
+        pd.Timestamp("2024-03-01 10:00", tz="UTC"),
+        pd.Timestamp("2024-03-01 10:30", tz="UTC"),
+    ]
     assert healed["ordered_at"].isna().tolist() == [False, False, True]
     epochs = pd.DataFrame({"ordered_at": [1_709_287_200_000, 1_709_296_200_000]})
     healed, step = heal(epochs, cast_finding("ordered_at", "timestamp"))
     assert step.params["epoch_unit"] == "ms"
-    assert healed["ordered_at"].tolist() == [pd.Timestamp("2024-03-01 10:00", tz="UTC"),
-                                             pd.Timestamp("2024-03-01 12:30", tz="UTC")]
+    assert healed["ordered_at"].tolist() == [
+        pd.Timestamp("2024-03-01 10:00", tz="UTC"),
+        pd.Timestamp("2024-03-01 12:30", tz="UTC"),
+    ]
 
 
 def test_cast_reads_boolean_spellings() -> None:
@@ -201,8 +211,12 @@ def test_cast_leaves_a_compatible_column_alone() -> None:
 
 
 def test_cast_is_idempotent() -> None:
-    for column, values in (("items", ["1", None, "3"]), ("ordered_at", ["2024-03-01T10:00:00Z", None]),
-                           ("fragile", ["yes", "no"]), ("distance_km", ["1.5", "x"] + ["2"] * 30)):
+    for column, values in (
+        ("items", ["1", None, "3"]),
+        ("ordered_at", ["2024-03-01T10:00:00Z", None]),
+        ("fragile", ["yes", "no"]),
+        ("distance_km", ["1.5", "x"] + ["2"] * 30),
+    ):
         found = cast_finding(column, CONTRACT.column(column).logical_type)  # type: ignore[union-attr]
         healed, _ = heal(pd.DataFrame({column: values}), found)
         reapplied(healed, found)
@@ -234,7 +248,12 @@ def test_quarantine_lists_exactly_the_null_rows_and_fills_nothing() -> None:
 
 def test_quarantine_refuses_over_its_limit_of_rows() -> None:
     values = [1.0, None, None, None, None, None, 7.0, 8.0, 9.0, 10.0]  # 5 of 10 is allowed, 6 is not
-    assert quarantine(pd.DataFrame({"distance_km": values[:5] + [6.0] + values[6:]}), null_finding("distance_km"))[1].rows_quarantined == 4
+    assert (
+        quarantine(pd.DataFrame({"distance_km": values[:5] + [6.0] + values[6:]}), null_finding("distance_km"))[
+            1
+        ].rows_quarantined
+        == 4
+    )
     with pytest.raises(PlaybookRefused, match="6 of the 10 rows .*over its limit of 50% of rows"):
         quarantine(pd.DataFrame({"distance_km": values[:6] + [None] + values[7:]}), null_finding("distance_km"))
 
@@ -249,16 +268,23 @@ def test_quarantine_never_sets_aside_by_label_or_key() -> None:
 # ---------------------------------------------------------------- label_window
 
 WATERMARK = pd.Timestamp("2024-03-02", tz="UTC")
-IMMATURE = finding(FindingKind.LABEL_IMMATURE, "late", "label_window",
-                   watermark_ms=WATERMARK.value // 1_000_000, event_column="ordered_at")
+IMMATURE = finding(
+    FindingKind.LABEL_IMMATURE,
+    "late",
+    "label_window",
+    watermark_ms=WATERMARK.value // 1_000_000,
+    event_column="ordered_at",
+)
 
 
 def labelled(labels: list[bool | None]) -> pd.DataFrame:
-    return pd.DataFrame({
-        "order_id": range(len(labels)),
-        "ordered_at": pd.date_range("2024-03-01 12:00", periods=len(labels), freq="6h", tz="UTC"),
-        "late": pd.array(labels, dtype="boolean"),
-    })
+    return pd.DataFrame(
+        {
+            "order_id": range(len(labels)),
+            "ordered_at": pd.date_range("2024-03-01 12:00", periods=len(labels), freq="6h", tz="UTC"),
+            "late": pd.array(labels, dtype="boolean"),
+        }
+    )
 
 
 def test_label_window_drops_exactly_the_unlabelled_rows() -> None:
@@ -290,8 +316,13 @@ DUPLICATES = finding(FindingKind.DUPLICATE_KEYS, "order_id", "dedupe_keys")
 
 
 def orders(n: int) -> pd.DataFrame:
-    return pd.DataFrame({"order_id": range(n), "distance_km": [float(i) / 4 for i in range(n)],
-                         "service": ["express" if i % 3 else "standard" for i in range(n)]})
+    return pd.DataFrame(
+        {
+            "order_id": range(n),
+            "distance_km": [float(i) / 4 for i in range(n)],
+            "service": ["express" if i % 3 else "standard" for i in range(n)],
+        }
+    )
 
 
 def test_dedupe_drops_a_repeated_load_keeping_the_first_row() -> None:
@@ -332,8 +363,9 @@ def test_dedupe_is_idempotent() -> None:
 
 # ---------------------------------------------------------------- category_casing
 
-CASING = finding(FindingKind.CATEGORY_CASING, "service", "category_casing",
-                 mapping={"EXPRESS": "express", "Standard ": "standard"})
+CASING = finding(
+    FindingKind.CATEGORY_CASING, "service", "category_casing", mapping={"EXPRESS": "express", "Standard ": "standard"}
+)
 
 
 def test_casing_maps_variants_to_their_canonical_value() -> None:
@@ -371,11 +403,23 @@ def test_sandbox_heals_a_copy_in_playbook_order_and_publish_restore_round_trips(
     pd.DataFrame({"order_id": [1, 2, 3], "trip_km": [1200.0, 3400.0, 560.0]}).to_parquet(source, index=False)
     original = source.read_bytes()
     scale, offset = conversion("km", "m")
-    unit = make_finding(FindingKind.UNIT_MISMATCH, URN, "distance_km", observed={"unit": "m"},
-                        expected={"unit": "km"}, message="in m", playbook="unit_rescale",
-                        declared_unit="km", actual_unit="m", scale=scale, offset=offset)
-    contract = Contract(URN, (ColumnContract("order_id", "integer", primary_key=True),
-                              ColumnContract("distance_km", "number", unit="km")))
+    unit = make_finding(
+        FindingKind.UNIT_MISMATCH,
+        URN,
+        "distance_km",
+        observed={"unit": "m"},
+        expected={"unit": "km"},
+        message="in m",
+        playbook="unit_rescale",
+        declared_unit="km",
+        actual_unit="m",
+        scale=scale,
+        offset=offset,
+    )
+    contract = Contract(
+        URN,
+        (ColumnContract("order_id", "integer", primary_key=True), ColumnContract("distance_km", "number", unit="km")),
+    )
 
     outcome = heal_copy(source, tmp_path / "sandbox", (unit, RENAMED), contract, None)
 

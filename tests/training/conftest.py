@@ -18,9 +18,7 @@ def make_deliveries(n: int = 400, seed: int = 7) -> pd.DataFrame:
     courier = rng.choice(["bike", "van", "car"], n)
     distance = rng.gamma(2.0, 3.0, n)
     weight = rng.uniform(0.1, 20.0, n)
-    region_effect = (
-        pd.Series(region).map({"north": 0, "south": 5, "east": 2, "west": 8}).to_numpy()
-    )
+    region_effect = pd.Series(region).map({"north": 0, "south": 5, "east": 2, "west": 8}).to_numpy()
     courier_effect = pd.Series(courier).map({"bike": 6, "van": 0, "car": 2}).to_numpy()
     minutes = 12 + 4 * distance + 0.3 * weight + region_effect + courier_effect
     minutes = minutes + rng.normal(0, 3, n)

@@ -67,8 +67,7 @@ def logged(
     root = tmp_path_factory.mktemp("mlflow-dataset")
     uri = f"sqlite:///{root / 'mlflow.db'}"
     train, _ = time_holdout(deliveries, "event_time", regression_spec.holdout_fraction)
-    yield Logged(ModelStore(uri, artifact_root=root / "artifacts"), uri, regression_spec,
-                 fit(regression_spec, train))
+    yield Logged(ModelStore(uri, artifact_root=root / "artifacts"), uri, regression_spec, fit(regression_spec, train))
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +75,7 @@ def train(deliveries: pd.DataFrame, regression_spec: TrainingSpec) -> pd.DataFra
     return time_holdout(deliveries, "event_time", regression_spec.holdout_fraction)[0]
 
 
-def test_the_stored_dataset_has_its_name_digest_source_schema_and_profile(
-    logged: Logged, train: pd.DataFrame
-) -> None:
+def test_the_stored_dataset_has_its_name_digest_source_schema_and_profile(logged: Logged, train: pd.DataFrame) -> None:
     dataset = logged.log(train, HASH_A, "named", name="deliveries.clean").dataset
     assert dataset.name == "deliveries.clean"
     assert dataset.digest == expected_digest(HASH_A, train)
@@ -93,9 +90,7 @@ def test_the_stored_dataset_has_its_name_digest_source_schema_and_profile(
     }
 
 
-def test_the_digest_follows_the_content_hash_not_the_rows(
-    logged: Logged, train: pd.DataFrame
-) -> None:
+def test_the_digest_follows_the_content_hash_not_the_rows(logged: Logged, train: pd.DataFrame) -> None:
     first = logged.log(train, HASH_A, "a").dataset.digest
     again = logged.log(train, HASH_A, "a-again").dataset.digest
     other_hash = logged.log(train, HASH_B, "b").dataset.digest
@@ -108,9 +103,7 @@ def test_the_digest_follows_the_content_hash_not_the_rows(
         assert from_pandas(train, source="x.parquet").digest not in {first, other_hash}
 
 
-def test_the_schema_reads_back_as_from_pandas_infers_it(
-    logged: Logged, train: pd.DataFrame
-) -> None:
+def test_the_schema_reads_back_as_from_pandas_infers_it(logged: Logged, train: pd.DataFrame) -> None:
     dataset = logged.log(train, HASH_A, "schema").dataset
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -128,24 +121,26 @@ def test_get_source_resolves_the_datahub_source(logged: Logged, train: pd.DataFr
 
 
 def _mixed_frame() -> pd.DataFrame:
-    return pd.DataFrame({
-        "when": pd.date_range("2024-01-01", periods=4, freq="D", tz="UTC"),
-        "day": pd.to_datetime(["2024-01-01", None, "2024-01-03", "2024-01-04"]),
-        "date": [dt.date(2024, 1, d) for d in range(1, 5)],
-        "small": np.array([1, 2, 3, 4], dtype="int8"),
-        "int32": np.array([1, 2, 3, 4], dtype="int32"),
-        "uint32": np.array([1, 2, 3, 4], dtype="uint32"),
-        "nullable_int": pd.array([1, None, 3, 4], dtype="Int64"),
-        "single": np.array([1.0, 2.0, np.nan, 4.0], dtype="float32"),
-        "flag": [True, False, True, False],
-        "maybe": pd.array([True, None, False, True], dtype="boolean"),
-        "text": np.array(["a", None, "c", "d"], dtype=object),
-        "label": pd.array(["x", "y", "x", "y"], dtype="string"),
-        "kind": pd.Categorical(["p", "q", "p", "q"]),
-        "blob": [b"a", b"b", b"c", b"d"],
-        "tags": [[1, 2], [3], None, [4]],
-        "empty": [None, None, None, None],
-    })
+    return pd.DataFrame(
+        {
+            "when": pd.date_range("2024-01-01", periods=4, freq="D", tz="UTC"),
+            "day": pd.to_datetime(["2024-01-01", None, "2024-01-03", "2024-01-04"]),
+            "date": [dt.date(2024, 1, d) for d in range(1, 5)],
+            "small": np.array([1, 2, 3, 4], dtype="int8"),
+            "int32": np.array([1, 2, 3, 4], dtype="int32"),
+            "uint32": np.array([1, 2, 3, 4], dtype="uint32"),
+            "nullable_int": pd.array([1, None, 3, 4], dtype="Int64"),
+            "single": np.array([1.0, 2.0, np.nan, 4.0], dtype="float32"),
+            "flag": [True, False, True, False],
+            "maybe": pd.array([True, None, False, True], dtype="boolean"),
+            "text": np.array(["a", None, "c", "d"], dtype=object),
+            "label": pd.array(["x", "y", "x", "y"], dtype="string"),
+            "kind": pd.Categorical(["p", "q", "p", "q"]),
+            "blob": [b"a", b"b", b"c", b"d"],
+            "tags": [[1, 2], [3], None, [4]],
+            "empty": [None, None, None, None],
+        }
+    )
 
 
 def test_every_column_kind_is_typed_as_from_pandas_types_it() -> None:
@@ -177,9 +172,7 @@ def test_a_column_mlflow_cannot_type_means_no_schema_as_from_pandas(column: obje
     assert dataset_schema(frame) is None
 
 
-def test_a_run_with_an_untypeable_column_is_still_logged(
-    logged: Logged, train: pd.DataFrame
-) -> None:
+def test_a_run_with_an_untypeable_column_is_still_logged(logged: Logged, train: pd.DataFrame) -> None:
     odd = train.assign(waited=pd.to_timedelta(np.arange(len(train)), unit="s"))
     dataset = logged.log(odd, HASH_A, "odd").dataset
     assert dataset.schema in (None, "")

@@ -56,9 +56,7 @@ def test_rows_sharing_the_boundary_timestamp_all_go_to_the_holdout() -> None:
 
 
 def test_iso_strings_split_like_timestamps(deliveries: pd.DataFrame) -> None:
-    as_text = deliveries.assign(
-        event_time=deliveries["event_time"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")
-    )
+    as_text = deliveries.assign(event_time=deliveries["event_time"].dt.strftime("%Y-%m-%dT%H:%M:%SZ"))
     _, holdout = time_holdout(deliveries, "event_time", 0.2)
     _, text_holdout = time_holdout(as_text, "event_time", 0.2)
     assert list(text_holdout.index) == list(holdout.index)
@@ -141,24 +139,16 @@ def factories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "kintsugi_test_factories"
 
 
-def test_pipeline_factory_gets_its_nested_steps_seeded(
-    spec_factory: SpecFactory, factories: str
-) -> None:
-    spec = spec_factory(
-        "regression", estimator=f"{factories}:scaled_forest", params={"n_estimators": 4}
-    )
+def test_pipeline_factory_gets_its_nested_steps_seeded(spec_factory: SpecFactory, factories: str) -> None:
+    spec = spec_factory("regression", estimator=f"{factories}:scaled_forest", params={"n_estimators": 4})
     model = build_estimator(spec).named_steps["model"]
     assert isinstance(model, Pipeline)
     assert model.get_params()["forest__random_state"] == spec.seed
     assert model.get_params()["forest__n_estimators"] == 4
 
 
-def test_factory_accepting_random_state_gets_the_seed(
-    spec_factory: SpecFactory, factories: str
-) -> None:
-    spec = spec_factory(
-        "regression", estimator=f"{factories}.seeded_forest", params={"n_estimators": 4}
-    )
+def test_factory_accepting_random_state_gets_the_seed(spec_factory: SpecFactory, factories: str) -> None:
+    spec = spec_factory("regression", estimator=f"{factories}.seeded_forest", params={"n_estimators": 4})
     assert build_estimator(spec).named_steps["model"].random_state == spec.seed
 
 
@@ -209,9 +199,7 @@ def _fit_and_score(spec: TrainingSpec, deliveries: pd.DataFrame) -> dict[str, fl
     return evaluate(spec, fit(spec, train), holdout)
 
 
-def test_regression_scores_are_reproducible(
-    regression_spec: TrainingSpec, deliveries: pd.DataFrame
-) -> None:
+def test_regression_scores_are_reproducible(regression_spec: TrainingSpec, deliveries: pd.DataFrame) -> None:
     first = _fit_and_score(regression_spec, deliveries)
     again = _fit_and_score(regression_spec, deliveries)
     assert first == again
@@ -226,9 +214,7 @@ def test_seed_changes_the_model(
     assert _fit_and_score(other, deliveries) != _fit_and_score(regression_spec, deliveries)
 
 
-def test_classification_scores_are_reproducible(
-    classification_spec: TrainingSpec, deliveries: pd.DataFrame
-) -> None:
+def test_classification_scores_are_reproducible(classification_spec: TrainingSpec, deliveries: pd.DataFrame) -> None:
     first = _fit_and_score(classification_spec, deliveries)
     again = _fit_and_score(classification_spec, deliveries)
     assert first == again
@@ -237,16 +223,12 @@ def test_classification_scores_are_reproducible(
 
 
 def test_multiclass_scores(spec_factory: SpecFactory, deliveries: pd.DataFrame) -> None:
-    spec = spec_factory(
-        "classification", target="courier", categorical_features=["region"], metric="f1"
-    )
+    spec = spec_factory("classification", target="courier", categorical_features=["region"], metric="f1")
     scores = _fit_and_score(spec, deliveries)
     assert all(math.isfinite(v) for v in scores.values())
 
 
-def test_unseen_categories_are_ignored_at_evaluation(
-    regression_spec: TrainingSpec, deliveries: pd.DataFrame
-) -> None:
+def test_unseen_categories_are_ignored_at_evaluation(regression_spec: TrainingSpec, deliveries: pd.DataFrame) -> None:
     train, holdout = time_holdout(deliveries, "event_time", 0.2)
     model = fit(regression_spec, train)
     scores = evaluate(regression_spec, model, holdout.assign(region="mars"))
@@ -264,24 +246,18 @@ def test_holdout_labels_must_match_the_model_classes(
         evaluate(classification_spec, model, holdout.assign(late=5))
 
 
-def test_classifier_without_probabilities_is_refused(
-    spec_factory: SpecFactory, deliveries: pd.DataFrame
-) -> None:
+def test_classifier_without_probabilities_is_refused(spec_factory: SpecFactory, deliveries: pd.DataFrame) -> None:
     spec = spec_factory("classification", estimator="sklearn.svm.LinearSVC", params={})
     with pytest.raises(SpecError, match="has no predict_proba"):
         _fit_and_score(spec, deliveries)
 
 
-def test_fit_needs_the_spec_columns(
-    regression_spec: TrainingSpec, deliveries: pd.DataFrame
-) -> None:
+def test_fit_needs_the_spec_columns(regression_spec: TrainingSpec, deliveries: pd.DataFrame) -> None:
     with pytest.raises(SpecError, match="lacks columns named in the spec: courier"):
         fit(regression_spec, deliveries.drop(columns=["courier"]))
 
 
-def test_missing_target_values_fail_the_fit(
-    regression_spec: TrainingSpec, deliveries: pd.DataFrame
-) -> None:
+def test_missing_target_values_fail_the_fit(regression_spec: TrainingSpec, deliveries: pd.DataFrame) -> None:
     broken = deliveries.assign(delivery_minutes=np.nan)
     with pytest.raises(TrainingError) as info:
         fit(regression_spec, broken)

@@ -226,9 +226,7 @@ def test_json_artifacts_round_trip(ws: Workspace) -> None:
 def test_reading_a_missing_artifact_is_a_registry_error(ws: Workspace) -> None:
     with pytest.raises(RegistryError) as info:
         ws.store.read_json_artifact(ws.runs[0], "passport/passport.json")
-    assert info.value.message.startswith(
-        f"run {ws.runs[0]} has no artifact 'passport/passport.json'"
-    )
+    assert info.value.message.startswith(f"run {ws.runs[0]} has no artifact 'passport/passport.json'")
     assert "log_json_artifact" in info.value.fix
 
 
@@ -313,9 +311,7 @@ def test_unreachable_tracking_server_is_a_registry_error(
     started = time.monotonic()
     with pytest.raises(RegistryError) as info:
         store.champion_version(MODEL)
-    assert info.value.message.startswith(
-        f"MLflow could not read aliases of '{MODEL}' at {DEAD_URI}"
-    )
+    assert info.value.message.startswith(f"MLflow could not read aliases of '{MODEL}' at {DEAD_URI}")
     assert info.value.fix == (
         f"check that the MLflow tracking server at {DEAD_URI} is running and reachable, then retry"
     )

@@ -73,9 +73,7 @@ def test_valid_spec_builds(spec_factory: SpecFactory) -> None:
         ({"seed": "3"}, "seed must be an integer"),
     ],
 )
-def test_invalid_spec_is_refused(
-    spec_factory: SpecFactory, overrides: dict[str, object], expected: str
-) -> None:
+def test_invalid_spec_is_refused(spec_factory: SpecFactory, overrides: dict[str, object], expected: str) -> None:
     with pytest.raises(SpecError) as info:
         spec_factory(**{"task": "regression", **overrides})
     assert info.value.message.startswith(expected)

@@ -1,4 +1,5 @@
 """One served API over one copy of the demo workspace, shared by the API tests of a module."""
+
 from __future__ import annotations
 
 from typing import Iterator

@@ -1,5 +1,6 @@
 """The HTTP API under uvicorn: bearer auth on every write, JSON errors with stable codes, runs started in the
 background, their events live over SSE (resumable with Last-Event-ID), and one run per pipeline across processes."""
+
 from __future__ import annotations
 
 import json
@@ -63,9 +64,17 @@ def _write_routes(client: httpx.Client) -> list[str]:
 def test_openapi_documents_the_routes_and_the_bearer_scheme(api):
     client, _ = api
     spec = client.get("/openapi.json").json()
-    assert {"/pipelines", "/pipelines/{name}/runs", "/runs/{run_id}", "/runs/{run_id}/events",
-            "/runs/{run_id}/events/stream", "/incidents", "/lineage", "/models/{model}/versions/{version}/promote",
-            "/runs/{run_id}/approve"} <= set(spec["paths"])
+    assert {
+        "/pipelines",
+        "/pipelines/{name}/runs",
+        "/runs/{run_id}",
+        "/runs/{run_id}/events",
+        "/runs/{run_id}/events/stream",
+        "/incidents",
+        "/lineage",
+        "/models/{model}/versions/{version}/promote",
+        "/runs/{run_id}/approve",
+    } <= set(spec["paths"])
     assert spec["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
     assert all(spec["paths"][p]["post"]["security"] == [{"HTTPBearer": []}] for p in _write_routes(client))
     assert client.get("/docs").status_code == 200
@@ -77,8 +86,11 @@ def test_every_write_needs_the_token_and_the_right_one_starts_a_run(api, auth):
     assert len(routes) == 6
     for path in routes:
         concrete = re.sub(r"\{version\}", "1", re.sub(r"\{[a-z_]+\}", PIPELINE, path))
-        for headers, message in [({}, "needs the API token"), ({"Authorization": "Bearer wrong"}, "not the API token"),
-                                 ({"Authorization": f"Basic {TOKEN}"}, "needs the API token")]:
+        for headers, message in [
+            ({}, "needs the API token"),
+            ({"Authorization": "Bearer wrong"}, "not the API token"),
+            ({"Authorization": f"Basic {TOKEN}"}, "needs the API token"),
+        ]:
             response = client.post(concrete, headers=headers, json={})
             assert response.status_code == 401, (path, response.text)
             assert response.headers["www-authenticate"] == "Bearer"
@@ -168,8 +180,14 @@ def _idle(ws: Workspace) -> None:
 def test_a_second_run_of_a_pipeline_is_refused_across_processes(api, auth):
     client, ws = api
     _idle(ws)
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(ws.root), str(ms(LATER))], cwd=ROOT, text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(ws.root), str(ms(LATER))],
+        cwd=ROOT,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert holder.stdout is not None and holder.stderr is not None
         assert holder.stdout.readline().strip() == "holding", holder.stderr.read()[-3000:]
@@ -177,8 +195,9 @@ def test_a_second_run_of_a_pipeline_is_refused_across_processes(api, auth):
         assert refused.status_code == 409
         error = refused.json()["error"]
         assert error["code"] == "pipeline_busy"
-        assert re.fullmatch(rf"pipeline '{PIPELINE}' is busy \(run \S+, pid {holder.pid}\)",
-                            error["message"]), error["message"]
+        assert re.fullmatch(rf"pipeline '{PIPELINE}' is busy \(run \S+, pid {holder.pid}\)", error["message"]), error[
+            "message"
+        ]
         assert error["fix"] == "wait for it to finish, or check `kintsugi runs`"
         out, err = holder.communicate("go\n", timeout=120)
     finally:
@@ -197,8 +216,9 @@ def test_the_server_refuses_writes_without_a_token(demo_copy, monkeypatch):
     with pytest.raises(ServerConfigError, match="no KINTSUGI_API_TOKEN is set"):
         create_app(ws, ApiSettings())
     with pytest.raises(ServerConfigError, match="no KINTSUGI_API_TOKEN is set"):
-        serve_command(workspace=ws.root, host="127.0.0.1", port=1, insecure_local=False, read_only=False,
-                      schedule=False)
+        serve_command(
+            workspace=ws.root, host="127.0.0.1", port=1, insecure_local=False, read_only=False, schedule=False
+        )
     with pytest.raises(ServerConfigError, match="--insecure-local is for a loopback address, not 0.0.0.0"):
         serve_command(workspace=ws.root, host="0.0.0.0", port=1, insecure_local=True, read_only=False, schedule=False)
     create_app(ws, ApiSettings(read_only=True))
@@ -230,10 +250,24 @@ def test_operator_page_shows_pipelines_incident_runs_and_lineage(api, demo_run, 
     client, _ = api
     _, result = demo_run
     page = subprocess.run(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
-         "--virtual-time-budget=5000", "--dump-dom", str(client.base_url).rstrip("/") + "/"],
-        capture_output=True, text=True, timeout=60)
+        [
+            str(CHROMIUM),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            str(client.base_url).rstrip("/") + "/",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     dom = page.stdout
     assert 'data-loaded="yes"' in dom, page.stderr[-2000:]
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom.split("<script>")[0]))

@@ -1,5 +1,6 @@
 """What every request passes before a route sees it: Host and Origin, the body's size, the token (for reads
 too, beyond loopback), and answers that name no absolute path."""
+
 from __future__ import annotations
 
 import asyncio
@@ -25,8 +26,7 @@ def test_a_cross_site_form_post_is_refused_whatever_it_carries(demo_copy):
     runs_before = sorted(p.name for p in ws.runs.iterdir())
     local = _client(ws, insecure_local=True)  # no token at all: only the Origin check stands
     for origin in ("https://evil.example", "null", "http://127.0.0.1:9999"):
-        refused = local.post(f"/pipelines/{PIPELINE}/runs", headers={"Origin": origin},
-                             data={"policy": "auto"})
+        refused = local.post(f"/pipelines/{PIPELINE}/runs", headers={"Origin": origin}, data={"policy": "auto"})
         assert refused.status_code == 403 and refused.json()["error"]["code"] == "cross_origin", origin
     promote = local.post(f"/models/{PIPELINE}/versions/1/promote", headers={"Origin": "https://evil.example"})
     assert promote.status_code == 403
@@ -52,12 +52,19 @@ def test_an_oversized_body_is_refused_before_it_is_read(demo_copy):
     async def send(message: dict) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "method": "POST", "path": f"/pipelines/{PIPELINE}/runs", "raw_path": b"/", "query_string": b"",
-             "headers": [(b"host", b"127.0.0.1:8765"), (b"content-length", str(200 * 1024 * 1024).encode())]}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": f"/pipelines/{PIPELINE}/runs",
+        "raw_path": b"/",
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1:8765"), (b"content-length", str(200 * 1024 * 1024).encode())],
+    }
     asyncio.run(app(scope, receive, send))  # unauthenticated, 200 MB announced: answered without reading a byte
     assert sent[0]["status"] == 413
-    chunked = TestClient(app, base_url=LOCAL).post("/runs/x/reject", content=iter([b"x" * MAX_BODY_BYTES, b"y"]),
-                                                     headers={"Authorization": f"Bearer {TOKEN}"})
+    chunked = TestClient(app, base_url=LOCAL).post(
+        "/runs/x/reject", content=iter([b"x" * MAX_BODY_BYTES, b"y"]), headers={"Authorization": f"Bearer {TOKEN}"}
+    )
     assert chunked.status_code == 413
 
 
@@ -85,9 +92,12 @@ def test_unknown_versions_and_over_long_ids_are_404(demo_copy):
     ws, _ = demo_copy
     client = _client(ws, token=TOKEN)
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    cases = [client.post(f"/models/{PIPELINE}/versions/999/promote", headers=auth),
-             client.get("/runs/" + "x" * 5000), client.get(f"/models/{PIPELINE}/passport", params={"version": 999}),
-             client.post("/runs/" + "y" * 300 + "/undo", headers=auth)]
+    cases = [
+        client.post(f"/models/{PIPELINE}/versions/999/promote", headers=auth),
+        client.get("/runs/" + "x" * 5000),
+        client.get(f"/models/{PIPELINE}/passport", params={"version": 999}),
+        client.post("/runs/" + "y" * 300 + "/undo", headers=auth),
+    ]
     for answer in cases:
         assert answer.status_code == 404, answer.text
         assert answer.json()["error"]["code"] in ("version_not_found", "not_found", "run_not_found")

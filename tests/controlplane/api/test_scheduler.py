@@ -1,4 +1,5 @@
 """Scheduled retraining: the pure `due` decision, cron schedules in pipeline specs, and one real scheduler tick."""
+
 from __future__ import annotations
 
 import time

@@ -1,4 +1,5 @@
 """Bad input: one clear line naming the fix, exit 2, and nothing half-written in DataHub, MLflow or the data."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,7 +18,8 @@ def test_unknown_pipeline(monkeypatch, capsys, demo_copy):
     assert code == 2
     assert err.strip().splitlines() == [
         f"error: unknown pipeline 'nope' in {ws.root} (known: cancel-risk, delivery-eta); "
-        "check the name, or onboard it with `kintsugi init`"]
+        "check the name, or onboard it with `kintsugi init`"
+    ]
 
 
 def test_malformed_spec_yaml(monkeypatch, capsys, demo_copy):

@@ -1,5 +1,6 @@
 """Fixtures for the GMS and MLflow-server tests: the GMS stand-in, a workspace configured for it, and a real
 `mlflow server` process (booted in the background at the first test of this folder, since it takes a while)."""
+
 from __future__ import annotations
 
 import os
@@ -21,11 +22,23 @@ from tests.controlplane.datahub.standin import GmsStandIn
 TOKEN = "kintsugi-test-token"
 
 
-def configure(ws: Workspace, server: str, *, token: str | None = TOKEN, timeout_sec: float = 1.0, retries: int = 1,
-              backoff_sec: float = 0.01) -> None:
+def configure(
+    ws: Workspace,
+    server: str,
+    *,
+    token: str | None = TOKEN,
+    timeout_sec: float = 1.0,
+    retries: int = 1,
+    backoff_sec: float = 0.01,
+) -> None:
     """Point the workspace at a GMS through its kintsugi.toml, with test-sized timeouts."""
-    lines = ["[datahub]", f'server = "{server}"', f"timeout_sec = {timeout_sec}", f"retries = {retries}",
-             f"backoff_sec = {backoff_sec}"]
+    lines = [
+        "[datahub]",
+        f'server = "{server}"',
+        f"timeout_sec = {timeout_sec}",
+        f"retries = {retries}",
+        f"backoff_sec = {backoff_sec}",
+    ]
     if token is not None:
         lines.append(f'token = "{token}"')
     ws.root.mkdir(parents=True, exist_ok=True)
@@ -83,13 +96,29 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowSe
     """A real `mlflow server` on 127.0.0.1: sqlite backend, proxied artifacts, both in a temporary folder."""
     root = tmp_path_factory.mktemp("mlflow-server")
     port = free_port()
-    command = [str(Path(sys.executable).with_name("mlflow")), "server",
-               "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}", "--serve-artifacts",
-               "--artifacts-destination", str(root / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
-               "--workers", "1"]
+    command = [
+        str(Path(sys.executable).with_name("mlflow")),
+        "server",
+        "--backend-store-uri",
+        f"sqlite:///{root / 'mlflow.db'}",
+        "--serve-artifacts",
+        "--artifacts-destination",
+        str(root / "artifacts"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+    ]
     with open(root / "server.log", "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                   env={**os.environ, "MLFLOW_LOGGING_LEVEL": "WARNING"})
+        process = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "MLFLOW_LOGGING_LEVEL": "WARNING"},
+        )
     yield MlflowServer(f"http://127.0.0.1:{port}", root, process)
     os.killpg(process.pid, signal.SIGTERM)  # the server and the uvicorn worker it started, nothing else
     try:

@@ -18,6 +18,7 @@ Faults (``standin.fault = Fault(...)``): from the first request matching ``when`
 (stop listening: later connections are refused, as when the process dies; ``restart()`` brings it back on the
 same port and store).
 """
+
 from __future__ import annotations
 
 import json
@@ -63,11 +64,11 @@ def writes_aspect(name: str) -> Matcher:
 
 @dataclass
 class Fault:
-    status: int | None = None      # answer this HTTP status instead
-    delay: float = 0.0             # answer this many seconds late (then normally, unless status is set)
-    down: bool = False             # stop listening
+    status: int | None = None  # answer this HTTP status instead
+    delay: float = 0.0  # answer this many seconds late (then normally, unless status is set)
+    down: bool = False  # stop listening
     when: Matcher = any_request
-    times: int | None = None       # None: sticky from the first match on
+    times: int | None = None  # None: sticky from the first match on
     hits: int = 0
     armed: bool = field(default=False, repr=False)
 
@@ -138,8 +139,7 @@ class GmsStandIn:
         if url.path == "/config" and request.method == "GET":
             return 200, _config()
         if self.token is not None and headers.get("authorization") != f"Bearer {self.token}":
-            return 401, {"message": "Unauthorized to perform this action. Please provide a valid token.",
-                         "status": 401}
+            return 401, {"message": "Unauthorized to perform this action. Please provide a valid token.", "status": 401}
         body = json.loads(request.body) if request.body else {}
         action = query.get("action")
         with self._lock:
@@ -150,7 +150,7 @@ class GmsStandIn:
             if url.path == "/entities" and action == "listUrns":
                 return self._list_urns(body)
             if url.path.startswith("/aspects/") and request.method == "GET":
-                return self._versioned_restli(unquote(url.path[len("/aspects/"):]), query)
+                return self._versioned_restli(unquote(url.path[len("/aspects/") :]), query)
             if url.path.startswith("/openapi/v3/entity/") and request.method == "GET":
                 return self._versioned_v3(url.path, query)
         return 404, {"message": f"No resource for {request.method} {url.path}", "status": 404}
@@ -176,14 +176,21 @@ class GmsStandIn:
         assert wrapper.entityUrn and wrapper.aspectName and wrapper.aspect
         rows = self._rows(wrapper.entityUrn, wrapper.aspectName)
         observed = wrapper.systemMetadata.lastObserved if wrapper.systemMetadata else None
-        if rows and observed and json.loads(rows[-1][1]) == json.loads(json.dumps(
-                wrapper.to_obj(simplified_structure=True)["aspect"]["json"])):
+        if (
+            rows
+            and observed
+            and json.loads(rows[-1][1])
+            == json.loads(json.dumps(wrapper.to_obj(simplified_structure=True)["aspect"]["json"]))
+        ):
             self._observed[(wrapper.entityUrn, wrapper.aspectName, rows[-1][0])] = observed
 
     def _rows(self, urn: str, aspect: str) -> list[tuple[int, str, str]]:
         with closing(sqlite3.connect(self.store)) as db:
-            return db.execute("SELECT version, metadata, system_metadata FROM metadata_aspect_v2 WHERE urn = ? "
-                              "AND aspect_name = ? AND version > 0 ORDER BY version", (urn, aspect)).fetchall()
+            return db.execute(
+                "SELECT version, metadata, system_metadata FROM metadata_aspect_v2 WHERE urn = ? "
+                "AND aspect_name = ? AND version > 0 ORDER BY version",
+                (urn, aspect),
+            ).fetchall()
 
     def _gms_version(self, urn: str, aspect: str, version: int) -> tuple[str, str] | None:
         rows = self._rows(urn, aspect)
@@ -224,10 +231,16 @@ class GmsStandIn:
         latest: dict[int, tuple[str, str]] = {}
         for _, metadata, system in self._rows(body["urn"], aspect):  # oldest write first: later ones overwrite
             latest[int(json.loads(metadata)["timestampMillis"])] = (metadata, system)
-        chosen = sorted((t for t in latest if (start is None or t >= start) and (end is None or t <= end)),
-                        reverse=True)[:limit]
-        values = [{"aspect": {"value": latest[t][0], "contentType": "application/json"},
-                   "systemMetadata": json.loads(latest[t][1])} for t in chosen]
+        chosen = sorted(
+            (t for t in latest if (start is None or t >= start) and (end is None or t <= end)), reverse=True
+        )[:limit]
+        values = [
+            {
+                "aspect": {"value": latest[t][0], "contentType": "application/json"},
+                "systemMetadata": json.loads(latest[t][1]),
+            }
+            for t in chosen
+        ]
         value = {"entityName": body["entity"], "aspectName": aspect, "limit": limit, "values": values}
         value.update({k: body[k] for k in ("startTimeMillis", "endTimeMillis") if k in body})
         return 200, {"value": value}
@@ -237,15 +250,20 @@ class GmsStandIn:
         with closing(sqlite3.connect(self.store)) as db:
             every = [r[0] for r in db.execute("SELECT DISTINCT urn FROM metadata_aspect_v2 ORDER BY urn")]
         matching = [u for u in every if u.startswith(prefix)]
-        page = matching[start:start + count]
+        page = matching[start : start + count]
         return 200, {"value": {"entities": page, "start": start, "count": len(page), "total": len(matching)}}
 
 
 def _config() -> dict[str, Any]:
-    return {"noCode": "true", "statefulIngestionCapable": True, "supportsImpactAnalysis": True,
-            "patchCapable": True, "datahub": {"serverType": "quickstart"},
-            "versions": {"acryldata/datahub": {"version": GMS_VERSION, "commit": "kintsugi-standin"}},
-            "telemetry": {"enabledCli": False, "enabledIngestion": False}}
+    return {
+        "noCode": "true",
+        "statefulIngestionCapable": True,
+        "supportsImpactAnalysis": True,
+        "patchCapable": True,
+        "datahub": {"serverType": "quickstart"},
+        "versions": {"acryldata/datahub": {"version": GMS_VERSION, "commit": "kintsugi-standin"}},
+        "telemetry": {"enabledCli": False, "enabledIngestion": False},
+    }
 
 
 def _handler(standin: GmsStandIn) -> type[BaseHTTPRequestHandler]:

@@ -1,4 +1,5 @@
 """The GMS adapter against the stand-in: the same answers as the Lite adapter, and failures that fail closed."""
+
 from __future__ import annotations
 
 import time
@@ -27,22 +28,41 @@ def _config(url: str, **overrides: object) -> GmsConfig:
 
 def _incident(state: str, message: str) -> s.IncidentInfoClass:
     stamp = s.AuditStampClass(time=0, actor="urn:li:corpuser:kintsugi")
-    return s.IncidentInfoClass(type=s.IncidentTypeClass.FIELD, entities=[DATASET], created=stamp,
-                               status=s.IncidentStatusClass(state=state, message=message, lastUpdated=stamp))
+    return s.IncidentInfoClass(
+        type=s.IncidentTypeClass.FIELD,
+        entities=[DATASET],
+        created=stamp,
+        status=s.IncidentStatusClass(state=state, message=message, lastUpdated=stamp),
+    )
 
 
 # (at_ms, aspects): an incident opened, seen again with the same content, resolved, reopened;
 # a dataset's properties; run-event-like timeseries (profiles) at three instants.
 WRITES = [
-    (1000, [MCP(entityUrn=INCIDENT, aspect=_incident("ACTIVE", "raised")),
+    (
+        1000,
+        [
+            MCP(entityUrn=INCIDENT, aspect=_incident("ACTIVE", "raised")),
             MCP(entityUrn=DATASET, aspect=s.DatasetPropertiesClass(name="weather", customProperties={"a": "1"})),
-            MCP(entityUrn=DATASET, aspect=s.DatasetProfileClass(timestampMillis=1000, rowCount=10))]),
+            MCP(entityUrn=DATASET, aspect=s.DatasetProfileClass(timestampMillis=1000, rowCount=10)),
+        ],
+    ),
     (2000, [MCP(entityUrn=INCIDENT, aspect=_incident("ACTIVE", "raised"))]),
-    (3000, [MCP(entityUrn=INCIDENT, aspect=_incident("RESOLVED", "healed")),
-            MCP(entityUrn=DATASET, aspect=s.DatasetProfileClass(timestampMillis=3000, rowCount=30))]),
-    (4000, [MCP(entityUrn=INCIDENT, aspect=_incident("ACTIVE", "again")),
+    (
+        3000,
+        [
+            MCP(entityUrn=INCIDENT, aspect=_incident("RESOLVED", "healed")),
+            MCP(entityUrn=DATASET, aspect=s.DatasetProfileClass(timestampMillis=3000, rowCount=30)),
+        ],
+    ),
+    (
+        4000,
+        [
+            MCP(entityUrn=INCIDENT, aspect=_incident("ACTIVE", "again")),
             MCP(entityUrn=DATASET, aspect=s.DatasetPropertiesClass(name="weather", customProperties={"a": "2"})),
-            MCP(entityUrn=DATASET, aspect=s.DatasetProfileClass(timestampMillis=4000, rowCount=40))]),
+            MCP(entityUrn=DATASET, aspect=s.DatasetProfileClass(timestampMillis=4000, rowCount=40)),
+        ],
+    ),
 ]
 
 
@@ -51,8 +71,12 @@ def _answers(port: object) -> dict[str, object]:
         return value.to_obj() if value is not None else None  # type: ignore[attr-defined]
 
     answers: dict[str, object] = {"urns": [port.urns(t) for t in ("dataset", "incident", "mlModel")]}  # type: ignore[attr-defined]
-    for urn, cls in ((INCIDENT, s.IncidentInfoClass), (DATASET, s.DatasetPropertiesClass),
-                     (DATASET, s.DatasetProfileClass), (DATASET, s.SchemaMetadataClass)):
+    for urn, cls in (
+        (INCIDENT, s.IncidentInfoClass),
+        (DATASET, s.DatasetPropertiesClass),
+        (DATASET, s.DatasetProfileClass),
+        (DATASET, s.SchemaMetadataClass),
+    ):
         answers[f"{cls.ASPECT_NAME} latest"] = obj(port.aspect(urn, cls))  # type: ignore[attr-defined]
         answers[f"{cls.ASPECT_NAME} history"] = [obj(v) for v in port.history(urn, cls)]  # type: ignore[attr-defined]
         for at in (999, 1000, 1001, 2500, 3000, 3001, 4001):
@@ -83,12 +107,15 @@ def test_a_transient_500_is_retried_and_the_read_succeeds(tmp_path, start_standi
     assert [status for _, path, status in standin.requests if path.startswith("/aspects/")] == [500, 200]
 
 
-@pytest.mark.parametrize("fault, words", [
-    (Fault(status=500), ["answered HTTP 500 after 2 attempt(s)", "check the health and logs of GMS"]),
-    (Fault(status=503), ["answered HTTP 503 after 2 attempt(s)"]),
-    (Fault(delay=1.5), ["did not answer within 1 s (2 attempt(s))", "raise timeout_sec"]),
-    (Fault(status=403), ["HTTP 403, not authorized", "grant that user the privileges"]),
-])
+@pytest.mark.parametrize(
+    "fault, words",
+    [
+        (Fault(status=500), ["answered HTTP 500 after 2 attempt(s)", "check the health and logs of GMS"]),
+        (Fault(status=503), ["answered HTTP 503 after 2 attempt(s)"]),
+        (Fault(delay=1.5), ["did not answer within 1 s (2 attempt(s))", "raise timeout_sec"]),
+        (Fault(status=403), ["HTTP 403, not authorized", "grant that user the privileges"]),
+    ],
+)
 def test_a_failing_server_fails_closed_naming_server_operation_and_fix(tmp_path, start_standin, fault, words):
     standin = start_standin(tmp_path / "gms.db")
     config = _config(standin.url)
@@ -106,12 +133,18 @@ def test_a_failing_server_fails_closed_naming_server_operation_and_fix(tmp_path,
 
 def test_a_bad_token_and_a_dead_server_are_named_differently(tmp_path, start_standin):
     standin = start_standin(tmp_path / "gms.db")
-    with pytest.raises(MetadataError, match=r"refused the token given with HTTP 401, not authenticated.*"
-                                            r"set DATAHUB_GMS_TOKEN"):
+    with pytest.raises(
+        MetadataError,
+        match=r"refused the token given with HTTP 401, not authenticated.*"
+        r"set DATAHUB_GMS_TOKEN",
+    ):
         GmsMetadata(_config(standin.url, token="wrong")).urns("dataset")
     dead = f"http://127.0.0.1:{free_port()}"
-    with pytest.raises(MetadataError, match=r"could not connect \(GET /config\): it is unreachable \(connection "
-                                            r"refused, 2 attempt\(s\)\); check DATAHUB_GMS_URL"):
+    with pytest.raises(
+        MetadataError,
+        match=r"could not connect \(GET /config\): it is unreachable \(connection "
+        r"refused, 2 attempt\(s\)\); check DATAHUB_GMS_URL",
+    ):
         GmsMetadata(_config(dead)).urns("dataset")
 
 
@@ -144,10 +177,12 @@ def test_open_metadata_chooses_gms_from_the_environment_or_the_file_and_lite_oth
     config = load_gms_config(ws)
     assert (config.server, config.token, config.source) == ("https://env.example/gms", "from-env", "DATAHUB_GMS_URL")
     assert config.timeout_sec == 1.0  # the rest still from the file
-    (ws.root / "kintsugi.toml").write_text("[datahub]\nserver = \"http://x:8080\"\nretries = -1\n")
-    with pytest.raises(MetadataError, match=r"retries = -1 .* out of range; set retries to an integer between 0 and 10"):
+    (ws.root / "kintsugi.toml").write_text('[datahub]\nserver = "http://x:8080"\nretries = -1\n')
+    with pytest.raises(
+        MetadataError, match=r"retries = -1 .* out of range; set retries to an integer between 0 and 10"
+    ):
         open_metadata(ws)
-    (ws.root / "kintsugi.toml").write_text("[datahub]\nserver = \"gms:8080\"\n")
+    (ws.root / "kintsugi.toml").write_text('[datahub]\nserver = "gms:8080"\n')
     monkeypatch.delenv("DATAHUB_GMS_URL")
     with pytest.raises(MetadataError, match="is not an http"):
         open_metadata(ws)

@@ -1,4 +1,5 @@
 """`kintsugi doctor`: a bad URL, a bad token and a good configuration give three different, clear answers."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,8 +32,10 @@ def test_a_bad_url_is_named_unreachable(tmp_path):
     configure(ws, dead)
     code, output = _doctor(ws)
     assert code == 1, output
-    assert f"  FAIL reachable: DataHub GMS at {dead} could not connect (GET /config): it is unreachable " \
-           f"(connection refused, 2 attempt(s)); check {ws.root / 'kintsugi.toml'} [datahub] server" in output
+    assert (
+        f"  FAIL reachable: DataHub GMS at {dead} could not connect (GET /config): it is unreachable "
+        f"(connection refused, 2 attempt(s)); check {ws.root / 'kintsugi.toml'} [datahub] server" in output
+    )
     assert "  skip endpoints: not checked until the checks above pass" in output
     assert "authenticated" not in output
 
@@ -57,7 +60,10 @@ def test_a_good_configuration_passes_every_check(tmp_path, start_standin):
     assert code == 0, output
     assert "FAIL" not in output
     assert "  ok   authenticated: the token is accepted" in output
-    for endpoint in ("GET /aspects/{urn}?aspect=&version=", "GET /openapi/v3/entity/{type}/{urn}/{aspect}",
-                     "POST /aspects?action=getTimeseriesAspectValues"):
+    for endpoint in (
+        "GET /aspects/{urn}?aspect=&version=",
+        "GET /openapi/v3/entity/{type}/{urn}/{aspect}",
+        "POST /aspects?action=getTimeseriesAspectValues",
+    ):
         assert f"  ok   {endpoint}: answers" in output
     assert output.rstrip().endswith("all backends answer as the loop needs")

@@ -1,6 +1,7 @@
 """The loop on a GMS that fails: down mid-run, 500s, slow answers, a bad token. Each run fails closed with a
 message naming the server, the operation and what to check; the champion stays where it was; a retry
 reuses the incident and assertions (their URNs derive from keys) instead of duplicating them."""
+
 from __future__ import annotations
 
 import shutil
@@ -71,8 +72,10 @@ def _incidents(ws: Workspace) -> dict[str, str]:
 def _run_events(store: Path) -> list[tuple[str, int]]:
     """(assertion, timestampMillis) of every run event written to the GMS."""
     with closing(sqlite3.connect(store)) as db:
-        rows = db.execute("SELECT urn, json_extract(metadata, '$.timestampMillis') FROM metadata_aspect_v2 "
-                          "WHERE aspect_name = 'assertionRunEvent' AND version > 0").fetchall()
+        rows = db.execute(
+            "SELECT urn, json_extract(metadata, '$.timestampMillis') FROM metadata_aspect_v2 "
+            "WHERE aspect_name = 'assertionRunEvent' AND version > 0"
+        ).fetchall()
     return sorted((urn, int(t)) for urn, t in rows)
 
 

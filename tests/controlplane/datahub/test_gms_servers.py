@@ -3,6 +3,7 @@
 It must write what the same story writes on DataHub Lite and MLflow sqlite (the session's `demo_run`, same
 `now`): the same incidents, assertions, datasets and models — compared per URN by aspect names and key fields,
 timestamps aside — and leave the champion alias on the tracking server."""
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,9 @@ RUN_KEYED = ("dataProcessInstance",)  # URNs derive from the run id, which is ra
 
 
 @pytest.fixture(scope="module")
-def on_servers(tmp_path_factory: pytest.TempPathFactory,
-               mlflow_server: MlflowServer) -> Iterator[tuple[Workspace, GmsStandIn, DemoResult]]:
+def on_servers(
+    tmp_path_factory: pytest.TempPathFactory, mlflow_server: MlflowServer
+) -> Iterator[tuple[Workspace, GmsStandIn, DemoResult]]:
     root = tmp_path_factory.mktemp("servers")
     standin = GmsStandIn(root / "gms.db", token=TOKEN).start()
     ws = Workspace(root / "ws").ensure()
@@ -60,28 +62,47 @@ def _key_fields(port: Any, urn: str) -> dict[str, Any]:
     kind = urn.split(":")[2]
     if kind == "incident":
         info = port.aspect(urn, s.IncidentInfoClass)
-        return {"type": info.type, "title": info.title, "entities": info.entities, "state": info.status.state,
-                "stage": info.status.stage, "source": info.source.sourceUrn, "priority": info.priority,
-                "states": [v.status.state for v in port.history(urn, s.IncidentInfoClass)]}
+        return {
+            "type": info.type,
+            "title": info.title,
+            "entities": info.entities,
+            "state": info.status.state,
+            "stage": info.status.stage,
+            "source": info.source.sourceUrn,
+            "priority": info.priority,
+            "states": [v.status.state for v in port.history(urn, s.IncidentInfoClass)],
+        }
     if kind == "assertion":
         events = port.history(urn, s.AssertionRunEventClass)
-        return {"info": port.aspect(urn, s.AssertionInfoClass).to_obj(),
-                "results": [(e.asserteeUrn, e.result.type) for e in events]}
+        return {
+            "info": port.aspect(urn, s.AssertionInfoClass).to_obj(),
+            "results": [(e.asserteeUrn, e.result.type) for e in events],
+        }
     if kind == "mlModel":
         props = port.aspect(urn, s.MLModelPropertiesClass)
         passport = json.loads(props.customProperties[PASSPORT_PROPERTY])["body"]
-        return {"name": props.name, "version": props.version.versionTag, "groups": props.groups,
-                "metrics": sorted(m.name for m in props.trainingMetrics),
-                "verdict": props.customProperties["kintsugi.verdict"], "passport verdict": passport["verdict"],
-                "remediations": [r["playbook"] for r in passport["remediations"]],
-                "data": port.aspect(urn, s.TrainingDataClass).to_obj(), "tags": port.aspect(urn, s.GlobalTagsClass).to_obj()}
+        return {
+            "name": props.name,
+            "version": props.version.versionTag,
+            "groups": props.groups,
+            "metrics": sorted(m.name for m in props.trainingMetrics),
+            "verdict": props.customProperties["kintsugi.verdict"],
+            "passport verdict": passport["verdict"],
+            "remediations": [r["playbook"] for r in passport["remediations"]],
+            "data": port.aspect(urn, s.TrainingDataClass).to_obj(),
+            "tags": port.aspect(urn, s.GlobalTagsClass).to_obj(),
+        }
     if kind == "dataset":
         properties, lineage = port.aspect(urn, s.DatasetPropertiesClass), port.aspect(urn, s.UpstreamLineageClass)
         profile = port.aspect(urn, s.DatasetProfileClass)
-        return {"name": properties.name, "custom": properties.customProperties,
-                "fields": [(f.fieldPath, f.nativeDataType) for f in port.aspect(urn, s.SchemaMetadataClass).fields],
-                "upstreams": sorted(u.dataset for u in lineage.upstreams) if lineage else [],
-                "owners": port.aspect(urn, s.OwnershipClass).to_obj(), "rows": profile.rowCount if profile else None}
+        return {
+            "name": properties.name,
+            "custom": properties.customProperties,
+            "fields": [(f.fieldPath, f.nativeDataType) for f in port.aspect(urn, s.SchemaMetadataClass).fields],
+            "upstreams": sorted(u.dataset for u in lineage.upstreams) if lineage else [],
+            "owners": port.aspect(urn, s.OwnershipClass).to_obj(),
+            "rows": profile.rowCount if profile else None,
+        }
     if kind == "dataContract":
         return port.aspect(urn, s.DataContractPropertiesClass).to_obj()
     if kind == "mlModelGroup":  # each workspace signs with its own key: the key's id and PEM differ by design
@@ -102,8 +123,9 @@ def test_the_demo_on_gms_writes_what_it_writes_on_lite(on_servers, demo_run):
         assert urns_lite, kind
         if kind in RUN_KEYED:
             assert len(urns_gms) == len(urns_lite), kind
-            assert sorted(map(sorted, (names_gms[u] for u in urns_gms))) == \
-                sorted(map(sorted, (names_lite[u] for u in urns_lite)))
+            assert sorted(map(sorted, (names_gms[u] for u in urns_gms))) == sorted(
+                map(sorted, (names_lite[u] for u in urns_lite))
+            )
             continue
         assert urns_gms == urns_lite, kind
         for urn in urns_lite:

@@ -1,4 +1,5 @@
 """`kintsugi datahub push` publishes the Lite store with its history, idempotently; `pull` brings datasets back."""
+
 from __future__ import annotations
 
 import shutil
@@ -52,7 +53,10 @@ def test_push_publishes_every_version_in_order_and_a_second_push_writes_nothing(
     assert push(plan, gms) == plan.versions
     for urn, aspect in _pairs(ws.datahub_db):
         cls = ASPECT_MAP[aspect]
-        assert [v.to_obj() for v in gms.history(urn, cls)] == [v.to_obj() for v in lite.history(urn, cls)], (urn, aspect)
+        assert [v.to_obj() for v in gms.history(urn, cls)] == [v.to_obj() for v in lite.history(urn, cls)], (
+            urn,
+            aspect,
+        )
     datasets = {FEATURE_TABLE, *UPSTREAMS}
     for at in (NOW_MS - 5 * 86_400_000, NOW_MS + 5 * 60_000, NOW_MS + 3_600_000):
         assert health_at(gms, datasets, at) == health_at(lite, datasets, at)
@@ -96,8 +100,10 @@ def test_pull_brings_datasets_lineage_and_upstream_properties_and_repeats_as_a_n
     for cls in (s.SchemaMetadataClass, s.UpstreamLineageClass, s.OwnershipClass, s.DatasetPropertiesClass):
         assert lite.aspect(FEATURE_TABLE, cls).to_obj() == gms.aspect(FEATURE_TABLE, cls).to_obj()
     for upstream in UPSTREAMS:
-        assert lite.aspect(upstream, s.DatasetPropertiesClass).to_obj() == \
-            gms.aspect(upstream, s.DatasetPropertiesClass).to_obj()
+        assert (
+            lite.aspect(upstream, s.DatasetPropertiesClass).to_obj()
+            == gms.aspect(upstream, s.DatasetPropertiesClass).to_obj()
+        )
     assert walk_upstream(lite, FEATURE_TABLE) == walk_upstream(gms, FEATURE_TABLE)
     assert pull(gms, lite, [FEATURE_TABLE], NOW_MS + 1).written == 0
     lite.close()

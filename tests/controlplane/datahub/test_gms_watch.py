@@ -1,4 +1,5 @@
 """`kintsugi watch` through a DataHub GMS (the loopback stand-in): the same port methods, the same reconcile."""
+
 from __future__ import annotations
 
 import shutil

@@ -1,4 +1,5 @@
 """One onboarded workspace for the tests that only read it (init --yes, then a first run), and a loopback S3."""
+
 from __future__ import annotations
 
 import itertools
@@ -45,14 +46,19 @@ def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch):
     """A fresh bucket, with the AWS environment pointing at the loopback server: (filesystem, bucket)."""
     from pyarrow import fs as pafs
 
-    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                        "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": s3_endpoint,
-                        "AWS_EC2_METADATA_DISABLED": "true"}.items():
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": s3_endpoint,
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }.items():
         monkeypatch.setenv(name, value)
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_REGION"):
         monkeypatch.delenv(name, raising=False)
-    filesystem = pafs.S3FileSystem(endpoint_override=s3_endpoint.split("://", 1)[1], scheme="http",
-                                   region="us-east-1", allow_bucket_creation=True)
+    filesystem = pafs.S3FileSystem(
+        endpoint_override=s3_endpoint.split("://", 1)[1], scheme="http", region="us-east-1", allow_bucket_creation=True
+    )
     bucket = f"onboard-weather-{next(_BUCKETS)}"
     filesystem.create_dir(bucket)
     return filesystem, bucket

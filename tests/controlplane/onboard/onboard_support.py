@@ -1,5 +1,6 @@
 """Helpers for the onboarding tests: Seattle's weather (vega_datasets ships it), the CLI in-process without pytest's
 function fixtures (so session fixtures can use it), and what the stores say."""
+
 from __future__ import annotations
 
 import io
@@ -52,8 +53,22 @@ def cli(*args: str, workspace: Path | None = None) -> tuple[int, str, str]:
 
 
 def init_args(data: str, *extra: str) -> list[str]:
-    return ["init", NAME, "--data", data, "--target", "temp_max", "--time-column", "date",
-            "--upstream", f"{UPSTREAM}=48", "--now", INIT_AT, "--yes", *extra]
+    return [
+        "init",
+        NAME,
+        "--data",
+        data,
+        "--target",
+        "temp_max",
+        "--time-column",
+        "date",
+        "--upstream",
+        f"{UPSTREAM}=48",
+        "--now",
+        INIT_AT,
+        "--yes",
+        *extra,
+    ]
 
 
 def copy_ws(source: Workspace, target: Path) -> Workspace:

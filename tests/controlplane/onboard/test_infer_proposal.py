@@ -1,5 +1,6 @@
 """What init proposes, and why: units from names and values with their evidence, bounds with margins cut to what
 the unit or the column allows, roles, categories and null limits. Pure: profiles in, a proposal out."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,46 +32,57 @@ def _frame(n: int = 300, **columns) -> pd.DataFrame:
     return pd.DataFrame({**base, **{k: v(rng, n) if callable(v) else v for k, v in columns.items()}})
 
 
-@pytest.mark.parametrize("name, values, unit, sure", [
-    ("distance_km", lambda r, n: r.uniform(0.5, 20, n), "km", True),
-    ("trip_mi", lambda r, n: r.uniform(0.5, 12, n), "mi", True),
-    ("prep_time_min", lambda r, n: r.uniform(2, 40, n), "min", False),  # minutes, or a minimum: asked
-    ("wait_minutes", lambda r, n: r.uniform(2, 40, n), "min", True),
-    ("temp", lambda r, n: r.normal(12, 6, n), "degC", True),
-    ("temp", lambda r, n: r.normal(55, 12, n) + 40, "degF", True),
-    ("wind_mph", lambda r, n: r.uniform(0, 30, n), "mph", True),
-    ("precip", lambda r, n: r.exponential(4, n), "mm", True),
-    ("pressure", lambda r, n: r.normal(1013, 8, n), "hPa", True),
-    ("humidity", lambda r, n: r.uniform(20, 100, n), "percent", True),
-    ("wind", lambda r, n: r.uniform(0.5, 9, n), "m/s", False),
-    ("score", lambda r, n: r.normal(0, 1, n), None, False),
-])
+@pytest.mark.parametrize(
+    "name, values, unit, sure",
+    [
+        ("distance_km", lambda r, n: r.uniform(0.5, 20, n), "km", True),
+        ("trip_mi", lambda r, n: r.uniform(0.5, 12, n), "mi", True),
+        ("prep_time_min", lambda r, n: r.uniform(2, 40, n), "min", False),  # minutes, or a minimum: asked
+        ("wait_minutes", lambda r, n: r.uniform(2, 40, n), "min", True),
+        ("temp", lambda r, n: r.normal(12, 6, n), "degC", True),
+        ("temp", lambda r, n: r.normal(55, 12, n) + 40, "degF", True),
+        ("wind_mph", lambda r, n: r.uniform(0, 30, n), "mph", True),
+        ("precip", lambda r, n: r.exponential(4, n), "mm", True),
+        ("pressure", lambda r, n: r.normal(1013, 8, n), "hPa", True),
+        ("humidity", lambda r, n: r.uniform(20, 100, n), "percent", True),
+        ("wind", lambda r, n: r.uniform(0.5, 9, n), "m/s", False),
+        ("score", lambda r, n: r.normal(0, 1, n), None, False),
+    ],
+)
 def test_units_from_names_and_values_with_their_evidence(tmp_path, name, values, unit, sure):
     proposal = _proposal(tmp_path, _frame(**{name: values}))
     guess = proposal.column(name).unit
     assert (guess.unit, guess.sure) == (unit, sure), guess
-    assert guess.evidence and (name.split("_")[-1] in guess.evidence or "value" in guess.evidence
-                               or "median" in guess.evidence or "nothing" in guess.evidence)
+    assert guess.evidence and (
+        name.split("_")[-1] in guess.evidence
+        or "value" in guess.evidence
+        or "median" in guess.evidence
+        or "nothing" in guess.evidence
+    )
     assert any(q.column == name for q in proposal.questions) == (not sure)
     parse_odcs(proposal.to_odcs(contract_id="t", version="1.0.0", purpose="test"))  # parses with today's guard
 
 
-@pytest.mark.parametrize("name, values, bounds", [
-    ("month", lambda r, n: r.integers(1, 10, n), (1, 12)),  # a sample that ends in September: still 1..12
-    ("dep_hour", lambda r, n: r.integers(5, 24, n), (0, 23)),  # not 5..35
-    ("plane_year", lambda r, n: r.integers(1956, 2014, n), (1927, 2025)),  # not 3020: next year at most
-    ("humidity", lambda r, n: r.uniform(20, 100, n), (0, 100)),  # not 150
-    ("weekday", lambda r, n: r.integers(0, 7, n), (0, 6)),
-    ("latitude", lambda r, n: r.uniform(40, 48, n), (36, 52)),
-])
+@pytest.mark.parametrize(
+    "name, values, bounds",
+    [
+        ("month", lambda r, n: r.integers(1, 10, n), (1, 12)),  # a sample that ends in September: still 1..12
+        ("dep_hour", lambda r, n: r.integers(5, 24, n), (0, 23)),  # not 5..35
+        ("plane_year", lambda r, n: r.integers(1956, 2014, n), (1927, 2025)),  # not 3020: next year at most
+        ("humidity", lambda r, n: r.uniform(20, 100, n), (0, 100)),  # not 150
+        ("weekday", lambda r, n: r.integers(0, 7, n), (0, 6)),
+        ("latitude", lambda r, n: r.uniform(40, 48, n), (36, 52)),
+    ],
+)
 def test_bounds_take_the_natural_domain_of_the_column_or_unit(tmp_path, name, values, bounds):
     column = _proposal(tmp_path, _frame(**{name: values})).column(name)
     assert (column.minimum, column.maximum) == bounds, column.bounds_why
 
 
 def test_bounds_widen_below_the_minimum_too_but_never_past_physics(tmp_path):
-    proposal = _proposal(tmp_path, _frame(temp_c=lambda r, n: r.uniform(5, 25, n),
-                                          distance_km=lambda r, n: r.uniform(1, 9, n)))
+    proposal = _proposal(
+        tmp_path, _frame(temp_c=lambda r, n: r.uniform(5, 25, n), distance_km=lambda r, n: r.uniform(1, 9, n))
+    )
     temp, distance = proposal.column("temp_c"), proposal.column("distance_km")
     assert temp.minimum < 5 - 5 and temp.maximum > 25 + 5  # half the span on both sides
     assert distance.minimum == 0 and distance.maximum > 9  # a length is never negative
@@ -78,12 +90,14 @@ def test_bounds_widen_below_the_minimum_too_but_never_past_physics(tmp_path):
 
 
 def test_roles_keys_categories_and_null_limits(tmp_path):
-    frame = _frame(order_id=[f"o-{i}" for i in range(300)], vehicle=["bike", "car", "van"] * 100,
-                   label_ts=pd.date_range("2024-01-01 02:00", periods=300, freq="h"),
-                   rain_mm=lambda r, n: np.where(r.random(n) < 0.1, np.nan, r.exponential(2, n)))
+    frame = _frame(
+        order_id=[f"o-{i}" for i in range(300)],
+        vehicle=["bike", "car", "van"] * 100,
+        label_ts=pd.date_range("2024-01-01 02:00", periods=300, freq="h"),
+        rain_mm=lambda r, n: np.where(r.random(n) < 0.1, np.nan, r.exponential(2, n)),
+    )
     profile = _profile(tmp_path, frame)
-    proposal = propose(profile, Hints("y", "at", now_year=2024), dataset=URN, table="t",
-                       unique=frozenset({"order_id"}))
+    proposal = propose(profile, Hints("y", "at", now_year=2024), dataset=URN, table="t", unique=frozenset({"order_id"}))
     assert proposal.roles.keys == ("order_id",) and proposal.roles.label_time == "label_ts"
     assert {(q.kind, q.column) for q in proposal.questions} >= {("key", "order_id"), ("label_time", "label_ts")}
     assert proposal.column("vehicle").categories == ("bike", "car", "van")
@@ -93,8 +107,13 @@ def test_roles_keys_categories_and_null_limits(tmp_path):
     contract = parse_odcs(proposal.to_odcs(contract_id="t", version="1.0.0", purpose="test"))
     assert contract.key_columns == ("order_id",) and contract.label_timestamp_column == "label_ts"
     assert contract.label_freshness_hours == 24.0
-    answered = propose(profile, Hints("y", "at", settled=frozenset({"key:order_id", "label_time"}), now_year=2024),
-                       dataset=URN, table="t", unique=frozenset({"order_id"}))
+    answered = propose(
+        profile,
+        Hints("y", "at", settled=frozenset({"key:order_id", "label_time"}), now_year=2024),
+        dataset=URN,
+        table="t",
+        unique=frozenset({"order_id"}),
+    )
     assert answered.roles.keys == () and answered.roles.label_time is None
     assert [q.kind for q in answered.questions] == ["unit"]  # only the unit of y is left to ask
 

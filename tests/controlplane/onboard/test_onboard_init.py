@@ -1,5 +1,6 @@
 """`kintsugi init --yes` then `kintsugi run`, from an empty workspace and one parquet file: a first champion, and
 the dataset, its schema (DataHub's field types) and its lineage readable in DataHub."""
+
 from __future__ import annotations
 
 import json
@@ -79,15 +80,29 @@ def test_init_is_recorded_with_its_ledger_and_listed(onboarded):
 def test_init_again_refuses_without_force_and_changes_nothing(onboarded):
     ws, _, _ = onboarded
     before = store_hashes_of(ws)
-    code, _, err = cli("init", NAME, "--data", "data/seattle-weather.parquet", "--target", "temp_max",
-                       "--time-column", "date", "--yes", workspace=ws.root)
+    code, _, err = cli(
+        "init",
+        NAME,
+        "--data",
+        "data/seattle-weather.parquet",
+        "--target",
+        "temp_max",
+        "--time-column",
+        "date",
+        "--yes",
+        workspace=ws.root,
+    )
     assert code == 2 and err.count("\n") == 1 and "already exists" in err and "--force" in err
     assert store_hashes_of(ws) == before
 
 
 def store_hashes_of(ws) -> tuple[str, ...]:
-    return (file_hash(ws.datahub_db), file_hash(ws.mlflow_db), file_hash(ws.pipelines / f"{NAME}.yaml"),
-            file_hash(ws.contracts / f"{NAME}.odcs.yaml"))
+    return (
+        file_hash(ws.datahub_db),
+        file_hash(ws.mlflow_db),
+        file_hash(ws.pipelines / f"{NAME}.yaml"),
+        file_hash(ws.contracts / f"{NAME}.odcs.yaml"),
+    )
 
 
 def test_init_force_keeps_the_earlier_contract_as_a_file_and_a_datahub_version(onboarded, tmp_path):
@@ -96,9 +111,23 @@ def test_init_force_keeps_the_earlier_contract_as_a_file_and_a_datahub_version(o
     table = str(ws.root / "data" / "seattle-weather.parquet")
     code, _, err = cli(*init_args(table, "--force", "--key", "date"), workspace=ws.root)
     assert code == 2 and err.startswith("error: --key 'date' is timestamp") and err.count("\n") == 1
-    code, out, err = cli("init", NAME, "--data", table,
-                         "--target", "temp_max", "--time-column", "date", "--unit", "wind=m/s", "--now", INIT_AT,
-                         "--yes", "--force", workspace=ws.root)
+    code, out, err = cli(
+        "init",
+        NAME,
+        "--data",
+        table,
+        "--target",
+        "temp_max",
+        "--time-column",
+        "date",
+        "--unit",
+        "wind=m/s",
+        "--now",
+        INIT_AT,
+        "--yes",
+        "--force",
+        workspace=ws.root,
+    )
     assert code == 0, err
     kept = ws.contracts / f"{NAME}.odcs.v1.0.0.yaml"
     assert kept.is_file() and "version: 2.0.0" in (ws.contracts / f"{NAME}.odcs.yaml").read_text()
@@ -119,8 +148,19 @@ def test_init_asks_about_every_unsure_guess_and_takes_the_answers(tmp_path, monk
     (root / "data").mkdir(parents=True)
     weather().to_parquet(root / "data" / "w.parquet", index=False)
     monkeypatch.setattr(sys, "stdin", io.StringIO("wobbles\nmph\ny\n"))  # a unit it does not know: asked again
-    code, out, err = cli("init", NAME, "--data", str(root / "data" / "w.parquet"), "--target", "temp_max",
-                         "--time-column", "date", "--now", INIT_AT, workspace=root)
+    code, out, err = cli(
+        "init",
+        NAME,
+        "--data",
+        str(root / "data" / "w.parquet"),
+        "--target",
+        "temp_max",
+        "--time-column",
+        "date",
+        "--now",
+        INIT_AT,
+        workspace=root,
+    )
     assert code == 0, err
     assert "unit of wind?" in out and "not one Kintsugi knows" in out and "write pipeline" in out
     contract = parse_odcs((root / "contracts" / f"{NAME}.odcs.yaml").read_text())

@@ -1,5 +1,6 @@
 """`kintsugi land`: the load recorded as DataHub's standard operation and last-modified (the feature table's, and an
 upstream's when asked), the same batch never landed twice, and an interrupted land settled by the next writer."""
+
 from __future__ import annotations
 
 import time
@@ -45,8 +46,15 @@ def test_land_records_the_load_in_datahub_and_never_lands_a_batch_twice(onboarde
 
 def test_an_interrupted_land_is_settled_by_the_next_writer(onboarded, tmp_path):
     ws = copy_ws(onboarded[0], tmp_path / "ws")
-    record = RunRecord("20130201T060000Z-dead00", NAME, Policy.AUTO, started_ms=int(time.time() * 1000),
-                       now_ms=AT_MS, pid=999_999, facts={"command": "land", "batch": "/gone/january.parquet"})
+    record = RunRecord(
+        "20130201T060000Z-dead00",
+        NAME,
+        Policy.AUTO,
+        started_ms=int(time.time() * 1000),
+        now_ms=AT_MS,
+        pid=999_999,
+        facts={"command": "land", "batch": "/gone/january.parquet"},
+    )
     record.ledger.append(LedgerEntry(1, "append", "data/seattle-weather.parquet", {"batch_sha256": "sha256:x"}))
     RunJournal(ws, record).save()  # its process died after recording the intent: running on paper, no lock held
     code, out, err = cli("land", NAME, str(tmp_path / "missing.parquet"), workspace=ws.root)

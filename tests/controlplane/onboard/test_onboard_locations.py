@@ -1,6 +1,7 @@
 """Data where teams keep it: a folder of hive partitions, a folder of CSV files and an s3:// prefix each run the
 loop end to end (init, a first champion, a batch landed, a clean run); a bad location is one line naming the fix
 and changes nothing."""
+
 from __future__ import annotations
 
 import os
@@ -69,8 +70,7 @@ def test_a_table_kept_where_teams_keep_it_runs_the_loop(kind, tmp_path, request,
     assert code == 0, err
     code, out, err = cli("run", NAME, "--now", RUN_AT, workspace=root)
     assert code == 0 and "APPROVED v1" in out, err + out
-    code, out, err = cli("land", NAME, str(batch), "--now", LATER_LAND, "--upstream", UPSTREAM,
-                         workspace=root)
+    code, out, err = cli("land", NAME, str(batch), "--now", LATER_LAND, "--upstream", UPSTREAM, workspace=root)
     assert code == 0 and "31 rows" in out, err + out
     code, out, err = cli("run", NAME, "--now", LATER_RUN, workspace=root)
     assert "detect   CLEAN" in out and "train    trained" in out and code == 0, err + out
@@ -84,8 +84,11 @@ def _write(path: Path, data: bytes) -> Path:
 
 BAD = {
     "missing": (lambda base: base / "nowhere.parquet", "no table at", "check the path"),
-    "unreadable": (lambda base: _write(base / "broken.parquet", b"PAR1 not really"), "not a readable parquet file",
-                   "replace it with a parquet file"),
+    "unreadable": (
+        lambda base: _write(base / "broken.parquet", b"PAR1 not really"),
+        "not a readable parquet file",
+        "replace it with a parquet file",
+    ),
     "wrong format": (lambda base: _write(base / "table.json", b"{}"), "neither .parquet nor .csv", "name the file"),
 }
 
@@ -96,15 +99,29 @@ def test_a_bad_location_is_one_line_naming_the_fix_and_changes_nothing(case, onb
     where, said, fix = BAD[case]
     location = where(tmp_path)
     before = (file_hash(ws.datahub_db), file_hash(ws.mlflow_db), sorted(os.listdir(ws.runs)))
-    code, out, err = cli("init", "another", "--data", str(location), "--target", "temp_max", "--time-column", "date",
-                         "--yes", workspace=ws.root)
+    code, out, err = cli(
+        "init",
+        "another",
+        "--data",
+        str(location),
+        "--target",
+        "temp_max",
+        "--time-column",
+        "date",
+        "--yes",
+        workspace=ws.root,
+    )
     assert code == 2 and err.count("\n") == 1 and err.startswith(f"error: --data {location}: "), err
     assert said in err and fix in err, err
     assert (file_hash(ws.datahub_db), file_hash(ws.mlflow_db), sorted(os.listdir(ws.runs))) == before
     assert not (ws.pipelines / "another.yaml").exists()
     empty = tmp_path / "empty-ws"  # nor does it start a workspace's stores
-    assert cli("init", "another", "--data", str(location), "--target", "t", "--time-column", "d", "--yes",
-               workspace=empty)[0] == 2
+    assert (
+        cli(
+            "init", "another", "--data", str(location), "--target", "t", "--time-column", "d", "--yes", workspace=empty
+        )[0]
+        == 2
+    )
     assert not (empty / "datahub.db").exists() and not (empty / "mlflow.db").exists()
 
 
@@ -125,8 +142,9 @@ def test_no_permission_on_the_data_is_one_line_naming_the_fix(tmp_path):
 
 
 def _init(base: Path, data: str) -> tuple[int, str]:
-    code, _, err = cli("init", NAME, "--data", data, "--target", "temp_max", "--time-column", "date", "--yes",
-                       workspace=base / "ws")
+    code, _, err = cli(
+        "init", NAME, "--data", data, "--target", "temp_max", "--time-column", "date", "--yes", workspace=base / "ws"
+    )
     return code, err
 
 

@@ -1,5 +1,6 @@
 """A way out of NEEDS_REVIEW: the run pauses at the promote gate (exit 0, documented); a person's
 `kintsugi approve RUN_ID --reason` promotes it with the reason in the passport, `reject --reason` refuses it."""
+
 from __future__ import annotations
 
 import json

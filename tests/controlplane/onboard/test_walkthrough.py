@@ -1,6 +1,7 @@
 """The README's "Onboard your own pipeline" walkthrough, executed: its commands are parsed out of README.md (between
 the walkthrough markers) and run in a fresh folder, so the README cannot drift from the CLI. The runs must say what
 the README says: a first champion, a clean batch trained on, a renamed column found and healed."""
+
 from __future__ import annotations
 
 import shlex
@@ -59,8 +60,14 @@ def test_the_readme_walkthrough_runs_as_written(tmp_path, monkeypatch):
     assert "verify   CLEAN" in broken and "RESOLVED with heal notes" in broken
     ws = Workspace(tmp_path / ".kintsugi")
     statuses = [(r.facts.get("command") or "run", r.status.value) for r in list_runs(ws)]
-    assert statuses == [("init", "onboarded"), ("run", "promoted"), ("land", "landed"), ("run", "promoted"),
-                        ("land", "landed"), ("run", "promoted")], statuses
+    assert statuses == [
+        ("init", "onboarded"),
+        ("run", "promoted"),
+        ("land", "landed"),
+        ("run", "promoted"),
+        ("land", "landed"),
+        ("run", "promoted"),
+    ], statuses
     import pyarrow.parquet as pq
 
     healed = pq.read_table(tmp_path / "seattle-weather.parquet")

@@ -1,4 +1,5 @@
 """A saved model directory, a passport body and signing keys: real files, real keys, no network."""
+
 from __future__ import annotations
 
 import pickle

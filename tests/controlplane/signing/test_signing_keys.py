@@ -1,4 +1,5 @@
 """The signing key: made on first use, owner-only, overridable, and refused with a fix when unusable."""
+
 from __future__ import annotations
 
 import hashlib

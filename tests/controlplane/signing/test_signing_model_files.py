@@ -1,4 +1,5 @@
 """The model's files in the OpenSSF model-signing format, checked by us and by the real model_signing CLI."""
+
 from __future__ import annotations
 
 import base64
@@ -15,8 +16,14 @@ MODEL_SIGNING = Path(sys.executable).parent / "model_signing"
 def _cli_verify(model_dir: Path, public_pem: Path) -> subprocess.CompletedProcess[str]:
     """What the README tells a user to run, with nothing but the public key."""
     command = [
-        str(MODEL_SIGNING), "verify", "key", str(model_dir),
-        "--signature", str(model_dir / SIGNATURE_FILE), "--public_key", str(public_pem),
+        str(MODEL_SIGNING),
+        "verify",
+        "key",
+        str(model_dir),
+        "--signature",
+        str(model_dir / SIGNATURE_FILE),
+        "--public_key",
+        str(public_pem),
     ]
     return subprocess.run(command, capture_output=True, text=True, timeout=60)
 

@@ -1,4 +1,5 @@
 """The passport in a DSSE envelope: valid, altered (which field, which file), untrusted key, unsigned, legacy."""
+
 from __future__ import annotations
 
 import base64
