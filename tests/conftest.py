@@ -36,3 +36,20 @@ def demo_copy(demo_run, tmp_path: Path):
     shutil.copytree(ws.root, target)
     rebase_if_moved(Workspace(target))  # what the copy's first command would do: its own artifacts from now on
     return Workspace(target), result
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """A real S3-compatible server (moto in server mode) on a free loopback port, for the session."""
+    try:
+        from moto.server import ThreadedMotoServer
+    except ImportError as exc:
+        pytest.skip(f"moto[server] is not installed ({exc}); run `make install-dev`")
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    try:
+        server.start()
+        host, port = server.get_host_and_port()
+    except Exception as exc:  # noqa: BLE001 - any failure to start is a reason to skip, said as it is
+        pytest.skip(f"moto's S3 server cannot start on loopback: {type(exc).__name__}: {exc}")
+    yield f"http://{host}:{port}"
+    server.stop()

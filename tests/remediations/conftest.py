@@ -13,23 +13,6 @@ from locations_support import LocalBackend, S3Backend
 _BUCKETS = itertools.count()
 
 
-@pytest.fixture(scope="session")
-def s3_endpoint():
-    """A real S3-compatible server (moto in server mode) on a free loopback port, for the session."""
-    try:
-        from moto.server import ThreadedMotoServer
-    except ImportError as exc:
-        pytest.skip(f"moto[server] is not installed ({exc}); run `make install-dev`")
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    try:
-        server.start()
-        host, port = server.get_host_and_port()
-    except Exception as exc:  # noqa: BLE001 - any failure to start is a reason to skip, said as it is
-        pytest.skip(f"moto's S3 server cannot start on loopback: {type(exc).__name__}: {exc}")
-    yield f"http://{host}:{port}"
-    server.stop()
-
-
 @pytest.fixture
 def s3_backend(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> S3Backend:
     """A fresh bucket, with the AWS environment pointing at the loopback server."""
