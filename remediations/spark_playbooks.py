@@ -26,8 +26,9 @@ from remediations.playbooks import cast_types as cast_pb
 from remediations.playbooks import category_casing as casing_pb
 from remediations.playbooks import dedupe_keys as dedupe_pb
 from remediations.playbooks import label_window as label_pb
+from remediations.playbooks.unit_rescale import rescale_step
 from remediations.registry import PLAYBOOKS, HealInput, HealStep, PlaybookRefused
-from remediations.rows import describe_rows, rows_window
+from remediations.rows import rows_window
 
 __all__ = ["SparkHeal", "SPARK_PLAYBOOKS", "spark_playbook_for"]
 
@@ -120,20 +121,7 @@ def unit_rescale(heal: SparkHeal) -> tuple[Any, HealStep]:
     healed = heal.frame.withColumn(
         column, F.when(rows, (value - F.lit(float(offset))) / F.lit(float(scale))).otherwise(value)
     )
-    touched = _count(heal.frame, rows)
-    return healed, HealStep(
-        "unit_rescale",
-        finding.kind.value,
-        column,
-        {
-            "from_unit": finding.params.get("actual_unit"),
-            "to_unit": finding.params.get("declared_unit"),
-            "scale": scale,
-            "offset": offset,
-            "rows": describe_rows(finding),
-        },
-        rows_touched=touched,
-    )
+    return healed, rescale_step(finding, scale, offset, _count(heal.frame, rows))
 
 
 @_register("rename_columns")

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from guard.findings import Finding
 from guard.kinds import FindingKind
 from remediations.registry import HealInput, HealStep, PlaybookRefused, register
 from remediations.rows import describe_rows, selected_rows
 
-__all__ = ["unit_rescale"]
+__all__ = ["unit_rescale", "rescale_step"]
 
 
 @register(
@@ -35,17 +36,17 @@ def unit_rescale(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     rows = selected_rows(table, finding) & values.notna().to_numpy()
     healed = table.copy()
     healed[column] = values.mask(rows, (values - offset) / scale)
-    step = HealStep(
-        "unit_rescale",
-        finding.kind.value,
-        column,
-        {
-            "from_unit": finding.params.get("actual_unit"),
-            "to_unit": finding.params.get("declared_unit"),
-            "scale": scale,
-            "offset": offset,
-            "rows": describe_rows(finding),
-        },
-        rows_touched=int(rows.sum()),
-    )
+    step = rescale_step(finding, scale, offset, int(rows.sum()))
     return healed, step
+
+
+def rescale_step(finding: Finding, scale: float, offset: float, touched: int) -> HealStep:
+    """What a rescale did, as every engine's unit_rescale records it."""
+    params = {
+        "from_unit": finding.params.get("actual_unit"),
+        "to_unit": finding.params.get("declared_unit"),
+        "scale": scale,
+        "offset": offset,
+        "rows": describe_rows(finding),
+    }
+    return HealStep("unit_rescale", finding.kind.value, finding.column, params, rows_touched=touched)
