@@ -53,3 +53,22 @@ def s3_endpoint():
         pytest.skip(f"moto's S3 server cannot start on loopback: {type(exc).__name__}: {exc}")
     yield f"http://{host}:{port}"
     server.stop()
+
+
+@pytest.fixture
+def s3_filesystem(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch):
+    """pyarrow's S3 filesystem on the loopback server, with the AWS environment pointing at it (and nothing else)."""
+    from pyarrow import fs as pafs
+
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": s3_endpoint,
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    host = s3_endpoint.split("://", 1)[1]
+    return pafs.S3FileSystem(endpoint_override=host, scheme="http", region="us-east-1", allow_bucket_creation=True)

@@ -153,3 +153,25 @@ def kintsugi(monkeypatch: Any, capsys: Any, *args: str) -> tuple[int, str, str]:
         main.main()
     captured = capsys.readouterr()
     return exit_info.value.code, captured.out, captured.err
+
+
+def whole_cli(*args: str) -> tuple[int, str, str]:
+    """`kintsugi ARGS` through the real composition root (`controlplane.cli.main`), in this process."""
+    import io
+    import sys
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from controlplane.cli import main
+
+    out, err, saved = io.StringIO(), io.StringIO(), sys.argv
+    sys.argv = ["kintsugi", *args]
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                main.main()
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    finally:
+        sys.argv = saved
+    return code, out.getvalue(), err.getvalue()

@@ -25,23 +25,8 @@ def onboarded(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture
-def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch):
+def s3_bucket(s3_filesystem):
     """A fresh bucket, with the AWS environment pointing at the loopback server: (filesystem, bucket)."""
-    from pyarrow import fs as pafs
-
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": s3_endpoint,
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }.items():
-        monkeypatch.setenv(name, value)
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_REGION"):
-        monkeypatch.delenv(name, raising=False)
-    filesystem = pafs.S3FileSystem(
-        endpoint_override=s3_endpoint.split("://", 1)[1], scheme="http", region="us-east-1", allow_bucket_creation=True
-    )
     bucket = f"onboard-weather-{next(_BUCKETS)}"
-    filesystem.create_dir(bucket)
-    return filesystem, bucket
+    s3_filesystem.create_dir(bucket)
+    return s3_filesystem, bucket

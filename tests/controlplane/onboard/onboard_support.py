@@ -3,16 +3,14 @@ function fixtures (so session fixtures can use it), and what the stores say."""
 
 from __future__ import annotations
 
-import io
 import shutil
-import sys
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pandas as pd
 
 from controlplane.identity import rebase_if_moved
 from controlplane.workspace import Workspace
+from tests.support import whole_cli
 
 __all__ = ["weather", "cli", "copy_ws", "NAME", "UPSTREAM", "INIT_AT", "RUN_AT", "init_args"]
 
@@ -34,22 +32,8 @@ def weather(start: str = "2012-01-01", end: str = "2013-01-01") -> pd.DataFrame:
 
 
 def cli(*args: str, workspace: Path | None = None) -> tuple[int, str, str]:
-    """`kintsugi ARGS` in this process: (exit code, stdout, stderr)."""
-    from controlplane.cli import main
-
-    argv = ["kintsugi", *args] + (["--workspace", str(workspace)] if workspace is not None else [])
-    out, err, saved = io.StringIO(), io.StringIO(), sys.argv
-    sys.argv = argv
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            try:
-                main.main()
-                code = 0
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-    finally:
-        sys.argv = saved
-    return code, out.getvalue(), err.getvalue()
+    """`kintsugi ARGS [--workspace WORKSPACE]` in this process: (exit code, stdout, stderr)."""
+    return whole_cli(*args, *(["--workspace", str(workspace)] if workspace is not None else []))
 
 
 def init_args(data: str, *extra: str) -> list[str]:
