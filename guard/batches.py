@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from guard.profile import TimeWindow
 from guard.profiler import ProfileBuilder, epoch_ms
-from guard.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, SnapshotError, batch_profile, open_files
+from guard.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, SnapshotError, open_files, profiled_snapshot
 
 __all__ = ["split_batches", "cadence_windows", "period_starts", "infer_cadence", "CADENCES"]
 
@@ -94,13 +94,10 @@ def split_batches(
         finished = {start: builder.finish() for start, builder in builders.items()}
     except (OSError, pa.ArrowException, ValueError) as exc:
         raise SnapshotError(f"cannot split {', '.join(files)} into batches: {exc}") from exc
-    types = {f.name: str(f.type) for f in schema}
-    snapshots = []
-    for (batch_id, window), start in zip(windows, sorted(counts)):
-        profile, sample = finished[start]
-        batch = batch_profile(files, profile, time_column, window, batch_id)
-        snapshots.append(Snapshot(files[0], profile, sample, types, paths=files, window=window, batch=batch))
-    return snapshots
+    return [
+        profiled_snapshot(files, schema, *finished[start], time_column, window, batch_id)
+        for (batch_id, window), start in zip(windows, sorted(counts))
+    ]
 
 
 def _stamps(column: pa.ChunkedArray, time_column: str) -> np.ndarray:

@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_SAMPLE_ROWS",
     "window_mask",
     "open_files",
+    "profiled_snapshot",
 ]
 
 DEFAULT_SAMPLE_ROWS = 50_000
@@ -101,17 +102,7 @@ def read_snapshot(
     except (OSError, pa.ArrowException, ValueError) as exc:
         raise SnapshotError(f"cannot read parquet snapshot {', '.join(files)}: {exc}") from exc
     clock = window.column if window is not None else time_column
-    batch = batch_profile(files, profile, clock, window, batch_id)
-    return Snapshot(
-        files[0],
-        profile,
-        sample,
-        {f.name: str(f.type) for f in schema},
-        paths=files,
-        window=window,
-        batch=batch,
-        keys=builder.key_hashes(),
-    )
+    return profiled_snapshot(files, schema, profile, sample, clock, window, batch_id, keys=builder.key_hashes())
 
 
 def _read_ahead(sources: list[pq.ParquetFile], parts: list[_Part]) -> Iterator[pa.Table]:
@@ -130,6 +121,26 @@ def _read_ahead(sources: list[pq.ParquetFile], parts: list[_Part]) -> Iterator[p
             table = pending.result()
             pending = reader.submit(read, following) if following is not None else None
             yield table
+
+
+def profiled_snapshot(
+    files: Sequence[str],
+    schema: pa.Schema,
+    profile: DatasetProfile,
+    sample: pd.DataFrame,
+    time_column: str | None,
+    window: TimeWindow | None,
+    batch_id: str | None,
+    *,
+    keys: KeyHashes | None = None,
+    engine: str = "arrow",
+) -> Snapshot:
+    """The snapshot an engine's finished profile and sample make, with its batch identity."""
+    batch = batch_profile(files, profile, time_column, window, batch_id)
+    types = {f.name: str(f.type) for f in schema}
+    return Snapshot(
+        files[0], profile, sample, types, paths=tuple(files), window=window, batch=batch, keys=keys, engine=engine
+    )
 
 
 def batch_profile(

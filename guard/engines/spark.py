@@ -33,7 +33,7 @@ import pyarrow as pa
 from guard.engines.content import ContentDigest
 from guard.profile import TimeWindow
 from guard.profiler import ProfileBuilder
-from guard.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, SnapshotError, batch_profile
+from guard.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, SnapshotError, profiled_snapshot
 
 __all__ = [
     "spark_session",
@@ -317,17 +317,8 @@ def spark_snapshot(
             f"{str(exc).splitlines()[0] if str(exc) else ''}"
         ) from exc
     clock = window.column if window is not None else time_column
-    batch = batch_profile(files, profile, clock, window, batch_id)
-    return Snapshot(
-        files[0],
-        profile,
-        sample,
-        {f.name: str(f.type) for f in schema},
-        paths=files,
-        window=window,
-        batch=batch,
-        keys=builder.key_hashes(),
-        engine="spark",
+    return profiled_snapshot(
+        files, schema, profile, sample, clock, window, batch_id, keys=builder.key_hashes(), engine="spark"
     )
 
 
