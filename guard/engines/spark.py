@@ -153,10 +153,15 @@ def ship_guard(session: Any) -> None:
     root = Path(__file__).resolve().parents[1]
     folder = Path(tempfile.mkdtemp(prefix="kintsugi-guard-"))
     archive = shutil.make_archive(str(folder / "guard"), "zip", root_dir=root.parent, base_dir=root.name)
+    before = set(sys.path)
     if hasattr(session, "addArtifacts"):
         session.addArtifacts(archive, pyfile=True)
     else:
         session.sparkContext.addPyFile(archive)
+    # addPyFile also puts the archive on this (driver) process's path, ahead of the installed package: processes
+    # spawned later (drill workers) would import `guard` from the zip, where its data files cannot be opened.
+    # The driver runs the guard it already imported; only the executors need the archive.
+    sys.path[:] = [entry for entry in sys.path if entry in before]
 
 
 def read_frame(

@@ -4,6 +4,8 @@ run the guard."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -50,3 +52,5 @@ def test_the_spark_engine_over_spark_connect_matches_the_arrow_engine(remote, tm
 def test_the_guard_package_ships_to_the_executors_as_an_artifact(remote):
     ship_guard(remote)  # what a cluster without kintsugi installed needs
     assert probe_spark(remote)["executors_run_guard"]
+    # this process keeps importing the installed package: processes it spawns later must not find the zip first
+    assert not [entry for entry in sys.path if "kintsugi-guard-" in entry]
