@@ -140,6 +140,18 @@ class Reference:
         known = [e for e in ends if e is not None]
         return max(known) if known else None
 
+    def shorter_by(self, batch: BatchProfile | None) -> float:
+        """How many times shorter `batch` is than a reference batch, in time and in rows alike (>= 1): the
+        lesser of the two ratios, so a batch of the usual rows at one timestamp, or of fewer rows over the
+        usual span, is not read as short. Its first-to-last-row span counts one row interval more (a
+        week of hourly rows spans 168 hours). 1 when either is unknown."""
+        cadence = self.cadence_ms
+        if batch is None or batch.start_ms is None or batch.end_ms is None or not cadence or batch.row_count <= 0:
+            return 1.0
+        expected = self.expected_rows
+        span = batch.end_ms - batch.start_ms + cadence / max(expected, 1.0)
+        return max(1.0, min(cadence / span, expected / batch.row_count))
+
     def variation(self, column: str) -> list[ColumnSummary]:
         """The column's summary in each batch that has it, oldest first."""
         return [b.columns[column] for b in self.batches if column in b.columns]

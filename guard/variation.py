@@ -134,13 +134,22 @@ class Band:
         return abs(value - self.centre) / self.half if self.half > 0 else (0.0 if value == self.centre else math.inf)
 
 
-def _band(name: str, history: Sequence[tuple[float, float]], se_new: float, extra: float) -> Band | None:
+def _band(
+    name: str, history: Sequence[tuple[float, float]], se_new: float, extra: float, shorter: float = 1.0
+) -> Band | None:
     """A band from (statistic, its standard error) per reference batch, for a new batch whose statistic has
     standard error `se_new`: a random-effects reading (DerSimonian-Laird) of the batches. Their spread
     is part sampling noise (known from each batch's size) and part true between-batch variation, so
     var_between = max(0, var(x_i) - mean(se_i^2)), and the new batch may sit NOISE_SIGMAS standard
     deviations of (var_between + se_new^2) from their mean; never less than the farthest reference
-    batch did (a batch like a past one is natural). `extra` adds the sketches' rank error."""
+    batch did (a batch like a past one is natural). `extra` adds the sketches' rank error.
+
+    `shorter`: how many times longer (in time and rows) the reference batches are than the new one. Rows
+    in time are not independent (an hour is like the hour before it; a wet week is wet all week), so a
+    week varies more than 1/sqrt(rows) says; how much more the monthly batches cannot tell apart from the
+    seasons. The bound taken: all of var_between is such noise, which averages down with the span, so a
+    batch `shorter` times shorter may vary `shorter` times as much (var_between * shorter); the farthest
+    reference batch's distance widens by sqrt(shorter) alike."""
     if not history:
         return None
     values = np.array([x for x, _ in history])
@@ -148,18 +157,21 @@ def _band(name: str, history: Sequence[tuple[float, float]], se_new: float, extr
     between = 0.0
     if len(values) > 1:
         between = max(0.0, float(values.var(ddof=1)) - float(np.mean([se * se for _, se in history])))
-    half = max(_NOISE_SIGMAS * math.sqrt(between + se_new * se_new), float(np.abs(values - centre).max())) + extra
+    farthest = float(np.abs(values - centre).max()) * math.sqrt(shorter)
+    half = max(_NOISE_SIGMAS * math.sqrt(between * shorter + se_new * se_new), farthest) + extra
     return Band(name, centre, half)
 
 
-def _jump(history: Sequence[tuple[float, float]], se_new: float, extra: float) -> tuple[Band, float] | None:
+def _jump(
+    history: Sequence[tuple[float, float]], se_new: float, extra: float, shorter: float = 1.0
+) -> tuple[Band, float] | None:
     """The band of the step from the newest reference batch to the next (consecutive differences of the
     statistic, their standard errors combined), and the newest batch's value. Seasons move by steps;
     a unit change is a jump no step came near."""
     if len(history) < 3:
         return None  # fewer than two steps: no variation of steps to judge a jump by
     steps = [(b - a, math.hypot(sa, sb)) for (a, sa), (b, sb) in zip(history, history[1:])]
-    band = _band("jump", steps, math.hypot(se_new, history[-1][1]), extra)
+    band = _band("jump", steps, math.hypot(se_new, history[-1][1]), extra, shorter)
     return (band, history[-1][0]) if band is not None else None
 
 
@@ -216,7 +228,12 @@ def distance(bands: Bands, batch: Core) -> float | None:
 
 
 def bands(
-    history: Sequence[Mapping[str, float | None]], atom: float | None, batch: Core, *, ratio_scale: bool = False
+    history: Sequence[Mapping[str, float | None]],
+    atom: float | None,
+    batch: Core,
+    *,
+    ratio_scale: bool = False,
+    shorter: float = 1.0,
 ) -> Bands:
     """The column's bands from its per-batch summaries (oldest first), with noise floors for `batch`'s size.
 
@@ -224,7 +241,8 @@ def bands(
     (as `guard.reference.ColumnSummary` keeps them) and `core_count` and `values` (its batch's sizes). `ratio_scale` (a unit with no offset: lengths,
     speeds, pressures...) measures location as log(median) when every reference batch's core is positive,
     so a rescaling moves it by log(factor) whatever the median's size; otherwise location is the median
-    in units of the typical spread (temperatures, which cross zero)."""
+    in units of the typical spread (temperatures, which cross zero). `shorter`: how many times shorter the
+    batch is than the reference batches (>= 1; see `_band`)."""
     iqrs = [_diff(h, "core_q75", "core_q25") for h in history]
     wide = any(v is not None and v <= 0 for v in iqrs)
     spreads = [_diff(h, "core_q90", "core_q10") if wide else iqr for h, iqr in zip(history, iqrs)]
@@ -275,8 +293,8 @@ def bands(
             binomial / math.sqrt(max(batch.total, 1.0)),
             _SKETCH_SHARE,
         )
-    found = {name: _band(name, *family) for name, family in families.items()}
-    jumps = {name: j for name, family in families.items() if (j := _jump(*family)) is not None}
+    found = {name: _band(name, *family, shorter=shorter) for name, family in families.items()}
+    jumps = {name: j for name, family in families.items() if (j := _jump(*family, shorter=shorter)) is not None}
     location, spread, atom_band = found.get("location"), found.get("spread"), found.get("atom")
     return Bands(location, spread, atom_band, atom, typical, wide, log_location, jumps)
 

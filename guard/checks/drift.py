@@ -143,10 +143,11 @@ def _batch_judged(ctx: GuardContext, reference: ColumnProfile, observed: ColumnP
 
 def _within_natural_variation(ctx: GuardContext, name: str, reference: ColumnProfile, observed: ColumnProfile) -> bool:
     """The batch's core location, spread and point mass within the reference batches' bands (guard.variation)."""
-    assert isinstance(ctx.reference, Reference) and observed.sketch is not None
+    assert isinstance(ctx.reference, Reference) and observed.sketch is not None and ctx.snapshot is not None
     atom = atom_of(reference)
     batch = core(observed.sketch, atom)
-    found = distance(bands([s.__dict__ for s in ctx.reference.variation(name)], atom, batch), batch)
+    history = [s.__dict__ for s in ctx.reference.variation(name)]
+    found = distance(bands(history, atom, batch, shorter=ctx.reference.shorter_by(ctx.snapshot.batch)), batch)
     return found is not None and found <= 1
 
 

@@ -110,7 +110,8 @@ def judge_units(ctx: GuardContext, column: ColumnContract) -> Finding | None:
             message=f"no reference profile for {column.name!r}",
         )
     if isinstance(ctx.reference, Reference) and sketched(reference) and sketched(observed):
-        return _batch_finding(ctx.dataset_urn, column, ctx.reference, reference, observed, _spans_batches(ctx))
+        shorter = ctx.reference.shorter_by(ctx.snapshot.batch)
+        return _batch_finding(ctx.dataset_urn, column, ctx.reference, reference, observed, _spans_batches(ctx), shorter)
     assert ctx.contract is not None
     return _profile_finding(
         ctx.dataset_urn, column.name, column.unit, reference, observed, strict=column.name != ctx.contract.label_column
@@ -151,20 +152,26 @@ def _spans_batches(ctx: GuardContext) -> bool:
 
 
 def _batch_finding(
-    urn: str, column: ColumnContract, reference: Reference, ref: ColumnProfile, observed: ColumnProfile, multi: bool
+    urn: str,
+    column: ColumnContract,
+    reference: Reference,
+    ref: ColumnProfile,
+    observed: ColumnProfile,
+    multi: bool,
+    shorter: float,
 ) -> Finding | None:
     assert observed.sketch is not None and ref.sketch is not None and column.unit is not None
-    atom, ratio = atom_of(ref), _ratio_scale(column.unit)
+    atom = atom_of(ref)
     history = [summary.__dict__ for summary in reference.variation(column.name)]
+    natural = _Natural(history, atom, _ratio_scale(column.unit), shorter)
     as_is = core(observed.sketch, atom)
-    jump0 = _jump_of(history, atom, as_is, ratio)
-    d0 = _natural_distance(history, atom, as_is, ratio, jump0)
+    d0, jump0 = natural.measure(as_is)
     if d0 is None or (as_is.quantiles is None and as_is.count > 0 and d0 <= FAR):
         return _unchecked(urn, column, as_is, d0)
     if d0 <= 1:
         return None
     typical = core(ref.sketch, atom)
-    tried = sorted(_hypotheses(column.unit, observed, history, atom), key=lambda h: (h.distance, h.unit))
+    tried = sorted(_hypotheses(column.unit, observed, natural), key=lambda h: (h.distance, h.unit))
     best = tried[0] if tried else None
     evidence = {
         "distance": round(d0, 3),
@@ -173,9 +180,9 @@ def _batch_finding(
         "median": observed.quantile(0.5),
         "candidates": {h.unit: round(h.distance, 3) for h in tried[:4]},
     }
-    rescaled = _keeps_shape(history, as_is)
+    rescaled = natural.keeps_shape(as_is)
     evidence["shape_distance"] = None if rescaled[1] is None else round(rescaled[1], 3)
-    if best is not None and _explains(d0, jump0, best) and _keeps_shape(history, best.batch)[0]:
+    if best is not None and _explains(d0, jump0, best) and natural.keeps_shape(best.batch)[0]:
         return _mismatch(urn, column, typical, best, evidence)
     if d0 > FAR and rescaled[0] and not multi:
         return make_finding(
@@ -222,40 +229,42 @@ def _ratio_scale(unit: str) -> bool:
     return is_ratio_scale(unit)
 
 
-def _hypotheses(
-    declared: str, observed: ColumnProfile, history: list[dict[str, float | None]], atom: float | None
-) -> Iterator[_Hypothesis]:
+def _hypotheses(declared: str, observed: ColumnProfile, natural: _Natural) -> Iterator[_Hypothesis]:
     assert observed.sketch is not None
-    ratio = _ratio_scale(declared)
     for unit in candidates_for(declared):
         scale, offset = conversion(declared, unit)
-        back = core(observed.sketch, atom, scale, offset)
-        stepped = _jump_of(history, atom, back, ratio)
-        found = _natural_distance(history, atom, back, ratio, stepped)
+        back = core(observed.sketch, natural.atom, scale, offset)
+        found, stepped = natural.measure(back)
         if found is not None:
             yield _Hypothesis(unit, scale, offset, back, found, stepped)
 
 
-def _keeps_shape(history: list[dict[str, float | None]], batch: Core) -> tuple[bool, float | None]:
-    """(the core's shape is one the reference batches had, within FAR; the distance). An affine map keeps
-    a shape, so a conversion or a rescaling must; a core whose shape changed moved for another reason
-    (a week of overcast sky: direct irradiance of 1-8 W/m2) and is drift, not a unit. Unknown: True."""
-    found = shape_distance(history, batch)
-    return found is None or found <= FAR, found
+@dataclass(frozen=True)
+class _Natural:
+    """A column's natural variation as the reference batches show it, for batches `shorter` times shorter."""
 
+    history: list[dict[str, float | None]]
+    atom: float | None
+    ratio: bool  # a ratio-scale unit (location judged as a log)
+    shorter: float
 
-def _natural_distance(
-    history: list[dict[str, float | None]], atom: float | None, batch: Core, ratio: bool, stepped: float
-) -> float | None:
-    """How far from natural the batch is: like the reference batches, or one ordinary step on from the newest
-    of them (a warm May after a winter reference continues the season), whichever is nearer."""
-    found = distance(bands(history, atom, batch, ratio_scale=ratio), batch)
-    return None if found is None else min(found, stepped)
+    def measure(self, batch: Core) -> tuple[float | None, float]:
+        """(how far from natural the batch is, its jump). The distance is the nearer of: like the reference
+        batches, or one ordinary step on from the newest of them (a warm May after a winter reference
+        continues the season); None when no statistic can be judged. The jump: how far its step from the
+        newest reference batch sits from the steps they took (inf when there are too few to judge)."""
+        found = bands(self.history, self.atom, batch, ratio_scale=self.ratio, shorter=self.shorter)
+        stepped = jump(found, batch)
+        stepped = stepped if stepped is not None else math.inf
+        far = distance(found, batch)
+        return (None if far is None else min(far, stepped)), stepped
 
-
-def _jump_of(history: list[dict[str, float | None]], atom: float | None, batch: Core, ratio: bool) -> float:
-    found = jump(bands(history, atom, batch, ratio_scale=ratio), batch)
-    return found if found is not None else math.inf
+    def keeps_shape(self, batch: Core) -> tuple[bool, float | None]:
+        """(the core's shape is one the reference batches had, within FAR; the distance). An affine map keeps
+        a shape, so a conversion or a rescaling must; a core whose shape changed moved for another reason
+        (a week of overcast sky: direct irradiance of 1-8 W/m2) and is drift, not a unit. Unknown: True."""
+        found = shape_distance(self.history, batch)
+        return found is None or found <= FAR, found
 
 
 def _mismatch(
