@@ -74,20 +74,23 @@ def fingerprint_of_profile(profile: DatasetProfile) -> Fingerprint:
     return Fingerprint(profile.row_count, columns)
 
 
-def fingerprint_windows(path: Path, windows: Sequence[TimeWindow]) -> list[Fingerprint]:
-    """One fingerprint per window (rows in (after, through]), in one pass over the parquet file."""
+def fingerprint_windows(path: Path, windows: Sequence[TimeWindow]) -> tuple[list[Fingerprint], int]:
+    """One fingerprint per window (rows in (after, through]), and the count of rows in none of them (a null
+    time lies in no window), in one pass over the parquet file."""
     if not windows:
-        return []
+        return [], 0
     column = windows[0].column
     source = pq.ParquetFile(path)
     kinds = {f.name: _kind(f.type) for f in source.schema_arrow}
     prints = [Fingerprint(0, {name: {"nulls": 0.0} for name in kinds}) for _ in windows]
+    outside = 0
     for group in range(source.num_row_groups):
         table = source.read_row_group(group)
         slot = _slots(table.column(column), windows)
+        outside += int((slot < 0).sum())
         for index in np.unique(slot[slot >= 0]):
             _add(prints[int(index)], table.filter(pa.array(slot == index)), kinds)
-    return prints
+    return prints, outside
 
 
 def _kind(kind: pa.DataType) -> str:

@@ -195,11 +195,13 @@ def _read(
 def _history_findings(
     ws: Workspace, spec: PipelineSpec, table: Path, state: ReferenceState, context: GuardContext, engine: TableEngine
 ) -> tuple[Finding, ...]:
-    """Batches that passed earlier and whose rows changed since, guarded against their own kept profile."""
-    found: list[Finding] = []
-    for kept, now in changed_batches(ws, spec.name, table, state, read=engine.snapshot):
-        history = replace(context, snapshot=now, reference=kept.profile, lineage=(), table_paths=())
-        findings = [f for f in run_guard(history).findings if f.kind not in _NOT_HISTORY]
+    """Batches that passed earlier and whose rows changed since, guarded against their own kept profile; and
+    rows in no batch at all (late rows dated before the watermark, rows with no time), which nothing guarded."""
+    history = changed_batches(ws, spec.name, table, state, read=engine.snapshot)
+    found: list[Finding] = [_unguarded(context, state, history.unguarded_rows)] if history.unguarded_rows else []
+    for kept, now in history.changed:
+        against_kept = replace(context, snapshot=now, reference=kept.profile, lineage=(), table_paths=())
+        findings = [f for f in run_guard(against_kept).findings if f.kind not in _NOT_HISTORY]
         if not any(f.severity.value == "block" for f in findings):
             findings.append(_changed(context, kept, now))
         found += [
@@ -207,6 +209,20 @@ def _history_findings(
             for f in _with_rows(tuple(findings), kept.window)
         ]
     return tuple(found)
+
+
+def _unguarded(context: GuardContext, state: ReferenceState, rows: int) -> Finding:
+    return make_finding(
+        FindingKind.HISTORY_CHANGED,
+        context.dataset_urn,
+        state.time_column,
+        observed=rows,
+        expected=0,
+        unguarded_rows=rows,
+        message=f"{rows} rows lie in no batch the guard passed: their {state.time_column!r} is missing, or at or "
+        "before the watermark but outside every kept batch (late rows), so no check has seen them; drop them, or "
+        "once they are checked take the reference again from the whole table with `kintsugi init --force`",
+    )
 
 
 def _changed(context: GuardContext, kept: BatchProfile, now: Snapshot) -> Finding:

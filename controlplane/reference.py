@@ -46,6 +46,7 @@ __all__ = [
     "new_rows_window",
     "kept_windows",
     "changed_batches",
+    "History",
     "reference_batches",
     "state_path",
     "with_window_closed",
@@ -197,18 +198,31 @@ def kept_windows(ws: Workspace, pipeline: str, state: ReferenceState) -> list[Ti
     return [w for w in kept if w is not None] + [new_rows_window(state)]
 
 
+@dataclass(frozen=True)
+class History:
+    """What became of the rows that passed earlier, read from the table as it is now."""
+
+    changed: list[tuple[BatchProfile, Snapshot]]  # kept batches whose rows are not what passed: (as kept, as now)
+    unguarded_rows: int  # rows in no kept batch and not after the watermark: late rows, or rows with no time
+
+
 def changed_batches(
     ws: Workspace, pipeline: str, table: Path, state: ReferenceState, *, read: Callable[..., Snapshot] = read_snapshot
-) -> list[tuple[BatchProfile, Snapshot]]:
-    """Every kept batch whose rows in the table are no longer what passed: (as kept, as now). All batches are
-    fingerprinted in one aggregate pass; only those that moved are profiled again (by `read`: an engine's)."""
+) -> History:
+    """Every kept batch whose rows in the table are no longer what passed, and the rows no batch holds. All
+    batches are fingerprinted in one aggregate pass; only those that moved are profiled again (by `read`: an
+    engine's). Every row of a table the guard passed lies in a kept batch (a split refuses rows with no time,
+    and a kept window reaches its batch's last row), so a row in none of them, dated at or before the watermark
+    or not dated, arrived since and was never guarded: the new-rows window, after the watermark, misses it."""
     kept = [b for b in (_load_batch(ws, pipeline, i) for i in state.batches) if b.window is not None]
+    windows = [b.window for b in kept if b.window is not None]
     try:
-        now = fingerprint_windows(table, [b.window for b in kept if b.window is not None])
+        now, outside = fingerprint_windows(table, [*windows, new_rows_window(state)])
         moved = [b for b, f in zip(kept, now) if not f.matches(fingerprint_of_profile(b.profile))]
-        return [(b, read(table, window=b.window, batch_id=b.batch_id)) for b in moved]
+        changed = [(b, read(table, window=b.window, batch_id=b.batch_id)) for b in moved]
     except (OSError, ValueError, SnapshotError, pa.ArrowException) as exc:
         raise DataError(f"cannot check the history of {table}: {exc}", "replace the table with a readable one") from exc
+    return History(changed, outside)
 
 
 def forget_after(ws: Workspace, pipeline: str, batches: int, watermark_ms: int | None) -> None:
