@@ -1,6 +1,6 @@
 """Two contracted columns written into each other's place: `columns_swapped`.
 
-Two lines of evidence, over each pair of contracted numeric columns (a, b) of one logical type:
+Three lines of evidence, over each pair of contracted numeric columns (a, b) of one logical type:
 
 - all rows: the batch's a looks like the reference's b and its b like the reference's a (KS distance within
   noise), while each is far from its own reference (at least SELF_DISTANCE, and CROSS_RATIO times further
@@ -12,9 +12,22 @@ Two lines of evidence, over each pair of contracted numeric columns (a, b) of on
   high - low in the reference): swapped rows break it by a whole gap, while two series that merely cross
   with the season (Seattle warmer than San Francisco on summer afternoons: 0.4 of the winter gap against a
   reference that never rolled past winter) break it by less, and a unit change in one column by far more.
-  A whole swap in a season whose gaps are under 0.6 of the reference's is left to the first rule. An order
+  A whole swap in a season whose gaps are under 0.6 of the reference's is left to the first rule (a season
+  can reverse a strict order on every row: Seattle is warmer than San Francisco all summer week long). An order
   the reference held on at least ORDER_MOSTLY of its rows only (dew point under air temperature, but for
   rounding in stitched data) tells a whole swap: flipped on at least ORDER_MOSTLY of the batch.
+- correlations: two columns of one declared unit whose correlations with the other contracted numbers are
+  exchanged (the batch's sit at least three quarters of the way from the reference's profiles to those
+  profiles swapped, where the reference holds them apart beyond the batch correlations' noise), while at
+  least one of them left its natural variation: a swap in a season where their values overlap.
+
+A swap exchanges the two columns' correlations with every other column; a rescaling or a unit change keeps
+every correlation. So where the reference tells the two apart (their correlations with the other contracted
+numbers differ by at least PROFILE_APART, summed in squares), a whole swap is named only when the batch's
+correlations fit the swapped reading better than the one as it came. Where they fit as it came, a strict order
+broken on many rows is one column rescaled, not swapped: `scale_shift` on the column that, rescaled back by the
+move of the two columns' mean ratio, comes nearer its natural variation (`guard.checks.units.natural_distance`),
+a block with nothing to heal.
 
 The finding names both columns (`params["columns"]`) and what to swap back: `scope` "all" (every row; the
 medians observed at detection let the playbook tell a swapped table from a healed one) or "order" (the rows
@@ -23,6 +36,8 @@ where `order[0] > order[1]`).
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Iterator, Mapping
 
@@ -30,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from guard.checks.distributions import ks_distance, ks_noise, numeric_values
+from guard.checks.units import natural_distance
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding, window_rows
 from guard.kinds import FindingKind
@@ -49,6 +65,9 @@ WHOLE_SWAP = 0.5  # a strict order broken on at least this share of rows: the wh
 # that still look in order crossed naturally in a season the reference did not cover)
 MIN_BROKEN_ROWS = 3
 GAP_RATIO = (0.6, 2.5)  # mean break over the reference's mean gap
+PROFILE_APART = 0.05  # sum of squared differences of the two columns' correlations with the others, in the reference
+_MIN_PAIR_ROWS = 20  # batch rows holding both numbers, for a batch correlation
+_PROFILE_NOISE = 4.0  # apart >= 4 terms / rows: twice the expected sum of the squared sampling errors
 _NUMERIC = ("number", "integer")
 
 
@@ -66,14 +85,118 @@ def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding]:
     ]
     values = {name: numeric_values(sample[name]) for name in names}
     own = {name: ks_distance(values[name], reference.columns[name]) for name in names}  # each column once
-    swapped: set[str] = set()
+    profile = _CorrelationProfile(reference, sample, names)
+    candidates: list[tuple[float, Finding]] = []
     for a, b in combinations(names, 2):
-        if {a, b} & swapped or ctx.contract.column(a).logical_type != ctx.contract.column(b).logical_type:  # type: ignore[union-attr]
+        if ctx.contract.column(a).logical_type != ctx.contract.column(b).logical_type:  # type: ignore[union-attr]
             continue
-        finding = _some_rows(ctx, reference, a, b) or _all_rows(ctx, reference, a, b, values, own)
+        finding = (
+            _some_rows(ctx, reference, a, b, profile)
+            or _all_rows(ctx, reference, a, b, values, own, profile)
+            or _by_correlations(ctx, a, b, profile)
+        )
         if finding is not None:
-            swapped |= {a, b}
+            candidates.append((profile.compare(a, b).support, finding))
+    # one finding per column: the pair whose correlations moved furthest towards exchanged first (a swap of dni
+    # and dhi also breaks dhi <= ghi; it is dni's correlations that dhi took), then the order of the pairs
+    taken: set[str] = set()
+    for _, finding in sorted(candidates, key=lambda c: -c[0]):
+        columns = set(finding.params.get("columns") or [finding.column])
+        if not columns & taken:
+            taken |= columns
             yield finding
+
+
+class _CorrelationProfile:
+    """Each column's correlations with the other contracted numbers: the reference's (merged pair moments) and
+    the batch's (its sample)."""
+
+    def __init__(self, reference: DatasetProfile, sample: pd.DataFrame, names: list[str]) -> None:
+        self.names = names
+        self.pairs = reference.relations.pairs if reference.relations is not None else {}
+        self.frame = pd.DataFrame({n: pd.to_numeric(sample[n], errors="coerce") for n in names}, dtype=float)
+
+    def _reference(self, a: str, c: str) -> float | None:
+        moments = self.pairs.get(pair_key(a, c))
+        return moments.correlation if moments is not None else None
+
+    def _batch(self, a: str, c: str) -> float | None:
+        both = self.frame[[a, c]].dropna()
+        if len(both) < _MIN_PAIR_ROWS or both[a].std() <= 0 or both[c].std() <= 0:
+            return None
+        return float(np.corrcoef(both[a], both[c])[0, 1])
+
+    def mean_ratio_moved(self, a: str, b: str) -> float | None:
+        """The batch's mean of a over mean of b, against the reference's (rows holding both): the factor one of
+        them was rescaled by (a's, or 1 / b's)."""
+        moments = self.pairs.get(pair_key(a, b))
+        both = self.frame[[a, b]].dropna()
+        if moments is None or len(both) < _MIN_PAIR_ROWS:
+            return None
+        mean_a, mean_b = (
+            (moments.mean_a, moments.mean_b)
+            if pair_key(a, b).startswith(f"{a}|")
+            else (
+                moments.mean_b,
+                moments.mean_a,
+            )
+        )
+        seen_a, seen_b = float(both[a].mean()), float(both[b].mean())
+        if min(abs(mean_a), abs(mean_b), abs(seen_a), abs(seen_b)) <= 0:
+            return None
+        return round((seen_a / seen_b) / (mean_a / mean_b), 6)
+
+    def compare(self, a: str, b: str) -> _Comparison:
+        """Sums of squares over the other columns c: how far apart the reference holds r(a, c) and r(b, c), and
+        how far the batch's sit from the reference's as they came and exchanged."""
+        apart = as_came = exchanged = 0.0
+        terms, rows = 0, None
+        for c in self.names:
+            if c in (a, b):
+                continue
+            ra, rb, xa, xb = self._reference(a, c), self._reference(b, c), self._batch(a, c), self._batch(b, c)
+            if ra is None or rb is None or xa is None or xb is None:
+                continue
+            apart += (ra - rb) ** 2
+            as_came += (xa - ra) ** 2 + (xb - rb) ** 2
+            exchanged += (xa - rb) ** 2 + (xb - ra) ** 2
+            terms += 1
+            held = int(self.frame[[a, b, c]].notna().all(axis=1).sum())
+            rows = held if rows is None else min(rows, held)
+        return _Comparison(apart, as_came, exchanged, terms, rows or 0)
+
+    def says_swapped(self, a: str, b: str) -> bool | None:
+        """True: the batch's correlations of a and b with the others fit the reference's swapped better than as
+        they came; False: as they came (a swap would have exchanged them); None: the reference cannot tell."""
+        found = self.compare(a, b)
+        return None if found.apart < PROFILE_APART else found.exchanged < found.as_came
+
+
+@dataclass(frozen=True)
+class _Comparison:
+    apart: float
+    as_came: float
+    exchanged: float
+    terms: int  # other columns compared
+    rows: int  # the fewest batch rows behind one of the batch's correlations
+
+    @property
+    def support(self) -> float:
+        """How far the batch moved towards the exchanged profiles, in units of how far apart they are (-2: as
+        the reference, +2: exchanged); 0 where the reference cannot tell."""
+        return (self.as_came - self.exchanged) / self.apart if self.telling else 0.0
+
+    @property
+    def telling(self) -> bool:
+        """The reference holds the two profiles further apart than the batch's correlations are noisy: each
+        has a variance of about 1 / rows, and a sum of 2 * terms of their squared errors is compared."""
+        return self.rows > 0 and self.apart >= max(PROFILE_APART, _PROFILE_NOISE * self.terms / self.rows)
+
+    @property
+    def swapped(self) -> bool:
+        """The batch moved at least three quarters of the way from the profiles as they were to the profiles
+        exchanged (a whole swap moves as_came - exchanged from -2 * apart to +2 * apart)."""
+        return self.telling and self.as_came - self.exchanged >= self.apart
 
 
 def _all_rows(
@@ -83,6 +206,7 @@ def _all_rows(
     b: str,
     values: dict[str, np.ndarray],
     own: dict[str, float | None],
+    profile: _CorrelationProfile,
 ) -> Finding | None:
     assert ctx.snapshot is not None
     x, y = values[a], values[b]
@@ -98,6 +222,8 @@ def _all_rows(
         for own, cross in ((self_a, cross_a), (self_b, cross_b))
     ):
         return None
+    if profile.says_swapped(a, b) is False:
+        return None  # each still correlates with the others as it did: moved on its own, not into the other's place
     evidence = {
         "ks_own": {a: round(self_a, 4), b: round(self_b, 4)},
         "ks_other": {a: round(cross_a, 4), b: round(cross_b, 4)},
@@ -118,6 +244,41 @@ def _all_rows(
     )
 
 
+def _by_correlations(ctx: GuardContext, a: str, b: str, profile: _CorrelationProfile) -> Finding | None:
+    """Two columns of one declared unit whose correlations with every other column were exchanged, while at least
+    one of them sits outside its natural variation: swapped, even where their values overlap in this season."""
+    assert ctx.contract is not None and ctx.snapshot is not None
+    if ctx.contract.column(a).unit != ctx.contract.column(b).unit:  # type: ignore[union-attr]
+        return None
+    found = profile.compare(a, b)
+    if not found.swapped:
+        return None
+    far = {name: natural_distance(ctx, name) for name in (a, b)}
+    if not any(d is not None and d > 1 for d in far.values()):
+        return None
+    medians = {n: float(np.nanmedian(profile.frame[n])) for n in (a, b)}
+    evidence = {
+        "correlations_apart": round(found.apart, 4),
+        "misfit_as_came": round(found.as_came, 4),
+        "misfit_exchanged": round(found.exchanged, 4),
+        "columns_compared": found.terms,
+        "natural_distance": {n: None if d is None else round(d, 3) for n, d in far.items()},
+    }
+    return _finding(
+        ctx,
+        a,
+        b,
+        "all",
+        None,
+        int(ctx.snapshot.profile.row_count),
+        evidence,
+        medians,
+        f"{a!r} and {b!r} correlate with the {found.terms} other columns as the other did in the reference (misfit "
+        f"{found.exchanged:.2f} exchanged, {found.as_came:.2f} as they came), and they left their natural "
+        "variation: written into each other's place",
+    )
+
+
 def _learned_order(ctx: GuardContext, reference: DatasetProfile, a: str, b: str) -> tuple[str, str, float, bool] | None:
     """(low, high, mean gap high - low, strict) when both columns declare one unit and the reference had low <=
     high on at least ORDER_MOSTLY of enough rows (strict: on ORDER_HELD of them)."""
@@ -135,7 +296,9 @@ def _learned_order(ctx: GuardContext, reference: DatasetProfile, a: str, b: str)
     return (second, first, -gap, share <= 1 - ORDER_HELD) if share <= 1 - ORDER_MOSTLY else None
 
 
-def _some_rows(ctx: GuardContext, reference: DatasetProfile, a: str, b: str) -> Finding | None:
+def _some_rows(
+    ctx: GuardContext, reference: DatasetProfile, a: str, b: str, profile: _CorrelationProfile
+) -> Finding | None:
     assert ctx.snapshot is not None
     order = _learned_order(ctx, reference, a, b)
     if order is None:
@@ -155,6 +318,8 @@ def _some_rows(ctx: GuardContext, reference: DatasetProfile, a: str, b: str) -> 
     if not strict and share < ORDER_MOSTLY:
         return None  # a mostly-held order tells a whole flip only
     whole = not strict or share >= WHOLE_SWAP  # most rows broken: the columns, not some rows, are swapped
+    if whole and profile.says_swapped(low, high) is False:
+        return _rescaled(ctx, profile, low, high, rows, len(x), share) if strict else None
     estimated = int(ctx.snapshot.profile.row_count) if whole else round(share * ctx.snapshot.profile.row_count)
     medians = {low: float(np.nanmedian(x)), high: float(np.nanmedian(y))}
     evidence = {
@@ -174,6 +339,32 @@ def _some_rows(ctx: GuardContext, reference: DatasetProfile, a: str, b: str) -> 
         medians,
         f"{low!r} > {high!r} on {rows} of {len(x)} sampled rows ({share:.1%}) by {ratio:.2f} times the "
         f"reference's typical gap, an order the reference held on {held}",
+    )
+
+
+def _rescaled(
+    ctx: GuardContext, profile: _CorrelationProfile, low: str, high: str, rows: int, sampled: int, share: float
+) -> Finding:
+    """A strict order broken on most rows while each column keeps its correlations: one of them was rescaled.
+    The factor is what moved the ratio of their means; the column named is the one that, rescaled back by it,
+    comes nearer its natural variation (the other, rescaled the other way, moves away from it)."""
+    factor = profile.mean_ratio_moved(low, high)
+    moved: dict[str, float | None] = {low: None, high: None}
+    if factor is not None and factor > 0:
+        for name, scale in ((low, factor), (high, 1 / factor)):
+            before, after = natural_distance(ctx, name), natural_distance(ctx, name, scale)
+            moved[name] = None if before is None or after is None else round(before - after, 4)
+    column = max((low, high), key=lambda n: (moved[n] if moved[n] is not None else -math.inf, n == low))
+    return make_finding(
+        FindingKind.SCALE_SHIFT,
+        ctx.dataset_urn,
+        column,
+        observed={"order_broken_share": round(share, 6), "factor": factor, "nearer_natural_rescaled_back": moved},
+        expected={"order": f"{low} <= {high}"},
+        rows=window_rows(ctx),
+        message=f"{low!r} > {high!r} on {rows} of {sampled} sampled rows ({share:.1%}), an order the reference "
+        f"always held, while both keep their correlations with the other columns (not a swap): {column!r} was "
+        "rescaled (rescaled back by the move of their means' ratio, it comes nearer its natural variation)",
     )
 
 

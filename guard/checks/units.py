@@ -65,7 +65,16 @@ from guard.registry import register
 from guard.units import UNITS, candidates_for, conversion, is_ratio_scale
 from guard.variation import MIN_CORE, Core, atom_of, bands, core, distance, jump, shape_distance, sketched
 
-__all__ = ["check_units", "judge_units", "unit_shifted", "fit_affine", "name_unit", "FAR", "MULTI_BATCH"]
+__all__ = [
+    "check_units",
+    "judge_units",
+    "unit_shifted",
+    "natural_distance",
+    "fit_affine",
+    "name_unit",
+    "FAR",
+    "MULTI_BATCH",
+]
 
 FAR = 2.0
 MULTI_BATCH = 1.5  # a snapshot longer than this many cadences holds several batches' seasons at once
@@ -127,6 +136,23 @@ def unit_shifted(ctx: GuardContext, column: ColumnContract) -> bool:
         and finding.severity is Severity.BLOCK
         and finding.kind in (FindingKind.UNIT_MISMATCH, FindingKind.SCALE_SHIFT)
     )
+
+
+def natural_distance(ctx: GuardContext, name: str, scale: float = 1.0) -> float | None:
+    """How far the batch's column, divided by `scale`, sits from its natural variation as the units check
+    measures it (<= 1: inside); None without a batch reference and sketches on both sides."""
+    assert ctx.snapshot is not None
+    reference = ctx.reference.columns.get(name) if isinstance(ctx.reference, Reference) else None
+    observed = ctx.snapshot.profile.columns.get(name)
+    if not isinstance(ctx.reference, Reference) or not sketched(reference) or not sketched(observed):
+        return None
+    assert reference is not None and observed is not None and observed.sketch is not None
+    contract = ctx.contract.column(name) if ctx.contract is not None else None
+    ratio = contract is not None and contract.unit is not None and _ratio_scale(contract.unit)
+    atom = atom_of(reference)
+    history = [summary.__dict__ for summary in ctx.reference.variation(name)]
+    natural = _Natural(history, atom, ratio, ctx.reference.shorter_by(ctx.snapshot.batch))
+    return natural.measure(core(observed.sketch, atom, scale))[0]
 
 
 # --- against a batch reference: natural variation -------------------------------------------------

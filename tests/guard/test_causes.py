@@ -379,3 +379,41 @@ def test_no_cause_is_read_into_a_clean_real_batch(tmp_path: Path, name: str, rol
         )
         seen += [f"{batches[i].batch_id} {f.kind.value}:{f.column}" for f in report.findings if f.kind in CAUSES]
     assert seen == []
+
+
+# --- a swap against a rescale, on real data: correlations with the other columns tell them apart ------------
+
+
+@pytest.fixture(scope="module")
+def greensboro(tmp_path_factory: pytest.TempPathFactory):
+    """Greensboro's weekly batches: a reference of the 12 weeks before week 20, and week 20 (late May) as rows."""
+    dataset = DATASETS["greensboro_tmy"]
+    batches = load_batches(dataset, tmp_path_factory.mktemp("greensboro"))
+    reference = build_reference([b.snapshot.batch for b in batches[8:20]])  # type: ignore[misc]
+    return dataset, reference, batches[20].frame
+
+
+def _guarded(tmp_path: Path, greensboro, frame: pd.DataFrame) -> set[tuple[FindingKind, str | None]]:
+    dataset, reference, _ = greensboro
+    path = tmp_path / "week.parquet"
+    frame.to_parquet(path, index=False)
+    snapshot = read_snapshot(path, time_column=dataset.time_column, batch_id="week")
+    contract = dataset.contract()
+    report = run_guard(GuardContext(contract.dataset_urn, contract, snapshot, reference, (), now_ms=0))
+    return {(f.kind, f.column) for f in report.blocking}
+
+
+def test_the_clean_week_blocks_on_nothing(tmp_path: Path, greensboro) -> None:
+    assert _guarded(tmp_path, greensboro, greensboro[2]) == set()
+
+
+def test_a_rescale_breaking_an_order_is_a_scale_shift_of_that_column_never_a_swap(tmp_path: Path, greensboro) -> None:
+    """dhi x2.5 breaks dhi <= ghi on every daylight hour, by about the reference's gap: the order rule alone
+    would swap them back (and publish dhi's values as ghi). Both keep their correlations, so it is a rescale."""
+    frame = greensboro[2].assign(dhi=greensboro[2]["dhi"] * 2.5)
+    assert _guarded(tmp_path, greensboro, frame) == {(FindingKind.SCALE_SHIFT, "dhi")}
+
+
+def test_a_swap_of_two_columns_is_named_from_their_exchanged_correlations(tmp_path: Path, greensboro) -> None:
+    frame = swapped(greensboro[2], "dni", "dhi")
+    assert (FindingKind.COLUMNS_SWAPPED, "dni") in _guarded(tmp_path, greensboro, frame)
