@@ -134,6 +134,13 @@ class Reference:
         return float(statistics.median(spans)) if spans else None
 
     @property
+    def span_ms(self) -> int | None:
+        """From the first reference batch's first time to the last one's last (None: no times known)."""
+        starts = [b.start_ms for b in self.batches if b.start_ms is not None]
+        ends = [b.end_ms for b in self.batches if b.end_ms is not None]
+        return max(ends) - min(starts) if starts and ends else None
+
+    @property
     def watermark_ms(self) -> int | None:
         """The newest time the reference has seen: a next batch starts after it."""
         ends = [b.through_ms if b.through_ms is not None else b.end_ms for b in self.batches]

@@ -45,13 +45,15 @@ import numpy as np
 import pandas as pd
 
 from guard.checks.distributions import ks_distance, ks_noise, numeric_values
-from guard.checks.units import natural_distance
+from guard.checks.units import natural_distance, unit_shifted
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding, window_rows
 from guard.kinds import FindingKind
 from guard.profile import DatasetProfile
+from guard.reference import Reference
 from guard.registry import register
 from guard.relations import pair_key
+from guard.units import is_ratio_scale
 
 __all__ = ["check_columns_swapped", "SELF_DISTANCE", "CROSS_RATIO", "MIN_ORDER_ROWS", "MIN_ROWS"]
 
@@ -65,6 +67,7 @@ WHOLE_SWAP = 0.5  # a strict order broken on at least this share of rows: the wh
 # that still look in order crossed naturally in a season the reference did not cover)
 MIN_BROKEN_ROWS = 3
 GAP_RATIO = (0.6, 2.5)  # mean break over the reference's mean gap
+ALL_SEASONS_MS = 330 * 86_400_000  # a reference this long held its strict orders through every season
 PROFILE_APART = 0.05  # sum of squared differences of the two columns' correlations with the others, in the reference
 _MIN_PAIR_ROWS = 20  # batch rows holding both numbers, for a batch correlation
 _PROFILE_NOISE = 4.0  # apart >= 4 terms / rows: twice the expected sum of the squared sampling errors
@@ -314,7 +317,10 @@ def _some_rows(
     ratio = float(np.mean(x[broken] - y[broken])) / gap
     share = rows / max(int((x != y).sum() - (np.isnan(x) | np.isnan(y)).sum()), 1)  # ties tell nothing
     if not GAP_RATIO[0] <= ratio <= GAP_RATIO[1]:
-        return None  # broken by a little (two series crossing) or by far more (a unit change): not a swap
+        if not (strict and share >= WHOLE_SWAP and _all_seasons(ctx)) or _unit_named(ctx, low, high):
+            return None  # broken by a little (two series crossing) or by far more (a unit change): not a swap
+        if ratio > GAP_RATIO[1] or share < ORDER_MOSTLY or not _natural_swapped_back(ctx, low, high):
+            return _rescaled(ctx, profile, low, high, rows, len(x), share)
     if not strict and share < ORDER_MOSTLY:
         return None  # a mostly-held order tells a whole flip only
     whole = not strict or share >= WHOLE_SWAP  # most rows broken: the columns, not some rows, are swapped
@@ -342,18 +348,43 @@ def _some_rows(
     )
 
 
+def _all_seasons(ctx: GuardContext) -> bool:
+    """The reference spans a year or more: an order it held strictly, it held through every season."""
+    span = ctx.reference.span_ms if isinstance(ctx.reference, Reference) else None
+    return span is not None and span >= ALL_SEASONS_MS
+
+
+def _unit_named(ctx: GuardContext, low: str, high: str) -> bool:
+    """The units check blocks on either column: the order broke because of that, and it is named there."""
+    assert ctx.contract is not None
+    return any(unit_shifted(ctx, column) for column in (ctx.contract.column(low), ctx.contract.column(high)) if column)
+
+
+def _natural_swapped_back(ctx: GuardContext, low: str, high: str) -> bool:
+    """Each column's values read as the other's sit within that one's natural variation: swapping back restores
+    them (a rescaled column does not become its partner's natural values)."""
+    back = (natural_distance(ctx, low, values_of=high), natural_distance(ctx, high, values_of=low))
+    return all(d is not None and d <= 1 for d in back)
+
+
 def _rescaled(
     ctx: GuardContext, profile: _CorrelationProfile, low: str, high: str, rows: int, sampled: int, share: float
 ) -> Finding:
     """A strict order broken on most rows while each column keeps its correlations: one of them was rescaled.
     The factor is what moved the ratio of their means; the column named is the one that, rescaled back by it,
     comes nearer its natural variation (the other, rescaled the other way, moves away from it)."""
-    factor = profile.mean_ratio_moved(low, high)
+    assert ctx.contract is not None
+    ratio_scale = all(
+        (c := ctx.contract.column(n)) is not None and c.unit is not None and is_ratio_scale(c.unit) for n in (low, high)
+    )
+    factor = profile.mean_ratio_moved(low, high) if ratio_scale else None
     moved: dict[str, float | None] = {low: None, high: None}
     if factor is not None and factor > 0:
         for name, scale in ((low, factor), (high, 1 / factor)):
             before, after = natural_distance(ctx, name), natural_distance(ctx, name, scale)
             moved[name] = None if before is None or after is None else round(before - after, 4)
+    else:  # no ratio to read a factor from (temperatures cross zero): the column farther from natural variation
+        moved = {n: natural_distance(ctx, n) for n in (low, high)}
     column = max((low, high), key=lambda n: (moved[n] if moved[n] is not None else -math.inf, n == low))
     return make_finding(
         FindingKind.SCALE_SHIFT,
@@ -363,8 +394,12 @@ def _rescaled(
         expected={"order": f"{low} <= {high}"},
         rows=window_rows(ctx),
         message=f"{low!r} > {high!r} on {rows} of {sampled} sampled rows ({share:.1%}), an order the reference "
-        f"always held, while both keep their correlations with the other columns (not a swap): {column!r} was "
-        "rescaled (rescaled back by the move of their means' ratio, it comes nearer its natural variation)",
+        f"always held, and no swap explains it: {column!r} was rescaled ("
+        + (
+            "rescaled back by the move of their means' ratio, it comes nearer its natural variation)"
+            if factor
+            else "the farther of the two from its natural variation)"
+        ),
     )
 
 

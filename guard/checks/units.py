@@ -138,12 +138,13 @@ def unit_shifted(ctx: GuardContext, column: ColumnContract) -> bool:
     )
 
 
-def natural_distance(ctx: GuardContext, name: str, scale: float = 1.0) -> float | None:
-    """How far the batch's column, divided by `scale`, sits from its natural variation as the units check
-    measures it (<= 1: inside); None without a batch reference and sketches on both sides."""
+def natural_distance(ctx: GuardContext, name: str, scale: float = 1.0, values_of: str | None = None) -> float | None:
+    """How far the batch's column (or the batch's column `values_of`, read as if it were `name`'s), divided by
+    `scale`, sits from `name`'s natural variation as the units check measures it (<= 1: inside); None without a
+    batch reference and sketches on both sides."""
     assert ctx.snapshot is not None
     reference = ctx.reference.columns.get(name) if isinstance(ctx.reference, Reference) else None
-    observed = ctx.snapshot.profile.columns.get(name)
+    observed = ctx.snapshot.profile.columns.get(values_of or name)
     if not isinstance(ctx.reference, Reference) or not sketched(reference) or not sketched(observed):
         return None
     assert reference is not None and observed is not None and observed.sketch is not None

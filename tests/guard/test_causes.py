@@ -417,3 +417,24 @@ def test_a_rescale_breaking_an_order_is_a_scale_shift_of_that_column_never_a_swa
 def test_a_swap_of_two_columns_is_named_from_their_exchanged_correlations(tmp_path: Path, greensboro) -> None:
     frame = swapped(greensboro[2], "dni", "dhi")
     assert (FindingKind.COLUMNS_SWAPPED, "dni") in _guarded(tmp_path, greensboro, frame)
+
+
+@pytest.fixture(scope="module")
+def seattle_december(tmp_path_factory: pytest.TempPathFactory):
+    """Seattle's months: a reference of the 13 months before December 2015 (every season), and that December."""
+    dataset = DATASETS["seattle_weather"]
+    batches = load_batches(dataset, tmp_path_factory.mktemp("seattle"))
+    reference = build_reference([b.snapshot.batch for b in batches[-14:-1]])  # type: ignore[misc]
+    return dataset, reference, batches[-1].frame
+
+
+def test_seattle_december_clean_swapped_and_rescaled(tmp_path: Path, seattle_december) -> None:
+    """A strict order held through a year of seasons (temp_min <= temp_max), broken on every December day by
+    half the year's gap: swapped, however small December's gap. Broken on most days by a temp_min x2.5: no
+    swap puts each column back into its natural variation, so temp_min was rescaled."""
+    frame = seattle_december[2]
+    assert _guarded(tmp_path, seattle_december, frame) == set()
+    found = _guarded(tmp_path, seattle_december, swapped(frame, "temp_min", "temp_max"))
+    assert found == {(FindingKind.COLUMNS_SWAPPED, "temp_max")}
+    rescaled = frame.assign(temp_min=frame["temp_min"] * 2.5)
+    assert _guarded(tmp_path, seattle_december, rescaled) == {(FindingKind.SCALE_SHIFT, "temp_min")}
