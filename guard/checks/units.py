@@ -6,7 +6,7 @@ Against a batch `Reference` (per-batch summaries of natural variation, KLL sketc
    mass) and its distance d0 from natural variation is measured (<= 1: inside): the nearer of its
    distance from the reference batches' band and of its step from the newest reference batch against
    the steps they took (a season moving on is a run of ordinary steps).
-2. d0 <= 1: nothing to say. Otherwise every unit of the declared unit's group (`guard.units`) is tried
+2. d0 <= 1 and the batch's values on the reference's decimal grid (below): nothing to say. Otherwise every unit of the declared unit's group (`guard.units`) is tried
    as a hypothesis: the batch converted back from it (x -> (x - offset) / scale, the conversion's exact
    factor and offset) is summarised and measured the same way, d_u.
 3. A **good fit** for unit u (the closest of the candidates), either of:
@@ -23,6 +23,11 @@ Against a batch `Reference` (per-batch summaries of natural variation, KLL sketc
    left is no more than natural variation.
    The least-squares affine map of the core's quantiles (observed against reference) is reported as
    evidence beside the conversion's own factor and offset.
+   Or, from the values themselves: the reference's values sit on a decimal grid (0.1 mm of rain, whole W/m2)
+   that most of the batch's values left, and converted back from u they are on it again, and nearer natural
+   variation than they came (`_Grid`). A conversion moves values off their grid and undoing it restores it
+   exactly; no season does that. It names a unit inside natural variation (a rainy month in inches, as far
+   out as 1.02x the band) and in a batch unlike any past one (an overcast week in kW/m2).
 4. Beyond FAR, its shape kept (a rescaling), and no unit explains it: SCALE_SHIFT (a block: x2.5 with
    no unit).
 5. Otherwise (between 1 and FAR, or beyond FAR with a changed shape): DRIFT, a warning (recorded, not a
@@ -62,8 +67,21 @@ from guard.kinds import FindingKind, Severity
 from guard.profile import ColumnProfile
 from guard.reference import Reference
 from guard.registry import register
+from guard.relations import resolution
+from guard.sketches import QuantileSketch
 from guard.units import UNITS, candidates_for, conversion, is_ratio_scale
-from guard.variation import MIN_CORE, Core, atom_of, bands, core, distance, jump, shape_distance, sketched
+from guard.variation import (
+    MIN_CORE,
+    Core,
+    atom_of,
+    bands,
+    core,
+    distance,
+    jump,
+    shape_distance,
+    sketched,
+    weighted_items,
+)
 
 __all__ = [
     "check_units",
@@ -86,6 +104,9 @@ _FEATURE_SCALE_TOLERANCE = 0.04  # a continuous feature: clean batches stay with
 _FEATURE_OFFSET_TOLERANCE = 0.06
 _MATCH_SCALE_TOLERANCE = 0.08
 _OFFSET_TOLERANCE = 0.15  # of the reference's 10-90% spread
+MIN_GRID_VALUES = 20  # non-zero values, in the reference's and in the batch's sketch, to read a grid from
+GRID_OFF = 0.5  # share of the batch's values off the reference's grid, for the grid to be evidence...
+GRID_ON = 0.99  # ...and back on it, converted back from a unit (float rounding aside)
 
 
 @register("units")
@@ -195,7 +216,8 @@ def _batch_finding(
     d0, jump0 = natural.measure(as_is)
     if d0 is None or (as_is.quantiles is None and as_is.count > 0 and d0 <= FAR):
         return _unchecked(urn, column, as_is, d0)
-    if d0 <= 1:
+    grid = _Grid.of(ref.sketch, observed.sketch)
+    if d0 <= 1 and grid is None:
         return None
     typical = core(ref.sketch, atom)
     tried = sorted(_hypotheses(column.unit, observed, natural), key=lambda h: (h.distance, h.unit))
@@ -207,6 +229,13 @@ def _batch_finding(
         "median": observed.quantile(0.5),
         "candidates": {h.unit: round(h.distance, 3) for h in tried[:4]},
     }
+    regridded = grid.restored_by(tried, d0) if grid is not None else None
+    if regridded is not None:
+        assert grid is not None
+        evidence["grid"] = {"step": grid.step, "off_grid_as_it_came": round(grid.off_share, 4)}
+        return _mismatch(urn, column, typical, regridded, evidence)
+    if d0 <= 1:
+        return None
     rescaled = natural.keeps_shape(as_is)
     evidence["shape_distance"] = None if rescaled[1] is None else round(rescaled[1], 3)
     if best is not None and _explains(d0, jump0, best) and natural.keeps_shape(best.batch)[0]:
@@ -232,6 +261,45 @@ def _batch_finding(
         message=f"{column.name!r} moved beyond the natural variation of past batches ({d0:.2f}x the band"
         f"{_why_not_blocked(d0, rescaled[0], multi)}): a change a person may accept, not evidence of a failure",
     )
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """The decimal grid every reference value sits on (0.1 mm of rain, whole W/m2), and the batch's values that
+    left it. A conversion moves values off their grid, and converting back by the same factor and offset puts
+    them exactly on it again: evidence no season can give, even where the values stay within natural variation
+    (a rainy month in inches) or where the batch is unlike any past one (a week of overcast sky in kW/m2)."""
+
+    step: float
+    values: np.ndarray  # the batch's non-zero values (from its sketch's retained items)
+    off_share: float  # of them, off the grid as they came
+
+    @classmethod
+    def of(cls, reference: QuantileSketch, batch: QuantileSketch) -> _Grid | None:
+        """None unless the reference has a grid and at least GRID_OFF of the batch's values are off it."""
+        known = weighted_items(reference)[0]
+        step = 2 * resolution(known[known != 0]) if np.count_nonzero(known) >= MIN_GRID_VALUES else 0.0
+        values = weighted_items(batch)[0]
+        values = values[values != 0]
+        if not step or len(values) < MIN_GRID_VALUES:
+            return None
+        off = 1.0 - _share_on(values, step)
+        return cls(step, values, off) if off >= GRID_OFF else None
+
+    def restored_by(self, tried: list[_Hypothesis], d0: float) -> _Hypothesis | None:
+        """The nearest unit whose conversion, undone, puts GRID_ON of the values back on the grid and the batch
+        nearer its natural variation than it came (a finer precision read as cm is not: x10 moves it away)."""
+        for hypothesis in tried:  # nearest first
+            back = (self.values - hypothesis.offset) / hypothesis.scale
+            if hypothesis.distance < d0 and _share_on(back, self.step) >= GRID_ON:
+                return hypothesis
+        return None
+
+
+def _share_on(values: np.ndarray, step: float) -> float:
+    """The share of values that are whole multiples of `step` (to a relative 1e-6: conversions round-trip)."""
+    steps = values / step
+    return float(np.mean(np.abs(steps - np.round(steps)) <= 1e-6 * np.maximum(1.0, np.abs(steps))))
 
 
 def _why_not_blocked(d0: float, shape_kept: bool, multi: bool) -> str:
@@ -312,14 +380,24 @@ def _mismatch(
         observed=seen,
         expected={"unit": column.unit, "median": typical.median},
         message=f"{column.name!r} is in {best.unit}, the contract says {column.unit} (x{best.scale:.6g} "
-        f"{best.offset:+.6g}): converted back it sits within natural variation "
-        f"({best.distance:.2f}x the band), as it came {evidence['distance']}x",
+        f"{best.offset:+.6g}): {_why_this_unit(best, evidence)}",
         playbook="unit_rescale",
         declared_unit=column.unit,
         actual_unit=best.unit,
         scale=best.scale,
         offset=best.offset,
     )
+
+
+def _why_this_unit(best: _Hypothesis, evidence: Mapping[str, object]) -> str:
+    grid = evidence.get("grid")
+    if isinstance(grid, dict):
+        return (
+            f"converted back, its values sit on the reference's grid of {grid['step']:g} again ({grid['off_grid_as_it_came']:.0%} "
+            f"were off it as they came) and nearer natural variation ({best.distance:.2f}x the band, as it came "
+            f"{evidence['distance']}x)"
+        )
+    return f"converted back it sits within natural variation ({best.distance:.2f}x the band), as it came {evidence['distance']}x"
 
 
 def _core_fit(reference: Core, best: _Hypothesis) -> dict[str, float]:

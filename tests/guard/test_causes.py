@@ -25,6 +25,8 @@ from guard.reference import Reference, build_reference
 from guard.runner import run_guard
 from guard.snapshot import Snapshot, read_snapshot
 
+from real_cases import RealCase, blocking_on
+
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,test.causes,PROD)"
 CAUSES = {
     FindingKind.TIMESTAMP_SHIFT,
@@ -384,57 +386,33 @@ def test_no_cause_is_read_into_a_clean_real_batch(tmp_path: Path, name: str, rol
 # --- a swap against a rescale, on real data: correlations with the other columns tell them apart ------------
 
 
-@pytest.fixture(scope="module")
-def greensboro(tmp_path_factory: pytest.TempPathFactory):
-    """Greensboro's weekly batches: a reference of the 12 weeks before week 20, and week 20 (late May) as rows."""
-    dataset = DATASETS["greensboro_tmy"]
-    batches = load_batches(dataset, tmp_path_factory.mktemp("greensboro"))
-    reference = build_reference([b.snapshot.batch for b in batches[8:20]])  # type: ignore[misc]
-    return dataset, reference, batches[20].frame
+def test_the_clean_week_blocks_on_nothing(tmp_path: Path, greensboro_week: RealCase) -> None:
+    assert blocking_on(tmp_path, greensboro_week, greensboro_week.frame) == set()
 
 
-def _guarded(tmp_path: Path, greensboro, frame: pd.DataFrame) -> set[tuple[FindingKind, str | None]]:
-    dataset, reference, _ = greensboro
-    path = tmp_path / "week.parquet"
-    frame.to_parquet(path, index=False)
-    snapshot = read_snapshot(path, time_column=dataset.time_column, batch_id="week")
-    contract = dataset.contract()
-    report = run_guard(GuardContext(contract.dataset_urn, contract, snapshot, reference, (), now_ms=0))
-    return {(f.kind, f.column) for f in report.blocking}
-
-
-def test_the_clean_week_blocks_on_nothing(tmp_path: Path, greensboro) -> None:
-    assert _guarded(tmp_path, greensboro, greensboro[2]) == set()
-
-
-def test_a_rescale_breaking_an_order_is_a_scale_shift_of_that_column_never_a_swap(tmp_path: Path, greensboro) -> None:
+def test_a_rescale_breaking_an_order_is_a_scale_shift_of_that_column_never_a_swap(
+    tmp_path: Path, greensboro_week: RealCase
+) -> None:
     """dhi x2.5 breaks dhi <= ghi on every daylight hour, by about the reference's gap: the order rule alone
     would swap them back (and publish dhi's values as ghi). Both keep their correlations, so it is a rescale."""
-    frame = greensboro[2].assign(dhi=greensboro[2]["dhi"] * 2.5)
-    assert _guarded(tmp_path, greensboro, frame) == {(FindingKind.SCALE_SHIFT, "dhi")}
+    frame = greensboro_week.frame.assign(dhi=greensboro_week.frame["dhi"] * 2.5)
+    assert blocking_on(tmp_path, greensboro_week, frame) == {(FindingKind.SCALE_SHIFT, "dhi")}
 
 
-def test_a_swap_of_two_columns_is_named_from_their_exchanged_correlations(tmp_path: Path, greensboro) -> None:
-    frame = swapped(greensboro[2], "dni", "dhi")
-    assert (FindingKind.COLUMNS_SWAPPED, "dni") in _guarded(tmp_path, greensboro, frame)
+def test_a_swap_of_two_columns_is_named_from_their_exchanged_correlations(
+    tmp_path: Path, greensboro_week: RealCase
+) -> None:
+    frame = swapped(greensboro_week.frame, "dni", "dhi")
+    assert (FindingKind.COLUMNS_SWAPPED, "dni") in blocking_on(tmp_path, greensboro_week, frame)
 
 
-@pytest.fixture(scope="module")
-def seattle_december(tmp_path_factory: pytest.TempPathFactory):
-    """Seattle's months: a reference of the 13 months before December 2015 (every season), and that December."""
-    dataset = DATASETS["seattle_weather"]
-    batches = load_batches(dataset, tmp_path_factory.mktemp("seattle"))
-    reference = build_reference([b.snapshot.batch for b in batches[-14:-1]])  # type: ignore[misc]
-    return dataset, reference, batches[-1].frame
-
-
-def test_seattle_december_clean_swapped_and_rescaled(tmp_path: Path, seattle_december) -> None:
+def test_seattle_december_clean_swapped_and_rescaled(tmp_path: Path, seattle_december: RealCase) -> None:
     """A strict order held through a year of seasons (temp_min <= temp_max), broken on every December day by
     half the year's gap: swapped, however small December's gap. Broken on most days by a temp_min x2.5: no
     swap puts each column back into its natural variation, so temp_min was rescaled."""
-    frame = seattle_december[2]
-    assert _guarded(tmp_path, seattle_december, frame) == set()
-    found = _guarded(tmp_path, seattle_december, swapped(frame, "temp_min", "temp_max"))
+    frame = seattle_december.frame
+    assert blocking_on(tmp_path, seattle_december, frame) == set()
+    found = blocking_on(tmp_path, seattle_december, swapped(frame, "temp_min", "temp_max"))
     assert found == {(FindingKind.COLUMNS_SWAPPED, "temp_max")}
     rescaled = frame.assign(temp_min=frame["temp_min"] * 2.5)
-    assert _guarded(tmp_path, seattle_december, rescaled) == {(FindingKind.SCALE_SHIFT, "temp_min")}
+    assert blocking_on(tmp_path, seattle_december, rescaled) == {(FindingKind.SCALE_SHIFT, "temp_min")}

@@ -1,0 +1,23 @@
+"""Real batches shared by the guard's tests (`real_cases`), each built once per session."""
+
+from __future__ import annotations
+
+import pytest
+
+from real_cases import RealCase, real_case
+
+
+@pytest.fixture(scope="session")
+def greensboro_week(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
+    return real_case("greensboro_tmy", tmp_path_factory.mktemp("greensboro"), slice(8, 20), 20)
+
+
+@pytest.fixture(scope="session")
+def seattle_december(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
+    return real_case("seattle_weather", tmp_path_factory.mktemp("seattle"), slice(-14, -1), -1)
+
+
+@pytest.fixture(scope="session")
+def greensboro_last_week(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
+    """The year's last week, overcast (direct irradiance of a few W/m2), against the 12 weeks before."""
+    return real_case("greensboro_tmy", tmp_path_factory.mktemp("greensboro-last"), slice(-13, -1), -1)

@@ -1,0 +1,44 @@
+"""Real batches to inject failures into, each with a reference of the batches before it: a late-May week of
+Greensboro's hourly TMY against the 12 weeks before (one season), and Seattle's December 2015 against the 13
+months before (every season). `blocking_on` guards a frame as that batch and says what blocks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from chaos.falsealarms import load_batches
+from chaos.realdata import DATASETS, RealDataset
+from guard.context import GuardContext
+from guard.kinds import FindingKind
+from guard.reference import Reference, build_reference
+from guard.runner import run_guard
+from guard.snapshot import read_snapshot
+
+__all__ = ["RealCase", "real_case", "blocking_on"]
+
+
+@dataclass(frozen=True)
+class RealCase:
+    dataset: RealDataset
+    reference: Reference
+    frame: pd.DataFrame  # the batch's rows, clean
+
+
+def real_case(name: str, workdir: Path, reference: slice, batch: int) -> RealCase:
+    dataset = DATASETS[name]
+    batches = load_batches(dataset, workdir)
+    kept = [b.snapshot.batch for b in batches[reference] if b.snapshot.batch is not None]
+    return RealCase(dataset, build_reference(kept), batches[batch].frame)
+
+
+def blocking_on(tmp_path: Path, case: RealCase, frame: pd.DataFrame) -> set[tuple[FindingKind, str | None]]:
+    """(kind, column) of every blocking finding when `frame` arrives as the case's batch."""
+    path = tmp_path / "batch.parquet"
+    frame.to_parquet(path, index=False)
+    snapshot = read_snapshot(path, time_column=case.dataset.time_column, batch_id="batch")
+    contract = case.dataset.contract()
+    report = run_guard(GuardContext(contract.dataset_urn, contract, snapshot, case.reference, (), now_ms=0))
+    return {(f.kind, f.column) for f in report.blocking}

@@ -1,0 +1,36 @@
+"""A unit named from the decimal grid the reference's values sit on: a conversion moves values off it, and
+undoing the conversion puts them back exactly. Real batches where natural variation alone cannot tell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from guard.kinds import FindingKind
+
+from real_cases import RealCase, blocking_on
+
+
+def test_a_rainy_month_in_inches_is_named_though_it_stays_near_natural_variation(
+    tmp_path: Path, seattle_december: RealCase
+) -> None:
+    """Seattle's December precipitation / 25.4 sits 1.02x the band: a drift warning by distance alone."""
+    frame = seattle_december.frame.assign(precipitation=seattle_december.frame["precipitation"] / 25.4)
+    assert blocking_on(tmp_path, seattle_december, frame) == {(FindingKind.UNIT_MISMATCH, "precipitation")}
+
+
+def test_an_overcast_week_in_kilowatts_is_named_though_the_week_is_unlike_any_past_one(
+    tmp_path: Path, greensboro_last_week: RealCase
+) -> None:
+    """Converted back from kW/m2 the week is still 4.8x the band (its shape is an overcast week's): no unit
+    brings it inside natural variation, but kW/m2 alone puts its values back on whole W/m2."""
+    frame = greensboro_last_week.frame.assign(dni=greensboro_last_week.frame["dni"] / 1000)
+    assert blocking_on(tmp_path, greensboro_last_week, greensboro_last_week.frame) == set()
+    assert (FindingKind.UNIT_MISMATCH, "dni") in blocking_on(tmp_path, greensboro_last_week, frame)
+
+
+def test_a_finer_precision_is_not_read_as_a_unit(tmp_path: Path, seattle_december: RealCase) -> None:
+    """Values off the grid that a unit would put back on it only by moving them away from natural variation
+    (two decimals read as cm: x10) are no conversion."""
+    frame = seattle_december.frame.copy()
+    frame["wind"] = frame["wind"] + 0.01 * (frame.index % 3 + 1)
+    assert (FindingKind.UNIT_MISMATCH, "wind") not in blocking_on(tmp_path, seattle_december, frame)
