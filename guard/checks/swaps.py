@@ -1,6 +1,6 @@
 """Two contracted columns written into each other's place: `columns_swapped`.
 
-Three lines of evidence, over each pair of contracted numeric columns (a, b) of one logical type:
+Four lines of evidence, over each pair of contracted numeric columns (a, b) of one logical type:
 
 - all rows: the batch's a looks like the reference's b and its b like the reference's a (KS distance within
   noise), while each is far from its own reference (at least SELF_DISTANCE, and CROSS_RATIO times further
@@ -19,7 +19,10 @@ Three lines of evidence, over each pair of contracted numeric columns (a, b) of 
 - correlations: two columns of one declared unit whose correlations with the other contracted numbers are
   exchanged (the batch's sit at least three quarters of the way from the reference's profiles to those
   profiles swapped, where the reference holds them apart beyond the batch correlations' noise), while at
-  least one of them left its natural variation: a swap in a season where their values overlap.
+  least one of them left its natural variation: a swap in a season where their values overlap;
+- ranges: two columns of one declared unit, one of them with at least RANGE_OUT of its values outside any
+  value its reference showed, and read as each other's both inside their ranges (all but RANGE_BACK) and
+  their natural variation: a swap where the columns have no other column to correlate with.
 
 A swap exchanges the two columns' correlations with every other column; a rescaling or a unit change keeps
 every correlation. So where the reference tells the two apart (their correlations with the other contracted
@@ -68,6 +71,9 @@ WHOLE_SWAP = 0.5  # a strict order broken on at least this share of rows: the wh
 MIN_BROKEN_ROWS = 3
 GAP_RATIO = (0.6, 2.5)  # mean break over the reference's mean gap
 ALL_SEASONS_MS = 330 * 86_400_000  # a reference this long held its strict orders through every season
+RANGE_OUT = 0.5  # share of a column's batch values outside its reference range, for a swap read from ranges...
+RANGE_BACK = 0.1  # ...and at most this share of either outside its range once swapped back (a new week may
+# reach a little past a year of weeks: San Francisco's coldest in the drill, 5% of hours under its reference minimum)
 PROFILE_APART = 0.05  # sum of squared differences of the two columns' correlations with the others, in the reference
 _MIN_PAIR_ROWS = 20  # batch rows holding both numbers, for a batch correlation
 _PROFILE_NOISE = 4.0  # apart >= 4 terms / rows: twice the expected sum of the squared sampling errors
@@ -97,6 +103,7 @@ def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding]:
             _some_rows(ctx, reference, a, b, profile)
             or _all_rows(ctx, reference, a, b, values, own, profile)
             or _by_correlations(ctx, a, b, profile)
+            or _by_ranges(ctx, reference, a, b, values)
         )
         if finding is not None:
             candidates.append((profile.compare(a, b).support, finding))
@@ -118,16 +125,17 @@ class _CorrelationProfile:
         self.names = names
         self.pairs = reference.relations.pairs if reference.relations is not None else {}
         self.frame = pd.DataFrame({n: pd.to_numeric(sample[n], errors="coerce") for n in names}, dtype=float)
+        held = self.frame.notna().to_numpy(dtype=float)
+        self.rows = pd.DataFrame(held.T @ held, index=names, columns=names)  # rows holding both of a pair
+        self.matrix = self.frame.corr(min_periods=_MIN_PAIR_ROWS)  # pairwise complete; NaN where undefined
 
     def _reference(self, a: str, c: str) -> float | None:
         moments = self.pairs.get(pair_key(a, c))
         return moments.correlation if moments is not None else None
 
     def _batch(self, a: str, c: str) -> float | None:
-        both = self.frame[[a, c]].dropna()
-        if len(both) < _MIN_PAIR_ROWS or both[a].std() <= 0 or both[c].std() <= 0:
-            return None
-        return float(np.corrcoef(both[a], both[c])[0, 1])
+        found = float(self.matrix.at[a, c])
+        return None if math.isnan(found) else found
 
     def mean_ratio_moved(self, a: str, b: str) -> float | None:
         """The batch's mean of a over mean of b, against the reference's (rows holding both): the factor one of
@@ -136,14 +144,7 @@ class _CorrelationProfile:
         both = self.frame[[a, b]].dropna()
         if moments is None or len(both) < _MIN_PAIR_ROWS:
             return None
-        mean_a, mean_b = (
-            (moments.mean_a, moments.mean_b)
-            if pair_key(a, b).startswith(f"{a}|")
-            else (
-                moments.mean_b,
-                moments.mean_a,
-            )
-        )
+        mean_a, mean_b = (moments.mean_a, moments.mean_b) if a == min(a, b) else (moments.mean_b, moments.mean_a)
         seen_a, seen_b = float(both[a].mean()), float(both[b].mean())
         if min(abs(mean_a), abs(mean_b), abs(seen_a), abs(seen_b)) <= 0:
             return None
@@ -164,7 +165,7 @@ class _CorrelationProfile:
             as_came += (xa - ra) ** 2 + (xb - rb) ** 2
             exchanged += (xa - rb) ** 2 + (xb - ra) ** 2
             terms += 1
-            held = int(self.frame[[a, b, c]].notna().all(axis=1).sum())
+            held = int(min(self.rows.at[a, c], self.rows.at[b, c]))
             rows = held if rows is None else min(rows, held)
         return _Comparison(apart, as_came, exchanged, terms, rows or 0)
 
@@ -280,6 +281,44 @@ def _by_correlations(ctx: GuardContext, a: str, b: str, profile: _CorrelationPro
         f"{found.exchanged:.2f} exchanged, {found.as_came:.2f} as they came), and they left their natural "
         "variation: written into each other's place",
     )
+
+
+def _by_ranges(
+    ctx: GuardContext, reference: DatasetProfile, a: str, b: str, values: dict[str, np.ndarray]
+) -> Finding | None:
+    """Two columns of one declared unit, one of them mostly outside the range its reference ever showed, and
+    swapped back both entirely inside theirs and inside natural variation: written into each other's place
+    (San Francisco at Seattle's December temperatures, and Seattle at San Francisco's)."""
+    assert ctx.contract is not None and ctx.snapshot is not None
+    if ctx.contract.column(a).unit != ctx.contract.column(b).unit or min(len(values[a]), len(values[b])) < MIN_ROWS:  # type: ignore[union-attr]
+        return None
+    came = {a: _outside(values[a], reference, a), b: _outside(values[b], reference, b)}
+    back = {a: _outside(values[b], reference, a), b: _outside(values[a], reference, b)}
+    if max(came.values()) < RANGE_OUT or max(back.values()) > RANGE_BACK or not _natural_swapped_back(ctx, a, b):
+        return None
+    medians = {a: float(np.median(values[a])), b: float(np.median(values[b]))}
+    evidence = {"outside_range_as_came": came, "outside_range_swapped_back": back}
+    worst = max(came, key=lambda n: came[n])
+    return _finding(
+        ctx,
+        a,
+        b,
+        "all",
+        None,
+        int(ctx.snapshot.profile.row_count),
+        evidence,
+        medians,
+        f"{came[worst]:.0%} of {worst!r} lies outside any value its reference showed, and read as each other's, "
+        f"{a!r} and {b!r} lie inside their ranges and natural variation: written into each other's place",
+    )
+
+
+def _outside(values: np.ndarray, reference: DatasetProfile, name: str) -> float:
+    """The share of values outside the reference's [minimum, maximum] of `name` (1.0 where it has none)."""
+    column = reference.columns.get(name)
+    if column is None or column.minimum is None or column.maximum is None or not len(values):
+        return 1.0
+    return float(np.mean((values < column.minimum) | (values > column.maximum)))
 
 
 def _learned_order(ctx: GuardContext, reference: DatasetProfile, a: str, b: str) -> tuple[str, str, float, bool] | None:

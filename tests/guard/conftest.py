@@ -21,3 +21,9 @@ def seattle_december(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
 def greensboro_last_week(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
     """The year's last week, overcast (direct irradiance of a few W/m2), against the 12 weeks before."""
     return real_case("greensboro_tmy", tmp_path_factory.mktemp("greensboro-last"), slice(-13, -1), -1)
+
+
+@pytest.fixture(scope="session")
+def pnw_last_week(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
+    """San Francisco's and Seattle's hourly temperatures: the year's last week against the 12 weeks before."""
+    return real_case("pnw_temps", tmp_path_factory.mktemp("pnw"), slice(-13, -1), -1)
