@@ -102,7 +102,7 @@ def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding]:
         finding = (
             _some_rows(ctx, reference, a, b, profile)
             or _all_rows(ctx, reference, a, b, values, own, profile)
-            or _by_correlations(ctx, a, b, profile)
+            or _by_correlations(ctx, a, b, profile, own)
             or _by_ranges(ctx, reference, a, b, values)
         )
         if finding is not None:
@@ -248,9 +248,12 @@ def _all_rows(
     )
 
 
-def _by_correlations(ctx: GuardContext, a: str, b: str, profile: _CorrelationProfile) -> Finding | None:
+def _by_correlations(
+    ctx: GuardContext, a: str, b: str, profile: _CorrelationProfile, own: dict[str, float | None]
+) -> Finding | None:
     """Two columns of one declared unit whose correlations with every other column were exchanged, while at least
-    one of them sits outside its natural variation: swapped, even where their values overlap in this season."""
+    one of them sits outside its natural variation (against a bare profile, a batch that passed earlier judged
+    against itself: beyond the KS noise of its rows from it): swapped, even where their values overlap in this season."""
     assert ctx.contract is not None and ctx.snapshot is not None
     if ctx.contract.column(a).unit != ctx.contract.column(b).unit:  # type: ignore[union-attr]
         return None
@@ -258,6 +261,9 @@ def _by_correlations(ctx: GuardContext, a: str, b: str, profile: _CorrelationPro
     if not found.swapped:
         return None
     far = {name: natural_distance(ctx, name) for name in (a, b)}
+    if not isinstance(ctx.reference, Reference):  # moved beyond the KS noise of its rows from what it was
+        noise = ks_noise(found.rows)
+        far = {name: None if own[name] is None else own[name] / noise for name in (a, b)}  # type: ignore[operator]
     if not any(d is not None and d > 1 for d in far.values()):
         return None
     medians = {n: float(np.nanmedian(profile.frame[n])) for n in (a, b)}

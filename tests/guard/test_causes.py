@@ -423,3 +423,17 @@ def test_a_swap_of_two_cities_is_read_from_their_ranges(tmp_path: Path, pnw_last
     (all below any it showed) and Seattle at San Francisco's, each in range and natural once swapped back."""
     frame = swapped(pnw_last_week.frame, "sf_temp", "seattle_temp")
     assert blocking_on(tmp_path, pnw_last_week, frame) == {(FindingKind.COLUMNS_SWAPPED, "sf_temp")}
+
+
+def test_a_swap_in_a_batch_that_passed_earlier_is_named_against_its_own_profile(
+    tmp_path: Path, greensboro_week: RealCase
+) -> None:
+    """The history check judges a kept batch whose rows changed against its own kept profile (no batches to
+    measure natural variation by): dni and dhi swapped there also break dhi <= ghi, and it is dni's correlations
+    that dhi took, not ghi's (swapping ghi back would publish dhi's values as the label)."""
+    clean = tmp_path / "clean.parquet"
+    greensboro_week.frame.to_parquet(clean, index=False)
+    kept = read_snapshot(clean, time_column=greensboro_week.dataset.time_column).profile
+    against_itself = RealCase(greensboro_week.dataset, kept, greensboro_week.frame)  # type: ignore[arg-type]
+    found = blocking_on(tmp_path, against_itself, swapped(greensboro_week.frame, "dni", "dhi"))
+    assert (FindingKind.COLUMNS_SWAPPED, "dni") in found and (FindingKind.COLUMNS_SWAPPED, "ghi") not in found
