@@ -234,13 +234,10 @@ def _all_rows(
         "ks_noise": round(noise, 4),
     }
     medians = {a: float(np.median(x)), b: float(np.median(y))}
-    return _finding(
+    return _whole_swap(
         ctx,
         a,
         b,
-        "all",
-        None,
-        int(ctx.snapshot.profile.row_count),
         evidence,
         medians,
         f"{a!r} and {b!r} look like each other's reference (KS {cross_a:.2f} and {cross_b:.2f}; "
@@ -255,7 +252,7 @@ def _by_correlations(
     one of them sits outside its natural variation (against a bare profile, a batch that passed earlier judged
     against itself: beyond the KS noise of its rows from it): swapped, even where their values overlap in this season."""
     assert ctx.contract is not None and ctx.snapshot is not None
-    if ctx.contract.column(a).unit != ctx.contract.column(b).unit:  # type: ignore[union-attr]
+    if not _same_unit(ctx, a, b):
         return None
     found = profile.compare(a, b)
     if not found.swapped:
@@ -274,13 +271,10 @@ def _by_correlations(
         "columns_compared": found.terms,
         "natural_distance": {n: None if d is None else round(d, 3) for n, d in far.items()},
     }
-    return _finding(
+    return _whole_swap(
         ctx,
         a,
         b,
-        "all",
-        None,
-        int(ctx.snapshot.profile.row_count),
         evidence,
         medians,
         f"{a!r} and {b!r} correlate with the {found.terms} other columns as the other did in the reference (misfit "
@@ -296,7 +290,7 @@ def _by_ranges(
     swapped back both entirely inside theirs and inside natural variation: written into each other's place
     (San Francisco at Seattle's December temperatures, and Seattle at San Francisco's)."""
     assert ctx.contract is not None and ctx.snapshot is not None
-    if ctx.contract.column(a).unit != ctx.contract.column(b).unit or min(len(values[a]), len(values[b])) < MIN_ROWS:  # type: ignore[union-attr]
+    if not _same_unit(ctx, a, b) or min(len(values[a]), len(values[b])) < MIN_ROWS:
         return None
     came = {a: _outside(values[a], reference, a), b: _outside(values[b], reference, b)}
     back = {a: _outside(values[b], reference, a), b: _outside(values[a], reference, b)}
@@ -305,18 +299,20 @@ def _by_ranges(
     medians = {a: float(np.median(values[a])), b: float(np.median(values[b]))}
     evidence = {"outside_range_as_came": came, "outside_range_swapped_back": back}
     worst = max(came, key=lambda n: came[n])
-    return _finding(
+    return _whole_swap(
         ctx,
         a,
         b,
-        "all",
-        None,
-        int(ctx.snapshot.profile.row_count),
         evidence,
         medians,
         f"{came[worst]:.0%} of {worst!r} lies outside any value its reference showed, and read as each other's, "
         f"{a!r} and {b!r} lie inside their ranges and natural variation: written into each other's place",
     )
+
+
+def _same_unit(ctx: GuardContext, a: str, b: str) -> bool:
+    assert ctx.contract is not None
+    return ctx.contract.column(a).unit == ctx.contract.column(b).unit  # type: ignore[union-attr]
 
 
 def _outside(values: np.ndarray, reference: DatasetProfile, name: str) -> float:
@@ -446,6 +442,14 @@ def _rescaled(
             else "the farther of the two from its natural variation)"
         ),
     )
+
+
+def _whole_swap(
+    ctx: GuardContext, a: str, b: str, evidence: Mapping[str, object], medians: dict[str, float], message: str
+) -> Finding:
+    """A swap of every row of the batch."""
+    assert ctx.snapshot is not None
+    return _finding(ctx, a, b, "all", None, int(ctx.snapshot.profile.row_count), evidence, medians, message)
 
 
 def _finding(
