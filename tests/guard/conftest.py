@@ -24,6 +24,13 @@ def greensboro_last_week(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
 
 
 @pytest.fixture(scope="session")
-def pnw_last_week(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
-    """San Francisco's and Seattle's hourly temperatures: the year's last week against the 12 weeks before."""
-    return real_case("pnw_temps", tmp_path_factory.mktemp("pnw"), slice(-13, -1), -1)
+def pnw_december_week(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
+    """San Francisco's and Seattle's hourly temperatures: a December week against the year's months through
+    December, as `kintsugi init` keeps them (over a year the two cities hold no order: summer reverses it)."""
+    return real_case("pnw_temps", tmp_path_factory.mktemp("pnw"), slice(0, 12), -3, reference_cadence="month")
+
+
+@pytest.fixture(scope="session")
+def greensboro_landed_week(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
+    """Greensboro's last (partial) week against the year's months, as `kintsugi init` keeps them before it lands."""
+    return real_case("greensboro_tmy", tmp_path_factory.mktemp("greensboro-landed"), slice(0, 12), -1, "month")

@@ -27,10 +27,17 @@ class RealCase:
     frame: pd.DataFrame  # the batch's rows, clean
 
 
-def real_case(name: str, workdir: Path, reference: slice, batch: int) -> RealCase:
+def real_case(name: str, workdir: Path, reference: slice, batch: int, reference_cadence: str | None = None) -> RealCase:
+    """The dataset's batch number `batch` (at its own cadence) against its batches `reference` (at
+    `reference_cadence`, as `kintsugi init` keeps months where weeks are landed; default: the same)."""
     dataset = DATASETS[name]
     batches = load_batches(dataset, workdir)
-    kept = [b.snapshot.batch for b in batches[reference] if b.snapshot.batch is not None]
+    if reference_cadence is not None:
+        (workdir / "reference").mkdir(exist_ok=True)
+    kept_from = (
+        batches if reference_cadence is None else load_batches(dataset, workdir / "reference", reference_cadence)
+    )
+    kept = [b.snapshot.batch for b in kept_from[reference] if b.snapshot.batch is not None]
     return RealCase(dataset, build_reference(kept), batches[batch].frame)
 
 
