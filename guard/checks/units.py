@@ -229,7 +229,7 @@ def _batch_finding(
         "median": observed.quantile(0.5),
         "candidates": {h.unit: round(h.distance, 3) for h in tried[:4]},
     }
-    regridded = grid.restored_by(tried, d0) if grid is not None else None
+    regridded = grid.restored_by(tried, d0, multi) if grid is not None else None
     if regridded is not None:
         assert grid is not None
         evidence["grid"] = {"step": grid.step, "off_grid_as_it_came": round(grid.off_share, 4)}
@@ -273,6 +273,8 @@ class _Grid:
     step: float
     values: np.ndarray  # the batch's non-zero values (from its sketch's retained items)
     off_share: float  # of them, off the grid as they came
+    low: float  # the reference's range
+    high: float
 
     @classmethod
     def of(cls, reference: QuantileSketch, batch: QuantileSketch) -> _Grid | None:
@@ -284,16 +286,22 @@ class _Grid:
         if not step or len(values) < MIN_GRID_VALUES:
             return None
         off = 1.0 - _share_on(values, step)
-        return cls(step, values, off) if off >= GRID_OFF else None
+        return cls(step, values, off, float(known.min()), float(known.max())) if off >= GRID_OFF else None
 
-    def restored_by(self, tried: list[_Hypothesis], d0: float) -> _Hypothesis | None:
+    def restored_by(self, tried: list[_Hypothesis], d0: float, multi: bool) -> _Hypothesis | None:
         """The nearest unit whose conversion, undone, puts GRID_ON of the values back on the grid and the batch
-        nearer its natural variation than it came (a finer precision read as cm is not: x10 moves it away)."""
+        nearer its natural variation than it came (a finer precision read as cm is not: x10 moves it away). A
+        whole table of several batches has no natural variation of one batch to come nearer to (its seasons
+        are all there at once): there, nearer is more of its values inside the range the reference showed."""
         for hypothesis in tried:  # nearest first
             back = (self.values - hypothesis.offset) / hypothesis.scale
-            if hypothesis.distance < d0 and _share_on(back, self.step) >= GRID_ON:
+            nearer = hypothesis.distance < d0 or (multi and self._inside(back) > self._inside(self.values))
+            if nearer and _share_on(back, self.step) >= GRID_ON:
                 return hypothesis
         return None
+
+    def _inside(self, values: np.ndarray) -> float:
+        return float(np.mean((values >= self.low) & (values <= self.high)))
 
 
 def _share_on(values: np.ndarray, step: float) -> float:
@@ -390,14 +398,18 @@ def _mismatch(
 
 
 def _why_this_unit(best: _Hypothesis, evidence: Mapping[str, object]) -> str:
-    grid = evidence.get("grid")
-    if isinstance(grid, dict):
-        return (
-            f"converted back, its values sit on the reference's grid of {grid['step']:g} again ({grid['off_grid_as_it_came']:.0%} "
-            f"were off it as they came) and nearer natural variation ({best.distance:.2f}x the band, as it came "
-            f"{evidence['distance']}x)"
-        )
-    return f"converted back it sits within natural variation ({best.distance:.2f}x the band), as it came {evidence['distance']}x"
+    grid, as_came = evidence.get("grid"), float(evidence["distance"])  # type: ignore[arg-type]
+    if not isinstance(grid, dict):
+        return f"converted back it sits within natural variation ({best.distance:.2f}x the band), as it came {as_came}x"
+    nearer = (
+        f"nearer natural variation ({best.distance:.2f}x the band, as it came {as_came}x)"
+        if best.distance < as_came
+        else "more of them inside the range the reference showed (a whole table of several batches)"
+    )
+    return (
+        f"converted back, its values sit on the reference's grid of {grid['step']:g} again "
+        f"({grid['off_grid_as_it_came']:.0%} were off it as they came) and {nearer}"
+    )
 
 
 def _core_fit(reference: Core, best: _Hypothesis) -> dict[str, float]:

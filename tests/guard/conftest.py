@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from real_cases import RealCase, real_case
+from real_cases import RealCase, real_case, whole_table_case
 
 
 @pytest.fixture(scope="session")
@@ -34,3 +34,9 @@ def pnw_december_week(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
 def greensboro_landed_week(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
     """Greensboro's last (partial) week against the year's months, as `kintsugi init` keeps them before it lands."""
     return real_case("greensboro_tmy", tmp_path_factory.mktemp("greensboro-landed"), slice(0, 12), -1, "month")
+
+
+@pytest.fixture(scope="session")
+def pnw_whole_table(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
+    """San Francisco's and Seattle's whole year as one batch, against the 7 weeks before the last."""
+    return whole_table_case("pnw_temps", tmp_path_factory.mktemp("pnw-table"), slice(-8, -1))

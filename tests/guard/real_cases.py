@@ -17,7 +17,7 @@ from guard.reference import Reference, build_reference
 from guard.runner import run_guard
 from guard.snapshot import read_snapshot
 
-__all__ = ["RealCase", "real_case", "blocking_on"]
+__all__ = ["RealCase", "real_case", "whole_table_case", "blocking_on"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,14 @@ def real_case(name: str, workdir: Path, reference: slice, batch: int, reference_
     )
     kept = [b.snapshot.batch for b in kept_from[reference] if b.snapshot.batch is not None]
     return RealCase(dataset, build_reference(kept), batches[batch].frame)
+
+
+def whole_table_case(name: str, workdir: Path, reference: slice) -> RealCase:
+    """The dataset's whole table as one batch, against its batches `reference` (a table rewritten at once)."""
+    dataset = DATASETS[name]
+    batches = load_batches(dataset, workdir)
+    kept = [b.snapshot.batch for b in batches[reference] if b.snapshot.batch is not None]
+    return RealCase(dataset, build_reference(kept), pd.concat([b.frame for b in batches], ignore_index=True))
 
 
 def blocking_on(tmp_path: Path, case: RealCase, frame: pd.DataFrame) -> set[tuple[FindingKind, str | None]]:

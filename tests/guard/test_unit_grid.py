@@ -34,3 +34,12 @@ def test_a_finer_precision_is_not_read_as_a_unit(tmp_path: Path, seattle_decembe
     frame = seattle_december.frame.copy()
     frame["wind"] = frame["wind"] + 0.01 * (frame.index % 3 + 1)
     assert (FindingKind.UNIT_MISMATCH, "wind") not in blocking_on(tmp_path, seattle_december, frame)
+
+
+def test_a_whole_table_rewritten_in_another_unit_is_named_by_its_grid(
+    tmp_path: Path, pnw_whole_table: RealCase
+) -> None:
+    """A year of Seattle's temperatures in degC judged at once against 7 winter weeks: its seasons leave no
+    natural variation of one batch to come back to, but degF puts it back on the 0.1 grid and into the range."""
+    frame = pnw_whole_table.frame.assign(seattle_temp=(pnw_whole_table.frame["seattle_temp"] - 32) / 1.8)
+    assert (FindingKind.UNIT_MISMATCH, "seattle_temp") in blocking_on(tmp_path, pnw_whole_table, frame)
