@@ -170,11 +170,9 @@ def natural_distance(ctx: GuardContext, name: str, scale: float = 1.0, values_of
         return None
     assert reference is not None and observed is not None and observed.sketch is not None
     contract = ctx.contract.column(name) if ctx.contract is not None else None
-    ratio = contract is not None and contract.unit is not None and _ratio_scale(contract.unit)
-    atom = atom_of(reference)
-    history = [summary.__dict__ for summary in ctx.reference.variation(name)]
-    natural = _Natural(history, atom, ratio, ctx.reference.shorter_by(ctx.snapshot.batch))
-    return natural.measure(core(observed.sketch, atom, scale))[0]
+    unit = contract.unit if contract is not None else None
+    natural = _Natural.of(ctx.reference, reference, unit, ctx.reference.shorter_by(ctx.snapshot.batch))
+    return natural.measure(core(observed.sketch, natural.atom, scale))[0]
 
 
 # --- against a batch reference: natural variation -------------------------------------------------
@@ -209,9 +207,8 @@ def _batch_finding(
     shorter: float,
 ) -> Finding | None:
     assert observed.sketch is not None and ref.sketch is not None and column.unit is not None
-    atom = atom_of(ref)
-    history = [summary.__dict__ for summary in reference.variation(column.name)]
-    natural = _Natural(history, atom, _ratio_scale(column.unit), shorter)
+    natural = _Natural.of(reference, ref, column.unit, shorter)
+    atom = natural.atom
     as_is = core(observed.sketch, atom)
     d0, jump0 = natural.measure(as_is)
     if d0 is None or (as_is.quantiles is None and as_is.count > 0 and d0 <= FAR):
@@ -350,6 +347,12 @@ class _Natural:
     atom: float | None
     ratio: bool  # a ratio-scale unit (location judged as a log)
     shorter: float
+
+    @classmethod
+    def of(cls, reference: Reference, column: ColumnProfile, unit: str | None, shorter: float) -> _Natural:
+        """The column's (`column`: its merged reference profile) per-batch summaries, point mass and scale."""
+        history = [summary.__dict__ for summary in reference.variation(column.name)]
+        return cls(history, atom_of(column), unit is not None and _ratio_scale(unit), shorter)
 
     def measure(self, batch: Core) -> tuple[float | None, float]:
         """(how far from natural the batch is, its jump). The distance is the nearer of: like the reference
