@@ -1,14 +1,26 @@
-"""Schema: missing, unexpected and retyped columns, and renames told apart from drops."""
+"""Schema: missing, unexpected and retyped columns, and renames told apart from drops.
+
+A missing column and an unexpected one are the same column renamed when the new one has the old one's
+distribution; or, in a whole table that still holds the reference's own period, when its rows from that
+period carry under the new name what the reference saw under the old one (a year-long table is not
+distributed as a reference of a few weeks, but those weeks are in it); or when they are the only two, and
+the new one's values sit inside the old one's range (a season apart).
+"""
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterator
+
+import numpy as np
+import pandas as pd
 
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
 from guard.profile import ColumnProfile
+from guard.reference import Reference
 from guard.registry import register
+from guard.relations import epoch_ms_of
 from guard.renames import split_renames
 
 __all__ = ["check_schema", "types_compatible"]
@@ -17,6 +29,7 @@ _RENAME_TOLERANCE = 0.05
 # a batch's quantiles wander from the reference's by sampling alone, about spread/sqrt(rows): a day of a few
 # hundred rows is judged with that allowance (inner quantiles only; the extremes of a small batch are noise)
 _RENAME_SAMPLING = 2.5
+_MIN_PERIOD_ROWS = 30  # sampled rows inside the reference's period needed to compare them with it
 
 
 def types_compatible(declared: str, observed: str) -> bool:
@@ -29,15 +42,17 @@ def check_schema(ctx: GuardContext) -> Iterator[Finding]:
     urn, observed = ctx.dataset_urn, ctx.snapshot.profile.columns
     missing = [c for c in ctx.contract.columns if c.name not in observed]
     unexpected = [name for name in observed if ctx.contract.column(name) is None]
-    renames = _match_renames(ctx, [c.name for c in missing], unexpected)
-    for old, new in renames.items():
+    matched = _match_renames(ctx, [c.name for c in missing], unexpected)
+    renames = {old: new for old, (new, _) in matched.items()}
+    for old, (new, evidence) in matched.items():
         yield make_finding(
             FindingKind.COLUMN_RENAMED,
             urn,
             old,
             observed=new,
             expected=old,
-            message=f"column {old!r} arrives as {new!r} (same type, same distribution)",
+            evidence=evidence,
+            message=f"column {old!r} arrives as {new!r} (same type; {evidence})",
             playbook="rename_columns",
             mapping={new: old},
         )
@@ -94,18 +109,17 @@ def check_schema(ctx: GuardContext) -> Iterator[Finding]:
             )
 
 
-def _match_renames(ctx: GuardContext, missing: list[str], unexpected: list[str]) -> dict[str, str]:
-    """old name -> new name, for each missing column that one unexpected column matches."""
+def _match_renames(ctx: GuardContext, missing: list[str], unexpected: list[str]) -> dict[str, tuple[str, str]]:
+    """old name -> (new name, the evidence), for each missing column that one unexpected column matches."""
     assert ctx.snapshot and ctx.reference_profile is not None
-    renames: dict[str, str] = {}
+    renames: dict[str, tuple[str, str]] = {}
     for old in missing:
         reference = ctx.reference_profile.columns.get(old)
         if reference is None:
             continue
+        taken = {new for new, _ in renames.values()}
         matches = [
-            new
-            for new in unexpected
-            if new not in renames.values() and _same_distribution(reference, ctx.snapshot.profile.columns[new])
+            (new, evidence) for new in unexpected if new not in taken and (evidence := _match(ctx, reference, new))
         ]
         if len(matches) == 1:
             renames[old] = matches[0]
@@ -113,8 +127,18 @@ def _match_renames(ctx: GuardContext, missing: list[str], unexpected: list[str])
         old, new = missing[0], unexpected[0]
         reference = ctx.reference_profile.columns.get(old)
         if reference is not None and _within_reference(reference, ctx.snapshot.profile.columns[new]):
-            renames[old] = new
+            renames[old] = (new, f"the only column gone and the only one new, its values inside {old!r}'s range")
     return renames
+
+
+def _match(ctx: GuardContext, reference: ColumnProfile, new: str) -> str | None:
+    """Why `new` holds the column `reference` describes, or None."""
+    assert ctx.snapshot is not None
+    if _same_distribution(reference, ctx.snapshot.profile.columns[new]):
+        return "the same distribution"
+    if _holds_reference_period(ctx, reference, new):
+        return "the same distribution over the reference's own period, which the table holds"
+    return None
 
 
 def _within_reference(reference: ColumnProfile, observed: ColumnProfile) -> bool:
@@ -140,9 +164,39 @@ def _same_distribution(reference: ColumnProfile, observed: ColumnProfile) -> boo
         return False
     if reference.value_counts is not None and observed.value_counts is not None:
         return {v for v, _ in reference.value_counts} == {v for v, _ in observed.value_counts}
-    if not reference.quantiles or not observed.quantiles:
+    if not observed.quantiles:
+        return False
+    return _same_quantiles(reference, observed.quantile, observed.values)
+
+
+def _same_quantiles(reference: ColumnProfile, quantile: Callable[[float], float | None], values: int) -> bool:
+    """The inner quantiles (5% to 95%) of `values` values agree with the reference's, within sampling."""
+    if not reference.quantiles:
         return False
     spread = abs((reference.quantile(0.9) or 0.0) - (reference.quantile(0.1) or 0.0)) or 1.0
-    tolerance = max(_RENAME_TOLERANCE, _RENAME_SAMPLING / max(observed.values, 1) ** 0.5) * spread
-    inner = [(r, o) for (q, r), (_, o) in zip(reference.quantiles, observed.quantiles) if 0.05 <= q <= 0.95]
-    return bool(inner) and all(abs(r - o) <= tolerance for r, o in inner)
+    tolerance = max(_RENAME_TOLERANCE, _RENAME_SAMPLING / max(values, 1) ** 0.5) * spread
+    inner = [(r, quantile(q)) for q, r in reference.quantiles if 0.05 <= q <= 0.95]
+    return bool(inner) and all(o is not None and abs(r - o) <= tolerance for r, o in inner)
+
+
+def _holds_reference_period(ctx: GuardContext, reference: ColumnProfile, new: str) -> bool:
+    """The sampled rows from the reference batches' own windows of time carry, under `new`, the values the
+    reference saw: a whole table renamed, history included."""
+    assert ctx.snapshot is not None
+    sample, known = ctx.snapshot.sample, ctx.reference
+    if not isinstance(known, Reference) or known.time_column not in sample or new not in sample:
+        return False
+    stamps, present = epoch_ms_of(sample[known.time_column])
+    inside = np.zeros(len(sample), dtype=bool)
+    for batch in known.batches:
+        if batch.start_ms is not None and batch.end_ms is not None:
+            inside |= present & (stamps >= batch.start_ms) & (stamps <= batch.end_ms)
+    values = sample[new][inside].dropna()
+    if len(values) < _MIN_PERIOD_ROWS:
+        return False
+    if reference.value_counts is not None:
+        return {v for v, _ in reference.value_counts} == {str(v) for v in values.unique()}
+    numbers = pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
+    if len(numbers) < _MIN_PERIOD_ROWS:
+        return False
+    return _same_quantiles(reference, lambda q: float(np.quantile(numbers, q)), len(numbers))
