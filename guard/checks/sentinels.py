@@ -7,8 +7,10 @@ least MIN_ROWS sampled rows and MIN_SHARE of them is a point mass. It is a senti
   the values outside the bounds: a spread of impossible values is the domain check's `out_of_range`);
 - new: the reference never held it (exactly: outside the reference's [min, max], or 0 with a zero count of
   0; else at most NEW_SHARE by the reference's sketch), and either
-  - placeholder-looking (0, -1, -9, -99..., 99..., 77777...), and, when it sits at the reference's edge
-    (within ADJACENT of the range width, or one value step), NEAR_FACTOR times more frequent than the
+  - placeholder-looking (0, -1, -9, -99..., 99..., 77777...), NEAR_FACTOR times more frequent than the
+    batch's NEIGHBOURS nearest values on either side (within NEIGHBOUR_REACH of the reference's range width):
+    a code stands out of the measurements around it, where a common 2.5 m/s written in km/h is a 9 among
+    8.64s and 9.36s; and, when it sits at the reference's edge, NEAR_FACTOR times more frequent than the
     reference's values within reach of that edge plus NEAR_MARGIN: a calm hour at 0 m/s beside many at
     0.5 m/s continues the data, 10% of deliveries at 0 km beside almost none under 0.6 km does not;
   - or far outside the reference's range (by more than its width) with the other values still like the
@@ -58,6 +60,8 @@ ADJACENT = 0.05  # a new placeholder within this share of the reference's range 
 ADJACENT_WINDOW = 0.01  # ...must outweigh the reference's share within this reach of the edge
 NEAR_FACTOR = 3.0
 NEAR_MARGIN = 0.02
+NEIGHBOURS = 2  # a placeholder-looking mass is compared with this many batch values on each side of it...
+NEIGHBOUR_REACH = 0.1  # ...within this share of the reference's range width
 ONE_CODE = 0.9  # share of the values outside the reference's range a far-outside code must hold
 REST_DISTANCE = 0.3  # KS distance of the other values from the reference, for a far-outside mass to be a code
 _NUMERIC = ("number", "integer")
@@ -149,8 +153,18 @@ def _coded(reference: ColumnProfile, values: np.ndarray, value: float, share: fl
     hours at 0 m/s beside many at 0.5), or one far outside the range with the other values in place."""
     if looks_like_placeholder(value):
         near = _near_share(reference, values, value)
-        return near is not None and share >= NEAR_FACTOR * near + NEAR_MARGIN
+        return near is not None and share >= NEAR_FACTOR * near + NEAR_MARGIN and _stands_out(reference, values, value)
     return _far_outside(reference, value) and _rest_in_place(reference, values, value)
+
+
+def _stands_out(reference: ColumnProfile, values: np.ndarray, value: float) -> bool:
+    """The mass holds NEAR_FACTOR times the rows of each of the batch's NEIGHBOURS nearest other values on either
+    side within NEIGHBOUR_REACH of the reference's range width (a code far from every measurement stands out)."""
+    width = (reference.maximum or 0.0) - (reference.minimum or 0.0)
+    found, counts = np.unique(values[np.abs(values - value) <= NEIGHBOUR_REACH * width], return_counts=True)
+    at = int(np.searchsorted(found, value))
+    others = np.concatenate([counts[max(at - NEIGHBOURS, 0) : at], counts[at + 1 : at + 1 + NEIGHBOURS]])
+    return not len(others) or int(counts[at]) >= NEAR_FACTOR * int(others.max())
 
 
 def _near_share(reference: ColumnProfile, values: np.ndarray, value: float) -> float | None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from guard.kinds import FindingKind
 
-from real_cases import RealCase, blocking_on
+from real_cases import RealCase, blocking_on, whole_table_case
 
 
 def test_a_rainy_month_in_inches_is_named_though_it_stays_near_natural_variation(
@@ -43,3 +45,16 @@ def test_a_whole_table_rewritten_in_another_unit_is_named_by_its_grid(
     natural variation of one batch to come back to, but degF puts it back on the 0.1 grid and into the range."""
     frame = pnw_whole_table.frame.assign(seattle_temp=(pnw_whole_table.frame["seattle_temp"] - 32) / 1.8)
     assert (FindingKind.UNIT_MISMATCH, "seattle_temp") in blocking_on(tmp_path, pnw_whole_table, frame)
+
+
+def test_a_common_value_a_conversion_lands_on_a_round_number_is_no_sentinel(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """Four years of Seattle's wind in km/h against the six months before the last: 2.5 m/s becomes 9 km/h,
+    a value that looks typed for 'unknown' and that the reference never held, on 3.5% of days; but beside it
+    8.64 and 9.36 km/h are as common, so it is a measurement, and the cause is the unit."""
+    case = whole_table_case("seattle_weather", tmp_path_factory.mktemp("seattle-table"), slice(-7, -1))
+    frame = case.frame.assign(wind=case.frame["wind"] * 3.6)
+    blocking = blocking_on(tmp_path, case, frame)
+    assert (FindingKind.UNIT_MISMATCH, "wind") in blocking
+    assert (FindingKind.SENTINEL, "wind") not in blocking

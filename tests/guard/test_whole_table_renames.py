@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from real_cases import RealCase, blocking_on, whole_table_case
 
 from guard.kinds import FindingKind
+
+from real_cases import RealCase, blocking_on, whole_table_case
 
 
 @pytest.fixture(scope="module")
