@@ -43,6 +43,8 @@ __all__ = [
     "GroupMoments",
     "learn_relations",
     "epoch_ms_of",
+    "hour_offsets",
+    "hour_offset_counts",
     "pair_key",
     "HOURS",
     "MAX_GROUPS",
@@ -320,17 +322,29 @@ def _hour_of(
 ) -> dict[str, dict[str, tuple[int, ...]]]:
     result: dict[str, dict[str, tuple[int, ...]]] = {}
     for column, (stamps, present) in times.items():
-        hours = np.floor_divide(stamps, _HOUR_MS) % HOURS
         by_column = {}
         for name in integers:
             values = numbers[name]
             rows = present & ~np.isnan(values)
-            is_hour = rows & (values >= 0) & (values <= HOURS - 1) & (np.mod(values, 1) == 0)
-            offsets = (values[is_hour].astype(np.int64) - hours[is_hour]) % HOURS
-            counts = np.bincount(offsets, minlength=HOURS)
-            by_column[name] = tuple(int(n) for n in counts) + (int((rows & ~is_hour).sum()),)
+            by_column[name] = hour_offset_counts(hour_offsets(stamps[rows], values[rows]))
         result[column] = by_column
     return result
+
+
+def hour_offsets(stamps: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per row, (H - hour(T)) mod 24 for an hour column's values H and a timestamp's UTC epoch ms T (both
+    present); -1 where H is not an hour of the day."""
+    is_hour = (values >= 0) & (values <= HOURS - 1) & (np.mod(values, 1) == 0)
+    hours = np.floor_divide(stamps, _HOUR_MS) % HOURS
+    offsets = np.full(len(values), -1, dtype=np.int64)
+    offsets[is_hour] = (values[is_hour].astype(np.int64) - hours[is_hour]) % HOURS
+    return offsets
+
+
+def hour_offset_counts(offsets: np.ndarray) -> tuple[int, ...]:
+    """The `hour_of` relation of one batch: rows per offset 0..23, then the rows whose H is not an hour."""
+    counts = np.bincount(offsets[offsets >= 0], minlength=HOURS)
+    return tuple(int(n) for n in counts) + (int((offsets < 0).sum()),)
 
 
 def _lags(times: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, QuantileSketch]:

@@ -1,10 +1,18 @@
-"""Sums and ratios the reference always held: `relation_broken`.
+"""Sums, ratios and hours of the day the reference always held: `relation_broken`.
 
 An identity c = a + b or c = a * b (a difference or a ratio, read the other way) that held on at least
 HELD of at least MIN_ROWS informative reference rows (`guard.relations`) is evaluated on the batch's row
 sample with the same tolerance (half the finest decimal step of c); broken on at least MIN_BROKEN rows and
 BROKEN_SHARE of them, it is a finding on c. The cause may be elsewhere (a unit change in a or b, a swap):
 a finding that names it explains this one (`guard.causes`).
+
+An integer column H the reference holds as the hour of a timestamp T (`hour_of`: (H - hour(T)) mod 24 on
+one offset, or two adjacent ones) departs from it on a batch's rows when its offset is none of those
+(give or take the hour daylight saving time moves a local hour). On at least DEPARTED_SHARE and
+MIN_BROKEN rows, and not moved as a whole (that is a timestamp shift, `guard.checks.timeshift`), H is no
+longer derived from T there. Where, on the departed rows, H determines the label (`guard.checks.leakage`'s
+association, at least JUMP_FLOOR) and the hour it should have been does not come within JUMP of that, H was
+computed from the outcome on those rows: `target_leakage`. Otherwise `relation_broken` on H.
 """
 
 from __future__ import annotations
@@ -14,18 +22,30 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
+from guard.checks.leakage import JUMP, JUMP_FLOOR, association
+from guard.checks.timeshift import hour_of_shift, learned_offsets
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
 from guard.registry import register
-from guard.relations import identity_holds, informative_rows, resolution
+from guard.relations import (
+    HOURS,
+    epoch_ms_of,
+    hour_offset_counts,
+    hour_offsets,
+    identity_holds,
+    informative_rows,
+    resolution,
+)
 
-__all__ = ["check_relations", "parse_identity", "HELD", "MIN_ROWS", "MIN_BROKEN", "BROKEN_SHARE"]
+__all__ = ["check_relations", "parse_identity", "HELD", "MIN_ROWS", "MIN_BROKEN", "BROKEN_SHARE", "DEPARTED_SHARE"]
 
 HELD = 0.999
 MIN_ROWS = 50
 MIN_BROKEN = 3
 BROKEN_SHARE = 0.01
+DEPARTED_SHARE = 0.05  # rows of a derived hour off every learned offset: more than the 5% the timestamp check allows
+_LEAK_ROWS = 30  # departed rows needed to judge whether they follow the label
 
 
 def parse_identity(key: str) -> tuple[str, str, str, str]:
@@ -50,6 +70,12 @@ def check_relations(ctx: GuardContext) -> Iterator[Finding]:
         finding = _judge(ctx, key, _floats(sample[c]), _floats(sample[a]), _floats(sample[b]), op, c)
         if finding is not None:
             yield finding
+    for t, columns in reference.relations.hour_of.items():
+        for h, counts in columns.items():
+            if t in sample and h in sample:
+                finding = _departed_hours(ctx, t, h, counts)
+                if finding is not None:
+                    yield finding
 
 
 def _floats(values: pd.Series) -> np.ndarray:
@@ -79,3 +105,62 @@ def _judge(
         message=f"{key} held on every reference row; it is broken on {broken} of {int(rows.sum())} sampled rows "
         f"({share:.1%}): one of its columns changed",
     )
+
+
+def _departed_hours(ctx: GuardContext, t: str, h: str, counts: tuple[int, ...]) -> Finding | None:
+    """A finding when the hour column h departs from the hour of t on part of the sampled rows."""
+    assert ctx.snapshot is not None and ctx.contract is not None
+    learned = learned_offsets(counts)
+    stamps, present = epoch_ms_of(ctx.snapshot.sample[t])
+    values = _floats(ctx.snapshot.sample[h])
+    rows = present & ~np.isnan(values)
+    offsets = hour_offsets(stamps[rows], values[rows])
+    if learned is None or hour_of_shift(counts, hour_offset_counts(offsets)) is not None:
+        return None  # not an hour of t, too few rows, holding, or moved as a whole (a timestamp shift)
+    usual = max(learned, key=lambda k: counts[k])
+    tolerated = [(k + d) % HOURS for k in learned for d in (-1, 0, 1)]
+    departed = ~np.isin(offsets, tolerated)
+    broken, tested = int(departed.sum()), len(offsets)
+    if broken < MIN_BROKEN or broken < DEPARTED_SHARE * tested:
+        return None
+    stated = f"{h!r} is the hour of {t!r} (offset {usual} h) on every reference row; on {broken} of {tested} sampled rows ({broken / tested:.0%}) it is not"
+    label = ctx.contract.label_column
+    if label is not None and label in ctx.snapshot.sample and broken >= _LEAK_ROWS:
+        hours = (np.floor_divide(stamps[rows][departed], 3_600_000) + usual) % HOURS
+        outcome = ctx.snapshot.sample[label][rows][departed].reset_index(drop=True)
+        now = _scores(pd.Series(values[rows][departed]), outcome)
+        was = _scores(pd.Series(hours), outcome)
+        rose = [key for key in now if now[key] >= JUMP_FLOOR and now[key] >= was.get(key, 0.0) + JUMP]
+        if rose:
+            key = max(rose, key=lambda k: now[k] - was.get(k, 0.0))
+            return make_finding(
+                FindingKind.TARGET_LEAKAGE,
+                ctx.dataset_urn,
+                h,
+                observed=round(now[key], 4),
+                expected=round(was.get(key, 0.0), 4),
+                statistic=key,
+                departed_rows=broken,
+                tested_rows=tested,
+                derived_from=t,
+                label=label,
+                message=f"{stated}; there it determines the label {label!r} ({key} {now[key]:.3f}, where the hour of "
+                f"{t!r} gives {was.get(key, 0.0):.3f}): computed from the outcome on those rows?",
+            )
+    return make_finding(
+        FindingKind.RELATION_BROKEN,
+        ctx.dataset_urn,
+        h,
+        observed={"relation": f"{h}=hour({t})", "broken_share": round(broken / tested, 6)},
+        expected={"relation": f"{h}=hour({t})", "broken_share": 0.0},
+        relation=f"{h}=hour({t})",
+        broken_rows=broken,
+        tested_rows=tested,
+        message=f"{stated}: {h!r} or {t!r} changed on those rows",
+    )
+
+
+def _scores(feature: pd.Series, label: pd.Series) -> dict[str, float]:
+    """The leakage scores of feature -> label over the rows holding both (each compared with its own kind)."""
+    both = feature.notna().to_numpy() & label.notna().to_numpy()
+    return association(feature[both].reset_index(drop=True), label[both].reset_index(drop=True))

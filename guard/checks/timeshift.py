@@ -44,6 +44,7 @@ __all__ = [
     "count_shift",
     "diurnal_shift",
     "hour_of_shift",
+    "learned_offsets",
     "lag_shift",
     "signed",
     "Evidence",
@@ -195,7 +196,7 @@ def diurnal_shift(
 # --- relations ---------------------------------------------------------------------------------------
 
 
-def _learned_offsets(counts: tuple[int, ...]) -> set[int] | None:
+def learned_offsets(counts: tuple[int, ...]) -> set[int] | None:
     """The offsets (H - hour(T)) mod 24 the reference holds: one, or two adjacent ones (DST); None if H is not
     an hour of T."""
     hours, outside = np.asarray(counts[:HOURS], float), counts[HOURS]
@@ -217,7 +218,7 @@ def hour_of_shift(reference: tuple[int, ...], batch: tuple[int, ...]) -> tuple[i
     hour from the reference's, so a move read from one offset is known within an hour only. It is pinned when
     the hour column is the UTC hour (offset 0: no daylight saving), or when the reference and the batch both
     hold the two offsets of both regimes (k, k + 1: the move maps one pair onto the other)."""
-    learned = _learned_offsets(reference)
+    learned = learned_offsets(reference)
     observed = np.asarray(batch[:HOURS], float)
     total = observed.sum() + batch[HOURS]
     if learned is None or total < MIN_RELATION_ROWS:
@@ -323,7 +324,7 @@ def _edges(reference: Relations, batch: Relations, times: list[str]) -> list[_Ed
             seen = batch.hour_of.get(t, {}).get(h)
             moved = hour_of_shift(counts, seen) if seen is not None else None
             if moved is not None:
-                edges.append(_Edge(t, h, moved[0], True, "hour_of", sorted(_learned_offsets(counts) or ()), moved[1]))
+                edges.append(_Edge(t, h, moved[0], True, "hour_of", sorted(learned_offsets(counts) or ()), moved[1]))
     for key, sketch in reference.lags.items():
         a, b = key.split("|")
         if a in times and b in times and key in batch.lags:

@@ -324,6 +324,36 @@ def test_a_copy_of_the_label_is_target_leakage_and_explains_the_unexpected_colum
     ]
 
 
+def test_an_hour_column_recomputed_from_the_outcome_on_part_of_the_rows_is_leakage(
+    tmp_path: Path, pnw_december_week: RealCase
+) -> None:
+    """A December week of hourly temperatures: on 40% of the rows hour_local is dealt out in the order of the
+    label. Its values are still hours and the week's association with the label stays inside the seasons';
+    but there it is no longer the hour of the time, and it ranks the label where the true hour does not."""
+    frame = pnw_december_week.frame
+    rows = np.flatnonzero(np.random.default_rng(5).random(len(frame)) < 0.4)
+    order = rows[np.argsort(frame["seattle_temp"].to_numpy()[rows], kind="stable")]
+    hours = frame["hour_local"].to_numpy().copy()
+    hours[order] = np.sort(hours[rows])
+    assert blocking_on(tmp_path, pnw_december_week, frame) == set()
+    assert blocking_on(tmp_path, pnw_december_week, frame.assign(hour_local=hours)) == {
+        (FindingKind.TARGET_LEAKAGE, "hour_local")
+    }
+
+
+def test_an_hour_column_garbled_on_part_of_the_rows_is_a_broken_relation_not_leakage(
+    tmp_path: Path, pnw_december_week: RealCase
+) -> None:
+    """The same rows given random hours: the relation to the time is broken, the label is not followed."""
+    frame = pnw_december_week.frame
+    rng = np.random.default_rng(5)
+    rows = rng.random(len(frame)) < 0.4
+    hours = np.where(rows, rng.integers(0, 24, len(frame)), frame["hour_local"].to_numpy())
+    assert blocking_on(tmp_path, pnw_december_week, frame.assign(hour_local=hours)) == {
+        (FindingKind.RELATION_BROKEN, "hour_local")
+    }
+
+
 # --- causes explain symptoms ----------------------------------------------------------------------------
 
 
