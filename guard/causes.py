@@ -1,7 +1,7 @@
 """Root causes explain their symptoms: a finding another finding explains is kept, as a warning.
 
 One failure trips several checks. Two columns swapped look rescaled to the units check and out of range
-to the domain check; a sentinel 0 distorts the quantiles the units check fits; a timestamp written in
+to the domain check (and break the orders they are in); a sentinel 0 distorts the quantiles the units check fits; a timestamp written in
 local time puts the label in the future for the freshness check; a copy of the label is also a column the
 contract does not list. The guard names the cause (`columns_swapped`, `sentinel`, `timestamp_shift`,
 `target_leakage`) and keeps what else it saw as evidence: each explained finding becomes a WARN with
@@ -33,6 +33,10 @@ SYMPTOMS: dict[FindingKind, frozenset[FindingKind]] = {
     FindingKind.SENTINEL: _VALUE_SYMPTOMS,
     FindingKind.TIMESTAMP_SHIFT: _VALUE_SYMPTOMS | {FindingKind.TIMESTAMP_UNPARSEABLE},
     FindingKind.TARGET_LEAKAGE: frozenset({FindingKind.COLUMN_UNEXPECTED}),
+    # a column converted to another unit, or rescaled, breaks the sums and orders it is in (a heal's verify
+    # re-judges them)
+    FindingKind.UNIT_MISMATCH: frozenset({FindingKind.RELATION_BROKEN}),
+    FindingKind.SCALE_SHIFT: frozenset({FindingKind.RELATION_BROKEN}),
     # a batch that renamed a column leaves the contracted name empty in its rows
     FindingKind.COLUMN_RENAMED: frozenset({FindingKind.NULL_LIMIT, FindingKind.NULL_SPIKE}),
 }
@@ -48,6 +52,14 @@ def _columns(cause: Finding) -> set[str]:
     return {c for c in columns if c}
 
 
+def _concerns(finding: Finding) -> set[str]:
+    """The columns a finding is about: its own, and for a broken relation every column in it."""
+    columns = {finding.column} if finding.column else set()
+    if finding.kind is FindingKind.RELATION_BROKEN:
+        columns |= set(finding.params.get("columns") or ())
+    return columns
+
+
 def explain(findings: Iterable[Finding]) -> list[Finding]:
     """The findings, each symptom of a blocking cause on its columns a WARN that names the cause (a warning
     already is one, and is named too: what a person reads next to the cause is said to come from it)."""
@@ -59,7 +71,7 @@ def explain(findings: Iterable[Finding]) -> list[Finding]:
             (
                 c
                 for c in causes
-                if c is not finding and finding.kind in SYMPTOMS[c.kind] and finding.column in _columns(c)
+                if c is not finding and finding.kind in SYMPTOMS[c.kind] and _concerns(finding) & _columns(c)
             ),
             None,
         )

@@ -11,7 +11,8 @@ batch, without rereading a row) and plain JSON:
 - `lags`: per pair of timestamps (a, b), a KLL sketch of b - a in ms: a label follows its event by a
   typical lag;
 - `pairs`: per pair of numeric columns, co-moments (n, means, m2s, co-m2, merged with Chan's formula) and
-  how many rows have a <= b: correlation, and orders such as temp_min <= temp_max;
+  how many rows have a <= b, and a == b: correlation, orders such as temp_min <= temp_max, and whether the
+  data reaches an order's bound (the dew point meets the air temperature at saturation);
 - `groups`: per low-cardinality string column C and numeric column X, the moments of X per value of C:
   the correlation ratio (eta) of a category and a number;
 - `spread`: per association (numeric pair "r:a|b", group "eta:c|x"), the lowest and the highest value any
@@ -106,6 +107,7 @@ class PairMoments:
     m2_b: float
     co_m2: float
     a_le_b: int
+    a_eq_b: int = 0
 
     def merge(self, other: PairMoments) -> PairMoments:
         if not other.n:
@@ -123,6 +125,7 @@ class PairMoments:
             self.m2_b + other.m2_b + db * db * weight,
             self.co_m2 + other.co_m2 + da * db * weight,
             self.a_le_b + other.a_le_b,
+            self.a_eq_b + other.a_eq_b,
         )
 
     @property
@@ -200,7 +203,8 @@ class Relations:
             "hour_of": {t: {h: list(c) for h, c in sorted(cols.items())} for t, cols in sorted(self.hour_of.items())},
             "lags": {k: s.to_base64() for k, s in sorted(self.lags.items())},
             "pairs": {
-                k: [p.n, p.mean_a, p.mean_b, p.m2_a, p.m2_b, p.co_m2, p.a_le_b] for k, p in sorted(self.pairs.items())
+                k: [p.n, p.mean_a, p.mean_b, p.m2_a, p.m2_b, p.co_m2, p.a_le_b, p.a_eq_b]
+                for k, p in sorted(self.pairs.items())
             },
             "groups": {
                 k: {v: [m.count, m.total, m.m2] for v, m in g.groups.items()} for k, g in sorted(self.groups.items())
@@ -221,8 +225,17 @@ class Relations:
             },
             lags={k: QuantileSketch.from_base64(v) for k, v in data.get("lags", {}).items()},
             pairs={
-                k: PairMoments(int(v[0]), float(v[1]), float(v[2]), float(v[3]), float(v[4]), float(v[5]), int(v[6]))
-                for k, v in data.get("pairs", {}).items()
+                k: PairMoments(
+                    int(v[0]),
+                    float(v[1]),
+                    float(v[2]),
+                    float(v[3]),
+                    float(v[4]),
+                    float(v[5]),
+                    int(v[6]),
+                    int(v[7]) if len(v) > 7 else 0,
+                )
+                for k, v in data.get("pairs", {}).items()  # a profile written before a_eq_b was kept: 0
             },
             groups={
                 k: GroupMoments({v: Moments(int(m[0]), float(m[1]), float(m[2])) for v, m in g.items()})
@@ -376,6 +389,7 @@ def _pairs(numbers: Mapping[str, np.ndarray]) -> dict[str, PairMoments]:
             float((dy * dy).sum()),
             float((dx * dy).sum()),
             int((x <= y).sum()),
+            int((x == y).sum()),
         )
     return result
 

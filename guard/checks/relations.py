@@ -13,6 +13,12 @@ MIN_BROKEN rows, and not moved as a whole (that is a timestamp shift, `guard.che
 longer derived from T there. Where, on the departed rows, H determines the label (`guard.checks.leakage`'s
 association, at least JUMP_FLOOR) and the hour it should have been does not come within JUMP of that, H was
 computed from the outcome on those rows: `target_leakage`. Otherwise `relation_broken` on H.
+
+An order a <= b between two columns the contract gives one unit, that held on HELD of the reference's rows
+and that the reference reached (a == b on at least REACHED_ROWS rows: a bound, as the dew point meets the air
+temperature at saturation, not two ranges that happened not to overlap), is broken on a batch's sampled
+rows like an identity. The finding names the column of the two whose correlations with the other columns
+moved the more from the reference's (the one that changed), and both in `columns`.
 """
 
 from __future__ import annotations
@@ -30,13 +36,17 @@ from guard.kinds import FindingKind
 from guard.registry import register
 from guard.relations import (
     HOURS,
+    PairMoments,
+    Relations,
     epoch_ms_of,
     hour_offset_counts,
     hour_offsets,
     identity_holds,
     informative_rows,
+    learn_relations,
     resolution,
 )
+from guard.units import same_unit
 
 __all__ = ["check_relations", "parse_identity", "HELD", "MIN_ROWS", "MIN_BROKEN", "BROKEN_SHARE", "DEPARTED_SHARE"]
 
@@ -45,6 +55,7 @@ MIN_ROWS = 50
 MIN_BROKEN = 3
 BROKEN_SHARE = 0.01
 DEPARTED_SHARE = 0.05  # rows of a derived hour off every learned offset: more than the 5% the timestamp check allows
+REACHED_ROWS = 3  # reference rows on an order's bound (a == b) for it to be a bound
 _LEAK_ROWS = 30  # departed rows needed to judge whether they follow the label
 
 
@@ -68,6 +79,10 @@ def check_relations(ctx: GuardContext) -> Iterator[Finding]:
         if tested < MIN_ROWS or holds / tested < HELD or not {a, b, c} <= set(sample.columns):
             continue
         finding = _judge(ctx, key, _floats(sample[c]), _floats(sample[a]), _floats(sample[b]), op, c)
+        if finding is not None:
+            yield finding
+    for key, moments in reference.relations.pairs.items():
+        finding = _broken_order(ctx, reference.relations, key, moments)
         if finding is not None:
             yield finding
     for t, columns in reference.relations.hour_of.items():
@@ -100,6 +115,7 @@ def _judge(
         observed={"relation": key, "broken_share": round(share, 6)},
         expected={"relation": key, "broken_share": 0.0},
         relation=key,
+        columns=[name for name in parse_identity(key) if name not in "+*"],
         broken_rows=broken,
         tested_rows=int(rows.sum()),
         message=f"{key} held on every reference row; it is broken on {broken} of {int(rows.sum())} sampled rows "
@@ -164,3 +180,74 @@ def _scores(feature: pd.Series, label: pd.Series) -> dict[str, float]:
     """The leakage scores of feature -> label over the rows holding both (each compared with its own kind)."""
     both = feature.notna().to_numpy() & label.notna().to_numpy()
     return association(feature[both].reset_index(drop=True), label[both].reset_index(drop=True))
+
+
+def _broken_order(ctx: GuardContext, learned: Relations, key: str, moments: PairMoments) -> Finding | None:
+    """A finding when a bound a <= b of two columns of one unit is broken on part of the sampled rows."""
+    assert ctx.snapshot is not None and ctx.contract is not None
+    a, b = key.split("|")
+    low_high = _bound(moments, a, b)
+    if low_high is None or not _one_unit(ctx, a, b) or not {a, b} <= set(ctx.snapshot.sample.columns):
+        return None
+    low, high = low_high
+    x, y = _floats(ctx.snapshot.sample[low]), _floats(ctx.snapshot.sample[high])
+    rows = ~np.isnan(x) & ~np.isnan(y)
+    broken, tested = int((x[rows] > y[rows]).sum()), int(rows.sum())
+    if broken < MIN_BROKEN or broken < BROKEN_SHARE * tested:
+        return None
+    changed = _moved_more(learned, _batch_relations(ctx), (low, high))
+    relation = f"{low}<={high}"
+    return make_finding(
+        FindingKind.RELATION_BROKEN,
+        ctx.dataset_urn,
+        changed,
+        observed={"relation": relation, "broken_share": round(broken / tested, 6)},
+        expected={"relation": relation, "broken_share": 0.0},
+        relation=relation,
+        columns=[low, high],
+        broken_rows=broken,
+        tested_rows=tested,
+        message=f"{relation} held on every reference row, which reached it ({low} == {high} on some); it is broken "
+        f"on {broken} of {tested} sampled rows ({broken / tested:.1%}): {changed!r} changed (its correlations with "
+        "the other columns moved the more)",
+    )
+
+
+def _one_unit(ctx: GuardContext, a: str, b: str) -> bool:
+    """The contract gives both columns a unit, and the same one."""
+    assert ctx.contract is not None
+    first, second = ctx.contract.column(a), ctx.contract.column(b)
+    return bool(first and second and first.unit and second.unit and same_unit(first.unit, second.unit))
+
+
+def _bound(moments: PairMoments, a: str, b: str) -> tuple[str, str] | None:
+    """(low, high) when the pair keeps an order the reference reached; None otherwise."""
+    if moments.n < MIN_ROWS or moments.a_eq_b < REACHED_ROWS:
+        return None
+    if moments.a_le_b >= HELD * moments.n:
+        return a, b
+    b_le_a = moments.n - moments.a_le_b + moments.a_eq_b
+    return (b, a) if b_le_a >= HELD * moments.n else None
+
+
+def _batch_relations(ctx: GuardContext) -> Relations:
+    assert ctx.snapshot is not None
+    found = ctx.snapshot.profile.relations
+    if found is not None:
+        return found
+    return learn_relations(ctx.snapshot.sample, {n: c.logical_type for n, c in ctx.snapshot.profile.columns.items()})
+
+
+def _moved_more(reference: Relations, batch: Relations, pair: tuple[str, str]) -> str:
+    """Of the two columns, the one whose correlations with every other column moved the more (the first on a tie)."""
+
+    def moved(column: str) -> float:
+        total = 0.0
+        for key, before in reference.pairs.items():
+            names = key.split("|")
+            if column in names and not set(names) == set(pair) and key in batch.pairs:
+                was, now = before.correlation, batch.pairs[key].correlation
+                total += abs(now - was) if was is not None and now is not None else 0.0
+        return total
+
+    return max(pair, key=moved)

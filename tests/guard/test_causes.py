@@ -354,6 +354,31 @@ def test_an_hour_column_garbled_on_part_of_the_rows_is_a_broken_relation_not_lea
     }
 
 
+def test_a_bound_between_two_columns_of_one_unit_broken_on_part_of_the_rows_names_the_column_that_changed(
+    tmp_path: Path, greensboro_week: RealCase
+) -> None:
+    """The air temperature dealt out in the order of the irradiance on 40% of a May week's hours: each value
+    is still one the week held, but the dew point now exceeds it on some hours, a bound the reference met
+    (saturation) and never crossed. temp_air lost its correlations with the rest; temp_dew kept them."""
+    frame = greensboro_week.frame
+    rows = np.flatnonzero(np.random.default_rng(5).random(len(frame)) < 0.4)
+    order = rows[np.argsort(frame["ghi"].to_numpy()[rows], kind="stable")]
+    air = frame["temp_air"].to_numpy().copy()
+    air[order] = np.sort(air[rows])
+    assert blocking_on(tmp_path, greensboro_week, frame.assign(temp_air=air)) == {
+        (FindingKind.RELATION_BROKEN, "temp_air")
+    }
+
+
+def test_a_column_converted_to_another_unit_explains_the_bound_it_breaks(
+    tmp_path: Path, greensboro_week: RealCase
+) -> None:
+    """The dew point in degF passes the air temperature in degC on most hours: the unit is the cause, healed by
+    converting back, and the broken bound is its symptom (a heal cannot be refused for want of a playbook)."""
+    frame = greensboro_week.frame.assign(temp_dew=greensboro_week.frame["temp_dew"] * 1.8 + 32)
+    assert blocking_on(tmp_path, greensboro_week, frame) == {(FindingKind.UNIT_MISMATCH, "temp_dew")}
+
+
 # --- causes explain symptoms ----------------------------------------------------------------------------
 
 

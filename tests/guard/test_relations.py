@@ -135,3 +135,13 @@ def test_a_profile_without_relations_merges_into_one_without() -> None:
     with_relations = DatasetProfile(len(frame), {}, learn_relations(frame, TYPES))
     assert with_relations.merge(DatasetProfile(0, {})).relations is None  # an unknown stays unknown
     assert "relations" not in DatasetProfile(0, {}).to_dict()
+
+
+def test_rows_on_an_orders_bound_are_counted_and_a_profile_written_before_reads_none() -> None:
+    frame = pd.DataFrame({"dew": [1.0, 2.0, 3.0, 0.5], "air": [1.0, 2.5, 3.0, 4.0]})
+    moments = learn_relations(frame, {"dew": "number", "air": "number"}).pairs[pair_key("dew", "air")]
+    assert (moments.a_le_b, moments.a_eq_b) == (2, 2)  # sorted names: air <= dew on the two equal rows only
+    stored = Relations(pairs={"air|dew": moments}).to_dict()
+    assert Relations.from_dict(stored).pairs["air|dew"] == moments
+    stored["pairs"]["air|dew"] = stored["pairs"]["air|dew"][:7]  # kept before a_eq_b was
+    assert Relations.from_dict(stored).pairs["air|dew"].a_eq_b == 0
