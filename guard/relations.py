@@ -54,6 +54,9 @@ __all__ = [
 
 HOURS = 24
 MAX_GROUPS = 30  # string columns with more distinct values in the sample are not grouped by
+BOUND_HELD = 0.999  # share of rows an order must hold on to be a bound...
+BOUND_REACHED = 0.005  # ...and share of rows on it (a == b)
+BOUND_REACHED_ROWS = 3
 IDENTITY_SCREEN_ROWS = 64  # complete rows a candidate identity must hold on before it is counted
 _MAX_PAIR_COLUMNS = 40  # numeric columns beyond this many are left out of pairs (780 pairs at most)
 _MAX_IDENTITY_COLUMNS = 20
@@ -132,6 +135,17 @@ class PairMoments:
     def correlation(self) -> float | None:
         scale = math.sqrt(max(self.m2_a, 0.0) * max(self.m2_b, 0.0))
         return self.co_m2 / scale if scale > 0 else None
+
+    def bound(self, a: str, b: str) -> tuple[str, str] | None:
+        """(low, high) of the pair (a, b) when low <= high held on BOUND_HELD of the rows and low == high on at
+        least BOUND_REACHED of them (and BOUND_REACHED_ROWS): an order the data meets, a physical bound (the dew
+        point reaches the air temperature at saturation), not two series that happened not to cross."""
+        if self.a_eq_b < max(BOUND_REACHED_ROWS, BOUND_REACHED * self.n):
+            return None
+        if self.a_le_b >= BOUND_HELD * self.n:
+            return a, b
+        b_le_a = self.n - self.a_le_b + self.a_eq_b
+        return (b, a) if b_le_a >= BOUND_HELD * self.n else None
 
 
 @dataclass(frozen=True)

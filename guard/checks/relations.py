@@ -14,10 +14,9 @@ longer derived from T there. Where, on the departed rows, H determines the label
 association, at least JUMP_FLOOR) and the hour it should have been does not come within JUMP of that, H was
 computed from the outcome on those rows: `target_leakage`. Otherwise `relation_broken` on H.
 
-An order a <= b between two columns the contract gives one unit, that held on HELD of the reference's rows
-and that the reference reached (a == b on at least REACHED_ROWS rows: a bound, as the dew point meets the air
-temperature at saturation, not two ranges that happened not to overlap), is broken on a batch's sampled
-rows like an identity. The finding names the column of the two whose correlations with the other columns
+A bound a <= b between two columns the contract gives one unit (an order the reference held and reached,
+`PairMoments.bound`: the dew point meets the air temperature at saturation; two ranges that merely did not
+overlap are no bound) is broken on a batch's sampled rows like an identity. The finding names the column of the two whose correlations with the other columns
 moved the more from the reference's (the one that changed), and both in `columns`.
 """
 
@@ -55,7 +54,6 @@ MIN_ROWS = 50
 MIN_BROKEN = 3
 BROKEN_SHARE = 0.01
 DEPARTED_SHARE = 0.05  # rows of a derived hour off every learned offset: more than the 5% the timestamp check allows
-REACHED_ROWS = 3  # reference rows on an order's bound (a == b) for it to be a bound
 _LEAK_ROWS = 30  # departed rows needed to judge whether they follow the label
 
 
@@ -186,7 +184,7 @@ def _broken_order(ctx: GuardContext, learned: Relations, key: str, moments: Pair
     """A finding when a bound a <= b of two columns of one unit is broken on part of the sampled rows."""
     assert ctx.snapshot is not None and ctx.contract is not None
     a, b = key.split("|")
-    low_high = _bound(moments, a, b)
+    low_high = moments.bound(a, b) if moments.n >= MIN_ROWS else None
     if low_high is None or not _one_unit(ctx, a, b) or not {a, b} <= set(ctx.snapshot.sample.columns):
         return None
     low, high = low_high
@@ -218,16 +216,6 @@ def _one_unit(ctx: GuardContext, a: str, b: str) -> bool:
     assert ctx.contract is not None
     first, second = ctx.contract.column(a), ctx.contract.column(b)
     return bool(first and second and first.unit and second.unit and same_unit(first.unit, second.unit))
-
-
-def _bound(moments: PairMoments, a: str, b: str) -> tuple[str, str] | None:
-    """(low, high) when the pair keeps an order the reference reached; None otherwise."""
-    if moments.n < MIN_ROWS or moments.a_eq_b < REACHED_ROWS:
-        return None
-    if moments.a_le_b >= HELD * moments.n:
-        return a, b
-    b_le_a = moments.n - moments.a_le_b + moments.a_eq_b
-    return (b, a) if b_le_a >= HELD * moments.n else None
 
 
 def _batch_relations(ctx: GuardContext) -> Relations:

@@ -13,7 +13,9 @@ Four lines of evidence, over each pair of contracted numeric columns (a, b) of o
   with the season (Seattle warmer than San Francisco on summer afternoons: 0.4 of the winter gap against a
   reference that never rolled past winter) break it by less, and a unit change in one column by far more.
   A whole swap in a season whose gaps are under 0.6 of the reference's is left to the first rule (a season
-  can reverse a strict order on every row: Seattle is warmer than San Francisco all summer week long). An order
+  can reverse a strict order on every row: Seattle is warmer than San Francisco all summer week long), unless
+  the reference spans every season or the order is a bound it reached (`PairMoments.bound`: a humid week's
+  dew point close under the air temperature, swapped, is over it by a small gap on every hour). An order
   the reference held on at least ORDER_MOSTLY of its rows only (dew point under air temperature, but for
   rounding in stitched data) tells a whole swap: flipped on at least ORDER_MOSTLY of the batch.
 - correlations: two columns of one declared unit whose correlations with the other contracted numbers are
@@ -334,10 +336,11 @@ def _learned_order(ctx: GuardContext, reference: DatasetProfile, a: str, b: str)
         return None
     first, second = sorted((a, b))
     share = moments.a_le_b / moments.n
+    reversed_share = (moments.n - moments.a_le_b + moments.a_eq_b) / moments.n  # second <= first: ties hold both
     gap = moments.mean_b - moments.mean_a
     if share >= ORDER_MOSTLY:
         return first, second, gap, share >= ORDER_HELD
-    return (second, first, -gap, share <= 1 - ORDER_HELD) if share <= 1 - ORDER_MOSTLY else None
+    return (second, first, -gap, reversed_share >= ORDER_HELD) if reversed_share >= ORDER_MOSTLY else None
 
 
 def _some_rows(
@@ -358,7 +361,9 @@ def _some_rows(
     ratio = float(np.mean(x[broken] - y[broken])) / gap
     share = rows / max(int((x != y).sum() - (np.isnan(x) | np.isnan(y)).sum()), 1)  # ties tell nothing
     if not GAP_RATIO[0] <= ratio <= GAP_RATIO[1]:
-        if not (strict and share >= WHOLE_SWAP and _all_seasons(ctx)) or _unit_named(ctx, low, high):
+        if not (
+            strict and share >= WHOLE_SWAP and (_all_seasons(ctx) or _a_bound(reference, low, high))
+        ) or _unit_named(ctx, low, high):
             return None  # broken by a little (two series crossing) or by far more (a unit change): not a swap
         if ratio > GAP_RATIO[1] or share < ORDER_MOSTLY or not _natural_swapped_back(ctx, low, high):
             return _rescaled(ctx, profile, low, high, rows, len(x), share)
@@ -393,6 +398,12 @@ def _all_seasons(ctx: GuardContext) -> bool:
     """The reference spans a year or more: an order it held strictly, it held through every season."""
     span = ctx.reference.span_ms if isinstance(ctx.reference, Reference) else None
     return span is not None and span >= ALL_SEASONS_MS
+
+
+def _a_bound(reference: DatasetProfile, low: str, high: str) -> bool:
+    """The reference reached low <= high as well as held it (`PairMoments.bound`): a bound no season crosses."""
+    moments = reference.relations.pairs.get(pair_key(low, high)) if reference.relations is not None else None
+    return moments is not None and moments.bound(*sorted((low, high))) == (low, high)
 
 
 def _unit_named(ctx: GuardContext, low: str, high: str) -> bool:

@@ -461,6 +461,15 @@ def test_a_swap_of_two_columns_is_named_from_their_exchanged_correlations(
     assert (FindingKind.COLUMNS_SWAPPED, "dni") in blocking_on(tmp_path, greensboro_week, frame)
 
 
+def test_a_swap_in_a_humid_week_is_named_from_the_bound_it_reverses(
+    tmp_path: Path, greensboro_last_week: RealCase
+) -> None:
+    """The year's last week is humid: the dew point sits close under the air temperature, so swapped they break
+    dew <= air by half the reference's gap only, and their correlations barely tell. But the reference reached
+    that bound (saturation) and never crossed it, and now every hour but the saturated ones crosses it."""
+    frame = swapped(greensboro_last_week.frame, "temp_air", "temp_dew")
+    assert (FindingKind.COLUMNS_SWAPPED, "temp_air") in blocking_on(tmp_path, greensboro_last_week, frame)
+
 def test_seattle_december_clean_swapped_and_rescaled(tmp_path: Path, seattle_december: RealCase) -> None:
     """A strict order held through a year of seasons (temp_min <= temp_max), broken on every December day by
     half the year's gap: swapped, however small December's gap. Broken on most days by a temp_min x2.5: no
