@@ -470,6 +470,7 @@ def test_a_swap_in_a_humid_week_is_named_from_the_bound_it_reverses(
     frame = swapped(greensboro_last_week.frame, "temp_air", "temp_dew")
     assert (FindingKind.COLUMNS_SWAPPED, "temp_air") in blocking_on(tmp_path, greensboro_last_week, frame)
 
+
 def test_seattle_december_clean_swapped_and_rescaled(tmp_path: Path, seattle_december: RealCase) -> None:
     """A strict order held through a year of seasons (temp_min <= temp_max), broken on every December day by
     half the year's gap: swapped, however small December's gap. Broken on most days by a temp_min x2.5: no
