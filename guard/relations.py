@@ -46,6 +46,7 @@ __all__ = [
     "epoch_ms_of",
     "hour_offsets",
     "hour_offset_counts",
+    "order_broken",
     "pair_key",
     "HOURS",
     "MAX_GROUPS",
@@ -459,6 +460,14 @@ def identity_holds(c: np.ndarray, a: np.ndarray, b: np.ndarray, op: str, toleran
     """Per row: does c equal a (op) b within the tolerance (and the float error of the operation)?"""
     value = a + b if op == "+" else a * b
     return np.abs(c - value) <= tolerance + 1e-9 * np.maximum(np.abs(c), np.abs(value))
+
+
+def order_broken(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Per row: low > high by more than half their finest decimal step and the float error (a conversion and
+    its inverse leave 5.000000000000001 where the dew point met an air temperature of 5.0); False where missing."""
+    tolerance = min(resolution(low), resolution(high)) + 1e-9 * np.maximum(np.abs(low), np.abs(high))
+    with np.errstate(invalid="ignore"):
+        return np.nan_to_num(low - high, nan=-np.inf) > tolerance
 
 
 def resolution(values: np.ndarray) -> float:

@@ -16,8 +16,9 @@ computed from the outcome on those rows: `target_leakage`. Otherwise `relation_b
 
 A bound a <= b between two columns the contract gives one unit (an order the reference held and reached,
 `PairMoments.bound`: the dew point meets the air temperature at saturation; two ranges that merely did not
-overlap are no bound) is broken on a batch's sampled rows like an identity. The finding names the column of the two whose correlations with the other columns
-moved the more from the reference's (the one that changed), and both in `columns`.
+overlap are no bound) is broken on a batch's sampled rows like an identity. The finding names the column of the two that the other columns explain worse on the
+broken rows than on the rest (fitted on the batch's own rows: a year is not the reference's season), and both
+in `columns`.
 """
 
 from __future__ import annotations
@@ -36,13 +37,12 @@ from guard.registry import register
 from guard.relations import (
     HOURS,
     PairMoments,
-    Relations,
     epoch_ms_of,
     hour_offset_counts,
     hour_offsets,
     identity_holds,
     informative_rows,
-    learn_relations,
+    order_broken,
     resolution,
 )
 from guard.units import same_unit
@@ -54,7 +54,8 @@ MIN_ROWS = 50
 MIN_BROKEN = 3
 BROKEN_SHARE = 0.01
 DEPARTED_SHARE = 0.05  # rows of a derived hour off every learned offset: more than the 5% the timestamp check allows
-_LEAK_ROWS = 30  # departed rows needed to judge whether they follow the label
+_LEAK_ROWS = 30
+_FIT_ROWS = 30  # rows keeping a bound needed to fit each of its columns from the others  # departed rows needed to judge whether they follow the label
 
 
 def parse_identity(key: str) -> tuple[str, str, str, str]:
@@ -80,7 +81,7 @@ def check_relations(ctx: GuardContext) -> Iterator[Finding]:
         if finding is not None:
             yield finding
     for key, moments in reference.relations.pairs.items():
-        finding = _broken_order(ctx, reference.relations, key, moments)
+        finding = _broken_order(ctx, key, moments)
         if finding is not None:
             yield finding
     for t, columns in reference.relations.hour_of.items():
@@ -180,7 +181,7 @@ def _scores(feature: pd.Series, label: pd.Series) -> dict[str, float]:
     return association(feature[both].reset_index(drop=True), label[both].reset_index(drop=True))
 
 
-def _broken_order(ctx: GuardContext, learned: Relations, key: str, moments: PairMoments) -> Finding | None:
+def _broken_order(ctx: GuardContext, key: str, moments: PairMoments) -> Finding | None:
     """A finding when a bound a <= b of two columns of one unit is broken on part of the sampled rows."""
     assert ctx.snapshot is not None and ctx.contract is not None
     a, b = key.split("|")
@@ -190,11 +191,17 @@ def _broken_order(ctx: GuardContext, learned: Relations, key: str, moments: Pair
     low, high = low_high
     x, y = _floats(ctx.snapshot.sample[low]), _floats(ctx.snapshot.sample[high])
     rows = ~np.isnan(x) & ~np.isnan(y)
-    broken, tested = int((x[rows] > y[rows]).sum()), int(rows.sum())
+    off = rows & order_broken(x, y)
+    broken, tested = int(off.sum()), int(rows.sum())
     if broken < MIN_BROKEN or broken < BROKEN_SHARE * tested:
         return None
-    changed = _moved_more(learned, _batch_relations(ctx), (low, high))
+    changed, unlike = _changed_column(ctx, low, high, off)
     relation = f"{low}<={high}"
+    why = (
+        f"{changed!r} changed (the other columns explain it {unlike:.1f}x worse there than on the rest)"
+        if unlike is not None
+        else "one of them changed"
+    )
     return make_finding(
         FindingKind.RELATION_BROKEN,
         ctx.dataset_urn,
@@ -205,9 +212,9 @@ def _broken_order(ctx: GuardContext, learned: Relations, key: str, moments: Pair
         columns=[low, high],
         broken_rows=broken,
         tested_rows=tested,
+        unlike_elsewhere=unlike,
         message=f"{relation} held on every reference row, which reached it ({low} == {high} on some); it is broken "
-        f"on {broken} of {tested} sampled rows ({broken / tested:.1%}): {changed!r} changed (its correlations with "
-        "the other columns moved the more)",
+        f"on {broken} of {tested} sampled rows ({broken / tested:.1%}): {why}",
     )
 
 
@@ -218,24 +225,35 @@ def _one_unit(ctx: GuardContext, a: str, b: str) -> bool:
     return bool(first and second and first.unit and second.unit and same_unit(first.unit, second.unit))
 
 
-def _batch_relations(ctx: GuardContext) -> Relations:
-    assert ctx.snapshot is not None
-    found = ctx.snapshot.profile.relations
-    if found is not None:
-        return found
-    return learn_relations(ctx.snapshot.sample, {n: c.logical_type for n, c in ctx.snapshot.profile.columns.items()})
+def _changed_column(ctx: GuardContext, low: str, high: str, broken: np.ndarray) -> tuple[str, float | None]:
+    """Of the two columns, the one the other columns explain worse on the broken rows than on the rest, and by how
+    much (its residuals' RMS there over elsewhere): each column is fitted by least squares on the batch's rows
+    that keep the bound, from every other contracted number but the label (a column changed on some rows is
+    unlike itself there; its partner is not). `high` with None when nothing can be fitted."""
+    assert ctx.snapshot is not None and ctx.contract is not None
+    sample = ctx.snapshot.sample
+    others = [
+        c.name
+        for c in ctx.contract.columns
+        if c.logical_type in ("integer", "number")
+        and c.name not in (low, high, ctx.contract.label_column)
+        and c.name in sample
+        and sample[c.name].notna().mean() >= 0.5
+    ]
+    frame = pd.DataFrame({n: _floats(sample[n]) for n in [low, high, *others]})
+    complete = frame.notna().all(axis=1).to_numpy()
+    kept, off = complete & ~broken, complete & broken
+    if not others or kept.sum() < _FIT_ROWS or off.sum() < MIN_BROKEN:
+        return high, None
+    design = np.column_stack([np.ones(len(frame)), frame[others].to_numpy()])
 
+    def unlike(column: str) -> float:
+        target = frame[column].to_numpy()
+        weights, *_ = np.linalg.lstsq(design[kept], target[kept], rcond=None)
+        residual = target - design @ weights
+        usual = float(np.sqrt(np.mean(residual[kept] ** 2)))
+        return float(np.sqrt(np.mean(residual[off] ** 2))) / usual if usual > 0 else 0.0
 
-def _moved_more(reference: Relations, batch: Relations, pair: tuple[str, str]) -> str:
-    """Of the two columns, the one whose correlations with every other column moved the more (the first on a tie)."""
-
-    def moved(column: str) -> float:
-        total = 0.0
-        for key, before in reference.pairs.items():
-            names = key.split("|")
-            if column in names and not set(names) == set(pair) and key in batch.pairs:
-                was, now = before.correlation, batch.pairs[key].correlation
-                total += abs(now - was) if was is not None and now is not None else 0.0
-        return total
-
-    return max(pair, key=moved)
+    ratios = {column: unlike(column) for column in (low, high)}
+    column = max((low, high), key=lambda c: ratios[c])
+    return column, round(ratios[column], 3)

@@ -372,6 +372,8 @@ def _some_rows(
     whole = not strict or share >= WHOLE_SWAP  # most rows broken: the columns, not some rows, are swapped
     if whole and profile.says_swapped(low, high) is False:
         return _rescaled(ctx, profile, low, high, rows, len(x), share) if strict else None
+    if not whole and _not_exchanged(reference, sample[broken], profile.names, low, high):
+        return None  # the broken rows kept each column's own correlations: changed values, not swapped ones
     estimated = int(ctx.snapshot.profile.row_count) if whole else round(share * ctx.snapshot.profile.row_count)
     medians = {low: float(np.nanmedian(x)), high: float(np.nanmedian(y))}
     evidence = {
@@ -392,6 +394,12 @@ def _some_rows(
         f"{low!r} > {high!r} on {rows} of {len(x)} sampled rows ({share:.1%}) by {ratio:.2f} times the "
         f"reference's typical gap, an order the reference held on {held}",
     )
+
+
+def _not_exchanged(reference: DatasetProfile, rows: pd.DataFrame, names: list[str], low: str, high: str) -> bool:
+    """On these rows alone, the two columns' correlations with the rest tell and fit them as they came."""
+    found = _CorrelationProfile(reference, rows, names).compare(low, high)
+    return found.telling and found.as_came <= found.exchanged
 
 
 def _all_seasons(ctx: GuardContext) -> bool:

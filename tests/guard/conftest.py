@@ -40,3 +40,9 @@ def greensboro_landed_week(tmp_path_factory: pytest.TempPathFactory) -> RealCase
 def pnw_whole_table(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
     """San Francisco's and Seattle's whole year as one batch, against the 7 weeks before the last."""
     return whole_table_case("pnw_temps", tmp_path_factory.mktemp("pnw-table"), slice(-8, -1))
+
+
+@pytest.fixture(scope="session")
+def greensboro_whole_table(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
+    """Greensboro's whole year as one batch, against the 8 weeks before the last."""
+    return whole_table_case("greensboro_tmy", tmp_path_factory.mktemp("greensboro-table"), slice(-9, -1))

@@ -368,6 +368,11 @@ def test_a_bound_between_two_columns_of_one_unit_broken_on_part_of_the_rows_name
     assert blocking_on(tmp_path, greensboro_week, frame.assign(temp_air=air)) == {
         (FindingKind.RELATION_BROKEN, "temp_air")
     }
+    dew = frame["temp_dew"].to_numpy().copy()  # the dew point dealt out highest where the sun is lowest instead
+    dew[order] = np.sort(dew[rows])[::-1]
+    assert blocking_on(tmp_path, greensboro_week, frame.assign(temp_dew=dew)) == {
+        (FindingKind.RELATION_BROKEN, "temp_dew")
+    }
 
 
 def test_a_column_converted_to_another_unit_explains_the_bound_it_breaks(
@@ -469,6 +474,26 @@ def test_a_swap_in_a_humid_week_is_named_from_the_bound_it_reverses(
     that bound (saturation) and never crossed it, and now every hour but the saturated ones crosses it."""
     frame = swapped(greensboro_last_week.frame, "temp_air", "temp_dew")
     assert (FindingKind.COLUMNS_SWAPPED, "temp_air") in blocking_on(tmp_path, greensboro_last_week, frame)
+
+
+def test_rows_swapped_are_swapped_back_but_rows_of_changed_values_breaking_the_same_bound_are_not(
+    tmp_path: Path, greensboro_whole_table: RealCase
+) -> None:
+    """A year of hours: on 15% of them the air and dew-point temperatures swapped, the dew point passes the air
+    by the usual gap, and on those rows the two exchanged their correlations with the rest: swap them back. The
+    air temperature dealt out in the order of the irradiance breaks the bound on as many hours by as much; but
+    there each column kept its own correlations, so swapping would publish values no one measured."""
+    table = greensboro_whole_table.frame
+    rows = np.random.default_rng(5).random(len(table)) < 0.15
+    blocking = blocking_on(tmp_path, greensboro_whole_table, swapped(table, "temp_air", "temp_dew", rows))
+    assert (FindingKind.COLUMNS_SWAPPED, "temp_air") in blocking
+    leaked = np.flatnonzero(np.random.default_rng(5).random(len(table)) < 0.5)
+    order = leaked[np.argsort(table["ghi"].to_numpy()[leaked], kind="stable")]
+    air = table["temp_air"].to_numpy().copy()
+    air[order] = np.sort(air[leaked])
+    assert blocking_on(tmp_path, greensboro_whole_table, table.assign(temp_air=air)) == {
+        (FindingKind.RELATION_BROKEN, "temp_air")
+    }
 
 
 def test_seattle_december_clean_swapped_and_rescaled(tmp_path: Path, seattle_december: RealCase) -> None:

@@ -5,17 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from guard.kinds import FindingKind
 
-from real_cases import RealCase, blocking_on, whole_table_case
-
-
-@pytest.fixture(scope="module")
-def greensboro_whole_table(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
-    """Greensboro's whole year as one batch, against the 8 weeks before the last."""
-    return whole_table_case("greensboro_tmy", tmp_path_factory.mktemp("greensboro-table"), slice(-9, -1))
+from real_cases import RealCase, blocking_on
 
 
 def test_a_whole_table_renamed_is_paired_by_the_reference_period_it_holds(
