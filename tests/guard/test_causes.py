@@ -382,6 +382,10 @@ def test_a_column_converted_to_another_unit_explains_the_bound_it_breaks(
     converting back, and the broken bound is its symptom (a heal cannot be refused for want of a playbook)."""
     frame = greensboro_week.frame.assign(temp_dew=greensboro_week.frame["temp_dew"] * 1.8 + 32)
     assert blocking_on(tmp_path, greensboro_week, frame) == {(FindingKind.UNIT_MISMATCH, "temp_dew")}
+    dew = greensboro_week.frame["temp_dew"].to_numpy()
+    healed = frame.assign(temp_dew=np.nextafter(dew, np.inf))  # converted back: 5.000000000000001 where air is 5.0
+    assert (healed["temp_dew"] > healed["temp_air"]).sum() >= 3
+    assert blocking_on(tmp_path, greensboro_week, healed) == set()
 
 
 # --- causes explain symptoms ----------------------------------------------------------------------------
