@@ -10,7 +10,7 @@ rows, and each tool's verdict is printed: detected (blocked) or missed; for the 
 finding names the true cause (kind and column).
 
 - guard: every check, against a `guard.reference.Reference` merged from batch profiles; guard-leak: the
-  same with target_leakage findings left out of the verdict (leakage.py is reworked on another branch);
+  same with target_leakage findings left out of the verdict (what the other checks catch alone);
   "guard names" is right when a blocking finding names the true cause (kind, column, and the unit a
   unit change wrote the column in);
 - pandera: `pandera.infer_schema` on the reference window's rows (its checks on the event-time column
@@ -118,7 +118,7 @@ def judges_for(dataset: RealDataset, tools: Sequence[str]) -> list[Judge]:
     for tool in tools:
         if tool == "guard":
             made.append(GuardJudge(dataset.contract()))
-        elif tool == "guard-leak":  # the guard with target_leakage left out of the verdict (its own branch)
+        elif tool == "guard-leak":  # the guard with target_leakage left out of the verdict
             made.append(GuardJudge(dataset.contract(), name="guard-leak", ignore=frozenset({"target_leakage"})))
         elif tool == "pandera":
             made.append(PanderaJudge(dataset.time_column))
