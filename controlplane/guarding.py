@@ -34,6 +34,7 @@ from guard.context import GuardContext
 from guard.findings import Finding, GuardReport, make_finding
 from guard.kinds import FindingKind
 from guard.profile import BatchProfile, TimeWindow
+from guard.reference import build_reference
 from guard.runner import run_guard
 from guard.snapshot import Snapshot, SnapshotError
 
@@ -200,7 +201,7 @@ def _history_findings(
     history = changed_batches(ws, spec.name, table, state, read=engine.snapshot)
     found: list[Finding] = [_unguarded(context, state, history.unguarded_rows)] if history.unguarded_rows else []
     for kept, now in history.changed:
-        against_kept = replace(context, snapshot=now, reference=kept.profile, lineage=(), table_paths=())
+        against_kept = replace(context, snapshot=now, reference=build_reference([kept]), lineage=(), table_paths=())
         findings = [f for f in run_guard(against_kept).findings if f.kind not in _NOT_HISTORY]
         if not any(f.severity.value == "block" for f in findings):
             findings.append(_changed(context, kept, now))

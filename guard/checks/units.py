@@ -45,6 +45,12 @@ zero-inflated column, a visibility of 16,100 m) is judged on its core, and its p
 its own: degC -> degF moves the point, so the conversion is still seen. Fewer than MIN_CORE values
 beside the point and nothing else to judge: UNIT_UNCHECKED, a warning that says the check cannot judge.
 
+Against a batch's own kept profile (the history check: a batch that passed earlier, read again, its rows the
+same), a named conversion maps every kept quantile and extreme onto today's exactly, whatever the number of
+values (a month with three rainy days): UNIT_MISMATCH. Otherwise the batch is judged as above, against a
+reference of that one batch: values emptied by a broken join leave a subset of the same rows, which moves
+quantiles by sampling, not by a unit.
+
 Against a bare whole-table profile (DataHub's datasetProfile: nine quantiles, no sketch, no batch
 history) the check fits an affine map on the 10-90% quantiles and names the unit whose factor and offset
 match within fixed tolerances (measured on 40 seeds of the demo table), as before; quantiles that tie on
@@ -64,7 +70,7 @@ from guard.context import GuardContext
 from guard.contract import ColumnContract
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind, Severity
-from guard.profile import ColumnProfile
+from guard.profile import BatchProfile, ColumnProfile
 from guard.reference import Reference
 from guard.registry import register
 from guard.relations import resolution
@@ -139,6 +145,10 @@ def judge_units(ctx: GuardContext, column: ColumnContract) -> Finding | None:
             expected="reference quantiles",
             message=f"no reference profile for {column.name!r}",
         )
+    if isinstance(ctx.reference, Reference) and _its_own(ctx.reference, ctx.snapshot.batch):
+        converted = _same_rows_converted(ctx.dataset_urn, column, reference, observed)
+        if converted is not None:
+            return converted
     if isinstance(ctx.reference, Reference) and sketched(reference) and sketched(observed):
         shorter = ctx.reference.shorter_by(ctx.snapshot.batch)
         return _batch_finding(ctx.dataset_urn, column, ctx.reference, reference, observed, _spans_batches(ctx), shorter)
@@ -454,6 +464,43 @@ def _closest(best: _Hypothesis | None) -> str:
 
 
 # --- against a bare whole-table profile -----------------------------------------------------------
+
+
+def _its_own(reference: Reference, batch: BatchProfile | None) -> bool:
+    """The reference is this batch's own profile, kept when it passed (the history check): the same rows."""
+    return batch is not None and [b.batch_id for b in reference.batches] == [batch.batch_id]
+
+
+def _same_rows_converted(urn: str, column: ColumnContract, kept: ColumnProfile, now: ColumnProfile) -> Finding | None:
+    """The same rows, every value converted: a named conversion maps each kept quantile and extreme onto today's
+    exactly (a monotone map keeps each value's rank), however few values there are beside a point mass."""
+    assert column.unit is not None
+    levels = [q for q, _ in kept.quantiles]
+    pairs = [(kept.quantile(q), now.quantile(q)) for q in levels] + [
+        (kept.minimum, now.minimum),
+        (kept.maximum, now.maximum),
+    ]
+    known = np.array([(k, n) for k, n in pairs if k is not None and n is not None], dtype=float)
+    if len(known) < 2 or len(np.unique(known[:, 0])) < 2 or np.allclose(known[:, 0], known[:, 1], rtol=1e-9, atol=0.0):
+        return None
+    for unit in candidates_for(column.unit):
+        scale, offset = conversion(column.unit, unit)
+        if np.allclose(known[:, 1], known[:, 0] * scale + offset, rtol=1e-6, atol=1e-9):
+            return make_finding(
+                FindingKind.UNIT_MISMATCH,
+                urn,
+                column.name,
+                observed={"unit": unit, "median": now.quantile(0.5), "same_rows": True},
+                expected={"unit": column.unit, "median": kept.quantile(0.5)},
+                message=f"{column.name!r} is in {unit}, the contract says {column.unit} (x{scale:.6g} {offset:+.6g}): "
+                "these rows passed earlier, and every kept quantile converted is today's exactly",
+                playbook="unit_rescale",
+                declared_unit=column.unit,
+                actual_unit=unit,
+                scale=scale,
+                offset=offset,
+            )
+    return None
 
 
 def fit_affine(reference: ColumnProfile, observed: ColumnProfile) -> tuple[float, float, float] | None:
