@@ -55,7 +55,8 @@ MIN_BROKEN = 3
 BROKEN_SHARE = 0.01
 DEPARTED_SHARE = 0.05  # rows of a derived hour off every learned offset: more than the 5% the timestamp check allows
 _LEAK_ROWS = 30
-_FIT_ROWS = 30  # rows keeping a bound needed to fit each of its columns from the others  # departed rows needed to judge whether they follow the label
+_FIT_ROWS = 30  # rows keeping a bound needed to fit each of its columns from the others
+_HOUR_MS = 3_600_000  # departed rows needed to judge whether they follow the label
 
 
 def parse_identity(key: str) -> tuple[str, str, str, str]:
@@ -138,10 +139,13 @@ def _departed_hours(ctx: GuardContext, t: str, h: str, counts: tuple[int, ...]) 
     broken, tested = int(departed.sum()), len(offsets)
     if broken < MIN_BROKEN or broken < DEPARTED_SHARE * tested:
         return None
-    stated = f"{h!r} is the hour of {t!r} (offset {usual} h) on every reference row; on {broken} of {tested} sampled rows ({broken / tested:.0%}) it is not"
+    stated = (
+        f"{h!r} is the hour of {t!r} (offset {usual} h) on every reference row; on {broken} of {tested} sampled rows "
+        f"({broken / tested:.0%}) it is not"
+    )
     label = ctx.contract.label_column
     if label is not None and label in ctx.snapshot.sample and broken >= _LEAK_ROWS:
-        hours = (np.floor_divide(stamps[rows][departed], 3_600_000) + usual) % HOURS
+        hours = (np.floor_divide(stamps[rows][departed], _HOUR_MS) + usual) % HOURS
         outcome = ctx.snapshot.sample[label][rows][departed].reset_index(drop=True)
         now = _scores(pd.Series(values[rows][departed]), outcome)
         was = _scores(pd.Series(hours), outcome)
@@ -169,6 +173,7 @@ def _departed_hours(ctx: GuardContext, t: str, h: str, counts: tuple[int, ...]) 
         observed={"relation": f"{h}=hour({t})", "broken_share": round(broken / tested, 6)},
         expected={"relation": f"{h}=hour({t})", "broken_share": 0.0},
         relation=f"{h}=hour({t})",
+        columns=[h, t],
         broken_rows=broken,
         tested_rows=tested,
         message=f"{stated}: {h!r} or {t!r} changed on those rows",
