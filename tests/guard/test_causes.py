@@ -287,11 +287,16 @@ def test_a_sum_the_reference_always_held_is_named_on_its_total_when_it_breaks(
 # --- target_leakage -------------------------------------------------------------------------------------
 
 
-def leaked(frame: pd.DataFrame, column: str, share: float) -> pd.DataFrame:
+def leaked(
+    frame: pd.DataFrame, column: str, share: float, by: str = "eta_minutes", reverse: bool = False
+) -> pd.DataFrame:
+    """`column` recomputed from `by` on a seeded `share` of the rows: its own values there dealt out in `by`'s
+    order (its distribution unchanged), or in the reverse order."""
     rows = np.flatnonzero(np.random.default_rng(5).random(len(frame)) < share)
-    order = rows[np.argsort(frame["eta_minutes"].to_numpy()[rows])]
+    order = rows[np.argsort(frame[by].to_numpy()[rows], kind="stable")]
     values = frame[column].to_numpy().copy()
-    values[order] = np.sort(values[rows])
+    dealt = np.sort(values[rows])
+    values[order] = dealt[::-1] if reverse else dealt
     return frame.assign(**{column: values})
 
 
@@ -331,12 +336,8 @@ def test_an_hour_column_recomputed_from_the_outcome_on_part_of_the_rows_is_leaka
     label. Its values are still hours and the week's association with the label stays inside the seasons';
     but there it is no longer the hour of the time, and it ranks the label where the true hour does not."""
     frame = pnw_december_week.frame
-    rows = np.flatnonzero(np.random.default_rng(5).random(len(frame)) < 0.4)
-    order = rows[np.argsort(frame["seattle_temp"].to_numpy()[rows], kind="stable")]
-    hours = frame["hour_local"].to_numpy().copy()
-    hours[order] = np.sort(hours[rows])
     assert blocking_on(tmp_path, pnw_december_week, frame) == set()
-    assert blocking_on(tmp_path, pnw_december_week, frame.assign(hour_local=hours)) == {
+    assert blocking_on(tmp_path, pnw_december_week, leaked(frame, "hour_local", 0.4, by="seattle_temp")) == {
         (FindingKind.TARGET_LEAKAGE, "hour_local")
     }
 
@@ -361,16 +362,11 @@ def test_a_bound_between_two_columns_of_one_unit_broken_on_part_of_the_rows_name
     is still one the week held, but the dew point now exceeds it on some hours, a bound the reference met
     (saturation) and never crossed. temp_air lost its correlations with the rest; temp_dew kept them."""
     frame = greensboro_week.frame
-    rows = np.flatnonzero(np.random.default_rng(5).random(len(frame)) < 0.4)
-    order = rows[np.argsort(frame["ghi"].to_numpy()[rows], kind="stable")]
-    air = frame["temp_air"].to_numpy().copy()
-    air[order] = np.sort(air[rows])
-    assert blocking_on(tmp_path, greensboro_week, frame.assign(temp_air=air)) == {
+    assert blocking_on(tmp_path, greensboro_week, leaked(frame, "temp_air", 0.4, by="ghi")) == {
         (FindingKind.RELATION_BROKEN, "temp_air")
     }
-    dew = frame["temp_dew"].to_numpy().copy()  # the dew point dealt out highest where the sun is lowest instead
-    dew[order] = np.sort(dew[rows])[::-1]
-    assert blocking_on(tmp_path, greensboro_week, frame.assign(temp_dew=dew)) == {
+    # the dew point dealt out highest where the sun is lowest instead
+    assert blocking_on(tmp_path, greensboro_week, leaked(frame, "temp_dew", 0.4, by="ghi", reverse=True)) == {
         (FindingKind.RELATION_BROKEN, "temp_dew")
     }
 
@@ -491,11 +487,7 @@ def test_rows_swapped_are_swapped_back_but_rows_of_changed_values_breaking_the_s
     rows = np.random.default_rng(5).random(len(table)) < 0.15
     blocking = blocking_on(tmp_path, greensboro_whole_table, swapped(table, "temp_air", "temp_dew", rows))
     assert (FindingKind.COLUMNS_SWAPPED, "temp_air") in blocking
-    leaked = np.flatnonzero(np.random.default_rng(5).random(len(table)) < 0.5)
-    order = leaked[np.argsort(table["ghi"].to_numpy()[leaked], kind="stable")]
-    air = table["temp_air"].to_numpy().copy()
-    air[order] = np.sort(air[leaked])
-    assert blocking_on(tmp_path, greensboro_whole_table, table.assign(temp_air=air)) == {
+    assert blocking_on(tmp_path, greensboro_whole_table, leaked(table, "temp_air", 0.5, by="ghi")) == {
         (FindingKind.RELATION_BROKEN, "temp_air")
     }
 
