@@ -1,7 +1,8 @@
 """Placeholders written where a measurement belongs: `sentinel`.
 
 A numeric contracted column's batch values are counted (on the snapshot's row sample); a value held by at
-least MIN_ROWS sampled rows and MIN_SHARE of them is a point mass. It is a sentinel when it is
+least MIN_ROWS sampled rows and MIN_SHARE of them is a point mass, and so is a placeholder-looking value
+outside the contract's [minimum, maximum] held by any number of rows. It is a sentinel when it is
 
 - impossible: outside the contract's [minimum, maximum] (a load of -1), and one code (at least ONE_CODE of
   the values outside the bounds: a spread of impossible values is the domain check's `out_of_range`);
@@ -90,17 +91,23 @@ def check_sentinels(ctx: GuardContext) -> Iterator[Finding]:
         if known is None:
             continue
         values = numeric_values(ctx.snapshot.sample[column.name])
-        for value, count in _masses(values):
+        for value, count in _masses(values, column.minimum, column.maximum):
             finding = _judge(ctx, column.name, known, value, count, values)
             if finding is not None:
                 yield finding
 
 
-def _masses(values: np.ndarray) -> list[tuple[float, int]]:
-    if len(values) < MIN_ROWS:
+def _masses(values: np.ndarray, low: float | None, high: float | None) -> list[tuple[float, int]]:
+    """Values held by MIN_ROWS and MIN_SHARE of the rows; and a placeholder-looking value outside the contract's
+    bounds however few rows hold it (a -9999 of rain is no measurement: one among thirty days is a code; a
+    converted 60.08 past a degC bound is a measurement in another unit, left to the units check)."""
+    if not len(values):
         return []
     found, counts = np.unique(values, return_counts=True)
     keep = (counts >= MIN_ROWS) & (counts / len(values) >= MIN_SHARE)
+    for i, value in enumerate(found):
+        outside = (low is not None and value < low) or (high is not None and value > high)
+        keep[i] |= bool(outside) and looks_like_placeholder(float(value))
     return [(float(v), int(n)) for v, n in zip(found[keep], counts[keep])]
 
 

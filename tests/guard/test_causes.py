@@ -524,3 +524,16 @@ def test_a_swap_in_a_batch_that_passed_earlier_is_named_against_its_own_profile(
     against_itself = RealCase(greensboro_week.dataset, kept, greensboro_week.frame)  # type: ignore[arg-type]
     found = blocking_on(tmp_path, against_itself, swapped(greensboro_week.frame, "dni", "dhi"))
     assert (FindingKind.COLUMNS_SWAPPED, "dni") in found and (FindingKind.COLUMNS_SWAPPED, "ghi") not in found
+
+
+def test_one_placeholder_where_no_measurement_can_be_is_a_sentinel_but_one_slightly_impossible_value_is_not(
+    tmp_path: Path, seattle_december: RealCase
+) -> None:
+    """A month of rain with one -9999: too few rows for a mass anywhere else, but rain below 0 is no measurement
+    and -9999 is typed for 'unknown', so its row is quarantined (exact), not left to block as out of range. A
+    lone -0.1 is impossible too, yet no code: out of range, for a person to look at."""
+    frame = seattle_december.frame.copy()
+    frame.loc[3, "precipitation"] = -9999.0
+    assert blocking_on(tmp_path, seattle_december, frame) == {(FindingKind.SENTINEL, "precipitation")}
+    frame.loc[3, "precipitation"] = -0.1
+    assert blocking_on(tmp_path, seattle_december, frame) == {(FindingKind.OUT_OF_RANGE, "precipitation")}
