@@ -105,9 +105,13 @@ def _masses(values: np.ndarray, low: float | None, high: float | None) -> list[t
         return []
     found, counts = np.unique(values, return_counts=True)
     keep = (counts >= MIN_ROWS) & (counts / len(values) >= MIN_SHARE)
-    for i, value in enumerate(found):
-        outside = (low is not None and value < low) or (high is not None and value > high)
-        keep[i] |= bool(outside) and looks_like_placeholder(float(value))
+    outside = np.zeros(len(found), dtype=bool)
+    if low is not None:
+        outside |= found < low
+    if high is not None:
+        outside |= found > high
+    for i in np.flatnonzero(outside):  # few or none: a clean batch holds no impossible value
+        keep[i] |= looks_like_placeholder(float(found[i]))
     return [(float(v), int(n)) for v, n in zip(found[keep], counts[keep])]
 
 
