@@ -105,12 +105,7 @@ def _masses(values: np.ndarray, low: float | None, high: float | None) -> list[t
         return []
     found, counts = np.unique(values, return_counts=True)
     keep = (counts >= MIN_ROWS) & (counts / len(values) >= MIN_SHARE)
-    outside = np.zeros(len(found), dtype=bool)
-    if low is not None:
-        outside |= found < low
-    if high is not None:
-        outside |= found > high
-    for i in np.flatnonzero(outside):  # few or none: a clean batch holds no impossible value
+    for i in np.flatnonzero(_outside(found, low, high)):  # few or none: a clean batch holds no impossible value
         keep[i] |= looks_like_placeholder(float(found[i]))
     return [(float(v), int(n)) for v, n in zip(found[keep], counts[keep])]
 
@@ -151,12 +146,17 @@ def _impossible(ctx: GuardContext, name: str, value: float) -> bool:
 
 def _one_code(values: np.ndarray, value: float, low: float | None, high: float | None) -> bool:
     """The mass holds at least ONE_CODE of the values outside [low, high]: one code, not a spread of values."""
+    return int((values == value).sum()) >= ONE_CODE * int(_outside(values, low, high).sum())
+
+
+def _outside(values: np.ndarray, low: float | None, high: float | None) -> np.ndarray:
+    """Per value: below `low` or above `high` (a bound that is None does not bind)."""
     outside = np.zeros(len(values), dtype=bool)
     if low is not None:
         outside |= values < low
     if high is not None:
         outside |= values > high
-    return int((values == value).sum()) >= ONE_CODE * int(outside.sum())
+    return outside
 
 
 def _coded(reference: ColumnProfile, values: np.ndarray, value: float, share: float) -> bool:
