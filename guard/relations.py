@@ -137,6 +137,11 @@ class PairMoments:
         scale = math.sqrt(max(self.m2_a, 0.0) * max(self.m2_b, 0.0))
         return self.co_m2 / scale if scale > 0 else None
 
+    @property
+    def b_le_a(self) -> int:
+        """Rows with b <= a: every row but those with a < b (a tie holds both orders)."""
+        return self.n - self.a_le_b + self.a_eq_b
+
     def bound(self, a: str, b: str) -> tuple[str, str] | None:
         """(low, high) of the pair (a, b) when low <= high held on BOUND_HELD of the rows and low == high on at
         least BOUND_REACHED of them (and BOUND_REACHED_ROWS): an order the data meets, a physical bound (the dew
@@ -145,8 +150,7 @@ class PairMoments:
             return None
         if self.a_le_b >= BOUND_HELD * self.n:
             return a, b
-        b_le_a = self.n - self.a_le_b + self.a_eq_b
-        return (b, a) if b_le_a >= BOUND_HELD * self.n else None
+        return (b, a) if self.b_le_a >= BOUND_HELD * self.n else None
 
 
 @dataclass(frozen=True)

@@ -335,8 +335,7 @@ def _learned_order(ctx: GuardContext, reference: DatasetProfile, a: str, b: str)
     if len(units) != 1 or None in units or moments is None or moments.n < MIN_ORDER_ROWS:
         return None
     first, second = sorted((a, b))
-    share = moments.a_le_b / moments.n
-    reversed_share = (moments.n - moments.a_le_b + moments.a_eq_b) / moments.n  # second <= first: ties hold both
+    share, reversed_share = moments.a_le_b / moments.n, moments.b_le_a / moments.n
     gap = moments.mean_b - moments.mean_a
     if share >= ORDER_MOSTLY:
         return first, second, gap, share >= ORDER_HELD
