@@ -45,6 +45,7 @@ __all__ = [
     "learn_relations",
     "epoch_ms_of",
     "hour_offsets",
+    "utc_hours",
     "hour_offset_counts",
     "order_broken",
     "pair_key",
@@ -334,7 +335,7 @@ def _diurnal(
 ) -> dict[str, dict[str, Diurnal]]:
     result: dict[str, dict[str, Diurnal]] = {}
     for column, (stamps, present) in times.items():
-        hours = np.floor_divide(stamps, _HOUR_MS) % HOURS
+        hours = utc_hours(stamps)
         by_column = {}
         for name, values in numbers.items():
             rows = present & ~np.isnan(values)
@@ -363,11 +364,16 @@ def _hour_of(
     return result
 
 
+def utc_hours(stamps: np.ndarray) -> np.ndarray:
+    """The UTC hour of the day (0..23) of each epoch-ms timestamp."""
+    return np.floor_divide(stamps, _HOUR_MS) % HOURS
+
+
 def hour_offsets(stamps: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Per row, (H - hour(T)) mod 24 for an hour column's values H and a timestamp's UTC epoch ms T (both
     present); -1 where H is not an hour of the day."""
     is_hour = (values >= 0) & (values <= HOURS - 1) & (np.mod(values, 1) == 0)
-    hours = np.floor_divide(stamps, _HOUR_MS) % HOURS
+    hours = utc_hours(stamps)
     offsets = np.full(len(values), -1, dtype=np.int64)
     offsets[is_hour] = (values[is_hour].astype(np.int64) - hours[is_hour]) % HOURS
     return offsets

@@ -44,6 +44,7 @@ from guard.relations import (
     informative_rows,
     order_broken,
     resolution,
+    utc_hours,
 )
 from guard.units import same_unit
 
@@ -54,9 +55,8 @@ MIN_ROWS = 50
 MIN_BROKEN = 3
 BROKEN_SHARE = 0.01
 DEPARTED_SHARE = 0.05  # rows of a derived hour off every learned offset: more than the 5% the timestamp check allows
-_LEAK_ROWS = 30
+_LEAK_ROWS = 30  # departed rows needed to judge whether they follow the label
 _FIT_ROWS = 30  # rows keeping a bound needed to fit each of its columns from the others
-_HOUR_MS = 3_600_000  # departed rows needed to judge whether they follow the label
 
 
 def parse_identity(key: str) -> tuple[str, str, str, str]:
@@ -145,7 +145,7 @@ def _departed_hours(ctx: GuardContext, t: str, h: str, counts: tuple[int, ...]) 
     )
     label = ctx.contract.label_column
     if label is not None and label in ctx.snapshot.sample and broken >= _LEAK_ROWS:
-        hours = (np.floor_divide(stamps[rows][departed], _HOUR_MS) + usual) % HOURS
+        hours = (utc_hours(stamps[rows][departed]) + usual) % HOURS
         outcome = ctx.snapshot.sample[label][rows][departed].reset_index(drop=True)
         now = _scores(pd.Series(values[rows][departed]), outcome)
         was = _scores(pd.Series(hours), outcome)
