@@ -185,6 +185,27 @@ def natural_distance(ctx: GuardContext, name: str, scale: float = 1.0, values_of
     return natural.measure(core(observed.sketch, natural.atom, scale))[0]
 
 
+def _unit_mismatch(
+    urn: str, name: str, declared: str, actual: str, *, observed: object, expected: object, message: str
+) -> Finding:
+    """A column in `actual` where the contract declares `declared`: a block, healed by the unit_rescale playbook
+    with the conversion's exact factor and offset."""
+    scale, offset = conversion(declared, actual)
+    return make_finding(
+        FindingKind.UNIT_MISMATCH,
+        urn,
+        name,
+        observed=observed,
+        expected=expected,
+        message=message,
+        playbook="unit_rescale",
+        declared_unit=declared,
+        actual_unit=actual,
+        scale=scale,
+        offset=offset,
+    )
+
+
 # --- against a batch reference: natural variation -------------------------------------------------
 
 
@@ -394,19 +415,15 @@ def _mismatch(
         "jump_converted_back": round(best.jump, 3),
         **_core_fit(typical, best),
     }
-    return make_finding(
-        FindingKind.UNIT_MISMATCH,
+    return _unit_mismatch(
         urn,
         column.name,
+        column.unit,
+        best.unit,
         observed=seen,
         expected={"unit": column.unit, "median": typical.median},
         message=f"{column.name!r} is in {best.unit}, the contract says {column.unit} (x{best.scale:.6g} "
         f"{best.offset:+.6g}): {_why_this_unit(best, evidence)}",
-        playbook="unit_rescale",
-        declared_unit=column.unit,
-        actual_unit=best.unit,
-        scale=best.scale,
-        offset=best.offset,
     )
 
 
@@ -463,7 +480,7 @@ def _closest(best: _Hypothesis | None) -> str:
     return "none" if best is None else f"{best.unit} at {best.distance:.2f}x"
 
 
-# --- against a bare whole-table profile -----------------------------------------------------------
+# --- against a batch's own kept profile (the history check) ------------------------------------------
 
 
 def _its_own(reference: Reference, batch: BatchProfile | None) -> bool:
@@ -475,8 +492,7 @@ def _same_rows_converted(urn: str, column: ColumnContract, kept: ColumnProfile, 
     """The same rows, every value converted: a named conversion maps each kept quantile and extreme onto today's
     exactly (a monotone map keeps each value's rank), however few values there are beside a point mass."""
     assert column.unit is not None
-    levels = [q for q, _ in kept.quantiles]
-    pairs = [(kept.quantile(q), now.quantile(q)) for q in levels] + [
+    pairs = [(k, now.quantile(q)) for q, k in kept.quantiles] + [
         (kept.minimum, now.minimum),
         (kept.maximum, now.maximum),
     ]
@@ -486,21 +502,20 @@ def _same_rows_converted(urn: str, column: ColumnContract, kept: ColumnProfile, 
     for unit in candidates_for(column.unit):
         scale, offset = conversion(column.unit, unit)
         if np.allclose(known[:, 1], known[:, 0] * scale + offset, rtol=1e-6, atol=1e-9):
-            return make_finding(
-                FindingKind.UNIT_MISMATCH,
+            return _unit_mismatch(
                 urn,
                 column.name,
+                column.unit,
+                unit,
                 observed={"unit": unit, "median": now.quantile(0.5), "same_rows": True},
                 expected={"unit": column.unit, "median": kept.quantile(0.5)},
                 message=f"{column.name!r} is in {unit}, the contract says {column.unit} (x{scale:.6g} {offset:+.6g}): "
                 "these rows passed earlier, and every kept quantile converted is today's exactly",
-                playbook="unit_rescale",
-                declared_unit=column.unit,
-                actual_unit=unit,
-                scale=scale,
-                offset=offset,
             )
     return None
+
+
+# --- against a bare whole-table profile -----------------------------------------------------------
 
 
 def fit_affine(reference: ColumnProfile, observed: ColumnProfile) -> tuple[float, float, float] | None:
@@ -577,17 +592,12 @@ def _profile_finding(
             expected=expected,
             message=f"{name!r} shifted by x{scale:.4g} {offset:+.4g}, which no known unit explains",
         )
-    unit_scale, unit_offset = conversion(declared, actual)
-    return make_finding(
-        FindingKind.UNIT_MISMATCH,
+    return _unit_mismatch(
         urn,
         name,
+        declared,
+        actual,
         observed={**seen, "unit": actual},
         expected=expected,
         message=f"{name!r} is in {actual}, the contract says {declared} (x{scale:.4g} {offset:+.4g})",
-        playbook="unit_rescale",
-        declared_unit=declared,
-        actual_unit=actual,
-        scale=unit_scale,
-        offset=unit_offset,
     )
