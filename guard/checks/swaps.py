@@ -72,6 +72,8 @@ WHOLE_SWAP = 0.5  # a strict order broken on at least this share of rows: the wh
 # that still look in order crossed naturally in a season the reference did not cover)
 MIN_BROKEN_ROWS = 3
 GAP_RATIO = (0.6, 2.5)  # mean break over the reference's mean gap
+CONTINUITY = 2.0  # a whole reversal is a swap when, swapped back, the columns sit this much nearer the newest
+# reference batch (the sum of their medians' moves)
 ALL_SEASONS_MS = 330 * 86_400_000  # a reference this long held its strict orders through every season
 RANGE_OUT = 0.5  # share of a column's batch values outside its reference range, for a swap read from ranges...
 RANGE_BACK = 0.1  # ...and at most this share of either outside its range once swapped back (a new week may
@@ -361,7 +363,9 @@ def _some_rows(
     share = rows / max(int((x != y).sum() - (np.isnan(x) | np.isnan(y)).sum()), 1)  # ties tell nothing
     if not GAP_RATIO[0] <= ratio <= GAP_RATIO[1]:
         if not (
-            strict and share >= WHOLE_SWAP and (_all_seasons(ctx) or _a_bound(reference, low, high))
+            strict
+            and share >= WHOLE_SWAP
+            and (_all_seasons(ctx) or _a_bound(reference, low, high) or _continued_swapped(ctx, x, y, low, high))
         ) or _unit_named(ctx, low, high):
             return None  # broken by a little (two series crossing) or by far more (a unit change): not a swap
         if ratio > GAP_RATIO[1] or share < ORDER_MOSTLY or not _natural_swapped_back(ctx, low, high):
@@ -411,6 +415,22 @@ def _a_bound(reference: DatasetProfile, low: str, high: str) -> bool:
     """The reference reached low <= high as well as held it (`PairMoments.bound`): a bound no season crosses."""
     moments = reference.relations.pairs.get(pair_key(low, high)) if reference.relations is not None else None
     return moments is not None and moments.bound(*sorted((low, high))) == (low, high)
+
+
+def _continued_swapped(ctx: GuardContext, x: np.ndarray, y: np.ndarray, low: str, high: str) -> bool:
+    """Each column's batch median sits nearer the other's in the newest reference batch than its own, by
+    CONTINUITY times: the columns jumped into each other's place, where two series that cross with the
+    seasons move on from where each was."""
+    if not isinstance(ctx.reference, Reference):
+        return False
+    last = [ctx.reference.variation(name)[-1:] for name in (low, high)]
+    if not all(last) or last[0][0].median is None or last[1][0].median is None:
+        return False
+    was_low, was_high = last[0][0].median, last[1][0].median
+    now_low, now_high = float(np.nanmedian(x)), float(np.nanmedian(y))
+    as_came = abs(now_low - was_low) + abs(now_high - was_high)
+    swapped = abs(now_high - was_low) + abs(now_low - was_high)
+    return as_came >= CONTINUITY * swapped
 
 
 def _unit_named(ctx: GuardContext, low: str, high: str) -> bool:

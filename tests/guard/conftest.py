@@ -18,6 +18,12 @@ def seattle_december(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
 
 
 @pytest.fixture(scope="session")
+def seattle_december_half_year(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
+    """Seattle's last December against the six months before it: a reference that saw no winter."""
+    return real_case("seattle_weather", tmp_path_factory.mktemp("seattle-half"), slice(-7, -1), -1)
+
+
+@pytest.fixture(scope="session")
 def greensboro_last_week(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
     """The year's last week, overcast (direct irradiance of a few W/m2), against the 12 weeks before."""
     return real_case("greensboro_tmy", tmp_path_factory.mktemp("greensboro-last"), slice(-13, -1), -1)

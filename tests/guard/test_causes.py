@@ -504,6 +504,18 @@ def test_seattle_december_clean_swapped_and_rescaled(tmp_path: Path, seattle_dec
     assert blocking_on(tmp_path, seattle_december, rescaled) == {(FindingKind.SCALE_SHIFT, "temp_min")}
 
 
+def test_a_whole_reversal_that_jumped_into_the_other_columns_place_is_a_swap(
+    tmp_path: Path, seattle_december_half_year: RealCase
+) -> None:
+    """Six months of summer and autumn saw temp_min <= temp_max strictly but never a winter, and December's gap
+    is half of theirs: the break alone could be two series crossing. But each column's December sits where the
+    other sat in November, and swapped back each continues from where it was: a swap."""
+    case = seattle_december_half_year
+    assert blocking_on(tmp_path, case, case.frame) == set()
+    found = blocking_on(tmp_path, case, swapped(case.frame, "temp_min", "temp_max"))
+    assert found == {(FindingKind.COLUMNS_SWAPPED, "temp_max")}
+
+
 def test_a_swap_of_two_cities_is_read_from_their_ranges(tmp_path: Path, pnw_december_week: RealCase) -> None:
     """No other column to correlate with and no order held: San Francisco at Seattle's December temperatures
     (all below any it showed) and Seattle at San Francisco's, each in range and natural once swapped back."""
