@@ -1,6 +1,6 @@
 """Two contracted columns written into each other's place: `columns_swapped`.
 
-Four lines of evidence, over each pair of contracted numeric columns (a, b) of one logical type:
+Five lines of evidence, over each pair of contracted numeric columns (a, b) of one logical type:
 
 - all rows: the batch's a looks like the reference's b and its b like the reference's a (KS distance within
   noise), while each is far from its own reference (at least SELF_DISTANCE, and CROSS_RATIO times further
@@ -24,7 +24,11 @@ Four lines of evidence, over each pair of contracted numeric columns (a, b) of o
   least one of them left its natural variation: a swap in a season where their values overlap;
 - ranges: two columns of one declared unit, one of them with at least RANGE_OUT of its values outside any
   value its reference showed, and read as each other's both inside their ranges (all but RANGE_BACK) and
-  their natural variation: a swap where the columns have no other column to correlate with.
+  their natural variation: a swap where the columns have no other column to correlate with;
+- exact: the batch's a profiles exactly as the reference's b and the reverse, and with every other column a
+  and b exchanged their co-moments: the very rows the reference profiled, swapped. Only a reference of the
+  same rows (a batch that passed earlier, against its kept profile) can say this, and it says it in any
+  season, where none of the rules above can.
 
 A swap exchanges the two columns' correlations with every other column; a rescaling or a unit change keeps
 every correlation. So where the reference tells the two apart (their correlations with the other contracted
@@ -54,7 +58,7 @@ from guard.checks.units import natural_distance, unit_shifted
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding, window_rows
 from guard.kinds import FindingKind
-from guard.profile import DatasetProfile
+from guard.profile import ColumnProfile, DatasetProfile
 from guard.reference import Reference
 from guard.registry import register
 from guard.relations import pair_key
@@ -82,6 +86,7 @@ PROFILE_APART = 0.05  # sum of squared differences of the two columns' correlati
 _MIN_PAIR_ROWS = 20  # batch rows holding both numbers, for a batch correlation
 _PROFILE_NOISE = 4.0  # apart >= 4 terms / rows: twice the expected sum of the squared sampling errors
 _NUMERIC = ("number", "integer")
+SUMS_REL_TOL = 1e-9  # sums of the same values added in another order (exact profiles)
 
 
 @register("columns_swapped", per_column=True)
@@ -104,7 +109,8 @@ def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding]:
         if ctx.contract.column(a).logical_type != ctx.contract.column(b).logical_type:  # type: ignore[union-attr]
             continue
         finding = (
-            _some_rows(ctx, reference, a, b, profile)
+            _exactly_exchanged(ctx, reference, a, b, names)
+            or _some_rows(ctx, reference, a, b, profile)
             or _all_rows(ctx, reference, a, b, values, own, profile)
             or _by_correlations(ctx, a, b, profile, own)
             or _by_ranges(ctx, reference, a, b, values)
@@ -205,6 +211,53 @@ class _Comparison:
         """The batch moved at least three quarters of the way from the profiles as they were to the profiles
         exchanged (a whole swap moves as_came - exchanged from -2 * apart to +2 * apart)."""
         return self.telling and self.as_came - self.exchanged >= self.apart
+
+
+def _exactly_exchanged(
+    ctx: GuardContext, reference: DatasetProfile, a: str, b: str, names: list[str]
+) -> Finding | None:
+    """The batch's a holds exactly the values the reference's b held and the reverse, and with every other column
+    a and b exchanged their co-moments too: the very rows the reference profiled, with the two columns swapped.
+    Only a reference of the same rows can say this (a batch that passed earlier, against its kept profile),
+    and it says it in any season, where the columns' values overlap."""
+    assert ctx.snapshot is not None
+    batch = ctx.snapshot.profile
+    ours, theirs = batch.columns, reference.columns
+    if _same_values(ours[a], theirs[a]) or not (_same_values(ours[a], theirs[b]) and _same_values(ours[b], theirs[a])):
+        return None
+    now = batch.relations.pairs if batch.relations is not None else {}
+    was = reference.relations.pairs if reference.relations is not None else {}
+    for other in (n for n in names if n not in (a, b)):
+        for mine, its in ((a, b), (b, a)):
+            seen, kept = now.get(pair_key(mine, other)), was.get(pair_key(its, other))
+            if seen is None or kept is None or seen.n != kept.n or not _close(seen.co_m2, kept.co_m2):
+                return None
+    medians = {name: float(np.nanmedian(numeric_values(ctx.snapshot.sample[name]))) for name in (a, b)}
+    return _whole_swap(
+        ctx,
+        a,
+        b,
+        {"exact": True},
+        medians,
+        f"{a!r} holds exactly the values {b!r} held when these rows were profiled, and {b!r} those of {a!r}, "
+        "with every other column as well: written into each other's place",
+    )
+
+
+def _same_values(x: ColumnProfile, y: ColumnProfile) -> bool:
+    """Two column profiles of the same values: counts, extremes and quantiles equal, sums equal but for the order
+    they were added in (row groups cut elsewhere)."""
+    exact = ("logical_type", "row_count", "null_count", "nan_count", "zero_count", "minimum", "maximum", "quantiles")
+    if any(getattr(x, name) != getattr(y, name) for name in exact):
+        return False
+    sums = [(x.mean, y.mean), (x.stdev, y.stdev)]
+    if x.moments is not None and y.moments is not None:
+        sums += [(x.moments.total, y.moments.total), (x.moments.m2, y.moments.m2)]
+    return all(a == b or (a is not None and b is not None and _close(a, b)) for a, b in sums)
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=SUMS_REL_TOL, abs_tol=1e-12)
 
 
 def _all_rows(

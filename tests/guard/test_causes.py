@@ -538,6 +538,22 @@ def test_a_swap_in_a_batch_that_passed_earlier_is_named_against_its_own_profile(
     assert (FindingKind.COLUMNS_SWAPPED, "dni") in found and (FindingKind.COLUMNS_SWAPPED, "ghi") not in found
 
 
+def test_a_swap_in_a_summer_month_that_passed_earlier_is_named_by_its_exact_values(tmp_path: Path) -> None:
+    """In June the two cities' temperatures overlap and hold no order, so nothing in the values tells a swap. But
+    the month passed earlier and its profile was kept: each column now holds exactly the values the other held,
+    and with the hour each exchanged its co-moment too. That is the kept rows, swapped."""
+    june = load_batches(DATASETS["pnw_temps"], tmp_path, "month")[5]
+    assert june.batch_id == "2010-06" and june.snapshot.batch is not None
+    against_itself = RealCase(DATASETS["pnw_temps"], build_reference([june.snapshot.batch]), june.frame)
+    assert blocking_on(tmp_path, against_itself, june.frame) == set()
+    found = blocking_on(tmp_path, against_itself, swapped(june.frame, "sf_temp", "seattle_temp"))
+    assert found == {(FindingKind.COLUMNS_SWAPPED, "sf_temp")}
+    reordered = june.frame.assign(sf_temp=june.frame["sf_temp"].to_numpy()[::-1])
+    assert (FindingKind.COLUMNS_SWAPPED, "sf_temp") not in blocking_on(
+        tmp_path, against_itself, swapped(reordered, "sf_temp", "seattle_temp")
+    )
+
+
 def test_one_placeholder_where_no_measurement_can_be_is_a_sentinel_but_one_slightly_impossible_value_is_not(
     tmp_path: Path, seattle_december: RealCase
 ) -> None:
