@@ -23,12 +23,14 @@ from controlplane.engine import TableEngine
 from controlplane.reference import (
     ReferenceState,
     changed_batches,
+    kept_batches,
     kept_windows,
     load_reference,
     load_state,
     new_rows_window,
 )
 from controlplane.spec import PipelineSpec
+from controlplane.tableshift import pin_table_shift
 from controlplane.workspace import Workspace
 from guard.context import GuardContext
 from guard.findings import Finding, GuardReport, make_finding
@@ -133,6 +135,7 @@ def guard_table(
         findings = coalesce(
             findings + _history_findings(ws, spec, table, state, context, engine), kept_windows(ws, spec.name, state)
         )
+        findings = pin_table_shift(findings, table, kept_batches(ws, spec.name, state), new_rows_window(state))
     batch = snapshot.batch if window is not None else None
     return Guarded(context, GuardReport(report.dataset, findings, report.outcomes), batch)
 

@@ -44,6 +44,7 @@ __all__ = [
     "save_batch",
     "establish",
     "new_rows_window",
+    "kept_batches",
     "kept_windows",
     "changed_batches",
     "History",
@@ -192,9 +193,14 @@ def _cadence_of(snapshots: list[Snapshot]) -> str:
     return "day" if days <= 1.5 else "week" if days <= 8 else "month"
 
 
+def kept_batches(ws: Workspace, pipeline: str, state: ReferenceState) -> list[BatchProfile]:
+    """Every batch that passed, oldest first."""
+    return [_load_batch(ws, pipeline, i) for i in state.batches]
+
+
 def kept_windows(ws: Workspace, pipeline: str, state: ReferenceState) -> list[TimeWindow]:
     """The rows of every batch that passed, oldest first, then the rows after the watermark (the new batch)."""
-    kept = [_load_batch(ws, pipeline, i).window for i in state.batches]
+    kept = [b.window for b in kept_batches(ws, pipeline, state)]
     return [w for w in kept if w is not None] + [new_rows_window(state)]
 
 
