@@ -223,7 +223,9 @@ def _exactly_exchanged(
     assert ctx.snapshot is not None
     batch = ctx.snapshot.profile
     ours, theirs = batch.columns, reference.columns
-    if _same_values(ours[a], theirs[a]) or not (_same_values(ours[a], theirs[b]) and _same_values(ours[b], theirs[a])):
+    if not {a, b} <= set(ours) & set(theirs) or _same_values(ours[a], theirs[a]):
+        return None
+    if not (_same_values(ours[a], theirs[b]) and _same_values(ours[b], theirs[a])):
         return None
     now = batch.relations.pairs if batch.relations is not None else {}
     was = reference.relations.pairs if reference.relations is not None else {}
@@ -471,9 +473,9 @@ def _a_bound(reference: DatasetProfile, low: str, high: str) -> bool:
 
 
 def _continued_swapped(ctx: GuardContext, x: np.ndarray, y: np.ndarray, low: str, high: str) -> bool:
-    """Each column's batch median sits nearer the other's in the newest reference batch than its own, by
-    CONTINUITY times: the columns jumped into each other's place, where two series that cross with the
-    seasons move on from where each was."""
+    """Read as swapped, the two columns' batch medians sit CONTINUITY times nearer where they were in the newest
+    reference batch than as they came (the sum of both moves): they jumped into each other's place, where two
+    series that cross with the seasons move on from where each was."""
     if not isinstance(ctx.reference, Reference):
         return False
     last = [ctx.reference.variation(name)[-1:] for name in (low, high)]
@@ -483,7 +485,7 @@ def _continued_swapped(ctx: GuardContext, x: np.ndarray, y: np.ndarray, low: str
     now_low, now_high = float(np.nanmedian(x)), float(np.nanmedian(y))
     as_came = abs(now_low - was_low) + abs(now_high - was_high)
     swapped = abs(now_high - was_low) + abs(now_low - was_high)
-    return as_came >= CONTINUITY * swapped
+    return as_came > 0 and as_came >= CONTINUITY * swapped
 
 
 def _unit_named(ctx: GuardContext, low: str, high: str) -> bool:
