@@ -358,16 +358,24 @@ def test_an_hour_column_garbled_on_part_of_the_rows_is_a_broken_relation_not_lea
 def test_a_bound_between_two_columns_of_one_unit_broken_on_part_of_the_rows_names_the_column_that_changed(
     tmp_path: Path, greensboro_week: RealCase
 ) -> None:
-    """The air temperature dealt out in the order of the irradiance on 40% of a May week's hours: each value
-    is still one the week held, but the dew point now exceeds it on some hours, a bound the reference met
-    (saturation) and never crossed. temp_air lost its correlations with the rest; temp_dew kept them."""
+    """The dew point raised by up to 8 degrees on 40% of a May week's hours now exceeds the air temperature on
+    some, a bound the reference met (saturation) and never crossed: temp_dew lost its correlations with the rest
+    there, temp_air kept them. The air temperature dealt out in the order of the irradiance on 40% of the hours
+    breaks it too, each value still one the week held: named on temp_air. The hours it breaks it on are all night
+    hours (irradiance 0), which cannot tell whether it follows the label."""
     frame = greensboro_week.frame
+    rng = np.random.default_rng(3)
+    raised = frame["temp_dew"] + np.where(rng.random(len(frame)) < 0.4, rng.uniform(0, 8, len(frame)), 0)
+    assert blocking_on(tmp_path, greensboro_week, frame.assign(temp_dew=raised)) == {
+        (FindingKind.RELATION_BROKEN, "temp_dew")
+    }
     assert blocking_on(tmp_path, greensboro_week, leaked(frame, "temp_air", 0.4, by="ghi")) == {
         (FindingKind.RELATION_BROKEN, "temp_air")
     }
-    # the dew point dealt out highest where the sun is lowest instead
+    # the dew point dealt out highest where the sun is lowest instead: on the hours it breaks the bound on (night
+    # and five daylight hours), it follows the label downwards, exactly
     assert blocking_on(tmp_path, greensboro_week, leaked(frame, "temp_dew", 0.4, by="ghi", reverse=True)) == {
-        (FindingKind.RELATION_BROKEN, "temp_dew")
+        (FindingKind.TARGET_LEAKAGE, "temp_dew")
     }
 
 
@@ -482,13 +490,14 @@ def test_rows_swapped_are_swapped_back_but_rows_of_changed_values_breaking_the_s
     """A year of hours: on 15% of them the air and dew-point temperatures swapped, the dew point passes the air
     by the usual gap, and on those rows the two exchanged their correlations with the rest: swap them back. The
     air temperature dealt out in the order of the irradiance breaks the bound on as many hours by as much; but
-    there each column kept its own correlations, so swapping would publish values no one measured."""
+    there each column kept its own correlations, so swapping would publish values no one measured (and there
+    the air temperature follows the label exactly: leakage)."""
     table = greensboro_whole_table.frame
     rows = np.random.default_rng(5).random(len(table)) < 0.15
     blocking = blocking_on(tmp_path, greensboro_whole_table, swapped(table, "temp_air", "temp_dew", rows))
     assert (FindingKind.COLUMNS_SWAPPED, "temp_air") in blocking
     assert blocking_on(tmp_path, greensboro_whole_table, leaked(table, "temp_air", 0.5, by="ghi")) == {
-        (FindingKind.RELATION_BROKEN, "temp_air")
+        (FindingKind.TARGET_LEAKAGE, "temp_air")
     }
 
 
@@ -514,6 +523,26 @@ def test_a_whole_reversal_that_jumped_into_the_other_columns_place_is_a_swap(
     assert blocking_on(tmp_path, case, case.frame) == set()
     found = blocking_on(tmp_path, case, swapped(case.frame, "temp_min", "temp_max"))
     assert found == {(FindingKind.COLUMNS_SWAPPED, "temp_max")}
+
+
+def test_a_bound_broken_by_values_dealt_in_the_labels_order_is_leakage(
+    tmp_path: Path, greensboro_last_week: RealCase
+) -> None:
+    """The air temperature dealt out again in the irradiance's order on half of the last week's hours falls under
+    the dew point on some: a bound broken. On those hours it is an exact monotone function of the label (ordered
+    as ghi over 10 distinct values), which measured values never are: leakage. Lowered by random amounts on the
+    same share of hours, it breaks the bound too, but follows nothing: a broken relation."""
+    case = greensboro_last_week
+    assert blocking_on(tmp_path, case, case.frame) == set()
+    dealt = leaked(case.frame, "temp_air", 0.5, by="ghi")
+    assert blocking_on(tmp_path, case, dealt) == {(FindingKind.TARGET_LEAKAGE, "temp_air")}
+    rng = np.random.default_rng(1)
+    lowered = case.frame["temp_air"] - np.where(
+        rng.random(len(case.frame)) < 0.5, rng.uniform(0, 8, len(case.frame)), 0
+    )
+    assert blocking_on(tmp_path, case, case.frame.assign(temp_air=lowered)) == {
+        (FindingKind.RELATION_BROKEN, "temp_air")
+    }
 
 
 def test_a_swap_of_two_cities_is_read_from_their_ranges(tmp_path: Path, pnw_december_week: RealCase) -> None:
