@@ -530,7 +530,7 @@ def test_a_bound_broken_by_values_dealt_in_the_labels_order_is_leakage(
 ) -> None:
     """The air temperature dealt out again in the irradiance's order on half of the last week's hours falls under
     the dew point on some: a bound broken. On those hours it is an exact monotone function of the label (ordered
-    as ghi over 10 distinct values), which measured values never are: leakage. Lowered by random amounts on the
+    as ghi over 10 distinct values), which changed measurements are not: leakage. Lowered by random amounts on the
     same share of hours, it breaks the bound too, but follows nothing: a broken relation."""
     case = greensboro_last_week
     assert blocking_on(tmp_path, case, case.frame) == set()
