@@ -24,10 +24,10 @@ from controlplane.reference import (
     ReferenceState,
     changed_batches,
     kept_batches,
-    kept_windows,
     load_reference,
     load_state,
     new_rows_window,
+    windows_of,
 )
 from controlplane.spec import PipelineSpec
 from controlplane.tableshift import pin_table_shift
@@ -132,10 +132,11 @@ def guard_table(
     report = run_guard(context)
     findings = _with_rows(report.findings, window)
     if state is not None and not as_batch:
+        kept = kept_batches(ws, spec.name, state)
         findings = coalesce(
-            findings + _history_findings(ws, spec, table, state, context, engine), kept_windows(ws, spec.name, state)
+            findings + _history_findings(ws, spec, table, state, context, engine), windows_of(kept, state)
         )
-        findings = pin_table_shift(findings, table, kept_batches(ws, spec.name, state), new_rows_window(state))
+        findings = pin_table_shift(findings, table, kept, new_rows_window(state))
     batch = snapshot.batch if window is not None else None
     return Guarded(context, GuardReport(report.dataset, findings, report.outcomes), batch)
 

@@ -20,7 +20,7 @@ import shutil
 import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import pyarrow as pa
 
@@ -46,6 +46,7 @@ __all__ = [
     "new_rows_window",
     "kept_batches",
     "kept_windows",
+    "windows_of",
     "changed_batches",
     "History",
     "reference_batches",
@@ -200,8 +201,12 @@ def kept_batches(ws: Workspace, pipeline: str, state: ReferenceState) -> list[Ba
 
 def kept_windows(ws: Workspace, pipeline: str, state: ReferenceState) -> list[TimeWindow]:
     """The rows of every batch that passed, oldest first, then the rows after the watermark (the new batch)."""
-    kept = [b.window for b in kept_batches(ws, pipeline, state)]
-    return [w for w in kept if w is not None] + [new_rows_window(state)]
+    return windows_of(kept_batches(ws, pipeline, state), state)
+
+
+def windows_of(kept: Sequence[BatchProfile], state: ReferenceState) -> list[TimeWindow]:
+    """`kept_windows` of batches already loaded."""
+    return [b.window for b in kept if b.window is not None] + [new_rows_window(state)]
 
 
 @dataclass(frozen=True)
