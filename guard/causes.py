@@ -3,10 +3,10 @@
 One failure trips several checks. Two columns swapped look rescaled to the units check and out of range
 to the domain check (and break the orders they are in); a sentinel 0 distorts the quantiles the units check
 fits; a timestamp written in local time puts the label in the future for the freshness check; a copy of the
-label is also a column the contract does not list. The guard names the cause (`columns_swapped`, `sentinel`, `timestamp_shift`,
-`target_leakage`) and keeps what else it saw as evidence: each explained finding becomes a WARN with
-`params["explained_by"]` = "kind:column" of its cause, so the verdict, the incidents and the heal follow
-the cause (rescaling a swapped column would corrupt it).
+label is also a column the contract does not list. The guard names the cause (`columns_swapped`, `sentinel`,
+`timestamp_shift`, `target_leakage`) and keeps what else it saw as evidence: each explained finding becomes a
+WARN with `params["explained_by"]` = "kind:column" of its cause, so the verdict, the incidents and the heal
+follow the cause (rescaling a swapped column would corrupt it).
 """
 
 from __future__ import annotations
