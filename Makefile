@@ -23,8 +23,9 @@ lint: install-dev   # ruff (lint and format) and mypy, configured in pyproject.t
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# two workers, a test file each at a time (a file's module fixtures are built once); plain `pytest` runs it serially
 test: lint
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
 
 test-faults: install-dev   # the whole fault matrix: a run killed at every stage boundary, inside publish and undo
 	KINTSUGI_FAULT_MATRIX=full $(BIN)/python -m pytest -q -s tests/controlplane/test_faults.py

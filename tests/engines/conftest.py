@@ -1,14 +1,13 @@
-"""One real local Spark session for every Spark test of the run (started on first use, stopped at the end)."""
+"""The run's real local Spark session, for every Spark test: started on first use, and started again when a test
+stopped it (the Spark Connect tests must, since the client refuses to start beside a classic session)."""
 
 from __future__ import annotations
 
 import pytest
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def spark():
     from guard.engines.spark import spark_session
 
-    session = spark_session("local[2]", app_name="kintsugi-tests")
-    yield session
-    session.stop()
+    return spark_session("local[2]", app_name="kintsugi-tests")  # the running session, or a new one

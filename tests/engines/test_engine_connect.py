@@ -19,6 +19,11 @@ from tests.engines.helpers import KEYS, NOW_MS, demo_contract, demo_frame
 
 @pytest.fixture(scope="module")
 def remote(tmp_path_factory):
+    from pyspark.sql import SparkSession
+
+    classic = SparkSession.getActiveSession()
+    if classic is not None:  # an earlier test's local session: a remote one cannot start beside it in this process
+        classic.stop()
     with connect_server(tmp_path_factory.mktemp("connect")) as url:
         session = spark_session(url)
         yield session

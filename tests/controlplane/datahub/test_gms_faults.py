@@ -29,7 +29,7 @@ from tests.support import DEMO_NOW
 FIRST_DAY = DEMO_NOW - timedelta(days=NEW_DAYS)
 RUN_AT = int((DEMO_NOW + timedelta(minutes=5)).timestamp() * 1000)
 RETRY_AT = RUN_AT + 10 * 60_000
-TIMEOUT = 2.0  # per attempt: a 128-aspect batch must fit in it on a loaded machine
+TIMEOUT = 4.0  # per attempt: a 128-aspect batch must fit in it on a loaded machine (the suite runs two workers)
 
 
 @pytest.fixture(scope="module")
