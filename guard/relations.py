@@ -143,15 +143,19 @@ class PairMoments:
         """Rows with b <= a: every row but those with a < b (a tie holds both orders)."""
         return self.n - self.a_le_b + self.a_eq_b
 
-    def bound(self, a: str, b: str) -> tuple[str, str] | None:
-        """(low, high) of the pair (a, b) when low <= high held on BOUND_HELD of the rows and low == high on at
-        least BOUND_REACHED of them (and BOUND_REACHED_ROWS): an order the data meets, a physical bound (the dew
-        point reaches the air temperature at saturation), not two series that happened not to cross."""
-        if self.a_eq_b < max(BOUND_REACHED_ROWS, BOUND_REACHED * self.n):
-            return None
+    def order(self, a: str, b: str) -> tuple[str, str] | None:
+        """(low, high) of the pair (a, b) when low <= high held on BOUND_HELD of the rows, met or not."""
         if self.a_le_b >= BOUND_HELD * self.n:
             return a, b
         return (b, a) if self.b_le_a >= BOUND_HELD * self.n else None
+
+    def bound(self, a: str, b: str) -> tuple[str, str] | None:
+        """The order of the pair when low == high on at least BOUND_REACHED of the rows (and BOUND_REACHED_ROWS)
+        too: an order the data meets, a physical bound (the dew point reaches the air temperature at saturation),
+        not two series that happened not to cross."""
+        if self.a_eq_b < max(BOUND_REACHED_ROWS, BOUND_REACHED * self.n):
+            return None
+        return self.order(a, b)
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,11 @@ A bound a <= b between two columns the contract gives one unit (an order the ref
 overlap are no bound) is broken on a batch's sampled rows like an identity. The finding names the column of the
 two that the other columns explain worse on the broken rows than on the rest (fitted on the batch's own rows: a year
 is not the reference's season), and both in `columns`. Where, on the broken rows, that column is an exact monotone
-function of a numeric label (its values ordered as the label's over MONOTONE_LABELS distinct labels and
-MONOTONE_PAIRS pairs of rows), it was computed from the outcome there: `target_leakage`.
+function of the label (its values ordered as the label's over MONOTONE_LABELS distinct labels, or MONOTONE_CATEGORIES
+categories taken in the order of their medians, and MONOTONE_PAIRS pairs of rows), it was computed from the outcome
+there: `target_leakage`. An order the reference held but never reached (Seattle's daily minimum and maximum
+temperature, never equal) may be two series that have not crossed yet, so its break alone is no finding; but the
+same exact monotone function of the label on its broken rows is leakage too, when the label is neither column.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ _FIT_ROWS = 30  # rows keeping a bound needed to fit each of its columns from th
 MONOTONE_LABELS = 5  # distinct labels (and values) over which a column that breaks a bound must follow the label...
 MONOTONE_PAIRS = 50  # ...and pairs of rows with different labels, every one ordered as its labels (a natural relation
 # orders about 20 such pairs by chance: measured on Greensboro's weeks with values lowered, raised or halved at random)
+MONOTONE_CATEGORIES = 3  # categories of a label over which the same is asked, each group in the order of its median
 
 
 def parse_identity(key: str) -> tuple[str, str, str, str]:
@@ -192,13 +196,17 @@ def _scores(feature: pd.Series, label: pd.Series) -> dict[str, float]:
 
 
 def _broken_order(ctx: GuardContext, key: str, moments: PairMoments) -> Finding | None:
-    """A finding when a bound a <= b of two columns of one unit is broken on part of the sampled rows."""
+    """A finding when an order a <= b of two columns of one unit is broken on part of the sampled rows: a bound
+    the reference reached, or (as leakage only) an order it held with the label in neither column."""
     assert ctx.snapshot is not None and ctx.contract is not None
     a, b = key.split("|")
-    low_high = moments.bound(a, b) if moments.n >= MIN_ROWS else None
-    if low_high is None or not _one_unit(ctx, a, b) or not {a, b} <= set(ctx.snapshot.sample.columns):
+    if moments.n < MIN_ROWS or not _one_unit(ctx, a, b) or not {a, b} <= set(ctx.snapshot.sample.columns):
         return None
-    low, high = low_high
+    bound = moments.bound(a, b)
+    order = bound or (None if ctx.contract.label_column in (a, b) else moments.order(a, b))
+    if order is None:
+        return None
+    low, high = order
     x, y = _floats(ctx.snapshot.sample[low]), _floats(ctx.snapshot.sample[high])
     rows = ~np.isnan(x) & ~np.isnan(y)
     off = rows & order_broken(x, y)
@@ -207,10 +215,10 @@ def _broken_order(ctx: GuardContext, key: str, moments: PairMoments) -> Finding 
         return None
     changed, unlike = _changed_column(ctx, low, high, off)
     relation = f"{low}<={high}"
-    stated = (
-        f"{relation} held on every reference row, which reached it ({low} == {high} on some); it is broken on "
-        f"{broken} of {tested} sampled rows ({broken / tested:.1%})"
+    stated = f"{relation} held on every reference row, " + (
+        f"which reached it ({low} == {high} on some)" if bound else "though none reached it"
     )
+    stated += f"; it is broken on {broken} of {tested} sampled rows ({broken / tested:.1%})"
     leak = _follows_label(ctx, changed, off)
     if leak is not None:
         label, groups = leak
@@ -229,6 +237,8 @@ def _broken_order(ctx: GuardContext, key: str, moments: PairMoments) -> Finding 
             message=f"{stated}; there {changed!r} is an exact monotone function of the label {label!r} (its values "
             f"ordered as the label's over {groups} distinct labels): computed from the outcome on those rows?",
         )
+    if bound is None:  # two series that never crossed in the reference may cross now: no evidence of a failure
+        return None
     why = (
         f"{changed!r} changed (the other columns explain it {unlike:.1f}x worse there than on the rest)"
         if unlike is not None
@@ -250,26 +260,47 @@ def _broken_order(ctx: GuardContext, key: str, moments: PairMoments) -> Finding 
 
 
 def _follows_label(ctx: GuardContext, column: str, rows: np.ndarray) -> tuple[str, int] | None:
-    """(label, distinct labels) when, on these rows, the column is a monotone function of a numeric label: grouped
-    by label value, each group's values all at or above (or all at or below) the previous group's, over at least
+    """(label, distinct labels) when, on these rows, the column is a monotone function of the label: grouped by
+    label, each group's values all at or above (or all at or below) the previous group's, over at least
     MONOTONE_LABELS groups and MONOTONE_PAIRS pairs of rows, and the column not constant there (a placeholder
-    orders nothing). Values dealt out in the outcome's order line up with it exactly; measurements changed some other
-    way did not, in about 2,900 random trials on Greensboro's weeks."""
+    orders nothing). A numeric label's groups come in its order. A category has none, so its groups are taken in
+    the order of their medians, over at least MONOTONE_CATEGORIES of them, and only for a feature that did not
+    nearly determine the label in any reference batch (its association below JUMP_FLOOR): a feature that sorts the
+    categories by nature would sort them here too. Values dealt out in the outcome's order line up with it exactly;
+    measurements changed some other way did not, in about 2,900 random trials on Greensboro's weeks."""
     assert ctx.snapshot is not None and ctx.contract is not None
     label = ctx.contract.label_column
     sample = ctx.snapshot.sample
-    if label is None or label not in sample or label == column or not pd.api.types.is_numeric_dtype(sample[label]):
+    if label is None or label not in sample or label == column:
         return None
-    values, outcome = _floats(sample[column])[rows], _floats(sample[label])[rows]
-    both = ~np.isnan(values) & ~np.isnan(outcome)
-    groups = pd.Series(values[both]).groupby(outcome[both]).agg(["min", "max", "size"])  # sorted by label value
+    numeric = pd.api.types.is_numeric_dtype(sample[label])
+    if not numeric and not _separates_nothing(ctx, column, label):
+        return None
+    values = _floats(sample[column])[rows]
+    outcome = _floats(sample[label])[rows] if numeric else sample[label].to_numpy(dtype=object)[rows]
+    both = ~np.isnan(values) & pd.notna(outcome)
+    groups = pd.Series(values[both]).groupby(outcome[both]).agg(["min", "max", "median", "size"])  # label order
+    if not numeric:
+        groups = groups.sort_values("median", kind="stable")
     sizes = groups["size"].to_numpy()
     pairs = (sizes.sum() ** 2 - (sizes**2).sum()) // 2  # pairs of rows whose labels differ
-    if len(groups) < MONOTONE_LABELS or np.unique(values[both]).size < MONOTONE_LABELS or pairs < MONOTONE_PAIRS:
+    needed = MONOTONE_LABELS if numeric else MONOTONE_CATEGORIES
+    if len(groups) < needed or np.unique(values[both]).size < needed or pairs < MONOTONE_PAIRS:
         return None
     low, high = groups["min"].to_numpy(), groups["max"].to_numpy()
     rising, falling = np.all(high[:-1] <= low[1:]), np.all(low[:-1] >= high[1:])
     return (label, len(groups)) if rising or falling else None
+
+
+def _separates_nothing(ctx: GuardContext, column: str, label: str) -> bool:
+    """The reference keeps the feature's association with the label, and no batch of it reached JUMP_FLOOR."""
+    reference = ctx.reference_profile
+    relations = reference.relations if reference is not None else None
+    known = relations.association(column, label) if relations is not None else None
+    if relations is None or known is None:
+        return False
+    key, merged, _ = known
+    return relations.spread.get(key, (merged, merged))[1] < JUMP_FLOOR
 
 
 def _one_unit(ctx: GuardContext, a: str, b: str) -> bool:

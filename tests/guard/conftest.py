@@ -52,3 +52,9 @@ def pnw_whole_table(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
 def greensboro_whole_table(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
     """Greensboro's whole year as one batch, against the 8 weeks before the last."""
     return whole_table_case("greensboro_tmy", tmp_path_factory.mktemp("greensboro-table"), slice(-9, -1))
+
+
+@pytest.fixture(scope="session")
+def seattle_whole_table(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
+    """Seattle's four years as one batch, against the six months before the last: a reference that saw no winter."""
+    return whole_table_case("seattle_weather", tmp_path_factory.mktemp("seattle-table"), slice(-7, -1))

@@ -545,6 +545,26 @@ def test_a_bound_broken_by_values_dealt_in_the_labels_order_is_leakage(
     }
 
 
+def test_an_order_never_reached_broken_by_values_dealt_in_the_weathers_order_is_leakage(
+    tmp_path: Path, seattle_whole_table: RealCase
+) -> None:
+    """Four years of days, temp_max dealt out again in the order of the day's weather on half of them: it falls
+    under temp_min on about a hundred days. The six months of reference held that order but never met it, so
+    the break alone could be two series crossing. On those days temp_max sorts the weather's categories exactly,
+    each into its own interval: leakage. Lowered by random amounts on the same share of days, it breaks the order
+    as often, sorts nothing, and the order's break is no finding."""
+    case = seattle_whole_table
+    assert blocking_on(tmp_path, case, case.frame) == set()
+    dealt = leaked(case.frame, "temp_max", 0.5, by="weather")
+    assert blocking_on(tmp_path, case, dealt) == {(FindingKind.TARGET_LEAKAGE, "temp_max")}
+    rng = np.random.default_rng(1)
+    rows = rng.random(len(case.frame)) < 0.5
+    lowered = case.frame["temp_max"] - np.where(rows, rng.uniform(0, 12, len(case.frame)), 0).round(1)
+    assert (case.frame["temp_min"] > lowered).sum() > 50
+    found = blocking_on(tmp_path, case, case.frame.assign(temp_max=lowered))
+    assert FindingKind.TARGET_LEAKAGE not in {kind for kind, _ in found}
+
+
 def test_a_swap_of_two_cities_is_read_from_their_ranges(tmp_path: Path, pnw_december_week: RealCase) -> None:
     """No other column to correlate with and no order held: San Francisco at Seattle's December temperatures
     (all below any it showed) and Seattle at San Francisco's, each in range and natural once swapped back."""
