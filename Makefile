@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo lint test test-faults install install-dev bench bench-guard bench-loop bench-realdata bench-realloop clean
+.PHONY: demo lint test test-faults install install-dev bench bench-guard bench-loop bench-realdata bench-realloop bench-leak-null clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ bench-guard: install-dev
 bench-realdata: install-dev
 	$(BIN)/pip install -q -e ".[dev,bench]"
 	$(BIN)/python benchmarks/realdata_bench.py
+
+# the null of the relations check's leakage rule (~5 min): order columns changed at random on real batches vs dealt
+# out in the label's order; how many break the order, and how many are read as target_leakage
+bench-leak-null: install-dev
+	$(BIN)/python benchmarks/leak_null_bench.py
 
 # the wall time of each stage of two loop runs at 100k and 1M rows, and the share outside the model fit
 bench-loop: install-dev

@@ -267,7 +267,9 @@ def _follows_label(ctx: GuardContext, column: str, rows: np.ndarray) -> tuple[st
     the order of their medians, over at least MONOTONE_CATEGORIES of them, and only for a feature that did not
     nearly determine the label in any reference batch (its association below JUMP_FLOOR): a feature that sorts the
     categories by nature would sort them here too. Values dealt out in the outcome's order line up with it exactly;
-    measurements changed some other way did not, in about 2,900 random trials on Greensboro's weeks."""
+    measurements changed some other way did not: `make bench-leak-null` lowers, raises, halves, shuffles or scatters
+    either column of an order on every real batch, and none of 17,800 such changes (7,905 breaking the order) was
+    read as leakage."""
     assert ctx.snapshot is not None and ctx.contract is not None
     label = ctx.contract.label_column
     sample = ctx.snapshot.sample

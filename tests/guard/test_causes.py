@@ -565,6 +565,38 @@ def test_an_order_never_reached_broken_by_values_dealt_in_the_weathers_order_is_
     assert FindingKind.TARGET_LEAKAGE not in {kind for kind, _ in found}
 
 
+BANDS = Contract(
+    URN,
+    (
+        ColumnContract("event_ts", "timestamp"),
+        ColumnContract("temp_min", "number", unit="C"),
+        ColumnContract("temp_max", "number", unit="C"),
+        ColumnContract("band", "string"),
+    ),
+    label_column="band",
+    event_timestamp_column="event_ts",
+)
+
+
+def banded(frame: pd.DataFrame) -> pd.DataFrame:
+    """The day's band of its maximum temperature as the label: temp_max sorts it by definition."""
+    edges = [-np.inf, 4, 8, 12, 16, 20, np.inf]
+    band = pd.cut(frame["temp_max"], edges, labels=["a", "b", "c", "d", "e", "f"]).astype(str)
+    return frame[["event_ts", "temp_min", "temp_max"]].assign(band=band)
+
+
+def test_a_feature_that_sorts_the_label_by_nature_sorts_it_on_broken_rows_too(tmp_path: Path) -> None:
+    """The label is the band of temp_max, so every reference batch saw temp_max determine it. When temp_max falls
+    under temp_min on some days (an order the reference held, never met), it still sorts the bands there: no
+    evidence of leakage, and the order's break alone is no finding."""
+    ref = build_reference([snap(tmp_path, banded(orders(seed)), f"band{seed}").batch for seed in range(3)])
+    frame = orders(9)
+    rows = np.random.default_rng(2).random(len(frame)) < 0.1
+    lowered = frame.assign(temp_max=np.where(rows, frame["temp_min"] - 2, frame["temp_max"]).round(1))
+    assert (lowered["temp_min"] > lowered["temp_max"]).sum() > 100
+    assert found(check_relations, tmp_path, banded(lowered), ref, BANDS) == []
+
+
 def test_a_swap_of_two_cities_is_read_from_their_ranges(tmp_path: Path, pnw_december_week: RealCase) -> None:
     """No other column to correlate with and no order held: San Francisco at Seattle's December temperatures
     (all below any it showed) and Seattle at San Francisco's, each in range and natural once swapped back."""
