@@ -45,7 +45,7 @@ bench-realdata: install-dev
 	$(BIN)/pip install -q -e ".[dev,bench]"
 	$(BIN)/python benchmarks/realdata_bench.py
 
-# the null of the relations check's leakage rule (~5 min): order columns changed at random on real batches vs dealt
+# the null of the relations check's leakage rule (~7 min): order columns changed at random on real batches vs dealt
 # out in the label's order; how many break the order, and how many are read as target_leakage
 bench-leak-null: install-dev
 	$(BIN)/python benchmarks/leak_null_bench.py

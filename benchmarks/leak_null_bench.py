@@ -1,6 +1,6 @@
 """How often the relations check reads leakage into values changed at random: the null of its monotone rule.
 
-    python benchmarks/leak_null_bench.py [--seeds 10] [--datasets seattle_weather,greensboro_tmy]
+    python benchmarks/leak_null_bench.py [--seeds 20] [--datasets seattle_weather,greensboro_tmy]
 
 `guard.checks.relations` names `target_leakage` where, on the rows that break an order of two columns, one of
 them is an exact monotone function of the label. Values dealt out in the label's order do that by construction;
@@ -64,7 +64,7 @@ def dealt_by_label(values: np.ndarray, label: np.ndarray, rows: np.ndarray) -> n
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=10, help="random trials per case, column and change")
+    parser.add_argument("--seeds", type=int, default=20, help="random trials per case, column and change")
     parser.add_argument("--datasets", default=",".join(ORDERS), help="comma-separated: " + ", ".join(ORDERS))
     args = parser.parse_args()
     print(__doc__.splitlines()[0])
