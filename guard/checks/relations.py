@@ -234,8 +234,9 @@ def _broken_order(ctx: GuardContext, key: str, moments: PairMoments) -> Finding 
             broken_rows=broken,
             tested_rows=tested,
             label=label,
-            message=f"{stated}; there {changed!r} is an exact monotone function of the label {label!r} (its values "
-            f"ordered as the label's over {groups} distinct labels): computed from the outcome on those rows?",
+            message=f"{stated}; there {changed!r} is an exact monotone function of the label {label!r} (over "
+            f"{groups} distinct labels, each label's values in an interval of their own, the intervals in order): "
+            "computed from the outcome on those rows?",
         )
     if bound is None:  # two series that never crossed in the reference may cross now: no evidence of a failure
         return None
