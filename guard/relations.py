@@ -207,6 +207,15 @@ class Relations:
                 return None if eta is None else (f"eta:{group_key}", eta, self.groups[group_key].n)
         return None
 
+    def highest_association(self, feature: str, label: str) -> float | None:
+        """The highest association of the feature with the label any one batch showed (`spread`; the merged one
+        where no batch's is kept); None when this profile does not hold it."""
+        known = self.association(feature, label)
+        if known is None:
+            return None
+        key, merged, _ = known
+        return self.spread.get(key, (merged, merged))[1]
+
     def merge(self, other: Relations) -> Relations:
         return Relations(
             diurnal=_nested(self.diurnal, other.diurnal, Diurnal.merge),

@@ -134,11 +134,11 @@ def association_jump(ctx: GuardContext, learned: tuple[Relations, Relations], na
     """A finding when the feature's association with the label rose past every reference batch's."""
     reference, batch = learned
     before, now = reference.association(name, label), batch.association(name, label)
-    if before is None or now is None:
+    high = reference.highest_association(name, label)
+    if before is None or now is None or high is None:
         return None
     key, was, _ = before
     _, seen, rows = now
-    high = reference.spread.get(key, (was, was))[1]
     rise = _fisher(seen) - _fisher(was)
     if seen < JUMP_FLOOR or seen < high + JUMP or rows < MIN_ROWS or rise * math.sqrt(rows - 3) < JUMP_Z:
         return None

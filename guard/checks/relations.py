@@ -299,11 +299,8 @@ def _separates_nothing(ctx: GuardContext, column: str, label: str) -> bool:
     """The reference keeps the feature's association with the label, and no batch of it reached JUMP_FLOOR."""
     reference = ctx.reference_profile
     relations = reference.relations if reference is not None else None
-    known = relations.association(column, label) if relations is not None else None
-    if relations is None or known is None:
-        return False
-    key, merged, _ = known
-    return relations.spread.get(key, (merged, merged))[1] < JUMP_FLOOR
+    high = relations.highest_association(column, label) if relations is not None else None
+    return high is not None and high < JUMP_FLOOR
 
 
 def _one_unit(ctx: GuardContext, a: str, b: str) -> bool:
