@@ -9,7 +9,8 @@ judged against the K before it, and the whole table against the K before the new
 does. Each of the order's two columns is changed on a random share of the rows (10%, 30%, 50% or all): lowered or
 raised by up to 12, halved, shuffled among those rows, or scattered uniformly over the column's range. A trial
 "breaks" when the order fails on at least MIN_BROKEN rows; a "fire" is a target_leakage finding. Then, for
-contrast, the same column dealt out in the label's order on the same shares.
+contrast, the real-data bench's partial leak (`chaos.falsealarms.partial_leak`: the same column dealt out in the
+label's order) on the same shares.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from chaos.falsealarms import load_batches  # noqa: E402
+from chaos.falsealarms import load_batches, partial_leak, true_cause  # noqa: E402
 from chaos.realdata import DATASETS  # noqa: E402
 from guard.checks.relations import MIN_BROKEN, check_relations  # noqa: E402
 from guard.context import GuardContext  # noqa: E402
@@ -52,14 +53,6 @@ def changed(values: np.ndarray, how: str, rows: np.ndarray, rng: np.random.Gener
     else:
         out[rows] = rng.uniform(np.nanmin(values), np.nanmax(values), rows.sum())
     return np.round(out, 1)
-
-
-def dealt_by_label(values: np.ndarray, label: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The column's own values on `rows` dealt out again in the label's order (the bench's partial leak)."""
-    positions = np.flatnonzero(rows)
-    out = values.copy()
-    out[positions[np.argsort(label[positions], kind="stable")]] = np.sort(values[positions], kind="stable")
-    return out
 
 
 def main() -> None:
@@ -97,6 +90,7 @@ def run_dataset(name: str, folder: Path, seeds: int) -> None:
         return any(f.kind is FindingKind.TARGET_LEAKAGE for f in check_relations(context))
 
     low, high = ORDERS[name]
+    assert true_cause(dataset, "leak 50% rows")[1] == (high,), "the bench's partial leak must deal out `high`"
     counts = {"random": [0, 0, 0], "label order": [0, 0, 0]}  # trials, breaking the order, leakage found
     for reference, frame in cases:
         for seed in range(seeds):
@@ -107,10 +101,8 @@ def run_dataset(name: str, folder: Path, seeds: int) -> None:
                     rows = rng.random(len(frame)) < rng.choice(SHARES)
                     trial = frame.assign(**{column: changed(values, how, rows, rng)})
                     tally(counts["random"], trial, low, high, leakage(trial, reference))
-        rng = np.random.default_rng(0)
-        for share in SHARES:
-            rows = (rng.random(len(frame)) < share) & frame[label].notna().to_numpy()
-            trial = frame.assign(**{high: dealt_by_label(frame[high].to_numpy(), frame[label].to_numpy(), rows)})
+        for share in SHARES:  # the real-data bench's partial leak (into `high`), on each share of the rows
+            trial = partial_leak(frame, dataset, share)
             tally(counts["label order"], trial, low, high, leakage(trial, reference))
     print(f"\n== {name}: {low} <= {high}, label {label}; {len(cases)} cases ({time.perf_counter() - started:.0f} s)")
     print(f"  {'changed':<12} {'trials':>7} {'break the order':>16} {'leakage found':>14}")

@@ -49,6 +49,7 @@ __all__ = [
     "walk",
     "load_batches",
     "inject",
+    "partial_leak",
     "injected_outcomes",
     "true_cause",
     "true_unit",
@@ -282,8 +283,9 @@ def _sentinel(frame: pd.DataFrame, dataset: RealDataset) -> pd.DataFrame:
     return sentinel(value)(frame, target).frame
 
 
-def _partial_leak(frame: pd.DataFrame, dataset: RealDataset) -> pd.DataFrame:
-    """A feature recomputed from the outcome on half the rows (its values re-dealt in the label's order)."""
+def partial_leak(frame: pd.DataFrame, dataset: RealDataset, share: float = 0.5) -> pd.DataFrame:
+    """A feature recomputed from the outcome on a seeded share of the rows, half by default (its values re-dealt
+    in the label's order)."""
     contract = dataset.contract()
     roles = Contract(
         contract.dataset_urn,
@@ -292,7 +294,7 @@ def _partial_leak(frame: pd.DataFrame, dataset: RealDataset) -> pd.DataFrame:
         label_timestamp_column=dataset.time_column,
         event_timestamp_column=dataset.time_column,
     )
-    target = Target(_LEAKS[dataset.name], 1.0, 0.5, Selection(), roles, np.random.default_rng(_SEED))
+    target = Target(_LEAKS[dataset.name], 1.0, share, Selection(), roles, np.random.default_rng(_SEED))
     return target_leakage(frame, target).frame
 
 
@@ -310,7 +312,7 @@ _LEAKS = {"seattle_weather": "temp_max", "pnw_temps": "hour_local", "greensboro_
 CAUSE_INJECTIONS: tuple[Injection, ...] = (
     Injection("column swap", _swap, "columns_swapped"),
     Injection("sentinel 20%", _sentinel, "sentinel"),
-    Injection("leak 50% rows", _partial_leak, "target_leakage"),
+    Injection("leak 50% rows", partial_leak, "target_leakage"),
 )
 INJECTIONS = (*INJECTIONS, *CAUSE_INJECTIONS)
 
