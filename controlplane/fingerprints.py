@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from guard.profile import DatasetProfile, TimeWindow
 
-__all__ = ["Fingerprint", "fingerprint_windows", "fingerprint_of_profile"]
+__all__ = ["Fingerprint", "fingerprint_windows", "fingerprint_of_profile", "fingerprint_rows", "rows_in"]
 
 _NUMERIC = ("integer", "number", "timestamp", "date")
 
@@ -36,6 +36,19 @@ class Fingerprint:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Fingerprint:
         return cls(int(data["rows"]), {k: dict(v) for k, v in data["columns"].items()})
+
+    def merged(self, other: Fingerprint) -> Fingerprint:
+        """The fingerprint of both sets of rows together."""
+        columns = {name: dict(entry) for name, entry in self.columns.items()}
+        for name, entry in other.columns.items():
+            into = columns.setdefault(name, {"nulls": 0.0})
+            into["nulls"] = into.get("nulls", 0.0) + entry.get("nulls", 0.0)
+            for key, pick in (("min", min), ("max", max)):
+                if key in entry:
+                    into[key] = pick(into[key], entry[key]) if key in into else entry[key]
+            if "sum" in entry:
+                into["sum"] = into.get("sum", 0.0) + entry["sum"]
+        return Fingerprint(self.rows + other.rows, columns)
 
     def matches(self, kept: Fingerprint) -> bool:
         """These rows are still the kept ones. A column the kept rows never had, all null in them now, is not a
@@ -91,6 +104,25 @@ def fingerprint_windows(path: Path, windows: Sequence[TimeWindow]) -> tuple[list
         for index in np.unique(slot[slot >= 0]):
             _add(prints[int(index)], table.filter(pa.array(slot == index)), kinds)
     return prints, outside
+
+
+def fingerprint_rows(rows: pa.Table) -> Fingerprint:
+    """The fingerprint of rows already read (as `fingerprint_windows` gives a window's)."""
+    kinds = {f.name: _kind(f.type) for f in rows.schema}
+    into = Fingerprint(0, {name: {"nulls": 0.0} for name in kinds})
+    _add(into, rows, kinds)
+    return into
+
+
+def rows_in(path: Path, window: TimeWindow) -> pa.Table:
+    """The rows of the parquet file whose time lies in the window, in file order (one pass; for a few rows)."""
+    source = pq.ParquetFile(path)
+    parts = []
+    for group in range(source.num_row_groups):
+        inside = _slots(source.read_row_group(group, columns=[window.column]).column(0), [window]) == 0
+        if inside.any():
+            parts.append(source.read_row_group(group).filter(pa.array(inside)))
+    return pa.concat_tables(parts) if parts else source.schema_arrow.empty_table()
 
 
 def _kind(kind: pa.DataType) -> str:

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from controlplane.batchshift import pin_batch_shift
 from controlplane.datahub.contracts import read_contract
 from controlplane.datahub.datasets import read_profile, walk_upstream
 from controlplane.datahub.port import MetadataPort
@@ -137,6 +138,7 @@ def guard_table(
             findings + _history_findings(ws, spec, table, state, context, engine), windows_of(kept, state)
         )
         findings = pin_table_shift(findings, table, kept, new_rows_window(state))
+        findings = pin_batch_shift(findings, table, kept, new_rows_window(state))
     batch = snapshot.batch if window is not None else None
     return Guarded(context, GuardReport(report.dataset, findings, report.outcomes), batch)
 

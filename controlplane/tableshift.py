@@ -26,7 +26,7 @@ from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
 from guard.profile import BatchProfile, TimeWindow
 
-__all__ = ["pin_table_shift"]
+__all__ = ["pin_table_shift", "shifts_only", "finding_window", "moved_window"]
 
 _HOUR_MS = 3_600_000
 
@@ -36,8 +36,8 @@ def pin_table_shift(
 ) -> tuple[Finding, ...]:
     """The findings with a whole-table shift of `new_rows.column` pinned by the kept batches, when there is one."""
     column = new_rows.column
-    shifts = [f for f in findings if _shifts_only(f, column)]
-    new = [f for f in shifts if _window(f) == (new_rows.after_ms, None)]
+    shifts = [f for f in findings if shifts_only(f, column)]
+    new = [f for f in shifts if finding_window(f) == (new_rows.after_ms, None)]
     windows = [b.window for b in kept]
     if not new or not kept or any(w is None or w.column != column for w in windows):
         return findings
@@ -57,7 +57,7 @@ def pin_table_shift(
     return (*(f for f in findings if id(f) not in explained), _finding(findings[0].dataset, column, hours, first, kept))
 
 
-def _shifts_only(finding: Finding, column: str) -> bool:
+def shifts_only(finding: Finding, column: str) -> bool:
     """A timestamp_shift that moves `column` alone (no other timestamp, no hour column)."""
     return (
         finding.kind is FindingKind.TIMESTAMP_SHIFT
@@ -67,7 +67,7 @@ def _shifts_only(finding: Finding, column: str) -> bool:
     )
 
 
-def _window(finding: Finding) -> tuple[object, object] | None:
+def finding_window(finding: Finding) -> tuple[object, object] | None:
     rows = finding.params.get("rows")
     return (rows.get("after_ms"), rows.get("through_ms")) if isinstance(rows, dict) else None
 
@@ -85,7 +85,7 @@ def _kept_rows_at(
     """The fingerprints of the kept windows moved by `hours` when each holds exactly its kept rows (times moved
     by as much) and every row of the table lies in one of them or after them; else None."""
     column = new_rows.column
-    moved = [_moved(b.window, hours) for b in kept if b.window is not None] + [_moved(new_rows, hours)]
+    moved = [moved_window(b.window, hours) for b in kept if b.window is not None] + [moved_window(new_rows, hours)]
     prints, outside = fingerprint_windows(table, moved)
     if outside:
         return None
@@ -98,7 +98,7 @@ def _kept_rows_at(
     return prints[: len(kept)]
 
 
-def _moved(window: TimeWindow, hours: int) -> TimeWindow:
+def moved_window(window: TimeWindow, hours: int) -> TimeWindow:
     step = hours * _HOUR_MS
     return replace(
         window,

@@ -8,8 +8,9 @@ rows only and leave the rest exactly as they are:
 
 the rows whose TIME_COLUMN lies in (X, Y]: after X, up to and including Y, in UTC epoch milliseconds, as
 `guard.profile.TimeWindow` cuts a batch (`TimeWindow.to_dict()` is this dict). Either bound may be None
-(unbounded). Absent or None: every row of the table. `window_rows(ctx)` gives the window the snapshot was
-read with. Playbooks read it through `remediations.rows.selected_rows`; a selector they cannot read (an
+(unbounded). Absent or None: every row of the table. It may also name rows outside the window one by one
+(`"also": [{"at_ms": T, "key": K}, ...]`, see `remediations.rows`): the rows a batch written hours early carried
+into the batch before it. `window_rows(ctx)` gives the window the snapshot was read with. Playbooks read it through `remediations.rows.selected_rows`; a selector they cannot read (an
 unknown column, a column that is not a timestamp, a malformed dict) refuses the heal, never widens it.
 Other row counts in params use other names (`estimated_rows`, `rows_swapped`...).
 """

@@ -7,6 +7,10 @@ None, unbounded), as `guard.profile.TimeWindow` cuts a batch. Absent or None: ev
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections import Counter
+from datetime import datetime
 from typing import Any, Mapping
 
 import numpy as np
@@ -16,7 +20,7 @@ from guard.findings import Finding
 from guard.relations import epoch_ms_of
 from remediations.registry import PlaybookRefused
 
-__all__ = ["selected_rows", "describe_rows", "rows_window"]
+__all__ = ["selected_rows", "describe_rows", "rows_window", "row_key", "named_rows"]
 
 
 def selected_rows(table: pd.DataFrame, finding: Finding) -> np.ndarray:
@@ -42,7 +46,66 @@ def selected_rows(table: pd.DataFrame, finding: Finding) -> np.ndarray:
         mask &= stamps > int(after)
     if through is not None:
         mask &= stamps <= int(through)
+    return mask | _named(table, stamps, present & ~mask, named_rows(rows, finding))
+
+
+def _named(table: pd.DataFrame, stamps: np.ndarray, outside: np.ndarray, named: list[tuple[int, str]]) -> np.ndarray:
+    """The rows outside the window that `named` lists, each key taken as many times as it is listed (rows alike
+    are interchangeable), first in table order. A listed row not found is no error: a heal applied once moved it."""
+    mask = np.zeros(len(table), dtype=bool)
+    if not named:
+        return mask
+    wanted = Counter(key for _, key in named)
+    candidates = np.flatnonzero(outside & np.isin(stamps, [at for at, _ in named]))
+    for position in candidates:
+        key = row_key(table.iloc[int(position)].to_dict())
+        if wanted[key] > 0:
+            wanted[key] -= 1
+            mask[position] = True
     return mask
+
+
+def named_rows(rows: Any, finding: Finding) -> list[tuple[int, str]]:
+    """(at_ms, key) of each row `params["rows"]["also"]` names; a malformed list refuses the heal."""
+    also = rows.get("also") if isinstance(rows, Mapping) else None
+    if also is None:
+        return []
+    if not isinstance(also, list) or not all(
+        isinstance(item, Mapping)
+        and isinstance(item.get("at_ms"), (int, np.integer))
+        and isinstance(item.get("key"), str)
+        for item in also
+    ):
+        raise PlaybookRefused(
+            f"the {finding.kind.value} finding's params['rows']['also'] is {also!r}, not "
+            "[{'at_ms': T, 'key': K}, ...]; re-run the guard"
+        )
+    return [(int(item["at_ms"]), str(item["key"])) for item in also]
+
+
+def row_key(values: Mapping[str, Any]) -> str:
+    """A key of one row's values, every column in name order: equal rows share it, and a value read back from the
+    same parquet file (by arrow or pandas) gives the same one. Times are keyed as UTC instants, whole numbers as
+    integers (3 and 3.0 alike), other floats by their exact repr, a missing value (None, NaN, NaT) as null."""
+    canonical = [[str(name), _canonical(values[name])] for name in sorted(values, key=str)]
+    text = json.dumps(canonical, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _canonical(value: Any) -> Any:
+    if value is None or (not isinstance(value, (str, bytes, list, dict)) and bool(pd.isna(value))):
+        return None
+    if isinstance(value, (pd.Timestamp, datetime, np.datetime64)):
+        stamp = pd.Timestamp(value)
+        return (stamp.tz_convert("UTC") if stamp.tzinfo else stamp).isoformat()
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        number = float(value)
+        return int(number) if number.is_integer() and abs(number) < 2**53 else repr(number)
+    return str(value)
 
 
 def rows_window(rows: Any, finding: Finding) -> tuple[str, Any, Any]:
@@ -50,7 +113,7 @@ def rows_window(rows: Any, finding: Finding) -> tuple[str, Any, Any]:
     if (
         not isinstance(rows, Mapping)
         or not isinstance(rows.get("column"), str)
-        or not set(rows) <= {"column", "after_ms", "through_ms"}
+        or not set(rows) <= {"column", "after_ms", "through_ms", "also"}
     ):
         raise PlaybookRefused(
             f"the {finding.kind.value} finding's params['rows'] is {rows!r}, not "

@@ -28,7 +28,7 @@ from remediations.playbooks import dedupe_keys as dedupe_pb
 from remediations.playbooks import label_window as label_pb
 from remediations.playbooks.unit_rescale import rescale_step
 from remediations.registry import PLAYBOOKS, HealInput, HealStep, PlaybookRefused
-from remediations.rows import rows_window
+from remediations.rows import named_rows, rows_window
 
 __all__ = ["SparkHeal", "SPARK_PLAYBOOKS", "spark_playbook_for"]
 
@@ -90,6 +90,11 @@ def _rows(heal: SparkHeal) -> Any:
     if rows is None:
         return F.lit(True)
     column, after, through = rows_window(rows, heal.finding)
+    if named_rows(rows, heal.finding):
+        raise PlaybookRefused(
+            f"the {heal.finding.kind.value} finding names rows one by one, which the Spark playbooks do not read; "
+            "heal it with the arrow engine (`engine: arrow` in the pipeline's spec) or by hand"
+        )
     if column not in heal.frame.columns:
         raise PlaybookRefused(
             f"the {heal.finding.kind.value} finding names rows by {column!r}, which the table "

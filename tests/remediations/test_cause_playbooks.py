@@ -23,6 +23,7 @@ from guard.reference import build_reference
 from guard.runner import run_guard
 from guard.snapshot import read_snapshot
 from remediations.registry import HealInput, HealStep, PlaybookRefused, playbook_for
+from remediations.rows import row_key
 from remediations.sandbox import QUARANTINE_FILE, HealOutcome, heal_copy
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,test.heals,PROD)"
@@ -130,6 +131,32 @@ def test_shift_acts_on_the_findings_rows_only() -> None:
     assert step.rows_touched == int(late.sum())
 
 
+def test_shift_moves_the_rows_named_one_by_one_and_not_their_twins_in_time() -> None:
+    """The newest batch moved 4 hours early: its first two rows land at the times of the two kept rows before the
+    watermark. Named by time and key (`also`), exactly those go back with the batch, and the twins stay."""
+    clean = rows()
+    late = clean["time"] > clean["time"].iloc[5]
+    shifted = clean.assign(time=clean["time"].mask(late, later(clean["time"], -4)))
+    carried = late & (shifted["time"] <= clean["time"].iloc[5])
+    also = [{"at_ms": ms(r["time"]), "key": row_key(r.to_dict())} for _, r in shifted[carried].iterrows()]
+    window = {"column": "time", "after_ms": ms(clean["time"].iloc[5]), "through_ms": None, "also": also}
+    found = shift_finding(shifted[carried], -4, rows=window)
+    healed, step = heal(shifted, found)
+    pdt.assert_frame_equal(healed, clean)
+    assert step.rows_touched == int(late.sum()) and len(also) == 2
+    again, step = heal(healed, found)
+    pdt.assert_frame_equal(again, clean)
+    assert step.rows_touched == 0
+
+
+def test_a_row_key_is_one_for_equal_values_read_either_way() -> None:
+    row = rows().iloc[3].to_dict()
+    assert row_key(row) == row_key({**row, "low": int(row["low"])})  # 3.0 and 3 alike
+    assert row_key(row) == row_key({**row, "time": row["time"].tz_convert("America/New_York")})  # one instant
+    assert row_key(row) != row_key({**row, "high": row["high"] + 1e-9})
+    assert row_key({**row, "label": np.nan}) == row_key({**row, "label": None})
+
+
 def test_shift_refuses_a_table_that_changed_and_an_offset_known_modulo_24() -> None:
     clean = rows()
     with pytest.raises(PlaybookRefused, match="the table changed since"):
@@ -216,6 +243,8 @@ def test_without_rows_every_row_is_rescaled() -> None:
         ({"column": "distance", "after_ms": 0, "through_ms": None}, "not a timestamp"),
         ({"column": "time", "after": 0}, "not {'column'"),
         ({"column": "time", "after_ms": "2025-03-01", "through_ms": None}, "not epoch milliseconds"),
+        ({"column": "time", "after_ms": 0, "also": [{"at_ms": "noon", "key": "k"}]}, "not \\[\\{'at_ms'"),
+        ({"column": "time", "after_ms": 0, "also": {"at_ms": 0}}, "not \\[\\{'at_ms'"),
     ],
 )
 def test_a_rows_selector_that_cannot_be_read_refuses_never_widens(selector: dict[str, Any], message: str) -> None:

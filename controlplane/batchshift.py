@@ -1,0 +1,184 @@
+"""A new batch whose time column moved earlier by whole hours, its first rows carried into the batch before it.
+
+A timezone written as UTC in the new batch alone moves its rows s hours early: those of its first |s| hours land at
+or before the watermark, inside the last batch that passed, beside the rows that were there (at the very same times
+when the data is hourly). The guard finds the new rows shifted (`guard.checks.timeshift`, from the hour-of-day
+profile, often within an hour only) and the batch before them changed (`history_changed`). Neither is healed alone:
+shifting the new rows back leaves the carried ones behind, and by their times they cannot be told from the kept ones.
+
+The kept batch's fingerprint (`controlplane.fingerprints`: its rows, and per column the nulls, extremes and sums)
+tells them apart: of the rows in its last |s| hours, one choice of the extra ones leaves it holding exactly the rows
+that passed. A candidate shift (the guard's offset, give or take the hour it could not place) an hour too far finds
+the same rows, but shifted back by it the new rows would start further from the kept ones than the kept rows' own
+step: an hour the table never skips would be missing, so it is not the shift. When exactly one candidate is left,
+with exactly one such choice, the shift is pinned: the new rows' finding and the changed batch's are replaced by one
+finding over the new rows and the carried rows, these named one by one (`remediations.rows`: their time and the key
+of their values), with the playbook that shifts them back. Anything less is left as the guard found it, blocked: a
+second choice, a carried row alike a kept one, a shift no fingerprint pins, rows in no batch, or more than
+MAX_CHOICES ways to pick. A batch moved later carries nothing into the past and is not pinned here.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import combinations
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from controlplane.fingerprints import (
+    Fingerprint,
+    fingerprint_of_profile,
+    fingerprint_rows,
+    fingerprint_windows,
+    rows_in,
+)
+from controlplane.tableshift import finding_window, shifts_only
+from guard.checks.timeshift import MIN_SHIFT_HOURS, signed
+from guard.findings import Finding, make_finding
+from guard.kinds import FindingKind
+from guard.profile import BatchProfile, TimeWindow
+from guard.relations import epoch_ms_of
+from remediations.rows import row_key
+
+__all__ = ["pin_batch_shift", "MAX_CHOICES"]
+
+MAX_CHOICES = 5_000  # ways to pick the carried rows among a kept batch's last hours, at most, that are tried
+_HOUR_MS = 3_600_000
+
+Carried = list[tuple[int, str]]  # (time in epoch ms, row key) of each row carried into a kept batch
+
+
+def pin_batch_shift(
+    findings: tuple[Finding, ...], table: Path, kept: Sequence[BatchProfile], new_rows: TimeWindow
+) -> tuple[Finding, ...]:
+    """The findings with a shift of the new rows alone pinned by the kept batch it carried rows into, if there is
+    exactly one way to read it."""
+    column, watermark = new_rows.column, new_rows.after_ms
+    shifts = [f for f in findings if shifts_only(f, column) and finding_window(f) == (watermark, None)]
+    windows = [b.window for b in kept]
+    if len(shifts) != 1 or watermark is None or not kept or any(w is None or w.column != column for w in windows):
+        return findings
+    now, outside = fingerprint_windows(table, [*(w for w in windows if w is not None), new_rows])
+    changed = [b for b, found in zip(kept, now) if not found.matches(fingerprint_of_profile(b.profile))]
+    if outside or not changed:
+        return findings
+    shift = shifts[0]
+    offset = int(shift.params["offset_hours"])
+    spread = (0,) if shift.params.get("pinned") else (-1, 0, 1)
+    candidates = sorted({signed(offset + d) for d in spread} & set(range(-11, -MIN_SHIFT_HOURS + 1)))
+    readings = [
+        (hours, *reading)
+        for hours in candidates
+        if (reading := _carried(table, changed, watermark, hours, now[: len(kept)], kept)) is not None
+    ]
+    # shifted back by more than it moved, the new rows would start further from the kept ones than the kept rows'
+    # own step: an hour the table never skips would be missing (a reading an hour too far finds the same rows)
+    found = [
+        (h, c) for h, c, step in readings if step is None or min(at for at, _ in c) - h * _HOUR_MS - watermark <= step
+    ]
+    if len(found) != 1:
+        return findings
+    hours, carried = found[0]
+    starts = [b.window.after_ms for b in changed if b.window is not None]
+    first = None if None in starts else min(s for s in starts if s is not None)
+    explained = {id(shift)} | {id(f) for f in findings if _within(f, first, watermark)}
+    return (*(f for f in findings if id(f) not in explained), _finding(shift, new_rows, hours, carried))
+
+
+def _within(finding: Finding, after: int | None, through: int) -> bool:
+    """The finding concerns rows of the changed kept batches only: its window lies in (after, through]."""
+    window = finding_window(finding)
+    if window is None:
+        return False
+    low, high = window
+    starts_inside = after is None or (isinstance(low, int) and low >= after)
+    return isinstance(high, int) and high <= through and starts_inside
+
+
+def _carried(
+    table: Path,
+    changed: Sequence[BatchProfile],
+    watermark: int,
+    hours: int,
+    now: Sequence[Fingerprint],
+    kept: Sequence[BatchProfile],
+) -> tuple[Carried, float | None] | None:
+    """The rows carried into the changed batches by a shift of `hours` (< 0): in each, the one choice among its rows
+    after watermark + hours whose removal leaves exactly the rows that passed; None when there is not one. With the
+    median step between the times of the last batch's rows that stay there (None: fewer than two)."""
+    start = watermark + hours * _HOUR_MS
+    rows_now = {b.batch_id: found.rows for b, found in zip(kept, now)}
+    carried: Carried = []
+    step = None
+    for batch in changed:
+        window = batch.window
+        assert window is not None
+        if window.through_ms is None or window.through_ms <= start:
+            return None  # this batch changed where no carried row can be
+        lower = start if window.after_ms is None else max(window.after_ms, start)
+        extra = rows_now[batch.batch_id] - batch.profile.row_count
+        last_hours = rows_in(table, TimeWindow(window.column, lower, window.through_ms))
+        if extra <= 0 or extra > last_hours.num_rows or math.comb(last_hours.num_rows, extra) > MAX_CHOICES:
+            return None
+        (before,), _ = fingerprint_windows(table, [TimeWindow(window.column, window.after_ms, lower)])
+        choice = _one_choice(last_hours, extra, before, fingerprint_of_profile(batch.profile), window.column)
+        if choice is None:
+            return None
+        carried += choice[0]
+        step = choice[1]
+    return carried, step
+
+
+def _one_choice(
+    rows: pa.Table, extra: int, before: Fingerprint, kept: Fingerprint, column: str
+) -> tuple[Carried, float | None] | None:
+    """The `extra` rows of `rows` whose removal leaves, with the rows `before` them, the kept fingerprint: when
+    exactly one set of values does, and none of them is alike a row that stays. With the median step between the
+    distinct times of the rows that stay."""
+    frame = rows.to_pandas()
+    keys = [row_key(values) for values in frame.to_dict("records")]
+    stamps, _ = epoch_ms_of(frame[column])
+    everyone = range(rows.num_rows)
+    choices: dict[tuple[str, ...], tuple[int, ...]] = {}
+    for removed in combinations(everyone, extra):
+        staying = [i for i in everyone if i not in removed]
+        if before.merged(fingerprint_rows(rows.take(staying))).matches(kept):
+            choices[tuple(sorted(keys[i] for i in removed))] = removed
+    if len(choices) != 1:
+        return None
+    (removed,) = choices.values()
+    staying = [i for i in everyone if i not in removed]
+    if {keys[i] for i in removed} & {keys[i] for i in staying}:
+        return None  # a carried row alike one that stays: which of them moved cannot be told
+    times = np.unique(stamps[staying])
+    step = float(np.median(np.diff(times))) if times.size >= 2 else None
+    return [(int(stamps[i]), keys[i]) for i in removed], step
+
+
+def _finding(shift: Finding, new_rows: TimeWindow, hours: int, carried: Carried) -> Finding:
+    column = new_rows.column
+    rows = {**new_rows.to_dict(), "also": [{"at_ms": at, "key": key} for at, key in sorted(carried)]}
+    return make_finding(
+        FindingKind.TIMESTAMP_SHIFT,
+        shift.dataset,
+        column,
+        observed={"offset_hours": hours},
+        expected={"offset_hours": 0},
+        playbook="shift_timestamps",
+        offset_hours=hours,
+        shifts_hours={column: hours},
+        hour_columns={},
+        observed_min_ms={column: min(at for at, _ in carried)},
+        ambiguous=False,
+        pinned=True,
+        pinned_by="kept_batch",
+        carried_rows=len(carried),
+        rows=rows,
+        message=f"the new rows' {column!r} moved by {hours:+d} h (a timezone written as UTC?): their first "
+        f"{abs(hours)} h lie among the rows of the batch that passed before them, where exactly one choice of "
+        f"{len(carried)} rows leaves that batch holding the rows that passed, and no other shift within an hour of "
+        "the guard's reading does. Healed by shifting the new rows and those back.",
+    )
