@@ -35,10 +35,9 @@ from controlplane.fingerprints import (
     fingerprint_windows,
     rows_in,
 )
-from controlplane.tableshift import finding_window, shifts_only
+from controlplane.tableshift import finding_window, pinned_shift, shifts_only
 from guard.checks.timeshift import MIN_SHIFT_HOURS, signed
-from guard.findings import Finding, make_finding
-from guard.kinds import FindingKind
+from guard.findings import Finding
 from guard.profile import BatchProfile, TimeWindow
 from guard.relations import epoch_ms_of
 from remediations.rows import row_key
@@ -160,25 +159,16 @@ def _one_choice(
 
 def _finding(shift: Finding, new_rows: TimeWindow, hours: int, carried: Carried) -> Finding:
     column = new_rows.column
-    rows = {**new_rows.to_dict(), "also": [{"at_ms": at, "key": key} for at, key in sorted(carried)]}
-    return make_finding(
-        FindingKind.TIMESTAMP_SHIFT,
+    return pinned_shift(
         shift.dataset,
         column,
-        observed={"offset_hours": hours},
-        expected={"offset_hours": 0},
-        playbook="shift_timestamps",
-        offset_hours=hours,
-        shifts_hours={column: hours},
-        hour_columns={},
-        observed_min_ms={column: min(at for at, _ in carried)},
-        ambiguous=False,
-        pinned=True,
+        hours,
+        min(at for at, _ in carried),
+        f"the new rows' {column!r} moved by {hours:+d} h (a timezone written as UTC?): their first {abs(hours)} h lie "
+        f"among the rows of the batch that passed before them, where exactly one choice of {len(carried)} rows leaves "
+        "that batch holding the rows that passed, and no other shift within an hour of the guard's reading does. "
+        "Healed by shifting the new rows and those back.",
         pinned_by="kept_batch",
         carried_rows=len(carried),
-        rows=rows,
-        message=f"the new rows' {column!r} moved by {hours:+d} h (a timezone written as UTC?): their first "
-        f"{abs(hours)} h lie among the rows of the batch that passed before them, where exactly one choice of "
-        f"{len(carried)} rows leaves that batch holding the rows that passed, and no other shift within an hour of "
-        "the guard's reading does. Healed by shifting the new rows and those back.",
+        rows={**new_rows.to_dict(), "also": [{"at_ms": at, "key": key} for at, key in sorted(carried)]},
     )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from controlplane.fingerprints import Fingerprint, fingerprint_of_profile, fingerprint_windows
 from guard.checks.timeshift import MIN_SHIFT_HOURS, signed
@@ -26,7 +26,7 @@ from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
 from guard.profile import BatchProfile, TimeWindow
 
-__all__ = ["pin_table_shift", "shifts_only", "finding_window", "moved_window"]
+__all__ = ["pin_table_shift", "pinned_shift", "shifts_only", "finding_window", "moved_window"]
 
 _HOUR_MS = 3_600_000
 
@@ -108,6 +108,22 @@ def moved_window(window: TimeWindow, hours: int) -> TimeWindow:
 
 
 def _finding(dataset: str, column: str, hours: int, first_ms: float, kept: Sequence[BatchProfile]) -> Finding:
+    return pinned_shift(
+        dataset,
+        column,
+        hours,
+        int(first_ms),
+        f"the whole table's {column!r} moved by {hours:+d} h: each of the {len(kept)} batches that passed "
+        f"holds exactly its kept rows {abs(hours)} h {'earlier' if hours < 0 else 'later'} than it did, and no row "
+        "lies outside them (a timezone written as UTC?). Healed by shifting every row back.",
+        pinned_by="kept_batches",
+        kept_batches=len(kept),
+    )
+
+
+def pinned_shift(dataset: str, column: str, hours: int, first_ms: int, message: str, **evidence: Any) -> Finding:
+    """A timestamp_shift of `column` alone, pinned to the hour by the kept batches, with the playbook that shifts it
+    back; `first_ms` is the earliest time of its rows as the guard saw them."""
     return make_finding(
         FindingKind.TIMESTAMP_SHIFT,
         dataset,
@@ -118,12 +134,9 @@ def _finding(dataset: str, column: str, hours: int, first_ms: float, kept: Seque
         offset_hours=hours,
         shifts_hours={column: hours},
         hour_columns={},
-        observed_min_ms={column: int(first_ms)},
+        observed_min_ms={column: first_ms},
         ambiguous=False,
         pinned=True,
-        pinned_by="kept_batches",
-        kept_batches=len(kept),
-        message=f"the whole table's {column!r} moved by {hours:+d} h: each of the {len(kept)} batches that passed "
-        f"holds exactly its kept rows {abs(hours)} h {'earlier' if hours < 0 else 'later'} than it did, and no row "
-        "lies outside them (a timezone written as UTC?). Healed by shifting every row back.",
+        message=message,
+        **evidence,
     )
