@@ -7,7 +7,9 @@ The mapping (what ODCS lacks lives in its customProperties):
   `logicalTypeOptions.minimum/maximum`, quality `nullValues` with `mustBeLessOrEqualTo`
   (`unit: percent` or `rows`... only percent is accepted), quality `invalidValues` with
   `arguments.validValues`; customProperties `unit` (see guard.units), `role`
-  (label | label_timestamp | event_timestamp) and `driftBlocking`.
+  (label | label_timestamp | event_timestamp), `driftBlocking`, and `atLeast`: another column of the same unit
+  this one is never below on any row (a day's maximum temperature at least its minimum), which the guard holds as
+  a bound whether or not the reference ever reached it.
 - slaProperties `latency` (or `freshness`) with `element: <table>.<label timestamp column>`,
   `unit: h` (or d, m): the label freshness SLA.
 """
@@ -29,7 +31,7 @@ from controlplane.datahub.urns import check_dataset_urn
 from controlplane.errors import ContractError, InputError
 from controlplane.safeyaml import YamlRefused, load_yaml
 from guard.contract import LOGICAL_TYPES, ColumnContract, Contract
-from guard.units import UNITS
+from guard.units import UNITS, same_unit
 
 __all__ = ["parse_odcs", "load_odcs_document"]
 
@@ -83,6 +85,7 @@ def parse_odcs(text: str, source: str = "contract") -> Contract:
         for c, p in zip((c.name for c in columns), document.schema_[0].properties or [])
     }
     by_role = {role: name for name, role in roles.items() if role}
+    _check_orders(columns, source)
     return Contract(
         dataset_urn=str(dataset),
         columns=columns,
@@ -128,7 +131,32 @@ def _column(prop: SchemaProperty, source: str) -> ColumnContract:
         allowed_values=_valid_values(quality.get("invalidValues")),
         drift_blocking=str(custom.get("driftBlocking", "false")).lower() == "true",
         primary_key=bool(prop.primaryKey),
+        at_least=None if custom.get("atLeast") is None else str(custom["atLeast"]),
     )
+
+
+def _check_orders(columns: tuple[ColumnContract, ...], source: str) -> None:
+    """Each `atLeast` names another numeric column of the same unit (or both without one)."""
+    by_name = {c.name: c for c in columns}
+    for column in columns:
+        if column.at_least is None:
+            continue
+        other = by_name.get(column.at_least)
+        numeric = ("number", "integer")
+        if other is None or other is column or column.logical_type not in numeric or other.logical_type not in numeric:
+            raise ContractError(
+                f"{source}: column {column.name!r} declares atLeast {column.at_least!r}, which is not another "
+                "number column of the contract",
+                _FIX,
+            )
+        if (column.unit is None) != (other.unit is None) or (
+            column.unit and not same_unit(column.unit, other.unit or "")
+        ):
+            raise ContractError(
+                f"{source}: column {column.name!r} ({column.unit or 'no unit'}) declares atLeast {other.name!r} "
+                f"({other.unit or 'no unit'}); an order holds between columns of one unit",
+                _FIX,
+            )
 
 
 def _null_limit(rule: Any, column: str | None, source: str) -> float | None:

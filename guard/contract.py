@@ -21,6 +21,7 @@ class ColumnContract:
     allowed_values: tuple[str, ...] | None = None
     drift_blocking: bool = False
     primary_key: bool = False
+    at_least: str | None = None  # a column of the same unit this one is never below, on any row (max >= min)
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,11 @@ class Contract:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
+
+    @property
+    def declared_orders(self) -> tuple[tuple[str, str], ...]:
+        """(low, high) for each column declared at least another: low <= high on every row."""
+        return tuple((c.at_least, c.name) for c in self.columns if c.at_least is not None)
 
     @property
     def key_columns(self) -> tuple[str, ...]:

@@ -24,6 +24,8 @@ categories taken in the order of their medians, and MONOTONE_PAIRS pairs of rows
 there: `target_leakage`. An order the reference held but never reached (Seattle's daily minimum and maximum
 temperature, never equal) may be two series that have not crossed yet, so its break alone is no finding; but the
 same exact monotone function of the label on its broken rows is leakage too, when the label is neither column.
+Unless the contract declares it (`ColumnContract.at_least`, ODCS `atLeast`): a declared order is judged as a bound,
+with or without a reference, since its owner says it holds on every row.
 """
 
 from __future__ import annotations
@@ -80,21 +82,23 @@ def parse_identity(key: str) -> tuple[str, str, str, str]:
 def check_relations(ctx: GuardContext) -> Iterator[Finding]:
     assert ctx.contract and ctx.snapshot
     reference = ctx.reference_profile
-    if reference is None or reference.relations is None:
-        return
+    relations = reference.relations if reference is not None else None
     sample = ctx.snapshot.sample
-    for key, (holds, tested) in reference.relations.identities.items():
+    for key, (holds, tested) in (relations.identities if relations else {}).items():
         c, a, op, b = parse_identity(key)
         if tested < MIN_ROWS or holds / tested < HELD or not {a, b, c} <= set(sample.columns):
             continue
         finding = _judge(ctx, key, _floats(sample[c]), _floats(sample[a]), _floats(sample[b]), op, c)
         if finding is not None:
             yield finding
-    for key, moments in reference.relations.pairs.items():
-        finding = _broken_order(ctx, key, moments)
+    declared = ctx.contract.declared_orders  # judged with or without a reference
+    learned = (_learned_order(ctx, key, moments) for key, moments in (relations.pairs if relations else {}).items())
+    orders = [(low, high, "declared") for low, high in declared]
+    for low, high, how in [*orders, *(o for o in learned if o is not None and o[:2] not in declared)]:
+        finding = _broken_order(ctx, low, high, how)
         if finding is not None:
             yield finding
-    for t, columns in reference.relations.hour_of.items():
+    for t, columns in (relations.hour_of if relations else {}).items():
         for h, counts in columns.items():
             if t in sample and h in sample:
                 finding = _departed_hours(ctx, t, h, counts)
@@ -195,18 +199,27 @@ def _scores(feature: pd.Series, label: pd.Series) -> dict[str, float]:
     return association(feature[both].reset_index(drop=True), label[both].reset_index(drop=True))
 
 
-def _broken_order(ctx: GuardContext, key: str, moments: PairMoments) -> Finding | None:
-    """A finding when an order a <= b of two columns of one unit is broken on part of the sampled rows: a bound
-    the reference reached, or (as leakage only) an order it held with the label in neither column."""
+def _learned_order(ctx: GuardContext, key: str, moments: PairMoments) -> tuple[str, str, str] | None:
+    """(low, high, how) of an order a <= b of two columns of one unit the reference learned: a bound it reached
+    ("reached"), or an order it held without reaching it ("held", judged as leakage only, and only with the label
+    in neither column)."""
     assert ctx.snapshot is not None and ctx.contract is not None
     a, b = key.split("|")
-    if moments.n < MIN_ROWS or not _one_unit(ctx, a, b) or not {a, b} <= set(ctx.snapshot.sample.columns):
+    if moments.n < MIN_ROWS or not _one_unit(ctx, a, b):
         return None
     bound = moments.bound(a, b)
-    order = bound or (None if ctx.contract.label_column in (a, b) else moments.order(a, b))
-    if order is None:
-        return None
-    low, high = order
+    if bound is not None:
+        return (*bound, "reached")
+    order = None if ctx.contract.label_column in (a, b) else moments.order(a, b)
+    return None if order is None else (*order, "held")
+
+
+def _broken_order(ctx: GuardContext, low: str, high: str, how: str) -> Finding | None:
+    """A finding when an order low <= high is broken on part of the sampled rows: one the contract declares
+    (`atLeast`) or the reference reached, or (as leakage only) one it merely held."""
+    assert ctx.snapshot is not None and ctx.contract is not None
+    if not {low, high} <= set(ctx.snapshot.sample.columns):
+        return None  # a missing column is the schema check's finding
     x, y = _floats(ctx.snapshot.sample[low]), _floats(ctx.snapshot.sample[high])
     rows = ~np.isnan(x) & ~np.isnan(y)
     off = rows & order_broken(x, y)
@@ -215,9 +228,11 @@ def _broken_order(ctx: GuardContext, key: str, moments: PairMoments) -> Finding 
         return None
     changed, unlike = _changed_column(ctx, low, high, off)
     relation = f"{low}<={high}"
-    stated = f"{relation} held on every reference row, " + (
-        f"which reached it ({low} == {high} on some)" if bound else "though none reached it"
-    )
+    stated = {
+        "declared": f"the contract declares {relation} ({high!r} atLeast {low!r})",
+        "reached": f"{relation} held on every reference row, which reached it ({low} == {high} on some)",
+        "held": f"{relation} held on every reference row, though none reached it",
+    }[how]
     stated += f"; it is broken on {broken} of {tested} sampled rows ({broken / tested:.1%})"
     leak = _follows_label(ctx, changed, off)
     if leak is not None:
@@ -238,7 +253,7 @@ def _broken_order(ctx: GuardContext, key: str, moments: PairMoments) -> Finding 
             f"{groups} distinct labels, each label's values in an interval of their own, the intervals in order): "
             "computed from the outcome on those rows?",
         )
-    if bound is None:  # two series that never crossed in the reference may cross now: no evidence of a failure
+    if how == "held":  # two series that never crossed in the reference may cross now: no evidence of a failure
         return None
     why = (
         f"{changed!r} changed (the other columns explain it {unlike:.1f}x worse there than on the rest)"

@@ -222,6 +222,17 @@ def test_free_text_is_length_limited(demo_copy):
 
 
 CONTRACT = (Path(__file__).resolve().parents[2] / "demo" / "contracts" / "eta_features.odcs.yaml").read_text()
+_LABEL_ROLE = "          - property: role\n            value: label\n"
+_AT_LEAST = "          - property: atLeast\n            value: {}\n"
+
+
+def test_a_contract_declares_an_order_between_two_columns_of_one_unit():
+    """A delivery's ETA is at least its preparation time (both in minutes): `atLeast`, held as a bound."""
+    from controlplane.odcs import parse_odcs
+
+    assert parse_odcs(CONTRACT).declared_orders == ()
+    declared = parse_odcs(CONTRACT.replace(_LABEL_ROLE, _LABEL_ROLE + _AT_LEAST.format("prep_time_min"), 1))
+    assert declared.declared_orders == (("prep_time_min", "eta_minutes"),)
 
 
 @pytest.mark.parametrize(
@@ -238,6 +249,8 @@ CONTRACT = (Path(__file__).resolve().parents[2] / "demo" / "contracts" / "eta_fe
             "only numbers have units",
         ),
         (lambda t: t.replace("{minimum: 0, maximum: 50}", "{minimum: 60, maximum: 50}", 1), "above maximum"),
+        (lambda t: t.replace(_LABEL_ROLE, _LABEL_ROLE + _AT_LEAST.format("prep_time"), 1), "not another number column"),
+        (lambda t: t.replace(_LABEL_ROLE, _LABEL_ROLE + _AT_LEAST.format("distance_km"), 1), "columns of one unit"),
         (
             lambda t: t.replace("urn:li:dataset:(urn:li:dataPlatform:file,delivery.eta_features,PROD)", "not-a-urn", 1),
             "not a DataHub dataset URN",

@@ -12,6 +12,7 @@ import pandas as pd
 from chaos.falsealarms import load_batches
 from chaos.realdata import DATASETS, RealDataset
 from guard.context import GuardContext
+from guard.contract import Contract
 from guard.kinds import FindingKind
 from guard.reference import Reference, build_reference
 from guard.runner import run_guard
@@ -49,11 +50,14 @@ def whole_table_case(name: str, workdir: Path, reference: slice) -> RealCase:
     return RealCase(dataset, build_reference(kept), pd.concat([b.frame for b in batches], ignore_index=True))
 
 
-def blocking_on(tmp_path: Path, case: RealCase, frame: pd.DataFrame) -> set[tuple[FindingKind, str | None]]:
-    """(kind, column) of every blocking finding when `frame` arrives as the case's batch."""
+def blocking_on(
+    tmp_path: Path, case: RealCase, frame: pd.DataFrame, contract: Contract | None = None
+) -> set[tuple[FindingKind, str | None]]:
+    """(kind, column) of every blocking finding when `frame` arrives as the case's batch (under the dataset's
+    contract unless another is given)."""
     path = tmp_path / "batch.parquet"
     frame.to_parquet(path, index=False)
     snapshot = read_snapshot(path, time_column=case.dataset.time_column, batch_id="batch")
-    contract = case.dataset.contract()
+    contract = contract or case.dataset.contract()
     report = run_guard(GuardContext(contract.dataset_urn, contract, snapshot, case.reference, (), now_ms=0))
     return {(f.kind, f.column) for f in report.blocking}
