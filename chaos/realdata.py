@@ -67,6 +67,7 @@ class ColumnSpec:
     minimum: float | None = None  # physical plausibility, not the data's range
     maximum: float | None = None
     description: str = ""
+    at_least: str | None = None  # a column this one is never below by definition (a day's maximum, its minimum)
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,7 @@ class RealDataset:
                 maximum=c.maximum,
                 primary_key=c.role == "key" or (c.role == "event_timestamp" and self._time_is_key),
                 required=c.role != "label",
+                at_least=c.at_least,
             )
             for c in self.columns
         )
@@ -213,7 +215,7 @@ DATASETS: dict[str, RealDataset] = {
                 ColumnSpec(
                     "precipitation", "number", "mm", minimum=0, description="rain and snow water, zero-inflated"
                 ),
-                ColumnSpec("temp_max", "number", "degC", minimum=-90, maximum=60),
+                ColumnSpec("temp_max", "number", "degC", minimum=-90, maximum=60, at_least="temp_min"),
                 ColumnSpec("temp_min", "number", "degC", minimum=-90, maximum=60),
                 ColumnSpec("wind", "number", "m/s", minimum=0, maximum=120),
                 ColumnSpec("weather", "string", role="label", description="sun, fog, rain, drizzle or snow"),
@@ -255,7 +257,7 @@ DATASETS: dict[str, RealDataset] = {
                 ),
                 ColumnSpec("dni", "number", "W/m**2", minimum=0, maximum=1500),
                 ColumnSpec("dhi", "number", "W/m**2", minimum=0, maximum=1500),
-                ColumnSpec("temp_air", "number", "degC", minimum=-90, maximum=60),
+                ColumnSpec("temp_air", "number", "degC", minimum=-90, maximum=60, at_least="temp_dew"),
                 ColumnSpec("temp_dew", "number", "degC", minimum=-90, maximum=60),
                 ColumnSpec("relative_humidity", "number", "percent", minimum=0, maximum=100),
                 ColumnSpec("pressure", "number", "hPa", minimum=800, maximum=1100),

@@ -4,13 +4,14 @@ these kinds over every clean batch of the three real datasets."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from chaos.falsealarms import load_batches
+from chaos.falsealarms import load_batches, partial_leak
 from chaos.realdata import DATASETS
 from guard.causes import explain
 from guard.checks.leakage import check_leakage
@@ -552,17 +553,25 @@ def test_an_order_never_reached_broken_by_values_dealt_in_the_weathers_order_is_
     under temp_min on about a hundred days. The six months of reference held that order but never met it, so
     the break alone could be two series crossing. On those days temp_max sorts the weather's categories exactly,
     each into its own interval: leakage. Lowered by random amounts on the same share of days, it breaks the order
-    as often, sorts nothing, and the order's break is no finding."""
+    as often, sorts nothing, and the order's break is no finding: unless the contract declares the order (the
+    dataset's does: temp_max atLeast temp_min), and then it blocks as the relation broken."""
     case = seattle_whole_table
+    declared = case.dataset.contract()
+    undeclared = replace(declared, columns=tuple(replace(c, at_least=None) for c in declared.columns))
+    assert declared.declared_orders == (("temp_min", "temp_max"),) and not undeclared.declared_orders
     assert blocking_on(tmp_path, case, case.frame) == set()
     dealt = leaked(case.frame, "temp_max", 0.5, by="weather")
-    assert blocking_on(tmp_path, case, dealt) == {(FindingKind.TARGET_LEAKAGE, "temp_max")}
+    for contract in (undeclared, declared):
+        assert blocking_on(tmp_path, case, dealt, contract) == {(FindingKind.TARGET_LEAKAGE, "temp_max")}
     rng = np.random.default_rng(1)
     rows = rng.random(len(case.frame)) < 0.5
     lowered = case.frame["temp_max"] - np.where(rows, rng.uniform(0, 12, len(case.frame)), 0).round(1)
     assert (case.frame["temp_min"] > lowered).sum() > 50
-    found = blocking_on(tmp_path, case, case.frame.assign(temp_max=lowered))
-    assert FindingKind.TARGET_LEAKAGE not in {kind for kind, _ in found}
+    assert blocking_on(tmp_path, case, case.frame.assign(temp_max=lowered), undeclared) == set()
+    found = blocking_on(tmp_path, case, case.frame.assign(temp_max=lowered), declared)
+    assert (FindingKind.RELATION_BROKEN, "temp_max") in found and FindingKind.TARGET_LEAKAGE not in {
+        k for k, _ in found
+    }
 
 
 BANDS = Contract(
@@ -646,3 +655,20 @@ def test_one_placeholder_where_no_measurement_can_be_is_a_sentinel_but_one_sligh
     assert blocking_on(tmp_path, seattle_december, frame) == {(FindingKind.SENTINEL, "precipitation")}
     frame.loc[3, "precipitation"] = -0.1
     assert blocking_on(tmp_path, seattle_december, frame) == {(FindingKind.OUT_OF_RANGE, "precipitation")}
+
+
+def test_a_leak_into_one_category_breaks_a_declared_order_and_is_blocked(
+    tmp_path: Path, seattle_december: RealCase
+) -> None:
+    """The real-data bench's partial leak in Seattle's December 2015: half the days' temp_max dealt out again in the
+    weather's order. The month is nearly all fog, so the leak sorts almost nothing and is not named; but it puts
+    temp_max under temp_min on three days. The reference never met that order, so undeclared it passes; the contract
+    declares it (a day's maximum is at least its minimum), and it blocks on the column that changed."""
+    case = seattle_december
+    declared = case.dataset.contract()
+    undeclared = replace(declared, columns=tuple(replace(c, at_least=None) for c in declared.columns))
+    dealt = partial_leak(case.frame, case.dataset)
+    assert (dealt["temp_max"] < dealt["temp_min"]).sum() == 3
+    assert blocking_on(tmp_path, case, dealt, undeclared) == set()
+    assert blocking_on(tmp_path, case, dealt, declared) == {(FindingKind.RELATION_BROKEN, "temp_max")}
+    assert blocking_on(tmp_path, case, case.frame, declared) == set()
