@@ -9,7 +9,10 @@ What it proposes, and from what:
   the column allows (never a negative length, a percentage over 100, a month past 12, an hour past 23, a year
   after next year);
 - categories: the values of a string column that repeats a few values (at most 50);
-- null limits: none allowed in a key or the event time; elsewhere twice the share seen, at least 1%.
+- null limits: none allowed in a key or the event time; elsewhere twice the share seen, at least 1%;
+- orders: two numeric columns of one unit whose names differ only in a min/max word (`temp_min`, `temp_max`; also
+  minimum/maximum, low/high, lo/hi, lower/upper) and whose every row read holds low <= high: `atLeast` on the
+  high one, an order by definition that the guard then holds even where the data never reached it.
 
 `propose` is pure and deterministic. Whatever it is unsure of is a `Question`; an answer is one more hint, and
 proposing again with it gives the reviewed contract.
@@ -18,7 +21,7 @@ proposing again with it gives the reviewed contract.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 import yaml
@@ -81,6 +84,7 @@ class ColumnProposal:
     categories: tuple[str, ...] | None
     null_limit: float | None  # percent; None for the label and its time (label freshness judges them)
     nulls_seen: float  # percent
+    at_least: str | None = None  # the column of a min/max pair this one is never below
 
     @property
     def contract_unit(self) -> str | None:
@@ -178,6 +182,8 @@ def propose(
         columns.append(proposed)
         if proposed.unit is not None and not proposed.unit.sure:
             unit_questions.append(Question("unit", column.name, proposed.unit.unit, proposed.unit.evidence))
+    orders = _named_orders(profile, {c.name: c for c in columns})
+    columns = [replace(c, at_least=orders.get(c.name)) for c in columns]
     label = profile.columns[roles.label] if roles.label else None
     immature = None if not label or not label.null_count else max(0.05, round(_NULL_MARGIN * label.null_fraction, 3))
     sla = hints.label_sla_hours if hints.label_sla_hours is not None else 24.0
@@ -191,6 +197,41 @@ def propose(
         sla if roles.label_time else None,
         immature,
     )
+
+
+_PAIRED_WORDS = (("min", "max"), ("minimum", "maximum"), ("low", "high"), ("lo", "hi"), ("lower", "upper"))
+
+
+def _named_orders(profile: DatasetProfile, columns: Mapping[str, ColumnProposal]) -> dict[str, str]:
+    """high -> low for each min/max pair of one unit that every row read holds in order (`atLeast`)."""
+    pairs = profile.relations.pairs if profile.relations is not None else {}
+    found: dict[str, str] = {}
+    for key, moments in pairs.items():
+        a, b = key.split("|")
+        named = _min_max(a, b)
+        if named is None or a not in columns or b not in columns or not moments.n:
+            continue
+        low, high = named
+        if columns[low].contract_unit != columns[high].contract_unit:
+            continue
+        held = moments.a_le_b if (low, high) == (a, b) else moments.b_le_a
+        if held == moments.n:
+            found[high] = low
+    return found
+
+
+def _min_max(a: str, b: str) -> tuple[str, str] | None:
+    """(low, high) when the two names differ in one word only, a min/max pair (`temp_min`, `temp_max`)."""
+    first, second = tokens(a), tokens(b)
+    differ = [(x, y) for x, y in zip(first, second) if x != y]
+    if len(first) != len(second) or len(differ) != 1:
+        return None
+    for low, high in _PAIRED_WORDS:
+        if differ[0] == (low, high):
+            return a, b
+        if differ[0] == (high, low):
+            return b, a
+    return None
 
 
 def _require(profile: DatasetProfile, name: str, option: str) -> ColumnProfile:
@@ -308,6 +349,7 @@ def _property(column: ColumnProposal) -> dict[str, Any]:
         prop["logicalTypeOptions"] = {"minimum": column.minimum, "maximum": column.maximum}
     custom = [{"property": "unit", "value": column.contract_unit}] if column.contract_unit else []
     custom += [{"property": "role", "value": column.role}] if column.role else []
+    custom += [{"property": "atLeast", "value": column.at_least}] if column.at_least else []
     if custom:
         prop["customProperties"] = custom
     quality: list[dict[str, Any]] = []

@@ -133,3 +133,21 @@ def _column():
     from guard.profile import ColumnProfile
 
     return ColumnProfile("wind_mph", "number", 10, 0, 1.0, 20.0, 8.0, 3.0, ((0.5, 8.0),))
+
+
+def test_a_min_max_pair_held_on_every_row_is_proposed_as_an_order(tmp_path):
+    """Seattle's daily minimum and maximum temperature (vega_datasets): never equal, so the guard would not learn
+    the order as a bound; by their names and every row, init proposes temp_max atLeast temp_min, and the contract
+    it writes declares it. A pair one row breaks, or one named otherwise, is not proposed."""
+    from vega_datasets import data
+
+    weather = data.seattle_weather().rename(columns={"date": "at", "precipitation": "y"})
+    proposal = _proposal(tmp_path, weather.drop(columns=["weather"]))
+    assert proposal.column("temp_max").at_least == "temp_min" and proposal.column("temp_min").at_least is None
+    text = proposal.to_odcs(contract_id="c", version="1.0.0", purpose="p")
+    assert parse_odcs(text).declared_orders == (("temp_min", "temp_max"),)
+    crossed = weather.drop(columns=["weather"])
+    crossed.loc[3, "temp_max"] = crossed.loc[3, "temp_min"] - 1
+    assert _proposal(tmp_path, crossed).column("temp_max").at_least is None
+    renamed = weather.drop(columns=["weather"]).rename(columns={"temp_max": "temp_day"})
+    assert all(c.at_least is None for c in _proposal(tmp_path, renamed).columns)
