@@ -93,7 +93,9 @@ def row_key(values: Mapping[str, Any]) -> str:
 
 
 def _canonical(value: Any) -> Any:
-    if value is None or (not isinstance(value, (str, bytes, list, dict)) and bool(pd.isna(value))):
+    if isinstance(value, (list, tuple, dict, np.ndarray)):
+        return str(value)  # a nested value, keyed by its text
+    if value is None or (not isinstance(value, (str, bytes)) and bool(pd.isna(value))):
         return None
     if isinstance(value, (pd.Timestamp, datetime, np.datetime64)):
         stamp = pd.Timestamp(value)

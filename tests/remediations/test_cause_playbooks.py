@@ -155,6 +155,7 @@ def test_a_row_key_is_one_for_equal_values_read_either_way() -> None:
     assert row_key(row) == row_key({**row, "time": row["time"].tz_convert("America/New_York")})  # one instant
     assert row_key(row) != row_key({**row, "high": row["high"] + 1e-9})
     assert row_key({**row, "label": np.nan}) == row_key({**row, "label": None})
+    assert row_key({**row, "tags": np.array([1, 2])}) == row_key({**row, "tags": np.array([1, 2])})  # nested
 
 
 def test_shift_refuses_a_table_that_changed_and_an_offset_known_modulo_24() -> None:
