@@ -8,14 +8,16 @@ shifting the new rows back leaves the carried ones behind, and by their times th
 
 The kept batch's fingerprint (`controlplane.fingerprints`: its rows, and per column the nulls, extremes and sums)
 tells them apart: of the rows in its last |s| hours, one choice of the extra ones leaves it holding exactly the rows
-that passed. A candidate shift (the guard's offset, give or take the hour it could not place) an hour too far finds
-the same rows, but shifted back by it the new rows would start further from the kept ones than the kept rows' own
-step: an hour the table never skips would be missing, so it is not the shift. When exactly one candidate is left,
-with exactly one such choice, the shift is pinned: the new rows' finding and the changed batch's are replaced by one
-finding over the new rows and the carried rows, these named one by one (`remediations.rows`: their time and the key
-of their values), with the playbook that shifts them back. Anything less is left as the guard found it, blocked: a
-second choice, a carried row alike a kept one, a shift no fingerprint pins, rows in no batch, or more than
-MAX_CHOICES ways to pick. A batch moved later carries nothing into the past and is not pinned here.
+that passed. A candidate shift (the guard's offset, give or take the hour it could not place) an hour too far may
+find the same rows: the times alone cannot tell a batch moved 6 hours whose first hour is missing from one moved 5.
+Then the reading taken is the one that starts the new rows one step (the kept rows' own) after the watermark, and
+only when every batch that passed began one step after the one before it: the producer is seen to deliver batches
+that continue the table's step. When exactly one candidate is left, with exactly one such choice, the shift is
+pinned: the new rows' finding and the changed batch's are replaced by one finding over the new rows and the carried
+rows, these named one by one (`remediations.rows`: their time and the key of their values), with the playbook that
+shifts them back. Anything less is left as the guard found it, blocked: a second choice, a carried row alike a kept
+one, a shift no fingerprint pins, rows in no batch, or more than MAX_CHOICES ways to pick. A batch moved later
+carries nothing into the past and is not pinned here.
 """
 
 from __future__ import annotations
@@ -73,11 +75,15 @@ def pin_batch_shift(
         for hours in candidates
         if (reading := _carried(table, changed, watermark, hours, now[: len(kept)], kept)) is not None
     ]
-    # shifted back by more than it moved, the new rows would start further from the kept ones than the kept rows'
-    # own step: an hour the table never skips would be missing (a reading an hour too far finds the same rows)
-    found = [
-        (h, c) for h, c, step in readings if step is None or min(at for at, _ in c) - h * _HOUR_MS - watermark <= step
-    ]
+    found = [(hours, carried) for hours, carried, _ in readings]
+    if len(found) > 1:  # readings an hour apart that find the same rows: the one that keeps the table's step
+        found = [
+            (h, c)
+            for h, c, step in readings
+            if step is not None
+            and _contiguous(kept, column, step)
+            and 0 < min(at for at, _ in c) - h * _HOUR_MS - watermark <= step
+        ]
     if len(found) != 1:
         return findings
     hours, carried = found[0]
@@ -85,6 +91,17 @@ def pin_batch_shift(
     first = None if None in starts else min(s for s in starts if s is not None)
     explained = {id(shift)} | {id(f) for f in findings if _within(f, first, watermark)}
     return (*(f for f in findings if id(f) not in explained), _finding(shift, new_rows, hours, carried))
+
+
+def _contiguous(kept: Sequence[BatchProfile], column: str, step: float) -> bool:
+    """Each batch that passed began one step after the one before it ended: the producer delivers batches that
+    continue the table's step, so a new batch that starts further from the watermark is not read that way."""
+    times = [b.profile.columns.get(column) for b in kept]
+    ends = [(t.minimum, t.maximum) if t is not None else (None, None) for t in times]
+    return len(ends) > 1 and all(
+        first is not None and last is not None and first - last == step
+        for (_, last), (first, _) in zip(ends[:-1], ends[1:])
+    )
 
 
 def _within(finding: Finding, after: int | None, through: int) -> bool:

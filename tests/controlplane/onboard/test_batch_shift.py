@@ -112,7 +112,7 @@ def test_a_week_shifted_into_a_history_that_also_changed_pins_nothing(onboarded,
 def test_a_reading_an_hour_too_far_finds_the_same_rows_but_leaves_an_hour_missing(onboarded, tmp_path):
     """Read as -5 h give or take an hour, both -5 and -6 find the same five carried rows; -6 would start the week
     two hours after the last kept row, where the table steps by one. So -5 is pinned, and it is the truth."""
-    from controlplane.batchshift import pin_batch_shift
+    from controlplane.batchshift import _contiguous, pin_batch_shift
     from controlplane.reference import kept_batches, load_state, new_rows_window
     from controlplane.workspace import Workspace
     from guard.findings import make_finding
@@ -142,3 +142,7 @@ def test_a_reading_an_hour_too_far_finds_the_same_rows_but_leaves_an_hour_missin
     assert [item["at_ms"] for item in pinned.params["rows"]["also"]] == [
         int(t.value // 1_000_000) for t in week["time"].iloc[:5] - EARLY
     ]
+    # the reading is taken only because every batch that passed began one hour after the one before it ended
+    hour = 3_600_000
+    assert _contiguous(kept, "time", hour) and not _contiguous(kept, "time", 2 * hour)
+    assert not _contiguous([kept[0], kept[2]], "time", hour) and not _contiguous(kept[:1], "time", hour)
