@@ -35,7 +35,8 @@ from guard.kinds import FindingKind  # noqa: E402
 from guard.reference import Reference, build_reference  # noqa: E402
 from guard.snapshot import read_snapshot  # noqa: E402
 
-ORDERS = {"seattle_weather": ("temp_min", "temp_max"), "greensboro_tmy": ("temp_dew", "temp_air")}
+# each dataset's declared order (its spec's `at_least`): Seattle's temp_min <= temp_max, Greensboro's dew <= air
+ORDERS = {name: d.contract().declared_orders[0] for name, d in DATASETS.items() if d.contract().declared_orders}
 CHANGES = ("lower", "raise", "halve", "shuffle", "scatter")
 SHARES = (0.1, 0.3, 0.5, 1.0)
 

@@ -7,13 +7,14 @@ carried ones, healed by shifting exactly those back. Hourly temperatures at Seat
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from tests.support import whole_cli
+
+from onboard_support import copy_ws
 
 NAME = "pnw-temps"
 EARLY = pd.Timedelta(hours=5)
@@ -52,12 +53,9 @@ def onboarded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _copy(onboarded: Path, tmp_path: Path) -> Path:
-    from controlplane.identity import rebase_if_moved
     from controlplane.workspace import Workspace
 
-    shutil.copytree(onboarded, tmp_path / "ws")
-    rebase_if_moved(Workspace(tmp_path / "ws"))
-    return tmp_path / "ws"
+    return copy_ws(Workspace(onboarded), tmp_path / "ws").root
 
 
 def _land_and_guard(ws: Path, tmp_path: Path, week: pd.DataFrame, at: str) -> tuple[int, list[dict]]:
