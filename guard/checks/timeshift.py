@@ -19,9 +19,12 @@ Relationships that tie columns together (learned from the reference, `guard.rela
 
 Every column's shift is solved from the anchors through the relationships (a relation that did not move
 carries the shift along: a whole pipeline written in local time moves the event time, the label time and
-the hour column together). A shift is named only when |k| >= MIN_SHIFT_HOURS (2): one hour is what daylight
-saving time does, legitimately, to local activity recorded in UTC. Counts and diurnal evidence give the
-offset modulo 24 h (reported in -11..12; 12 is ambiguous and not healed). Conflicting evidence names nothing.
+the hour column together). A relation that moved says only that one of its two columns did; a diurnal
+reading too weak to anchor a column alone (a broad pattern moved 3 or 4 hours) says which, when it peaks
+where the relation's move puts it (`_corroborated`). A shift is named only when |k| >= MIN_SHIFT_HOURS (2):
+one hour is what daylight saving time does, legitimately, to local activity recorded in UTC. Counts and
+diurnal evidence give the offset modulo 24 h (reported in -11..12; 12 is ambiguous and not healed).
+Conflicting evidence names nothing.
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ MIN_SIGNAL_TO_NOISE = 8.0  # variance of the reference's hourly means over the n
 MAX_WEIGHT = 100.0  # a column's weight in the diurnal score, capped
 DIURNAL_MATCH = 0.7  # mean correlation with the shifted reference...
 DIURNAL_GAIN = 0.35  # ...better than with the unshifted one by this much
+CORROBORATED_GAIN = 0.1  # as much better, when a relation of the column moved by as many hours (`_corroborated`)
 # relations
 HOUR_OF_LEARNED = 0.99  # share of reference rows on one offset (or two adjacent ones)
 HOUR_OF_HOLDS = 0.95  # share of batch rows within the learned offsets (+-1 h): the relation holds
@@ -172,6 +176,23 @@ def diurnal_shift(
     """The offset k whose rolled reference hour-of-day means the batch's match: correlations averaged over the
     columns whose pattern stands out of noise, weighted by how far it does (a sharp pattern, irradiance at
     dawn and dusk, places the offset better than a broad one); None when no column has one."""
+    scored = diurnal_scores(reference, batch, skip)
+    if scored is None:
+        return None
+    score, source = scored
+    best = int(np.argmax(score))
+    if best and score[best] >= DIURNAL_MATCH and score[best] - score[0] >= DIURNAL_GAIN:
+        return Evidence(source, signed(best), float(score[0]), float(score[best]), exact=False)
+    if score[0] >= DIURNAL_MATCH and best in (0, 1, HOURS - 1):
+        return Evidence(source, 0, float(score[0]), float(score[0]))
+    return None
+
+
+def diurnal_scores(
+    reference: Mapping[str, Diurnal], batch: Mapping[str, Diurnal], skip: AbstractSet[str] = frozenset()
+) -> tuple[np.ndarray, str] | None:
+    """The weighted mean correlation of the batch's hour-of-day means with the reference's rolled by k, for
+    k = 0..23, and the source's name; None when no column's pattern stands out of noise."""
     rows, weights = [], []
     for name in sorted(set(reference) & set(batch) - skip):
         if sum(1 for n in batch[name].counts if n > 0) < MIN_DIURNAL_HOURS:
@@ -183,14 +204,7 @@ def diurnal_shift(
             weights.append(min(weight, MAX_WEIGHT))
     if not rows:
         return None
-    score = np.average(np.vstack(rows), axis=0, weights=weights)
-    best = int(np.argmax(score))
-    source = f"diurnal({len(rows)} columns)"
-    if best and score[best] >= DIURNAL_MATCH and score[best] - score[0] >= DIURNAL_GAIN:
-        return Evidence(source, signed(best), float(score[0]), float(score[best]), exact=False)
-    if score[0] >= DIURNAL_MATCH and best in (0, 1, HOURS - 1):
-        return Evidence(source, 0, float(score[0]), float(score[0]))
-    return None
+    return np.average(np.vstack(rows), axis=0, weights=weights), f"diurnal({len(rows)} columns)"
 
 
 # --- relations ---------------------------------------------------------------------------------------
@@ -287,6 +301,11 @@ def check_timestamp_shift(ctx: GuardContext) -> Iterator[Finding]:
     edges = _edges(reference.relations, batch_relations, times)
     derived = {e.b for e in edges if e.relation == "hour_of"}
     anchors = {t: e for t in times if (e := _anchor(reference, batch, batch_relations, t, derived)) is not None}
+    anchors |= {
+        t: e
+        for t in times
+        if t not in anchors and (e := _corroborated(reference, batch, batch_relations, t, derived, edges)) is not None
+    }
     yield from _findings(ctx, _solve(anchors, edges), anchors, edges, batch)
 
 
@@ -315,6 +334,38 @@ def _anchor(
         return None
     moved = [e for e in found if e.offset]
     return moved[0] if moved else found[0]
+
+
+def _corroborated(
+    reference: DatasetProfile,
+    batch: DatasetProfile,
+    relations: Relations,
+    column: str,
+    derived: set[str],
+    edges: list[_Edge],
+) -> Evidence | None:
+    """The diurnal reading of a column whose relation moved, when the two agree: one relation of the column moved
+    by k hours (so the column or its partner moved), and the hour-of-day profile peaks at k, give or take an
+    hour, matching there and better than unshifted by CORROBORATED_GAIN. Alone, a broad pattern moved 3 or 4
+    hours gains too little over its unshifted score to name a shift (DIURNAL_GAIN: a search over 24 offsets);
+    here it only says which of the two columns the relation's move belongs to. None otherwise."""
+    assert reference.relations is not None
+    implied = {
+        signed(-e.move if e.a == column else e.move)
+        for e in edges
+        if column in (e.a, e.b) and abs(signed(e.move)) >= MIN_SHIFT_HOURS
+    }
+    if len(implied) != 1 or count_shift(reference.columns[column].hours, batch.columns[column].hours) is not None:
+        return None
+    scored = diurnal_scores(reference.relations.diurnal.get(column, {}), relations.diurnal.get(column, {}), derived)
+    if scored is None:
+        return None
+    score, source = scored
+    best, (moved,) = int(np.argmax(score)), implied
+    agrees = abs(signed(best - moved)) <= 1 and abs(signed(best)) >= MIN_SHIFT_HOURS
+    if agrees and score[best] >= DIURNAL_MATCH and score[best] - score[0] >= CORROBORATED_GAIN:
+        return Evidence(f"{source}+relation", signed(best), float(score[0]), float(score[best]), exact=False)
+    return None
 
 
 def _edges(reference: Relations, batch: Relations, times: list[str]) -> list[_Edge]:

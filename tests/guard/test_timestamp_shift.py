@@ -222,3 +222,34 @@ def test_daily_rows_are_named_from_two_hours_on(tmp_path: Path, hours: int, name
     assert [(f.column, f.params["offset_hours"], f.playbook) for f in found] == (
         [("day", hours, "shift_timestamps")] if named else []
     )
+
+
+@pytest.mark.parametrize("hours", [3, 4, -3, -4])
+def test_real_data_a_few_hours_are_named_on_the_clock_that_moved_where_a_local_hour_column_says_one_did(
+    tmp_path: Path, hours: int
+) -> None:
+    """Hourly temperatures moved 3 or 4 hours: a broad diurnal pattern gains too little over its unshifted score to
+    name the shift alone, and the local-hour column's relation moves by as many hours without saying which of the
+    two columns moved. Together they say it (`_corroborated`): the time column, within an hour."""
+    dataset = DATASETS["pnw_temps"]
+    contract = dataset.contract()
+    batches = load_batches(dataset, tmp_path)
+    k, time = dataset.reference_batches, dataset.time_column
+    named = []
+    for i in range(k, len(batches), 4):
+        reference = build_reference([b.snapshot.batch for b in batches[i - k : i]])
+        shifted = snap(tmp_path, moved(batches[i].frame, hours, time), f"moved-{i}", time)
+        named.append([(f.column, f.params.get("offset_hours")) for f in shifts(contract, shifted, reference)])
+    assert all(len(found) == 1 and found[0][0] == time and abs(found[0][1] - hours) <= 1 for found in named), named
+
+
+def test_real_data_a_local_hour_column_moved_alone_is_not_laid_on_the_clock(tmp_path: Path) -> None:
+    """The clock's own diurnal profile says it did not move, so the relation's move is the hour column's."""
+    dataset = DATASETS["pnw_temps"]
+    batches = load_batches(dataset, tmp_path)
+    k = dataset.reference_batches
+    reference = build_reference([b.snapshot.batch for b in batches[:k]])
+    frame = batches[k].frame
+    local = snap(tmp_path, frame.assign(hour_local=(frame["hour_local"] + 4) % 24), "local", dataset.time_column)
+    found = shifts(dataset.contract(), local, reference)
+    assert [(f.column, f.params["offset_hours"], f.params["shifts_hours"]) for f in found] == [("hour_local", 4, {})]
