@@ -1,4 +1,4 @@
-"""A new batch whose time column moved earlier by whole hours, its first rows carried into the batch before it.
+"""A new batch whose time column moved by whole hours: earlier, its first rows carried into the batch before it; or later.
 
 A timezone written as UTC in the new batch alone moves its rows s hours early: those of its first |s| hours land at
 or before the watermark, inside the last batch that passed, beside the rows that were there (at the very same times
@@ -16,8 +16,13 @@ that continue the table's step. When exactly one candidate is left, with exactly
 pinned: the new rows' finding and the changed batch's are replaced by one finding over the new rows and the carried
 rows, these named one by one (`remediations.rows`: their time and the key of their values), with the playbook that
 shifts them back. Anything less is left as the guard found it, blocked: a second choice, a carried row alike a kept
-one, a shift no fingerprint pins, rows in no batch, or more than MAX_CHOICES ways to pick. A batch moved later
-carries nothing into the past and is not pinned here.
+one, a shift no fingerprint pins, rows in no batch, or more than MAX_CHOICES ways to pick.
+
+A batch moved later carries nothing into the past: every kept batch is found as it passed, and no fingerprint can
+pin the shift. There the boundaries speak: when every batch that passed began the same gap after the one before it
+ended (at least two boundaries), the reading taken is the one that starts the new rows that gap after the last kept
+row, if exactly one within an hour of the guard's does. The assumption is the same as the tie rule's above, and it
+rests on the same evidence; a late batch whose first hours are also missing would be read an hour too far.
 """
 
 from __future__ import annotations
@@ -64,9 +69,11 @@ def pin_batch_shift(
         return findings
     now, outside = fingerprint_windows(table, [*(w for w in windows if w is not None), new_rows])
     changed = [b for b, found in zip(kept, now) if not found.matches(fingerprint_of_profile(b.profile))]
-    if outside or not changed:
-        return findings
     shift = shifts[0]
+    if outside:
+        return findings
+    if not changed:
+        return _pin_later(findings, shift, kept, new_rows)
     offset = int(shift.params["offset_hours"])
     spread = (0,) if shift.params.get("pinned") else (-1, 0, 1)
     candidates = sorted({signed(offset + d) for d in spread} & set(range(-11, -MIN_SHIFT_HOURS + 1)))
@@ -93,15 +100,56 @@ def pin_batch_shift(
     return (*(f for f in findings if id(f) not in explained), _finding(shift, new_rows, hours, carried))
 
 
+def _pin_later(
+    findings: tuple[Finding, ...], shift: Finding, kept: Sequence[BatchProfile], new_rows: TimeWindow
+) -> tuple[Finding, ...]:
+    """A shift of the new rows alone, later, with every kept batch as it passed: nothing was carried, so no
+    fingerprint pins it. Of the readings within an hour of the guard's, the one that starts the new rows one gap
+    after the last kept row is pinned, when every batch that passed began that same gap after the one before it."""
+    column = new_rows.column
+    first = (shift.params.get("observed_min_ms") or {}).get(column)
+    last = kept[-1].profile.columns.get(column)
+    gap = _boundary_gap(kept, column)
+    if shift.params.get("pinned") or first is None or last is None or last.maximum is None or gap is None:
+        return findings
+    offset = int(shift.params["offset_hours"])
+    candidates = {signed(offset + d) for d in (-1, 0, 1)} & set(range(MIN_SHIFT_HOURS, 12))
+    found = [hours for hours in sorted(candidates) if first - hours * _HOUR_MS - last.maximum == gap]
+    if len(found) != 1:
+        return findings
+    (hours,) = found
+    pinned = pinned_shift(
+        shift.dataset,
+        column,
+        hours,
+        int(first),
+        f"the new rows' {column!r} moved by {hours:+d} h (a timezone written as UTC?): they begin {hours} h after "
+        f"the next row was due, {gap / _HOUR_MS:g} h after the last kept one, as each of the {len(kept)} batches "
+        "that passed began after the one before it; no other shift within an hour of the guard's reading does. "
+        "Healed by shifting the new rows back.",
+        pinned_by="kept_boundaries",
+        rows=new_rows.to_dict(),
+    )
+    return (*(f for f in findings if f is not shift), pinned)
+
+
+def _boundary_gap(kept: Sequence[BatchProfile], column: str) -> float | None:
+    """The one gap between a batch's last time and the next one's first that every boundary between the batches
+    that passed shows (at least two boundaries); None otherwise."""
+    times = [b.profile.columns.get(column) for b in kept]
+    ends = [(t.minimum, t.maximum) if t is not None else (None, None) for t in times]
+    gaps = {
+        first - last if first is not None and last is not None else None
+        for (_, last), (first, _) in zip(ends[:-1], ends[1:])
+    }
+    (gap,) = gaps if len(gaps) == 1 else (None,)
+    return gap if len(kept) > 2 and gap is not None and gap > 0 else None
+
+
 def _contiguous(kept: Sequence[BatchProfile], column: str, step: float) -> bool:
     """Each batch that passed began one step after the one before it ended: the producer delivers batches that
     continue the table's step, so a new batch that starts further from the watermark is not read that way."""
-    times = [b.profile.columns.get(column) for b in kept]
-    ends = [(t.minimum, t.maximum) if t is not None else (None, None) for t in times]
-    return len(ends) > 1 and all(
-        first is not None and last is not None and first - last == step
-        for (_, last), (first, _) in zip(ends[:-1], ends[1:])
-    )
+    return _boundary_gap(kept, column) == step
 
 
 def _within(finding: Finding, after: int | None, through: int) -> bool:

@@ -88,6 +88,24 @@ def test_a_week_shifted_into_the_one_before_is_pinned_by_its_fingerprint_and_hea
     pd.testing.assert_frame_equal(published, clean, check_dtype=False)  # the new rows shifted back, no other
 
 
+def test_a_week_shifted_later_is_pinned_by_the_gap_every_kept_batch_began_with_and_healed(onboarded, tmp_path):
+    """Five hours late, the week carries nothing into the past, and the hour-of-day profile places it within an
+    hour only. Every weekly batch that passed began one hour after the one before it ended, and only +5 h starts
+    this one there: pinned and healed."""
+    ws = _copy(onboarded, tmp_path)
+    older, week = _weeks()
+    at = _iso(week["time"].max() + EARLY + pd.Timedelta(hours=1))
+    code, blocking = _land_and_guard(ws, tmp_path, week.assign(time=week["time"] + EARLY), at)
+    assert code == 1 and len(blocking) == 1, [(f["kind"], f["column"], f["message"][:160]) for f in blocking]
+    (shift,) = blocking
+    assert (shift["kind"], shift["column"], shift["playbook"]) == ("timestamp_shift", "time", "shift_timestamps")
+    assert shift["observed"] == {"offset_hours": 5} and "h after the last kept one" in shift["message"]
+    code, out, err = whole_cli("run", NAME, "--now", at, "--workspace", str(ws))
+    assert code == 0, out[-800:] + err[-800:]
+    published = pd.read_parquet(_table(ws)).sort_values("time", kind="stable").reset_index(drop=True)
+    pd.testing.assert_frame_equal(published, pd.concat([older, week], ignore_index=True), check_dtype=False)
+
+
 def test_a_week_shifted_into_a_history_that_also_changed_pins_nothing(onboarded, tmp_path):
     """The same week, and one kept hour's reading rewritten: no choice of rows leaves the batch before as it passed,
     so nothing is pinned, and the run blocks with the table as it was."""
@@ -143,4 +161,4 @@ def test_a_reading_an_hour_too_far_finds_the_same_rows_but_leaves_an_hour_missin
     # the reading is taken only because every batch that passed began one hour after the one before it ended
     hour = 3_600_000
     assert _contiguous(kept, "time", hour) and not _contiguous(kept, "time", 2 * hour)
-    assert not _contiguous([kept[0], kept[2]], "time", hour) and not _contiguous(kept[:1], "time", hour)
+    assert not _contiguous([kept[0], *kept[2:]], "time", hour) and not _contiguous(kept[:2], "time", hour)
