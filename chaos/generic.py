@@ -11,6 +11,7 @@ injectors of `chaos.injectors`, and expects the finding its true cause is:
                                                                                                  without a limit), quarantined
     sentinel         -9999 for 'unknown' on 20% of a numeric feature's rows                   -> sentinel, quarantined
     timezone_shift   the event time written 5 hours early (local time UTC-5 written as UTC)   -> timestamp_shift, healed
+    timezone_late    the event time written 4 hours late (UTC read as local UTC-4, converted) -> timestamp_shift, healed
     duplicate_keys   2.5% of rows (a stretch of time) loaded twice                            -> duplicate_keys, healed
     label_copy       the label copied into a new column                                       -> target_leakage, blocked
 
@@ -46,6 +47,7 @@ __all__ = [
     "unit_target",
     "SENTINEL_VALUE",
     "TIMEZONE_HOURS",
+    "LATE_HOURS",
 ]
 
 GENERIC_NAMES = (
@@ -56,11 +58,13 @@ GENERIC_NAMES = (
     "join_nulls",
     "sentinel",
     "timezone_shift",
+    "timezone_late",
     "duplicate_keys",
     "label_copy",
 )
 SENTINEL_VALUE = -9999.0
 TIMEZONE_HOURS = -5.0
+LATE_HOURS = 4.0
 _SHARE = "share of rows"
 # the conversion a producer most plausibly slips into, where it is not the first of the unit's group
 _PREFERRED = {
@@ -273,16 +277,28 @@ def _sentinel(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
 
 
 def _timezone(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
+    return _moved_clock(
+        "timezone_shift", TIMEZONE_HOURS, f"local time UTC{TIMEZONE_HOURS:+g} written as UTC", contract, spec
+    )
+
+
+def _timezone_late(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
+    return _moved_clock(
+        "timezone_late", LATE_HOURS, f"UTC read as local time UTC{-LATE_HOURS:+g} and converted again", contract, spec
+    )
+
+
+def _moved_clock(name: str, hours: float, why: str, contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
     column = spec.training.time_column
     if contract.column(column) is None:
-        return Skipped("timezone_shift", f"the contract does not declare the time column {column!r}")
+        return Skipped(name, f"the contract does not declare the time column {column!r}")
     return Scenario(
-        "timezone_shift",
-        f"{column} written {-TIMEZONE_HOURS:g} hours early (local time UTC{TIMEZONE_HOURS:+g} written as UTC)",
+        name,
+        f"{column} written {abs(hours):g} hours {'early' if hours < 0 else 'late'} ({why})",
         K.TIMESTAMP_SHIFT,
         (column,),
         True,
-        TIMEZONE_HOURS,
+        hours,
         "hours",
         table=_moved_time,
     )
@@ -323,7 +339,18 @@ def _label_copy(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
 _MAKERS: dict[str, Callable[[Contract, PipelineSpec], Scenario | Skipped]] = dict(
     zip(
         GENERIC_NAMES,
-        (_unit_change, _rescale, _rename, _swap, _join_nulls, _sentinel, _timezone, _duplicates, _label_copy),
+        (
+            _unit_change,
+            _rescale,
+            _rename,
+            _swap,
+            _join_nulls,
+            _sentinel,
+            _timezone,
+            _timezone_late,
+            _duplicates,
+            _label_copy,
+        ),
     )
 )
 
