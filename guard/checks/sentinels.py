@@ -16,6 +16,9 @@ outside the contract's [minimum, maximum] held by any number of rows. It is a se
     0.5 m/s continues the data, 10% of deliveries at 0 km beside almost none under 0.6 km does not;
   - or far outside the reference's range (by more than its width) with the other values still like the
     reference (REST_DISTANCE; a unit change moves a clipped minimum far outside too) and one code;
+- frozen: any value the reference held rarely now holds FROZEN_SHARE of a batch's rows, in a column where no
+  reference batch's most frequent value held more than FROZEN_BATCH_HIGH (a feed stuck on its last reading;
+  a column with a mass of its own, greensboro's visibility moving from 16,100 m to 24,000 m, is left alone);
 - grown: a placeholder-looking value the reference held rarely (under GROWTH_BASE: a legitimate mass such
   as greensboro's 77777 'unlimited' ceiling, half the hours, or the zeros of a zero-inflated column, is
   left alone) now holds GROWTH_FACTOR times its reference share plus GROWTH_MARGIN, and GROWTH_MARGIN more
@@ -64,6 +67,9 @@ NEAR_MARGIN = 0.02
 NEIGHBOURS = 2  # a placeholder-looking mass is compared with this many batch values on each side of it...
 NEIGHBOUR_REACH = 0.1  # ...within this share of the reference's range width
 ONE_CODE = 0.9  # share of the values outside the reference's range a far-outside code must hold
+FROZEN_SHARE = 0.9  # a frozen feed: this share of a batch's rows (at least FROZEN_ROWS) hold one value...
+FROZEN_ROWS = 20
+FROZEN_BATCH_HIGH = 0.5  # ...where no reference batch's most frequent value held more than this share
 REST_DISTANCE = 0.3  # KS distance of the other values from the reference, for a far-outside mass to be a code
 _NUMERIC = ("number", "integer")
 
@@ -130,7 +136,19 @@ def _judge(
         how = "grown"
     else:
         how = None
+    if how is None and _frozen(ctx, name, share, was, len(values)):
+        how = "frozen"
     return None if how is None else _finding(ctx, name, value, share, was, count, len(values), how)
+
+
+def _frozen(ctx: GuardContext, name: str, share: float, was: float, rows: int) -> bool:
+    """Nearly every row holds one value the reference held rarely, in a column where no batch that passed held any
+    one value on more than FROZEN_BATCH_HIGH of its rows: a feed stuck on its last reading (a plausible value, so
+    no other rule of this check sees it)."""
+    if not isinstance(ctx.reference, Reference) or rows < FROZEN_ROWS or share < FROZEN_SHARE or was >= GROWTH_BASE:
+        return False
+    highs = [s.point_share for s in ctx.reference.variation(name)]
+    return bool(highs) and None not in highs and max(h for h in highs if h is not None) <= FROZEN_BATCH_HIGH
 
 
 def _contract_bounds(ctx: GuardContext, name: str) -> tuple[float | None, float | None]:
@@ -242,6 +260,12 @@ def _finding(
     shown = int(value) if value == int(value) else value
     estimated = round(share * ctx.snapshot.profile.row_count)
     what = "a value the reference never held" if how == "new" else f"{was:.1%} in the reference"
+    cause = (
+        "a feed stuck on one reading (no batch that passed held any one value on more than "
+        f"{FROZEN_BATCH_HIGH:.0%} of its rows)"
+        if how == "frozen"
+        else "a placeholder for 'unknown'"
+    )
     return make_finding(
         FindingKind.SENTINEL,
         ctx.dataset_urn,
@@ -256,6 +280,6 @@ def _finding(
         sampled_rows=count,
         estimated_rows=estimated,
         rows=window_rows(ctx),
-        message=f"{name!r} holds {shown} on {share:.1%} of rows ({count} of {rows} sampled; {what}): a placeholder "
-        "for 'unknown', not a measurement; its rows are quarantined, not filled in",
+        message=f"{name!r} holds {shown} on {share:.1%} of rows ({count} of {rows} sampled; {what}): {cause}, not "
+        "a measurement; its rows are quarantined, not filled in",
     )

@@ -459,6 +459,27 @@ def test_the_clean_week_blocks_on_nothing(tmp_path: Path, greensboro_week: RealC
     assert blocking_on(tmp_path, greensboro_week, greensboro_week.frame) == set()
 
 
+def test_a_feed_stuck_on_one_reading_is_a_frozen_sentinel(tmp_path: Path, greensboro_week: RealCase) -> None:
+    """A week of air temperature stuck on its first reading: a plausible value, no placeholder, held by every row
+    where no week that passed held any one temperature on half its hours."""
+    week = greensboro_week.frame
+    stuck = week.assign(temp_air=week["temp_air"].iloc[0])
+    assert (FindingKind.SENTINEL, "temp_air") in blocking_on(tmp_path, greensboro_week, stuck)
+    stuck_half = week.assign(temp_air=week["temp_air"].mask(week.index >= week.index[84], week["temp_air"].iloc[84]))
+    assert (FindingKind.SENTINEL, "temp_air") not in blocking_on(tmp_path, greensboro_week, stuck_half)
+
+
+def test_a_column_with_a_mass_of_its_own_moved_onto_one_value_is_not_frozen(
+    tmp_path: Path, greensboro_week: RealCase
+) -> None:
+    """Visibility sits on a point mass most hours (16,100 m): a week all at one other reading is a reporting
+    change such columns show between clean batches (24,000 m on 77% of a clean week), not a stuck feed."""
+    week = greensboro_week.frame
+    assert (FindingKind.SENTINEL, "visibility") not in blocking_on(
+        tmp_path, greensboro_week, week.assign(visibility=24000.0)
+    )
+
+
 def test_a_rescale_breaking_an_order_is_a_scale_shift_of_that_column_never_a_swap(
     tmp_path: Path, greensboro_week: RealCase
 ) -> None:
