@@ -215,7 +215,7 @@ def dedupe_keys(heal: SparkHeal) -> tuple[Any, HealStep]:
     from pyspark.sql import Window
 
     F, finding, frame = _F(), heal.finding, heal.frame
-    keys = list(heal.contract.key_columns)
+    keys = list(dedupe_pb.heal_keys(heal.contract, finding))
     if not keys or any(k not in frame.columns for k in keys):
         raise PlaybookRefused(f"dedupe_keys needs the contract's key columns {keys} in the table")
     everything = sorted(frame.columns)

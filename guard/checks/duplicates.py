@@ -1,5 +1,6 @@
 """Duplicate keys: rows repeating a primary key, counted from the snapshot's key columns (a batch: its rows
-in the window; with the whole table's files, also the batch rows whose key the rest of the table has).
+in the window; with the whole table's files, also the batch rows whose key the rest of the table has). With no
+key declared, whole rows repeated in a batch of a table that holds one row per instant (`_repeated_rows`).
 
 The row sample cannot see a duplicated load: an original and its copy both land in a uniform
 sample of fraction p with probability p², so a 0.1% duplicate rate in 10M rows leaves about 0.25
@@ -65,8 +66,11 @@ class KeyCount:
 def check_duplicates(ctx: GuardContext) -> Iterator[Finding]:
     assert ctx.contract and ctx.snapshot
     keys = ctx.contract.key_columns
-    if not keys or any(k not in ctx.snapshot.profile.columns for k in keys):
-        return  # no key declared, or a key column missing: the schema check reports that
+    if not keys:
+        yield from _repeated_rows(ctx)
+        return
+    if any(k not in ctx.snapshot.profile.columns for k in keys):
+        return  # a key column missing: the schema check reports that
     snapshot = ctx.snapshot
     count = count_duplicate_keys(
         snapshot.files, keys, window=snapshot.window, expected_rows=snapshot.profile.row_count, history=ctx.table_paths
@@ -91,6 +95,46 @@ def check_duplicates(ctx: GuardContext) -> Iterator[Finding]:
         message=f"{count.rate:.2%} of rows ({count.duplicate_rows} of {count.rows_compared}"
         f"{'' if count.exact else ', a sample by key'}{across}) repeat a key of {list(keys)}; "
         f"the limit is {DUPLICATE_RATE_LIMIT:.1%}: a duplicated load?",
+    )
+
+
+def _repeated_rows(ctx: GuardContext) -> Iterator[Finding]:
+    """No key declared: a batch loaded twice repeats whole rows. Rows of the batch identical in every column to an
+    earlier one are a duplicate load when the table before the batch holds one row per instant of its event time
+    (its times repeat on at most DUPLICATE_RATE_LIMIT of its rows, counted exactly from the time column alone): by
+    that history, two rows at one instant are not the data's nature, and two identical ones are one row twice.
+    Judged only with the table's files and the batch's window (a run of the control plane); a batch alone has no
+    history to say so. Healed by dropping the later copies, which loses nothing."""
+    assert ctx.contract and ctx.snapshot
+    snapshot, time = ctx.snapshot, ctx.contract.event_timestamp_column
+    window = snapshot.window
+    if time is None or not ctx.table_paths or window is None or window.column != time or window.after_ms is None:
+        return
+    before = TimeWindow(time, None, window.after_ms)
+    history = count_duplicate_keys(list(ctx.table_paths), [time], window=before)
+    if not history.rows_compared or history.rate > DUPLICATE_RATE_LIMIT:
+        return
+    columns = list(snapshot.profile.columns)
+    count = count_duplicate_keys(snapshot.files, columns, window=window, expected_rows=snapshot.profile.row_count)
+    if count.rate <= DUPLICATE_RATE_LIMIT:
+        return
+    yield make_finding(
+        FindingKind.DUPLICATE_KEYS,
+        ctx.dataset_urn,
+        time,
+        observed=round(count.rate, 6),
+        expected=DUPLICATE_RATE_LIMIT,
+        playbook="dedupe_keys",
+        key_columns=columns,
+        whole_rows=True,
+        duplicate_rows=count.duplicate_rows,
+        rows_compared=count.rows_compared,
+        exact=count.exact,
+        across_rows=0,
+        window=window.to_dict(),
+        message=f"{count.rate:.2%} of the batch's rows ({count.duplicate_rows} of {count.rows_compared}) repeat an "
+        f"earlier row in every column, where the {history.rows_compared} rows before it hold one row per instant of "
+        f"{time!r}: the batch loaded twice? The later copies are dropped (no key is declared: every column is one).",
     )
 
 

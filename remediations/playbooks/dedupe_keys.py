@@ -1,6 +1,7 @@
 """Dedupe keys: undo a duplicate load by keeping the first row of each key.
 
-Heals DUPLICATE_KEYS on ``contract.key_columns``. A duplicate load repeats whole rows, so every row
+Heals DUPLICATE_KEYS on ``contract.key_columns`` (with none declared, on every column, for a finding of whole
+rows repeated: `guard.checks.duplicates`). A duplicate load repeats whole rows, so every row
 whose key was already seen is dropped, keeping the first. A row whose key was seen but whose other
 values differ from every earlier row of that key is a *conflicting* duplicate: two versions of one
 entity, not a repeated load, and choosing one is not this playbook's call.
@@ -17,10 +18,12 @@ from typing import Any
 
 import pandas as pd
 
+from guard.contract import Contract
+from guard.findings import Finding
 from guard.kinds import FindingKind
 from remediations.registry import HealInput, HealStep, PlaybookRefused, register
 
-__all__ = ["dedupe_keys", "MAX_DROP_FRACTION", "MAX_CONFLICT_FRACTION"]
+__all__ = ["dedupe_keys", "heal_keys", "MAX_DROP_FRACTION", "MAX_CONFLICT_FRACTION"]
 
 MAX_DROP_FRACTION = 0.2
 MAX_CONFLICT_FRACTION = 0.001
@@ -65,8 +68,14 @@ def dedupe_keys(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     )
 
 
+def heal_keys(contract: Contract, finding: Finding) -> tuple[str, ...]:
+    """The contract's key; with none declared, every column, when the finding is of whole rows repeated."""
+    whole_rows = finding.params.get("whole_rows") and finding.params.get("key_columns")
+    return contract.key_columns or (tuple(finding.params["key_columns"]) if whole_rows else ())
+
+
 def _key_columns(heal: HealInput) -> tuple[str, ...]:
-    keys = heal.contract.key_columns
+    keys = heal_keys(heal.contract, heal.finding)
     if not keys:
         raise PlaybookRefused(
             f"dedupe_keys needs key columns; mark them primary_key in the contract of {heal.contract.dataset_urn}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -359,6 +360,20 @@ def test_dedupe_is_idempotent() -> None:
     table = orders(10)
     healed, _ = heal(pd.concat([table, table.iloc[[1]]], ignore_index=True), DUPLICATES)
     reapplied(healed, DUPLICATES)
+
+
+def test_dedupe_without_a_key_drops_only_whole_rows_repeated_and_only_for_such_a_finding() -> None:
+    keyless = replace(CONTRACT, columns=tuple(replace(c, primary_key=False) for c in CONTRACT.columns))
+    table = orders(10)
+    twice = pd.concat([table, table.iloc[[2, 5]], table.iloc[[3]].assign(service="express")], ignore_index=True)
+    whole_rows = finding(
+        FindingKind.DUPLICATE_KEYS, "ordered_at", "dedupe_keys", key_columns=list(table.columns), whole_rows=True
+    )
+    healed, step = heal(twice, whole_rows, contract=keyless)
+    pdt.assert_frame_equal(healed, pd.concat([table, twice.iloc[[12]]], ignore_index=True))
+    assert (step.rows_dropped, step.params["conflicting_rows"]) == (2, 0)
+    with pytest.raises(PlaybookRefused, match="needs key columns"):
+        heal(twice, DUPLICATES, contract=keyless)
 
 
 # ---------------------------------------------------------------- category_casing
