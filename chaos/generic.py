@@ -12,10 +12,11 @@ injectors of `chaos.injectors`, and expects the finding its true cause is:
     sentinel         -9999 for 'unknown' on 20% of a numeric feature's rows                   -> sentinel, quarantined
     timezone_shift   the event time written 5 hours early (local time UTC-5 written as UTC)   -> timestamp_shift, healed
     timezone_late    the event time written 4 hours late (UTC read as local UTC-4, converted) -> timestamp_shift, healed
-    duplicate_keys   2.5% of rows (a stretch of time) loaded twice                            -> duplicate_keys, healed
+    duplicate_keys   2.5% of rows (a stretch of time) loaded twice                            -> duplicate_keys on the key
+                                                                                                 (no key: the time), healed
     label_copy       the label copied into a new column                                       -> target_leakage, blocked
 
-A scenario that does not apply to the pipeline (no feature with a unit, no key, fewer than two numeric
+A scenario that does not apply to the pipeline (no feature with a unit, no key nor time, fewer than two numeric
 columns) is not built: `Skipped` says why. Features with a declared unit (measurements: what a sensor or a
 feed gets wrong) are corrupted before unitless ones (an hour of day, a count). The same contract and spec always
 give the same scenarios, so a worker process rebuilds them by name (`scenario_named`).
@@ -305,9 +306,10 @@ def _moved_clock(name: str, hours: float, why: str, contract: Contract, spec: Pi
 
 
 def _duplicates(contract: Contract, spec: PipelineSpec) -> Scenario | Skipped:
-    keys = contract.key_columns
+    time = spec.training.time_column
+    keys = contract.key_columns or ((time,) if contract.column(time) is not None else ())
     if not keys:
-        return Skipped("duplicate_keys", "the contract declares no key column")
+        return Skipped("duplicate_keys", "the contract declares no key column and no time column")
     return Scenario(
         "duplicate_keys",
         f"2.5% of rows (a stretch of {spec.training.time_column}) loaded twice",

@@ -1,6 +1,6 @@
 """Duplicate keys: rows repeating a primary key, counted from the snapshot's key columns (a batch: its rows
 in the window; with the whole table's files, also the batch rows whose key the rest of the table has). With no
-key declared, whole rows repeated in a batch of a table that holds one row per instant (`_repeated_rows`).
+key declared, whole rows repeated in a batch whose reference holds one row per instant (`_repeated_rows`).
 
 The row sample cannot see a duplicated load: an original and its copy both land in a uniform
 sample of fraction p with probability p², so a 0.1% duplicate rate in 10M rows leaves about 0.25
@@ -45,6 +45,8 @@ __all__ = [
 ]
 
 DUPLICATE_RATE_LIMIT = 0.001  # share of keyed rows that repeat an earlier row's key
+ONE_PER_INSTANT = 0.9  # no key: the reference's distinct event times over its rows, for one row per instant (the
+# sketch reads 0.97 to 1.03 on the real hourly and daily tables, which hold exactly one; two rows per instant: 0.5)
 EXACT_KEY_ROWS = 16_000_000  # up to this many rows the count is exact (128 MB of hashes)
 READERS = 2  # row groups read and hashed concurrently: memory holds this many groups' key columns
 _HASH_ROWS = 1 << 18  # rows hashed at once, so the hashing temporaries stay a few MB
@@ -77,12 +79,64 @@ def check_duplicates(ctx: GuardContext) -> Iterator[Finding]:
     )
     if count.rate <= DUPLICATE_RATE_LIMIT:
         return
-    label = keys[0] if len(keys) == 1 else None
     across = f", {count.across_rows} of them a key the rest of the table has" if count.across_rows else ""
-    yield make_finding(
+    yield _finding(
+        ctx,
+        keys[0] if len(keys) == 1 else None,
+        keys,
+        count,
+        f"{count.rate:.2%} of rows ({count.duplicate_rows} of {count.rows_compared}"
+        f"{'' if count.exact else ', a sample by key'}{across}) repeat a key of {list(keys)}; "
+        f"the limit is {DUPLICATE_RATE_LIMIT:.1%}: a duplicated load?",
+    )
+
+
+def _repeated_rows(ctx: GuardContext) -> Iterator[Finding]:
+    """No key declared: a batch loaded twice repeats whole rows. Rows of the batch identical in every column to an
+    earlier one are a duplicate load when the reference holds one row per instant of the event time (distinct
+    times at least ONE_PER_INSTANT of its rows, by its distinct-count sketch): by the batches that passed, two rows
+    of one instant are not the data's nature, and two identical ones are one row twice. Healed by dropping the
+    later copies, which loses nothing."""
+    assert ctx.contract and ctx.snapshot
+    snapshot, time, reference = ctx.snapshot, ctx.contract.event_timestamp_column, ctx.reference_profile
+    known = reference.columns.get(time) if reference is not None and time is not None else None
+    distinct = known.distinct_count if known is not None else None
+    if known is None or distinct is None or not known.values or distinct < ONE_PER_INSTANT * known.values:
+        return
+    columns = list(snapshot.profile.columns)
+    count = count_duplicate_keys(
+        snapshot.files, columns, window=snapshot.window, expected_rows=snapshot.profile.row_count
+    )
+    if count.rate <= DUPLICATE_RATE_LIMIT:
+        return
+    yield _finding(
+        ctx,
+        time,
+        columns,
+        count,
+        f"{count.rate:.2%} of rows ({count.duplicate_rows} of {count.rows_compared}) repeat an earlier row in every "
+        f"column, where the reference holds one row per instant of {time!r} ({distinct:.0f} distinct in "
+        f"{known.values} rows): a batch loaded twice? The later copies are dropped (no key is declared: every "
+        "column is one).",
+        whole_rows=True,
+    )
+
+
+def _finding(
+    ctx: GuardContext,
+    column: str | None,
+    keys: Sequence[str],
+    count: KeyCount,
+    message: str,
+    *,
+    whole_rows: bool = False,
+) -> Finding:
+    assert ctx.snapshot is not None
+    window = ctx.snapshot.window
+    return make_finding(
         FindingKind.DUPLICATE_KEYS,
         ctx.dataset_urn,
-        label,
+        column,
         observed=round(count.rate, 6),
         expected=DUPLICATE_RATE_LIMIT,
         playbook="dedupe_keys",
@@ -91,50 +145,9 @@ def check_duplicates(ctx: GuardContext) -> Iterator[Finding]:
         rows_compared=count.rows_compared,
         exact=count.exact,
         across_rows=count.across_rows,
-        window=snapshot.window.to_dict() if snapshot.window else None,
-        message=f"{count.rate:.2%} of rows ({count.duplicate_rows} of {count.rows_compared}"
-        f"{'' if count.exact else ', a sample by key'}{across}) repeat a key of {list(keys)}; "
-        f"the limit is {DUPLICATE_RATE_LIMIT:.1%}: a duplicated load?",
-    )
-
-
-def _repeated_rows(ctx: GuardContext) -> Iterator[Finding]:
-    """No key declared: a batch loaded twice repeats whole rows. Rows of the batch identical in every column to an
-    earlier one are a duplicate load when the table before the batch holds one row per instant of its event time
-    (its times repeat on at most DUPLICATE_RATE_LIMIT of its rows, counted exactly from the time column alone): by
-    that history, two rows at one instant are not the data's nature, and two identical ones are one row twice.
-    Judged only with the table's files and the batch's window (a run of the control plane); a batch alone has no
-    history to say so. Healed by dropping the later copies, which loses nothing."""
-    assert ctx.contract and ctx.snapshot
-    snapshot, time = ctx.snapshot, ctx.contract.event_timestamp_column
-    window = snapshot.window
-    if time is None or not ctx.table_paths or window is None or window.column != time or window.after_ms is None:
-        return
-    before = TimeWindow(time, None, window.after_ms)
-    history = count_duplicate_keys(list(ctx.table_paths), [time], window=before)
-    if not history.rows_compared or history.rate > DUPLICATE_RATE_LIMIT:
-        return
-    columns = list(snapshot.profile.columns)
-    count = count_duplicate_keys(snapshot.files, columns, window=window, expected_rows=snapshot.profile.row_count)
-    if count.rate <= DUPLICATE_RATE_LIMIT:
-        return
-    yield make_finding(
-        FindingKind.DUPLICATE_KEYS,
-        ctx.dataset_urn,
-        time,
-        observed=round(count.rate, 6),
-        expected=DUPLICATE_RATE_LIMIT,
-        playbook="dedupe_keys",
-        key_columns=columns,
-        whole_rows=True,
-        duplicate_rows=count.duplicate_rows,
-        rows_compared=count.rows_compared,
-        exact=count.exact,
-        across_rows=0,
-        window=window.to_dict(),
-        message=f"{count.rate:.2%} of the batch's rows ({count.duplicate_rows} of {count.rows_compared}) repeat an "
-        f"earlier row in every column, where the {history.rows_compared} rows before it hold one row per instant of "
-        f"{time!r}: the batch loaded twice? The later copies are dropped (no key is declared: every column is one).",
+        window=window.to_dict() if window else None,
+        whole_rows=whole_rows,
+        message=message,
     )
 
 

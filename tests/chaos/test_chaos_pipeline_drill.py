@@ -90,10 +90,11 @@ def test_each_scenario_is_named_right_through_the_loop(drilled):
     code, board, err, _, _ = drilled
     assert code == 0, err
     runs = {row["name"]: row["runs"][0] for row in board["scenarios"]}
-    assert set(runs) == {"unit_change@batch", "column_rename@batch", "label_copy@batch"}
+    assert set(runs) == {"unit_change@batch", "column_rename@batch", "label_copy@batch", "duplicate_keys@batch"}
     assert all(r["detected"] and r["localized"] and r["passed"] for r in runs.values()), runs
     assert "unit_mismatch:precipitation:block" in runs["unit_change@batch"]["findings"]
-    assert runs["unit_change@batch"]["healed"] and runs["column_rename@batch"]["healed"]
+    assert "duplicate_keys:date:block" in runs["duplicate_keys@batch"]["findings"]  # no key: whole rows, by day
+    assert all(runs[name]["healed"] for name in ("unit_change@batch", "column_rename@batch", "duplicate_keys@batch"))
     assert runs["label_copy@batch"]["status"] == "blocked" and runs["label_copy@batch"]["incident_open"]
     assert board["invented_cells"] == 0 and board["drill"]["mode"] == "pipeline"
 
@@ -107,10 +108,9 @@ def test_the_clean_newest_batch_is_not_blocked(drilled):
     assert {r["runs"][0]["status"] for r in board["scenarios"] if r["expected"]["healable"]} == {control["status"]}
 
 
-def test_a_scenario_that_does_not_apply_is_skipped_and_said(drilled):
+def test_every_scenario_asked_applies_and_progress_goes_to_stderr(drilled):
     _, board, err, _, _ = drilled
-    assert board["skipped"] == [{"name": "duplicate_keys", "why": "the contract declares no key column"}]
-    assert "skipped duplicate_keys" in err and "[  4/4]" in err  # progress on stderr
+    assert board["skipped"] == [] and "[  5/5]" in err, err[-400:]
 
 
 def test_the_workspace_and_its_table_are_left_alone(drilled):
@@ -175,6 +175,10 @@ def test_scenarios_follow_the_contract():
         event_timestamp_column="ts",
     )
     assert [s.name for s in generic_scenarios(unitless, spec)[1]] == ["unit_change"]
+    untimed = Contract(contract.dataset_urn, tuple(c for c in contract.columns if c.name != "ts"), label_column="y")
+    skipped_untimed = {s.name: s.why for s in generic_scenarios(untimed, spec)[1]}
+    assert skipped_untimed["duplicate_keys"] == "the contract declares no key column and no time column"
+    assert set(skipped_untimed) == {"timezone_shift", "timezone_late", "duplicate_keys"}
 
 
 def test_a_filled_in_cell_is_invented_a_corrected_or_untouched_one_is_not():

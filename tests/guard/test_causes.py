@@ -480,6 +480,19 @@ def test_a_column_with_a_mass_of_its_own_moved_onto_one_value_is_not_frozen(
     )
 
 
+def test_a_keyless_week_loaded_twice_is_whole_rows_repeated(tmp_path: Path, greensboro_week: RealCase) -> None:
+    """With no key declared (the dataset's spec keys the hour), every week that passed still held one row per hour:
+    the same hours again, identical in every column, are a double load. One hour read twice, differently, is not."""
+    week, contract = greensboro_week.frame, greensboro_week.dataset.contract()
+    keyless = replace(contract, columns=tuple(replace(c, primary_key=False) for c in contract.columns))
+    twice = blocking_on(tmp_path, greensboro_week, pd.concat([week, week]), keyless)
+    assert (FindingKind.DUPLICATE_KEYS, "time") in twice
+    again = week.head(2).assign(temp_air=week["temp_air"].head(2) + 0.5)
+    assert (FindingKind.DUPLICATE_KEYS, "time") not in blocking_on(
+        tmp_path, greensboro_week, pd.concat([week, again]), keyless
+    )
+
+
 def test_a_rescale_breaking_an_order_is_a_scale_shift_of_that_column_never_a_swap(
     tmp_path: Path, greensboro_week: RealCase
 ) -> None:
