@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo lint test test-faults install install-dev bench bench-guard bench-loop bench-realdata bench-realloop bench-leak-null clean
+.PHONY: demo lint test test-faults install install-dev bench bench-guard bench-loop bench-realdata bench-realloop bench-leak-null bench-timeshift clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ bench-guard: install-dev
 bench-realdata: install-dev
 	$(BIN)/pip install -q -e ".[dev,bench]"
 	$(BIN)/python benchmarks/realdata_bench.py
+
+# how many hours a clock must move before the guard names it (~2 min): every clean batch of the real datasets moved
+# by -6..6 hours; named, on the time column, within an hour
+bench-timeshift: install-dev
+	$(BIN)/python benchmarks/timeshift_bench.py
 
 # the null of the relations check's leakage rule (~7 min): order columns changed at random on real batches vs dealt
 # out in the label's order; how many break the order, and how many are read as target_leakage
