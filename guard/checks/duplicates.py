@@ -49,6 +49,7 @@ ONE_PER_INSTANT = 0.9  # no key: the reference's distinct event times over its r
 # sketch reads 0.97 to 1.03 on the real hourly and daily tables, which hold exactly one; two rows per instant: 0.5)
 EXACT_KEY_ROWS = 16_000_000  # up to this many rows the count is exact (128 MB of hashes)
 READERS = 2  # row groups read and hashed concurrently: memory holds this many groups' key columns
+_FLAT = ("integer", "number", "string", "boolean", "timestamp", "date")  # logical types `hash_rows` hashes
 _HASH_ROWS = 1 << 18  # rows hashed at once, so the hashing temporaries stay a few MB
 
 
@@ -104,6 +105,8 @@ def _repeated_rows(ctx: GuardContext) -> Iterator[Finding]:
     if known is None or distinct is None or not known.values or distinct < ONE_PER_INSTANT * known.values:
         return
     columns = list(snapshot.profile.columns)
+    if any(c.logical_type not in _FLAT for c in snapshot.profile.columns.values()):
+        return  # a nested column (a list, a struct) has no row hash: whole rows cannot be compared
     count = count_duplicate_keys(
         snapshot.files, columns, window=snapshot.window, expected_rows=snapshot.profile.row_count
     )

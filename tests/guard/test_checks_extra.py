@@ -24,6 +24,7 @@ from guard.contract import ColumnContract, Contract
 from guard.findings import Finding
 from guard.kinds import FindingKind, Severity
 from guard.profile import ColumnProfile, DatasetProfile
+from guard.reference import build_reference
 from guard.runner import run_guard
 from guard.snapshot import Snapshot, SnapshotError, read_snapshot
 
@@ -161,6 +162,24 @@ def test_duplicates_compound_key_needs_every_part_to_repeat(tmp_path: Path, refe
     found = findings(check_duplicates, context(doubled, reference, contract))
     assert kinds_and_columns(found) == [(FindingKind.DUPLICATE_KEYS, None)]
     assert found[0].params["key_columns"] == ["day", "n"] and found[0].params["duplicate_rows"] == 50
+
+
+def test_no_key_whole_rows_repeated_are_judged_only_where_every_column_hashes(tmp_path: Path) -> None:
+    """A keyless table of one row per hour: a batch loaded twice is named on its time; with a list column, whole
+    rows cannot be hashed, so they are not judged (never a check error that blocks every clean batch)."""
+    hours = pd.date_range("2024-01-01", periods=96, freq="h", tz="UTC")
+    frame = pd.DataFrame({"time": hours, "x": np.arange(96.0), "tags": [["a", "b"]] * 96})
+    contract = Contract(
+        URN, (ColumnContract("time", "timestamp"), ColumnContract("x", "number")), event_timestamp_column="time"
+    )
+    for columns, named in ((["time", "x"], True), (["time", "x", "tags"], False)):
+        frame[columns].iloc[:48].to_parquet(tmp_path / "kept.parquet", index=False)
+        pd.concat([frame[columns].iloc[48:]] * 2).to_parquet(tmp_path / "twice.parquet", index=False)
+        kept = read_snapshot(tmp_path / "kept.parquet", time_column="time", batch_id="kept").batch
+        assert kept is not None
+        twice = read_snapshot(tmp_path / "twice.parquet", time_column="time", batch_id="twice")
+        found = findings(check_duplicates, GuardContext(URN, contract, twice, build_reference([kept]), (), now_ms=0))
+        assert kinds_and_columns(found) == ([(FindingKind.DUPLICATE_KEYS, "time")] if named else []), columns
 
 
 def test_duplicates_edges_empty_null_keys_and_a_changed_file(tmp_path: Path, reference: DatasetProfile) -> None:
