@@ -472,7 +472,7 @@ class ProfileBuilder:
                 f"{self.offset} rows arrived for a batch announced with {self.total_rows}: the "
                 "files changed while they were read; read them again"
             )
-        sample = self.sampler.finish(self.schema).to_pandas()
+        sample = self.sampler.finish(self.schema).to_pandas(ignore_metadata=True)  # a stored pandas index: a column
         columns = {f.name: self.columns[f.name].profile(self.total_rows, sample[f.name]) for f in self.schema}
         relations = learn_relations(sample, {name: state.kind for name, state in self.columns.items()})
         return DatasetProfile(row_count=self.total_rows, columns=columns, relations=relations), sample

@@ -37,6 +37,7 @@ __all__ = [
     "window_mask",
     "open_files",
     "profiled_snapshot",
+    "read_frame",
 ]
 
 DEFAULT_SAMPLE_ROWS = 50_000
@@ -176,6 +177,12 @@ def _as_files(paths: str | Path | Sequence[str | Path]) -> tuple[str, ...]:
     if not files:
         raise SnapshotError("no parquet file given: pass at least one path")
     return files
+
+
+def read_frame(path: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """A parquet file as a DataFrame with every stored column a column: a pandas index the writer stored (a
+    `set_index` before `to_parquet`) is read as the column it is, never hidden in the index."""
+    return pq.read_table(path, columns=list(columns) if columns is not None else None).to_pandas(ignore_metadata=True)
 
 
 def open_files(files: Sequence[str], *, dictionaries: bool = False) -> tuple[list[pq.ParquetFile], pa.Schema]:

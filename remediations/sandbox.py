@@ -32,6 +32,7 @@ import remediations.playbooks  # noqa: F401  (registers the playbooks)
 from guard.contract import Contract
 from guard.findings import Finding
 from guard.profile import DatasetProfile
+from guard.snapshot import read_frame
 from remediations.registry import HealInput, HealStep, Playbook, PlaybookRefused, playbook_for
 
 __all__ = [
@@ -174,7 +175,7 @@ def heal_copy(
     sandbox.mkdir(parents=True, exist_ok=True)
     copy = sandbox / "input.parquet"
     shutil.copyfile(source, copy)
-    progress = _Progress(pd.read_parquet(copy))
+    progress = _Progress(read_frame(copy))
     profile = getattr(reference, "profile", reference)
     for finding in in_playbook_order(findings):
         _heal_one(progress, finding, contract, profile)

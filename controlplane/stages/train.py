@@ -25,6 +25,7 @@ from controlplane.promotion import PromotionDecision, PromotionEvidence, decide
 from controlplane.snapshot import verify_file
 from controlplane.stages.detect import TrainingView
 from controlplane.vocab import LedgerKind, Stage
+from guard.snapshot import read_frame
 from training import errors as training_errors
 from training.model import evaluate, fit, time_holdout
 
@@ -118,7 +119,7 @@ def labelled_of(run: RunContext, path: Path) -> tuple[pd.DataFrame, int, int, di
         return rows, total, int(sample["labelled_rows"]), sample
     wanted = {*training.features, training.target, training.time_column}
     present = [name for name in pq.read_schema(path).names if name in wanted]  # a missing one: fit names it
-    frame = pd.read_parquet(path, columns=present)
+    frame = read_frame(path, present)
     rows = frame[frame[training.target].notna()] if training.target in frame else frame
     return rows, len(frame), len(rows), None
 

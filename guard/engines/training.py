@@ -206,7 +206,7 @@ def training_sample(
         "strata": {_label(s): {"labelled_rows": strata[s], "sampled_rows": allocation[s]} for s in sorted(strata)},
         "method": "proportional allocation by period; within a period the rows of smallest splitmix64(key hash ^ seed)",
     }
-    return TrainingSample(sample.to_pandas(), description)
+    return TrainingSample(sample.to_pandas(ignore_metadata=True), description)  # a stored index: a column
 
 
 def _label(stratum: int) -> str:
