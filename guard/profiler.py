@@ -45,7 +45,7 @@ from guard.profile import MAX_CATEGORIES, QUANTILES, ColumnProfile, DatasetProfi
 from guard.relations import learn_relations
 from guard.sketches import DistinctSketch, Moments, QuantileSketch, _splitmix
 
-__all__ = ["ProfileBuilder", "logical_type", "epoch_ms", "as_number", "WORKERS", "sample_scores"]
+__all__ = ["ProfileBuilder", "logical_type", "epoch_ms", "as_number", "frame_of", "WORKERS", "sample_scores"]
 
 _PROBE_ROWS = 10_000  # rows looked at before counting a column's values in a table
 _NUMERIC = ("integer", "number")
@@ -57,6 +57,20 @@ WORKERS = 2  # columns profiled at once (numpy and arrow release the GIL)
 _UNIT_MS = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}
 _SMALL_RANGE = 1 << 16  # integers spanning fewer values are counted with one bincount
 _MAX_HOURS = 1 << 22  # time spans up to ~478 years are binned per hour since their first hour
+
+
+def frame_of(table: pa.Table) -> pd.DataFrame:
+    """An Arrow table as a DataFrame with every column a column, in the table's order, and pandas' dtypes as its
+    writer kept them (a nullable Int64 stays Int64): a pandas index the writer stored (a `set_index` before
+    `to_parquet`) is read back as the column it is, never hidden in the index."""
+    frame = table.to_pandas()
+    metadata = table.schema.pandas_metadata or {}
+    stored = [c for c in metadata.get("index_columns", []) if isinstance(c, str) and c in table.column_names]
+    if not stored:
+        return frame
+    frame = frame.reset_index()
+    frame.columns = [*stored, *frame.columns[len(stored) :]]
+    return frame[table.column_names]
 
 
 def logical_type(arrow_type: pa.DataType) -> str:
@@ -472,7 +486,7 @@ class ProfileBuilder:
                 f"{self.offset} rows arrived for a batch announced with {self.total_rows}: the "
                 "files changed while they were read; read them again"
             )
-        sample = self.sampler.finish(self.schema).to_pandas(ignore_metadata=True)  # a stored pandas index: a column
+        sample = frame_of(self.sampler.finish(self.schema))
         columns = {f.name: self.columns[f.name].profile(self.total_rows, sample[f.name]) for f in self.schema}
         relations = learn_relations(sample, {name: state.kind for name, state in self.columns.items()})
         return DatasetProfile(row_count=self.total_rows, columns=columns, relations=relations), sample

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from guard.engines.keys import KeyHashes
 from guard.profile import MAX_CATEGORIES, BatchProfile, DatasetProfile, TimeWindow
-from guard.profiler import ProfileBuilder, as_number, epoch_ms, logical_type
+from guard.profiler import ProfileBuilder, as_number, epoch_ms, frame_of, logical_type
 
 __all__ = [
     "Snapshot",
@@ -180,9 +180,8 @@ def _as_files(paths: str | Path | Sequence[str | Path]) -> tuple[str, ...]:
 
 
 def read_frame(path: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
-    """A parquet file as a DataFrame with every stored column a column: a pandas index the writer stored (a
-    `set_index` before `to_parquet`) is read as the column it is, never hidden in the index."""
-    return pq.read_table(path, columns=list(columns) if columns is not None else None).to_pandas(ignore_metadata=True)
+    """A parquet file as a DataFrame with every stored column a column (`frame_of`)."""
+    return frame_of(pq.read_table(path, columns=list(columns) if columns is not None else None))
 
 
 def open_files(files: Sequence[str], *, dictionaries: bool = False) -> tuple[list[pq.ParquetFile], pa.Schema]:

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from guard.batches import infer_cadence, period_starts
 from guard.engines.content import ContentDigest, canonical_row_hashes
-from guard.profiler import epoch_ms, sample_scores
+from guard.profiler import epoch_ms, frame_of, sample_scores
 
 __all__ = ["TrainingSample", "training_sample", "allocate", "SAMPLE_FORMAT"]
 
@@ -206,7 +206,7 @@ def training_sample(
         "strata": {_label(s): {"labelled_rows": strata[s], "sampled_rows": allocation[s]} for s in sorted(strata)},
         "method": "proportional allocation by period; within a period the rows of smallest splitmix64(key hash ^ seed)",
     }
-    return TrainingSample(sample.to_pandas(ignore_metadata=True), description)  # a stored index: a column
+    return TrainingSample(frame_of(sample), description)
 
 
 def _label(stratum: int) -> str:
