@@ -46,6 +46,7 @@ from controlplane.tableshift import finding_window, pinned_shift, shifts_only
 from guard.checks.timeshift import MIN_SHIFT_HOURS, signed
 from guard.findings import Finding
 from guard.profile import BatchProfile, TimeWindow
+from guard.profiler import frame_of
 from guard.relations import epoch_ms_of
 from remediations.rows import row_key
 
@@ -202,7 +203,7 @@ def _one_choice(
     """The `extra` rows of `rows` whose removal leaves, with the rows `before` them, the kept fingerprint: when
     exactly one set of values does, and none of them is alike a row that stays. With the median step between the
     distinct times of the rows that stay."""
-    frame = rows.to_pandas()
+    frame = frame_of(rows)  # as the sandbox reads them (`guard.snapshot.read_frame`), so row keys agree
     keys = [row_key(values) for values in frame.to_dict("records")]
     stamps, _ = epoch_ms_of(frame[column])
     everyone = range(rows.num_rows)
