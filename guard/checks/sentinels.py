@@ -16,9 +16,12 @@ outside the contract's [minimum, maximum] held by any number of rows. It is a se
     0.5 m/s continues the data, 10% of deliveries at 0 km beside almost none under 0.6 km does not;
   - or far outside the reference's range (by more than its width) with the other values still like the
     reference (REST_DISTANCE; a unit change moves a clipped minimum far outside too) and one code;
-- frozen: any value the reference held rarely now holds FROZEN_SHARE of a batch's rows, in a column where no
+- frozen: any value the reference held rarely now holds FROZEN_SHARE of a batch's rows, or FROZEN_RUN_SHARE of
+  them in one unbroken run in event-time order (the feed stuck from some hour on), in a column where no
   reference batch's most frequent value held more than FROZEN_BATCH_HIGH (a feed stuck on its last reading;
-  a column with a mass of its own, greensboro's visibility moving from 16,100 m to 24,000 m, is left alone);
+  a column with a mass of its own, greensboro's visibility moving from 16,100 m to 24,000 m, is left alone;
+  the longest run of one value on a clean real batch is a third of it: relative humidity at 100% for 41 of a
+  week's 124 hours);
 - grown: a placeholder-looking value the reference held rarely (under GROWTH_BASE: a legitimate mass such
   as greensboro's 77777 'unlimited' ceiling, half the hours, or the zeros of a zero-inflated column, is
   left alone) now holds GROWTH_FACTOR times its reference share plus GROWTH_MARGIN, and GROWTH_MARGIN more
@@ -69,6 +72,7 @@ NEIGHBOUR_REACH = 0.1  # ...within this share of the reference's range width
 ONE_CODE = 0.9  # share of the values outside the reference's range a far-outside code must hold
 FROZEN_SHARE = 0.9  # a frozen feed: this share of a batch's rows (at least FROZEN_ROWS) hold one value...
 FROZEN_ROWS = 20
+FROZEN_RUN_SHARE = 0.5  # ...or this share in one run in event-time order...
 FROZEN_BATCH_HIGH = 0.5  # ...where no reference batch's most frequent value held more than this share
 REST_DISTANCE = 0.3  # KS distance of the other values from the reference, for a far-outside mass to be a code
 _NUMERIC = ("number", "integer")
@@ -136,19 +140,36 @@ def _judge(
         how = "grown"
     else:
         how = None
-    if how is None and _frozen(ctx, name, share, was, len(values)):
+    if how is None and _frozen(ctx, name, value, share, was, len(values)):
         how = "frozen"
     return None if how is None else _finding(ctx, name, value, share, was, count, len(values), how)
 
 
-def _frozen(ctx: GuardContext, name: str, share: float, was: float, rows: int) -> bool:
-    """Nearly every row holds one value the reference held rarely, in a column where no batch that passed held any
-    one value on more than FROZEN_BATCH_HIGH of its rows: a feed stuck on its last reading (a plausible value, so
-    no other rule of this check sees it)."""
-    if not isinstance(ctx.reference, Reference) or rows < FROZEN_ROWS or share < FROZEN_SHARE or was >= GROWTH_BASE:
+def _frozen(ctx: GuardContext, name: str, value: float, share: float, was: float, rows: int) -> bool:
+    """Nearly every row, or half of them in one run, hold one value the reference held rarely, in a column where no
+    batch that passed held any one value on more than FROZEN_BATCH_HIGH of its rows: a feed stuck on its last
+    reading (a plausible value, so no other rule of this check sees it)."""
+    if not isinstance(ctx.reference, Reference) or rows < FROZEN_ROWS or was >= GROWTH_BASE:
+        return False
+    if share < FROZEN_SHARE and (share < FROZEN_RUN_SHARE or _longest_run(ctx, name, value) < FROZEN_RUN_SHARE):
         return False
     highs = [s.point_share for s in ctx.reference.variation(name)]
     return bool(highs) and None not in highs and max(h for h in highs if h is not None) <= FROZEN_BATCH_HIGH
+
+
+def _longest_run(ctx: GuardContext, name: str, value: float) -> float:
+    """The longest run of `value` in event-time order, as a share of the sampled values (0 with no event time). A
+    row sample keeps a stuck stretch in one run: every sampled row inside it holds the value."""
+    assert ctx.contract is not None and ctx.snapshot is not None
+    time, sample = ctx.contract.event_timestamp_column, ctx.snapshot.sample
+    if time is None or time not in sample:
+        return 0.0
+    ordered = sample[[time, name]].dropna().sort_values(time, kind="stable")
+    held = numeric_values(ordered[name]) == value
+    if not held.any():
+        return 0.0
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], held.astype(np.int8), [0]])))
+    return float((edges[1::2] - edges[::2]).max()) / len(held)
 
 
 def _contract_bounds(ctx: GuardContext, name: str) -> tuple[float | None, float | None]:

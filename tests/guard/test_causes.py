@@ -465,8 +465,19 @@ def test_a_feed_stuck_on_one_reading_is_a_frozen_sentinel(tmp_path: Path, greens
     week = greensboro_week.frame
     stuck = week.assign(temp_air=week["temp_air"].iloc[0])
     assert (FindingKind.SENTINEL, "temp_air") in blocking_on(tmp_path, greensboro_week, stuck)
-    stuck_half = week.assign(temp_air=week["temp_air"].mask(week.index >= week.index[84], week["temp_air"].iloc[84]))
-    assert (FindingKind.SENTINEL, "temp_air") not in blocking_on(tmp_path, greensboro_week, stuck_half)
+
+
+def test_a_feed_stuck_from_mid_week_on_is_a_frozen_sentinel_but_the_same_share_spread_out_is_not(
+    tmp_path: Path, greensboro_week: RealCase
+) -> None:
+    """Stuck from Thursday on: half the week's hours in one unbroken run of one reading. The same reading on every
+    other hour is no stuck feed (a run of one), and holds no more than a share the frozen rule leaves alone."""
+    week = greensboro_week.frame
+    reading = week["temp_air"].iloc[84]
+    stuck_half = week.assign(temp_air=week["temp_air"].mask(week.index >= week.index[84], reading))
+    assert (FindingKind.SENTINEL, "temp_air") in blocking_on(tmp_path, greensboro_week, stuck_half)
+    every_other = week.assign(temp_air=week["temp_air"].mask(np.arange(len(week)) % 2 == 0, reading))
+    assert (FindingKind.SENTINEL, "temp_air") not in blocking_on(tmp_path, greensboro_week, every_other)
 
 
 def test_a_column_with_a_mass_of_its_own_moved_onto_one_value_is_not_frozen(
