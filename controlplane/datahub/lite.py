@@ -24,8 +24,10 @@ _FIX = "check that the workspace's datahub.db is a DataHub Lite file and not in 
 class LiteMetadata:
     """Reads through a read-only handle; the writable one opens on the first write.
 
-    So a run that writes nothing leaves the store's bytes exactly as they were (Lite rewrites its
-    browse index when a writable handle closes).
+    So a run that writes nothing leaves the store's bytes exactly as they were. Lite's own `close()`
+    rebuilds its whole browse index (every entity in the store, every time a writable handle closes:
+    seconds per run once the store holds a few hundred runs); this adapter adds the browse edges of the
+    entities it wrote, which is what that rebuild adds for them, and closes the connection.
     """
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
@@ -33,6 +35,7 @@ class LiteMetadata:
         self.read_only = read_only
         self._reader: Any = None
         self._writer: Any = None
+        self._written: set[str] = set()  # urns written through this handle: their browse edges are added on close
         if read_only and not path.exists():
             raise MetadataError(f"no DataHub Lite store at {path}", "seed the estate first with `kintsugi demo`")
 
@@ -65,6 +68,7 @@ class LiteMetadata:
                 if at_ms is not None:
                     mcp.systemMetadata = SystemMetadataClass(lastObserved=at_ms)
                 self._writer.write(mcp)
+                self._written.add(str(mcp.entityUrn))
         except Exception as exc:
             raise MetadataError(f"DataHub Lite write failed at {self.location}: {exc}", _FIX) from exc
 
@@ -105,7 +109,26 @@ class LiteMetadata:
             raise MetadataError(f"DataHub Lite listing failed: {exc}", _FIX) from exc
 
     def close(self) -> None:
-        for handle in (self._reader, self._writer):
-            if handle is not None:
-                handle.close()
+        writer, reader = self._writer, self._reader
         self._reader = self._writer = None
+        try:
+            if writer is not None:
+                self._index_written(writer)
+        finally:
+            for handle in (writer, reader):
+                if handle is not None:
+                    handle._close_connection()  # not close(): that rebuilds the whole browse index
+
+    def _index_written(self, writer: Any) -> None:
+        """The browse edges Lite's index rebuild would add for the entities written here (the per-aspect ones
+        are added by each write already)."""
+        try:
+            for urn in sorted(self._written):
+                aspects = writer.get(urn, None, typed=True) or {}
+                aspects.pop("urn", None)
+                writer.global_post_update_hook(urn, aspects)
+            writer._commit()
+        except Exception as exc:
+            raise MetadataError(f"DataHub Lite browse index update failed at {self.location}: {exc}", _FIX) from exc
+        finally:
+            self._written.clear()
