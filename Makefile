@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo lint test test-faults install install-dev bench bench-guard bench-loop bench-realdata bench-realloop bench-leak-null bench-timeshift clean
+.PHONY: demo lint test test-faults install install-dev bench bench-guard bench-loop bench-realdata bench-realloop bench-leak-null bench-timeshift bench-lite clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,10 @@ bench-leak-null: install-dev
 # the wall time of each stage of two loop runs at 100k and 1M rows, and the share outside the model fit
 bench-loop: install-dev
 	$(BIN)/python benchmarks/loop_bench.py
+
+# what closing a writable DataHub Lite handle costs as the store grows (~3 min): Lite's own close() vs the adapter's
+bench-lite: install-dev
+	$(BIN)/python benchmarks/lite_close_bench.py
 
 # the chaos drill through the real loop on three real datasets onboarded with `kintsugi init` (~10+ min on 2 cores):
 # per dataset, clean controls' false blocks and each injection (newest batch only, all rows): detected / named /
