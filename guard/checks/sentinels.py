@@ -20,8 +20,8 @@ outside the contract's [minimum, maximum] held by any number of rows. It is a se
   them in one unbroken run in event-time order (the feed stuck from some hour on), in a column where no
   reference batch's most frequent value held more than FROZEN_BATCH_HIGH (a feed stuck on its last reading;
   a column with a mass of its own, greensboro's visibility moving from 16,100 m to 24,000 m, is left alone;
-  the longest run of one value on a clean real batch is a third of it: relative humidity at 100% for 41 of a
-  week's 124 hours);
+  the longest run of one value on a clean real batch is a third of it: relative humidity at 100% for 41 of the
+  126 hours of greensboro's last, short week);
 - grown: a placeholder-looking value the reference held rarely (under GROWTH_BASE: a legitimate mass such
   as greensboro's 77777 'unlimited' ceiling, half the hours, or the zeros of a zero-inflated column, is
   left alone) now holds GROWTH_FACTOR times its reference share plus GROWTH_MARGIN, and GROWTH_MARGIN more
