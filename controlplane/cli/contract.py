@@ -7,9 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from controlplane import services
+from controlplane.cli.lazy import contracts, services
 from controlplane.cli.options import WorkspaceOption, require_estate
-from controlplane.contracts import infer_contract
 from controlplane.workspace import resolve_workspace
 
 __all__ = ["register"]
@@ -25,7 +24,7 @@ def contract_infer(
     out: Annotated[Optional[Path], typer.Option(help="Write the YAML here instead of stdout.")] = None,
 ) -> None:
     """Propose an ODCS contract from a reference snapshot, for review."""
-    text, unanswered = infer_contract(data, dataset, unit or [])
+    text, unanswered = contracts.infer_contract(data, dataset, unit or [])
     if out is not None:
         out.write_text(text)
     else:

@@ -8,10 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from controlplane import services, views
+from controlplane.cli.lazy import passport, passports, services, views
 from controlplane.cli.options import JsonOption, WorkspaceOption, require_estate
-from controlplane.passport import public_key
-from controlplane.passports import audit_versions, champions_agree, show_passport, verify_passport
 from controlplane.vocab import EXIT_BLOCKED
 
 __all__ = ["register"]
@@ -24,7 +22,7 @@ def passport_show(
     model: str, version: Annotated[Optional[int], typer.Argument()] = None, workspace: WorkspaceOption = None
 ) -> None:
     """Print a version's passport (default: the champion's)."""
-    typer.echo(json.dumps(show_passport(require_estate(workspace), model, version), indent=2, sort_keys=True))
+    typer.echo(json.dumps(passports.show_passport(require_estate(workspace), model, version), indent=2, sort_keys=True))
 
 
 @passport_app.command("verify")
@@ -38,7 +36,7 @@ def passport_verify(
 ) -> None:
     """Check a passport with the public key only: its signature, the model's files, and that DataHub and MLflow
     hold the same document. Exit 1 if not."""
-    check = verify_passport(require_estate(workspace), model, version, public_key=public_key)
+    check = passports.verify_passport(require_estate(workspace), model, version, public_key=public_key)
     typer.echo(
         (f"verified ({check.status}): " if check.ok else f"NOT verified ({check.status}): ") + "; ".join(check.reasons)
     )
@@ -48,7 +46,7 @@ def passport_verify(
 @passport_app.command("key")
 def passport_key(workspace: WorkspaceOption = None) -> None:
     """Print the public key passports are signed with (created on first use), and its id."""
-    key = public_key(require_estate(workspace))
+    key = passport.public_key(require_estate(workspace))
     typer.echo(f"key id {key.keyid}\n{key.pem.decode()}", nl=False)
 
 
@@ -61,7 +59,7 @@ def audit(
     """Recompute each version's data health at its training instant; exit 1 if a champion is unsafe."""
     if model is None and not all_models:
         raise typer.BadParameter("name a MODEL or pass --all", param_hint="MODEL")
-    rows = audit_versions(require_estate(workspace), None if all_models else model, write=write)
+    rows = passports.audit_versions(require_estate(workspace), None if all_models else model, write=write)
     ws = require_estate(workspace)
     for row in rows:
         state = "UNSAFE" if row.unsafe else "ok"
@@ -71,7 +69,9 @@ def audit(
             f"{row.model} v{row.version}{' [champion]' if row.champion else ''}: {state}{flag}{signature} "
             + (f"unhealed at training: {', '.join(row.recomputed)}" if row.recomputed else "")
         )
-    disagree = [line for name in sorted({r.model for r in rows}) for ok, line in [champions_agree(ws, name)] if not ok]
+    disagree = [
+        line for name in sorted({r.model for r in rows}) for ok, line in [passports.champions_agree(ws, name)] if not ok
+    ]
     for line in disagree:
         typer.echo(f"DataHub and MLflow disagree on the champion: {line}")
     raise typer.Exit(EXIT_BLOCKED if any(r.champion and r.unsafe for r in rows) or disagree else 0)

@@ -5,18 +5,18 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from controlplane import services
+from controlplane.cli.lazy import landing, onboarding, services, unitguess
 from controlplane.cli.options import NowOption, WorkspaceOption, require_estate
 from controlplane.errors import InputError
-from controlplane.infer import ColumnProposal, Hints, Question
-from controlplane.land import land as land_batch
-from controlplane.onboard import InitPlan, InitRequest, apply_init, features_of, plan_init, spec_document
-from controlplane.unitguess import contract_unit, given_unit
 from controlplane.workspace import resolve_workspace
+
+if TYPE_CHECKING:
+    from controlplane.infer import ColumnProposal, Hints, Question
+    from controlplane.onboard import InitPlan
 
 __all__ = ["register", "review_lines"]
 
@@ -67,7 +67,7 @@ def init(
     record the data as the reference. Asks about every guess it is unsure of (unless --yes)."""
     ws = resolve_workspace(workspace).ensure()
     now_ms = services.parse_now(now) or int(time.time() * 1000)
-    request = InitRequest(
+    request = onboarding.InitRequest(
         name,
         data,
         target,
@@ -84,7 +84,7 @@ def init(
         owner,
         force,
     )
-    plan = plan_init(ws, request, now_ms=now_ms, cwd=Path.cwd())
+    plan = onboarding.plan_init(ws, request, now_ms=now_ms, cwd=Path.cwd())
     typer.echo("\n".join(review_lines(plan)))
     if yes:
         unitless = plan.proposal.unitless()
@@ -93,7 +93,7 @@ def init(
     else:
         plan = _ask(plan)
         purpose = f"Proposed by `kintsugi init` from {plan.proposal.rows} rows of {plan.data_text}, and reviewed."
-    done = apply_init(ws, plan, now_ms=now_ms, purpose=purpose, say=typer.echo)
+    done = onboarding.apply_init(ws, plan, now_ms=now_ms, purpose=purpose, say=typer.echo)
     typer.echo(f"\npipeline {name} onboarded: dataset {plan.dataset}")
     typer.echo(
         f"  contract  {ws.rel(done.contract_file)}"
@@ -116,8 +116,8 @@ def review_lines(plan: InitPlan) -> list[str]:
     proposal = plan.proposal
     lines = [f"{plan.data_text}: {proposal.rows} rows, {len(proposal.columns)} columns -> {plan.dataset}", ""]
     lines += [_column_line(c) for c in proposal.columns]
-    numeric, categorical, left = features_of(proposal)
-    spec = spec_document(plan)
+    numeric, categorical, left = onboarding.features_of(proposal)
+    spec = onboarding.spec_document(plan)
     lines += [
         "",
         f"task {plan.task}: predict {plan.request.target} with {spec['model']['estimator']}, "
@@ -175,11 +175,11 @@ def _answer(hints: Hints, question: Question) -> Hints:
             default=question.proposal or "none",
         )
         try:
-            unit = given_unit(text)
+            unit = unitguess.given_unit(text)
         except InputError as exc:
             typer.echo(str(exc))
             continue
-        if unit.unit is not None and contract_unit(unit) is None:
+        if unit.unit is not None and unitguess.contract_unit(unit) is None:
             typer.echo(f"  this guard cannot name {unit.unit} yet: {question.column} is recorded unitless")
         return replace(hints, units={**hints.units, question.column: unit})
 
@@ -198,7 +198,7 @@ def land(
     ] = None,
 ) -> None:
     """Append BATCH (a parquet or CSV file) to PIPELINE's table where it lives, and record the load in DataHub."""
-    landed = land_batch(
+    landed = landing.land(
         require_estate(workspace), pipeline, batch, now_ms=services.parse_now(now), upstreams=tuple(upstream or ())
     )
     typer.echo(landed.record.outcome)

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from controlplane import services, views
+from controlplane.cli.lazy import services, views
 from controlplane.cli.options import JsonOption, NowOption, WorkspaceOption, echo_event, require_estate
 from controlplane.journal import RunRecord
 from controlplane.render import outcome_lines, report_table, runs_table, timeline

@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from controlplane import services
+from controlplane.cli.lazy import services
 from controlplane.cli.options import JsonOption, NowOption, WorkspaceOption, require_estate
 from controlplane.vocab import EXIT_BLOCKED
-from controlplane.watch import PassReport
+
+if TYPE_CHECKING:
+    from controlplane.watch import PassReport
 
 __all__ = ["register"]
 

@@ -1,0 +1,38 @@
+"""The modules behind the commands, imported when a command first reads from them, not when `kintsugi` starts.
+
+Importing `controlplane.services` brings in MLflow, scikit-learn and DataHub's SDK: about three seconds that
+`kintsugi --help`, a mistyped option or an unknown command should not cost. The type checker sees the modules
+themselves.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["contracts", "landing", "onboarding", "passport", "passports", "services", "unitguess", "views"]
+
+
+class _Module:
+    """Stands for a module; the first attribute read imports it (Python keeps it in sys.modules after that)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(importlib.import_module(self._name), attribute)
+
+
+if TYPE_CHECKING:
+    from controlplane import contracts, passport, passports, services, unitguess, views
+    from controlplane import land as landing  # `land` and `onboard` name commands and CLI modules
+    from controlplane import onboard as onboarding
+else:
+    contracts = _Module("controlplane.contracts")
+    landing = _Module("controlplane.land")
+    onboarding = _Module("controlplane.onboard")
+    passport = _Module("controlplane.passport")
+    passports = _Module("controlplane.passports")
+    services = _Module("controlplane.services")
+    unitguess = _Module("controlplane.unitguess")
+    views = _Module("controlplane.views")
