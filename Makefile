@@ -63,7 +63,7 @@ bench-loop: install-dev
 bench-lite: install-dev
 	$(BIN)/python benchmarks/lite_close_bench.py
 
-# the chaos drill through the real loop on three real datasets onboarded with `kintsugi init` (~10+ min on 2 cores):
+# the chaos drill through the real loop on three real datasets onboarded with `kintsugi init` (~4 min on 2 cores):
 # per dataset, clean controls' false blocks and each injection (newest batch only, all rows): detected / named /
 # healed or quarantined / outcome
 bench-realloop: install-dev
