@@ -27,7 +27,8 @@ class LiteMetadata:
     So a run that writes nothing leaves the store's bytes exactly as they were. Lite's own `close()`
     rebuilds its whole browse index (every entity in the store, every time a writable handle closes:
     seconds per run once the store holds a few hundred runs); this adapter adds the browse edges of the
-    entities it wrote, which is what that rebuild adds for them, and closes the connection.
+    entities it wrote, which is what that rebuild adds for them, and closes the connection. An edge an
+    entity no longer has (a container it left) stays until `datahub lite reindex`; nothing here reads them.
     """
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
