@@ -45,7 +45,7 @@ bench-realdata: install-dev
 	$(BIN)/pip install -q -e ".[dev,bench]"
 	$(BIN)/python benchmarks/realdata_bench.py
 
-# how many hours a clock must move before the guard names it (~2 min): every clean batch of the real datasets moved
+# how many hours a clock must move before the guard names it (~1 min): every clean batch of the real datasets moved
 # by -6..6 hours; named, on the time column, within an hour
 bench-timeshift: install-dev
 	$(BIN)/python benchmarks/timeshift_bench.py
