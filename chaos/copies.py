@@ -38,6 +38,7 @@ from controlplane.vocab import Policy
 from controlplane.workspace import Workspace
 from guard.contract import Contract
 from guard.relations import epoch_ms_of
+from guard.snapshot import read_frame
 
 __all__ = [
     "BatchSpan",
@@ -164,7 +165,7 @@ def _listed(base: Workspace, pipeline: str, root: Path, now_ms: int | None, defa
             f"the reference of {pipeline!r} names {len(state.batches)} batches but keeps {len(windows) - 1} windows",
             f"onboard it again with `kintsugi init {pipeline} --force`",
         )
-    stamps, present = epoch_ms_of(pd.read_parquet(base.path(_TABLE), columns=[state.time_column])[state.time_column])
+    stamps, present = epoch_ms_of(read_frame(base.path(_TABLE), [state.time_column])[state.time_column])
     stamps = stamps[present]
     spans = []
     for batch_id, window in zip(ids, windows):
@@ -209,7 +210,7 @@ def take_back(ws: Workspace, copy: PipelineCopy, index: int) -> pd.DataFrame:
     if index < copy.kept:
         forget_after(ws, copy.pipeline, index, copy.batches[index - 1].through_ms)
     spec = load_spec(ws, copy.pipeline)
-    table = pd.read_parquet(spec.data)
+    table = read_frame(spec.data)
     through = copy.batches[index].through_ms
     if index < copy.newest and through is not None:
         stamps, _ = epoch_ms_of(table[copy.time_column])

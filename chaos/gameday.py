@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 
 from chaos.catalog import get_scenario
@@ -30,6 +29,7 @@ from controlplane.errors import DataError
 from controlplane.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.workspace import Workspace
+from guard.snapshot import read_frame
 from remediations.sandbox import content_hash
 
 __all__ = ["GameDay", "inject_game_day", "revert_game_day", "active_game_day", "state_dir"]
@@ -177,7 +177,7 @@ def _inject(
                 f"no readable contract for {spec.feature_table} ({error or 'missing'})",
                 "apply one with `kintsugi contract apply FILE`",
             )
-        injected = scenario.table(pd.read_parquet(spec.data), scenario.target(contract, seed, value, selection))
+        injected = scenario.table(read_frame(spec.data), scenario.target(contract, seed, value, selection))
         write_table(spec.data, injected.frame)
         summary = (
             f"{injected.corrupted_cells} cells corrupted"

@@ -30,6 +30,7 @@ from controlplane.workspace import Workspace
 from guard.contract import Contract
 from guard.kinds import Severity
 from guard.relations import epoch_ms_of
+from guard.snapshot import read_frame
 
 __all__ = [
     "SCOPES",
@@ -76,7 +77,7 @@ def run_case(copy: PipelineCopy, name: str, scope: str, seed: int, keep: bool = 
         write_table(spec.data, corrupted)
         record = run_pipeline(ws, spec, now_ms=copy.now_ms)
         seen = observe(ws, record, scenario, spec.feature_table)
-        published = pd.read_parquet(spec.data)
+        published = read_frame(spec.data)
     except Exception as exc:  # the loop breaking on a scenario is a result to record, not a reason to stop
         _discard(ws, keep)
         return {**facts, **_errored(exc, ws)}

@@ -5,6 +5,8 @@ column it is (`guard.snapshot.read_frame`): onboarded, trained on, healed and pu
 
 from __future__ import annotations
 
+import json
+
 import pyarrow.parquet as pq
 
 from onboard_support import INIT_AT, RUN_AT, cli, weather
@@ -34,3 +36,24 @@ def test_a_column_stored_as_a_pandas_index_is_onboarded_healed_and_kept(tmp_path
     assert sorted(published.columns) == sorted(clean.columns)
     assert published["wind"].tolist() == clean["wind"].tolist()
     assert published["precipitation"].round(6).tolist() == clean["precipitation"].round(6).tolist()
+
+
+def test_the_drill_on_a_table_with_a_stored_index_keeps_the_column_in_its_copies(tmp_path):
+    """The drill reads the pipeline's table as the loop does. Read through pandas, the stored index column hid in
+    the index and the copies the drill wrote lost it: its clean control blocked on `column_missing` for 'wind'."""
+    ws, data = tmp_path / "ws", tmp_path / "ws" / "data"
+    data.mkdir(parents=True)
+    weather().set_index("wind").to_parquet(data / "w.parquet")
+    code, out, err = cli(
+        "init", "w", "--data", str(data / "w.parquet"), "--target", "temp_max", "--time-column", "date",
+        "--unit", "wind=m/s", "--unit", "precipitation=mm", "--now", INIT_AT, "--yes", workspace=ws,
+    )  # fmt: skip
+    assert code == 0, out + err
+    assert cli("run", "w", "--now", RUN_AT, workspace=ws)[0] == 0
+    code, out, err = cli(
+        "drill", "--pipeline", "w", "--scenarios", "unit_change", "--scope", "batch", "--controls", "1",
+        "--jobs", "1", "--json", workspace=ws,
+    )  # fmt: skip
+    board = json.loads(out)
+    assert code == 0, out[-1500:] + err[-1500:]
+    assert [row["name"] for row in board["scenarios"]] == ["unit_change@batch"]
