@@ -67,13 +67,15 @@ def run_demo(
 def land_batch(
     ws: Workspace, spec: PipelineSpec, *, seed: int, anchor: datetime, metres: bool, days: int = INITIAL_DAYS + NEW_DAYS
 ) -> None:
-    """A new batch: the deliveries after the table's last one, up to `anchor` (the generator makes day d's rows
-    from (seed, d) alone, so the days already there come out the same); upstreams report fresh loads. With
-    `metres`, the new rows' distance is written in metres — the orders service changed, not the past."""
-    frame = generate_eta_features(days=days, seed=seed, anchor=anchor)
+    """A new batch: the deliveries after the table's last one, up to `anchor`, appended to the rows already there
+    (which stay exactly as they are, whatever `seed` made them); upstreams report fresh loads. With `metres`, the
+    new rows' distance is written in metres — the orders service changed, not the past."""
+    table = pd.read_parquet(spec.data)
+    generated = generate_eta_features(days=days, seed=seed, anchor=anchor)
+    batch = generated[generated["event_ts"] > table["event_ts"].max()].astype(table.dtypes.to_dict())
     if metres:
-        newest = pd.read_parquet(spec.data, columns=["event_ts"])["event_ts"].max()
-        frame.loc[frame["event_ts"] > newest, "distance_km"] *= 1000.0
+        batch["distance_km"] *= 1000.0
+    frame = pd.concat([table, batch], ignore_index=True)
     frame.to_parquet(spec.data, index=False, row_group_size=100_000)
     stamp = _ms(anchor)
     with metadata_session(ws) as metadata:
