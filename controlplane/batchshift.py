@@ -28,6 +28,7 @@ rests on the same evidence; a late batch whose first hours are also missing woul
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from itertools import combinations
 from pathlib import Path
 from typing import Sequence
@@ -44,7 +45,7 @@ from controlplane.fingerprints import (
 )
 from controlplane.tableshift import finding_window, pinned_shift, shifts_only
 from guard.checks.timeshift import MIN_SHIFT_HOURS, signed
-from guard.findings import Finding
+from guard.findings import Finding, NamedRow, RowSelector
 from guard.profile import BatchProfile, TimeWindow
 from guard.profiler import frame_of
 from guard.relations import epoch_ms_of
@@ -129,7 +130,7 @@ def _pin_later(
         "that passed began after the one before it; no other shift within an hour of the guard's reading does. "
         "Healed by shifting the new rows back.",
         pinned_by="kept_boundaries",
-        rows=new_rows.to_dict(),
+        rows=RowSelector.of_window(new_rows),
     )
     return (*(f for f in findings if f is not shift), pinned)
 
@@ -236,5 +237,5 @@ def _finding(shift: Finding, new_rows: TimeWindow, hours: int, carried: Carried)
         "Healed by shifting the new rows and those back.",
         pinned_by="kept_batch",
         carried_rows=len(carried),
-        rows={**new_rows.to_dict(), "also": [{"at_ms": at, "key": key} for at, key in sorted(carried)]},
+        rows=replace(RowSelector.of_window(new_rows), also=tuple(NamedRow(at, key) for at, key in sorted(carried))),
     )

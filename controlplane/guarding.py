@@ -5,7 +5,7 @@ watermark — the new batch — and compares them with the last clean batches; w
 keys across batches) see the whole table. The batches already in the reference are profiled again and
 compared with what was kept when they passed: rows that changed since (a rewrite of the whole table in other
 units) are guarded against their own kept profile, so the change is named exactly, with its rows. Every
-finding names the rows it concerns (`params["rows"]`: a time window). A workspace without a kept reference
+finding names the rows it concerns (`Finding.rows`: a time window). A workspace without a kept reference
 (made before batches) is guarded as a whole table against DataHub's datasetProfile. Snapshots are computed by the
 pipeline's engine (`controlplane.engine`: arrow, or spark), with the same windows and batches either way.
 """
@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import remediations.playbooks  # noqa: F401  (registers the playbooks whose plans name a failure)
 from controlplane.batchshift import pin_batch_shift
 from controlplane.datahub.contracts import read_contract
 from controlplane.datahub.datasets import read_profile, walk_upstream
@@ -34,14 +35,15 @@ from controlplane.spec import PipelineSpec
 from controlplane.tableshift import pin_table_shift
 from controlplane.workspace import Workspace
 from guard.context import GuardContext
-from guard.findings import Finding, GuardReport, make_finding
+from guard.findings import Finding, GuardReport, RowSelector, make_finding
 from guard.kinds import FindingKind
 from guard.profile import BatchProfile, TimeWindow
 from guard.reference import build_reference
 from guard.runner import run_guard
 from guard.snapshot import Snapshot, SnapshotError
+from remediations.registry import playbook_for
 
-__all__ = ["Guarded", "guard_table", "context_without_snapshot", "rows_of", "coalesce"]
+__all__ = ["Guarded", "guard_table", "context_without_snapshot", "coalesce"]
 
 # what a batch that passed earlier is NOT judged on again: its age (freshness, upstream SLAs) and its size
 # against a cadence (it is compared with itself, as it was)
@@ -89,17 +91,11 @@ def context_without_snapshot(
     )
 
 
-def rows_of(window: TimeWindow) -> dict[str, object]:
-    """The rows a finding concerns, as a playbook reads them: a time window (after, through]."""
-    return {"column": window.column, "after_ms": window.after_ms, "through_ms": window.through_ms}
-
-
 def _with_rows(findings: tuple[Finding, ...], window: TimeWindow | None) -> tuple[Finding, ...]:
+    """Each finding that names no rows of its own is about the rows of `window`, the batch it was read from."""
     if window is None:
         return findings
-    return tuple(
-        f if "rows" in f.params else replace(f, params={**f.params, "rows": rows_of(window)}) for f in findings
-    )
+    return tuple(f if f.rows is not None else f.with_rows(RowSelector.of_window(window)) for f in findings)
 
 
 def guard_table(
@@ -144,43 +140,44 @@ def guard_table(
 
 
 def _same_failure(finding: Finding) -> tuple[object, ...]:
-    """What makes two findings on adjacent rows one failure: kind, column, playbook and its parameters."""
-    params = {k: v for k, v in finding.params.items() if k not in ("rows", "sample_rows", "rows_outside")}
+    """What makes two findings on adjacent rows one failure: kind, column, severity, and the playbook with its
+    plan (the params that instruct it, `remediations.registry.Playbook.plan`), never the evidence around it."""
+    playbook = playbook_for(finding)
+    plan = playbook.plan_of(finding) if playbook is not None else {}
     return (
         finding.kind.value,
         finding.column or "",
         finding.playbook or "",
         finding.severity.value,
-        json.dumps(params, sort_keys=True, default=str),
+        json.dumps(plan, sort_keys=True, default=str),
     )
 
 
 def coalesce(findings: tuple[Finding, ...], windows: list[TimeWindow]) -> tuple[Finding, ...]:
     """One finding for one failure over consecutive batches (`windows`, oldest first): the same conversion found
-    in each batch of a table a producer rewrote whole is named once, over the union of their rows."""
+    in each batch of a table a producer rewrote whole is named once, over the union of their rows, so a heal
+    corrects each row once. A finding about rows outside `windows` (or every row) is left as it is."""
     position = {(w.after_ms, w.through_ms): i for i, w in enumerate(windows)}
-    ends = {w.through_ms: i for i, w in enumerate(windows)}
-    merged: list[Finding] = []
+    merged: list[tuple[Finding, int, int]] = []  # (finding, first window, last window)
+    kept: list[Finding] = []
     for finding in sorted(findings, key=lambda f: (_same_failure(f), _after(f))):
-        last = merged[-1] if merged else None
-        rows = finding.params.get("rows") or {}
-        here = position.get((rows.get("after_ms"), rows.get("through_ms")))
-        if (
-            last is not None
-            and here is not None
-            and _same_failure(last) == _same_failure(finding)
-            and ends.get(last.params.get("rows", {}).get("through_ms"), -2) + 1 == here
-        ):
-            joined = {**last.params["rows"], "through_ms": rows.get("through_ms")}
-            merged[-1] = replace(last, params={**last.params, "rows": joined})
+        here = position.get(finding.rows.bounds) if finding.rows is not None else None
+        if here is None:
+            kept.append(finding)
+            continue
+        if merged and _same_failure(merged[-1][0]) == _same_failure(finding) and merged[-1][2] + 1 == here:
+            last, first, _ = merged[-1]
+            assert last.rows is not None and finding.rows is not None
+            merged[-1] = (last.with_rows(last.rows.through(finding.rows)), first, here)
         else:
-            merged.append(finding)
+            merged.append((finding, here, here))
     order = {id(f): i for i, f in enumerate(findings)}
-    return tuple(sorted(merged, key=lambda f: order.get(id(f), len(order))))
+    result = kept + [f for f, _, _ in merged]
+    return tuple(sorted(result, key=lambda f: order.get(id(f), len(order))))
 
 
 def _after(finding: Finding) -> float:
-    after = (finding.params.get("rows") or {}).get("after_ms")
+    after = finding.rows.after_ms if finding.rows is not None else None
     return float("-inf") if after is None else float(after)
 
 

@@ -67,9 +67,8 @@ def shifts_only(finding: Finding, column: str) -> bool:
     )
 
 
-def finding_window(finding: Finding) -> tuple[object, object] | None:
-    rows = finding.params.get("rows")
-    return (rows.get("after_ms"), rows.get("through_ms")) if isinstance(rows, dict) else None
+def finding_window(finding: Finding) -> tuple[int | None, int | None] | None:
+    return finding.rows.bounds if finding.rows is not None else None
 
 
 def _unguarded(finding: Finding, column: str) -> bool:

@@ -1,37 +1,100 @@
 """Findings and the guard report: evidence, not prose.
 
-The rows a finding concerns (`params["rows"]`). A finding about some rows only (the newest batch of a
-table, a unit changed since a release) names them by a time window of the batch, so a heal can act on those
-rows only and leave the rest exactly as they are:
-
-    params["rows"] = {"column": TIME_COLUMN, "after_ms": X, "through_ms": Y}
-
-the rows whose TIME_COLUMN lies in (X, Y]: after X, up to and including Y, in UTC epoch milliseconds, as
-`guard.profile.TimeWindow` cuts a batch (`TimeWindow.to_dict()` is this dict). Either bound may be None
-(unbounded). Absent or None: every row of the table. It may also name rows outside the window one by one
-(`"also": [{"at_ms": T, "key": K}, ...]`, see `remediations.rows`): the rows a batch written hours early carried
-into the batch before it. `window_rows(ctx)` gives the window the snapshot was read with. Playbooks read it through `remediations.rows.selected_rows`; a selector they cannot read (an
-unknown column, a column that is not a timestamp, a malformed dict) refuses the heal, never widens it.
-Other row counts in params use other names (`estimated_rows`, `rows_swapped`...).
+The rows a finding concerns are a typed value, `Finding.rows` (a `RowSelector`), never a free `params` key. A
+finding about some rows only (the newest batch of a table, a unit changed since a release) names them by a time
+window of the batch, so a heal can act on those rows only and leave the rest exactly as they are: the rows whose
+`RowSelector.column` lies in (after_ms, through_ms], in UTC epoch milliseconds, as `guard.profile.TimeWindow` cuts
+a batch. Either bound may be None (unbounded). `rows` None: every row of the table. A selector may also name rows
+outside the window one by one (`also`: `NamedRow(at_ms, key)`, see `remediations.rows`): the rows a batch written
+hours early carried into the batch before it. `window_rows(ctx)` gives the window the snapshot was read with.
+Playbooks read it through `remediations.rows.selected_rows`; a selector they cannot apply (an unknown column, a
+column that is not a timestamp) refuses the heal, never widens it. `params` is evidence for people.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from guard.kinds import DEFAULT_SEVERITY, FindingKind, Severity
 
-__all__ = ["CheckOutcome", "Finding", "GuardReport", "Verdict", "make_finding", "window_rows"]
+if TYPE_CHECKING:
+    from guard.profile import TimeWindow
+
+__all__ = [
+    "CheckOutcome",
+    "Finding",
+    "GuardReport",
+    "NamedRow",
+    "RowSelector",
+    "Verdict",
+    "make_finding",
+    "window_rows",
+]
 
 
-def window_rows(ctx: Any) -> dict[str, Any] | None:
-    """The `params["rows"]` of a finding about the snapshot's rows: the window it was read with, or None (every
-    row). Takes a `guard.context.GuardContext`."""
+@dataclass(frozen=True)
+class NamedRow:
+    """One row outside a selector's window, by its time and its `remediations.rows.row_key`."""
+
+    at_ms: int
+    key: str
+
+
+@dataclass(frozen=True)
+class RowSelector:
+    """The rows a finding concerns: those whose `column` lies in (after_ms, through_ms], and the rows in `also`."""
+
+    column: str
+    after_ms: int | None = None
+    through_ms: int | None = None
+    also: tuple[NamedRow, ...] = ()
+
+    @classmethod
+    def of_window(cls, window: TimeWindow) -> RowSelector:
+        return cls(window.column, window.after_ms, window.through_ms)
+
+    @property
+    def bounds(self) -> tuple[int | None, int | None]:
+        return (self.after_ms, self.through_ms)
+
+    def through(self, later: RowSelector) -> RowSelector:
+        """These rows and the `later` ones after them: one window from this one's start to `later`'s end."""
+        return replace(self, through_ms=later.through_ms, also=self.also + later.also)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"column": self.column, "after_ms": self.after_ms, "through_ms": self.through_ms}
+        if self.also:
+            data["also"] = [{"at_ms": row.at_ms, "key": row.key} for row in self.also]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> RowSelector:
+        """A selector read back from JSON; a malformed one is a ValueError naming what was wrong."""
+        if (
+            not isinstance(data, Mapping)
+            or not isinstance(data.get("column"), str)
+            or not set(data) <= {"column", "after_ms", "through_ms", "also"}
+        ):
+            raise ValueError(f"a finding's rows are {data!r}, not {{'column': TIME_COLUMN, 'after_ms': X, ...}}")
+        bounds = [data.get("after_ms"), data.get("through_ms")]
+        if any(b is not None and (isinstance(b, bool) or not isinstance(b, int)) for b in bounds):
+            raise ValueError(f"a finding's row window {bounds!r} is not epoch milliseconds")
+        also = data.get("also") or []
+        if not isinstance(also, list) or not all(
+            isinstance(r, Mapping) and isinstance(r.get("at_ms"), int) and isinstance(r.get("key"), str) for r in also
+        ):
+            raise ValueError(f"a finding's named rows {also!r} are not [{{'at_ms': T, 'key': K}}, ...]")
+        return cls(data["column"], bounds[0], bounds[1], tuple(NamedRow(int(r["at_ms"]), str(r["key"])) for r in also))
+
+
+def window_rows(ctx: Any) -> RowSelector | None:
+    """The rows of a finding about the snapshot's rows: the window it was read with, or None (every row). Takes a
+    `guard.context.GuardContext`."""
     window = getattr(ctx.snapshot, "window", None) if ctx.snapshot is not None else None
-    return window.to_dict() if window is not None else None
+    return RowSelector.of_window(window) if window is not None else None
 
 
 class Verdict(str, Enum):
@@ -51,23 +114,40 @@ class Finding:
     expected: Any
     message: str
     playbook: str | None = None
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)  # evidence for people, never instructions for code
     check: str = ""  # the registered check that found it ("" for the runner's own preconditions)
+    rows: RowSelector | None = None  # the rows it concerns; None: every row of the table
 
     @property
     def key(self) -> tuple[str, str, str]:
         """The identity of a failure: (dataset, kind, column). Incidents are keyed on it."""
         return (self.dataset, self.kind.value, self.column or "")
 
+    def with_rows(self, rows: RowSelector | None) -> Finding:
+        return replace(self, rows=rows)
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["kind"] = self.kind.value
         data["severity"] = self.severity.value
+        data["rows"] = self.rows.to_dict() if self.rows is not None else None
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Finding:
-        return cls(**{**data, "kind": FindingKind(data["kind"]), "severity": Severity(data["severity"])})
+        """A finding read back; records written before rows were typed kept them in `params["rows"]`."""
+        params = dict(data.get("params") or {})
+        legacy = params.pop("rows", None) if isinstance(params.get("rows"), Mapping) else None
+        rows = data.get("rows") if data.get("rows") is not None else legacy
+        return cls(
+            **{
+                **data,
+                "kind": FindingKind(data["kind"]),
+                "severity": Severity(data["severity"]),
+                "params": params,
+                "rows": RowSelector.from_dict(rows) if rows is not None else None,
+            }
+        )
 
 
 def make_finding(
@@ -80,6 +160,7 @@ def make_finding(
     message: str,
     playbook: str | None = None,
     severity: Severity | None = None,
+    rows: RowSelector | None = None,
     **params: Any,
 ) -> Finding:
     """Build a finding with the kind's default severity unless one is given. Evidence is JSON: a non-finite
@@ -94,6 +175,7 @@ def make_finding(
         message=message,
         playbook=playbook,
         params=_finite(dict(params)),
+        rows=rows,
     )
 
 

@@ -64,6 +64,12 @@ class Playbook:
     description: str = ""
     limits: dict[str, Any] = field(default_factory=dict)
     quarantines: bool = False
+    # the finding's params that instruct this playbook (the rest are evidence for people): two findings of one
+    # kind on one column whose plans are equal are one failure, and their rows can be healed as one
+    plan: tuple[str, ...] = ()
+
+    def plan_of(self, finding: Finding) -> dict[str, Any]:
+        return {key: finding.params.get(key) for key in self.plan}
 
 
 PLAYBOOKS: dict[str, Playbook] = {}
@@ -79,12 +85,13 @@ def register(
     max_fraction_touched: float = 1.0,
     description: str = "",
     quarantines: bool = False,
+    plan: tuple[str, ...] = (),
 ) -> Callable[[Any], Any]:
     def decorate(fn: Any) -> Any:
         if name in PLAYBOOKS:
             raise ValueError(f"playbook {name!r} is already registered")
         PLAYBOOKS[name] = Playbook(
-            name, frozenset(heals), fn, max_fraction_touched, description, quarantines=quarantines
+            name, frozenset(heals), fn, max_fraction_touched, description, quarantines=quarantines, plan=plan
         )
         return fn
 

@@ -1,8 +1,8 @@
-"""Which rows of the table a finding concerns: its `params["rows"]` time window, or every row.
+"""Which rows of the table a finding concerns: its `rows` selector (a time window), or every row.
 
-The contract (documented in `guard.findings`): `params["rows"] = {"column": TIME_COLUMN, "after_ms": X,
-"through_ms": Y}`, the rows whose TIME_COLUMN lies in (X, Y] (UTC epoch milliseconds; either bound may be
-None, unbounded), as `guard.profile.TimeWindow` cuts a batch. Absent or None: every row.
+The contract (documented in `guard.findings`): `Finding.rows` is a `RowSelector`, the rows whose time column lies
+in (after_ms, through_ms] (UTC epoch milliseconds; either bound may be None, unbounded), as
+`guard.profile.TimeWindow` cuts a batch, plus the rows it names one by one. None: every row.
 """
 
 from __future__ import annotations
@@ -20,33 +20,32 @@ from guard.findings import Finding
 from guard.relations import epoch_ms_of
 from remediations.registry import PlaybookRefused
 
-__all__ = ["selected_rows", "describe_rows", "rows_window", "row_key", "named_rows"]
+__all__ = ["selected_rows", "describe_rows", "row_key"]
 
 
 def selected_rows(table: pd.DataFrame, finding: Finding) -> np.ndarray:
-    """A boolean mask of the rows the finding concerns; a window that cannot be read refuses the heal."""
-    rows = finding.params.get("rows")
+    """A boolean mask of the rows the finding concerns; a selector that cannot be applied refuses the heal."""
+    rows = finding.rows
     if rows is None:
         return np.ones(len(table), dtype=bool)
-    column, after, through = rows_window(rows, finding)
-    if column not in table.columns:
+    if rows.column not in table.columns:
         raise PlaybookRefused(
-            f"the {finding.kind.value} finding names rows by {column!r}, which the table does not "
+            f"the {finding.kind.value} finding names rows by {rows.column!r}, which the table does not "
             "have; re-run the guard on the current table"
         )
-    values = table[column]
+    values = table[rows.column]
     if not pd.api.types.is_datetime64_any_dtype(values.dtype):
         raise PlaybookRefused(
-            f"the {finding.kind.value} finding names rows by {column!r}, which is "
+            f"the {finding.kind.value} finding names rows by {rows.column!r}, which is "
             f"{values.dtype}, not a timestamp; heal by hand"
         )
     stamps, present = epoch_ms_of(values)
     mask = present.copy()
-    if after is not None:
-        mask &= stamps > int(after)
-    if through is not None:
-        mask &= stamps <= int(through)
-    return mask | _named(table, stamps, present & ~mask, named_rows(rows, finding))
+    if rows.after_ms is not None:
+        mask &= stamps > int(rows.after_ms)
+    if rows.through_ms is not None:
+        mask &= stamps <= int(rows.through_ms)
+    return mask | _named(table, stamps, present & ~mask, [(r.at_ms, r.key) for r in rows.also])
 
 
 def _named(table: pd.DataFrame, stamps: np.ndarray, outside: np.ndarray, named: list[tuple[int, str]]) -> np.ndarray:
@@ -63,24 +62,6 @@ def _named(table: pd.DataFrame, stamps: np.ndarray, outside: np.ndarray, named: 
             wanted[key] -= 1
             mask[position] = True
     return mask
-
-
-def named_rows(rows: Any, finding: Finding) -> list[tuple[int, str]]:
-    """(at_ms, key) of each row `params["rows"]["also"]` names; a malformed list refuses the heal."""
-    also = rows.get("also") if isinstance(rows, Mapping) else None
-    if also is None:
-        return []
-    if not isinstance(also, list) or not all(
-        isinstance(item, Mapping)
-        and isinstance(item.get("at_ms"), (int, np.integer))
-        and isinstance(item.get("key"), str)
-        for item in also
-    ):
-        raise PlaybookRefused(
-            f"the {finding.kind.value} finding's params['rows']['also'] is {also!r}, not "
-            "[{'at_ms': T, 'key': K}, ...]; re-run the guard"
-        )
-    return [(int(item["at_ms"]), str(item["key"])) for item in also]
 
 
 def row_key(values: Mapping[str, Any]) -> str:
@@ -110,24 +91,6 @@ def _canonical(value: Any) -> Any:
     return str(value)
 
 
-def rows_window(rows: Any, finding: Finding) -> tuple[str, Any, Any]:
-    """(time column, after_ms, through_ms) of a finding's `params["rows"]`; a malformed one refuses the heal."""
-    if (
-        not isinstance(rows, Mapping)
-        or not isinstance(rows.get("column"), str)
-        or not set(rows) <= {"column", "after_ms", "through_ms", "also"}
-    ):
-        raise PlaybookRefused(
-            f"the {finding.kind.value} finding's params['rows'] is {rows!r}, not "
-            "{'column': TIME_COLUMN, 'after_ms': X, 'through_ms': Y}; re-run the guard"
-        )
-    for bound in ("after_ms", "through_ms"):
-        if rows.get(bound) is not None and not isinstance(rows[bound], (int, np.integer)):
-            raise PlaybookRefused(f"params['rows'][{bound!r}] is {rows[bound]!r}, not epoch milliseconds")
-    return rows["column"], rows.get("after_ms"), rows.get("through_ms")
-
-
 def describe_rows(finding: Finding) -> dict[str, Any] | None:
     """The rows selector as heal notes carry it (None: every row)."""
-    rows = finding.params.get("rows")
-    return dict(rows) if isinstance(rows, Mapping) else None
+    return finding.rows.to_dict() if finding.rows is not None else None

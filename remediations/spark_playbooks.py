@@ -5,7 +5,7 @@ DataFrame and its `HealStep`, with the same limits and refusals as its pandas tw
 `remediations.playbooks` (the limit checks and the parameter checks are shared). Counting what a step
 touches runs one Spark aggregation; the rows themselves stay on the executors.
 
-A finding that names its rows (`params["rows"]`, a time window: `remediations.rows`) is healed on those rows
+A finding that names its rows (`Finding.rows`, a time window: `remediations.rows`) is healed on those rows
 only, as in pandas (`unit_rescale`, the one transform here whose pandas twin selects rows).
 
 Two transforms choose rows where pandas relies on row order, deterministically whatever the partitioning:
@@ -28,7 +28,6 @@ from remediations.playbooks import dedupe_keys as dedupe_pb
 from remediations.playbooks import label_window as label_pb
 from remediations.playbooks.unit_rescale import rescale_step
 from remediations.registry import PLAYBOOKS, HealInput, HealStep, PlaybookRefused
-from remediations.rows import named_rows, rows_window
 
 __all__ = ["SparkHeal", "SPARK_PLAYBOOKS", "spark_playbook_for"]
 
@@ -86,11 +85,11 @@ def _rows(heal: SparkHeal) -> Any:
     from guard.engines.spark import SparkEngineError, window_condition
     from guard.profile import TimeWindow
 
-    F, rows = _F(), heal.finding.params.get("rows")
+    F, rows = _F(), heal.finding.rows
     if rows is None:
         return F.lit(True)
-    column, after, through = rows_window(rows, heal.finding)
-    if named_rows(rows, heal.finding):
+    column, after, through = rows.column, rows.after_ms, rows.through_ms
+    if rows.also:
         raise PlaybookRefused(
             f"the {heal.finding.kind.value} finding names rows one by one, which the Spark playbooks do not read; "
             "heal it with the arrow engine (`engine: arrow` in the pipeline's spec) or by hand"

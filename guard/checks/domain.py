@@ -211,7 +211,7 @@ def _category_findings(ctx: GuardContext, column: ColumnContract, observed: Colu
             expected=sorted(values),
             playbook="category_casing",
             mapping=mapping,
-            rows=rows,
+            rows_affected=rows,
             source=source,
             message=f"{column.name!r} spells {len(mapping)} allowed value(s) differently in {rows} rows: "
             f"{', '.join(f'{k!r}->{v!r}' for k, v in sorted(mapping.items()))}",
@@ -243,7 +243,7 @@ def _new_category(ctx: GuardContext, name: str, new: dict[str, int], allowed: fr
         expected=sorted(allowed),
         severity=severity,
         new_values=len(new),
-        rows=sum(new.values()),
+        rows_affected=sum(new.values()),
         source=source,
         message=f"{name!r} has {len(new)} value(s) the {source} does not allow: "
         f"{', '.join(repr(v) for v in listed)}{' …' if len(new) > len(listed) else ''}",

@@ -38,6 +38,7 @@ _EXAMPLES = 5
     {FindingKind.TYPE_CHANGED},
     max_fraction_touched=MAX_UNPARSED_FRACTION,
     description="cast back to the contracted logical type; refuses when over 5% of non-null values do not parse",
+    plan=("target_type",),
 )
 def cast_types(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     """Cast the finding's column to its contracted type, nulling (and counting) what does not parse."""

@@ -26,6 +26,7 @@ __all__ = ["category_casing"]
     "category_casing",
     {FindingKind.CATEGORY_CASING},
     description="map case/whitespace variants to the canonical category; refuses any other mapping",
+    plan=("mapping",),
 )
 def category_casing(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     """Replace each seen variant in the finding's column by its canonical value."""

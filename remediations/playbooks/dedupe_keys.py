@@ -36,6 +36,7 @@ _EXAMPLES = 5
     max_fraction_touched=MAX_DROP_FRACTION,
     description="drop repeated rows of a key, keeping the first; refuses over 20% of rows or over 0.1% "
     "conflicting duplicates",
+    plan=("whole_rows", "key_columns"),
 )
 def dedupe_keys(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     """Drop every row whose key was already seen, unless too many rows or too many conflicts."""

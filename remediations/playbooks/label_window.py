@@ -29,6 +29,7 @@ MAX_DROP_FRACTION = 0.3
     {FindingKind.LABEL_IMMATURE},
     max_fraction_touched=MAX_DROP_FRACTION,
     description="drop rows whose label has not arrived; refuses over 30% of rows",
+    plan=("event_column",),
 )
 def label_window(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     """Drop the rows with a null label, counting which of them lie after the label watermark."""

@@ -36,6 +36,7 @@ MAX_QUARANTINE_FRACTION = 0.5
     quarantines=True,
     description="set aside rows that cannot be corrected (nulls, sentinels): kept as they are in the table, "
     "listed in the quarantine, left out of training; refuses over 50% of rows",
+    plan=("value",),
 )
 def quarantine_rows(heal: HealInput) -> tuple[np.ndarray, HealStep]:
     finding, table, column = heal.finding, heal.table, heal.finding.column

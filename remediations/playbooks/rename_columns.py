@@ -25,6 +25,7 @@ __all__ = ["rename_columns"]
     "rename_columns",
     {FindingKind.COLUMN_RENAMED},
     description="rename new -> contracted name; refuses when the contracted name already exists",
+    plan=("mapping", "merge"),
 )
 def rename_columns(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     """Rename each ``new`` column of the finding's mapping to its contracted ``old`` name."""

@@ -37,6 +37,7 @@ _HOLDS = 0.9  # share of rows on the learned offsets for an hour column to be re
     "shift_timestamps",
     {FindingKind.TIMESTAMP_SHIFT},
     description="shift timestamps (and hour-of-day columns derived from them) back by whole hours",
+    plan=("ambiguous", "shifts_hours", "hour_columns", "hour_of"),
 )
 def shift_timestamps(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     finding, table = heal.finding, heal.table

@@ -30,6 +30,7 @@ __all__ = ["swap_columns"]
     "swap_columns",
     {FindingKind.COLUMNS_SWAPPED},
     description="swap two columns back on the rows the finding names (all, or where a learned order breaks)",
+    plan=("columns", "scope", "order"),
 )
 def swap_columns(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     finding, table = heal.finding, heal.table

@@ -1,6 +1,6 @@
 """Unit rescale: convert a column back to its contracted unit (affine conversions included).
 
-value_declared = (value_actual - offset) / scale, on the finding's rows only: `params["rows"]` (a time
+value_declared = (value_actual - offset) / scale, on the finding's rows only: `Finding.rows` (a time
 window, see `guard.findings`) when the unit changed in part of the rows (since a release), else every
 row. Exact and invertible. Level-based only through the guard: re-run after a heal, the guard sees the
 contracted unit and raises no finding.
@@ -22,6 +22,7 @@ __all__ = ["unit_rescale", "rescale_step"]
     "unit_rescale",
     {FindingKind.UNIT_MISMATCH},
     description="undo a unit change: value_declared = (value_actual - offset) / scale, on the finding's rows",
+    plan=("scale", "offset"),
 )
 def unit_rescale(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     finding, table = heal.finding, heal.table

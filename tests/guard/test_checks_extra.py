@@ -246,7 +246,7 @@ def test_domain_maps_miscased_categories_and_blocks_new_ones(tmp_path: Path, ref
     ]
     casing, new = found
     assert casing.playbook == "category_casing" and casing.params["mapping"] == {"Bike": "bike", " car ": "car"}
-    assert casing.observed == {" car ": 10, "Bike": 100} and casing.params["rows"] == 110
+    assert casing.observed == {" car ": 10, "Bike": 100} and casing.params["rows_affected"] == 110
     assert new.playbook is None and new.severity is Severity.BLOCK and new.observed == {"drone": 5}
 
 

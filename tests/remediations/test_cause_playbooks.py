@@ -17,7 +17,7 @@ from chaos.falsealarms import load_batches
 from chaos.realdata import DATASETS
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
-from guard.findings import Finding, make_finding
+from guard.findings import Finding, RowSelector, make_finding
 from guard.kinds import FindingKind
 from guard.reference import build_reference
 from guard.runner import run_guard
@@ -59,10 +59,12 @@ def rows(n: int = 12) -> pd.DataFrame:
     )
 
 
-def finding(kind: FindingKind, column: str | None, playbook: str, **params: Any) -> Finding:
+def finding(kind: FindingKind, column: str | None, playbook: str, rows: Any = None, **params: Any) -> Finding:
+    selector = RowSelector.from_dict(rows) if rows is not None else None
     return make_finding(
-        kind, URN, column, observed="seen", expected="reference", message="test", playbook=playbook, **params
-    )
+        kind, URN, column, observed="seen", expected="reference", message="test", playbook=playbook, rows=selector,
+        **params,
+    )  # fmt: skip
 
 
 def heal(table: pd.DataFrame, found: Finding) -> tuple[Any, HealStep]:
@@ -242,15 +244,25 @@ def test_without_rows_every_row_is_rescaled() -> None:
     [
         ({"column": "nope", "after_ms": 0, "through_ms": None}, "which the table does not have"),
         ({"column": "distance", "after_ms": 0, "through_ms": None}, "not a timestamp"),
+    ],
+)
+def test_a_rows_selector_that_cannot_be_applied_refuses_never_widens(selector: dict[str, Any], message: str) -> None:
+    with pytest.raises(PlaybookRefused, match=message):
+        heal(rows(), unit_finding(rows=selector))
+
+
+@pytest.mark.parametrize(
+    "selector,message",
+    [
         ({"column": "time", "after": 0}, "not {'column'"),
         ({"column": "time", "after_ms": "2025-03-01", "through_ms": None}, "not epoch milliseconds"),
         ({"column": "time", "after_ms": 0, "also": [{"at_ms": "noon", "key": "k"}]}, "not \\[\\{'at_ms'"),
         ({"column": "time", "after_ms": 0, "also": {"at_ms": 0}}, "not \\[\\{'at_ms'"),
     ],
 )
-def test_a_rows_selector_that_cannot_be_read_refuses_never_widens(selector: dict[str, Any], message: str) -> None:
-    with pytest.raises(PlaybookRefused, match=message):
-        heal(rows(), unit_finding(rows=selector))
+def test_a_rows_selector_that_cannot_be_read_back_is_refused(selector: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Finding.from_dict({**unit_finding().to_dict(), "rows": selector})
 
 
 # --- the sandbox: corrections published, uncorrectable rows quarantined ------------------------------------

@@ -131,7 +131,7 @@ def test_a_reading_an_hour_too_far_finds_the_same_rows_but_leaves_an_hour_missin
     from controlplane.batchshift import _contiguous, pin_batch_shift
     from controlplane.reference import kept_batches, load_state, new_rows_window
     from controlplane.workspace import Workspace
-    from guard.findings import make_finding
+    from guard.findings import RowSelector, make_finding
     from guard.kinds import FindingKind
 
     ws = _copy(onboarded, tmp_path)
@@ -147,15 +147,15 @@ def test_a_reading_an_hour_too_far_finds_the_same_rows_but_leaves_an_hour_missin
     unpinned = make_finding(
         FindingKind.TIMESTAMP_SHIFT, urn, "time", observed={"offset_hours": -5}, expected={"offset_hours": 0},
         message="within an hour", offset_hours=-5, shifts_hours={"time": -5}, hour_columns={}, pinned=False,
-        rows=new_rows.to_dict(),
+        rows=RowSelector.of_window(new_rows),
     )  # fmt: skip
     changed = make_finding(
         FindingKind.HISTORY_CHANGED, urn, None, observed=1, expected=0, message="changed",
-        rows=kept[-1].window.to_dict(),
+        rows=RowSelector.of_window(kept[-1].window),
     )  # fmt: skip
     (pinned,) = pin_batch_shift((unpinned, changed), _table(ws), kept, new_rows)
     assert pinned.params["offset_hours"] == -5 and pinned.params["pinned_by"] == "kept_batch"
-    assert [item["at_ms"] for item in pinned.params["rows"]["also"]] == [
+    assert pinned.rows is not None and [row.at_ms for row in pinned.rows.also] == [
         int(t.value // 1_000_000) for t in week["time"].iloc[:5] - EARLY
     ]
     # the reading is taken only because every batch that passed began one hour after the one before it ended
