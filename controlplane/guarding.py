@@ -156,14 +156,18 @@ def _same_failure(finding: Finding) -> tuple[object, ...]:
 def coalesce(findings: tuple[Finding, ...], windows: list[TimeWindow]) -> tuple[Finding, ...]:
     """One finding for one failure over consecutive batches (`windows`, oldest first): the same conversion found
     in each batch of a table a producer rewrote whole is named once, over the union of their rows, so a heal
-    corrects each row once. A finding about rows outside `windows` (or every row) is left as it is."""
+    corrects each row once. The same failure found over every row of a table with nothing new (the whole table
+    guarded) is the batches' findings again: the batches name its rows exactly, so it is dropped. A finding about
+    other rows is left as it is."""
     position = {(w.after_ms, w.through_ms): i for i, w in enumerate(windows)}
+    batched = {_same_failure(f) for f in findings if f.rows is not None and f.rows.bounds in position}
     merged: list[tuple[Finding, int, int]] = []  # (finding, first window, last window)
     kept: list[Finding] = []
     for finding in sorted(findings, key=lambda f: (_same_failure(f), _after(f))):
         here = position.get(finding.rows.bounds) if finding.rows is not None else None
         if here is None:
-            kept.append(finding)
+            if finding.rows is not None or _same_failure(finding) not in batched:
+                kept.append(finding)
             continue
         if merged and _same_failure(merged[-1][0]) == _same_failure(finding) and merged[-1][2] + 1 == here:
             last, first, _ = merged[-1]

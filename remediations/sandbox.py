@@ -163,6 +163,8 @@ class _Progress:
     refused: list[tuple[Finding, str]] = field(default_factory=list)
     corrected: list[Finding] = field(default_factory=list)
     masks: list[tuple[Finding, np.ndarray]] = field(default_factory=list)
+    # (playbook, column) -> the rows of that column its corrections changed so far: no cell is corrected twice
+    changed: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
 
 
 def heal_copy(
@@ -210,12 +212,54 @@ def _heal_one(progress: _Progress, finding: Finding, contract: Contract, profile
     except Exception as exc:  # a playbook that breaks refuses; it never half-heals silently
         progress.refused.append((finding, f"{playbook.name} failed: {type(exc).__name__}: {exc}"))
         return
-    progress.steps.append(step)
     if playbook.quarantines:
+        progress.steps.append(step)
         progress.masks.append((finding, np.asarray(result, dtype=bool)))
-    else:
-        progress.table = result
-        progress.corrected.append(finding)
+        return
+    twice = _corrected_twice(progress, playbook.name, result)
+    if twice:
+        progress.refused.append((finding, twice))
+        return
+    progress.steps.append(step)
+    progress.table = result
+    progress.corrected.append(finding)
+
+
+def _corrected_twice(progress: _Progress, playbook: str, result: pd.DataFrame) -> str | None:
+    """Why a correction may not be taken: it changes cells that an earlier finding's correction of the same kind
+    already changed (two findings naming one failure: the rows would be converted twice). Records the cells it
+    changes otherwise. A step that drops rows starts the record anew (later steps see other positions)."""
+    before = progress.table
+    if len(result) != len(before):
+        progress.changed.clear()
+        return None
+    changed: dict[tuple[str, str], np.ndarray] = {}
+    for column in before.columns.intersection(result.columns):
+        moved = _cells_changed(before[column].reset_index(drop=True), result[column].reset_index(drop=True))
+        if moved.any():
+            changed[(playbook, str(column))] = moved
+    for key, moved in changed.items():
+        earlier = progress.changed.get(key)
+        if earlier is not None and (earlier & moved).any():
+            return (
+                f"{playbook} would correct {int((earlier & moved).sum())} row(s) of {key[1]!r} that another finding's "
+                f"{playbook} already corrected; two findings name one failure, so neither is applied twice: re-run "
+                "the guard, or heal by hand"
+            )
+    for key, moved in changed.items():
+        earlier = progress.changed.get(key)
+        progress.changed[key] = moved if earlier is None else earlier | moved
+    return None
+
+
+def _cells_changed(old: pd.Series, new: pd.Series) -> np.ndarray:
+    """Which cells differ between two versions of a column (missing on both sides is the same)."""
+    try:
+        same = old == new
+    except TypeError:  # categories that differ, say: compare the values themselves
+        same = old.astype(object) == new.astype(object)
+    both_missing = (old.isna() & new.isna()).to_numpy(dtype=bool)
+    return ~(same.fillna(False).to_numpy(dtype=bool) | both_missing)
 
 
 def _apply(playbook: Playbook, heal: HealInput) -> tuple[Any, HealStep]:

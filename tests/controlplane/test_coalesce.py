@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -35,6 +36,12 @@ def test_the_same_conversion_in_consecutive_batches_is_one_finding_over_their_ro
     findings = tuple(_unit(w, median=1000.0 + i) for i, w in enumerate(WINDOWS))
     (merged,) = coalesce(findings, WINDOWS)
     assert merged.rows == RowSelector("ts", 0, None)
+
+
+def test_the_same_conversion_over_every_row_and_over_each_batch_is_named_once_by_the_batches():
+    every_row = replace(_unit(WINDOWS[0]), rows=None)
+    (merged,) = coalesce((every_row, *(_unit(w) for w in WINDOWS[:3])), WINDOWS)
+    assert merged.rows == RowSelector("ts", 0, 290)
 
 
 def test_a_batch_in_between_that_passed_keeps_them_apart():

@@ -307,6 +307,18 @@ def test_a_heal_with_nothing_to_set_aside_has_no_quarantine_and_trains_on_the_pu
     assert not (tmp_path / "sandbox" / QUARANTINE_FILE).exists()
 
 
+def test_two_findings_of_one_conversion_over_the_same_rows_convert_each_row_once(tmp_path: Path) -> None:
+    """The whole table in metres, named once for every row and once for the newest rows: the second correction
+    would divide those rows again, so it is refused and the table comes back in kilometres exactly."""
+    clean = rows()
+    path = tmp_path / "source.parquet"
+    clean.assign(distance=clean["distance"] * 1000).to_parquet(path, index=False)
+    newest = {"column": "time", "after_ms": ms(clean["time"].iloc[7]), "through_ms": None}
+    outcome = heal_copy(path, tmp_path / "sandbox", (unit_finding(), unit_finding(rows=newest)), CONTRACT, None)
+    pdt.assert_frame_equal(pd.read_parquet(outcome.healed_path), clean)
+    assert len(outcome.corrected) == 1 and "already corrected" in outcome.refused[0][1] and not outcome.complete
+
+
 def test_a_quarantine_over_its_limit_is_refused_and_nothing_is_set_aside(tmp_path: Path) -> None:
     clean = rows()
     path = tmp_path / "source.parquet"
