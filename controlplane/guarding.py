@@ -46,11 +46,11 @@ from remediations.registry import playbook_for
 __all__ = ["Guarded", "guard_table", "context_without_snapshot", "coalesce"]
 
 # what a batch that passed earlier is NOT judged on again: its age (freshness, upstream SLAs) and its size
-# against a cadence (it is compared with itself, as it was)
+# against a cadence (it is compared with itself, as it was). Its share of unlabelled rows is judged again: that is
+# a property of its rows, and labels that were there when it passed and are gone since went missing.
 _NOT_HISTORY = frozenset(
     {
         FindingKind.LABEL_STALE,
-        FindingKind.LABEL_IMMATURE,
         FindingKind.TIMESTAMP_UNPARSEABLE,
         FindingKind.VOLUME_DROP,
         FindingKind.VOLUME_SPIKE,
