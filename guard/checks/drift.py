@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from guard.checks.domain import is_categorical, normalize_category
-from guard.checks.units import unit_shifted
+from guard.checks.units import UNEXPLAINED, spans_batches, unit_shifted
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.findings import Finding, make_finding
@@ -111,8 +111,12 @@ def _numeric_drift(
         return _no_reference(ctx, column.name, severity)
     if column.unit is not None and (_batch_judged(ctx, reference, observed) or unit_shifted(ctx, column)):
         return None  # the units check judges a column with a unit against natural variation, or owns its shift
-    if _batch_judged(ctx, reference, observed) and _within_natural_variation(ctx, column.name, reference, observed):
-        return None  # moved no further than past batches moved from one to the next
+    if _batch_judged(ctx, reference, observed):
+        found = _natural_distance(ctx, column.name, reference, observed)
+        if found is not None and found <= 1:
+            return None  # moved no further than past batches moved from one to the next
+        if found is not None and found > UNEXPLAINED and not spans_batches(ctx):
+            severity = Severity.BLOCK  # far beyond natural variation, and (unless a cause explains it) a failure
     values = _sampled_values(ctx, column.name)
     gap, level = quantile_gap(reference, values)
     limit = _limit(len(values), _reference_size(ctx, reference))
@@ -141,14 +145,14 @@ def _batch_judged(ctx: GuardContext, reference: ColumnProfile, observed: ColumnP
     return isinstance(ctx.reference, Reference) and sketched(reference) and sketched(observed)
 
 
-def _within_natural_variation(ctx: GuardContext, name: str, reference: ColumnProfile, observed: ColumnProfile) -> bool:
-    """The batch's core location, spread and point mass within the reference batches' bands (guard.variation)."""
+def _natural_distance(ctx: GuardContext, name: str, reference: ColumnProfile, observed: ColumnProfile) -> float | None:
+    """How far the batch's core location, spread and point mass lie from the reference batches' bands, in band
+    widths (guard.variation: 1 is the band's edge); None when it cannot be measured."""
     assert isinstance(ctx.reference, Reference) and observed.sketch is not None and ctx.snapshot is not None
     atom = atom_of(reference)
     batch = core(observed.sketch, atom)
     history = [s.__dict__ for s in ctx.reference.variation(name)]
-    found = distance(bands(history, atom, batch, shorter=ctx.reference.shorter_by(ctx.snapshot.batch)), batch)
-    return found is not None and found <= 1
+    return distance(bands(history, atom, batch, shorter=ctx.reference.shorter_by(ctx.snapshot.batch)), batch)
 
 
 def _dispersion_drift(
