@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo lint test test-faults install install-dev bench bench-guard bench-loop bench-realdata bench-realloop bench-leak-null bench-timeshift bench-lite clean
+.PHONY: demo smoke lint test test-faults install install-dev bench bench-guard bench-loop bench-realdata bench-realloop bench-leak-null bench-timeshift bench-lite clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ install-dev: $(BIN)/python
 
 demo: install
 	$(BIN)/kintsugi demo
+
+# a CSV table with ISO-8601 text times through the real CLI: init, run, land, run (~30 s)
+smoke: install-dev
+	$(BIN)/python benchmarks/smoke_csv.py
 
 lint: install-dev   # ruff (lint and format) and mypy, configured in pyproject.toml
 	$(BIN)/ruff check .

@@ -117,6 +117,7 @@ class InitPlan:
     hints: Hints
     proposal: Proposal
     task: str
+    time_read: str | None = None  # how a CSV table's time column was read from its text
 
     def answered(self, hints: Hints) -> InitPlan:
         """The plan proposed again with more answers."""
@@ -198,7 +199,8 @@ def plan_init(ws: Workspace, request: InitRequest, *, now_ms: int, cwd: Path) ->
         raise InputError(f"--task {request.task!r} is not known", "use regression or classification")
     scratch = Path(tempfile.mkdtemp(prefix=".init-", dir=ws.runs))
     try:
-        pinned = pin_location(ws, data_text, scratch / "pin", f"--data {request.data}")
+        times = (request.time_column,) + ((request.label_time,) if request.label_time else ())
+        pinned, kinds = pin_location(ws, data_text, scratch / "pin", f"--data {request.data}", time_columns=times)
         snapshot = _read(ws, pinned.table, request.data)
         profile = snapshot.profile
         unique = _unique(ws.path(pinned.table), key_candidates(profile))
@@ -227,7 +229,19 @@ def plan_init(ws: Workspace, request: InitRequest, *, now_ms: int, cwd: Path) ->
         hints,
         proposal,
         task,
+        _TIME_READ.get(kinds.get(request.time_column, "")),
     )
+
+
+_TIME_READ = {
+    "datetime": "ISO-8601 text, parsed as UTC timestamps (offsets honoured; none given: read as UTC)",
+    "date": "ISO-8601 dates (YYYY-MM-DD)",
+}
+
+
+def time_read_line(plan: InitPlan) -> str | None:
+    """What the proposal says of a CSV table's time column: read from ISO-8601 text, and how offsets were taken."""
+    return f"event time {plan.request.time_column}: {plan.time_read}" if plan.time_read else None
 
 
 def _read(ws: Workspace, table: str, data: str) -> Snapshot:
@@ -301,6 +315,8 @@ def _spec_text(plan: InitPlan) -> str:
         'workspace.\n# policy: auto | ratify | dry-run;  schedule: "0 2 * * *" (cron, UTC) runs it daily '
         "under `kintsugi serve`\n"
     )
+    if (said := time_read_line(plan)) is not None:
+        header += f"# {said}\n"
     return header + yaml.safe_dump(spec_document(plan), sort_keys=False, default_flow_style=None)
 
 

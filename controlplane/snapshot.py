@@ -96,11 +96,16 @@ def location_mapped(where: str) -> Iterator[None]:
         ) from exc
 
 
-def pin_location(ws: Workspace, data_text: str, into: Path, where: str) -> Pinned:
-    """Pin a location named outside any spec (onboarding); errors name `where` (e.g. `--data LOCATION`)."""
+def pin_location(
+    ws: Workspace, data_text: str, into: Path, where: str, *, time_columns: tuple[str, ...] = ()
+) -> tuple[Pinned, dict[str, str]]:
+    """Pin a location named outside any spec (onboarding); errors name `where` (e.g. `--data LOCATION`). Also
+    returns how a CSV table's columns were read from text (name -> int, float, bool, date, datetime, string;
+    empty for parquet); `time_columns` must be ISO-8601 text."""
     with location_mapped(where):
-        pinned = locations.parse_location(data_text, ws.root).pin(into)
-    return Pinned(ws.rel(pinned.table_path), "sha256:" + pinned.table_sha256, pinned.content_hash, data_text)
+        pinned = locations.parse_location(data_text, ws.root, time_columns=time_columns).pin(into)
+    kinds = {c.name: c.kind for c in pinned.csv_schema.columns} if pinned.csv_schema else {}
+    return Pinned(ws.rel(pinned.table_path), "sha256:" + pinned.table_sha256, pinned.content_hash, data_text), kinds
 
 
 def append_batch(ws: Workspace, spec: PipelineSpec, batch: Path) -> locations.Appended:
@@ -116,7 +121,7 @@ def append_batch(ws: Workspace, spec: PipelineSpec, batch: Path) -> locations.Ap
 
 
 def _location(ws: Workspace, spec: PipelineSpec) -> locations.TableLocation:
-    return locations.parse_location(spec.data_text, ws.root)
+    return locations.parse_location(spec.data_text, ws.root, time_columns=(spec.training.time_column,))
 
 
 def pin_table(ws: Workspace, spec: PipelineSpec, into: Path) -> Pinned:

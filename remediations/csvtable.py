@@ -7,8 +7,15 @@ then each column's type is inferred over ALL rows of ALL files of the table, det
     float    every non-null cell is a decimal number without leading zeros ("1.5", "2", "1e-05")
     bool     every non-null cell is one spelling pair: TRUE/FALSE, True/False or true/false
     date     every non-null cell is YYYY-MM-DD
-    datetime every non-null cell has one of the ISO forms in `_DATETIME_FORMATS` (a trailing Z = UTC)
+    datetime every non-null cell is ISO-8601 text: a date and a time, with or without an offset (Z, +02:00,
+             -0500): a UTC timestamp; an offset is honoured, text without one is read as UTC (pyarrow's ISO-8601
+             parser). It is written back in the first of `_DATETIME_FORMATS` that gives every cell back, else
+             as UTC with +00:00
     string   anything else
+
+A column the caller names a time column (`time_columns`: the pipeline's event time) must be a date or datetime
+column: a value that is not ISO-8601 text is an error naming the column, the file and the value, never a null
+and never a string column.
 
 A cell is null when it is an unquoted empty field or an unquoted `NA` (R's spelling); a quoted "NA" is text.
 How each column was written (float style, null token) and each file's dialect (delimiter, line ending,
@@ -54,7 +61,16 @@ _DATETIME_FORMATS = (
     "%Y-%m-%d %H:%M:%S.%f",
     "%Y-%m-%dT%H:%M:%S.%f",
     "%Y-%m-%dT%H:%M:%S.%fZ",
+    "%Y-%m-%d %H:%M:%S+00:00",  # pandas' to_csv of UTC timestamps
+    "%Y-%m-%dT%H:%M:%S+00:00",  # Python's isoformat() of UTC datetimes
+    "%Y-%m-%d %H:%M:%S.%f+00:00",
+    "%Y-%m-%dT%H:%M:%S.%f+00:00",
 )
+_ISO_TIME = (
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)?)?"
+)
+_OFFSET = r"(Z|[+-][0-9]{2}(:?[0-9]{2})?)$"
+_ISO_EXAMPLES = "2026-03-01, 2026-03-01T12:00:00, 2026-03-01 12:00:00Z or 2026-03-01T12:00:00+02:00"
 
 
 @dataclass(frozen=True)
@@ -66,8 +82,7 @@ class ColumnFormat:
 
     def arrow_type(self) -> pa.DataType:
         if self.kind == "datetime":
-            unit = "us" if "%f" in self.style else "s"
-            return pa.timestamp(unit, tz="UTC" if self.style.endswith("Z") else None)
+            return pa.timestamp("us" if "%f" in self.style else "s", tz="UTC")
         return {
             "int": pa.int64(),
             "float": pa.float64(),
@@ -179,8 +194,9 @@ def _header(path: Path, dialect: FileDialect) -> list[str]:
 # ------------------------------------------------------------------------------------------ inference
 
 
-def infer_schema(files: list[RawCsv]) -> CsvSchema:
-    """Column types over every row of every file; the files must share one header."""
+def infer_schema(files: list[RawCsv], time_columns: tuple[str, ...] = ()) -> CsvSchema:
+    """Column types over every row of every file; the files must share one header. Each of `time_columns` in
+    the header must come out a date or datetime column (else LocationError naming its first bad value)."""
     header = files[0].header
     for raw in files[1:]:
         if raw.header != header:
@@ -189,7 +205,22 @@ def infer_schema(files: list[RawCsv]) -> CsvSchema:
                 f"{raw.name} has {list(raw.header)}",
                 "give every file of the table the same header, or move the odd file out",
             )
-    return CsvSchema(tuple(_infer_column(h, files) for h in header))
+    schema = CsvSchema(tuple(_infer_column(h, files) for h in header))
+    for column in schema.columns:
+        if column.name in time_columns and column.kind not in ("date", "datetime"):
+            _refuse_time_column(column.name, files)
+    return schema
+
+
+def _refuse_time_column(name: str, files: list[RawCsv]) -> None:
+    for raw in files:
+        values = raw.cells[name].filter(pc.invert(raw.bare_null[name]))
+        bad = next((v for v in values.to_pylist() if _iso_unit(pa.array([v])) is None), None)
+        if bad is not None:
+            raise LocationError(
+                f"{raw.name}: time column {name!r} holds {bad[:60]!r}, which is not ISO-8601 text",
+                f"write {name} as ISO-8601 text in every row ({_ISO_EXAMPLES})",
+            )
 
 
 def _infer_column(name: str, files: list[RawCsv]) -> ColumnFormat:
@@ -218,10 +249,41 @@ def _kind_of(values: pa.Array) -> tuple[str, str]:
             return "bool", f"{true}/{false}"
     if _all_match(values, r"[0-9]{4}-[0-9]{2}-[0-9]{2}") and _round_trips(values, "%Y-%m-%d"):
         return "date", "%Y-%m-%d"
+    unit = _iso_unit(values)
+    if unit is None:
+        return "string", ""
+    parsed = parse_iso(values, unit)
     for fmt in _DATETIME_FORMATS:
-        if _round_trips(values, fmt):
+        if ("%f" in fmt) == (unit == "us") and _renders_back(parsed, values, fmt):
             return "datetime", fmt
-    return "string", ""
+    return "datetime", "%Y-%m-%dT%H:%M:%S.%f+00:00" if unit == "us" else "%Y-%m-%dT%H:%M:%S+00:00"
+
+
+def _iso_unit(values: pa.Array) -> str | None:
+    """ "s" or "us" when every value is ISO-8601 text that pyarrow parses (fractions: microseconds), else None."""
+    if not _all_match(values, _ISO_TIME):
+        return None
+    unit = "us" if pc.any(pc.match_substring(values, ".")).as_py() else "s"
+    try:
+        parse_iso(values, unit)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return unit
+
+
+def parse_iso(values: pa.Array, unit: str) -> pa.Array:
+    """ISO-8601 text as UTC timestamps: a value's offset is honoured, a value without one is read as UTC."""
+    utc = pa.timestamp(unit, tz="UTC")
+    offset = pc.match_substring_regex(values, _OFFSET)
+    none = pa.scalar(None, pa.string())
+    aware = pc.if_else(offset, values, none).cast(utc)
+    naive = pc.if_else(offset, none, values).cast(pa.timestamp(unit)).cast(utc)
+    return pc.coalesce(aware, naive)
+
+
+def _renders_back(parsed: pa.Array, values: pa.Array, fmt: str) -> bool:
+    rendered = _render_datetime(parsed, fmt)
+    return bool(pc.all(pc.equal(rendered, values)).as_py())
 
 
 def _all_match(values: pa.Array, pattern: str) -> bool:
@@ -250,20 +312,11 @@ def _float_style(values: list[str]) -> str:
 
 
 def _round_trips(values: pa.Array, fmt: str) -> bool:
-    """Every value parses with `fmt` and prints back identically (so 2024-02-30 or 5:00 are refused)."""
-    if "%f" in fmt:  # arrow's strftime has no %f: the slow, exact way
-        return all(_parses(v, fmt) for v in values.to_pylist())
+    """Every value parses with `fmt` and prints back identically (so 2024-02-30 is refused)."""
     parsed = pc.strptime(values, format=fmt, unit="s", error_is_null=True)
     if parsed.null_count:
         return False
     return bool(pc.all(pc.equal(pc.strftime(parsed, format=fmt), values)).as_py())
-
-
-def _parses(value: str, fmt: str) -> bool:
-    try:
-        return datetime.strptime(value, fmt).strftime(fmt) == value
-    except ValueError:
-        return False
 
 
 # ------------------------------------------------------------------------------------- typed tables
@@ -281,16 +334,10 @@ def _convert(texts: pa.Array, bare: pa.Array, column: ColumnFormat) -> pa.Array:
         return values.cast(target)
     if column.kind == "bool":
         return pc.equal(values, column.style.split("/")[0])
-    if column.kind == "datetime" and "%f" in column.style:
-        parsed = [None if v is None else _parse_datetime(v, column.style) for v in values.to_pylist()]
-        return pa.array(parsed, type=target)
+    if column.kind == "datetime":
+        return parse_iso(values, target.unit)
     parsed = pc.strptime(values, format=column.style, unit="s", error_is_null=False)
     return parsed.cast(target)
-
-
-def _parse_datetime(cell: str, fmt: str) -> datetime:
-    value = datetime.strptime(cell, fmt)
-    return value.replace(tzinfo=timezone.utc) if fmt.endswith("Z") else value
 
 
 # ------------------------------------------------------------------------------------------- writing
@@ -344,13 +391,20 @@ def _render_column(values: pa.Array, fmt: ColumnFormat, dialect: FileDialect) ->
         text = pc.if_else(values, true, false)
     elif fmt.kind == "float":
         text = pa.array([None if v is None else _format_float(v, fmt.style) for v in values.to_pylist()], pa.string())
-    elif fmt.kind == "datetime" and "%f" in fmt.style:
-        text = pa.array(
-            [None if v is None else _format_datetime(v, fmt.style) for v in values.to_pylist()], pa.string()
-        )
-    else:  # date, datetime: arrow formats in the value's time zone (UTC for a trailing Z)
+    elif fmt.kind == "datetime":
+        text = _render_datetime(values, fmt.style)
+    else:  # date
         text = pc.strftime(values, format=fmt.style or "%Y-%m-%d")
     return pc.fill_null(text, fmt.null)
+
+
+def _render_datetime(values: pa.Array, fmt: str) -> pa.Array:
+    """Timestamps as text in UTC (naive ones as they are); arrow's strftime has no %f: that way is Python's."""
+    if "%f" in fmt:
+        return pa.array([None if v is None else _format_datetime(v, fmt) for v in values.to_pylist()], pa.string())
+    if values.type.tz is None:
+        values = values.cast(pa.timestamp(values.type.unit, tz="UTC"))
+    return pc.strftime(values, format=fmt)
 
 
 def _quote(text: str, dialect: FileDialect, *, force: bool) -> str:

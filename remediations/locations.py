@@ -141,8 +141,9 @@ class _Listing:
         return [(e.name, e.version) for e in self.entries]
 
 
-def parse_location(text: str, base: Path) -> TableLocation:
-    """Validate a `data:` location's form (no I/O); relative local paths are taken from `base`."""
+def parse_location(text: str, base: Path, *, time_columns: tuple[str, ...] = ()) -> TableLocation:
+    """Validate a `data:` location's form (no I/O); relative local paths are taken from `base`. A CSV table's
+    `time_columns` must be ISO-8601 text in every file and batch (`remediations.csvtable`)."""
     raw = (text or "").strip()
     if not raw:
         raise LocationError(
@@ -151,16 +152,16 @@ def parse_location(text: str, base: Path) -> TableLocation:
     if "**" in raw:
         raise LocationError(f"data: {raw} uses **", "name the folder instead (folders are read recursively)")
     if raw.startswith("s3://"):
-        return _parse_s3(raw)
+        return _parse_s3(raw, tuple(time_columns))
     if "://" in raw:
         raise LocationError(f"data: {raw} has an unsupported scheme", "use a local path or an s3://bucket/prefix URL")
     path = Path(os.path.expanduser(raw))
     path = Path(os.path.normpath(path if path.is_absolute() else Path(base) / path))
     root, pattern = _split_glob(path.parts)
-    return TableLocation(raw, str(Path(base)), LocalStore(), str(Path(*root)), pattern)
+    return TableLocation(raw, str(Path(base)), LocalStore(), str(Path(*root)), pattern, tuple(time_columns))
 
 
-def _parse_s3(raw: str) -> TableLocation:
+def _parse_s3(raw: str, time_columns: tuple[str, ...]) -> TableLocation:
     rest = raw[len("s3://") :].strip("/")
     bucket = rest.split("/", 1)[0]
     if not bucket or _GLOB_CHARS & set(bucket):
@@ -169,7 +170,7 @@ def _parse_s3(raw: str) -> TableLocation:
     if any(p in (".", "..") for p in parts):
         raise LocationError(f"data: {raw} contains . or ..", "write the S3 key without relative parts")
     root, pattern = _split_glob(tuple(parts))
-    return TableLocation(raw, "", S3Store(), "/".join(root), pattern)
+    return TableLocation(raw, "", S3Store(), "/".join(root), pattern, time_columns)
 
 
 def _split_glob(parts: tuple[str, ...]) -> tuple[tuple[str, ...], str | None]:
@@ -209,6 +210,7 @@ class TableLocation:
     store: LocalStore | S3Store = field(compare=False, repr=False)
     root: str  # the file, the folder, or the fixed folder before the glob
     pattern: str | None = None  # the glob below `root`, "/"-separated
+    time_columns: tuple[str, ...] = ()  # a CSV table's columns that must be ISO-8601 times
 
     @property
     def display(self) -> str:
@@ -339,7 +341,7 @@ class TableLocation:
             raise TableChanged(
                 f"the table at {self.display} changed while it was being pinned", "retry when its writer has finished"
             )
-        reading = _read_parts(listing, files_dir)
+        reading = _read_parts(listing, files_dir, self.time_columns)
         table_path = dest / "table.parquet"
         if listing.fmt == "parquet" and listing.shape == "file":
             table_path = files_dir / listing.entries[0].name
@@ -415,7 +417,7 @@ class TableLocation:
         return shas
 
     def _stage(self, listing: _Listing, healed: Path, backup_dir: Path) -> tuple[dict[str, Path], tuple[str, ...]]:
-        reading = _read_parts(listing, backup_dir / "files")
+        reading = _read_parts(listing, backup_dir / "files", self.time_columns)
         old = {p.name: p.read(reading.csv_schema).replace_schema_metadata(None) for p in reading.parts}
         table = read_healed(healed)
         plan = plan_rewrite(
@@ -505,8 +507,8 @@ class TableLocation:
             work_dir = Path(work)
             if not listing.entries:
                 return self._first_batch(listing, Path(batch), work_dir)
-            reading = _read_parts(listing, self._local_copies(listing, work_dir / "files"))
-            rows = _batch_rows(Path(batch), reading)
+            reading = _read_parts(listing, self._local_copies(listing, work_dir / "files"), self.time_columns)
+            rows = _batch_rows(Path(batch), reading, self.time_columns)
             if listing.shape == "file":
                 return self._append_to_file(listing, reading, rows, work_dir)
             return self._append_files(listing, reading, rows, work_dir)
@@ -514,7 +516,7 @@ class TableLocation:
     def _first_batch(self, listing: _Listing, batch: Path, work_dir: Path) -> Appended:
         """Land into a missing or empty location: the batch's bytes as they are when the formats agree,
         else converted (a CSV batch into a .parquet location, or the reverse)."""
-        rows = _batch_rows(batch, _Reading([], pa.schema([]), (), None, {}))
+        rows = _batch_rows(batch, _Reading([], pa.schema([]), (), None, {}), self.time_columns)
         wanted = listing.fmt if listing.shape == "file" or _format_of(self.pattern or "") else _format_of(batch.name)
         staged = batch
         if wanted != _format_of(batch.name):
@@ -623,12 +625,12 @@ class _Reading:
         return next(iter(self.dialects.values()), default_dialect())
 
 
-def _read_parts(listing: _Listing, files_dir: Path) -> _Reading:
+def _read_parts(listing: _Listing, files_dir: Path, time_columns: tuple[str, ...] = ()) -> _Reading:
     """The listed files, from their local copies under `files_dir`, checked to form one table."""
     fields = partition_fields([e.partitions for e in listing.entries])
     if listing.fmt == "csv":
         raws = [read_raw(files_dir / e.name, e.name) for e in listing.entries]
-        csv_schema = infer_schema(raws) if raws else CsvSchema(())
+        csv_schema = infer_schema(raws, time_columns) if raws else CsvSchema(())
         parts = [Part(e.name, e.partitions, files_dir / e.name, raw) for e, raw in zip(listing.entries, raws)]
         dialects = {raw.name: _checked_dialect(raw, csv_schema, files_dir / raw.name) for raw in raws}
         schema = csv_schema.arrow_schema()
@@ -646,7 +648,7 @@ def _checked_dialect(raw: RawCsv, schema: CsvSchema, path: Path) -> FileDialect:
     return FileDialect(**{**raw.dialect.__dict__, "round_trips": rendered == path.read_bytes()})
 
 
-def _batch_rows(batch: Path, reading: _Reading) -> pa.Table:
+def _batch_rows(batch: Path, reading: _Reading, time_columns: tuple[str, ...] = ()) -> pa.Table:
     """The batch's rows, its columns in the table's types where no value changes. A parquet table takes a batch
     whose columns differ (read by name, the table shows them: the guard judges a renamed column); a CSV table,
     a missing partition column or a column whose type changed is refused."""
@@ -655,7 +657,7 @@ def _batch_rows(batch: Path, reading: _Reading) -> pa.Table:
         raise LocationError(f"batch {batch} is not a .parquet or .csv file", "land a parquet or CSV file")
     if fmt == "csv":
         raw = read_raw(batch, str(batch))
-        table = to_table(raw, infer_schema([raw]))
+        table = to_table(raw, infer_schema([raw], time_columns))
     else:
         table = Part(str(batch), (), batch).read(None).replace_schema_metadata(None)
     expected = pa.schema(list(reading.schema) + list(reading.fields))

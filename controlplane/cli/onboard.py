@@ -125,6 +125,7 @@ def review_lines(plan: InitPlan) -> list[str]:
         f"features: numeric {', '.join(numeric) or '-'}; categorical {', '.join(categorical) or '-'}",
     ]
     lines += [f"left out: {name} ({why})" for name, why in left.items()]
+    lines += [said] if (said := onboarding.time_read_line(plan)) else []
     if proposal.questions:
         lines.append(f"unsure: {', '.join(f'{q.kind} of {q.column}' for q in proposal.questions)}")
     return lines
