@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.port import MetadataPort
 from controlplane.engine import TableEngine
-from controlplane.errors import KintsugiError
+from controlplane.errors import InternalError, KintsugiError, tag_run, unexpected
 from controlplane.identity import check_datahub, rebase_if_moved
 from controlplane.journal import Event, RunJournal, RunRecord
 from controlplane.spec import PipelineSpec
@@ -72,23 +72,36 @@ def open_run(
     *,
     on_error: RunStatus | None = RunStatus.FAILED,
 ) -> Iterator[RunContext]:
-    """Open the stores for one stretch of a run. An error is recorded in the run and re-raised; the run ends
-    `on_error` (FAILED), or keeps its status when None (an undo in progress stays UNDOING, to be finished)."""
+    """Open the stores for one stretch of a run. An error is recorded in the run and re-raised, tagged with the
+    run's id; the run ends `on_error` (FAILED), or keeps its status when None (an undo in progress stays UNDOING,
+    to be finished). Ctrl-C or a signal leaves the record as a kill does: running on paper with its lock gone, it
+    reads as interrupted and `kintsugi recover` (or the pipeline's next writer) makes it consistent."""
     journal = RunJournal(ws, record, listener)
-    engine = TableEngine.of(spec)
+    engine: TableEngine | None = None
     try:
+        engine = TableEngine.of(spec)
         rebase_if_moved(ws)
         with metadata_session(ws, read_only=not record.policy.writes) as metadata:
             check_datahub(ws, metadata)
             yield RunContext(ws, spec, metadata, journal, engine)
     except Exception as exc:
-        what = str(exc) if isinstance(exc, KintsugiError) else f"{type(exc).__name__}: {exc}"
-        journal.event(Stage.ERROR, "failed", what, code=getattr(exc, "code", "internal"))
-        if on_error is not None:
-            journal.finish(on_error, what)
+        tag_run(exc, record.run_id)
+        _record_failure(journal, exc, on_error)
         raise
     finally:
-        engine.close()
+        if engine is not None:
+            engine.close()
+
+
+def _record_failure(journal: RunJournal, exc: Exception, on_error: RunStatus | None) -> None:
+    """The error as the run's last event and, unless the run is to be finished later, its one-line outcome."""
+    code = exc.code if isinstance(exc, KintsugiError) else InternalError.code
+    what = str(exc) if isinstance(exc, KintsugiError) else unexpected(exc)
+    try:
+        journal.event(Stage.ERROR, "failed", what, code=code)
+    finally:  # even when the event cannot be told (a listener that fails), the record ends
+        if on_error is not None:
+            journal.finish(on_error, what)
 
 
 def crash_point(name: str) -> None:

@@ -30,6 +30,9 @@ Third-party errors become these at one place each (DataHub in `controlplane.data
 `controlplane.modelstore`, the file system in `controlplane.snapshot`), chained with `from exc`. Each front
 door maps the tree in one place: `controlplane.cli.errors` (exit 2 and one line), `controlplane.api.errors`
 (HTTP status), `mcp_server.server.error_result` (a tool error carrying the code).
+
+Anything else that escapes (a bug) is named the same way by every front door, on one line (`unexpected`); a run
+it ended tags the error with its id (`tag_run`), so the line can say which run to report (`tagged_run`).
 """
 
 from __future__ import annotations
@@ -60,7 +63,15 @@ __all__ = [
     "ReadOnlyMode",
     "ServerConfigError",
     "InternalError",
+    "one_line",
+    "unexpected",
+    "report_fix",
+    "tag_run",
+    "tagged_run",
 ]
+
+MAX_LINE = 300  # an unexpected error's own text, in a line a person reads
+_RUN_ATTRIBUTE = "_kintsugi_run_id"
 
 
 class KintsugiError(Exception):
@@ -174,3 +185,43 @@ class ServerConfigError(KintsugiError):
 
 class InternalError(KintsugiError):
     code = "internal"
+
+
+def one_line(text: str, limit: int = MAX_LINE) -> str:
+    """`text` on one line (every run of whitespace one space), cut at `limit` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def unexpected(exc: BaseException, where: str | None = None) -> str:
+    """An error nobody foresaw, on one line: `unexpected Type in where: message`."""
+    said = one_line(str(exc))
+    return f"unexpected {type(exc).__name__}" + (f" in {where}" if where else "") + (f": {said}" if said else "")
+
+
+def report_fix(exc: BaseException) -> str:
+    """What to do about a bug: report it, with the id of the run it ended when one did."""
+    run_id = tagged_run(exc)
+    return "report it with the run id" + (f" {run_id}" if run_id else "")
+
+
+def tag_run(exc: BaseException, run_id: str) -> None:
+    """Remember on the error the run it ended (the innermost run wins: it is the one whose record says why)."""
+    if tagged_run(exc) is None:
+        try:
+            setattr(exc, _RUN_ATTRIBUTE, run_id)
+        except (AttributeError, TypeError):  # an exception type that takes no attributes: the id is only missing
+            pass
+
+
+def tagged_run(exc: BaseException) -> str | None:
+    """The run an error (or one it was raised from, or while handling) ended, if one did."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        run_id = getattr(current, _RUN_ATTRIBUTE, None)
+        if isinstance(run_id, str):
+            return run_id
+        current = current.__cause__ or current.__context__
+    return None

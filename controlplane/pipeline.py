@@ -183,12 +183,14 @@ def _paused(ws: Workspace, run_id: str, action: str) -> RunRecord:
     return record
 
 
-def _claim(ws: Workspace, run_id: str, action: str) -> RunRecord:
-    """Under the pipeline's lock: the run must still be paused; it becomes running (one of two racers wins)."""
+def _claim(ws: Workspace, run_id: str, action: str) -> tuple[RunRecord, Checkpoint]:
+    """Under the pipeline's lock: the run must still be paused; it becomes running (one of two racers wins).
+    Its checkpoint is read first: one that cannot be read refuses the claim and leaves the run paused."""
     record = _paused(ws, run_id, action)
+    checkpoint = load_checkpoint(record)
     record.status = RunStatus.RUNNING
     RunJournal(ws, record).save()
-    return record
+    return record, checkpoint
 
 
 def approve(
@@ -203,8 +205,7 @@ def approve(
     """Continue a paused run past its gate, deciding again on the current state; it may pause at the next gate."""
     spec = load_spec(ws, _paused(ws, run_id, "approve").pipeline)
     with pipeline_lock(ws, spec.name, f"approve {run_id}"):
-        record = _claim(ws, run_id, "approve")
-        checkpoint = load_checkpoint(record)
+        record, checkpoint = _claim(ws, run_id, "approve")
         record.now_ms = now_ms or int(time.time() * 1000)
         with open_run(ws, spec, record, listener) as run, _blocked_on_change(run):
             save_checkpoint(record, None)
@@ -273,8 +274,7 @@ def reject(ws: Workspace, run_id: str, reason: str, *, by: str = "operator") -> 
     """Stop a paused run: nothing more is published or promoted; open incidents stay open."""
     spec = load_spec(ws, _paused(ws, run_id, "reject").pipeline)
     with pipeline_lock(ws, spec.name, f"reject {run_id}"):
-        record = _claim(ws, run_id, "reject")
-        checkpoint = load_checkpoint(record)
+        record, checkpoint = _claim(ws, run_id, "reject")
         with open_run(ws, spec, record) as run:
             save_checkpoint(record, None)
             run.event(

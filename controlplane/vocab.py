@@ -7,10 +7,21 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["Policy", "RunStatus", "Stage", "LedgerKind", "Verdict", "Gate", "EXIT_BLOCKED", "EXIT_ERROR"]
+__all__ = [
+    "Policy",
+    "RunStatus",
+    "Stage",
+    "LedgerKind",
+    "Verdict",
+    "Gate",
+    "EXIT_BLOCKED",
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+]
 
 EXIT_BLOCKED = 1  # a verdict: the guard or the gate blocked; a scheduler should not retry
-EXIT_ERROR = 2  # an error: bad input, a store down...; the message says what to do
+EXIT_ERROR = 2  # an error: bad input, a store down, a bug...; the message says what to do
+EXIT_INTERRUPTED = 130  # Ctrl-C (the shell's 128 + SIGINT): not a verdict either; a run it cut short is recovered
 
 
 class Policy(StrEnum):

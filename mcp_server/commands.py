@@ -116,5 +116,5 @@ def register(app: typer.Typer) -> None:
 def run_mcp_cli() -> None:
     """`python -m mcp_server`: `kintsugi mcp` without the rest of the CLI; errors print one line and exit 2."""
     app = typer.Typer(add_completion=False)
-    app.command()(mcp_command)
+    app.command("mcp")(mcp_command)
     run_cli(app)

@@ -3,7 +3,8 @@
 Every tool returns a typed, structured result (the SDK declares its outputSchema from the return annotation;
 the shapes are `controlplane.views`'). A `KintsugiError` becomes a tool error whose text is the message and the
 fix, with `{"error": {code, message, fix}}` as structured content (`error_result`, the one place this front
-door maps the error tree). In read-only mode the mutating tools are not registered, and a call to one is refused.
+door maps the error tree); any other exception (a bug) is one too, on the CLI's one line (`unexpected_result`),
+and the session goes on. In read-only mode the mutating tools are not registered, and a call to one is refused.
 Tool descriptions say only what the tests prove.
 """
 
@@ -23,12 +24,12 @@ from pydantic import Field
 from chaos.service import drill as run_drill
 from controlplane import services, views
 from controlplane.access import read_only_refusal
-from controlplane.errors import KintsugiError
+from controlplane.errors import InternalError, KintsugiError, report_fix, unexpected
 from controlplane.journal import Event
 from controlplane.passports import show_passport
 from controlplane.workspace import Workspace
 
-__all__ = ["build_server", "error_result", "READ_ONLY_TOOLS", "MUTATING_TOOLS"]
+__all__ = ["build_server", "error_result", "unexpected_result", "READ_ONLY_TOOLS", "MUTATING_TOOLS"]
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,13 @@ def error_result(exc: KintsugiError) -> CallToolResult:
     )
 
 
+def unexpected_result(exc: Exception, tool: str) -> CallToolResult:
+    """A bug in a tool as a tool error (code `internal`), said as the CLI says it, and one line in the log."""
+    error = InternalError(unexpected(exc, tool), report_fix(exc))
+    log.error("%s; %s", error.message, error.fix, exc_info=exc if log.isEnabledFor(logging.DEBUG) else None)
+    return error_result(error)
+
+
 def _mapped(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -78,6 +86,8 @@ def _mapped(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except KintsugiError as exc:
             return error_result(exc)
+        except Exception as exc:
+            return unexpected_result(exc, fn.__name__)
 
     return call
 

@@ -1,4 +1,9 @@
-"""The one place the HTTP API translates errors: `{"error": {"code", "message", "fix"}}` with a stable status."""
+"""The one place the HTTP API translates errors: `{"error": {"code", "message", "fix"}}` with a stable status.
+
+An exception outside the error tree (a bug) is a 500 with the same body, and one line in the log (the traceback
+at DEBUG): `UnexpectedErrors` answers it inside the app, before Starlette's outermost layer would log a
+traceback and re-raise it to the server, which logs another.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +13,13 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from controlplane import errors as e
+from controlplane.errors import unexpected
 from controlplane.views import ErrorResponse
 
-__all__ = ["status_of", "error_response", "install_error_handlers", "ERROR_RESPONSES", "STATUS"]
+__all__ = ["status_of", "error_response", "install_error_handlers", "UnexpectedErrors", "ERROR_RESPONSES", "STATUS"]
 
 log = logging.getLogger(__name__)
 
@@ -82,11 +89,47 @@ async def _http(_: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status_code, code, str(exc.detail), "see the OpenAPI description at /docs")
 
 
-async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
-    log.exception("unexpected error", exc_info=exc)
+def unexpected_response(exc: Exception, method: str, path: str) -> JSONResponse:
+    """A bug as a 500 with the error body, logged on one line. The body names the type, not the text: an
+    exception's text (paths, values) is for the server's log, not for whoever can reach the port."""
+    where = f"{method} {path}"
+    log.error("%s", unexpected(exc, where), exc_info=exc if log.isEnabledFor(logging.DEBUG) else None)
     return error_response(
-        500, "internal", f"unexpected {exc.__class__.__name__}", "check the server log; report it if it persists"
+        500, "internal", f"unexpected {type(exc).__name__} in {where}", "check the server log; report it if it persists"
     )
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:  # the last resort, outside the app's layers
+    return unexpected_response(exc, request.method, request.url.path)
+
+
+class UnexpectedErrors:
+    """ASGI layer inside the app: an exception no handler maps becomes `unexpected_response`. A response already
+    under way (a stream) is ended where it is, with the one log line."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = ended = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started, ended
+            started = started or message["type"] == "http.response.start"
+            ended = ended or (message["type"] == "http.response.body" and not message.get("more_body", False))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception as exc:
+            response = unexpected_response(exc, scope.get("method", ""), scope.get("path", ""))
+            if not started:
+                await response(scope, receive, send)
+            elif not ended:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -94,3 +137,4 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(StarletteHTTPException, _http)
     app.add_exception_handler(Exception, _unexpected)
+    app.add_middleware(UnexpectedErrors)

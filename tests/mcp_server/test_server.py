@@ -168,3 +168,47 @@ def test_drill_errors_name_the_fix(demo_copy):
     unknown = anyio.run(story)
     assert unknown.is_error and unknown.structured_content["error"]["code"] == "invalid_input"
     assert "unknown drill scenario(s): no_such_scenario; use some of: unit_km_to_m" in unknown.content[0].text
+
+
+def test_an_unexpected_error_in_a_tool_is_a_tool_error_with_one_line(tmp_path, monkeypatch):
+    from controlplane import services
+
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setattr(services, "get_run", boom)
+
+    async def call() -> None:
+        async with Client(build_server(Workspace(tmp_path))) as client:
+            failed = await client.call_tool("get_run", {"run_id": "r1"})
+            assert failed.is_error
+            assert failed.content[0].text == (
+                "unexpected RuntimeError in get_run: boom second line; report it with the run id [internal]"
+            )
+            assert failed.structured_content["error"]["code"] == "internal"
+            assert _ok(await client.call_tool("list_runs", {}))["runs"] == []  # the session goes on
+
+    anyio.run(call)
+
+
+def test_a_run_tool_that_fails_in_training_names_the_run_it_failed(demo_copy, monkeypatch):
+    from controlplane.journal import load_run
+
+    ws, _ = demo_copy
+
+    def train(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("controlplane.pipeline.train", train)
+
+    async def call() -> None:
+        async with Client(build_server(ws)) as client:
+            failed = await client.call_tool("run", {"pipeline": PIPELINE, "now": iso(GUARD_AT)})
+            assert failed.is_error
+            text = failed.content[0].text
+            prefix = "unexpected RuntimeError in run: boom; report it with the run id "
+            assert text.startswith(prefix) and text.endswith(" [internal]"), text
+            run_id = text[len(prefix) : -len(" [internal]")]
+            assert load_run(ws, run_id).status == "failed"
+
+    anyio.run(call)
