@@ -37,7 +37,7 @@ def pin_table_shift(
     """The findings with a whole-table shift of `new_rows.column` pinned by the kept batches, when there is one."""
     column = new_rows.column
     shifts = [f for f in findings if shifts_only(f, column)]
-    new = [f for f in shifts if finding_window(f) == (new_rows.after_ms, None)]
+    new = [f for f in shifts if _reaches_new_rows(f, new_rows)]
     windows = [b.window for b in kept]
     if not new or not kept or any(w is None or w.column != column for w in windows):
         return findings
@@ -65,6 +65,14 @@ def shifts_only(finding: Finding, column: str) -> bool:
         and set(finding.params.get("shifts_hours") or {}) == {column}
         and not finding.params.get("hour_columns")
     )
+
+
+def _reaches_new_rows(finding: Finding, new_rows: TimeWindow) -> bool:
+    """The finding's rows run through the new rows: the new batch's own, or kept batches' joined with it."""
+    window = finding_window(finding)
+    if window is None or window[1] is not None:
+        return False
+    return window[0] is None or new_rows.after_ms is None or window[0] <= new_rows.after_ms
 
 
 def finding_window(finding: Finding) -> tuple[int | None, int | None] | None:

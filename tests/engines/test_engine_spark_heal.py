@@ -13,7 +13,7 @@ from guard.context import GuardContext
 from guard.engines import snapshot
 from guard.engines.content import content_hash_of_tables
 from guard.engines.spark import read_frame, spark_content_hash
-from guard.findings import Verdict
+from guard.findings import RowSelector, Verdict
 from guard.kinds import FindingKind as K
 from guard.runner import run_guard
 from remediations.playbooks.unit_rescale import unit_rescale
@@ -111,7 +111,7 @@ def test_a_spark_heal_of_a_runs_copy_writes_the_bytes_pandas_writes_and_refuses_
     frame.loc[frame["event_ts"] > cut, "distance_km"] *= 1000.0  # the newest quarter in metres
     source = tmp_path / "table.parquet"
     frame.to_parquet(source, index=False, row_group_size=5000)
-    rows = {"column": "event_ts", "after_ms": int(cut.timestamp() * 1000), "through_ms": None}
+    rows = RowSelector("event_ts", int(cut.timestamp() * 1000), None)
     metres = make_finding(
         K.UNIT_MISMATCH,
         contract.dataset_urn,
