@@ -160,24 +160,22 @@ def coalesce(findings: tuple[Finding, ...], windows: list[TimeWindow]) -> tuple[
     guarded) is the batches' findings again: the batches name its rows exactly, so it is dropped. A finding about
     other rows is left as it is."""
     position = {(w.after_ms, w.through_ms): i for i, w in enumerate(windows)}
+    order = {id(f): i for i, f in enumerate(findings)}
     batched = {_same_failure(f) for f in findings if f.rows is not None and f.rows.bounds in position}
-    merged: list[tuple[Finding, int, int]] = []  # (finding, first window, last window)
-    kept: list[Finding] = []
+    kept: list[tuple[int, Finding]] = []  # (where the finding first stood, the finding)
+    merged: list[tuple[int, Finding, int]] = []  # (where it first stood, the finding, the last window it holds)
     for finding in sorted(findings, key=lambda f: (_same_failure(f), _after(f))):
         here = position.get(finding.rows.bounds) if finding.rows is not None else None
         if here is None:
             if finding.rows is not None or _same_failure(finding) not in batched:
-                kept.append(finding)
-            continue
-        if merged and _same_failure(merged[-1][0]) == _same_failure(finding) and merged[-1][2] + 1 == here:
-            last, first, _ = merged[-1]
+                kept.append((order[id(finding)], finding))
+        elif merged and _same_failure(merged[-1][1]) == _same_failure(finding) and merged[-1][2] + 1 == here:
+            at, last, _ = merged[-1]
             assert last.rows is not None and finding.rows is not None
-            merged[-1] = (last.with_rows(last.rows.through(finding.rows)), first, here)
+            merged[-1] = (at, last.with_rows(last.rows.through(finding.rows)), here)
         else:
-            merged.append((finding, here, here))
-    order = {id(f): i for i, f in enumerate(findings)}
-    result = kept + [f for f, _, _ in merged]
-    return tuple(sorted(result, key=lambda f: order.get(id(f), len(order))))
+            merged.append((order[id(finding)], finding, here))
+    return tuple(f for _, f in sorted(kept + [(at, f) for at, f, _ in merged], key=lambda item: item[0]))
 
 
 def _after(finding: Finding) -> float:
