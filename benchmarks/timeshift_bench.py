@@ -27,8 +27,8 @@ from chaos.realdata import DATASETS  # noqa: E402
 from guard.checks.timeshift import check_timestamp_shift  # noqa: E402
 from guard.context import GuardContext  # noqa: E402
 from guard.findings import Finding  # noqa: E402
-from guard.reference import Reference, build_reference  # noqa: E402
-from guard.snapshot import read_snapshot  # noqa: E402
+from profiles.reference import Reference, build_reference  # noqa: E402
+from profiles.snapshot import read_snapshot  # noqa: E402
 
 
 def _named(dataset_name: str, hours: list[int], scratch: Path) -> None:

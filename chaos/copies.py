@@ -37,8 +37,8 @@ from controlplane.spec import PipelineSpec, load_spec
 from controlplane.vocab import Policy
 from controlplane.workspace import Workspace
 from guard.contract import Contract
-from guard.relations import epoch_ms_of
-from guard.snapshot import read_frame
+from profiles.relations import epoch_ms_of
+from profiles.snapshot import read_frame
 
 __all__ = [
     "BatchSpan",

@@ -29,7 +29,7 @@ from controlplane.errors import DataError
 from controlplane.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.workspace import Workspace
-from guard.snapshot import read_frame
+from profiles.snapshot import read_frame
 from remediations.sandbox import content_hash
 
 __all__ = ["GameDay", "inject_game_day", "revert_game_day", "active_game_day", "state_dir"]

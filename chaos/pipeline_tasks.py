@@ -29,8 +29,8 @@ from controlplane.spec import load_spec
 from controlplane.workspace import Workspace
 from guard.contract import Contract
 from guard.kinds import Severity
-from guard.relations import epoch_ms_of
-from guard.snapshot import read_frame
+from profiles.relations import epoch_ms_of
+from profiles.snapshot import read_frame
 
 __all__ = [
     "SCOPES",

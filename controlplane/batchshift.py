@@ -6,7 +6,7 @@ when the data is hourly). The guard finds the new rows shifted (`guard.checks.ti
 profile, often within an hour only) and the batch before them changed (`history_changed`). Neither is healed alone:
 shifting the new rows back leaves the carried ones behind, and by their times they cannot be told from the kept ones.
 
-The kept batch's fingerprint (`controlplane.fingerprints`: its rows, and per column the nulls, extremes and sums)
+The kept batch's fingerprint (`profiles.fingerprints`: its rows, and per column the nulls, extremes and sums)
 tells them apart: of the rows in its last |s| hours, one choice of the extra ones leaves it holding exactly the rows
 that passed. A candidate shift (the guard's offset, give or take the hour it could not place) an hour too far may
 find the same rows: the times alone cannot tell a batch moved 6 hours whose first hour is missing from one moved 5.
@@ -36,19 +36,19 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from controlplane.fingerprints import (
+from controlplane.tableshift import finding_window, pinned_shift, shifts_only
+from guard.checks.timeshift import MIN_SHIFT_HOURS, signed
+from guard.findings import Finding, NamedRow, RowSelector
+from profiles.fingerprints import (
     Fingerprint,
     fingerprint_of_profile,
     fingerprint_rows,
     fingerprint_windows,
     rows_in,
 )
-from controlplane.tableshift import finding_window, pinned_shift, shifts_only
-from guard.checks.timeshift import MIN_SHIFT_HOURS, signed
-from guard.findings import Finding, NamedRow, RowSelector
-from guard.profile import BatchProfile, TimeWindow
-from guard.profiler import frame_of
-from guard.relations import epoch_ms_of
+from profiles.profile import BatchProfile, TimeWindow
+from profiles.profiler import frame_of
+from profiles.relations import epoch_ms_of
 from remediations.rows import row_key
 
 __all__ = ["pin_batch_shift", "MAX_CHOICES"]
@@ -204,7 +204,7 @@ def _one_choice(
     """The `extra` rows of `rows` whose removal leaves, with the rows `before` them, the kept fingerprint: when
     exactly one set of values does, and none of them is alike a row that stays. With the median step between the
     distinct times of the rows that stay."""
-    frame = frame_of(rows)  # as the sandbox reads them (`guard.snapshot.read_frame`), so row keys agree
+    frame = frame_of(rows)  # as the sandbox reads them (`profiles.snapshot.read_frame`), so row keys agree
     keys = [row_key(values) for values in frame.to_dict("records")]
     stamps, _ = epoch_ms_of(frame[column])
     everyone = range(rows.num_rows)

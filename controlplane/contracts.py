@@ -13,7 +13,7 @@ from controlplane.infer import Hints, propose
 from controlplane.odcs import parse_odcs
 from controlplane.unitguess import given_unit
 from controlplane.workspace import Workspace
-from guard.snapshot import SnapshotError, read_snapshot
+from profiles.snapshot import SnapshotError, read_snapshot
 
 __all__ = ["apply_contract_file", "infer_contract", "MAX_CONTRACT_BYTES"]
 

@@ -5,7 +5,7 @@ then each read endpoint the adapter uses, probed with a URN that does not exist 
 not probed — a probe would write. DataHub Lite: the store file. MLflow: a sqlite store is looked at, never
 created; a tracking server is asked for a model's aliases through the training package, with one attempt.
 Spark: the master of every `engine: spark` pipeline is started or reached and asked to run the guard on its
-executors (`guard.engines.spark.probe_spark`), one line per master. Each check says what it found and, when it
+executors (`profiles.engines.spark.probe_spark`), one line per master. Each check says what it found and, when it
 fails, what to do.
 """
 
@@ -317,7 +317,7 @@ def _spark_checks(ws: Workspace) -> list[Check]:
 
 def _spark_probe(master: str, pipelines: list[str]) -> Check:
     from controlplane.engine import acquire_session, release_session
-    from guard.engines.spark import SparkEngineError, probe_spark
+    from profiles.engines.spark import SparkEngineError, probe_spark
 
     label = f"{master} ({', '.join(pipelines)})"
     try:

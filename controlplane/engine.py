@@ -16,8 +16,8 @@ from typing import Any
 
 from controlplane.errors import DataError
 from controlplane.spec import PipelineSpec
-from guard import engines
-from guard.snapshot import Snapshot
+from profiles import engines
+from profiles.snapshot import Snapshot
 
 __all__ = ["TableEngine", "acquire_session", "release_session"]
 
@@ -31,7 +31,7 @@ def _key(master: str) -> str:
 
 def acquire_session(master: str) -> Any:
     """The process's Spark session for `master` (started when none is held); pair with `release_session`."""
-    from guard.engines.spark import SparkEngineError, spark_session
+    from profiles.engines.spark import SparkEngineError, spark_session
 
     with _LOCK:
         held = _SESSIONS.get(_key(master))
@@ -86,7 +86,7 @@ class TableEngine:
         return self._session
 
     def snapshot(self, table: Path, **options: Any) -> Snapshot:
-        """`guard.snapshot.read_snapshot(table, **options)`, computed by this engine (the same windows and batch)."""
+        """`profiles.snapshot.read_snapshot(table, **options)`, computed by this engine (the same windows and batch)."""
         if not self.spark:  # the arrow engine as the control plane has always read: sample by position
             return engines.snapshot("arrow", table, keys=None, **options)
         return engines.snapshot("spark", table, session=self.session(), keys=(), **options)

@@ -37,10 +37,10 @@ from controlplane.workspace import Workspace
 from guard.context import GuardContext
 from guard.findings import Finding, GuardReport, RowSelector, make_finding
 from guard.kinds import FindingKind
-from guard.profile import BatchProfile, TimeWindow
-from guard.reference import build_reference
 from guard.runner import run_guard
-from guard.snapshot import Snapshot, SnapshotError
+from profiles.profile import BatchProfile, TimeWindow
+from profiles.reference import build_reference
+from profiles.snapshot import Snapshot, SnapshotError
 from remediations.registry import playbook_for
 
 __all__ = ["Guarded", "guard_table", "context_without_snapshot", "coalesce"]

@@ -29,7 +29,7 @@ import yaml
 from controlplane.errors import InputError
 from controlplane.unitguess import Domain, UnitGuess, contract_unit, guess_unit, physical_domain, tokens
 from guard.checks.domain import is_categorical
-from guard.profile import ColumnProfile, DatasetProfile
+from profiles.profile import ColumnProfile, DatasetProfile
 
 __all__ = [
     "Hints",

@@ -50,8 +50,8 @@ from controlplane.spec import PipelineSpec, check_pipeline_name, parse_spec
 from controlplane.unitguess import given_unit
 from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage
 from controlplane.workspace import Workspace
-from guard.profile import DatasetProfile
-from guard.snapshot import Snapshot, SnapshotError, read_snapshot
+from profiles.profile import DatasetProfile
+from profiles.snapshot import Snapshot, SnapshotError, read_snapshot
 
 __all__ = [
     "InitRequest",

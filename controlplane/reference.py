@@ -7,7 +7,7 @@ when the history has it, the same season a year earlier), so natural variation i
 batch never rescans old ones. Its merged profile is summarised in DataHub as the dataset's datasetProfile.
 
 Passed batches are also how history is checked: the rows of every kept batch are fingerprinted at every run
-(one aggregate pass, `controlplane.fingerprints`) and compared with what was kept when they passed; a batch
+(one aggregate pass, `profiles.fingerprints`) and compared with what was kept when they passed; a batch
 whose rows changed since (a producer that rewrote the whole table in other units) is profiled again and
 guarded against its own kept profile, so the change is named exactly, with the rows it concerns.
 """
@@ -27,14 +27,14 @@ import pyarrow as pa
 from controlplane.datahub.datasets import profile_mcps
 from controlplane.datahub.port import MetadataPort
 from controlplane.errors import DataError, WorkspaceError
-from controlplane.fingerprints import fingerprint_of_profile, fingerprint_windows
 from controlplane.snapshot import pin_table
 from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace
-from guard.batches import split_batches
-from guard.profile import BatchProfile, TimeWindow
-from guard.reference import Reference, build_reference
-from guard.snapshot import Snapshot, SnapshotError, read_snapshot
+from profiles.batches import split_batches
+from profiles.fingerprints import fingerprint_of_profile, fingerprint_windows
+from profiles.profile import BatchProfile, TimeWindow
+from profiles.reference import Reference, build_reference
+from profiles.snapshot import Snapshot, SnapshotError, read_snapshot
 
 __all__ = [
     "ReferenceState",

@@ -4,7 +4,7 @@ The guard reads a shift of hourly data from the hour-of-day profile within an ho
 and a table shifted whole carries the rows at each kept batch's edge into its neighbour, or before the first one
 (rows no batch holds). Neither can be healed on a guess. But the kept batches say exactly where their rows went:
 shifted by the right s hours, every kept batch's window holds exactly the rows that passed in it (the
-fingerprint of `controlplane.fingerprints`, times moved by s), and no row is left outside every window. An hour
+fingerprint of `profiles.fingerprints`, times moved by s), and no row is left outside every window. An hour
 off, the windows cut other rows. That is evidence for the whole table at once, so the shift findings of every
 batch (and the rows no batch held, `history_changed` on the time column) are replaced by one finding over every
 row, pinned, with the playbook that shifts it back.
@@ -20,11 +20,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from controlplane.fingerprints import Fingerprint, fingerprint_of_profile, fingerprint_windows
 from guard.checks.timeshift import MIN_SHIFT_HOURS, signed
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
-from guard.profile import BatchProfile, TimeWindow
+from profiles.fingerprints import Fingerprint, fingerprint_of_profile, fingerprint_windows
+from profiles.profile import BatchProfile, TimeWindow
 
 __all__ = ["pin_table_shift", "pinned_shift", "shifts_only", "finding_window", "moved_window"]
 

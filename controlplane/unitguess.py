@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from controlplane.errors import InputError
 from guard import units as guard_units
-from guard.profile import ColumnProfile
+from profiles.profile import ColumnProfile
 
 __all__ = [
     "UnitGuess",

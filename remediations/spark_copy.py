@@ -24,8 +24,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from guard.contract import Contract
-from guard.engines.spark import NANOS_PREFIX, read_frame
 from guard.findings import Finding
+from profiles.engines.spark import NANOS_PREFIX, read_frame
 from remediations.registry import HealStep, PlaybookRefused, playbook_for
 from remediations.sandbox import HealOutcome, check_limit, content_hash, in_playbook_order
 from remediations.spark_playbooks import SparkHeal, spark_playbook_for

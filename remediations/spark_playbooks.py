@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from guard.contract import Contract
 from guard.findings import Finding
-from guard.profile import DatasetProfile
+from profiles.profile import DatasetProfile
 from remediations.playbooks import cast_types as cast_pb
 from remediations.playbooks import category_casing as casing_pb
 from remediations.playbooks import dedupe_keys as dedupe_pb
@@ -82,8 +82,8 @@ def _column(heal: SparkHeal, name: str | None) -> str:
 
 def _rows(heal: SparkHeal) -> Any:
     """The Spark condition of the finding's rows (`remediations.rows.selected_rows`): its window, else every row."""
-    from guard.engines.spark import SparkEngineError, window_condition
-    from guard.profile import TimeWindow
+    from profiles.engines.spark import SparkEngineError, window_condition
+    from profiles.profile import TimeWindow
 
     F, rows = _F(), heal.finding.rows
     if rows is None:

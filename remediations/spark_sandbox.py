@@ -14,7 +14,7 @@ version with `current_path` (a table format's commit, in one small file).
 - `undo_spark` swaps the marker back to the previous version, atomically: the exact rows, hence the
   exact content hash, come back.
 
-Content hashes are computed by the engine (`guard.engines.spark.spark_content_hash`): the
+Content hashes are computed by the engine (`profiles.engines.spark.spark_content_hash`): the
 order-independent hash of canonical row hashes that the arrow engine computes alike.
 """
 
@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from guard.contract import Contract
-from guard.engines.spark import read_frame, spark_content_hash
 from guard.findings import Finding
-from guard.profile import DatasetProfile
+from profiles.engines.spark import read_frame, spark_content_hash
+from profiles.profile import DatasetProfile
 from remediations.registry import HealStep, PlaybookRefused
 from remediations.sandbox import PLAYBOOK_ORDER
 from remediations.spark_playbooks import SparkHeal, spark_playbook_for

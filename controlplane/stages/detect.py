@@ -14,7 +14,7 @@ from controlplane.vocab import LedgerKind, Stage
 from guard.checks.volume import volume_limits
 from guard.context import GuardContext
 from guard.findings import GuardReport
-from guard.profile import BatchProfile, DatasetProfile
+from profiles.profile import BatchProfile, DatasetProfile
 
 __all__ = ["Detected", "TrainingView", "detect", "summary"]
 

@@ -31,7 +31,7 @@ from controlplane.undo import undo
 from controlplane.vocab import LedgerKind
 from controlplane.workspace import Workspace
 from demo.seed import PIPELINE
-from guard.engines.content import content_hash_of_tables
+from profiles.engines.content import content_hash_of_tables
 from tests.support import DEMO_NOW, champion, kintsugi, ms, store_hashes
 
 MASTER = "local[1]"

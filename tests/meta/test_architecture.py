@@ -11,16 +11,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("guard", "remediations", "training", "controlplane", "chaos", "mcp_server", "demo")
-# who may import whom (DESIGN.md): guard <- remediations <- controlplane <- (chaos, mcp_server, demo); training <- controlplane
+PACKAGES = ("profiles", "guard", "remediations", "training", "controlplane", "chaos", "mcp_server", "demo")
+# who may import whom (DESIGN.md): profiles <- guard <- remediations <- controlplane <- (chaos, mcp_server, demo);
+# training <- controlplane
 ALLOWED = {
-    "guard": {"guard"},
-    "remediations": {"remediations", "guard"},
+    "profiles": {"profiles"},
+    "guard": {"guard", "profiles"},
+    "remediations": {"remediations", "guard", "profiles"},
     "training": {"training"},
-    "controlplane": {"controlplane", "guard", "remediations", "training"},
-    "chaos": {"chaos", "controlplane", "guard", "remediations", "training", "demo"},
-    "demo": {"demo", "controlplane", "guard", "remediations", "training"},
-    "mcp_server": {"mcp_server", "controlplane", "chaos", "guard", "remediations", "training"},
+    "controlplane": {"controlplane", "guard", "profiles", "remediations", "training"},
+    "chaos": {"chaos", "controlplane", "guard", "profiles", "remediations", "training", "demo"},
+    "demo": {"demo", "controlplane", "guard", "profiles", "remediations", "training"},
+    "mcp_server": {"mcp_server", "controlplane", "chaos", "guard", "profiles", "remediations", "training"},
 }
 
 

@@ -4,7 +4,7 @@ One pass over the files, row group by row group; a row group whose footer statis
 column wholly outside the window is skipped unread, one wholly inside is read whole, and only a row
 group that straddles a bound has its time column decoded first to count and mask its rows (so the
 seeded sample can be drawn over exactly the batch's rows, as for a whole file). Memory holds one row
-group plus the sample and the sketches whatever the table's size. See `guard.profiler` for what the
+group plus the sample and the sketches whatever the table's size. See `profiles.profiler` for what the
 profile holds; the snapshot also carries the batch's identity (`Snapshot.batch`), ready to be stored
 and merged into a reference.
 """
@@ -22,9 +22,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from guard.engines.keys import KeyHashes
-from guard.profile import MAX_CATEGORIES, BatchProfile, DatasetProfile, TimeWindow
-from guard.profiler import ProfileBuilder, as_number, epoch_ms, frame_of, logical_type
+from profiles.engines.keys import KeyHashes
+from profiles.profile import MAX_CATEGORIES, BatchProfile, DatasetProfile, TimeWindow
+from profiles.profiler import ProfileBuilder, as_number, epoch_ms, frame_of, logical_type
+from profiles.snapshot_types import Snapshot, SnapshotError
 
 __all__ = [
     "Snapshot",
@@ -42,27 +43,6 @@ __all__ = [
 
 DEFAULT_SAMPLE_ROWS = 50_000
 DICTIONARY_PAGE_LIMIT = 64 * 1024  # a string column whose dictionary page is smaller is read as a dictionary
-
-
-class SnapshotError(Exception):
-    """The snapshot could not be read; the guard turns this into a blocking finding."""
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    path: str  # the first file (the only one for a single-file snapshot)
-    profile: DatasetProfile
-    sample: pd.DataFrame
-    arrow_types: dict[str, str]
-    paths: tuple[str, ...] = ()  # every file the batch was read from (read_snapshot always fills it)
-    window: TimeWindow | None = None  # only the rows inside it were read
-    batch: BatchProfile | None = None  # identity + profile, to store and merge into a reference
-    keys: KeyHashes | None = None  # the batch's key hashes, when read with key columns
-    engine: str = "arrow"
-
-    @property
-    def files(self) -> tuple[str, ...]:
-        return self.paths or (self.path,)
 
 
 @dataclass(frozen=True)
@@ -88,7 +68,7 @@ def read_snapshot(
     """The profile and seeded sample of the rows of `paths` (inside `window`, when one is given).
 
     With `keys` (a tuple, empty for a table without a key), the key hashes are kept in the same pass
-    (`Snapshot.keys`) and the sample is drawn by hash (see `guard.profiler`): what the engines do.
+    (`Snapshot.keys`) and the sample is drawn by hash (see `profiles.profiler`): what the engines do.
     """
     files = _as_files(paths)
     try:

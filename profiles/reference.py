@@ -15,8 +15,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from guard.profile import BatchProfile, ColumnProfile, DatasetProfile, canonical_json, json_number, parse_number
-from guard.variation import atom_of, core, sketched
+from profiles.cores import atom_of, core, sketched
+from profiles.profile import BatchProfile, ColumnProfile, DatasetProfile, canonical_json, json_number, parse_number
 
 __all__ = ["Reference", "BatchSummary", "ColumnSummary", "build_reference", "REFERENCE_FORMAT"]
 

@@ -8,6 +8,6 @@ import pytest
 
 @pytest.fixture
 def spark():
-    from guard.engines.spark import spark_session
+    from profiles.engines.spark import spark_session
 
     return spark_session("local[2]", app_name="kintsugi-tests")  # the running session, or a new one

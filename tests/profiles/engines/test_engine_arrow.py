@@ -10,11 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from guard.checks.duplicates import count_duplicate_keys
-from guard.engines import snapshot
-from guard.engines.content import ContentDigest, content_hash_of_tables
-from guard.engines.keys import KeyIndex
-from guard.snapshot import read_snapshot
-from tests.engines.helpers import KEYS, demo_frame
+from profiles.engines import snapshot
+from profiles.engines.content import ContentDigest, content_hash_of_tables
+from profiles.engines.keys import KeyIndex
+from profiles.snapshot import read_snapshot
+from tests.profiles.engines.helpers import KEYS, demo_frame
 
 
 @pytest.fixture(scope="module")

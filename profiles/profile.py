@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from guard.relations import Relations
-from guard.sketches import DistinctSketch, Moments, QuantileSketch
+from profiles.relations import Relations
+from profiles.sketches import DistinctSketch, Moments, QuantileSketch
 
 __all__ = [
     "ColumnProfile",
@@ -110,7 +110,7 @@ class ColumnProfile:
 class DatasetProfile:
     row_count: int
     columns: Mapping[str, ColumnProfile]
-    # relationships between columns (guard.relations); None where the profile came from somewhere that
+    # relationships between columns (profiles.relations); None where the profile came from somewhere that
     # does not keep them (e.g. DataHub's datasetProfile)
     relations: Relations | None = field(default=None, compare=False, repr=False)
 

@@ -1,6 +1,6 @@
 """Key hashes of a batch, computed in the profile's pass, so duplicate keys never need a second read.
 
-`KeyHashes` holds the 64-bit hashes (`guard.hashing.hash_rows` over the key columns, the hash the
+`KeyHashes` holds the 64-bit hashes (`profiles.hashing.hash_rows` over the key columns, the hash the
 duplicates check uses) of every row of a batch whose key has no null, sorted: 8 bytes a row, exact up
 to 64-bit collisions (n²/2⁶⁵ expected false repeats: 3e-6 at 10M rows). Above EXACT_KEY_ROWS rows, as
 the duplicates check does, only the keys hashing into the lowest EXACT_KEY_ROWS / n of the hash range

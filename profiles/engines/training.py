@@ -4,8 +4,8 @@ When the labelled rows exceed the spec's row budget, training reads `training_sa
 whole table. Two passes through the engine:
 
 1. the time and label columns only: labelled rows per stratum (a calendar period of `time_column` in UTC:
-   month, week from Monday, or day; "auto" picks the cadence as `guard.batches.infer_cadence` does);
-2. every column: the content hash of the whole table (`guard.engines.content`, the same in both engines)
+   month, week from Monday, or day; "auto" picks the cadence as `profiles.batches.infer_cadence` does);
+2. every column: the content hash of the whole table (`profiles.engines.content`, the same in both engines)
    and, per stratum, the labelled rows of smallest score, the score being splitmix64(hash of the row's
    key ^ seed) (of the canonical row without keys), as the guard's sample by hash.
 
@@ -28,9 +28,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from guard.batches import infer_cadence, period_starts
-from guard.engines.content import ContentDigest, canonical_row_hashes
-from guard.profiler import epoch_ms, frame_of, sample_scores
+from profiles.batches import infer_cadence, period_starts
+from profiles.engines.content import ContentDigest, canonical_row_hashes
+from profiles.profiler import epoch_ms, frame_of, sample_scores
 
 __all__ = ["TrainingSample", "training_sample", "allocate", "SAMPLE_FORMAT"]
 
@@ -250,14 +250,14 @@ class _ArrowPasses:
 
 class _SparkPasses:
     def __init__(self, source: str | Path | Sequence[str | Path], session: Any) -> None:
-        from guard.engines.spark import read_frame
+        from profiles.engines.spark import read_frame
 
         if session is None:
             raise ValueError("the spark engine needs a session: pass session=spark_session(...)")
         self.frame = read_frame(session, source)
 
     def run(self, work: Any) -> list[Any]:
-        from guard.engines.spark import map_partitions
+        from profiles.engines.spark import map_partitions
 
         return map_partitions(self.frame, work)
 

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from guard.hashing import _mix, hash_array
+from profiles.hashing import _mix, hash_array
 
 __all__ = ["canonical_row_hashes", "ContentDigest", "content_hash_of_tables", "CONTENT_FORMAT"]
 

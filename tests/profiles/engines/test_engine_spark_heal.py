@@ -10,16 +10,16 @@ import pytest
 import chaos.scenarios  # noqa: F401  (registers the demo scenarios)
 from chaos.registry import SCENARIOS
 from guard.context import GuardContext
-from guard.engines import snapshot
-from guard.engines.content import content_hash_of_tables
-from guard.engines.spark import read_frame, spark_content_hash
 from guard.findings import Verdict
 from guard.kinds import FindingKind as K
 from guard.runner import run_guard
+from profiles.engines import snapshot
+from profiles.engines.content import content_hash_of_tables
+from profiles.engines.spark import read_frame, spark_content_hash
 from remediations.playbooks.unit_rescale import unit_rescale
 from remediations.registry import HealInput
 from remediations.spark_sandbox import current_path, heal_spark, publish_spark, undo_spark, versions_of
-from tests.engines.helpers import KEYS, NOW_MS, demo_contract, demo_frame
+from tests.profiles.engines.helpers import KEYS, NOW_MS, demo_contract, demo_frame
 
 
 @pytest.fixture(scope="module")

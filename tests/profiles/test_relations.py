@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from guard.profile import DatasetProfile, canonical_json
-from guard.reference import build_reference
-from guard.relations import Relations, learn_relations, pair_key
-from guard.snapshot import read_snapshot
+from profiles.profile import DatasetProfile, canonical_json
+from profiles.reference import build_reference
+from profiles.relations import Relations, learn_relations, pair_key
+from profiles.snapshot import read_snapshot
 
 HOUR = pd.Timedelta(hours=1)
 

@@ -38,12 +38,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from guard.engines.content import canonical_row_hashes
-from guard.engines.keys import KeyHashes, key_ceiling
-from guard.hashing import _mix, hash_array, hash_rows
-from guard.profile import MAX_CATEGORIES, QUANTILES, ColumnProfile, DatasetProfile
-from guard.relations import learn_relations
-from guard.sketches import DistinctSketch, Moments, QuantileSketch, _splitmix
+from profiles.engines.content import canonical_row_hashes
+from profiles.engines.keys import KeyHashes, key_ceiling
+from profiles.hashing import _mix, hash_array, hash_rows
+from profiles.profile import MAX_CATEGORIES, QUANTILES, ColumnProfile, DatasetProfile
+from profiles.relations import learn_relations
+from profiles.sketches import DistinctSketch, Moments, QuantileSketch, _splitmix
 
 __all__ = ["ProfileBuilder", "logical_type", "epoch_ms", "as_number", "frame_of", "WORKERS", "sample_scores"]
 

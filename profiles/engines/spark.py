@@ -30,10 +30,10 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
-from guard.engines.content import ContentDigest
-from guard.profile import TimeWindow
-from guard.profiler import ProfileBuilder
-from guard.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, SnapshotError, profiled_snapshot
+from profiles.engines.content import ContentDigest
+from profiles.profile import TimeWindow
+from profiles.profiler import ProfileBuilder
+from profiles.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, SnapshotError, profiled_snapshot
 
 __all__ = [
     "spark_session",
@@ -125,7 +125,7 @@ def probe_spark(session: Any) -> dict[str, Any]:
     SparkEngineError, naming the fix, when the executors cannot."""
 
     def work(tables: Iterator[pa.Table]) -> dict[str, Any]:
-        import guard.engines.content as content
+        import profiles.engines.content as content
 
         rows = sum(t.num_rows for t in tables)
         return {"rows": rows, "hash": content.ContentDigest.of(pa.table({"x": [1]})).hash}
@@ -358,7 +358,7 @@ def _profile(
 
 
 def spark_content_hash(frame: Any) -> str:
-    """The order-independent content hash of a DataFrame's rows (`guard.engines.content`), summed over
+    """The order-independent content hash of a DataFrame's rows (`profiles.engines.content`), summed over
     partitions: equal to the arrow engine's for the same logical rows."""
 
     def work(tables: Iterator[pa.Table]) -> ContentDigest:

@@ -13,7 +13,7 @@ values), as DataSketches states for KLL. Large updates first keep one value draw
 error with a standard deviation of sqrt(2^j / n) / 2 (0.3% at a million values) and keeps an update of a
 million values at a few milliseconds.
 
-`DistinctSketch` is a HyperLogLog of 2^12 six-bit registers over the 64-bit hashes of `guard.hashing`:
+`DistinctSketch` is a HyperLogLog of 2^12 six-bit registers over the 64-bit hashes of `profiles.hashing`:
 relative standard error 1.04 / sqrt(4096) = 1.6%; merged by taking the larger register.
 
 `Moments` keeps count, sum and the sum of squared deviations, merged with Chan's parallel formula.
@@ -241,7 +241,7 @@ class QuantileSketch:
         if family != _FAMILY_KLL or m != KLL_M:
             raise ValueError(
                 f"not a KLL doubles sketch (family {family}, m {m}): store sketches written by "
-                "guard.sketches or DataSketches' kll_doubles_sketch"
+                "profiles.sketches or DataSketches' kll_doubles_sketch"
             )
         sketch = cls(k)
         if flags & _EMPTY:

@@ -3,7 +3,7 @@
 Each row group is decoded (the next one in a reader thread while this one is profiled), its columns
 profiled two at a time, the key hashes and the sample scores computed from one hash of the key column,
 and the candidate sample rows kept; footers give the row counts and skip row groups outside a window,
-and small-dictionary string columns are counted from their indices. See `guard.profiler`.
+and small-dictionary string columns are counted from their indices. See `profiles.profiler`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from guard.profile import TimeWindow
-from guard.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, read_snapshot
+from profiles.profile import TimeWindow
+from profiles.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, read_snapshot
 
 __all__ = ["arrow_snapshot"]
 

@@ -12,7 +12,7 @@ from demo.generate import generate_eta_features
 from guard.contract import Contract
 from tests.conftest import DEMO_NOW
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NOW_MS = int((DEMO_NOW + timedelta(minutes=10)).timestamp() * 1000)
 KEYS = ("order_id",)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from guard.engines.content import content_hash_of_tables
-from guard.engines.training import allocate, training_sample
-from tests.engines.helpers import KEYS, demo_frame
+from profiles.engines.content import content_hash_of_tables
+from profiles.engines.training import allocate, training_sample
+from tests.profiles.engines.helpers import KEYS, demo_frame
 
 ROLES = {"time_column": "event_ts", "label_column": "eta_minutes", "keys": KEYS}
 

@@ -35,7 +35,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from guard.sketches import Moments, QuantileSketch
+from profiles.sketches import Moments, QuantileSketch
 
 __all__ = [
     "Relations",

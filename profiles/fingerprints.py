@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from guard.profile import DatasetProfile, TimeWindow
+from profiles.profile import DatasetProfile, TimeWindow
 
 __all__ = ["Fingerprint", "fingerprint_windows", "fingerprint_of_profile", "fingerprint_rows", "rows_in"]
 

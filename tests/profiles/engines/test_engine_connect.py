@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from guard.context import GuardContext
-from guard.engines import snapshot
-from guard.engines.spark import probe_spark, ship_guard, spark_session
 from guard.runner import run_guard
-from tests.engines.connect_server import connect_server
-from tests.engines.helpers import KEYS, NOW_MS, demo_contract, demo_frame
+from profiles.engines import snapshot
+from profiles.engines.spark import probe_spark, ship_guard, spark_session
+from tests.profiles.engines.connect_server import connect_server
+from tests.profiles.engines.helpers import KEYS, NOW_MS, demo_contract, demo_frame
 
 
 @pytest.fixture(scope="module")

@@ -18,9 +18,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from guard.profile import TimeWindow
-from guard.profiler import ProfileBuilder, epoch_ms
-from guard.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, SnapshotError, open_files, profiled_snapshot
+from profiles.profile import TimeWindow
+from profiles.profiler import ProfileBuilder, epoch_ms
+from profiles.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, SnapshotError, open_files, profiled_snapshot
 
 __all__ = ["split_batches", "cadence_windows", "period_starts", "infer_cadence", "CADENCES"]
 

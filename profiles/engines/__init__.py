@@ -4,7 +4,7 @@
 `Snapshot` with pyspark over a path or table, on a local session (`local[N]`) or a remote cluster
 (`sc://host:port`, Spark Connect). The checks stay pure over the snapshot either way.
 
-    from guard.engines import snapshot
+    from profiles.engines import snapshot
     snap = snapshot("arrow", paths, keys=("order_id",), window=window)
     snap = snapshot("spark", paths, keys=("order_id",), session=spark_session("local[2]"))
 
@@ -21,7 +21,7 @@ ENGINES = ("arrow", "spark")
 DEFAULT_ENGINE = "arrow"
 
 if TYPE_CHECKING:
-    from guard.snapshot import Snapshot
+    from profiles.snapshot import Snapshot
 
 
 def engine_names() -> tuple[str, ...]:
@@ -31,11 +31,11 @@ def engine_names() -> tuple[str, ...]:
 def snapshot(engine: str, source: Any, **options: Any) -> Snapshot:
     """The snapshot of `source` computed by `engine` ("arrow" or "spark"); options as the engine takes them."""
     if engine == "arrow":
-        from guard.engines.arrow import arrow_snapshot
+        from profiles.engines.arrow import arrow_snapshot
 
         return arrow_snapshot(source, **options)
     if engine == "spark":
-        from guard.engines.spark import spark_snapshot
+        from profiles.engines.spark import spark_snapshot
 
         return spark_snapshot(source, **options)
     raise ValueError(f"unknown profile engine {engine!r}: use one of {', '.join(ENGINES)} (spec `engine:`)")

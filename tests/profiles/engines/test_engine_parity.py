@@ -14,9 +14,9 @@ import pytest
 import chaos.scenarios  # noqa: F401  (registers the demo scenarios)
 from chaos.registry import SCENARIOS
 from guard.context import GuardContext
-from guard.engines import snapshot
 from guard.runner import run_guard
-from tests.engines.helpers import KEYS, NOW_MS, demo_contract, demo_frame
+from profiles.engines import snapshot
+from tests.profiles.engines.helpers import KEYS, NOW_MS, demo_contract, demo_frame
 
 TABLE_SCENARIOS = sorted(name for name, s in SCENARIOS.items() if s.table is not None)
 _COMPARED = (
@@ -102,7 +102,7 @@ def test_every_drill_scenario_gets_the_same_verdict_and_findings_from_both_engin
 
 
 def test_a_batch_cut_by_a_time_window_is_the_same_batch_in_both_engines(setting, spark):
-    from guard.profile import TimeWindow
+    from profiles.profile import TimeWindow
 
     _, _, folder = setting
     path = folder / "windowed.parquet"
