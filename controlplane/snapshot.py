@@ -1,6 +1,6 @@
 """The table of a run: pinned, hash-checked at every use, published by compare-and-swap, restored exactly.
 
-The control plane's one door to `remediations.locations` (a parquet file, a folder of partitions, a glob, CSV
+The control plane's one door to `tables.locations` (a parquet file, a folder of partitions, a glob, CSV
 files, an s3:// prefix), where its errors become the project's. At detect the table is pinned into the run
 folder (hard links where the file system allows, else copies) as ONE parquet file every later stage reads —
 the guard, the heal, training — never the live location. A writer that replaces the table's files atomically
@@ -19,9 +19,9 @@ from typing import Any, Iterator
 from controlplane.errors import DataError, TableChanged
 from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace
-from remediations import locations
-from remediations.objectstore import LocationError
-from remediations.objectstore import TableChanged as LocationChanged
+from tables import locations
+from tables.objectstore import LocationError
+from tables.objectstore import TableChanged as LocationChanged
 
 __all__ = [
     "Pinned",

@@ -11,18 +11,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("profiles", "guard", "remediations", "training", "controlplane", "chaos", "mcp_server", "demo")
+PACKAGES = ("tables", "profiles", "guard", "remediations", "training", "controlplane", "chaos", "mcp_server", "demo")
 # who may import whom (DESIGN.md): profiles <- guard <- remediations <- controlplane <- (chaos, mcp_server, demo);
-# training <- controlplane
+# tables <- (profiles, remediations, controlplane); training <- controlplane
 ALLOWED = {
-    "profiles": {"profiles"},
+    "tables": {"tables"},
+    "profiles": {"profiles", "tables"},
     "guard": {"guard", "profiles"},
-    "remediations": {"remediations", "guard", "profiles"},
+    "remediations": {"remediations", "guard", "profiles", "tables"},
     "training": {"training"},
-    "controlplane": {"controlplane", "guard", "profiles", "remediations", "training"},
-    "chaos": {"chaos", "controlplane", "guard", "profiles", "remediations", "training", "demo"},
-    "demo": {"demo", "controlplane", "guard", "profiles", "remediations", "training"},
-    "mcp_server": {"mcp_server", "controlplane", "chaos", "guard", "profiles", "remediations", "training"},
+    "controlplane": {"controlplane", "guard", "profiles", "tables", "remediations", "training"},
+    "chaos": {"chaos", "controlplane", "guard", "profiles", "tables", "remediations", "training", "demo"},
+    "demo": {"demo", "controlplane", "guard", "profiles", "tables", "remediations", "training"},
+    "mcp_server": {"mcp_server", "controlplane", "chaos", "guard", "profiles", "tables", "remediations", "training"},
 }
 
 

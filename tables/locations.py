@@ -60,7 +60,7 @@ from pathlib import Path, PurePosixPath
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from remediations.csvtable import (
+from tables.csvtable import (
     CsvSchema,
     FileDialect,
     RawCsv,
@@ -70,7 +70,7 @@ from remediations.csvtable import (
     render,
     to_table,
 )
-from remediations.objectstore import (
+from tables.objectstore import (
     LocalStore,
     LocationError,
     S3Store,
@@ -79,7 +79,7 @@ from remediations.objectstore import (
     fsync_dir,
     sha256_file,
 )
-from remediations.tablefiles import (
+from tables.tablefiles import (
     Part,
     check_same_schema,
     conform,
@@ -143,7 +143,7 @@ class _Listing:
 
 def parse_location(text: str, base: Path, *, time_columns: tuple[str, ...] = ()) -> TableLocation:
     """Validate a `data:` location's form (no I/O); relative local paths are taken from `base`. A CSV table's
-    `time_columns` must be ISO-8601 text in every file and batch (`remediations.csvtable`)."""
+    `time_columns` must be ISO-8601 text in every file and batch (`tables.csvtable`)."""
     raw = (text or "").strip()
     if not raw:
         raise LocationError(
@@ -314,7 +314,7 @@ class TableLocation:
         parquet file it is the pinned file itself; otherwise `dest/table.parquet`, every file's rows in name
         order, with hive partition columns materialised as columns (int64 when every folder value is a
         canonical integer, else string) after the file's own columns. CSV files are converted once, here,
-        with the schema inferred over all rows of all files (`remediations.csvtable`), recorded in pin.json.
+        with the schema inferred over all rows of all files (`tables.csvtable`), recorded in pin.json.
         """
         dest = Path(dest)
         if dest.exists() and any(dest.iterdir()):

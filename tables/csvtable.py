@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from remediations.objectstore import LocationError
+from tables.objectstore import LocationError
 
 __all__ = [
     "ColumnFormat",

@@ -1,7 +1,7 @@
 """Byte-level access to where a table's files live: the local file system or an S3-compatible object store.
 
 Two small stores with the same verbs (kind, walk, stat, open, fetch, put, delete). They know nothing of
-tables; `remediations.locations` decides what the files mean. Every failure is a `LocationError` whose one
+tables; `tables.locations` decides what the files mean. Every failure is a `LocationError` whose one
 line names the fix.
 
 S3 credentials, region and endpoint come from the usual AWS environment: AWS_ACCESS_KEY_ID,

@@ -36,7 +36,7 @@ def csv_bytes(frame: pd.DataFrame) -> bytes:
 
 
 class Backend:
-    """Raw byte access to a store, independent of remediations.locations."""
+    """Raw byte access to a store, independent of tables.locations."""
 
     def location(self, relative: str) -> str: ...
     def write(self, relative: str, data: bytes) -> None: ...

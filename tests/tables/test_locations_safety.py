@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from remediations.csvtable import infer_schema, read_raw, render, to_table
-from remediations.locations import MARKER, LocationError, TableChanged, parse_location, restore
+from tables.csvtable import infer_schema, read_raw, render, to_table
+from tables.locations import MARKER, LocationError, TableChanged, parse_location, restore
 
 from locations_support import LocalBackend, csv_bytes, parquet_bytes, table_rows
 

@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from remediations.csvtable import CsvSchema, FileDialect, RawCsv, render, to_table
-from remediations.objectstore import LocationError
+from tables.csvtable import CsvSchema, FileDialect, RawCsv, render, to_table
+from tables.objectstore import LocationError
 
 __all__ = [
     "Part",

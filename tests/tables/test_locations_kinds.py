@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from remediations.locations import LocationError, TableChanged, parse_location, restore
+from tables.locations import LocationError, TableChanged, parse_location, restore
 
 from locations_support import Backend, csv_bytes, parquet_bytes, table_rows
 
