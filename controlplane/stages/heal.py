@@ -166,7 +166,7 @@ def _heal_copy(run: RunContext, detected: Detected, blocking: tuple[Finding, ...
     source, sandbox = detected.pinned.path(run.ws), run.journal.run_dir / "sandbox"
     if not run.engine.spark:
         return heal_copy(source, sandbox, blocking, contract, detected.context.reference)
-    from remediations.spark_copy import heal_copy_spark
+    from remediations.spark.copy import heal_copy_spark
 
     return heal_copy_spark(run.engine.session(), source, sandbox, blocking, contract, detected.context.reference)
 

@@ -18,7 +18,7 @@ from profiles.engines.content import content_hash_of_tables
 from profiles.engines.spark import read_frame, spark_content_hash
 from remediations.playbooks.unit_rescale import unit_rescale
 from remediations.registry import HealInput
-from remediations.spark_sandbox import current_path, heal_spark, publish_spark, undo_spark, versions_of
+from remediations.spark.sandbox import current_path, heal_spark, publish_spark, undo_spark, versions_of
 from tests.profiles.engines.helpers import KEYS, NOW_MS, demo_contract, demo_frame
 
 
@@ -103,7 +103,7 @@ def test_a_spark_heal_of_a_runs_copy_writes_the_bytes_pandas_writes_and_refuses_
 ):
     from guard.findings import make_finding
     from remediations.sandbox import heal_copy
-    from remediations.spark_copy import heal_copy_spark
+    from remediations.spark.copy import heal_copy_spark
 
     contract, reference, _ = estate
     frame = demo_frame(11)  # pandas timestamps, to the nanosecond

@@ -33,7 +33,7 @@ from profiles.engines.spark import read_frame, spark_content_hash
 from profiles.profile import DatasetProfile
 from remediations.registry import HealStep, PlaybookRefused
 from remediations.sandbox import PLAYBOOK_ORDER
-from remediations.spark_playbooks import SparkHeal, spark_playbook_for
+from remediations.spark.playbooks import SparkHeal, spark_playbook_for
 
 __all__ = [
     "SparkHealOutcome",

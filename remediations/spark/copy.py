@@ -2,7 +2,7 @@
 
 The same sandbox files and the same `HealOutcome`, so verify, publish, undo and the passport do not know which
 engine healed: `input.parquet` (the copy), `healed.parquet` (the table to publish, one parquet file). Spark reads
-the copy, applies each finding's Spark transform (`remediations.spark_playbooks`) in playbook order, with the
+the copy, applies each finding's Spark transform (`remediations.spark.playbooks`) in playbook order, with the
 pandas playbooks' limits, and writes its partitions; they are then joined into `healed.parquet` one row group at a
 time (bounded memory), every column the heal did not retype cast back to its type in the copy (Spark reads
 timestamps in microseconds, strings as `string`), so an unchanged table comes back in its own schema. Spark
@@ -28,7 +28,7 @@ from guard.findings import Finding
 from profiles.engines.spark import NANOS_PREFIX, read_frame
 from remediations.registry import HealStep, PlaybookRefused, playbook_for
 from remediations.sandbox import HealOutcome, check_limit, content_hash, in_playbook_order
-from remediations.spark_playbooks import SparkHeal, spark_playbook_for
+from remediations.spark.playbooks import SparkHeal, spark_playbook_for
 
 __all__ = ["heal_copy_spark", "ROW_GROUP_ROWS"]
 
