@@ -26,7 +26,7 @@ from chaos.selection import Selection
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import read_contract
 from controlplane.errors import DataError
-from controlplane.locks import pipeline_lock
+from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.workspace import Workspace
 from profiles.snapshot import read_frame

@@ -16,10 +16,10 @@ import time
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
 
-from controlplane.context import open_run
 from controlplane.errors import InputError, RunStateError
-from controlplane.journal import RunRecord, load_run
-from controlplane.locks import pipeline_lock
+from controlplane.runs.context import open_run
+from controlplane.runs.journal import RunRecord, load_run
+from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import load_spec
 from controlplane.vocab import LedgerKind, RunStatus, Stage
 from controlplane.workspace import Workspace

@@ -18,7 +18,7 @@ from controlplane.datahub.history import health_at, unhealed_at
 from controlplane.datahub.model_risk import Cause
 from controlplane.datahub.models import model_versions, read_passport
 from controlplane.datahub.port import MetadataPort
-from controlplane.journal import list_runs
+from controlplane.runs.journal import list_runs
 from controlplane.vocab import RunStatus, Verdict
 from controlplane.workspace import Workspace
 

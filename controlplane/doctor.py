@@ -316,7 +316,7 @@ def _spark_checks(ws: Workspace) -> list[Check]:
 
 
 def _spark_probe(master: str, pipelines: list[str]) -> Check:
-    from controlplane.engine import acquire_session, release_session
+    from controlplane.runs.engine import acquire_session, release_session
     from profiles.engines.spark import SparkEngineError, probe_spark
 
     label = f"{master} ({', '.join(pipelines)})"

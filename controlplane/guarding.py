@@ -7,7 +7,7 @@ compared with what was kept when they passed: rows that changed since (a rewrite
 units) are guarded against their own kept profile, so the change is named exactly, with its rows. Every
 finding names the rows it concerns (`Finding.rows`: a time window). A workspace without a kept reference
 (made before batches) is guarded as a whole table against DataHub's datasetProfile. Snapshots are computed by the
-pipeline's engine (`controlplane.engine`: arrow, or spark), with the same windows and batches either way.
+pipeline's engine (`controlplane.runs.engine`: arrow, or spark), with the same windows and batches either way.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from controlplane.batchshift import pin_batch_shift
 from controlplane.datahub.contracts import read_contract
 from controlplane.datahub.datasets import read_profile, walk_upstream
 from controlplane.datahub.port import MetadataPort
-from controlplane.engine import TableEngine
 from controlplane.reference import (
     ReferenceState,
     changed_batches,
@@ -31,6 +30,7 @@ from controlplane.reference import (
     new_rows_window,
     windows_of,
 )
+from controlplane.runs.engine import TableEngine
 from controlplane.spec import PipelineSpec
 from controlplane.tableshift import pin_table_shift
 from controlplane.workspace import Workspace

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.context import RunContext
 from controlplane.errors import KintsugiError
 from controlplane.modelstore import training_errors_mapped
+from controlplane.runs.context import RunContext
 from controlplane.snapshot import Pinned, verify_file
 from controlplane.stages.train import Trained, holdout_of, labelled_of
 from training.model import evaluate, fit, time_holdout

@@ -29,10 +29,10 @@ from controlplane.datahub.datasets import operation_mcp
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import check_dataset_urn
 from controlplane.errors import DataError, InputError, KintsugiError
-from controlplane.identity import check_datahub
-from controlplane.journal import RunJournal, RunRecord, list_runs, new_run_id
-from controlplane.locks import pipeline_lock
 from controlplane.recovery import recover_pipeline
+from controlplane.runs.identity import check_datahub
+from controlplane.runs.journal import RunJournal, RunRecord, list_runs, new_run_id
+from controlplane.runs.locks import pipeline_lock
 from controlplane.snapshot import append_batch, file_hash, live_hash
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage

@@ -34,7 +34,7 @@ def training_errors_mapped() -> Iterator[None]:
 
 def open_store(ws: Workspace) -> ModelStore:
     """The workspace's MLflow store, checked to be this workspace's (imported lazily: MLflow is slow to import)."""
-    from controlplane.identity import check_mlflow_store
+    from controlplane.runs.identity import check_mlflow_store
     from training.registry import ModelStore
 
     with training_errors_mapped():

@@ -36,15 +36,15 @@ from controlplane.datahub.datasets import FRESHNESS_PROPERTY, SchemaColumn, data
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import check_dataset_urn
 from controlplane.errors import DataError, InputError, KintsugiError, SpecError, TableChanged
-from controlplane.identity import check_datahub
 from controlplane.infer import Hints, Proposal, infer_task, key_candidates, propose
-from controlplane.journal import RunJournal, RunRecord, new_run_id
 from controlplane.land import operator_urn
-from controlplane.locks import pipeline_lock
 from controlplane.modelstore import training_errors_mapped
 from controlplane.promotion import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN
 from controlplane.recovery import recover_pipeline
 from controlplane.reference import establish_reference
+from controlplane.runs.identity import check_datahub
+from controlplane.runs.journal import RunJournal, RunRecord, new_run_id
+from controlplane.runs.locks import pipeline_lock
 from controlplane.snapshot import pin_location
 from controlplane.spec import PipelineSpec, check_pipeline_name, parse_spec
 from controlplane.unitguess import given_unit

@@ -23,10 +23,10 @@ from controlplane.champion_health import prior_rollbacks
 from controlplane.datahub.incidents import ACTOR, incident_evidence
 from controlplane.datahub.model_risk import AT_RISK_TYPE, risks_of
 from controlplane.datahub.port import MetadataPort
-from controlplane.journal import RunRecord
 from controlplane.memory import read_heal
 from controlplane.retrain import is_loop_run
 from controlplane.rollback import resolved_by
+from controlplane.runs.journal import RunRecord
 from controlplane.vocab import Stage
 from controlplane.workspace import Workspace
 

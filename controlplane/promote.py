@@ -12,14 +12,14 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from controlplane.context import open_run
 from controlplane.errors import GateRefused, VersionNotFound
-from controlplane.journal import RunJournal, RunRecord, new_run_id
-from controlplane.locks import pipeline_lock
 from controlplane.modelstore import open_store, training_errors_mapped
 from controlplane.passports import evidence_refusal
 from controlplane.recovery import recover_pipeline
 from controlplane.rollback import ABANDONED_KEY, UNDONE_KEY
+from controlplane.runs.context import open_run
+from controlplane.runs.journal import RunJournal, RunRecord, new_run_id
+from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import load_spec
 from controlplane.stages.conclude import move_champion
 from controlplane.vocab import Policy, RunStatus, Stage, Verdict

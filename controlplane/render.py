@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from controlplane.journal import Event, RunRecord
+from controlplane.runs.journal import Event, RunRecord
 from guard.findings import GuardReport
 
 __all__ = ["event_line", "timeline", "report_table", "runs_table", "outcome_lines"]

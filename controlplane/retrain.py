@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.port import MetadataPort
-from controlplane.journal import RunRecord
+from controlplane.runs.journal import RunRecord
 from controlplane.spec import PipelineSpec
 
 __all__ = ["RetrainDue", "due_retrains", "is_loop_run", "last_loop_run_ms", "in_quiet_hours"]

@@ -33,17 +33,17 @@ from controlplane.champion_health import (
     prior_rollbacks,
     versions_health,
 )
-from controlplane.checkpoint import RollbackCheckpoint, save_checkpoint
-from controlplane.context import RunContext, open_run
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.model_risk import Cause, at_risk_info, at_risk_urn, flag_mcps, set_state
 from controlplane.datahub.port import MetadataPort
-from controlplane.journal import RunRecord, new_run_id
-from controlplane.locks import pipeline_lock
 from controlplane.modelstore import open_store, training_errors_mapped
 from controlplane.passports import evidence_refusal
 from controlplane.recovery import recover_pipeline
 from controlplane.rollback import ABANDONED_KEY, UNDONE_KEY
+from controlplane.runs.checkpoint import RollbackCheckpoint, save_checkpoint
+from controlplane.runs.context import RunContext, open_run
+from controlplane.runs.journal import RunRecord, new_run_id
+from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec
 from controlplane.stages.conclude import Approval, move_champion
 from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage, Verdict

@@ -14,8 +14,8 @@ from typing import Callable
 
 from controlplane import services
 from controlplane.errors import KintsugiError
-from controlplane.journal import list_runs
 from controlplane.retrain import is_loop_run
+from controlplane.runs.journal import list_runs
 from controlplane.schedule import due
 from controlplane.spec import list_specs, load_spec
 from controlplane.workspace import Workspace

@@ -25,13 +25,13 @@ from controlplane.datahub.models import VERDICT_PROPERTY, model_versions, models
 from controlplane.datahub.urns import model_urn
 from controlplane.errors import Conflict, DataError, InputError, InternalError, KintsugiError, NotFound
 from controlplane.guarding import context_without_snapshot, guard_table
-from controlplane.journal import Event, RunRecord, UnreadableRun, list_runs, load_run, new_run_id, scan_runs
 from controlplane.pipeline import approve as approve_run
 from controlplane.pipeline import reject as reject_run
 from controlplane.pipeline import run_pipeline
 from controlplane.postmortem import build_postmortem, read_postmortem
 from controlplane.promote import promote_version
 from controlplane.recovery import is_interrupted, recover_run
+from controlplane.runs.journal import Event, RunRecord, UnreadableRun, list_runs, load_run, new_run_id, scan_runs
 from controlplane.schedule import next_fire
 from controlplane.snapshot import pin_table
 from controlplane.spec import PipelineSpec, list_specs, load_spec

@@ -11,10 +11,10 @@ from __future__ import annotations
 import time
 
 from controlplane.errors import RunStateError
-from controlplane.journal import RunJournal, RunRecord, load_run
-from controlplane.locks import pipeline_lock
 from controlplane.recovery import recover_pipeline
 from controlplane.rollback import plan_take_back
+from controlplane.runs.journal import RunJournal, RunRecord, load_run
+from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import load_spec
 from controlplane.vocab import LedgerKind, RunStatus
 from controlplane.workspace import Workspace

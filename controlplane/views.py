@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from controlplane import services
 from controlplane.errors import KintsugiError
-from controlplane.journal import Event, RunRecord
+from controlplane.runs.journal import Event, RunRecord
 from controlplane.vocab import RunStatus
 from guard.findings import GuardReport
 

@@ -33,19 +33,19 @@ from typing import Any, AsyncIterator, Callable
 
 from datahub.metadata import schema_classes as s
 
-from controlplane.context import open_run
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.datasets import walk_upstream
 from controlplane.datahub.history import failing_assertions_at
 from controlplane.datahub.model_risk import AT_RISK_TYPE
 from controlplane.datahub.port import MetadataPort
 from controlplane.errors import KintsugiError, PipelineBusy
-from controlplane.journal import RunRecord, list_runs, new_run_id
-from controlplane.locks import pipeline_lock
 from controlplane.pipeline import run_pipeline
 from controlplane.postmortem import Postmortem, build_postmortem, markdown_path, postmortem_mcps, write_markdown
 from controlplane.retrain import due_retrains
 from controlplane.rollout import WATCH_KIND, ChampionOutcome, reconcile_champion
+from controlplane.runs.context import open_run
+from controlplane.runs.journal import RunRecord, list_runs, new_run_id
+from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, list_specs, load_spec
 from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage
 from controlplane.workspace import Workspace

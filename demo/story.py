@@ -12,9 +12,9 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata.schema_classes import DatasetPropertiesClass, TimeStampClass
 
 from controlplane.datahub.connect import metadata_session
-from controlplane.journal import Event, RunRecord
 from controlplane.modelstore import training_errors_mapped
 from controlplane.pipeline import run_pipeline
+from controlplane.runs.journal import Event, RunRecord
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.workspace import Workspace
 from demo.generate import generate_eta_features

@@ -25,8 +25,8 @@ from chaos.service import drill as run_drill
 from controlplane import services, views
 from controlplane.access import read_only_refusal
 from controlplane.errors import InternalError, KintsugiError, report_fix, unexpected
-from controlplane.journal import Event
 from controlplane.passports import show_passport
+from controlplane.runs.journal import Event
 from controlplane.workspace import Workspace
 
 __all__ = ["build_server", "error_result", "unexpected_result", "READ_ONLY_TOOLS", "MUTATING_TOOLS"]

@@ -25,7 +25,7 @@ from controlplane.access import ApiSettings, check_exposure
 from controlplane.api.errors import ERROR_RESPONSES, install_error_handlers
 from controlplane.api.guard import RequestGuard
 from controlplane.api.sse import parse_last_event_id, tail_events
-from controlplane.identity import load_identity
+from controlplane.runs.identity import load_identity
 from controlplane.services import MAX_TEXT
 from controlplane.workspace import Workspace
 

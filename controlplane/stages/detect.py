@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from controlplane.context import RunContext
 from controlplane.datahub.assertions import VolumeLimits, assertion_mcps
 from controlplane.errors import DataError
 from controlplane.guarding import Guarded, guard_table
+from controlplane.runs.context import RunContext
 from controlplane.snapshot import Pinned, pin_table, verify_file
 from controlplane.vocab import LedgerKind, Stage
 from guard.checks.volume import volume_limits

@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from controlplane.context import RunContext
 from controlplane.datahub.incidents import IncidentRef, open_incident
 from controlplane.datahub.urns import assertion_urn
 from controlplane.guarding import guard_table
 from controlplane.memory import memory_fact, recall, reuse_all
+from controlplane.runs.context import RunContext
 from controlplane.snapshot import file_hash, verify_file
 from controlplane.stages.detect import Detected, TrainingView, summary
 from controlplane.vocab import LedgerKind, RunStatus, Stage

@@ -15,13 +15,13 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from controlplane import passport
-from controlplane.context import RunContext, crash_point
 from controlplane.datahub.datasets import walk_upstream
 from controlplane.datahub.history import health_at, unhealed_at
 from controlplane.datahub.incidents import IncidentRef
 from controlplane.errors import DataError, KintsugiError
 from controlplane.modelstore import open_store, training_errors_mapped
 from controlplane.promotion import PromotionDecision, PromotionEvidence, decide
+from controlplane.runs.context import RunContext, crash_point
 from controlplane.snapshot import verify_file
 from controlplane.stages.detect import TrainingView
 from controlplane.vocab import LedgerKind, Stage

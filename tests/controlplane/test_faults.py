@@ -25,10 +25,10 @@ import pandas as pd
 import pytest
 from datahub.metadata import schema_classes as s
 
-from controlplane.identity import rebase_if_moved
-from controlplane.journal import list_runs, load_run
 from controlplane.passports import champions_agree, verify_passport
 from controlplane.recovery import recover_run
+from controlplane.runs.identity import rebase_if_moved
+from controlplane.runs.journal import list_runs, load_run
 from controlplane.snapshot import file_hash
 from controlplane.spec import load_spec
 from controlplane.workspace import Workspace

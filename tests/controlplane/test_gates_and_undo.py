@@ -13,8 +13,8 @@ from datahub.metadata import schema_classes as s
 from mlflow import MlflowClient
 
 from controlplane.errors import RunNotFound, RunStateError
-from controlplane.journal import list_runs, load_run
 from controlplane.pipeline import approve, reject, run_pipeline
+from controlplane.runs.journal import list_runs, load_run
 from controlplane.snapshot import file_hash as content_hash
 from controlplane.spec import load_spec
 from controlplane.undo import undo

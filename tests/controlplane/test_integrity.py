@@ -19,9 +19,9 @@ from controlplane import services
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import read_passport
 from controlplane.errors import PipelineBusy, RunStateError, StoreMismatch
-from controlplane.journal import load_run
-from controlplane.locks import pipeline_lock
 from controlplane.pipeline import approve, reject, run_pipeline
+from controlplane.runs.journal import load_run
+from controlplane.runs.locks import pipeline_lock
 from controlplane.snapshot import file_hash
 from controlplane.spec import load_spec
 from controlplane.undo import undo

@@ -10,10 +10,10 @@ from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.incidents import incident_evidence
 from controlplane.datahub.lite import LiteMetadata
-from controlplane.journal import list_runs
 from controlplane.memory import fingerprint
 from controlplane.pipeline import run_pipeline
 from controlplane.postmortem import read_postmortem
+from controlplane.runs.journal import list_runs
 from controlplane.scheduler import Scheduler
 from controlplane.spec import load_spec
 from demo.seed import FEATURE_TABLE, PIPELINE

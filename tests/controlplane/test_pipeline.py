@@ -13,8 +13,8 @@ from mlflow import MlflowClient
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import PASSPORT_PROPERTY
 from controlplane.datahub.urns import assertion_urn, model_urn
-from controlplane.journal import load_run
 from controlplane.pipeline import run_pipeline
+from controlplane.runs.journal import load_run
 from controlplane.snapshot import file_hash as content_hash
 from controlplane.spec import load_spec
 from demo.seed import FEATURE_TABLE, PIPELINE, UPSTREAMS

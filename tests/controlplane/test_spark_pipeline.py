@@ -20,11 +20,11 @@ from mlflow import MlflowClient
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import PASSPORT_PROPERTY
 from controlplane.datahub.urns import model_urn
-from controlplane.engine import acquire_session, release_session
 from controlplane.errors import SpecError
-from controlplane.identity import rebase_if_moved
-from controlplane.journal import load_run
 from controlplane.pipeline import reject, run_pipeline
+from controlplane.runs.engine import acquire_session, release_session
+from controlplane.runs.identity import rebase_if_moved
+from controlplane.runs.journal import load_run
 from controlplane.snapshot import file_hash
 from controlplane.spec import load_spec, parse_spec
 from controlplane.undo import undo

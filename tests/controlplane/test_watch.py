@@ -15,10 +15,10 @@ from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.model_risk import UNSAFE_TAG, at_risk_urn, risks_of
 from controlplane.datahub.models import read_model_tags
 from controlplane.datahub.urns import model_urn
-from controlplane.journal import RunRecord, list_runs, load_run
 from controlplane.pipeline import approve
 from controlplane.promote import promote_version
 from controlplane.retrain import in_quiet_hours, is_loop_run, last_loop_run_ms
+from controlplane.runs.journal import RunRecord, list_runs, load_run
 from controlplane.undo import undo
 from controlplane.vocab import Policy
 from controlplane.watch import on_change, watch_pass

@@ -192,7 +192,7 @@ def test_an_unexpected_error_in_a_tool_is_a_tool_error_with_one_line(tmp_path, m
 
 
 def test_a_run_tool_that_fails_in_training_names_the_run_it_failed(demo_copy, monkeypatch):
-    from controlplane.journal import load_run
+    from controlplane.runs.journal import load_run
 
     ws, _ = demo_copy
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from controlplane.errors import SpecError
-from controlplane.journal import list_runs
+from controlplane.runs.journal import list_runs
 from controlplane.schedule import due, latest_fire, next_fire
 from controlplane.scheduler import Scheduler
 from controlplane.services import pipelines

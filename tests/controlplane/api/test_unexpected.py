@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from controlplane import services, views
 from controlplane.access import ApiSettings
 from controlplane.api.app import create_app
-from controlplane.journal import RunJournal, RunRecord
+from controlplane.runs.journal import RunJournal, RunRecord
 from controlplane.vocab import Policy
 from controlplane.workspace import Workspace
 from tests.support import PIPELINE, TOKEN

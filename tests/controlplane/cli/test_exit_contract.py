@@ -16,8 +16,8 @@ import typer
 import typer.main
 
 from controlplane.cli import main
-from controlplane.journal import load_run
 from controlplane.recovery import needs_recovery
+from controlplane.runs.journal import load_run
 from controlplane.vocab import RunStatus
 from tests.support import GUARD_AT, PIPELINE, champion, iso, kintsugi
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from controlplane.journal import list_runs
+from controlplane.runs.journal import list_runs
 from controlplane.snapshot import pin_table
 from controlplane.spec import load_spec
 from controlplane.vocab import RunStatus

@@ -11,8 +11,8 @@ from datahub.metadata import schema_classes as s
 from controlplane.datahub.datasets import FRESHNESS_PROPERTY
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.urns import contract_urn
-from controlplane.journal import list_runs
 from controlplane.odcs import parse_odcs
+from controlplane.runs.journal import list_runs
 from controlplane.snapshot import file_hash
 from controlplane.unitguess import UnitGuess, contract_unit
 from tests.support import champion

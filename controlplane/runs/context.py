@@ -12,10 +12,10 @@ from typing import Any, Callable, Iterator
 
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.port import MetadataPort
-from controlplane.engine import TableEngine
 from controlplane.errors import InternalError, KintsugiError, tag_run, unexpected
-from controlplane.identity import check_datahub, rebase_if_moved
-from controlplane.journal import Event, RunJournal, RunRecord
+from controlplane.runs.engine import TableEngine
+from controlplane.runs.identity import check_datahub, rebase_if_moved
+from controlplane.runs.journal import Event, RunJournal, RunRecord
 from controlplane.spec import PipelineSpec
 from controlplane.vocab import Policy, RunStatus, Stage
 from controlplane.workspace import Workspace

@@ -95,7 +95,7 @@ class RunRecord:
     outcome: str = ""
     events: list[Event] = field(default_factory=list)
     ledger: list[LedgerEntry] = field(default_factory=list)
-    checkpoint: dict[str, Any] | None = None  # a paused run's typed checkpoint (controlplane.checkpoint)
+    checkpoint: dict[str, Any] | None = None  # a paused run's typed checkpoint (controlplane.runs.checkpoint)
     pid: int = 0
     facts: dict[str, Any] = field(default_factory=dict)  # what later commands need: pinned snapshot, incidents...
 

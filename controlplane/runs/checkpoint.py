@@ -11,7 +11,7 @@ from typing import Any, Union
 
 from controlplane.datahub.incidents import IncidentRef
 from controlplane.errors import RunStateError
-from controlplane.journal import RunRecord
+from controlplane.runs.journal import RunRecord
 from controlplane.snapshot import Pinned
 from controlplane.stages.heal import Healed
 from controlplane.stages.train import Trained
