@@ -252,7 +252,7 @@ def _mlflow_checks(ws: Workspace) -> list[Check]:
 
 
 def _mlflow_probe(ws: Workspace) -> Check:
-    from controlplane.modelstore import open_store, training_errors_mapped
+    from controlplane.models.modelstore import open_store, training_errors_mapped
 
     try:
         with _one_attempt(), training_errors_mapped():

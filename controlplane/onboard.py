@@ -38,8 +38,8 @@ from controlplane.datahub.urns import check_dataset_urn
 from controlplane.errors import DataError, InputError, KintsugiError, SpecError, TableChanged
 from controlplane.infer import Hints, Proposal, infer_task, key_candidates, propose
 from controlplane.land import operator_urn
-from controlplane.modelstore import training_errors_mapped
-from controlplane.promotion import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN
+from controlplane.models.gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN
+from controlplane.models.modelstore import training_errors_mapped
 from controlplane.recovery import recover_pipeline
 from controlplane.reference import establish_reference
 from controlplane.runs.identity import check_datahub

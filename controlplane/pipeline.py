@@ -23,8 +23,8 @@ from typing import Callable, Iterator
 
 from controlplane.datahub.incidents import IncidentRef
 from controlplane.errors import TableChanged
-from controlplane.impact import measure_impact
-from controlplane.modelstore import open_store
+from controlplane.models.impact import measure_impact
+from controlplane.models.modelstore import open_store
 from controlplane.recovery import recover_pipeline
 from controlplane.rollout import reject_rollback, resume_rollback
 from controlplane.runs.checkpoint import (

@@ -19,11 +19,11 @@ from pathlib import Path
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
 
-from controlplane.champion_health import prior_rollbacks
 from controlplane.datahub.incidents import ACTOR, incident_evidence
 from controlplane.datahub.model_risk import AT_RISK_TYPE, risks_of
 from controlplane.datahub.port import MetadataPort
 from controlplane.memory import read_heal
+from controlplane.models.champion_health import prior_rollbacks
 from controlplane.retrain import is_loop_run
 from controlplane.rollback import resolved_by
 from controlplane.runs.journal import RunRecord

@@ -13,8 +13,8 @@ import time
 from typing import TYPE_CHECKING
 
 from controlplane.errors import GateRefused, VersionNotFound
-from controlplane.modelstore import open_store, training_errors_mapped
-from controlplane.passports import evidence_refusal
+from controlplane.models.modelstore import open_store, training_errors_mapped
+from controlplane.models.passport import evidence_refusal
 from controlplane.recovery import recover_pipeline
 from controlplane.rollback import ABANDONED_KEY, UNDONE_KEY
 from controlplane.runs.context import open_run

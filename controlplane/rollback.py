@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from controlplane.champion_health import rolled_back_versions
 from controlplane.datahub.incidents import reopen_incident
 from controlplane.datahub.models import UNDONE_TAG, read_model_tags, tag_mcps
 from controlplane.datahub.urns import model_urn, tag_urn
 from controlplane.errors import RunStateError, TableChanged
-from controlplane.modelstore import open_store, training_errors_mapped
-from controlplane.passports import evidence_refusal
+from controlplane.models.champion_health import rolled_back_versions
+from controlplane.models.modelstore import open_store, training_errors_mapped
+from controlplane.models.passport import evidence_refusal
 from controlplane.reference import forget_after
 from controlplane.runs.context import RunContext, crash_point
 from controlplane.runs.journal import LedgerEntry, RunRecord

@@ -23,7 +23,10 @@ from typing import TYPE_CHECKING
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
 
-from controlplane.champion_health import (
+from controlplane.datahub.connect import metadata_session
+from controlplane.datahub.model_risk import Cause, at_risk_info, at_risk_urn, flag_mcps, set_state
+from controlplane.datahub.port import MetadataPort
+from controlplane.models.champion_health import (
     ROLLBACK_KIND,
     Decision,
     VersionHealth,
@@ -33,11 +36,8 @@ from controlplane.champion_health import (
     prior_rollbacks,
     versions_health,
 )
-from controlplane.datahub.connect import metadata_session
-from controlplane.datahub.model_risk import Cause, at_risk_info, at_risk_urn, flag_mcps, set_state
-from controlplane.datahub.port import MetadataPort
-from controlplane.modelstore import open_store, training_errors_mapped
-from controlplane.passports import evidence_refusal
+from controlplane.models.modelstore import open_store, training_errors_mapped
+from controlplane.models.passport import evidence_refusal
 from controlplane.recovery import recover_pipeline
 from controlplane.rollback import ABANDONED_KEY, UNDONE_KEY
 from controlplane.runs.checkpoint import RollbackCheckpoint, save_checkpoint

@@ -25,7 +25,7 @@ from chaos.service import drill as run_drill
 from controlplane import services, views
 from controlplane.access import read_only_refusal
 from controlplane.errors import InternalError, KintsugiError, report_fix, unexpected
-from controlplane.passports import show_passport
+from controlplane.models.passport import show_passport
 from controlplane.runs.journal import Event
 from controlplane.workspace import Workspace
 

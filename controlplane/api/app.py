@@ -161,7 +161,7 @@ def _read_routes(ws: Workspace) -> APIRouter:
     @router.get("/models/{model}/passport", response_model=views.PassportOut, tags=["models"])
     def get_passport(model: Name, version: Annotated[Optional[int], Query(ge=1, le=1_000_000_000)] = None) -> Any:
         """A version's passport (default: the champion's)."""
-        from controlplane.passports import show_passport
+        from controlplane.models.passport import show_passport
 
         passport = show_passport(ws, model, version)
         return {"model": model, "version": passport.get("body", {}).get("version", version), "passport": passport}

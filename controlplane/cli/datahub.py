@@ -101,7 +101,7 @@ workspace_app = typer.Typer(help="The workspace's identity and its stores.", no_
 def adopt_command(workspace: WorkspaceOption = None) -> None:
     """Accept the configured DataHub and MLflow as this workspace's stores on purpose (a new server, a restore)."""
     from controlplane.datahub.connect import metadata_session
-    from controlplane.modelstore import training_errors_mapped
+    from controlplane.models.modelstore import training_errors_mapped
     from controlplane.runs.identity import adopt_stores
     from training.registry import ModelStore
 

@@ -24,15 +24,17 @@ class _Module:
 
 
 if TYPE_CHECKING:
-    from controlplane import contracts, passport, passports, services, unitguess, views
+    from controlplane import contracts, services, unitguess, views
     from controlplane import land as landing  # `land` and `onboard` name commands and CLI modules
     from controlplane import onboard as onboarding
+    from controlplane.models import passport as passports
+    from controlplane.models import passport_signing as passport
 else:
     contracts = _Module("controlplane.contracts")
     landing = _Module("controlplane.land")
     onboarding = _Module("controlplane.onboard")
-    passport = _Module("controlplane.passport")
-    passports = _Module("controlplane.passports")
+    passport = _Module("controlplane.models.passport_signing")
+    passports = _Module("controlplane.models.passport")
     services = _Module("controlplane.services")
     unitguess = _Module("controlplane.unitguess")
     views = _Module("controlplane.views")

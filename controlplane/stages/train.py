@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, Callable
 import pandas as pd
 import pyarrow.parquet as pq
 
-from controlplane import passport
 from controlplane.datahub.datasets import walk_upstream
 from controlplane.datahub.history import health_at, unhealed_at
 from controlplane.datahub.incidents import IncidentRef
 from controlplane.errors import DataError, KintsugiError
-from controlplane.modelstore import open_store, training_errors_mapped
-from controlplane.promotion import PromotionDecision, PromotionEvidence, decide
+from controlplane.models import passport_signing as passport
+from controlplane.models.gate import PromotionDecision, PromotionEvidence, decide
+from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.runs.context import RunContext, crash_point
 from controlplane.snapshot import verify_file
 from controlplane.stages.detect import TrainingView

@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 from datahub.metadata import schema_classes as s
 
-from controlplane.passports import champions_agree, verify_passport
+from controlplane.models.passport import champions_agree, verify_passport
 from controlplane.recovery import recover_run
 from controlplane.runs.identity import rebase_if_moved
 from controlplane.runs.journal import list_runs, load_run
@@ -148,7 +148,7 @@ def _invariants(ws: Workspace, allowed_tables: set[str]) -> dict[str, bool]:
     check = verify_passport(ws, PIPELINE, version)
     body = {}
     if check.ok:
-        from controlplane.passports import show_passport
+        from controlplane.models.passport import show_passport
 
         body = show_passport(ws, PIPELINE, version)["body"]
     runs = list_runs(ws)

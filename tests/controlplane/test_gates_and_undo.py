@@ -187,7 +187,7 @@ def _paused_at_promote(ws):
 
 
 def test_approve_at_the_promote_gate_rescores_a_champion_that_moved(demo_copy):
-    from controlplane.modelstore import open_store
+    from controlplane.models.modelstore import open_store
 
     ws, result = demo_copy
     spec, paused = _paused_at_promote(ws)

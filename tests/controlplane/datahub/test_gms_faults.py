@@ -15,7 +15,7 @@ from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.connect import open_metadata
 from controlplane.errors import MetadataError
-from controlplane.modelstore import open_store
+from controlplane.models.modelstore import open_store
 from controlplane.pipeline import run_pipeline
 from controlplane.runs.journal import list_runs
 from controlplane.spec import load_spec

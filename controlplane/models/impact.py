@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.errors import KintsugiError
-from controlplane.modelstore import training_errors_mapped
+from controlplane.models.modelstore import training_errors_mapped
 from controlplane.runs.context import RunContext
 from controlplane.snapshot import Pinned, verify_file
 from controlplane.stages.train import Trained, holdout_of, labelled_of

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
 
-from controlplane import passport
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.history import health_at, unhealed_at
 from controlplane.datahub.models import datahub_champion, model_versions, read_passport
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import model_urn
 from controlplane.errors import NotFound, RegistryError, VersionNotFound
-from controlplane.modelstore import open_store, training_errors_mapped
+from controlplane.models import passport_signing as passport
+from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.signing import PublicKey
 from controlplane.vocab import Verdict
 from controlplane.workspace import Workspace

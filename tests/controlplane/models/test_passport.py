@@ -19,7 +19,7 @@ from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import PASSPORT_PROPERTY, datahub_champion
 from controlplane.datahub.urns import model_urn
 from controlplane.errors import GateRefused
-from controlplane.passports import verify_passport
+from controlplane.models.passport import verify_passport
 from controlplane.pipeline import run_pipeline
 from controlplane.services import promote
 from controlplane.signing import load_or_create_key, sign_passport
@@ -28,7 +28,7 @@ from controlplane.vocab import Stage
 from demo.seed import PIPELINE
 from tests.support import DEMO_NOW, champion, ms, use_estimator
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MODEL_SIGNING = Path(sys.executable).parent / "model_signing"
 
 

@@ -15,9 +15,9 @@ from mlflow import MlflowClient
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import PASSPORT_PROPERTY
 from controlplane.datahub.urns import model_urn
-from controlplane.passports import audit_versions, verify_passport
+from controlplane.models.gate import PromotionEvidence, decide
+from controlplane.models.passport import audit_versions, verify_passport
 from controlplane.pipeline import reject, run_pipeline
-from controlplane.promotion import PromotionEvidence, decide
 from controlplane.spec import load_spec
 from controlplane.vocab import Verdict as PromotionVerdict
 from demo.seed import PIPELINE, UPSTREAMS
