@@ -6,7 +6,7 @@ dataset, moved by a few hours, against the rolling reference of the batches befo
 For each dataset of `chaos.realdata` and each offset: the batches (after the first K) whose time column alone
 moved by that many hours, and of them how many the timestamp_shift check names, how many on the time column,
 and how many within an hour of the true offset. The clean batches themselves are judged too: a finding on one
-is a false alarm. The pure guard only: the control plane's pins (`controlplane.batchshift`, `tableshift`) then
+is a false alarm. The pure guard only: the control plane's pins (`controlplane.stages.batchshift`, `tableshift`) then
 place a named shift to the hour where the kept batches say where it went.
 """
 

@@ -33,8 +33,8 @@ from controlplane.recovery import recover_pipeline
 from controlplane.runs.identity import check_datahub
 from controlplane.runs.journal import RunJournal, RunRecord, list_runs, new_run_id
 from controlplane.runs.locks import pipeline_lock
-from controlplane.snapshot import append_batch, file_hash, live_hash
 from controlplane.spec import PipelineSpec, load_spec
+from controlplane.stages.pin import append_batch, file_hash, live_hash
 from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage
 from controlplane.workspace import Workspace
 

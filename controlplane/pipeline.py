@@ -38,11 +38,11 @@ from controlplane.runs.checkpoint import (
 from controlplane.runs.context import RunContext, open_run
 from controlplane.runs.journal import Event, RunJournal, RunRecord, load_run, new_run_id, raise_if_not
 from controlplane.runs.locks import pipeline_lock
-from controlplane.snapshot import Pinned, live_hash, verify_file
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.stages.conclude import Approval, conclude
 from controlplane.stages.detect import TrainingView, detect
 from controlplane.stages.heal import Healed, heal, raise_incidents, verify
+from controlplane.stages.pin import Pinned, live_hash, verify_file
 from controlplane.stages.publish import publish, remember_reference, resolve, resolve_cleared
 from controlplane.stages.train import Trained, assess, holdout_of, score_champion, train
 from controlplane.vocab import Policy, RunStatus, Stage, Verdict

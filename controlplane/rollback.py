@@ -13,13 +13,13 @@ from controlplane.errors import RunStateError, TableChanged
 from controlplane.models.champion_health import rolled_back_versions
 from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.models.passport import evidence_refusal
-from controlplane.reference import forget_after
 from controlplane.runs.context import RunContext, crash_point
 from controlplane.runs.journal import LedgerEntry, RunRecord
-from controlplane.snapshot import check_backup, live_hash
-from controlplane.snapshot import restore_table as snapshot_restore
 from controlplane.spec import PipelineSpec
 from controlplane.stages.conclude import move_champion
+from controlplane.stages.kept_reference import forget_after
+from controlplane.stages.pin import check_backup, live_hash
+from controlplane.stages.pin import restore_table as snapshot_restore
 from controlplane.vocab import LedgerKind, Stage, Verdict
 from controlplane.workspace import Workspace
 

@@ -24,7 +24,6 @@ from controlplane.datahub.incidents import IncidentRow, active_incidents, read_i
 from controlplane.datahub.models import VERDICT_PROPERTY, model_versions, models_trained_on
 from controlplane.datahub.urns import model_urn
 from controlplane.errors import Conflict, DataError, InputError, InternalError, KintsugiError, NotFound
-from controlplane.guarding import context_without_snapshot, guard_table
 from controlplane.pipeline import approve as approve_run
 from controlplane.pipeline import reject as reject_run
 from controlplane.pipeline import run_pipeline
@@ -33,8 +32,9 @@ from controlplane.promote import promote_version
 from controlplane.recovery import is_interrupted, recover_run
 from controlplane.runs.journal import Event, RunRecord, UnreadableRun, list_runs, load_run, new_run_id, scan_runs
 from controlplane.schedule import next_fire
-from controlplane.snapshot import pin_table
 from controlplane.spec import PipelineSpec, list_specs, load_spec
+from controlplane.stages.guarding import context_without_snapshot, guard_table
+from controlplane.stages.pin import pin_table
 from controlplane.undo import undo as undo_run
 from controlplane.vocab import Policy, RunStatus
 from controlplane.watch import PassReport, Starter, run_now, watch_pass, watched_datasets

@@ -13,7 +13,7 @@ from typing import Any
 from controlplane.errors import KintsugiError
 from controlplane.models.modelstore import training_errors_mapped
 from controlplane.runs.context import RunContext
-from controlplane.snapshot import Pinned, verify_file
+from controlplane.stages.pin import Pinned, verify_file
 from controlplane.stages.train import Trained, holdout_of, labelled_of
 from training.model import evaluate, fit, time_holdout
 

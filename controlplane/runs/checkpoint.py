@@ -12,8 +12,8 @@ from typing import Any, Union
 from controlplane.datahub.incidents import IncidentRef
 from controlplane.errors import RunStateError
 from controlplane.runs.journal import RunRecord
-from controlplane.snapshot import Pinned
 from controlplane.stages.heal import Healed
+from controlplane.stages.pin import Pinned
 from controlplane.stages.train import Trained
 from controlplane.vocab import Gate
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from controlplane.datahub.assertions import VolumeLimits, assertion_mcps
 from controlplane.errors import DataError
-from controlplane.guarding import Guarded, guard_table
 from controlplane.runs.context import RunContext
-from controlplane.snapshot import Pinned, pin_table, verify_file
+from controlplane.stages.guarding import Guarded, guard_table
+from controlplane.stages.pin import Pinned, pin_table, verify_file
 from controlplane.vocab import LedgerKind, Stage
 from guard.checks.volume import volume_limits
 from guard.context import GuardContext

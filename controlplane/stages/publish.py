@@ -8,11 +8,11 @@ from dataclasses import asdict
 from controlplane.datahub.datasets import profile_mcps
 from controlplane.datahub.incidents import IncidentRef, note_incident, read_incidents, resolve_incident
 from controlplane.memory import resolution_line
-from controlplane.reference import load_reference, load_state, save_batch
 from controlplane.runs.context import RunContext, crash_point
-from controlplane.snapshot import Pinned, publish_table, verify_file
 from controlplane.stages.detect import TrainingView
 from controlplane.stages.heal import Healed, heal_notes, quarantine_note
+from controlplane.stages.kept_reference import load_reference, load_state, save_batch
+from controlplane.stages.pin import Pinned, publish_table, verify_file
 from controlplane.vocab import LedgerKind, Stage
 from guard.findings import GuardReport
 

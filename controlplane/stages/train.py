@@ -22,8 +22,8 @@ from controlplane.models import passport_signing as passport
 from controlplane.models.gate import PromotionDecision, PromotionEvidence, decide
 from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.runs.context import RunContext, crash_point
-from controlplane.snapshot import verify_file
 from controlplane.stages.detect import TrainingView
+from controlplane.stages.pin import verify_file
 from controlplane.vocab import LedgerKind, Stage
 from profiles.snapshot import read_frame
 from training import errors as training_errors

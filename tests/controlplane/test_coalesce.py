@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from controlplane.guarding import coalesce
+from controlplane.stages.guarding import coalesce
 from guard.findings import Finding, RowSelector, make_finding
 from guard.kinds import FindingKind
 from profiles.profile import TimeWindow

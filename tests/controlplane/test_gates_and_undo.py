@@ -15,8 +15,8 @@ from mlflow import MlflowClient
 from controlplane.errors import RunNotFound, RunStateError
 from controlplane.pipeline import approve, reject, run_pipeline
 from controlplane.runs.journal import list_runs, load_run
-from controlplane.snapshot import file_hash as content_hash
 from controlplane.spec import load_spec
+from controlplane.stages.pin import file_hash as content_hash
 from controlplane.undo import undo
 from controlplane.vocab import Stage
 from demo.seed import FEATURE_TABLE, PIPELINE

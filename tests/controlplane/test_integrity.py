@@ -22,8 +22,8 @@ from controlplane.errors import PipelineBusy, RunStateError, StoreMismatch
 from controlplane.pipeline import approve, reject, run_pipeline
 from controlplane.runs.journal import load_run
 from controlplane.runs.locks import pipeline_lock
-from controlplane.snapshot import file_hash
 from controlplane.spec import load_spec
+from controlplane.stages.pin import file_hash
 from controlplane.undo import undo
 from controlplane.vocab import LedgerKind, Stage
 from controlplane.workspace import Workspace

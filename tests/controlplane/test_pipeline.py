@@ -15,8 +15,8 @@ from controlplane.datahub.models import PASSPORT_PROPERTY
 from controlplane.datahub.urns import assertion_urn, model_urn
 from controlplane.pipeline import run_pipeline
 from controlplane.runs.journal import load_run
-from controlplane.snapshot import file_hash as content_hash
 from controlplane.spec import load_spec
+from controlplane.stages.pin import file_hash as content_hash
 from demo.seed import FEATURE_TABLE, PIPELINE, UPSTREAMS
 from tests.support import DEMO_NOW
 

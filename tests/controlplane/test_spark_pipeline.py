@@ -25,8 +25,8 @@ from controlplane.pipeline import reject, run_pipeline
 from controlplane.runs.engine import acquire_session, release_session
 from controlplane.runs.identity import rebase_if_moved
 from controlplane.runs.journal import load_run
-from controlplane.snapshot import file_hash
 from controlplane.spec import load_spec, parse_spec
+from controlplane.stages.pin import file_hash
 from controlplane.undo import undo
 from controlplane.vocab import LedgerKind
 from controlplane.workspace import Workspace

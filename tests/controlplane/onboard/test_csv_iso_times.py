@@ -12,8 +12,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from controlplane.runs.journal import list_runs
-from controlplane.snapshot import pin_table
 from controlplane.spec import load_spec
+from controlplane.stages.pin import pin_table
 from controlplane.vocab import RunStatus
 from controlplane.workspace import Workspace
 

@@ -13,7 +13,7 @@ from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.urns import contract_urn
 from controlplane.odcs import parse_odcs
 from controlplane.runs.journal import list_runs
-from controlplane.snapshot import file_hash
+from controlplane.stages.pin import file_hash
 from controlplane.unitguess import UnitGuess, contract_unit
 from tests.support import champion
 

@@ -27,8 +27,8 @@ import pyarrow as pa
 from controlplane.datahub.datasets import profile_mcps
 from controlplane.datahub.port import MetadataPort
 from controlplane.errors import DataError, WorkspaceError
-from controlplane.snapshot import pin_table
 from controlplane.spec import PipelineSpec
+from controlplane.stages.pin import pin_table
 from controlplane.workspace import Workspace
 from profiles.batches import split_batches
 from profiles.fingerprints import fingerprint_of_profile, fingerprint_windows

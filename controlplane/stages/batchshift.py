@@ -36,7 +36,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from controlplane.tableshift import finding_window, pinned_shift, shifts_only
+from controlplane.stages.tableshift import finding_window, pinned_shift, shifts_only
 from guard.checks.timeshift import MIN_SHIFT_HOURS, signed
 from guard.findings import Finding, NamedRow, RowSelector
 from profiles.fingerprints import (

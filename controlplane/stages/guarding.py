@@ -1,6 +1,6 @@
 """How the control plane guards a table: its new batch against the reference, its history against itself.
 
-With a reference kept in the workspace (`controlplane.reference`), the guard reads only the rows after the
+With a reference kept in the workspace (`controlplane.stages.kept_reference`), the guard reads only the rows after the
 watermark — the new batch — and compares them with the last clean batches; whole-table invariants (duplicate
 keys across batches) see the whole table. The batches already in the reference are profiled again and
 compared with what was kept when they passed: rows that changed since (a rewrite of the whole table in other
@@ -17,11 +17,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import remediations.playbooks  # noqa: F401  (registers the playbooks whose plans name a failure)
-from controlplane.batchshift import pin_batch_shift
 from controlplane.datahub.contracts import read_contract
 from controlplane.datahub.datasets import read_profile, walk_upstream
 from controlplane.datahub.port import MetadataPort
-from controlplane.reference import (
+from controlplane.runs.engine import TableEngine
+from controlplane.spec import PipelineSpec
+from controlplane.stages.batchshift import pin_batch_shift
+from controlplane.stages.kept_reference import (
     ReferenceState,
     changed_batches,
     kept_batches,
@@ -30,9 +32,7 @@ from controlplane.reference import (
     new_rows_window,
     windows_of,
 )
-from controlplane.runs.engine import TableEngine
-from controlplane.spec import PipelineSpec
-from controlplane.tableshift import pin_table_shift
+from controlplane.stages.tableshift import pin_table_shift
 from controlplane.workspace import Workspace
 from guard.context import GuardContext
 from guard.findings import Finding, GuardReport, RowSelector, make_finding

@@ -72,7 +72,7 @@ def finding_window(finding: Finding) -> tuple[int | None, int | None] | None:
 
 
 def _unguarded(finding: Finding, column: str) -> bool:
-    """The rows that lie in no kept batch (`controlplane.guarding`): a shift carries the first batch's edge out."""
+    """The rows that lie in no kept batch (`controlplane.stages.guarding`): a shift carries the first batch's edge out."""
     return (
         finding.kind is FindingKind.HISTORY_CHANGED and finding.column == column and "unguarded_rows" in finding.params
     )
