@@ -29,12 +29,12 @@ from controlplane.datahub.datasets import operation_mcp
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import check_dataset_urn
 from controlplane.errors import DataError, InputError, KintsugiError
-from controlplane.recovery import recover_pipeline
 from controlplane.runs.identity import check_datahub
 from controlplane.runs.journal import RunJournal, RunRecord, list_runs, new_run_id
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.stages.pin import append_batch, file_hash, live_hash
+from controlplane.takeback.recovery import recover_pipeline
 from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage
 from controlplane.workspace import Workspace
 

@@ -10,7 +10,7 @@ Each stage takes the previous stage's typed result and returns its own (`control
 once per snapshot: on the pinned table at detect, on the healed copy at verify. Policy `ratify` pauses at both
 gates; a NEEDS_REVIEW candidate pauses at the promote gate under any policy. Every writer holds the pipeline's
 lock; every external write is journaled before it is made (`controlplane.runs.journal`), and a run whose process
-died is rolled back by the next writer (`controlplane.recovery`).
+died is rolled back by the next writer (`controlplane.takeback.recovery`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from controlplane.datahub.incidents import IncidentRef
 from controlplane.errors import TableChanged
 from controlplane.models.impact import measure_impact
 from controlplane.models.modelstore import open_store
-from controlplane.recovery import recover_pipeline
 from controlplane.rollout import reject_rollback, resume_rollback
 from controlplane.runs.checkpoint import (
     Checkpoint,
@@ -45,6 +44,7 @@ from controlplane.stages.heal import Healed, heal, raise_incidents, verify
 from controlplane.stages.pin import Pinned, live_hash, verify_file
 from controlplane.stages.publish import publish, remember_reference, resolve, resolve_cleared
 from controlplane.stages.train import Trained, assess, holdout_of, score_champion, train
+from controlplane.takeback.recovery import recover_pipeline
 from controlplane.vocab import Policy, RunStatus, Stage, Verdict
 from controlplane.workspace import Workspace
 from guard.findings import Verdict as GuardVerdict

@@ -25,8 +25,8 @@ from controlplane.datahub.port import MetadataPort
 from controlplane.memory import read_heal
 from controlplane.models.champion_health import prior_rollbacks
 from controlplane.retrain import is_loop_run
-from controlplane.rollback import resolved_by
 from controlplane.runs.journal import RunRecord
+from controlplane.takeback.rollback import resolved_by
 from controlplane.vocab import Stage
 from controlplane.workspace import Workspace
 

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 from controlplane.errors import GateRefused, VersionNotFound
 from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.models.passport import evidence_refusal
-from controlplane.recovery import recover_pipeline
-from controlplane.rollback import ABANDONED_KEY, UNDONE_KEY
 from controlplane.runs.context import open_run
 from controlplane.runs.journal import RunJournal, RunRecord, new_run_id
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import load_spec
 from controlplane.stages.conclude import move_champion
+from controlplane.takeback.recovery import recover_pipeline
+from controlplane.takeback.rollback import ABANDONED_KEY, UNDONE_KEY
 from controlplane.vocab import Policy, RunStatus, Stage, Verdict
 from controlplane.workspace import Workspace
 

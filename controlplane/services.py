@@ -29,13 +29,13 @@ from controlplane.pipeline import reject as reject_run
 from controlplane.pipeline import run_pipeline
 from controlplane.postmortem import build_postmortem, read_postmortem
 from controlplane.promote import promote_version
-from controlplane.recovery import is_interrupted, recover_run
 from controlplane.runs.journal import Event, RunRecord, UnreadableRun, list_runs, load_run, new_run_id, scan_runs
 from controlplane.schedule import next_fire
 from controlplane.spec import PipelineSpec, list_specs, load_spec
 from controlplane.stages.guarding import context_without_snapshot, guard_table
 from controlplane.stages.pin import pin_table
-from controlplane.undo import undo as undo_run
+from controlplane.takeback.recovery import is_interrupted, recover_run
+from controlplane.takeback.undo import undo as undo_run
 from controlplane.vocab import Policy, RunStatus
 from controlplane.watch import PassReport, Starter, run_now, watch_pass, watched_datasets
 from controlplane.workspace import Workspace

@@ -26,11 +26,11 @@ import pytest
 from datahub.metadata import schema_classes as s
 
 from controlplane.models.passport import champions_agree, verify_passport
-from controlplane.recovery import recover_run
 from controlplane.runs.identity import rebase_if_moved
 from controlplane.runs.journal import list_runs, load_run
 from controlplane.spec import load_spec
 from controlplane.stages.pin import file_hash
+from controlplane.takeback.recovery import recover_run
 from controlplane.workspace import Workspace
 from demo.seed import FEATURE_TABLE, PIPELINE
 from tests.support import LATER, champion, incidents_on, poison

@@ -17,7 +17,7 @@ from controlplane.pipeline import approve, reject, run_pipeline
 from controlplane.runs.journal import list_runs, load_run
 from controlplane.spec import load_spec
 from controlplane.stages.pin import file_hash as content_hash
-from controlplane.undo import undo
+from controlplane.takeback.undo import undo
 from controlplane.vocab import Stage
 from demo.seed import FEATURE_TABLE, PIPELINE
 from tests.support import DEMO_NOW, LATER, LATER_MS, champion, incidents_on, poison, store_hashes

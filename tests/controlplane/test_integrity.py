@@ -24,7 +24,7 @@ from controlplane.runs.journal import load_run
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import load_spec
 from controlplane.stages.pin import file_hash
-from controlplane.undo import undo
+from controlplane.takeback.undo import undo
 from controlplane.vocab import LedgerKind, Stage
 from controlplane.workspace import Workspace
 from demo.seed import PIPELINE

@@ -27,7 +27,7 @@ from controlplane.runs.identity import rebase_if_moved
 from controlplane.runs.journal import load_run
 from controlplane.spec import load_spec, parse_spec
 from controlplane.stages.pin import file_hash
-from controlplane.undo import undo
+from controlplane.takeback.undo import undo
 from controlplane.vocab import LedgerKind
 from controlplane.workspace import Workspace
 from demo.seed import PIPELINE

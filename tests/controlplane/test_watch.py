@@ -19,7 +19,7 @@ from controlplane.pipeline import approve
 from controlplane.promote import promote_version
 from controlplane.retrain import in_quiet_hours, is_loop_run, last_loop_run_ms
 from controlplane.runs.journal import RunRecord, list_runs, load_run
-from controlplane.undo import undo
+from controlplane.takeback.undo import undo
 from controlplane.vocab import Policy
 from controlplane.watch import on_change, watch_pass
 from controlplane.watch_action import event_urns

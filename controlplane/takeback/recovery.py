@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import time
 
-from controlplane.rollback import ABANDONED_KEY, UNDONE_KEY, plan_take_back, take_back
 from controlplane.runs.context import open_run
 from controlplane.runs.journal import ROLLED_BACK, RunJournal, RunRecord, list_runs, load_run
 from controlplane.runs.locks import lock_holder, pipeline_lock
 from controlplane.spec import load_spec
+from controlplane.takeback.rollback import ABANDONED_KEY, UNDONE_KEY, plan_take_back, take_back
 from controlplane.vocab import LedgerKind, RunStatus, Stage, Verdict
 from controlplane.workspace import Workspace
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import time
 
 from controlplane.errors import RunStateError
-from controlplane.recovery import recover_pipeline
-from controlplane.rollback import plan_take_back
 from controlplane.runs.journal import RunJournal, RunRecord, load_run
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import load_spec
+from controlplane.takeback.recovery import recover_pipeline
+from controlplane.takeback.rollback import plan_take_back
 from controlplane.vocab import LedgerKind, RunStatus
 from controlplane.workspace import Workspace
 
