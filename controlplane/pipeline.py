@@ -21,11 +21,11 @@ from contextlib import contextmanager
 from dataclasses import asdict, replace
 from typing import Callable, Iterator
 
+from controlplane.champion.rollout import reject_rollback, resume_rollback
 from controlplane.datahub.incidents import IncidentRef
 from controlplane.errors import TableChanged
 from controlplane.models.impact import measure_impact
 from controlplane.models.modelstore import open_store
-from controlplane.rollout import reject_rollback, resume_rollback
 from controlplane.runs.checkpoint import (
     Checkpoint,
     PromoteCheckpoint,

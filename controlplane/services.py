@@ -16,6 +16,7 @@ from typing import Callable
 from datahub.metadata import schema_classes as s
 
 from controlplane.accept import accept as accept_warnings
+from controlplane.champion.promote import promote_version
 from controlplane.contracts import apply_contract_file
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import read_raw_contract
@@ -28,7 +29,6 @@ from controlplane.pipeline import approve as approve_run
 from controlplane.pipeline import reject as reject_run
 from controlplane.pipeline import run_pipeline
 from controlplane.postmortem import build_postmortem, read_postmortem
-from controlplane.promote import promote_version
 from controlplane.runs.journal import Event, RunRecord, UnreadableRun, list_runs, load_run, new_run_id, scan_runs
 from controlplane.schedule import next_fire
 from controlplane.spec import PipelineSpec, list_specs, load_spec

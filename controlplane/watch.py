@@ -8,7 +8,7 @@ never replays a burst:
     observe     the signals of every watched dataset, compared with `<workspace>/watch.json` only to report
                 what changed since the last pass (the state file is rewritten after each pass)
     champion    per pipeline, under its lock: versions at risk marked; an unsafe champion rolled back, proposed,
-                reported or flagged under the pipeline's policy (`controlplane.rollout`); what was acted on is
+                reported or flagged under the pipeline's policy (`controlplane.champion.rollout`); what was acted on is
                 read from the run records
     retrain     per pipeline with an incident resolved on its datasets after its last run: a run of the loop
                 (a busy pipeline is retried next pass; quiet hours defer it) (`controlplane.retrain`)
@@ -33,6 +33,7 @@ from typing import Any, AsyncIterator, Callable
 
 from datahub.metadata import schema_classes as s
 
+from controlplane.champion.rollout import WATCH_KIND, ChampionOutcome, reconcile_champion
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.datasets import walk_upstream
 from controlplane.datahub.history import failing_assertions_at
@@ -42,7 +43,6 @@ from controlplane.errors import KintsugiError, PipelineBusy
 from controlplane.pipeline import run_pipeline
 from controlplane.postmortem import Postmortem, build_postmortem, markdown_path, postmortem_mcps, write_markdown
 from controlplane.retrain import due_retrains
-from controlplane.rollout import WATCH_KIND, ChampionOutcome, reconcile_champion
 from controlplane.runs.context import open_run
 from controlplane.runs.journal import RunRecord, list_runs, new_run_id
 from controlplane.runs.locks import pipeline_lock

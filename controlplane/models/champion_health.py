@@ -36,7 +36,7 @@ __all__ = [
     "ROLLBACK_KIND",
 ]
 
-ROLLBACK_KIND = "rollback"  # the `kind` fact of a rollback record (controlplane.rollout)
+ROLLBACK_KIND = "rollback"  # the `kind` fact of a rollback record (controlplane.champion.rollout)
 _SETTLED = (RunStatus.ROLLED_BACK, RunStatus.UNDONE, RunStatus.REJECTED)  # a person or a pass has had its say
 
 

@@ -11,12 +11,12 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
 from mlflow import MlflowClient
 
+from controlplane.champion.promote import promote_version
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.model_risk import UNSAFE_TAG, at_risk_urn, risks_of
 from controlplane.datahub.models import read_model_tags
 from controlplane.datahub.urns import model_urn
 from controlplane.pipeline import approve
-from controlplane.promote import promote_version
 from controlplane.retrain import in_quiet_hours, is_loop_run, last_loop_run_ms
 from controlplane.runs.journal import RunRecord, list_runs, load_run
 from controlplane.takeback.undo import undo

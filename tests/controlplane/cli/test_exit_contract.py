@@ -146,7 +146,7 @@ def test_a_promote_that_fails_ends_failed(demo_copy, monkeypatch, capsys):
     def move_champion(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("controlplane.promote.move_champion", move_champion)
+    monkeypatch.setattr("controlplane.champion.promote.move_champion", move_champion)
     code, _, err = kintsugi(monkeypatch, capsys, "promote", PIPELINE, str(version), "-w", str(ws.root))
     assert code == 2
     record = load_run(ws, _one_line(err, "promote"))
