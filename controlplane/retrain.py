@@ -37,7 +37,7 @@ def in_quiet_hours(quiet_hours: str | None, now_ms: int) -> bool:
 
 def is_loop_run(record: RunRecord) -> bool:
     """A run of the loop: not a watch pass, a rollback or a promote by hand (`facts["kind"]`), nor an init or a
-    land (`facts["command"]`, `controlplane.onboard.COMMAND_FACT`)."""
+    land (`facts["command"]`, `controlplane.onboard.init.COMMAND_FACT`)."""
     return not record.facts.get("kind") and not record.facts.get("command")
 
 

@@ -15,9 +15,7 @@ from typing import Callable
 
 from datahub.metadata import schema_classes as s
 
-from controlplane.accept import accept as accept_warnings
 from controlplane.champion.promote import promote_version
-from controlplane.contracts import apply_contract_file
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import read_raw_contract
 from controlplane.datahub.datasets import downstream_of
@@ -25,6 +23,8 @@ from controlplane.datahub.incidents import IncidentRow, active_incidents, read_i
 from controlplane.datahub.models import VERDICT_PROPERTY, model_versions, models_trained_on
 from controlplane.datahub.urns import model_urn
 from controlplane.errors import Conflict, DataError, InputError, InternalError, KintsugiError, NotFound
+from controlplane.onboard.accept import accept as accept_warnings
+from controlplane.onboard.contracts import apply_contract_file
 from controlplane.pipeline import approve as approve_run
 from controlplane.pipeline import reject as reject_run
 from controlplane.pipeline import run_pipeline

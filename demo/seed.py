@@ -15,7 +15,7 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import contract_mcps
 from controlplane.datahub.datasets import SchemaColumn, dataset_mcps, profile_mcps
-from controlplane.odcs import parse_odcs
+from controlplane.onboard.odcs import parse_odcs
 from controlplane.runs.identity import establish_identity
 from controlplane.spec import load_spec
 from controlplane.stages.kept_reference import establish

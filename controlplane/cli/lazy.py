@@ -24,17 +24,18 @@ class _Module:
 
 
 if TYPE_CHECKING:
-    from controlplane import contracts, services, unitguess, views
-    from controlplane import land as landing  # `land` and `onboard` name commands and CLI modules
-    from controlplane import onboard as onboarding
+    from controlplane import services, views
     from controlplane.models import passport as passports
     from controlplane.models import passport_signing as passport
+    from controlplane.onboard import contracts, unitguess
+    from controlplane.onboard import init as onboarding
+    from controlplane.onboard import land as landing  # `land` and `onboard` name commands and CLI modules
 else:
-    contracts = _Module("controlplane.contracts")
-    landing = _Module("controlplane.land")
-    onboarding = _Module("controlplane.onboard")
+    contracts = _Module("controlplane.onboard.contracts")
+    landing = _Module("controlplane.onboard.land")
+    onboarding = _Module("controlplane.onboard.init")
     passport = _Module("controlplane.models.passport_signing")
     passports = _Module("controlplane.models.passport")
     services = _Module("controlplane.services")
-    unitguess = _Module("controlplane.unitguess")
+    unitguess = _Module("controlplane.onboard.unitguess")
     views = _Module("controlplane.views")

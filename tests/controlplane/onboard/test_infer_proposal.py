@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from controlplane.errors import InputError
-from controlplane.infer import Hints, propose
-from controlplane.odcs import parse_odcs
-from controlplane.unitguess import contract_unit, given_unit, guess_unit
+from controlplane.onboard.infer import Hints, propose
+from controlplane.onboard.odcs import parse_odcs
+from controlplane.onboard.unitguess import contract_unit, given_unit, guess_unit
 from profiles.snapshot import read_snapshot
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,t,PROD)"

@@ -29,7 +29,7 @@ from open_data_contract_standard.model import OpenDataContractStandard, SchemaPr
 
 from controlplane.datahub.urns import check_dataset_urn
 from controlplane.errors import ContractError, InputError
-from controlplane.safeyaml import YamlRefused, load_yaml
+from controlplane.onboard.safeyaml import YamlRefused, load_yaml
 from guard.contract import LOGICAL_TYPES, ColumnContract, Contract
 from guard.units import UNITS, same_unit
 

@@ -36,10 +36,11 @@ from controlplane.datahub.datasets import FRESHNESS_PROPERTY, SchemaColumn, data
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import check_dataset_urn
 from controlplane.errors import DataError, InputError, KintsugiError, SpecError, TableChanged
-from controlplane.infer import Hints, Proposal, infer_task, key_candidates, propose
-from controlplane.land import operator_urn
 from controlplane.models.gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN
 from controlplane.models.modelstore import training_errors_mapped
+from controlplane.onboard.infer import Hints, Proposal, infer_task, key_candidates, propose
+from controlplane.onboard.land import operator_urn
+from controlplane.onboard.unitguess import given_unit
 from controlplane.runs.identity import check_datahub
 from controlplane.runs.journal import RunJournal, RunRecord, new_run_id
 from controlplane.runs.locks import pipeline_lock
@@ -47,7 +48,6 @@ from controlplane.spec import PipelineSpec, check_pipeline_name, parse_spec
 from controlplane.stages.kept_reference import establish_reference
 from controlplane.stages.pin import pin_location
 from controlplane.takeback.recovery import recover_pipeline
-from controlplane.unitguess import given_unit
 from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage
 from controlplane.workspace import Workspace
 from profiles.profile import DatasetProfile

@@ -4,7 +4,7 @@ What it proposes, and from what:
 - roles: the label (the target given), the event time (the time column given), the label time (given, or a
   timestamp whose name says `label`: asked), keys (given, or an `id`/`*_id`/`*_key` column whose values are unique
   and never null: asked);
-- units of numeric columns, from their names and values, each with its evidence (`controlplane.unitguess`);
+- units of numeric columns, from their names and values, each with its evidence (`controlplane.onboard.unitguess`);
 - bounds: what was seen, widened by half the span on both sides, rounded outward, then cut to what the unit or
   the column allows (never a negative length, a percentage over 100, a month past 12, an hour past 23, a year
   after next year);
@@ -27,7 +27,7 @@ from typing import Any, Mapping
 import yaml
 
 from controlplane.errors import InputError
-from controlplane.unitguess import Domain, UnitGuess, contract_unit, guess_unit, physical_domain, tokens
+from controlplane.onboard.unitguess import Domain, UnitGuess, contract_unit, guess_unit, physical_domain, tokens
 from guard.checks.domain import is_categorical
 from profiles.profile import ColumnProfile, DatasetProfile
 
