@@ -28,16 +28,16 @@ from controlplane.onboard.contracts import apply_contract_file
 from controlplane.pipeline import approve as approve_run
 from controlplane.pipeline import reject as reject_run
 from controlplane.pipeline import run_pipeline
-from controlplane.postmortem import build_postmortem, read_postmortem
 from controlplane.runs.journal import Event, RunRecord, UnreadableRun, list_runs, load_run, new_run_id, scan_runs
-from controlplane.schedule import next_fire
 from controlplane.spec import PipelineSpec, list_specs, load_spec
 from controlplane.stages.guarding import context_without_snapshot, guard_table
 from controlplane.stages.pin import pin_table
 from controlplane.takeback.recovery import is_interrupted, recover_run
 from controlplane.takeback.undo import undo as undo_run
 from controlplane.vocab import Policy, RunStatus
-from controlplane.watch import PassReport, Starter, run_now, watch_pass, watched_datasets
+from controlplane.watch.cron import next_fire
+from controlplane.watch.follow import PassReport, Starter, run_now, watch_pass, watched_datasets
+from controlplane.watch.postmortem import build_postmortem, read_postmortem
 from controlplane.workspace import Workspace
 from guard.findings import GuardReport
 from guard.runner import run_guard
@@ -359,7 +359,7 @@ def show_contract(ws: Workspace, dataset: str) -> str:
 
 
 def watch(ws: Workspace, policy: str | None = None, now_ms: int | None = None, start: Starter = run_now) -> PassReport:
-    """One reconcile pass of `kintsugi watch` over every pipeline (`controlplane.watch`)."""
+    """One reconcile pass of `kintsugi watch` over every pipeline (`controlplane.watch.follow`)."""
     return watch_pass(ws, now_ms=now_ms, policy=parse_policy(policy), start=start)
 
 

@@ -8,12 +8,12 @@ from typing import Any
 
 from controlplane.datahub.incidents import IncidentRef, open_incident
 from controlplane.datahub.urns import assertion_urn
-from controlplane.memory import memory_fact, recall, reuse_all
 from controlplane.runs.context import RunContext
 from controlplane.stages.detect import Detected, TrainingView, summary
 from controlplane.stages.guarding import guard_table
 from controlplane.stages.pin import file_hash, verify_file
 from controlplane.vocab import LedgerKind, RunStatus, Stage
+from controlplane.watch.memory import memory_fact, recall, reuse_all
 from guard.contract import Contract
 from guard.findings import Finding, GuardReport, Verdict
 from guard.registry import CHECKS

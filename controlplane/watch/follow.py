@@ -11,11 +11,11 @@ never replays a burst:
                 reported or flagged under the pipeline's policy (`controlplane.champion.rollout`); what was acted on is
                 read from the run records
     retrain     per pipeline with an incident resolved on its datasets after its last run: a run of the loop
-                (a busy pipeline is retried next pass; quiet hours defer it) (`controlplane.retrain`)
-    postmortem  per resolved incident whose postmortem is missing or out of date (`controlplane.postmortem`)
+                (a busy pipeline is retried next pass; quiet hours defer it) (`controlplane.watch.retrain`)
+    postmortem  per resolved incident whose postmortem is missing or out of date (`controlplane.watch.postmortem`)
 
 `watch_pass` is the one handler: `kintsugi watch [--once]`, the `Watcher` thread of `kintsugi serve`, and the
-DataHub Actions action (`controlplane.watch_action`, for a team with DataHub's event stream) all call it.
+DataHub Actions action (`controlplane.watch.actions`, for a team with DataHub's event stream) all call it.
 """
 
 from __future__ import annotations
@@ -41,13 +41,13 @@ from controlplane.datahub.model_risk import AT_RISK_TYPE
 from controlplane.datahub.port import MetadataPort
 from controlplane.errors import KintsugiError, PipelineBusy
 from controlplane.pipeline import run_pipeline
-from controlplane.postmortem import Postmortem, build_postmortem, markdown_path, postmortem_mcps, write_markdown
-from controlplane.retrain import due_retrains
 from controlplane.runs.context import open_run
 from controlplane.runs.journal import RunRecord, list_runs, new_run_id
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, list_specs, load_spec
 from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage
+from controlplane.watch.postmortem import Postmortem, build_postmortem, markdown_path, postmortem_mcps, write_markdown
+from controlplane.watch.retrain import due_retrains
 from controlplane.workspace import Workspace
 
 __all__ = [

@@ -17,12 +17,12 @@ from controlplane.datahub.model_risk import UNSAFE_TAG, at_risk_urn, risks_of
 from controlplane.datahub.models import read_model_tags
 from controlplane.datahub.urns import model_urn
 from controlplane.pipeline import approve
-from controlplane.retrain import in_quiet_hours, is_loop_run, last_loop_run_ms
 from controlplane.runs.journal import RunRecord, list_runs, load_run
 from controlplane.takeback.undo import undo
 from controlplane.vocab import Policy
-from controlplane.watch import on_change, watch_pass
-from controlplane.watch_action import event_urns
+from controlplane.watch.actions import event_urns
+from controlplane.watch.follow import on_change, watch_pass
+from controlplane.watch.retrain import in_quiet_hours, is_loop_run, last_loop_run_ms
 from demo.seed import CANCEL_PIPELINE, PIPELINE, UPSTREAMS
 from tests.support import DEMO_NOW, champion, iso, kintsugi, ms, store_hashes
 

@@ -1,6 +1,6 @@
 """Scheduled retraining: a pipeline whose spec carries a cron `schedule` runs when due, under its policy.
 
-`controlplane.schedule.due` decides (pure: schedules, last runs and an instant in, names out); `Scheduler` is the
+`controlplane.watch.cron.due` decides (pure: schedules, last runs and an instant in, names out); `Scheduler` is the
 plumbing that `kintsugi serve` runs in one small thread. Times are UTC. A fire time missed while nothing was serving is
 not replayed: the scheduler counts from its own start, so a restart never fires a burst of runs.
 """
@@ -14,10 +14,10 @@ from typing import Callable
 
 from controlplane import services
 from controlplane.errors import KintsugiError
-from controlplane.retrain import is_loop_run
 from controlplane.runs.journal import list_runs
-from controlplane.schedule import due
 from controlplane.spec import list_specs, load_spec
+from controlplane.watch.cron import due
+from controlplane.watch.retrain import is_loop_run
 from controlplane.workspace import Workspace
 
 __all__ = ["Scheduler"]

@@ -1,12 +1,12 @@
 """The DataHub Actions action: `kintsugi watch` on DataHub's event stream, for a team that runs DataHub Actions.
 
 Configured by `deploy/datahub-actions/kintsugi-watch.yaml`. Each event only says "look": the action passes the
-URNs it names to `controlplane.watch.on_change`, the same handler `kintsugi watch --once` runs, which does a whole
+URNs it names to `controlplane.watch.follow.on_change`, the same handler `kintsugi watch --once` runs, which does a whole
 level-based pass when one of them is watched. So a replayed, duplicated or out-of-order event changes nothing a
 pass would not, and the action needs no offsets of its own. Runs start and finish inside the pass.
 
 acryl-datahub-actions is not a dependency of Kintsugi: without it this module still imports (the class is a plain
-object), and DataHub Actions loads it as `controlplane.watch_action:KintsugiWatchAction`.
+object), and DataHub Actions loads it as `controlplane.watch.actions:KintsugiWatchAction`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from controlplane.watch import on_change
+from controlplane.watch.follow import on_change
 from controlplane.workspace import resolve_workspace
 
 __all__ = ["KintsugiWatchAction", "event_urns"]

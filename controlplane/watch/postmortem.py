@@ -22,12 +22,12 @@ from datahub.metadata import schema_classes as s
 from controlplane.datahub.incidents import ACTOR, incident_evidence
 from controlplane.datahub.model_risk import AT_RISK_TYPE, risks_of
 from controlplane.datahub.port import MetadataPort
-from controlplane.memory import read_heal
 from controlplane.models.champion_health import prior_rollbacks
-from controlplane.retrain import is_loop_run
 from controlplane.runs.journal import RunRecord
 from controlplane.takeback.rollback import resolved_by
 from controlplane.vocab import Stage
+from controlplane.watch.memory import read_heal
+from controlplane.watch.retrain import is_loop_run
 from controlplane.workspace import Workspace
 
 __all__ = [
