@@ -10,9 +10,9 @@ from typing import Annotated, Any
 
 import typer
 
-from controlplane.access import ApiSettings, env_read_only, resolve_settings, token_warning
 from controlplane.cli.errors import run_cli
 from controlplane.cli.options import WorkspaceOption, require_estate
+from controlplane.frontdoor.access import ApiSettings, env_read_only, resolve_settings, token_warning
 from controlplane.workspace import Workspace
 
 __all__ = ["mcp_command", "serve_command", "register", "run_mcp_cli", "build_app", "server_watcher"]
@@ -100,7 +100,7 @@ def serve_command(
 
 def server_watcher(ws: Workspace, interval_s: float) -> Any:
     """The watch of `kintsugi serve`: a pass every `interval_s`; a retrain starts in its own thread."""
-    from controlplane import services
+    from controlplane.frontdoor import services
     from controlplane.watch.follow import Watcher
 
     return Watcher(

@@ -74,7 +74,7 @@ def pull_command(
 def doctor_command(workspace: WorkspaceOption = None) -> None:
     """Check the configured DataHub and MLflow: reachable, authenticated, versions, the endpoints the loop uses.
     Exit 0 when all answer, 1 when something does not."""
-    from controlplane.doctor import diagnose
+    from controlplane.frontdoor.doctor import diagnose
 
     diagnosis = diagnose(resolve_workspace(workspace))
     for line in diagnosis.lines():

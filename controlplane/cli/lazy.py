@@ -1,6 +1,6 @@
 """The modules behind the commands, imported when a command first reads from them, not when `kintsugi` starts.
 
-Importing `controlplane.services` brings in MLflow, scikit-learn and DataHub's SDK: about three seconds that
+Importing `controlplane.frontdoor.services` brings in MLflow, scikit-learn and DataHub's SDK: about three seconds that
 `kintsugi --help`, a mistyped option or an unknown command should not cost. The type checker sees the modules
 themselves.
 """
@@ -24,7 +24,7 @@ class _Module:
 
 
 if TYPE_CHECKING:
-    from controlplane import services, views
+    from controlplane.frontdoor import services, views
     from controlplane.models import passport as passports
     from controlplane.models import passport_signing as passport
     from controlplane.onboard import contracts, unitguess
@@ -36,6 +36,6 @@ else:
     onboarding = _Module("controlplane.onboard.init")
     passport = _Module("controlplane.models.passport_signing")
     passports = _Module("controlplane.models.passport")
-    services = _Module("controlplane.services")
+    services = _Module("controlplane.frontdoor.services")
     unitguess = _Module("controlplane.onboard.unitguess")
-    views = _Module("controlplane.views")
+    views = _Module("controlplane.frontdoor.views")

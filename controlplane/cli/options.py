@@ -9,7 +9,7 @@ import typer
 
 from controlplane.datahub.config import load_gms_config
 from controlplane.errors import WorkspaceError
-from controlplane.render import event_line
+from controlplane.frontdoor.render import event_line
 from controlplane.runs.journal import Event
 from controlplane.workspace import Workspace, resolve_workspace
 

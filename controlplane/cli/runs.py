@@ -10,7 +10,7 @@ import typer
 
 from controlplane.cli.lazy import services, views
 from controlplane.cli.options import JsonOption, NowOption, WorkspaceOption, echo_event, require_estate
-from controlplane.render import outcome_lines, report_table, runs_table, timeline
+from controlplane.frontdoor.render import outcome_lines, report_table, runs_table, timeline
 from controlplane.runs.journal import RunRecord
 from controlplane.vocab import EXIT_BLOCKED, Stage
 

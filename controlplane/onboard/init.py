@@ -30,12 +30,12 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
 from datahub.metadata.urns import DatasetUrn
 
-from controlplane import services
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.datasets import FRESHNESS_PROPERTY, SchemaColumn, dataset_mcps
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import check_dataset_urn
 from controlplane.errors import DataError, InputError, KintsugiError, SpecError, TableChanged
+from controlplane.frontdoor import services
 from controlplane.models.gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN
 from controlplane.models.modelstore import training_errors_mapped
 from controlplane.onboard.infer import Hints, Proposal, infer_task, key_candidates, propose

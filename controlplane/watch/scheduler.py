@@ -12,8 +12,8 @@ import threading
 from datetime import datetime, timezone
 from typing import Callable
 
-from controlplane import services
 from controlplane.errors import KintsugiError
+from controlplane.frontdoor import services
 from controlplane.runs.journal import list_runs
 from controlplane.spec import list_specs, load_spec
 from controlplane.watch.cron import due

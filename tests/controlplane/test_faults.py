@@ -220,7 +220,7 @@ def test_the_invariant_table(killed):
 
 
 def test_an_interrupted_run_reads_as_interrupted_until_recovered(poisoned, tmp_path):
-    from controlplane import services
+    from controlplane.frontdoor import services
 
     ws = _fork(poisoned, tmp_path / "ws")
     done = _kintsugi(ws, "run", PIPELINE, "--now", RUN_AT, crash="verify:CLEAN")

@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from controlplane import services
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import read_passport
 from controlplane.errors import PipelineBusy, RunStateError, StoreMismatch
+from controlplane.frontdoor import services
 from controlplane.pipeline import approve, reject, run_pipeline
 from controlplane.runs.journal import load_run
 from controlplane.runs.locks import pipeline_lock

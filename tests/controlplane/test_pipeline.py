@@ -132,7 +132,7 @@ def test_one_upstream_incident_marks_both_demo_models_at_risk(demo_copy):
     from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 
     from controlplane.datahub.urns import parse_model_urn
-    from controlplane.services import incidents
+    from controlplane.frontdoor.services import incidents
     from demo.seed import CANCEL_PIPELINE
 
     ws, _ = demo_copy

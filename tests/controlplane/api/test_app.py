@@ -15,9 +15,9 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from controlplane.access import ApiSettings, resolve_settings
 from controlplane.api.app import create_app
 from controlplane.errors import PipelineBusy, ServerConfigError
+from controlplane.frontdoor.access import ApiSettings, resolve_settings
 from controlplane.runs.locks import pipeline_lock
 from controlplane.workspace import Workspace
 from mcp_server.commands import serve_command

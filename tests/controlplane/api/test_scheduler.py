@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from controlplane.errors import SpecError
+from controlplane.frontdoor.services import pipelines
+from controlplane.frontdoor.views import pipelines_out
 from controlplane.runs.journal import list_runs
-from controlplane.services import pipelines
 from controlplane.spec import load_spec
-from controlplane.views import pipelines_out
 from controlplane.watch.cron import due, latest_fire, next_fire
 from controlplane.watch.scheduler import Scheduler
 from tests.support import PIPELINE

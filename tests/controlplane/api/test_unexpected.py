@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from controlplane import services, views
-from controlplane.access import ApiSettings
 from controlplane.api.app import create_app
+from controlplane.frontdoor import services, views
+from controlplane.frontdoor.access import ApiSettings
 from controlplane.runs.journal import RunJournal, RunRecord
 from controlplane.vocab import Policy
 from controlplane.workspace import Workspace

@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,shop.orders,PROD)"
-HEAVY = ("mlflow", "sklearn", "datahub", "pyspark", "controlplane.services")
+HEAVY = ("mlflow", "sklearn", "datahub", "pyspark", "controlplane.frontdoor.services")
 
 
 def test_building_the_app_and_its_help_imports_none_of_the_libraries_behind_the_commands() -> None:

@@ -19,9 +19,9 @@ from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import PASSPORT_PROPERTY, datahub_champion
 from controlplane.datahub.urns import model_urn
 from controlplane.errors import GateRefused
+from controlplane.frontdoor.services import promote
 from controlplane.models.passport import verify_passport
 from controlplane.pipeline import run_pipeline
-from controlplane.services import promote
 from controlplane.signing import load_or_create_key, sign_passport
 from controlplane.spec import load_spec
 from controlplane.vocab import Stage

@@ -229,7 +229,7 @@ def test_quiet_hours_wrap_midnight():
 
 
 def test_serve_runs_the_watch_while_it_serves(demo_run):
-    from controlplane.access import ApiSettings
+    from controlplane.frontdoor.access import ApiSettings
     from mcp_server.commands import build_app, server_watcher
     from tests.support import TOKEN, served
 

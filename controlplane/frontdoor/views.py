@@ -11,8 +11,8 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
-from controlplane import services
 from controlplane.errors import KintsugiError
+from controlplane.frontdoor import services
 from controlplane.runs.journal import Event, RunRecord
 from controlplane.vocab import RunStatus
 from guard.findings import GuardReport
