@@ -10,7 +10,7 @@ deleted after their section. Every measurement runs in its own fresh child proce
 the time, peak RSS = the child's VmHWM), round robin, best of --repeat.
 
 - floor: pyarrow reads every column row group by row group and computes null_count and pc.min_max.
-- arrow engine: `guard.engines.snapshot("arrow", path, keys=("order_id",))` + every registered check, with
+- arrow engine: `profiles.engines.snapshot("arrow", path, keys=("order_id",))` + every registered check, with
   the duplicates check answered from the snapshot's key hashes (`KeyHashes.duplicates`, the wiring the
   duplicates check needs, see the report) instead of rereading the key column.
 - guard today: `read_snapshot` + every registered check as registered (the duplicates check rereads keys).
@@ -79,9 +79,9 @@ def _report(report: Any) -> dict[str, Any]:
 
 def run_engine_once(path: str, reference: str) -> dict[str, Any]:
     from guard.context import GuardContext
-    from guard.engines import snapshot
-    from guard.profile import DatasetProfile
     from guard.runner import run_guard
+    from profiles.engines import snapshot
+    from profiles.profile import DatasetProfile
 
     _wire_duplicates_to_key_hashes()
     contract, profile = bench_contract(), DatasetProfile.from_dict(json.loads(Path(reference).read_text()))
@@ -95,9 +95,9 @@ def run_engine_once(path: str, reference: str) -> dict[str, Any]:
 
 def run_today_once(path: str, reference: str) -> dict[str, Any]:
     from guard.context import GuardContext
-    from guard.profile import DatasetProfile
     from guard.runner import run_guard
-    from guard.snapshot import read_snapshot
+    from profiles.profile import DatasetProfile
+    from profiles.snapshot import read_snapshot
 
     contract, profile = bench_contract(), DatasetProfile.from_dict(json.loads(Path(reference).read_text()))
     return _measure(lambda: _report(run_guard(GuardContext(URN, contract, read_snapshot(path), profile, (), now_ms=0))))
@@ -106,10 +106,10 @@ def run_today_once(path: str, reference: str) -> dict[str, Any]:
 def run_history_once(path: str, history: str) -> dict[str, Any]:
     """The guard of one batch: the batch read, the stored reference and key index loaded, every check."""
     from guard.context import GuardContext
-    from guard.engines import snapshot
-    from guard.engines.keys import KeyIndex
-    from guard.reference import Reference
     from guard.runner import run_guard
+    from profiles.engines import snapshot
+    from profiles.engines.keys import KeyIndex
+    from profiles.reference import Reference
 
     contract, folder = bench_contract(), Path(history)
 
@@ -129,10 +129,10 @@ def run_history_once(path: str, history: str) -> dict[str, Any]:
 
 def run_spark_once(path: str, reference: str) -> dict[str, Any]:
     from guard.context import GuardContext
-    from guard.engines import snapshot
-    from guard.engines.spark import spark_session
-    from guard.profile import DatasetProfile
     from guard.runner import run_guard
+    from profiles.engines import snapshot
+    from profiles.engines.spark import spark_session
+    from profiles.profile import DatasetProfile
 
     _wire_duplicates_to_key_hashes()
     started = time.perf_counter()
@@ -221,9 +221,9 @@ def section_sizes(sizes: list[int], workdir: Path, reference: Path, repeat: int)
 
 
 def section_history(counts: list[int], workdir: Path, repeat: int) -> None:
-    from guard.engines import snapshot
-    from guard.engines.keys import KeyIndex
-    from guard.reference import build_reference
+    from profiles.engines import snapshot
+    from profiles.engines.keys import KeyIndex
+    from profiles.reference import build_reference
 
     print(f"\n== guard time of one {BATCH_ROWS:,}-row batch vs history size (target: flat within 1.2x)")
     batch = workdir / "batch.parquet"
@@ -298,7 +298,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(CHILDREN[args.child](args)))
         return
-    from guard.engines import snapshot
+    from profiles.engines import snapshot
 
     with tempfile.TemporaryDirectory(prefix="engine-bench-") as tmp:
         workdir = Path(tmp)

@@ -128,7 +128,7 @@ def bench_contract() -> Any:
 def run_guard_once(path: str, reference_path: str) -> dict[str, Any]:
     from guard.context import GuardContext
     from guard.runner import run_guard
-    from guard.snapshot import read_snapshot
+    from profiles.snapshot import read_snapshot
 
     contract, reference = bench_contract(), read_snapshot(reference_path).profile
 

@@ -32,8 +32,8 @@ from chaos.realdata import DATASETS  # noqa: E402
 from guard.checks.relations import MIN_BROKEN, check_relations  # noqa: E402
 from guard.context import GuardContext  # noqa: E402
 from guard.kinds import FindingKind  # noqa: E402
-from guard.reference import Reference, build_reference  # noqa: E402
-from guard.snapshot import read_snapshot  # noqa: E402
+from profiles.reference import Reference, build_reference  # noqa: E402
+from profiles.snapshot import read_snapshot  # noqa: E402
 
 # each dataset's declared order (its spec's `at_least`): Seattle's temp_min <= temp_max, Greensboro's dew <= air
 ORDERS = {name: d.contract().declared_orders[0] for name, d in DATASETS.items() if d.contract().declared_orders}

@@ -95,8 +95,8 @@ def seed_workspace(root: Path, rows: int, seed: int) -> Any:
     reference (as the demo keeps them) and the reference's profile re-emitted."""
     from controlplane.datahub.connect import metadata_session
     from controlplane.datahub.datasets import profile_mcps
-    from controlplane.reference import establish
     from controlplane.spec import load_spec
+    from controlplane.stages.kept_reference import establish
     from controlplane.workspace import Workspace
     from demo.generate import generate_eta_features
     from demo.seed import FEATURE_TABLE, PIPELINE, seed_estate, write_feature_table

@@ -9,7 +9,7 @@ on a clean batch is a false block. Then failures are injected into the newest ba
 rows, and each tool's verdict is printed: detected (blocked) or missed; for the guard also whether a
 finding names the true cause (kind and column).
 
-- guard: every check, against a `guard.reference.Reference` merged from batch profiles; guard-leak: the
+- guard: every check, against a `profiles.reference.Reference` merged from batch profiles; guard-leak: the
   same with target_leakage findings left out of the verdict (what the other checks catch alone);
   "guard names" is right when a blocking finding names the true cause (kind, column, and the unit a
   unit change wrote the column in);

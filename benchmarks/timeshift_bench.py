@@ -6,7 +6,7 @@ dataset, moved by a few hours, against the rolling reference of the batches befo
 For each dataset of `chaos.realdata` and each offset: the batches (after the first K) whose time column alone
 moved by that many hours, and of them how many the timestamp_shift check names, how many on the time column,
 and how many within an hour of the true offset. The clean batches themselves are judged too: a finding on one
-is a false alarm. The pure guard only: the control plane's pins (`controlplane.batchshift`, `tableshift`) then
+is a false alarm. The pure guard only: the control plane's pins (`controlplane.stages.batchshift`, `tableshift`) then
 place a named shift to the hour where the kept batches say where it went.
 """
 
@@ -27,8 +27,8 @@ from chaos.realdata import DATASETS  # noqa: E402
 from guard.checks.timeshift import check_timestamp_shift  # noqa: E402
 from guard.context import GuardContext  # noqa: E402
 from guard.findings import Finding  # noqa: E402
-from guard.reference import Reference, build_reference  # noqa: E402
-from guard.snapshot import read_snapshot  # noqa: E402
+from profiles.reference import Reference, build_reference  # noqa: E402
+from profiles.snapshot import read_snapshot  # noqa: E402
 
 
 def _named(dataset_name: str, hours: list[int], scratch: Path) -> None:

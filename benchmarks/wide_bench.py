@@ -22,12 +22,12 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from guard.batches import split_batches  # noqa: E402
 from guard.context import GuardContext  # noqa: E402
 from guard.contract import ColumnContract, Contract  # noqa: E402
-from guard.reference import build_reference  # noqa: E402
 from guard.runner import run_guard  # noqa: E402
-from guard.snapshot import read_snapshot  # noqa: E402
+from profiles.batches import split_batches  # noqa: E402
+from profiles.reference import build_reference  # noqa: E402
+from profiles.snapshot import read_snapshot  # noqa: E402
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,bench.wide,PROD)"
 

@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from chaos.service import drill
-from controlplane.views import DrillOut
+from controlplane.frontdoor.views import DrillOut
 from controlplane.workspace import Workspace
 
 __all__ = ["drill_router", "DrillRequest"]

@@ -227,7 +227,7 @@ def _pipeline_drill(
 ) -> dict[str, Any]:
     from chaos.pipeline_drill import DEFAULT_PIPELINE_CONTROLS, PipelinePlan, run_pipeline_drill
     from chaos.pipeline_tasks import SCOPES
-    from controlplane.services import parse_now
+    from controlplane.frontdoor.services import parse_now
 
     ws = resolve_workspace(workspace)
     if not ws.datahub_db.exists():

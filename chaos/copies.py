@@ -4,11 +4,11 @@
 backup, so a writer of another pipeline cannot tear them; the runs' pinned snapshots and sandboxes are left
 behind), pins the table where it lives into the copy as one local parquet file and points the copy's spec at
 it (whatever the drill writes never reaches the team's table, wherever it lives), rebases the copy's MLflow
-store onto its folder (`controlplane.identity.rebase_if_moved`) and lists the table's batches: the batches
+store onto its folder (`controlplane.runs.identity.rebase_if_moved`) and lists the table's batches: the batches
 the reference keeps, then the rows after its watermark when there are any.
 
 `fork` copies that base per run; `take_back(ws, copy, index)` makes batch `index` the new batch again: the
-reference forgotten back to the batches before it (`controlplane.reference.forget_after`), later rows cut
+reference forgotten back to the batches before it (`controlplane.stages.kept_reference.forget_after`), later rows cut
 from the table. The newest batch is the one a drill corrupts; earlier ones serve as more clean controls.
 """
 
@@ -28,17 +28,17 @@ import yaml
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import read_contract
 from controlplane.errors import InputError, WorkspaceError
-from controlplane.identity import rebase_if_moved
-from controlplane.journal import list_runs
-from controlplane.locks import pipeline_lock
-from controlplane.reference import forget_after, kept_windows, load_state
-from controlplane.snapshot import pin_table
+from controlplane.runs.identity import rebase_if_moved
+from controlplane.runs.journal import list_runs
+from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, load_spec
+from controlplane.stages.kept_reference import forget_after, kept_windows, load_state
+from controlplane.stages.pin import pin_table
 from controlplane.vocab import Policy
 from controlplane.workspace import Workspace
 from guard.contract import Contract
-from guard.relations import epoch_ms_of
-from guard.snapshot import read_frame
+from profiles.relations import epoch_ms_of
+from profiles.snapshot import read_frame
 
 __all__ = [
     "BatchSpan",

@@ -10,7 +10,7 @@ new column. A `Judge` gives a verdict on (reference batches, candidate); the gua
 others (`benchmarks/realdata_bench.py` adds pandera and evidently).
 
 The guard reads each batch once: the table is written to one parquet file and split into batches in one
-pass (`guard.batches.split_batches`); the reference is merged from the stored batch profiles, never by
+pass (`profiles.batches.split_batches`); the reference is merged from the stored batch profiles, never by
 rereading rows. Injected candidates are written to their own file and read with `read_snapshot`.
 """
 
@@ -28,14 +28,14 @@ from chaos.injectors import rename, sentinel, swap_with, target_leakage, unit_ch
 from chaos.realdata import RealDataset
 from chaos.registry import Target
 from chaos.selection import Selection
-from guard.batches import split_batches
 from guard.context import GuardContext
 from guard.contract import Contract
 from guard.findings import Finding, GuardReport
-from guard.reference import build_reference
 from guard.runner import run_guard
-from guard.snapshot import Snapshot, read_snapshot
 from guard.units import same_unit
+from profiles.batches import split_batches
+from profiles.reference import build_reference
+from profiles.snapshot import Snapshot, read_snapshot
 from remediations.sandbox import HealOutcome, heal_copy
 
 __all__ = [

@@ -26,10 +26,10 @@ from chaos.selection import Selection
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import read_contract
 from controlplane.errors import DataError
-from controlplane.locks import pipeline_lock
+from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.workspace import Workspace
-from guard.snapshot import read_frame
+from profiles.snapshot import read_frame
 from remediations.sandbox import content_hash
 
 __all__ = ["GameDay", "inject_game_day", "revert_game_day", "active_game_day", "state_dir"]

@@ -15,7 +15,7 @@ from chaos.impact import HARM_THRESHOLD
 from chaos.registry import Scenario
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.incidents import incident_key
-from controlplane.journal import RunRecord
+from controlplane.runs.journal import RunRecord
 from controlplane.workspace import Workspace
 from guard.findings import Finding
 from guard.kinds import DEFAULT_SEVERITY, Severity

@@ -23,14 +23,14 @@ from chaos.copies import PipelineCopy, contract_of, fork, take_back, write_table
 from chaos.generic import scenario_named
 from chaos.observe import Observed, finding_label, observe
 from chaos.registry import Scenario
-from controlplane.journal import RunRecord
 from controlplane.pipeline import run_pipeline
+from controlplane.runs.journal import RunRecord
 from controlplane.spec import load_spec
 from controlplane.workspace import Workspace
 from guard.contract import Contract
 from guard.kinds import Severity
-from guard.relations import epoch_ms_of
-from guard.snapshot import read_frame
+from profiles.relations import epoch_ms_of
+from profiles.snapshot import read_frame
 
 __all__ = [
     "SCOPES",

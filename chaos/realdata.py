@@ -5,7 +5,7 @@ a UTC timestamp column, and proposes a contract as plain data: per column its lo
 physical unit (pint spellings: `degC`, `mm`, `m/s`, `W/m**2`...) and its role (label, event timestamp,
 key), and physical plausibility bounds where physics gives them (a depth is >= 0, a humidity <= 100),
 never bounds inferred from the data. `batches(cadence)` cuts the frame into calendar batches (UTC)
-in time order, with the same windows as `guard.batches.split_batches`.
+in time order, with the same windows as `profiles.batches.split_batches`.
 
 - `seattle_weather` (vega_datasets, seattle-weather.csv): daily weather at Seattle, 2012-2015, 1,461
   rows: precipitation in mm (57% exact zeros), max/min temperature in degC, wind in m/s, and the
@@ -34,8 +34,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from guard.batches import cadence_windows, period_starts
 from guard.contract import ColumnContract, Contract
+from profiles.batches import cadence_windows, period_starts
 
 __all__ = ["ColumnSpec", "RealDataset", "DATASETS", "get_dataset", "GUARD_UNITS"]
 

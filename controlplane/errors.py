@@ -27,7 +27,7 @@
     └── InternalError              internal         something unexpected (a bug): the message says what
 
 Third-party errors become these at one place each (DataHub in `controlplane.datahub`, MLflow and training in
-`controlplane.modelstore`, the file system in `controlplane.snapshot`), chained with `from exc`. Each front
+`controlplane.models.modelstore`, the file system in `controlplane.stages.pin`), chained with `from exc`. Each front
 door maps the tree in one place: `controlplane.cli.errors` (exit 2 and one line), `controlplane.api.errors`
 (HTTP status), `mcp_server.server.error_result` (a tool error carrying the code).
 

@@ -9,8 +9,8 @@
 Each stage takes the previous stage's typed result and returns its own (`controlplane.stages`). The guard runs
 once per snapshot: on the pinned table at detect, on the healed copy at verify. Policy `ratify` pauses at both
 gates; a NEEDS_REVIEW candidate pauses at the promote gate under any policy. Every writer holds the pipeline's
-lock; every external write is journaled before it is made (`controlplane.journal`), and a run whose process
-died is rolled back by the next writer (`controlplane.recovery`).
+lock; every external write is journaled before it is made (`controlplane.runs.journal`), and a run whose process
+died is rolled back by the next writer (`controlplane.takeback.recovery`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, replace
 from typing import Callable, Iterator
 
-from controlplane.checkpoint import (
+from controlplane.champion.rollout import reject_rollback, resume_rollback
+from controlplane.datahub.incidents import IncidentRef
+from controlplane.errors import TableChanged
+from controlplane.models.impact import measure_impact
+from controlplane.models.modelstore import open_store
+from controlplane.runs.checkpoint import (
     Checkpoint,
     PromoteCheckpoint,
     PublishCheckpoint,
@@ -29,22 +34,17 @@ from controlplane.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from controlplane.context import RunContext, open_run
-from controlplane.datahub.incidents import IncidentRef
-from controlplane.errors import TableChanged
-from controlplane.impact import measure_impact
-from controlplane.journal import Event, RunJournal, RunRecord, load_run, new_run_id, raise_if_not
-from controlplane.locks import pipeline_lock
-from controlplane.modelstore import open_store
-from controlplane.recovery import recover_pipeline
-from controlplane.rollout import reject_rollback, resume_rollback
-from controlplane.snapshot import Pinned, live_hash, verify_file
+from controlplane.runs.context import RunContext, open_run
+from controlplane.runs.journal import Event, RunJournal, RunRecord, load_run, new_run_id, raise_if_not
+from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.stages.conclude import Approval, conclude
 from controlplane.stages.detect import TrainingView, detect
 from controlplane.stages.heal import Healed, heal, raise_incidents, verify
+from controlplane.stages.pin import Pinned, live_hash, verify_file
 from controlplane.stages.publish import publish, remember_reference, resolve, resolve_cleared
 from controlplane.stages.train import Trained, assess, holdout_of, score_champion, train
+from controlplane.takeback.recovery import recover_pipeline
 from controlplane.vocab import Policy, RunStatus, Stage, Verdict
 from controlplane.workspace import Workspace
 from guard.findings import Verdict as GuardVerdict

@@ -14,8 +14,8 @@ from typing import Any
 
 from controlplane.datahub.urns import check_dataset_urn
 from controlplane.errors import InputError, PipelineNotFound, SpecError
-from controlplane.promotion import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN, check_rules
-from controlplane.safeyaml import YamlRefused, load_yaml
+from controlplane.models.gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN, check_rules
+from controlplane.onboard.safeyaml import YamlRefused, load_yaml
 from controlplane.vocab import Policy
 from controlplane.workspace import Workspace
 from training.errors import TrainingError

@@ -90,7 +90,7 @@ class Stage(StrEnum):
 class Gate(StrEnum):
     PUBLISH = "publish"
     PROMOTE = "promote"
-    ROLLBACK = "rollback"  # a proposed rollback of an unsafe champion (controlplane.rollout)
+    ROLLBACK = "rollback"  # a proposed rollback of an unsafe champion (controlplane.champion.rollout)
 
 
 class LedgerKind(StrEnum):

@@ -2,7 +2,7 @@
 
 Everything the workspace records about itself is relative to its root, so a copied folder is a workspace of
 its own (`rel` and `path` convert); the MLflow store's absolute artifact locations are rebased when a copy is
-first opened (`controlplane.identity`).
+first opened (`controlplane.runs.identity`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import typer
 from controlplane.cli.options import WorkspaceOption, echo_event
 from controlplane.datahub.config import load_gms_config
 from controlplane.errors import WorkspaceError
-from controlplane.render import timeline
+from controlplane.frontdoor.render import timeline
 from controlplane.workspace import resolve_workspace
 
 __all__ = ["demo", "register"]

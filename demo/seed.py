@@ -15,10 +15,10 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import contract_mcps
 from controlplane.datahub.datasets import SchemaColumn, dataset_mcps, profile_mcps
-from controlplane.identity import establish_identity
-from controlplane.odcs import parse_odcs
-from controlplane.reference import establish
+from controlplane.onboard.odcs import parse_odcs
+from controlplane.runs.identity import establish_identity
 from controlplane.spec import load_spec
+from controlplane.stages.kept_reference import establish
 from controlplane.workspace import Workspace
 from demo.generate import generate_cancel_features, generate_eta_features
 

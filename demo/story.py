@@ -12,9 +12,9 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata.schema_classes import DatasetPropertiesClass, TimeStampClass
 
 from controlplane.datahub.connect import metadata_session
-from controlplane.journal import Event, RunRecord
-from controlplane.modelstore import training_errors_mapped
+from controlplane.models.modelstore import training_errors_mapped
 from controlplane.pipeline import run_pipeline
+from controlplane.runs.journal import Event, RunRecord
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.workspace import Workspace
 from demo.generate import generate_eta_features
@@ -56,7 +56,7 @@ def run_demo(
     healed = run_pipeline(ws, spec, now_ms=_ms(now + timedelta(minutes=5)), listener=listener)
     say("[5/5] customer impact: a model trained on the poisoned data vs the healed one, same holdout")
     impact = healed.facts.get("impact") or {}
-    if "poisoned" in impact:  # measured by the run itself when it healed (controlplane.impact)
+    if "poisoned" in impact:  # measured by the run itself when it healed (controlplane.models.impact)
         mae_poisoned, mae_healed = float(impact["poisoned"]), float(impact["healed"])
     else:
         poisoned_path = ws.run_dir(healed.run_id) / "sandbox" / "input.parquet"

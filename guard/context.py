@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from guard.contract import Contract
-from guard.profile import DatasetProfile
-from guard.reference import Reference
-from guard.snapshot import Snapshot
+from profiles.profile import DatasetProfile
+from profiles.reference import Reference
+from profiles.snapshot_types import Snapshot
 
 __all__ = ["GuardContext", "UpstreamNode"]
 

@@ -3,7 +3,7 @@
 The rows a finding concerns are a typed value, `Finding.rows` (a `RowSelector`), never a free `params` key. A
 finding about some rows only (the newest batch of a table, a unit changed since a release) names them by a time
 window of the batch, so a heal can act on those rows only and leave the rest exactly as they are: the rows whose
-`RowSelector.column` lies in (after_ms, through_ms], in UTC epoch milliseconds, as `guard.profile.TimeWindow` cuts
+`RowSelector.column` lies in (after_ms, through_ms], in UTC epoch milliseconds, as `profiles.profile.TimeWindow` cuts
 a batch. Either bound may be None (unbounded). `rows` None: every row of the table. A selector may also name rows
 outside the window one by one (`also`: `NamedRow(at_ms, key)`, see `remediations.rows`): the rows a batch written
 hours early carried into the batch before it. `window_rows(ctx)` gives the window the snapshot was read with.
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from guard.kinds import DEFAULT_SEVERITY, FindingKind, Severity
 
 if TYPE_CHECKING:
-    from guard.profile import TimeWindow
+    from profiles.profile import TimeWindow
 
 __all__ = [
     "CheckOutcome",

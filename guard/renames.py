@@ -14,8 +14,8 @@ from __future__ import annotations
 import pandas as pd
 
 from guard.contract import Contract
-from guard.profile import ColumnProfile, DatasetProfile
-from guard.snapshot import Snapshot
+from profiles.profile import ColumnProfile, DatasetProfile
+from profiles.snapshot_types import Snapshot
 
 __all__ = ["split_renames", "SLACK"]
 

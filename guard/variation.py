@@ -30,8 +30,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from guard.profile import ColumnProfile
-from guard.sketches import KLL_RANK_ERROR, QuantileSketch
+from profiles.cores import ATOM_SHARE, CORE_LEVELS, MIN_CORE, Core, atom_of, core, sketched, weighted_items
+from profiles.sketches import KLL_RANK_ERROR
 
 __all__ = [
     "Core",
@@ -51,75 +51,12 @@ __all__ = [
     "shape_distance",
 ]
 
-ATOM_SHARE = 0.10  # a single value holding a tenth of the rows is a point mass: six times the sketch's
-#                    1.65% PMF error, so never a rounding artefact, and well below the 47-96% zero shares
-#                    and 50-90% sentinels real columns show
-MIN_CORE = 5  # values beside the point mass needed to judge the core's location and spread
-CORE_LEVELS = (0.1, 0.25, 0.5, 0.75, 0.9)
-_ATOM_TOLERANCE = 1e-3  # relative: a value converted and rounded back (16,100 m -> 10.0 mi -> 16,093 m) hits its atom
 _NOISE_SIGMAS = 3.0  # standard deviations from the reference batches' mean a natural batch may sit (0.3% two-sided)
 _MEDIAN_SE = 0.93  # SE of a median in IQR units: 1.2533 sigma / sqrt(n), sigma = IQR / 1.349
 _LOG_IQR_SE = 1.17  # SE of log(IQR): sqrt(2.474) sigma / 1.349 sigma / sqrt(n) for a normal sample
 _SKETCH_LOCATION = 2 * KLL_RANK_ERROR / 0.538  # both medians' rank error, in IQR units: density 0.538/IQR (normal)
 _SKETCH_LOG_SPREAD = 0.06  # both quartiles off by the rank error: relative error of an IQR, normal case
 _SKETCH_SHARE = 2 * 0.0165  # the PMF error of both sketches (DataSketches: 1.65% at k=200)
-
-
-@dataclass(frozen=True)
-class Core:
-    """One batch's values, (converted and) split into the point mass and the rest."""
-
-    quantiles: tuple[float, ...] | None  # the core's values at CORE_LEVELS; None below MIN_CORE values
-    count: float  # values in the core
-    total: float  # all values
-    atom_share: float | None  # share of values on the atom (None: no atom)
-
-    @property
-    def median(self) -> float | None:
-        return None if self.quantiles is None else self.quantiles[2]
-
-    def spread(self, wide: bool) -> float | None:
-        """The IQR (or the 10-90% range when `wide`), None when there is none to take a log of."""
-        if self.quantiles is None:
-            return None
-        low, high = (self.quantiles[0], self.quantiles[4]) if wide else (self.quantiles[1], self.quantiles[3])
-        return high - low if high > low else None
-
-
-def sketched(column: ColumnProfile | None) -> bool:
-    return column is not None and column.sketch is not None and column.sketch.n > 0
-
-
-def atom_of(column: ColumnProfile) -> float | None:
-    """The column's point mass: its most frequent value when that holds ATOM_SHARE of its values or more."""
-    mass = column.point_mass
-    return mass[0] if mass is not None and mass[1] >= ATOM_SHARE else None
-
-
-def weighted_items(sketch: QuantileSketch) -> tuple[np.ndarray, np.ndarray]:
-    """The sketch's retained values, sorted, and the weight each stands for."""
-    values = np.concatenate(sketch.levels) if sketch.levels else np.empty(0)
-    weights = np.concatenate([np.full(len(level), float(1 << h)) for h, level in enumerate(sketch.levels)])
-    order = np.argsort(values, kind="stable")
-    return values[order], weights[order]
-
-
-def core(sketch: QuantileSketch, atom: float | None, scale: float = 1.0, offset: float = 0.0) -> Core:
-    """The batch's core after converting it back from (scale, offset): x -> (x - offset) / scale."""
-    values, weights = weighted_items(sketch)
-    values = (values - offset) / scale
-    total = float(weights.sum())
-    share = None
-    if atom is not None:
-        on_atom = np.abs(values - atom) <= _ATOM_TOLERANCE * abs(atom) + 1e-9
-        share = float(weights[on_atom].sum()) / total if total else None
-        values, weights = values[~on_atom], weights[~on_atom]
-    count = float(weights.sum())
-    if count < MIN_CORE or len(values) == 0:
-        return Core(None, count, total, share)
-    cumulative = np.cumsum(weights)
-    ranks = [min(int(np.searchsorted(cumulative, q * count, side="left")), len(values) - 1) for q in CORE_LEVELS]
-    return Core(tuple(float(values[i]) for i in ranks), count, total, share)
 
 
 @dataclass(frozen=True)
@@ -238,7 +175,7 @@ def bands(
     """The column's bands from its per-batch summaries (oldest first), with noise floors for `batch`'s size.
 
     Each summary carries `core_q10`, `core_q25`, `core_median`, `core_q75`, `core_q90`, `atom_share`
-    (as `guard.reference.ColumnSummary` keeps them) and `core_count` and `values` (its batch's sizes). `ratio_scale` (a unit with no offset: lengths,
+    (as `profiles.reference.ColumnSummary` keeps them) and `core_count` and `values` (its batch's sizes). `ratio_scale` (a unit with no offset: lengths,
     speeds, pressures...) measures location as log(median) when every reference batch's core is positive,
     so a rescaling moves it by log(factor) whatever the median's size; otherwise location is the median
     in units of the typical spread (temperatures, which cross zero). `shorter`: how many times shorter the

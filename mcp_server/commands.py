@@ -10,9 +10,9 @@ from typing import Annotated, Any
 
 import typer
 
-from controlplane.access import ApiSettings, env_read_only, resolve_settings, token_warning
 from controlplane.cli.errors import run_cli
 from controlplane.cli.options import WorkspaceOption, require_estate
+from controlplane.frontdoor.access import ApiSettings, env_read_only, resolve_settings, token_warning
 from controlplane.workspace import Workspace
 
 __all__ = ["mcp_command", "serve_command", "register", "run_mcp_cli", "build_app", "server_watcher"]
@@ -36,7 +36,7 @@ def mcp_command(workspace: WorkspaceOption = None, read_only: ReadOnlyOption = F
 
 def build_app(ws: Workspace, settings: ApiSettings, scheduler: Any = None, watcher: Any = None) -> Any:
     """The served app: the HTTP API, the MCP server at /mcp (streamable HTTP), the drill route, the scheduler and
-    the watch of DataHub (`controlplane.watch.Watcher`), which run while the server does."""
+    the watch of DataHub (`controlplane.watch.follow.Watcher`), which run while the server does."""
     from starlette.routing import Route
 
     from chaos.api import drill_router
@@ -76,7 +76,7 @@ def serve_command(
     """Serve the HTTP API, the MCP server (/mcp), the operator page (/), scheduled retraining and the watch."""
     import uvicorn
 
-    from controlplane.scheduler import Scheduler
+    from controlplane.watch.scheduler import Scheduler
 
     ws = require_estate(workspace)
     settings = resolve_settings(host=host, read_only=read_only, insecure_local=insecure_local)
@@ -100,8 +100,8 @@ def serve_command(
 
 def server_watcher(ws: Workspace, interval_s: float) -> Any:
     """The watch of `kintsugi serve`: a pass every `interval_s`; a retrain starts in its own thread."""
-    from controlplane import services
-    from controlplane.watch import Watcher
+    from controlplane.frontdoor import services
+    from controlplane.watch.follow import Watcher
 
     return Watcher(
         ws, lambda w, pipeline, now_ms: services.start_run(w, pipeline, now_ms=now_ms), interval_s=interval_s

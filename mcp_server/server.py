@@ -1,7 +1,7 @@
-"""The bundled MCP server: the CLI's operations for agents, through `controlplane.services` and the same gates.
+"""The bundled MCP server: the CLI's operations for agents, through `controlplane.frontdoor.services` and the same gates.
 
 Every tool returns a typed, structured result (the SDK declares its outputSchema from the return annotation;
-the shapes are `controlplane.views`'). A `KintsugiError` becomes a tool error whose text is the message and the
+the shapes are `controlplane.frontdoor.views`'). A `KintsugiError` becomes a tool error whose text is the message and the
 fix, with `{"error": {code, message, fix}}` as structured content (`error_result`, the one place this front
 door maps the error tree); any other exception (a bug) is one too, on the CLI's one line (`unexpected_result`),
 and the session goes on. In read-only mode the mutating tools are not registered, and a call to one is refused.
@@ -22,11 +22,11 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from chaos.service import drill as run_drill
-from controlplane import services, views
-from controlplane.access import read_only_refusal
 from controlplane.errors import InternalError, KintsugiError, report_fix, unexpected
-from controlplane.journal import Event
-from controlplane.passports import show_passport
+from controlplane.frontdoor import services, views
+from controlplane.frontdoor.access import read_only_refusal
+from controlplane.models.passport import show_passport
+from controlplane.runs.journal import Event
 from controlplane.workspace import Workspace
 
 __all__ = ["build_server", "error_result", "unexpected_result", "READ_ONLY_TOOLS", "MUTATING_TOOLS"]

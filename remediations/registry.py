@@ -21,7 +21,7 @@ import pandas as pd
 from guard.contract import Contract
 from guard.findings import Finding
 from guard.kinds import FindingKind
-from guard.profile import DatasetProfile
+from profiles.profile import DatasetProfile
 
 __all__ = ["HealInput", "HealStep", "Playbook", "PlaybookRefused", "PLAYBOOKS", "ALIASES", "register", "playbook_for"]
 

@@ -2,7 +2,7 @@
 
 The contract (documented in `guard.findings`): `Finding.rows` is a `RowSelector`, the rows whose time column lies
 in (after_ms, through_ms] (UTC epoch milliseconds; either bound may be None, unbounded), as
-`guard.profile.TimeWindow` cuts a batch, plus the rows it names one by one. None: every row.
+`profiles.profile.TimeWindow` cuts a batch, plus the rows it names one by one. None: every row.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from guard.findings import Finding
-from guard.relations import epoch_ms_of
+from profiles.relations import epoch_ms_of
 from remediations.registry import PlaybookRefused
 
 __all__ = ["selected_rows", "describe_rows", "row_key"]

@@ -31,8 +31,8 @@ import pandas as pd
 import remediations.playbooks  # noqa: F401  (registers the playbooks)
 from guard.contract import Contract
 from guard.findings import Finding
-from guard.profile import DatasetProfile
-from guard.snapshot import read_frame
+from profiles.profile import DatasetProfile
+from profiles.snapshot import read_frame
 from remediations.registry import HealInput, HealStep, Playbook, PlaybookRefused, playbook_for
 
 __all__ = [
@@ -172,7 +172,7 @@ def heal_copy(
 ) -> HealOutcome:
     """Apply the allowlisted playbook of every finding to a copy of `source` inside `sandbox`.
 
-    `reference` is the reference the guard compared with (a `guard.reference.Reference` or a
+    `reference` is the reference the guard compared with (a `profiles.reference.Reference` or a
     `DatasetProfile`); playbooks see its merged profile."""
     sandbox.mkdir(parents=True, exist_ok=True)
     copy = sandbox / "input.parquet"

@@ -28,7 +28,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture
 def demo_copy(demo_run, tmp_path: Path):
     """A private copy of the demo workspace, for tests that write."""
-    from controlplane.identity import rebase_if_moved
+    from controlplane.runs.identity import rebase_if_moved
     from controlplane.workspace import Workspace
 
     ws, result = demo_run

@@ -135,7 +135,7 @@ def champion(ws: Workspace, model: str = PIPELINE) -> int | None:
 
 def store_hashes(ws: Workspace) -> tuple[str, str, str]:
     """The bytes of DataHub Lite, MLflow and the demo table."""
-    from controlplane.snapshot import file_hash
+    from controlplane.stages.pin import file_hash
 
     return file_hash(ws.datahub_db), file_hash(ws.mlflow_db), file_hash(ws.data / "eta_features.parquet")
 

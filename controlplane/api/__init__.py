@@ -1,6 +1,6 @@
-"""The HTTP API (`kintsugi serve`): FastAPI over `controlplane.services`, and the operator page.
+"""The HTTP API (`kintsugi serve`): FastAPI over `controlplane.frontdoor.services`, and the operator page.
 
-Kept import-light: `create_app` lives in `controlplane.api.app`, the result shapes in `controlplane.views`.
+Kept import-light: `create_app` lives in `controlplane.api.app`, the result shapes in `controlplane.frontdoor.views`.
 """
 
 from __future__ import annotations

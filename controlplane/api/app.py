@@ -1,6 +1,6 @@
 """The HTTP API: the CLI's operations as JSON routes, a run's live events and the operator page.
 
-A thin front door: each route parses input, calls `controlplane.services`, and returns `controlplane.views`'
+A thin front door: each route parses input, calls `controlplane.frontdoor.services`, and returns `controlplane.frontdoor.views`'
 JSON; errors are translated in `controlplane.api.errors`. `controlplane.api.guard` (an ASGI layer in front of
 every route, /mcp included) checks Host and Origin, refuses oversized bodies before reading them, and checks
 the bearer token before a route runs. Other packages add routes (`routers`, `endpoints`): the MCP server at
@@ -20,13 +20,13 @@ from pydantic import BaseModel, Field
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from controlplane import services, views
-from controlplane.access import ApiSettings, check_exposure
 from controlplane.api.errors import ERROR_RESPONSES, install_error_handlers
 from controlplane.api.guard import RequestGuard
 from controlplane.api.sse import parse_last_event_id, tail_events
-from controlplane.identity import load_identity
-from controlplane.services import MAX_TEXT
+from controlplane.frontdoor import services, views
+from controlplane.frontdoor.access import ApiSettings, check_exposure
+from controlplane.frontdoor.services import MAX_TEXT
+from controlplane.runs.identity import load_identity
 from controlplane.workspace import Workspace
 
 __all__ = ["create_app", "RunRequest", "ApproveRequest", "RejectRequest", "bearer", "RunId", "Name"]
@@ -161,7 +161,7 @@ def _read_routes(ws: Workspace) -> APIRouter:
     @router.get("/models/{model}/passport", response_model=views.PassportOut, tags=["models"])
     def get_passport(model: Name, version: Annotated[Optional[int], Query(ge=1, le=1_000_000_000)] = None) -> Any:
         """A version's passport (default: the champion's)."""
-        from controlplane.passports import show_passport
+        from controlplane.models.passport import show_passport
 
         passport = show_passport(ws, model, version)
         return {"model": model, "version": passport.get("body", {}).get("version", version), "passport": passport}

@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from controlplane import errors as e
 from controlplane.errors import unexpected
-from controlplane.views import ErrorResponse
+from controlplane.frontdoor.views import ErrorResponse
 
 __all__ = ["status_of", "error_response", "install_error_handlers", "UnexpectedErrors", "ERROR_RESPONSES", "STATUS"]
 

@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from controlplane.access import ApiSettings, is_loopback, read_only_refusal
 from controlplane.api.errors import error_response
 from controlplane.errors import Unauthorized
+from controlplane.frontdoor.access import ApiSettings, is_loopback, read_only_refusal
 
 __all__ = ["RequestGuard", "MAX_BODY_BYTES", "PUBLIC_PATHS"]
 

@@ -13,8 +13,8 @@ from typing import Any, AsyncIterator
 
 import anyio
 
-from controlplane import services, views
 from controlplane.errors import InputError
+from controlplane.frontdoor import services, views
 from controlplane.vocab import RunStatus
 from controlplane.workspace import Workspace
 

@@ -1,6 +1,6 @@
 """The `kintsugi` command line: one module per command group, one error mapper (`cli.errors`).
 
-Commands parse input, call `controlplane.services`, and format output. Other packages add their commands
+Commands parse input, call `controlplane.frontdoor.services`, and format output. Other packages add their commands
 through the `kintsugi.commands` entry point group declared in pyproject.toml (`demo`, `chaos`, `drill`, `mcp`,
 `serve`), so the control plane imports none of them.
 

@@ -74,7 +74,7 @@ def pull_command(
 def doctor_command(workspace: WorkspaceOption = None) -> None:
     """Check the configured DataHub and MLflow: reachable, authenticated, versions, the endpoints the loop uses.
     Exit 0 when all answer, 1 when something does not."""
-    from controlplane.doctor import diagnose
+    from controlplane.frontdoor.doctor import diagnose
 
     diagnosis = diagnose(resolve_workspace(workspace))
     for line in diagnosis.lines():
@@ -101,8 +101,8 @@ workspace_app = typer.Typer(help="The workspace's identity and its stores.", no_
 def adopt_command(workspace: WorkspaceOption = None) -> None:
     """Accept the configured DataHub and MLflow as this workspace's stores on purpose (a new server, a restore)."""
     from controlplane.datahub.connect import metadata_session
-    from controlplane.identity import adopt_stores
-    from controlplane.modelstore import training_errors_mapped
+    from controlplane.models.modelstore import training_errors_mapped
+    from controlplane.runs.identity import adopt_stores
     from training.registry import ModelStore
 
     ws = resolve_workspace(workspace).ensure()

@@ -1,6 +1,6 @@
 """The modules behind the commands, imported when a command first reads from them, not when `kintsugi` starts.
 
-Importing `controlplane.services` brings in MLflow, scikit-learn and DataHub's SDK: about three seconds that
+Importing `controlplane.frontdoor.services` brings in MLflow, scikit-learn and DataHub's SDK: about three seconds that
 `kintsugi --help`, a mistyped option or an unknown command should not cost. The type checker sees the modules
 themselves.
 """
@@ -24,15 +24,18 @@ class _Module:
 
 
 if TYPE_CHECKING:
-    from controlplane import contracts, passport, passports, services, unitguess, views
-    from controlplane import land as landing  # `land` and `onboard` name commands and CLI modules
-    from controlplane import onboard as onboarding
+    from controlplane.frontdoor import services, views
+    from controlplane.models import passport as passports
+    from controlplane.models import passport_signing as passport
+    from controlplane.onboard import contracts, unitguess
+    from controlplane.onboard import init as onboarding
+    from controlplane.onboard import land as landing  # `land` and `onboard` name commands and CLI modules
 else:
-    contracts = _Module("controlplane.contracts")
-    landing = _Module("controlplane.land")
-    onboarding = _Module("controlplane.onboard")
-    passport = _Module("controlplane.passport")
-    passports = _Module("controlplane.passports")
-    services = _Module("controlplane.services")
-    unitguess = _Module("controlplane.unitguess")
-    views = _Module("controlplane.views")
+    contracts = _Module("controlplane.onboard.contracts")
+    landing = _Module("controlplane.onboard.land")
+    onboarding = _Module("controlplane.onboard.init")
+    passport = _Module("controlplane.models.passport_signing")
+    passports = _Module("controlplane.models.passport")
+    services = _Module("controlplane.frontdoor.services")
+    unitguess = _Module("controlplane.onboard.unitguess")
+    views = _Module("controlplane.frontdoor.views")

@@ -15,8 +15,8 @@ from controlplane.errors import InputError
 from controlplane.workspace import resolve_workspace
 
 if TYPE_CHECKING:
-    from controlplane.infer import ColumnProposal, Hints, Question
-    from controlplane.onboard import InitPlan
+    from controlplane.onboard.infer import ColumnProposal, Hints, Question
+    from controlplane.onboard.init import InitPlan
 
 __all__ = ["register", "review_lines"]
 

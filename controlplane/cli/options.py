@@ -9,8 +9,8 @@ import typer
 
 from controlplane.datahub.config import load_gms_config
 from controlplane.errors import WorkspaceError
-from controlplane.journal import Event
-from controlplane.render import event_line
+from controlplane.frontdoor.render import event_line
+from controlplane.runs.journal import Event
 from controlplane.workspace import Workspace, resolve_workspace
 
 __all__ = ["WorkspaceOption", "NowOption", "JsonOption", "require_estate", "echo_event"]

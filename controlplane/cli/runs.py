@@ -10,8 +10,8 @@ import typer
 
 from controlplane.cli.lazy import services, views
 from controlplane.cli.options import JsonOption, NowOption, WorkspaceOption, echo_event, require_estate
-from controlplane.journal import RunRecord
-from controlplane.render import outcome_lines, report_table, runs_table, timeline
+from controlplane.frontdoor.render import outcome_lines, report_table, runs_table, timeline
+from controlplane.runs.journal import RunRecord
 from controlplane.vocab import EXIT_BLOCKED, Stage
 
 __all__ = ["register"]

@@ -14,7 +14,7 @@ from controlplane.cli.options import JsonOption, NowOption, WorkspaceOption, req
 from controlplane.vocab import EXIT_BLOCKED
 
 if TYPE_CHECKING:
-    from controlplane.watch import PassReport
+    from controlplane.watch.follow import PassReport
 
 __all__ = ["register"]
 

@@ -11,7 +11,7 @@ from datahub.metadata import schema_classes as s
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import contract_urn
 from controlplane.errors import ContractError
-from controlplane.odcs import parse_odcs
+from controlplane.onboard.odcs import parse_odcs
 from guard.contract import Contract
 
 __all__ = ["contract_mcps", "read_contract", "read_raw_contract"]

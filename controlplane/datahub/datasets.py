@@ -20,7 +20,7 @@ from controlplane.datahub.incidents import active_incidents
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import dataset_platform
 from guard.context import UpstreamNode
-from guard.profile import ColumnProfile, DatasetProfile
+from profiles.profile import ColumnProfile, DatasetProfile
 
 __all__ = [
     "SchemaColumn",

@@ -23,7 +23,7 @@ def legacy_is_unsigned(passport: Mapping[str, Any]) -> bool:
 
 
 def legacy_hmac_matches(passport: Mapping[str, Any], key: str) -> bool:
-    """Whether the HMAC-SHA256 of the body (as the old `controlplane.passport` made it) matches."""
+    """Whether the HMAC-SHA256 of the body (as the old `controlplane.models.passport_signing` made it) matches."""
     canonical = json.dumps(passport.get("body", {}), sort_keys=True, separators=(",", ":"), default=str)
     expected = hmac.new(key.encode(), canonical.encode(), hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected, str(passport["signature"].get("value")))

@@ -11,12 +11,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from controlplane import passport
-from controlplane.context import RunContext, crash_point
 from controlplane.datahub.models import TrainedVersion, champion_tag_mcps, model_mcps, read_model_tags
 from controlplane.datahub.urns import model_urn
-from controlplane.modelstore import open_store, training_errors_mapped
-from controlplane.promotion import PromotionDecision
+from controlplane.models import passport_signing as passport
+from controlplane.models.gate import PromotionDecision
+from controlplane.models.modelstore import open_store, training_errors_mapped
+from controlplane.runs.context import RunContext, crash_point
 from controlplane.stages.train import Assessment, Trained
 from controlplane.vocab import LedgerKind, Stage, Verdict
 

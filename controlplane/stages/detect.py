@@ -5,16 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from controlplane.context import RunContext
 from controlplane.datahub.assertions import VolumeLimits, assertion_mcps
 from controlplane.errors import DataError
-from controlplane.guarding import Guarded, guard_table
-from controlplane.snapshot import Pinned, pin_table, verify_file
+from controlplane.runs.context import RunContext
+from controlplane.stages.guarding import Guarded, guard_table
+from controlplane.stages.pin import Pinned, pin_table, verify_file
 from controlplane.vocab import LedgerKind, Stage
 from guard.checks.volume import volume_limits
 from guard.context import GuardContext
 from guard.findings import GuardReport
-from guard.profile import BatchProfile, DatasetProfile
+from profiles.profile import BatchProfile, DatasetProfile
 
 __all__ = ["Detected", "TrainingView", "detect", "summary"]
 

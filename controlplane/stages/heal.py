@@ -6,14 +6,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from controlplane.context import RunContext
 from controlplane.datahub.incidents import IncidentRef, open_incident
 from controlplane.datahub.urns import assertion_urn
-from controlplane.guarding import guard_table
-from controlplane.memory import memory_fact, recall, reuse_all
-from controlplane.snapshot import file_hash, verify_file
+from controlplane.runs.context import RunContext
 from controlplane.stages.detect import Detected, TrainingView, summary
+from controlplane.stages.guarding import guard_table
+from controlplane.stages.pin import file_hash, verify_file
 from controlplane.vocab import LedgerKind, RunStatus, Stage
+from controlplane.watch.memory import memory_fact, recall, reuse_all
 from guard.contract import Contract
 from guard.findings import Finding, GuardReport, Verdict
 from guard.registry import CHECKS
@@ -166,7 +166,7 @@ def _heal_copy(run: RunContext, detected: Detected, blocking: tuple[Finding, ...
     source, sandbox = detected.pinned.path(run.ws), run.journal.run_dir / "sandbox"
     if not run.engine.spark:
         return heal_copy(source, sandbox, blocking, contract, detected.context.reference)
-    from remediations.spark_copy import heal_copy_spark
+    from remediations.spark.copy import heal_copy_spark
 
     return heal_copy_spark(run.engine.session(), source, sandbox, blocking, contract, detected.context.reference)
 

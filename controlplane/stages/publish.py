@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from controlplane.context import RunContext, crash_point
 from controlplane.datahub.datasets import profile_mcps
 from controlplane.datahub.incidents import IncidentRef, note_incident, read_incidents, resolve_incident
-from controlplane.memory import resolution_line
-from controlplane.reference import load_reference, load_state, save_batch
-from controlplane.snapshot import Pinned, publish_table, verify_file
+from controlplane.runs.context import RunContext, crash_point
 from controlplane.stages.detect import TrainingView
 from controlplane.stages.heal import Healed, heal_notes, quarantine_note
+from controlplane.stages.kept_reference import load_reference, load_state, save_batch
+from controlplane.stages.pin import Pinned, publish_table, verify_file
 from controlplane.vocab import LedgerKind, Stage
+from controlplane.watch.memory import resolution_line
 from guard.findings import GuardReport
 
 __all__ = ["publish", "resolve", "resolve_cleared", "remember_reference"]
@@ -50,7 +50,7 @@ def publish(run: RunContext, pinned: Pinned, healed: Healed) -> str:
 
 def resolve(run: RunContext, incidents: tuple[IncidentRef, ...], healed: Healed) -> None:
     """Resolve the incidents whose cause the heal corrected, each note ending with the verified heal that memory
-    re-uses next time (`controlplane.memory`); those only set aside (quarantined) stay open."""
+    re-uses next time (`controlplane.watch.memory`); those only set aside (quarantined) stay open."""
     note, still_open = heal_notes(run.run_id, healed), set(healed.open_keys)
     steps = [asdict(step) for step in healed.steps]
     memory = run.record.facts.get("memory") or {}

@@ -2,7 +2,7 @@
 register the version, and gather the evidence the promotion gate decides on.
 
 More labelled rows than the spec's `training: {row_budget}` train on a seeded, time-stratified sample of that
-many, drawn by the pipeline's engine (`guard.engines.training`); its size, seed and the full table's content hash
+many, drawn by the pipeline's engine (`profiles.engines.training`); its size, seed and the full table's content hash
 go to the MLflow dataset record, the run's event and the passport."""
 
 from __future__ import annotations
@@ -14,18 +14,18 @@ from typing import TYPE_CHECKING, Any, Callable
 import pandas as pd
 import pyarrow.parquet as pq
 
-from controlplane import passport
-from controlplane.context import RunContext, crash_point
 from controlplane.datahub.datasets import walk_upstream
 from controlplane.datahub.history import health_at, unhealed_at
 from controlplane.datahub.incidents import IncidentRef
 from controlplane.errors import DataError, KintsugiError
-from controlplane.modelstore import open_store, training_errors_mapped
-from controlplane.promotion import PromotionDecision, PromotionEvidence, decide
-from controlplane.snapshot import verify_file
+from controlplane.models import passport_signing as passport
+from controlplane.models.gate import PromotionDecision, PromotionEvidence, decide
+from controlplane.models.modelstore import open_store, training_errors_mapped
+from controlplane.runs.context import RunContext, crash_point
 from controlplane.stages.detect import TrainingView
+from controlplane.stages.pin import verify_file
 from controlplane.vocab import LedgerKind, Stage
-from guard.snapshot import read_frame
+from profiles.snapshot import read_frame
 from training import errors as training_errors
 from training.model import evaluate, fit, time_holdout
 
@@ -98,7 +98,7 @@ class Split:
     holdout: pd.DataFrame
     total: int  # rows of the table
     labelled: int  # its labelled rows
-    sample: dict[str, Any] | None = None  # the sample's description (`guard.engines.training`), when drawn
+    sample: dict[str, Any] | None = None  # the sample's description (`profiles.engines.training`), when drawn
 
 
 def holdout_of(run: RunContext, view: TrainingView) -> Split:
@@ -135,7 +135,7 @@ def _labelled_rows(path: Path, target: str) -> int:
 
 def _sample(run: RunContext, path: Path) -> tuple[pd.DataFrame, int, dict[str, Any]]:
     """(the sampled labelled rows, the table's rows, the sample's description), drawn by the run's engine."""
-    from guard.engines.training import training_sample
+    from profiles.engines.training import training_sample
 
     spec, training = run.spec, run.spec.training
     try:

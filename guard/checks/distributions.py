@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from guard.profile import ColumnProfile
+from profiles.profile import ColumnProfile
 
 __all__ = ["ks_distance", "ks_noise", "numeric_values", "reference_share"]
 

@@ -25,11 +25,10 @@ from guard.context import GuardContext
 from guard.contract import ColumnContract
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind, Severity
-from guard.profile import ColumnProfile
-from guard.reference import Reference
 from guard.registry import register
-from guard.snapshot import MAX_CATEGORIES
 from guard.units import UNITS, plausible_bounds
+from profiles.profile import MAX_CATEGORIES, ColumnProfile
+from profiles.reference import Reference
 
 __all__ = [
     "check_domain",

@@ -36,11 +36,11 @@ from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind, Severity
-from guard.profile import ColumnProfile
-from guard.reference import Reference
 from guard.registry import register
-from guard.snapshot import SnapshotError
 from guard.variation import atom_of, bands, core, distance, sketched
+from profiles.profile import ColumnProfile
+from profiles.reference import Reference
+from profiles.snapshot_types import SnapshotError
 
 __all__ = [
     "check_drift",

@@ -29,10 +29,10 @@ import pyarrow.parquet as pq
 
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
-from guard.hashing import hash_rows
 from guard.kinds import FindingKind
 from guard.registry import register
-from guard.snapshot import SnapshotError, TimeWindow, window_mask
+from profiles.hashing import hash_rows
+from profiles.snapshot import SnapshotError, TimeWindow, window_mask
 
 __all__ = [
     "check_duplicates",

@@ -17,7 +17,7 @@ A column outside the contract whose values equal the label's on at least COPY_TH
 labelled rows is a copy of the label. Only features are tested: not the label, the keys or timestamps.
 At least MIN_ROWS sampled rows holding both values are needed for a verdict.
 
-Against a reference that keeps associations (`guard.relations`: |correlation| of two numbers, the
+Against a reference that keeps associations (`profiles.relations`: |correlation| of two numbers, the
 correlation ratio of a category and a number, with the lowest and highest value any one reference batch
 showed), a contracted feature is judged by how far its association with the label jumped instead, which
 also catches leakage in part of the rows: the batch's association must exceed the reference's highest
@@ -39,7 +39,7 @@ from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
 from guard.registry import register
-from guard.relations import Relations, learn_relations
+from profiles.relations import Relations, learn_relations
 
 __all__ = [
     "check_leakage",

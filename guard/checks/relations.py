@@ -1,7 +1,7 @@
 """Sums, ratios and hours of the day the reference always held: `relation_broken`.
 
 An identity c = a + b or c = a * b (a difference or a ratio, read the other way) that held on at least
-HELD of at least MIN_ROWS informative reference rows (`guard.relations`) is evaluated on the batch's row
+HELD of at least MIN_ROWS informative reference rows (`profiles.relations`) is evaluated on the batch's row
 sample with the same tolerance (half the finest decimal step of c); broken on at least MIN_BROKEN rows and
 BROKEN_SHARE of them, it is a finding on c. The cause may be elsewhere (a unit change in a or b, a swap):
 a finding that names it explains this one (`guard.causes`).
@@ -41,7 +41,8 @@ from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
 from guard.registry import register
-from guard.relations import (
+from guard.units import same_unit
+from profiles.relations import (
     HOURS,
     PairMoments,
     epoch_ms_of,
@@ -53,7 +54,6 @@ from guard.relations import (
     resolution,
     utc_hours,
 )
-from guard.units import same_unit
 
 __all__ = ["check_relations", "parse_identity", "HELD", "MIN_ROWS", "MIN_BROKEN", "BROKEN_SHARE", "DEPARTED_SHARE"]
 

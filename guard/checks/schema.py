@@ -17,11 +17,11 @@ import pandas as pd
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
-from guard.profile import ColumnProfile
-from guard.reference import Reference
 from guard.registry import register
-from guard.relations import epoch_ms_of
 from guard.renames import split_renames
+from profiles.profile import ColumnProfile
+from profiles.reference import Reference
+from profiles.relations import epoch_ms_of
 
 __all__ = ["check_schema", "types_compatible"]
 

@@ -42,10 +42,10 @@ from guard.checks.distributions import ks_distance, ks_noise, numeric_values, re
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding, window_rows
 from guard.kinds import FindingKind
-from guard.profile import ColumnProfile
-from guard.reference import Reference
 from guard.registry import register
-from guard.relations import resolution
+from profiles.profile import ColumnProfile
+from profiles.reference import Reference
+from profiles.relations import resolution
 
 __all__ = [
     "check_sentinels",

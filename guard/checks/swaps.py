@@ -58,11 +58,11 @@ from guard.checks.units import natural_distance, unit_shifted
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding, window_rows
 from guard.kinds import FindingKind
-from guard.profile import ColumnProfile, DatasetProfile
-from guard.reference import Reference
 from guard.registry import register
-from guard.relations import pair_key
 from guard.units import is_ratio_scale
+from profiles.profile import ColumnProfile, DatasetProfile
+from profiles.reference import Reference
+from profiles.relations import pair_key
 
 __all__ = ["check_columns_swapped", "SELF_DISTANCE", "CROSS_RATIO", "MIN_ORDER_ROWS", "MIN_ROWS"]
 

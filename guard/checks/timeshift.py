@@ -11,7 +11,7 @@ Evidence that anchors a timestamp column T to the world (where its hours should 
   out of the batch's noise): irradiance is zero at night, a temperature peaks after noon, deliveries slow
   at rush hours; the pattern moves with T.
 
-Relationships that tie columns together (learned from the reference, `guard.relations`):
+Relationships that tie columns together (learned from the reference, `profiles.relations`):
 
 - hour_of: an integer column H that is an hour of T, (H - hour(T)) mod 24 concentrated on one offset (or
   two adjacent ones: daylight saving time); a batch whose offset moved by k means H or T moved;
@@ -37,10 +37,10 @@ import numpy as np
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding, window_rows
 from guard.kinds import FindingKind
-from guard.profile import DatasetProfile
 from guard.registry import register
-from guard.relations import Diurnal, Relations, learn_relations
-from guard.sketches import QuantileSketch
+from profiles.profile import DatasetProfile
+from profiles.relations import Diurnal, Relations, learn_relations
+from profiles.sketches import QuantileSketch
 
 __all__ = [
     "check_timestamp_shift",

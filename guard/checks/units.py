@@ -72,11 +72,7 @@ from guard.context import GuardContext
 from guard.contract import ColumnContract
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind, Severity
-from guard.profile import BatchProfile, ColumnProfile
-from guard.reference import Reference
 from guard.registry import register
-from guard.relations import resolution
-from guard.sketches import QuantileSketch
 from guard.units import UNITS, candidates_for, conversion, is_ratio_scale
 from guard.variation import (
     MIN_CORE,
@@ -90,6 +86,10 @@ from guard.variation import (
     sketched,
     weighted_items,
 )
+from profiles.profile import BatchProfile, ColumnProfile
+from profiles.reference import Reference
+from profiles.relations import resolution
+from profiles.sketches import QuantileSketch
 
 __all__ = [
     "check_units",

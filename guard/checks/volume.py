@@ -24,8 +24,8 @@ from typing import Iterator
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
-from guard.reference import Reference
 from guard.registry import register
+from profiles.reference import Reference
 
 __all__ = ["check_volume", "expected_volume", "volume_limits", "Expectation", "MIN_ROW_FRACTION", "SPIKE_FACTOR"]
 

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from guard.checks.schema import types_compatible
 from guard.kinds import FindingKind
-from guard.snapshot import logical_type
+from profiles.snapshot import logical_type
 from remediations.registry import HealInput, HealStep, PlaybookRefused, register
 
 __all__ = ["cast_types", "MAX_UNPARSED_FRACTION", "cast_series"]

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from guard.kinds import FindingKind
-from guard.relations import epoch_ms_of
+from profiles.relations import epoch_ms_of
 from remediations.registry import HealInput, HealStep, PlaybookRefused, register
 from remediations.rows import describe_rows, selected_rows
 

@@ -25,7 +25,7 @@ from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
 from guard.runner import run_guard
-from guard.snapshot import read_snapshot
+from profiles.snapshot import read_snapshot
 from remediations.sandbox import heal_copy
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,delivery.eta_features,PROD)"

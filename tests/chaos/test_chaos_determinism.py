@@ -15,7 +15,7 @@ import sys
 _SNIPPET = """
 import numpy as np
 from guard.checks.drift import category_distance
-from guard.profile import ColumnProfile
+from profiles.profile import ColumnProfile
 rng = np.random.default_rng(0)
 names = [f"zone-{i}" for i in range(60)]
 def profile(counts):

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.connect import metadata_session
-from controlplane.services import guard as guard_pipeline
+from controlplane.frontdoor.services import guard as guard_pipeline
 from demo.seed import PIPELINE, WEATHER
 from guard.kinds import FindingKind
 from remediations.sandbox import content_hash

@@ -17,7 +17,7 @@ import pytest
 from chaos.catalog import get_scenario
 from chaos.scenarios import DEMO_SCENARIOS
 from chaos.tasks import inject
-from controlplane.services import guard as guard_pipeline
+from controlplane.frontdoor.services import guard as guard_pipeline
 from controlplane.spec import load_spec
 from demo.seed import PIPELINE
 from guard.findings import Verdict

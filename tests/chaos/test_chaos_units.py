@@ -13,7 +13,7 @@ from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind
 from guard.runner import run_guard
-from guard.snapshot import read_snapshot
+from profiles.snapshot import read_snapshot
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,chaos.synthetic,PROD)"
 RNG = np.random.default_rng(11)

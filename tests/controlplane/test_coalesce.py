@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from controlplane.guarding import coalesce
+from controlplane.stages.guarding import coalesce
 from guard.findings import Finding, RowSelector, make_finding
 from guard.kinds import FindingKind
-from guard.profile import TimeWindow
+from profiles.profile import TimeWindow
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,t,PROD)"
 WINDOWS = [TimeWindow("ts", 0, 90), TimeWindow("ts", 100, 190), TimeWindow("ts", 200, 290), TimeWindow("ts", 290, None)]

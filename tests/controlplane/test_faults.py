@@ -25,12 +25,12 @@ import pandas as pd
 import pytest
 from datahub.metadata import schema_classes as s
 
-from controlplane.identity import rebase_if_moved
-from controlplane.journal import list_runs, load_run
-from controlplane.passports import champions_agree, verify_passport
-from controlplane.recovery import recover_run
-from controlplane.snapshot import file_hash
+from controlplane.models.passport import champions_agree, verify_passport
+from controlplane.runs.identity import rebase_if_moved
+from controlplane.runs.journal import list_runs, load_run
 from controlplane.spec import load_spec
+from controlplane.stages.pin import file_hash
+from controlplane.takeback.recovery import recover_run
 from controlplane.workspace import Workspace
 from demo.seed import FEATURE_TABLE, PIPELINE
 from tests.support import LATER, champion, incidents_on, poison
@@ -148,7 +148,7 @@ def _invariants(ws: Workspace, allowed_tables: set[str]) -> dict[str, bool]:
     check = verify_passport(ws, PIPELINE, version)
     body = {}
     if check.ok:
-        from controlplane.passports import show_passport
+        from controlplane.models.passport import show_passport
 
         body = show_passport(ws, PIPELINE, version)["body"]
     runs = list_runs(ws)
@@ -220,7 +220,7 @@ def test_the_invariant_table(killed):
 
 
 def test_an_interrupted_run_reads_as_interrupted_until_recovered(poisoned, tmp_path):
-    from controlplane import services
+    from controlplane.frontdoor import services
 
     ws = _fork(poisoned, tmp_path / "ws")
     done = _kintsugi(ws, "run", PIPELINE, "--now", RUN_AT, crash="verify:CLEAN")

@@ -13,11 +13,11 @@ from datahub.metadata import schema_classes as s
 from mlflow import MlflowClient
 
 from controlplane.errors import RunNotFound, RunStateError
-from controlplane.journal import list_runs, load_run
 from controlplane.pipeline import approve, reject, run_pipeline
-from controlplane.snapshot import file_hash as content_hash
+from controlplane.runs.journal import list_runs, load_run
 from controlplane.spec import load_spec
-from controlplane.undo import undo
+from controlplane.stages.pin import file_hash as content_hash
+from controlplane.takeback.undo import undo
 from controlplane.vocab import Stage
 from demo.seed import FEATURE_TABLE, PIPELINE
 from tests.support import DEMO_NOW, LATER, LATER_MS, champion, incidents_on, poison, store_hashes
@@ -187,7 +187,7 @@ def _paused_at_promote(ws):
 
 
 def test_approve_at_the_promote_gate_rescores_a_champion_that_moved(demo_copy):
-    from controlplane.modelstore import open_store
+    from controlplane.models.modelstore import open_store
 
     ws, result = demo_copy
     spec, paused = _paused_at_promote(ws)

@@ -15,16 +15,16 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from controlplane import services
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import read_passport
 from controlplane.errors import PipelineBusy, RunStateError, StoreMismatch
-from controlplane.journal import load_run
-from controlplane.locks import pipeline_lock
+from controlplane.frontdoor import services
 from controlplane.pipeline import approve, reject, run_pipeline
-from controlplane.snapshot import file_hash
+from controlplane.runs.journal import load_run
+from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import load_spec
-from controlplane.undo import undo
+from controlplane.stages.pin import file_hash
+from controlplane.takeback.undo import undo
 from controlplane.vocab import LedgerKind, Stage
 from controlplane.workspace import Workspace
 from demo.seed import PIPELINE
@@ -187,7 +187,7 @@ def test_an_emptied_datahub_store_is_an_error(demo_copy):
 
 
 def test_a_corrupt_run_record_is_skipped_and_reported(demo_copy, monkeypatch, capsys):
-    from controlplane.scheduler import Scheduler
+    from controlplane.watch.scheduler import Scheduler
 
     ws, result = demo_copy
     (ws.run_dir(result.first.run_id) / "run.json").write_text('{"run_id": "trunc')
@@ -228,7 +228,7 @@ _AT_LEAST = "          - property: atLeast\n            value: {}\n"
 
 def test_a_contract_declares_an_order_between_two_columns_of_one_unit():
     """A delivery's ETA is at least its preparation time (both in minutes): `atLeast`, held as a bound."""
-    from controlplane.odcs import parse_odcs
+    from controlplane.onboard.odcs import parse_odcs
 
     assert parse_odcs(CONTRACT).declared_orders == ()
     declared = parse_odcs(CONTRACT.replace(_LABEL_ROLE, _LABEL_ROLE + _AT_LEAST.format("prep_time_min"), 1))

@@ -13,10 +13,10 @@ from mlflow import MlflowClient
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import PASSPORT_PROPERTY
 from controlplane.datahub.urns import assertion_urn, model_urn
-from controlplane.journal import load_run
 from controlplane.pipeline import run_pipeline
-from controlplane.snapshot import file_hash as content_hash
+from controlplane.runs.journal import load_run
 from controlplane.spec import load_spec
+from controlplane.stages.pin import file_hash as content_hash
 from demo.seed import FEATURE_TABLE, PIPELINE, UPSTREAMS
 from tests.support import DEMO_NOW
 
@@ -132,7 +132,7 @@ def test_one_upstream_incident_marks_both_demo_models_at_risk(demo_copy):
     from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 
     from controlplane.datahub.urns import parse_model_urn
-    from controlplane.services import incidents
+    from controlplane.frontdoor.services import incidents
     from demo.seed import CANCEL_PIPELINE
 
     ws, _ = demo_copy

@@ -20,18 +20,18 @@ from mlflow import MlflowClient
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import PASSPORT_PROPERTY
 from controlplane.datahub.urns import model_urn
-from controlplane.engine import acquire_session, release_session
 from controlplane.errors import SpecError
-from controlplane.identity import rebase_if_moved
-from controlplane.journal import load_run
 from controlplane.pipeline import reject, run_pipeline
-from controlplane.snapshot import file_hash
+from controlplane.runs.engine import acquire_session, release_session
+from controlplane.runs.identity import rebase_if_moved
+from controlplane.runs.journal import load_run
 from controlplane.spec import load_spec, parse_spec
-from controlplane.undo import undo
+from controlplane.stages.pin import file_hash
+from controlplane.takeback.undo import undo
 from controlplane.vocab import LedgerKind
 from controlplane.workspace import Workspace
 from demo.seed import PIPELINE
-from guard.engines.content import content_hash_of_tables
+from profiles.engines.content import content_hash_of_tables
 from tests.support import DEMO_NOW, champion, kintsugi, ms, store_hashes
 
 MASTER = "local[1]"

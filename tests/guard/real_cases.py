@@ -14,9 +14,9 @@ from chaos.realdata import DATASETS, RealDataset
 from guard.context import GuardContext
 from guard.contract import Contract
 from guard.kinds import FindingKind
-from guard.reference import Reference, build_reference
 from guard.runner import run_guard
-from guard.snapshot import read_snapshot
+from profiles.reference import Reference, build_reference
+from profiles.snapshot import read_snapshot
 
 __all__ = ["RealCase", "real_case", "whole_table_case", "blocking_on"]
 

@@ -14,18 +14,18 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from guard.batches import infer_cadence, split_batches
 from guard.checks.duplicates import check_duplicates, count_duplicate_keys
 from guard.checks.volume import check_volume
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.findings import Verdict
 from guard.kinds import FindingKind
-from guard.profile import BatchProfile, DatasetProfile, TimeWindow
-from guard.reference import Reference, build_reference
 from guard.runner import run_guard
-from guard.sketches import KLL_RANK_ERROR, DistinctSketch, QuantileSketch
-from guard.snapshot import SnapshotError, read_snapshot
+from profiles.batches import infer_cadence, split_batches
+from profiles.profile import BatchProfile, DatasetProfile, TimeWindow
+from profiles.reference import Reference, build_reference
+from profiles.sketches import KLL_RANK_ERROR, DistinctSketch, QuantileSketch
+from profiles.snapshot import SnapshotError, read_snapshot
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,test.batches,PROD)"
 DAY_MS = 86_400_000
@@ -127,7 +127,7 @@ def test_quantile_sketch_keeps_a_point_mass_and_ties_exact() -> None:
 def test_distinct_sketch_estimates_and_merges() -> None:
     import pyarrow as pa
 
-    from guard.hashing import hash_array
+    from profiles.hashing import hash_array
 
     a, b = DistinctSketch(), DistinctSketch()
     a.update_hashes(hash_array(pa.array(np.arange(0, 60_000))))
@@ -330,7 +330,7 @@ def test_duplicate_keys_across_batches_need_the_table(tmp_path: Path) -> None:
 
 
 def test_dataset_profile_json_round_trips_profiles_without_sketches() -> None:
-    from guard.profile import ColumnProfile
+    from profiles.profile import ColumnProfile
 
     bare = DatasetProfile(
         10, {"x": ColumnProfile("x", "number", 10, 1, minimum=0.0, maximum=float("inf"), quantiles=((0.5, 2.0),))}

@@ -22,9 +22,9 @@ from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind, Severity
-from guard.reference import Reference, build_reference
 from guard.runner import run_guard
-from guard.snapshot import Snapshot, read_snapshot
+from profiles.reference import Reference, build_reference
+from profiles.snapshot import Snapshot, read_snapshot
 
 from real_cases import RealCase, blocking_on
 

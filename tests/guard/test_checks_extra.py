@@ -23,10 +23,10 @@ from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.findings import Finding
 from guard.kinds import FindingKind, Severity
-from guard.profile import ColumnProfile, DatasetProfile
-from guard.reference import build_reference
 from guard.runner import run_guard
-from guard.snapshot import Snapshot, SnapshotError, read_snapshot
+from profiles.profile import ColumnProfile, DatasetProfile
+from profiles.reference import build_reference
+from profiles.snapshot import Snapshot, SnapshotError, read_snapshot
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,delivery.eta_features,PROD)"
 VEHICLES = ("bike", "scooter", "car")

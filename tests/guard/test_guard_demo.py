@@ -12,7 +12,7 @@ from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.urns import contract_urn
-from controlplane.services import guard as guard_pipeline
+from controlplane.frontdoor.services import guard as guard_pipeline
 from demo.generate import generate_eta_features
 from demo.seed import FEATURE_TABLE, PIPELINE, UPSTREAMS
 from guard import registry

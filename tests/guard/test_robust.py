@@ -12,15 +12,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from guard.batches import split_batches
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.findings import Verdict
 from guard.kinds import FindingKind as K
 from guard.kinds import Severity
-from guard.reference import build_reference
 from guard.runner import MAX_FINDINGS_PER_KIND, run_guard
-from guard.snapshot import SnapshotError, read_snapshot
+from profiles.batches import split_batches
+from profiles.reference import build_reference
+from profiles.snapshot import SnapshotError, read_snapshot
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,robust.weather,PROD)"
 WEEKS = 10

@@ -1,6 +1,6 @@
 """A batch shorter than the reference batches (a week landed on a monthly reference) varies more than its rows say:
 hourly rows are not independent, so natural variation is widened by how much shorter it is
-(`guard.reference.Reference.shorter_by`)."""
+(`profiles.reference.Reference.shorter_by`)."""
 
 from __future__ import annotations
 

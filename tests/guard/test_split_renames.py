@@ -12,7 +12,7 @@ from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind
 from guard.runner import run_guard
-from guard.snapshot import read_snapshot
+from profiles.snapshot import read_snapshot
 from remediations.playbooks.rename_columns import rename_columns
 from remediations.registry import HealInput, PlaybookRefused
 

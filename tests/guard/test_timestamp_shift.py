@@ -18,11 +18,11 @@ from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.findings import Finding
 from guard.kinds import FindingKind
-from guard.profile import DatasetProfile
-from guard.reference import build_reference
 from guard.runner import run_guard
-from guard.snapshot import Snapshot, read_snapshot
-from tests.guard.test_relations import hourly
+from profiles.profile import DatasetProfile
+from profiles.reference import build_reference
+from profiles.snapshot import Snapshot, read_snapshot
+from tests.profiles.test_relations import hourly
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,test.clock,PROD)"
 HOURLY = Contract(

@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from guard.batches import split_batches
 from guard.checks.units import FAR, UNEXPLAINED
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind, Severity
-from guard.reference import build_reference
 from guard.runner import run_guard
+from profiles.batches import split_batches
+from profiles.reference import build_reference
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,noise,PROD)"
 

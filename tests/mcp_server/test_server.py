@@ -13,7 +13,7 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from controlplane.access import ApiSettings
+from controlplane.frontdoor.access import ApiSettings
 from controlplane.workspace import Workspace
 from mcp_server.commands import build_app
 from mcp_server.server import MUTATING_TOOLS, READ_ONLY_TOOLS, build_server
@@ -171,7 +171,7 @@ def test_drill_errors_name_the_fix(demo_copy):
 
 
 def test_an_unexpected_error_in_a_tool_is_a_tool_error_with_one_line(tmp_path, monkeypatch):
-    from controlplane import services
+    from controlplane.frontdoor import services
 
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom\nsecond line")
@@ -192,7 +192,7 @@ def test_an_unexpected_error_in_a_tool_is_a_tool_error_with_one_line(tmp_path, m
 
 
 def test_a_run_tool_that_fails_in_training_names_the_run_it_failed(demo_copy, monkeypatch):
-    from controlplane.journal import load_run
+    from controlplane.runs.journal import load_run
 
     ws, _ = demo_copy
 

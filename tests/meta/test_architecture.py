@@ -1,5 +1,7 @@
 """Facts about the code anyone can check: no import cycle between modules, imports only in the house's direction,
-and every error of the one tree mapped by every front door."""
+every error of the one tree mapped by every front door, DataHub's SDK only behind controlplane/datahub/, a guard
+that reads no file (from profiles only its value types), checks that stand alone, and a small controlplane root.
+Where the code is not there yet, a strict xfail names today's offenders and a companion test refuses new ones."""
 
 from __future__ import annotations
 
@@ -11,16 +13,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("guard", "remediations", "training", "controlplane", "chaos", "mcp_server", "demo")
-# who may import whom (DESIGN.md): guard <- remediations <- controlplane <- (chaos, mcp_server, demo); training <- controlplane
+PACKAGES = ("tables", "profiles", "guard", "remediations", "training", "controlplane", "chaos", "mcp_server", "demo")
+# who may import whom (DESIGN.md): profiles <- guard <- remediations <- controlplane <- (chaos, mcp_server, demo);
+# tables <- (profiles, remediations, controlplane); training <- controlplane
 ALLOWED = {
-    "guard": {"guard"},
-    "remediations": {"remediations", "guard"},
+    "tables": {"tables"},
+    "profiles": {"profiles", "tables"},
+    "guard": {"guard", "profiles"},
+    "remediations": {"remediations", "guard", "profiles", "tables"},
     "training": {"training"},
-    "controlplane": {"controlplane", "guard", "remediations", "training"},
-    "chaos": {"chaos", "controlplane", "guard", "remediations", "training", "demo"},
-    "demo": {"demo", "controlplane", "guard", "remediations", "training"},
-    "mcp_server": {"mcp_server", "controlplane", "chaos", "guard", "remediations", "training"},
+    "controlplane": {"controlplane", "guard", "profiles", "tables", "remediations", "training"},
+    "chaos": {"chaos", "controlplane", "guard", "profiles", "tables", "remediations", "training", "demo"},
+    "demo": {"demo", "controlplane", "guard", "profiles", "tables", "remediations", "training"},
+    "mcp_server": {"mcp_server", "controlplane", "chaos", "guard", "profiles", "tables", "remediations", "training"},
 }
 
 
@@ -159,3 +164,156 @@ def test_every_error_class_is_mapped_by_every_front_door(front_door):
         else:
             result = error_result(error)
             assert result.is_error and result.structured_content["error"]["code"] == cls.code, cls
+
+
+def _imported_names(path: Path) -> set[str]:
+    """Every module name `path` imports (ours or not), anywhere in the file; `from a import b` counts a and a.b."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+# Only controlplane/datahub/ talks to DataHub; these import its SDK (acryl-datahub) today, until the aspect builders
+# move into controlplane/datahub/ (issue 28, a later part).
+DATAHUB_SDK_TODAY = (
+    "chaos.gameday",
+    "chaos.observe",
+    "chaos.registry",
+    "chaos.upstream",
+    "controlplane.champion.rollout",
+    "controlplane.frontdoor.services",
+    "controlplane.models.champion_health",
+    "controlplane.models.passport",
+    "controlplane.onboard.accept",
+    "controlplane.onboard.init",
+    "controlplane.onboard.land",
+    "controlplane.runs.identity",
+    "controlplane.watch.actions",
+    "controlplane.watch.follow",
+    "controlplane.watch.memory",
+    "controlplane.watch.postmortem",
+    "controlplane.watch.retrain",
+    "demo.seed",
+    "demo.story",
+)
+
+
+def _datahub_sdk_importers() -> list[str]:
+    return sorted(
+        name
+        for name, path in _modules().items()
+        if not _within(name, "controlplane.datahub") and any(_within(n, "datahub") for n in _imported_names(path))
+    )
+
+
+def test_no_new_module_outside_the_datahub_room_imports_the_datahub_sdk():
+    assert sorted(set(_datahub_sdk_importers()) - set(DATAHUB_SDK_TODAY)) == []
+
+
+@pytest.mark.xfail(
+    strict=True, reason=f"the DataHub SDK is imported outside controlplane/datahub/ by: {', '.join(DATAHUB_SDK_TODAY)}"
+)
+def test_only_controlplane_datahub_imports_the_datahub_sdk():
+    assert _datahub_sdk_importers() == []
+
+
+# guard/ reads only what it is handed: from profiles only its value types; nothing that reads a table or a file
+PROFILES_VALUE_TYPES = (
+    "profiles.profile",
+    "profiles.sketches",
+    "profiles.reference",
+    "profiles.relations",
+    "profiles.cores",
+    "profiles.snapshot_types",
+)
+IO_MODULES = ("tables", "pyarrow.dataset", "pyarrow.parquet", "pyspark")
+IO_CALLS = ("open", "read_text", "read_bytes", "write_text", "write_bytes")
+# reads the key columns of the batch's parquet files itself to count duplicate keys (and hashes them with profiles')
+GUARD_IO_TODAY = ("guard.checks.duplicates",)
+
+
+def _io_of(path: Path) -> list[str]:
+    """What in `path` touches a file or a table: I/O imports, profiles' readers and engines, open()/read_text()."""
+    found = set()
+    for name in _imported_names(path):
+        if any(_within(name, io) for io in IO_MODULES):
+            found.add(f"imports {name}")
+        elif (
+            _within(name, "profiles") and name != "profiles" and not any(_within(name, v) for v in PROFILES_VALUE_TYPES)
+        ):
+            found.add(f"imports {name}")
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            if called in IO_CALLS:
+                found.add(f"calls {called}()")
+    return sorted(found)
+
+
+def _guard_io() -> dict[str, list[str]]:
+    return {name: io for name, path in sorted(_modules().items()) if _within(name, "guard") and (io := _io_of(path))}
+
+
+def test_guard_imports_no_io_beyond_todays():
+    assert {name: io for name, io in _guard_io().items() if name not in GUARD_IO_TODAY} == {}
+
+
+def test_the_io_detector_sees_a_reader(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("import pyarrow.parquet as pq\nfrom profiles.snapshot import read_snapshot\nopen('x')\n")
+    assert _io_of(module) == [
+        "calls open()",
+        "imports profiles.snapshot",
+        "imports profiles.snapshot.read_snapshot",
+        "imports pyarrow.parquet",
+    ]
+
+
+@pytest.mark.xfail(strict=True, reason=f"guard still reads files in: {', '.join(GUARD_IO_TODAY)}")
+def test_guard_imports_no_io():
+    assert _guard_io() == {}
+
+
+# each check stands alone (issue 29 rewrites the checks into rules/ and explain/ on shared statistics)
+CHECKS_IMPORTING_CHECKS_TODAY = (
+    "guard.checks.domain",
+    "guard.checks.drift",
+    "guard.checks.leakage",
+    "guard.checks.relations",
+    "guard.checks.sentinels",
+    "guard.checks.swaps",
+)
+
+
+def _checks_importing_checks() -> list[str]:
+    return sorted(
+        source
+        for source, targets in _graph().items()
+        if _within(source, "guard.checks") and source != "guard.checks"
+        for target in targets
+        if _within(target, "guard.checks") and target != source
+    )
+
+
+def test_no_new_check_imports_another_check():
+    assert sorted(set(_checks_importing_checks()) - set(CHECKS_IMPORTING_CHECKS_TODAY)) == []
+
+
+@pytest.mark.xfail(strict=True, reason=f"checks import other checks: {', '.join(CHECKS_IMPORTING_CHECKS_TODAY)}")
+def test_no_check_imports_another_check():
+    assert _checks_importing_checks() == []
+
+
+def test_controlplane_root_holds_the_story_and_the_words_only():
+    root = sorted(p.name for p in (ROOT / "controlplane").glob("*.py"))
+    assert len(root) <= 8, root

@@ -19,9 +19,9 @@ from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.findings import Finding, RowSelector, make_finding
 from guard.kinds import FindingKind
-from guard.reference import build_reference
 from guard.runner import run_guard
-from guard.snapshot import read_snapshot
+from profiles.reference import build_reference
+from profiles.snapshot import read_snapshot
 from remediations.registry import HealInput, HealStep, PlaybookRefused, playbook_for
 from remediations.rows import row_key
 from remediations.sandbox import QUARANTINE_FILE, HealOutcome, heal_copy

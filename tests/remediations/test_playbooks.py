@@ -16,9 +16,9 @@ import remediations.playbooks  # noqa: F401  (registers the playbooks)
 from guard.contract import ColumnContract, Contract
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
-from guard.profile import DatasetProfile
-from guard.snapshot import read_snapshot
 from guard.units import conversion
+from profiles.profile import DatasetProfile
+from profiles.snapshot import read_snapshot
 from remediations.registry import HealInput, HealStep, PlaybookRefused, playbook_for
 from remediations.sandbox import PLAYBOOK_ORDER, content_hash, heal_copy, publish, restore
 

@@ -7,8 +7,8 @@ from typing import Iterator
 import httpx
 import pytest
 
-from controlplane.access import ApiSettings
 from controlplane.api.app import create_app
+from controlplane.frontdoor.access import ApiSettings
 from controlplane.workspace import Workspace
 from tests.support import TOKEN, copy_workspace, served
 

@@ -15,10 +15,10 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from controlplane.access import ApiSettings, resolve_settings
 from controlplane.api.app import create_app
 from controlplane.errors import PipelineBusy, ServerConfigError
-from controlplane.locks import pipeline_lock
+from controlplane.frontdoor.access import ApiSettings, resolve_settings
+from controlplane.runs.locks import pipeline_lock
 from controlplane.workspace import Workspace
 from mcp_server.commands import serve_command
 from tests.support import DEMO_NOW, LATER, PIPELINE, RATIFY_AT, TOKEN, iso, ms, poison

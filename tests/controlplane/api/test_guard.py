@@ -8,10 +8,10 @@ import asyncio
 import pytest
 from fastapi.testclient import TestClient
 
-from controlplane.access import ApiSettings, check_exposure, token_warning
 from controlplane.api.app import create_app
 from controlplane.api.guard import MAX_BODY_BYTES
 from controlplane.errors import ServerConfigError
+from controlplane.frontdoor.access import ApiSettings, check_exposure, token_warning
 from tests.support import PIPELINE, TOKEN
 
 LOCAL = "http://127.0.0.1:8765"

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from controlplane import services, views
-from controlplane.access import ApiSettings
 from controlplane.api.app import create_app
-from controlplane.journal import RunJournal, RunRecord
+from controlplane.frontdoor import services, views
+from controlplane.frontdoor.access import ApiSettings
+from controlplane.runs.journal import RunJournal, RunRecord
 from controlplane.vocab import Policy
 from controlplane.workspace import Workspace
 from tests.support import PIPELINE, TOKEN

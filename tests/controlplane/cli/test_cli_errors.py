@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from controlplane.snapshot import file_hash as content_hash
+from controlplane.stages.pin import file_hash as content_hash
 from tests.support import kintsugi
 
 

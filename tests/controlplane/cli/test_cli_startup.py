@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,shop.orders,PROD)"
-HEAVY = ("mlflow", "sklearn", "datahub", "pyspark", "controlplane.services")
+HEAVY = ("mlflow", "sklearn", "datahub", "pyspark", "controlplane.frontdoor.services")
 
 
 def test_building_the_app_and_its_help_imports_none_of_the_libraries_behind_the_commands() -> None:
@@ -28,7 +28,7 @@ def test_building_the_app_and_its_help_imports_none_of_the_libraries_behind_the_
 
 
 def test_a_command_reaches_the_module_behind_it_when_it_runs(tmp_path) -> None:
-    """`contract infer` reads from the lazily imported `controlplane.contracts`: it proposes a contract."""
+    """`contract infer` reads from the lazily imported `controlplane.onboard.contracts`: it proposes a contract."""
     data = tmp_path / "orders.parquet"
     pd.DataFrame({"order_id": [1, 2, 3], "distance_km": [1.5, 2.0, 7.25]}).to_parquet(data)
     done = subprocess.run(

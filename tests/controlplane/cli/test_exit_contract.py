@@ -16,8 +16,8 @@ import typer
 import typer.main
 
 from controlplane.cli import main
-from controlplane.journal import load_run
-from controlplane.recovery import needs_recovery
+from controlplane.runs.journal import load_run
+from controlplane.takeback.recovery import needs_recovery
 from controlplane.vocab import RunStatus
 from tests.support import GUARD_AT, PIPELINE, champion, iso, kintsugi
 
@@ -146,7 +146,7 @@ def test_a_promote_that_fails_ends_failed(demo_copy, monkeypatch, capsys):
     def move_champion(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("controlplane.promote.move_champion", move_champion)
+    monkeypatch.setattr("controlplane.champion.promote.move_champion", move_champion)
     code, _, err = kintsugi(monkeypatch, capsys, "promote", PIPELINE, str(version), "-w", str(ws.root))
     assert code == 2
     record = load_run(ws, _one_line(err, "promote"))
@@ -162,7 +162,7 @@ def test_an_undo_that_fails_stays_undoing_and_undo_again_finishes_it(demo_copy, 
         raise RuntimeError("boom")
 
     with monkeypatch.context() as patched:
-        patched.setattr("controlplane.recovery.take_back", take_back)
+        patched.setattr("controlplane.takeback.recovery.take_back", take_back)
         code, _, err = kintsugi(monkeypatch, capsys, "undo", run_id, "-w", str(ws.root))
     assert code == 2 and _one_line(err, "undo") == run_id
     assert load_run(ws, run_id).status is RunStatus.UNDOING

@@ -15,9 +15,9 @@ from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.connect import open_metadata
 from controlplane.errors import MetadataError
-from controlplane.journal import list_runs
-from controlplane.modelstore import open_store
+from controlplane.models.modelstore import open_store
 from controlplane.pipeline import run_pipeline
+from controlplane.runs.journal import list_runs
 from controlplane.spec import load_spec
 from controlplane.workspace import Workspace
 from demo.seed import FEATURE_TABLE, PIPELINE, seed_estate

@@ -9,10 +9,10 @@ from datahub.metadata import schema_classes as s
 from controlplane.datahub.config import GmsConfig
 from controlplane.datahub.gms import GmsMetadata
 from controlplane.datahub.model_risk import at_risk_urn
-from controlplane.watch import watch_pass
+from controlplane.watch.follow import watch_pass
 from demo.seed import PIPELINE
 from tests.controlplane.datahub.conftest import TOKEN, configure
-from tests.controlplane.test_watch import INCIDENT, WATCH_AT, raise_upstream_incident
+from tests.controlplane.watch.test_watch import INCIDENT, WATCH_AT, raise_upstream_incident
 from tests.support import champion, ms
 
 

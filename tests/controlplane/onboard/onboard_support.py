@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from controlplane.identity import rebase_if_moved
+from controlplane.runs.identity import rebase_if_moved
 from controlplane.workspace import Workspace
 from tests.support import whole_cli
 

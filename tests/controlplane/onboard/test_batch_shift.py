@@ -1,6 +1,6 @@
 """A new batch of hourly data written five hours early (a timezone written as UTC): its first five hours land in the
 batch that passed before it, at the very hours of rows that were there, so by time they cannot be told apart. The
-kept batch's fingerprint tells them apart (`controlplane.batchshift`): one finding over the new rows and the five
+kept batch's fingerprint tells them apart (`controlplane.stages.batchshift`): one finding over the new rows and the five
 carried ones, healed by shifting exactly those back. Hourly temperatures at Seattle and San Francisco in 2010
 (vega_datasets), onboarded with `kintsugi init` as a new user would."""
 
@@ -128,8 +128,8 @@ def test_a_week_shifted_into_a_history_that_also_changed_pins_nothing(onboarded,
 def test_a_reading_an_hour_too_far_finds_the_same_rows_but_leaves_an_hour_missing(onboarded, tmp_path):
     """Read as -5 h give or take an hour, both -5 and -6 find the same five carried rows; -6 would start the week
     two hours after the last kept row, where the table steps by one. So -5 is pinned, and it is the truth."""
-    from controlplane.batchshift import _contiguous, pin_batch_shift
-    from controlplane.reference import kept_batches, load_state, new_rows_window
+    from controlplane.stages.batchshift import _contiguous, pin_batch_shift
+    from controlplane.stages.kept_reference import kept_batches, load_state, new_rows_window
     from controlplane.workspace import Workspace
     from guard.findings import RowSelector, make_finding
     from guard.kinds import FindingKind

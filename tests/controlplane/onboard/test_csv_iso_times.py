@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from controlplane.journal import list_runs
-from controlplane.snapshot import pin_table
+from controlplane.runs.journal import list_runs
 from controlplane.spec import load_spec
+from controlplane.stages.pin import pin_table
 from controlplane.vocab import RunStatus
 from controlplane.workspace import Workspace
 

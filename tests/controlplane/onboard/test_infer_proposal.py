@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from controlplane.errors import InputError
-from controlplane.infer import Hints, propose
-from controlplane.odcs import parse_odcs
-from controlplane.unitguess import contract_unit, given_unit, guess_unit
-from guard.snapshot import read_snapshot
+from controlplane.onboard.infer import Hints, propose
+from controlplane.onboard.odcs import parse_odcs
+from controlplane.onboard.unitguess import contract_unit, given_unit, guess_unit
+from profiles.snapshot import read_snapshot
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,t,PROD)"
 
@@ -130,7 +130,7 @@ def test_a_given_unit_in_either_spelling_and_a_unit_the_guard_cannot_name_yet():
 
 
 def _column():
-    from guard.profile import ColumnProfile
+    from profiles.profile import ColumnProfile
 
     return ColumnProfile("wind_mph", "number", 10, 0, 1.0, 20.0, 8.0, 3.0, ((0.5, 8.0),))
 

@@ -3,7 +3,7 @@ evidence and names them by their typed time window, so nothing downstream reads 
 
 from __future__ import annotations
 
-from controlplane.journal import list_runs
+from controlplane.runs.journal import list_runs
 
 from onboard_support import NAME, cli, copy_ws, weather
 

@@ -11,10 +11,10 @@ from datahub.metadata import schema_classes as s
 from controlplane.datahub.datasets import FRESHNESS_PROPERTY
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.urns import contract_urn
-from controlplane.journal import list_runs
-from controlplane.odcs import parse_odcs
-from controlplane.snapshot import file_hash
-from controlplane.unitguess import UnitGuess, contract_unit
+from controlplane.onboard.odcs import parse_odcs
+from controlplane.onboard.unitguess import UnitGuess, contract_unit
+from controlplane.runs.journal import list_runs
+from controlplane.stages.pin import file_hash
 from tests.support import champion
 
 from onboard_support import INIT_AT, NAME, UPSTREAM, cli, copy_ws, init_args, weather

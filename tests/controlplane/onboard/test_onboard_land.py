@@ -10,7 +10,7 @@ import yaml
 from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.lite import LiteMetadata
-from controlplane.journal import LedgerEntry, RunJournal, RunRecord, list_runs
+from controlplane.runs.journal import LedgerEntry, RunJournal, RunRecord, list_runs
 from controlplane.vocab import Policy, RunStatus
 
 from onboard_support import NAME, UPSTREAM, cli, copy_ws, weather

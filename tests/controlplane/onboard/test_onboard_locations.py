@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from controlplane.snapshot import file_hash
+from controlplane.stages.pin import file_hash
 from controlplane.workspace import Workspace
 
 from onboard_support import NAME, RUN_AT, UPSTREAM, cli, init_args, weather

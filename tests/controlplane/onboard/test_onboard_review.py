@@ -11,7 +11,7 @@ from mlflow import MlflowClient
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import PASSPORT_PROPERTY
 from controlplane.datahub.urns import model_urn
-from controlplane.journal import list_runs
+from controlplane.runs.journal import list_runs
 from tests.support import champion
 
 from onboard_support import NAME, cli, copy_ws

@@ -1,7 +1,7 @@
 """A table written by pandas with a column set as its index (`set_index("wind")` before `to_parquet`) stores that
 column in the file, flagged as the index in pandas' metadata. Read through pandas, it would vanish into the
 index: init crashed on it, and a heal would have published the table without it. Every reader takes it as the
-column it is (`guard.snapshot.read_frame`): onboarded, trained on, healed and published with the column intact."""
+column it is (`profiles.snapshot.read_frame`): onboarded, trained on, healed and published with the column intact."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A table whose time column was rewritten whole, five hours early (a timezone written as UTC): every batch that
 passed holds exactly its kept rows five hours earlier, and no row lies outside them. That pins the shift for the
-whole table at once (`controlplane.tableshift`), where each batch alone may place it within an hour only, and the
+whole table at once (`controlplane.stages.tableshift`), where each batch alone may place it within an hour only, and the
 rows the shift carried out of the first batch are explained rather than left in no batch."""
 
 from __future__ import annotations

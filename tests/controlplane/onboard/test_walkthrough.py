@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from controlplane.journal import list_runs
+from controlplane.runs.journal import list_runs
 from controlplane.workspace import Workspace
 
 from onboard_support import cli

@@ -1,0 +1,1 @@
+"""The champion: promote and rollout."""

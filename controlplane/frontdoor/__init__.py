@@ -1,0 +1,1 @@
+"""The front door: services, views, render, access, doctor."""

@@ -1,0 +1,384 @@
+"""The one service layer every front door calls (CLI, HTTP API, MCP server, scheduler): typed input in, the
+project's dataclasses out, errors from the one tree. It validates what front doors cannot (instants, policies,
+free text) and decides nothing itself: the loop, the guard, undo and recovery do."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Callable
+
+from datahub.metadata import schema_classes as s
+
+from controlplane.champion.promote import promote_version
+from controlplane.datahub.connect import metadata_session
+from controlplane.datahub.contracts import read_raw_contract
+from controlplane.datahub.datasets import downstream_of
+from controlplane.datahub.incidents import IncidentRow, active_incidents, read_incidents
+from controlplane.datahub.models import VERDICT_PROPERTY, model_versions, models_trained_on
+from controlplane.datahub.urns import model_urn
+from controlplane.errors import Conflict, DataError, InputError, InternalError, KintsugiError, NotFound
+from controlplane.onboard.accept import accept as accept_warnings
+from controlplane.onboard.contracts import apply_contract_file
+from controlplane.pipeline import approve as approve_run
+from controlplane.pipeline import reject as reject_run
+from controlplane.pipeline import run_pipeline
+from controlplane.runs.journal import Event, RunRecord, UnreadableRun, list_runs, load_run, new_run_id, scan_runs
+from controlplane.spec import PipelineSpec, list_specs, load_spec
+from controlplane.stages.guarding import context_without_snapshot, guard_table
+from controlplane.stages.pin import pin_table
+from controlplane.takeback.recovery import is_interrupted, recover_run
+from controlplane.takeback.undo import undo as undo_run
+from controlplane.vocab import Policy, RunStatus
+from controlplane.watch.cron import next_fire
+from controlplane.watch.follow import PassReport, Starter, run_now, watch_pass, watched_datasets
+from controlplane.watch.postmortem import build_postmortem, read_postmortem
+from controlplane.workspace import Workspace
+from guard.findings import GuardReport
+from guard.runner import run_guard
+
+__all__ = [
+    "PipelineInfo",
+    "IncidentInfo",
+    "RunListing",
+    "parse_now",
+    "parse_policy",
+    "check_text",
+    "pipelines",
+    "guard",
+    "run",
+    "start_run",
+    "approve",
+    "reject",
+    "undo",
+    "recover",
+    "promote",
+    "runs",
+    "get_run",
+    "incidents",
+    "lineage",
+    "accept",
+    "apply_contract",
+    "show_contract",
+    "DatasetNode",
+    "ModelNode",
+    "Lineage",
+    "MAX_TEXT",
+    "EARLIEST_NOW",
+    "watch",
+    "postmortem",
+]
+
+log = logging.getLogger(__name__)
+
+MAX_TEXT = 2000  # a reason, a note: longer text is refused, never truncated silently
+EARLIEST_NOW = datetime(1990, 1, 1, tzinfo=timezone.utc)
+_LATEST_AHEAD = timedelta(days=7)
+_START_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class PipelineInfo:
+    name: str
+    spec: PipelineSpec | None
+    last_run: RunRecord | None
+    next_run_ms: int | None
+    error: KintsugiError | None = None
+
+
+@dataclass(frozen=True)
+class IncidentInfo:
+    row: IncidentRow
+    at_risk_models: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RunListing:
+    runs: list[RunRecord]
+    unreadable: list[UnreadableRun]
+
+
+def parse_now(text: str | None) -> int | None:
+    """An ISO-8601 instant (UTC when no offset is given) as epoch ms, inside a sane window; None means now."""
+    if text is None or text == "":
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise InputError(
+            f"now {text[:80]!r} is not an ISO-8601 instant",
+            "pass e.g. 2026-11-01T12:00:00+00:00, or omit it for the current time",
+        ) from exc
+    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    latest = datetime.now(timezone.utc) + _LATEST_AHEAD
+    if not EARLIEST_NOW <= moment <= latest:
+        raise InputError(
+            f"now {text!r} is outside {EARLIEST_NOW:%Y-%m-%d} .. {latest:%Y-%m-%d}",
+            "pass the instant the data should be judged at (no epoch zero, no far future)",
+        )
+    return int(moment.timestamp() * 1000)
+
+
+def parse_policy(policy: str | None) -> Policy | None:
+    if policy is None:
+        return None
+    try:
+        return Policy(policy)
+    except ValueError:
+        raise InputError(
+            f"policy {policy[:40]!r} is not known",
+            f"use one of {', '.join(p.value for p in Policy)}, or omit it for the spec's",
+        ) from None
+
+
+def check_text(text: str, what: str, *, required: bool = True) -> str:
+    if required and not text.strip():
+        raise InputError(f"{what} is empty", f"say why in a few words (at most {MAX_TEXT} characters)")
+    if len(text) > MAX_TEXT:
+        raise InputError(f"{what} is {len(text)} characters long", f"keep it under {MAX_TEXT} characters")
+    return text.strip()
+
+
+def pipelines(ws: Workspace, *, now: datetime | None = None) -> list[PipelineInfo]:
+    """Each pipeline with its spec (or the error loading it), its last run and its next scheduled run."""
+    records = scan_runs(ws)[0]
+    found = []
+    for name in list_specs(ws):
+        last = next((r for r in reversed(records) if r.pipeline == name), None)
+        try:
+            spec = load_spec(ws, name)
+        except KintsugiError as exc:
+            found.append(PipelineInfo(name, None, last, None, exc))
+            continue
+        fire = next_fire(spec.schedule, now or datetime.now(timezone.utc)) if spec.schedule else None
+        found.append(PipelineInfo(name, spec, last, int(fire.timestamp() * 1000) if fire else None))
+    return found
+
+
+def guard(ws: Workspace, pipeline: str, data: Path | None = None, now_ms: int | None = None) -> GuardReport:
+    """The guard alone, read-only: nothing is written anywhere. `data` is a batch to check as the next one
+    (else the table's new rows and its history). An unreadable table is a blocking finding."""
+    spec = load_spec(ws, pipeline)
+    now_ms = now_ms or int(time.time() * 1000)
+    with tempfile.TemporaryDirectory() as scratch, metadata_session(ws, read_only=True) as metadata:
+        if data is not None:
+            return guard_table(ws, metadata, spec, data, now_ms, as_batch=True).report
+        try:
+            table = pin_table(ws, spec, Path(scratch) / "pin")
+        except DataError as exc:  # a missing or unreadable table is a blocking finding for the guard alone
+            context = context_without_snapshot(ws, metadata, spec, now_ms, None, exc.message)
+            return run_guard(context)
+        return guard_table(ws, metadata, spec, table.path(ws), now_ms).report
+
+
+def run(
+    ws: Workspace,
+    pipeline: str,
+    policy: str | None = None,
+    now_ms: int | None = None,
+    listener: Callable[[Event], None] | None = None,
+) -> RunRecord:
+    chosen = parse_policy(policy)
+    return run_pipeline(ws, load_spec(ws, pipeline), policy=chosen, now_ms=now_ms, listener=listener)
+
+
+def start_run(
+    ws: Workspace,
+    pipeline: str,
+    policy: str | None = None,
+    now_ms: int | None = None,
+    listener: Callable[[Event], None] | None = None,
+    *,
+    timeout_s: float = _START_TIMEOUT_S,
+) -> str:
+    """Start a run in a background thread; return its id once its record is on disk.
+
+    Not a daemon thread: the run goes on when the caller (an HTTP client) goes away, and a stopping server waits
+    for it. A run refused at its start (another writer holds the pipeline) raises here."""
+    chosen, spec = parse_policy(policy), load_spec(ws, pipeline)
+    now_ms = now_ms or int(time.time() * 1000)
+    run_id, failure = new_run_id(now_ms), []
+
+    def work() -> None:
+        try:
+            run_pipeline(ws, spec, policy=chosen, now_ms=now_ms, listener=listener, run_id=run_id)
+        except BaseException as exc:  # the run records its own failure; the thread only reports it
+            failure.append(exc)
+            log.warning("run %s of %s ended with an error: %s", run_id, pipeline, exc)
+
+    thread = threading.Thread(target=work, name=f"kintsugi-run-{run_id}")
+    thread.start()
+    record, deadline = ws.run_dir(run_id) / "run.json", time.monotonic() + timeout_s
+    while not record.is_file() and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if not record.is_file() and failure:
+        error = failure[0]
+        if isinstance(error, KintsugiError):
+            raise error
+        raise InternalError(
+            f"run of {pipeline!r} could not start ({type(error).__name__}: {error})",
+            "check the server log, then try again",
+        ) from error
+    return run_id
+
+
+def approve(
+    ws: Workspace,
+    run_id: str,
+    reason: str = "",
+    now_ms: int | None = None,
+    listener: Callable[[Event], None] | None = None,
+) -> RunRecord:
+    return approve_run(
+        ws, run_id, reason=check_text(reason, "the approval's reason", required=False), now_ms=now_ms, listener=listener
+    )
+
+
+def reject(ws: Workspace, run_id: str, reason: str) -> RunRecord:
+    return reject_run(ws, run_id, check_text(reason, "the rejection's reason"))
+
+
+def accept(ws: Workspace, run_id: str, reason: str, findings: list[str] | None = None) -> RunRecord:
+    return accept_warnings(ws, run_id, check_text(reason, "the acceptance's reason"), findings=findings)
+
+
+def undo(ws: Workspace, run_id: str) -> RunRecord:
+    return undo_run(ws, run_id)
+
+
+def recover(ws: Workspace, run_id: str) -> RunRecord:
+    return recover_run(ws, run_id)
+
+
+def promote(ws: Workspace, model: str, version: int) -> RunRecord:
+    if version < 1:
+        raise InputError(f"version {version} is not a model version", "versions count from 1")
+    return promote_version(ws, model, version)
+
+
+def _as_seen(ws: Workspace, record: RunRecord) -> RunRecord:
+    """A record whose process died mid-run reads as interrupted, whatever it says of itself."""
+    if record.status in (RunStatus.RUNNING, RunStatus.UNDOING) and is_interrupted(ws, record):
+        record.status = RunStatus.INTERRUPTED
+    return record
+
+
+def runs(ws: Workspace, pipeline: str | None = None, limit: int | None = None) -> RunListing:
+    """Runs, newest first, and the run folders whose record cannot be read."""
+    records, unreadable = scan_runs(ws)
+    chosen = [_as_seen(ws, r) for r in reversed(records) if pipeline is None or r.pipeline == pipeline]
+    return RunListing(chosen[:limit] if limit else chosen, unreadable)
+
+
+def get_run(ws: Workspace, run_id: str) -> RunRecord:
+    return _as_seen(ws, load_run(ws, run_id))
+
+
+def incidents(ws: Workspace, *, active_only: bool = False) -> list[IncidentInfo]:
+    """DataHub's incidents, with the models downstream of each (at risk)."""
+    with metadata_session(ws, read_only=True) as metadata:
+        rows = [r for r in read_incidents(metadata) if not active_only or r.state == "ACTIVE"]
+        return [
+            IncidentInfo(r, tuple(models_trained_on(metadata, downstream_of(metadata, set(r.datasets))))) for r in rows
+        ]
+
+
+@dataclass(frozen=True)
+class DatasetNode:
+    urn: str
+    name: str
+    upstreams: tuple[str, ...]
+    active_incidents: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ModelNode:
+    urn: str
+    model: str
+    version: int
+    verdict: str | None
+    trained_on: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Lineage:
+    datasets: list[DatasetNode]
+    models: list[ModelNode]
+
+
+def lineage(ws: Workspace) -> Lineage:
+    """Datasets with their upstreams and open incidents, and the model versions trained on them."""
+    with metadata_session(ws, read_only=True) as metadata:
+        active = active_incidents(metadata)
+        datasets = []
+        for urn in metadata.urns("dataset"):
+            properties = metadata.aspect(urn, s.DatasetPropertiesClass)
+            upstream = metadata.aspect(urn, s.UpstreamLineageClass)
+            datasets.append(
+                DatasetNode(
+                    urn,
+                    properties.name if properties and properties.name else urn,
+                    tuple(sorted(u.dataset for u in (upstream.upstreams if upstream else []))),
+                    tuple(sorted(active.get(urn, []))),
+                )
+            )
+        models = []
+        for name, version in model_versions(metadata):
+            urn = model_urn(name, version)
+            model_properties = metadata.aspect(urn, s.MLModelPropertiesClass)
+            training = metadata.aspect(urn, s.TrainingDataClass)
+            verdict = (model_properties.customProperties or {}).get(VERDICT_PROPERTY) if model_properties else None
+            models.append(
+                ModelNode(
+                    urn,
+                    name,
+                    version,
+                    verdict,
+                    tuple(sorted(d.dataset for d in (training.trainingData if training else []))),
+                )
+            )
+    return Lineage(datasets, models)
+
+
+def apply_contract(ws: Workspace, file: Path, reference: Path | None = None, now_ms: int | None = None) -> str:
+    """Validate an ODCS contract, keep it under contracts/, and write it (and a reference profile) to DataHub."""
+    return apply_contract_file(ws, file, reference, now_ms or int(time.time() * 1000))
+
+
+def show_contract(ws: Workspace, dataset: str) -> str:
+    with metadata_session(ws, read_only=True) as metadata:
+        raw = read_raw_contract(metadata, dataset)
+    if raw is None:
+        raise NotFound(f"DataHub holds no contract for {dataset}", "apply one with `kintsugi contract apply FILE`")
+    return raw
+
+
+def watch(ws: Workspace, policy: str | None = None, now_ms: int | None = None, start: Starter = run_now) -> PassReport:
+    """One reconcile pass of `kintsugi watch` over every pipeline (`controlplane.watch.follow`)."""
+    return watch_pass(ws, now_ms=now_ms, policy=parse_policy(policy), start=start)
+
+
+def postmortem(ws: Workspace, incident: str) -> tuple[str, bool]:
+    """The postmortem of a resolved incident: the one DataHub holds (True), else built now from the stores (False)."""
+    if not incident.startswith("urn:li:incident:"):
+        raise InputError(f"{incident[:120]!r} is not an incident URN", "list incidents with `kintsugi incidents`")
+    with metadata_session(ws, read_only=True) as metadata:
+        held = read_postmortem(metadata, incident)
+        if held is not None:
+            return held, True
+        info = metadata.aspect(incident, s.IncidentInfoClass)
+        if info is None:
+            raise NotFound(f"DataHub holds no incident {incident}", "list incidents with `kintsugi incidents`")
+        specs = [load_spec(ws, name) for name in list_specs(ws)]
+        built = build_postmortem(ws, metadata, incident, list_runs(ws), watched_datasets(metadata, specs))
+    if built is None:
+        raise Conflict(
+            f"incident {incident} is {info.status.state}: a postmortem is written once it is resolved",
+            "resolve it (or let the loop heal it), then run `kintsugi watch --once`",
+        )
+    return built.markdown, False

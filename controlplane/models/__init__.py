@@ -1,0 +1,1 @@
+"""Models: the store, the promotion gate, the passport and its signing, champion health, impact."""

@@ -1,0 +1,1 @@
+"""Onboarding a table: init, infer, unit guesses, land, accept, contracts (ODCS), safe YAML."""

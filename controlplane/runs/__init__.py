@@ -1,0 +1,1 @@
+"""A run: its journal, locks, identity, context, checkpoint and profile engine."""

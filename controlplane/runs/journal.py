@@ -1,0 +1,226 @@
+"""The run record: a timeline of stage results, a write-ahead ledger of every external write, a checkpoint.
+
+`run.json` is rewritten atomically after each change. A write is recorded as `intended` before it is made and
+marked `done` after, so a process killed at any instant leaves a record from which `kintsugi recover` can tell
+what happened and roll forward or back. Paths are workspace-relative.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from controlplane.errors import RunNotFound, RunStateError
+from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage
+from controlplane.workspace import Workspace
+
+__all__ = [
+    "Event",
+    "LedgerEntry",
+    "RunRecord",
+    "RunJournal",
+    "new_run_id",
+    "load_run",
+    "list_runs",
+    "scan_runs",
+    "UnreadableRun",
+    "valid_run_id",
+    "INTENDED",
+    "DONE",
+    "ROLLED_BACK",
+]
+
+log = logging.getLogger(__name__)
+
+INTENDED, DONE, ROLLED_BACK = "intended", "done", "rolled-back"
+_MAX_RUN_ID = 64
+
+
+def new_run_id(now_ms: int) -> str:
+    stamp = datetime.fromtimestamp(now_ms / 1000, tz=timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def valid_run_id(run_id: str) -> bool:
+    """A run id names a folder under runs/: no separators, no dot files, bounded length."""
+    return (
+        0 < len(run_id) <= _MAX_RUN_ID
+        and "/" not in run_id
+        and "\\" not in run_id
+        and not run_id.startswith(".")
+        and run_id.isprintable()
+    )
+
+
+@dataclass
+class Event:
+    seq: int
+    stage: str
+    status: str
+    summary: str
+    evidence: dict[str, Any]
+    at_ms: int
+
+
+@dataclass
+class LedgerEntry:
+    seq: int
+    kind: str
+    target: str
+    detail: dict[str, Any]
+    state: str = INTENDED
+    result: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        return self.state == DONE
+
+
+@dataclass
+class RunRecord:
+    run_id: str
+    pipeline: str
+    policy: Policy
+    started_ms: int
+    now_ms: int = 0  # the instant the run evaluates at (freshness, SLAs, training instant)
+    status: RunStatus = RunStatus.RUNNING
+    outcome: str = ""
+    events: list[Event] = field(default_factory=list)
+    ledger: list[LedgerEntry] = field(default_factory=list)
+    checkpoint: dict[str, Any] | None = None  # a paused run's typed checkpoint (controlplane.runs.checkpoint)
+    pid: int = 0
+    facts: dict[str, Any] = field(default_factory=dict)  # what later commands need: pinned snapshot, incidents...
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["policy"], data["status"] = self.policy.value, self.status.value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunRecord:
+        return cls(
+            **{
+                **data,
+                "policy": Policy(data["policy"]),
+                "status": RunStatus(data["status"]),
+                "events": [Event(**e) for e in data["events"]],
+                "ledger": [LedgerEntry(**e) for e in data["ledger"]],
+            }
+        )
+
+    def entries(self, kind: LedgerKind, *, done_only: bool = True) -> list[LedgerEntry]:
+        return [e for e in self.ledger if e.kind == kind.value and (e.done or not done_only)]
+
+    def last_event(self, stage: Stage) -> Event | None:
+        return next((e for e in reversed(self.events) if e.stage == stage.value), None)
+
+
+class RunJournal:
+    """Appends events and ledger entries, saving the record atomically after each one."""
+
+    def __init__(self, ws: Workspace, record: RunRecord, listener: Callable[[Event], None] | None = None) -> None:
+        self.ws = ws
+        self.record = record
+        self.listener = listener
+
+    @property
+    def path(self) -> Path:
+        return self.ws.run_dir(self.record.run_id) / "run.json"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.ws.run_dir(self.record.run_id)
+
+    def event(self, stage: Stage, status: str, summary: str, **evidence: Any) -> Event:
+        entry = Event(len(self.record.events) + 1, stage.value, status, summary, evidence, int(time.time() * 1000))
+        self.record.events.append(entry)
+        self.save()
+        if self.listener:
+            self.listener(entry)
+        return entry
+
+    def intend(self, kind: LedgerKind, target: str, **detail: Any) -> LedgerEntry:
+        """Record a write before it is made."""
+        entry = LedgerEntry(len(self.record.ledger) + 1, kind.value, target, detail)
+        self.record.ledger.append(entry)
+        self.save()
+        return entry
+
+    def done(self, entry: LedgerEntry, **result: Any) -> None:
+        entry.state, entry.result = DONE, {**entry.result, **result}
+        self.save()
+
+    @contextmanager
+    def writing(self, kind: LedgerKind, target: str, **detail: Any) -> Iterator[LedgerEntry]:
+        """`with journal.writing(...) as entry:` the write; it is `done` only if the block completes."""
+        entry = self.intend(kind, target, **detail)
+        yield entry
+        self.done(entry)
+
+    def finish(self, status: RunStatus, outcome: str) -> None:
+        self.record.status, self.record.outcome = status, outcome
+        self.save()
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_suffix(".json.tmp")
+        temporary.write_text(json.dumps(self.record.to_dict(), indent=2, sort_keys=True, default=str))
+        os.replace(temporary, self.path)
+
+
+@dataclass(frozen=True)
+class UnreadableRun:
+    run_id: str
+    why: str
+
+
+def load_run(ws: Workspace, run_id: str) -> RunRecord:
+    if not valid_run_id(run_id):
+        raise RunNotFound(f"{run_id[:80]!r} is not a run id", "list runs with `kintsugi runs`")
+    path = ws.run_dir(run_id) / "run.json"
+    if not path.is_file():
+        raise RunNotFound(f"no run {run_id!r} in {ws.root}", "list runs with `kintsugi runs`")
+    try:
+        return RunRecord.from_dict(json.loads(path.read_text()))
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise RunStateError(
+            f"run record {ws.rel(path)} is unreadable ({type(exc).__name__}: {exc})",
+            "inspect that run folder; move it out of runs/ to set it aside",
+        ) from exc
+
+
+def scan_runs(ws: Workspace) -> tuple[list[RunRecord], list[UnreadableRun]]:
+    """Every run, oldest first, and the run folders whose record cannot be read (never fatal to the listing)."""
+    if not ws.runs.is_dir():
+        return [], []
+    records, unreadable = [], []
+    for folder in sorted(ws.runs.iterdir()):
+        if not (folder / "run.json").is_file():
+            continue
+        try:
+            records.append(load_run(ws, folder.name))
+        except (RunStateError, RunNotFound) as exc:
+            unreadable.append(UnreadableRun(folder.name, exc.message))
+            log.warning("skipping run %s: %s", folder.name, exc.message)
+    return sorted(records, key=lambda r: (r.started_ms, r.run_id)), unreadable
+
+
+def list_runs(ws: Workspace) -> list[RunRecord]:
+    """Every readable run, oldest first."""
+    return scan_runs(ws)[0]
+
+
+def raise_if_not(record: RunRecord, *allowed: RunStatus, action: str, fix: str) -> None:
+    if record.status not in allowed:
+        raise RunStateError(
+            f"run {record.run_id} is {record.status.value}; {action} needs it " + " or ".join(s.value for s in allowed),
+            fix,
+        )

@@ -1,0 +1,244 @@
+"""How the control plane guards a table: its new batch against the reference, its history against itself.
+
+With a reference kept in the workspace (`controlplane.stages.kept_reference`), the guard reads only the rows after the
+watermark — the new batch — and compares them with the last clean batches; whole-table invariants (duplicate
+keys across batches) see the whole table. The batches already in the reference are profiled again and
+compared with what was kept when they passed: rows that changed since (a rewrite of the whole table in other
+units) are guarded against their own kept profile, so the change is named exactly, with its rows. Every
+finding names the rows it concerns (`Finding.rows`: a time window). A workspace without a kept reference
+(made before batches) is guarded as a whole table against DataHub's datasetProfile. Snapshots are computed by the
+pipeline's engine (`controlplane.runs.engine`: arrow, or spark), with the same windows and batches either way.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import remediations.playbooks  # noqa: F401  (registers the playbooks whose plans name a failure)
+from controlplane.datahub.contracts import read_contract
+from controlplane.datahub.datasets import read_profile, walk_upstream
+from controlplane.datahub.port import MetadataPort
+from controlplane.runs.engine import TableEngine
+from controlplane.spec import PipelineSpec
+from controlplane.stages.batchshift import pin_batch_shift
+from controlplane.stages.kept_reference import (
+    ReferenceState,
+    changed_batches,
+    kept_batches,
+    load_reference,
+    load_state,
+    new_rows_window,
+    windows_of,
+)
+from controlplane.stages.tableshift import pin_table_shift
+from controlplane.workspace import Workspace
+from guard.context import GuardContext
+from guard.findings import Finding, GuardReport, RowSelector, make_finding
+from guard.kinds import FindingKind
+from guard.runner import run_guard
+from profiles.profile import BatchProfile, TimeWindow
+from profiles.reference import build_reference
+from profiles.snapshot import Snapshot, SnapshotError
+from remediations.registry import playbook_for
+
+__all__ = ["Guarded", "guard_table", "context_without_snapshot", "coalesce"]
+
+# what a batch that passed earlier is NOT judged on again: its age (freshness, upstream SLAs) and its size
+# against a cadence (it is compared with itself, as it was). Its share of unlabelled rows is judged again: that is
+# a property of its rows, and labels that were there when it passed and are gone since went missing.
+_NOT_HISTORY = frozenset(
+    {
+        FindingKind.LABEL_STALE,
+        FindingKind.TIMESTAMP_UNPARSEABLE,
+        FindingKind.VOLUME_DROP,
+        FindingKind.VOLUME_SPIKE,
+        FindingKind.UPSTREAM_UNKNOWN,
+        FindingKind.UPSTREAM_DEPRECATED,
+        FindingKind.UPSTREAM_INCIDENT,
+        FindingKind.UPSTREAM_STALE,
+    }
+)
+
+
+@dataclass(frozen=True)
+class Guarded:
+    context: GuardContext  # the new batch's (or the whole table's)
+    report: GuardReport  # every finding: the new batch's and the changed history's
+    batch: BatchProfile | None  # the new batch, kept in the reference when it passes; None: nothing new to keep
+
+
+def context_without_snapshot(
+    ws: Workspace,
+    metadata: MetadataPort,
+    spec: PipelineSpec,
+    now_ms: int,
+    snapshot: Snapshot | None = None,
+    snapshot_error: str | None = None,
+) -> GuardContext:
+    contract, contract_error = read_contract(metadata, spec.feature_table)
+    reference = load_reference(ws, spec.name) or read_profile(metadata, spec.feature_table)
+    return GuardContext(
+        dataset_urn=spec.feature_table,
+        contract=contract,
+        snapshot=snapshot,
+        reference=reference,
+        lineage=walk_upstream(metadata, spec.feature_table),
+        now_ms=now_ms,
+        snapshot_error=snapshot_error,
+        contract_error=contract_error,
+    )
+
+
+def _with_rows(findings: tuple[Finding, ...], window: TimeWindow | None) -> tuple[Finding, ...]:
+    """Each finding that names no rows of its own is about the rows of `window`, the batch it was read from."""
+    if window is None:
+        return findings
+    return tuple(f if f.rows is not None else f.with_rows(RowSelector.of_window(window)) for f in findings)
+
+
+def guard_table(
+    ws: Workspace,
+    metadata: MetadataPort,
+    spec: PipelineSpec,
+    table: Path,
+    now_ms: int,
+    *,
+    as_batch: bool = False,
+    engine: TableEngine | None = None,
+) -> Guarded:
+    """The guard over a local parquet file of the table (`as_batch`: the file IS the new batch, e.g. `guard
+    --data BATCH`), profiled by `engine` (a run's; else the spec's, for this call). An unreadable file is a
+    blocking finding, never a pass; an engine that cannot start is a DataError."""
+    if engine is None:
+        engine = TableEngine.of(spec)
+        try:
+            return guard_table(ws, metadata, spec, table, now_ms, as_batch=as_batch, engine=engine)
+        finally:
+            engine.close()
+    state = load_state(ws, spec.name)
+    try:
+        snapshot, window = _read(engine, table, state, as_batch)
+    except SnapshotError as exc:
+        context = context_without_snapshot(ws, metadata, spec, now_ms, None, str(exc))
+        return Guarded(context, run_guard(context), None)
+    context = context_without_snapshot(ws, metadata, spec, now_ms, snapshot)
+    if state is not None and not as_batch:
+        context = replace(context, table_paths=(str(table),))
+    report = run_guard(context)
+    findings = _with_rows(report.findings, window)
+    if state is not None and not as_batch:
+        kept = kept_batches(ws, spec.name, state)
+        findings = coalesce(
+            findings + _history_findings(ws, spec, table, state, context, engine), windows_of(kept, state)
+        )
+        findings = pin_table_shift(findings, table, kept, new_rows_window(state))
+        findings = pin_batch_shift(findings, table, kept, new_rows_window(state))
+    batch = snapshot.batch if window is not None else None
+    return Guarded(context, GuardReport(report.dataset, findings, report.outcomes), batch)
+
+
+def _same_failure(finding: Finding) -> tuple[object, ...]:
+    """What makes two findings on adjacent rows one failure: kind, column, severity, and the playbook with its
+    plan (the params that instruct it, `remediations.registry.Playbook.plan`), never the evidence around it."""
+    playbook = playbook_for(finding)
+    plan = playbook.plan_of(finding) if playbook is not None else {}
+    return (
+        finding.kind.value,
+        finding.column or "",
+        finding.playbook or "",
+        finding.severity.value,
+        json.dumps(plan, sort_keys=True, default=str),
+    )
+
+
+def coalesce(findings: tuple[Finding, ...], windows: list[TimeWindow]) -> tuple[Finding, ...]:
+    """One finding for one failure over consecutive batches (`windows`, oldest first): the same conversion found
+    in each batch of a table a producer rewrote whole is named once, over the union of their rows, so a heal
+    corrects each row once. The same failure found over every row of a table with nothing new (the whole table
+    guarded) is the batches' findings again: the batches name its rows exactly, so it is dropped. A finding about
+    other rows is left as it is."""
+    position = {(w.after_ms, w.through_ms): i for i, w in enumerate(windows)}
+    order = {id(f): i for i, f in enumerate(findings)}
+    batched = {_same_failure(f) for f in findings if f.rows is not None and f.rows.bounds in position}
+    kept: list[tuple[int, Finding]] = []  # (where the finding first stood, the finding)
+    merged: list[tuple[int, Finding, int]] = []  # (where it first stood, the finding, the last window it holds)
+    for finding in sorted(findings, key=lambda f: (_same_failure(f), _after(f))):
+        here = position.get(finding.rows.bounds) if finding.rows is not None else None
+        if here is None:
+            if finding.rows is not None or _same_failure(finding) not in batched:
+                kept.append((order[id(finding)], finding))
+        elif merged and _same_failure(merged[-1][1]) == _same_failure(finding) and merged[-1][2] + 1 == here:
+            at, last, _ = merged[-1]
+            assert last.rows is not None and finding.rows is not None
+            merged[-1] = (at, last.with_rows(last.rows.through(finding.rows)), here)
+        else:
+            merged.append((order[id(finding)], finding, here))
+    return tuple(f for _, f in sorted(kept + [(at, f) for at, f, _ in merged], key=lambda item: item[0]))
+
+
+def _after(finding: Finding) -> float:
+    after = finding.rows.after_ms if finding.rows is not None else None
+    return float("-inf") if after is None else float(after)
+
+
+def _read(
+    engine: TableEngine, table: Path, state: ReferenceState | None, as_batch: bool
+) -> tuple[Snapshot, TimeWindow | None]:
+    if state is None:
+        return engine.snapshot(table), None
+    if as_batch:
+        return engine.snapshot(table, time_column=state.time_column, batch_id="checked"), None
+    window = new_rows_window(state)
+    batch_id = f"after-{state.watermark_ms}" if state.watermark_ms is not None else "first"
+    snapshot = engine.snapshot(table, window=window, batch_id=batch_id)
+    if snapshot.profile.row_count == 0:  # nothing new since the watermark: the whole table is guarded
+        return engine.snapshot(table, time_column=state.time_column), None
+    return snapshot, window
+
+
+def _history_findings(
+    ws: Workspace, spec: PipelineSpec, table: Path, state: ReferenceState, context: GuardContext, engine: TableEngine
+) -> tuple[Finding, ...]:
+    """Batches that passed earlier and whose rows changed since, guarded against their own kept profile; and
+    rows in no batch at all (late rows dated before the watermark, rows with no time), which nothing guarded."""
+    history = changed_batches(ws, spec.name, table, state, read=engine.snapshot)
+    found: list[Finding] = [_unguarded(context, state, history.unguarded_rows)] if history.unguarded_rows else []
+    for kept, now in history.changed:
+        against_kept = replace(context, snapshot=now, reference=build_reference([kept]), lineage=(), table_paths=())
+        findings = [f for f in run_guard(against_kept).findings if f.kind not in _NOT_HISTORY]
+        if not any(f.severity.value == "block" for f in findings):
+            findings.append(_changed(context, kept, now))
+        found += [
+            replace(f, message=f"batch {kept.batch_id} (rows that passed earlier): {f.message}")
+            for f in _with_rows(tuple(findings), kept.window)
+        ]
+    return tuple(found)
+
+
+def _unguarded(context: GuardContext, state: ReferenceState, rows: int) -> Finding:
+    return make_finding(
+        FindingKind.HISTORY_CHANGED,
+        context.dataset_urn,
+        state.time_column,
+        observed=rows,
+        expected=0,
+        unguarded_rows=rows,
+        message=f"{rows} rows lie in no batch the guard passed: their {state.time_column!r} is missing, or at or "
+        "before the watermark but outside every kept batch (late rows), so no check has seen them; drop them, or "
+        "once they are checked take the reference again from the whole table with `kintsugi init --force`",
+    )
+
+
+def _changed(context: GuardContext, kept: BatchProfile, now: Snapshot) -> Finding:
+    return make_finding(
+        FindingKind.HISTORY_CHANGED,
+        context.dataset_urn,
+        None,
+        observed=now.profile.row_count,
+        expected=kept.profile.row_count,
+        batch=kept.batch_id,
+        message=f"the rows of batch {kept.batch_id}, which passed earlier, changed since ({kept.profile.row_count} "
+        f"rows then, {now.profile.row_count} now) in a way no check names: find who rewrote them",
+    )

@@ -1,0 +1,271 @@
+"""The reference a pipeline's new batches are compared with, kept in the workspace.
+
+A table grows by batches. Each batch the guard passed is kept as its profile — mergeable sketches, never the
+rows — under `references/<pipeline>/batches/`, with `state.json` naming them in order and the watermark (the
+latest time a passed batch covered). The reference is built from the last `REFERENCE_BATCHES` of them (plus,
+when the history has it, the same season a year earlier), so natural variation is inside it and guarding a
+batch never rescans old ones. Its merged profile is summarised in DataHub as the dataset's datasetProfile.
+
+Passed batches are also how history is checked: the rows of every kept batch are fingerprinted at every run
+(one aggregate pass, `profiles.fingerprints`) and compared with what was kept when they passed; a batch
+whose rows changed since (a producer that rewrote the whole table in other units) is profiled again and
+guarded against its own kept profile, so the change is named exactly, with the rows it concerns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pyarrow as pa
+
+from controlplane.datahub.datasets import profile_mcps
+from controlplane.datahub.port import MetadataPort
+from controlplane.errors import DataError, WorkspaceError
+from controlplane.spec import PipelineSpec
+from controlplane.stages.pin import pin_table
+from controlplane.workspace import Workspace
+from profiles.batches import split_batches
+from profiles.fingerprints import fingerprint_of_profile, fingerprint_windows
+from profiles.profile import BatchProfile, TimeWindow
+from profiles.reference import Reference, build_reference
+from profiles.snapshot import Snapshot, SnapshotError, read_snapshot
+
+__all__ = [
+    "ReferenceState",
+    "REFERENCE_BATCHES",
+    "load_state",
+    "load_reference",
+    "save_batch",
+    "establish",
+    "new_rows_window",
+    "kept_batches",
+    "kept_windows",
+    "windows_of",
+    "changed_batches",
+    "History",
+    "reference_batches",
+    "state_path",
+    "with_window_closed",
+    "forget_after",
+    "Established",
+    "establish_reference",
+]
+
+REFERENCE_BATCHES = 12
+_YEAR_MS = 365 * 24 * 3600 * 1000
+_SEASON_MS = 31 * 24 * 3600 * 1000
+
+
+@dataclass(frozen=True)
+class ReferenceState:
+    time_column: str
+    cadence: str
+    batches: tuple[str, ...]  # every passed batch's id, oldest first
+    watermark_ms: int | None  # the latest time a passed batch covered: a new batch is what comes after it
+
+
+def _folder(ws: Workspace, pipeline: str) -> Path:
+    return ws.references / pipeline
+
+
+def state_path(ws: Workspace, pipeline: str) -> Path:
+    return _folder(ws, pipeline) / "state.json"
+
+
+def _batch_path(ws: Workspace, pipeline: str, batch_id: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in batch_id)
+    return _folder(ws, pipeline) / "batches" / f"{safe}.json"
+
+
+def load_state(ws: Workspace, pipeline: str) -> ReferenceState | None:
+    path = state_path(ws, pipeline)
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        return ReferenceState(data["time_column"], data["cadence"], tuple(data["batches"]), data["watermark_ms"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise WorkspaceError(
+            f"the reference state {ws.rel(path)} is unreadable ({exc})",
+            "restore it from a backup, or establish the reference again with `kintsugi init --force`",
+        ) from exc
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+
+
+def _save_state(ws: Workspace, pipeline: str, state: ReferenceState) -> None:
+    _write(state_path(ws, pipeline), json.dumps(asdict(state), indent=2, sort_keys=True))
+
+
+def _load_batch(ws: Workspace, pipeline: str, batch_id: str) -> BatchProfile:
+    path = _batch_path(ws, pipeline, batch_id)
+    try:
+        return BatchProfile.from_json(path.read_text())
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise WorkspaceError(
+            f"the reference batch {ws.rel(path)} is missing or unreadable ({exc})",
+            "restore the workspace's references/ folder, or establish the reference again with `kintsugi init --force`",
+        ) from exc
+
+
+def reference_batches(ws: Workspace, pipeline: str, state: ReferenceState) -> list[BatchProfile]:
+    """The last REFERENCE_BATCHES passed batches, and the same season a year before the newest when kept."""
+    recent = list(state.batches[-REFERENCE_BATCHES:])
+    older = [_load_batch(ws, pipeline, b) for b in state.batches[:-REFERENCE_BATCHES]]
+    batches = [_load_batch(ws, pipeline, b) for b in recent]
+    newest = max((b.end_ms for b in batches if b.end_ms is not None), default=None)
+    if newest is not None:
+        season = [b for b in older if b.end_ms is not None and abs(newest - _YEAR_MS - b.end_ms) <= _SEASON_MS]
+        batches = season + batches
+    return batches
+
+
+def load_reference(ws: Workspace, pipeline: str) -> Reference | None:
+    state = load_state(ws, pipeline)
+    if state is None or not state.batches:
+        return None
+    return build_reference(reference_batches(ws, pipeline, state))
+
+
+def new_rows_window(state: ReferenceState) -> TimeWindow:
+    """The rows a run guards as its new batch: those after the watermark."""
+    return TimeWindow(state.time_column, state.watermark_ms, None)
+
+
+def with_window_closed(batch: BatchProfile) -> BatchProfile:
+    """A batch's window bounded at the latest time it holds: rows appended later (after the watermark, even in
+    the same calendar period) are the next batch's, and the kept rows can be found again exactly."""
+    window = batch.window
+    if window is None or batch.end_ms is None:
+        return batch
+    through = batch.end_ms if window.through_ms is None else min(window.through_ms, batch.end_ms)
+    return replace(batch, window=replace(window, through_ms=through))
+
+
+def save_batch(ws: Workspace, pipeline: str, batch: BatchProfile, state: ReferenceState) -> ReferenceState:
+    """Keep a passed batch and move the watermark past it (idempotent for a batch already kept)."""
+    batch = with_window_closed(batch)
+    _write(_batch_path(ws, pipeline, batch.batch_id), batch.to_json())
+    ids = state.batches if batch.batch_id in state.batches else (*state.batches, batch.batch_id)
+    marks = [m for m in (state.watermark_ms, batch.end_ms) if m is not None]
+    new = replace(state, batches=ids, watermark_ms=max(marks) if marks else None)
+    _save_state(ws, pipeline, new)
+    return new
+
+
+def establish(ws: Workspace, spec: PipelineSpec, table: Path, *, cadence: str = "auto") -> Reference:
+    """Cut the table into batches by its time column and keep them all as the reference (a new pipeline)."""
+    column = spec.training.time_column
+    try:
+        snapshots = split_batches(table, time_column=column, cadence=cadence)
+    except SnapshotError as exc:
+        raise DataError(str(exc), f"check `time_column: {column}` in {spec.source} and the table") from exc
+    if not snapshots:
+        raise DataError(
+            f"the table of {spec.name!r} has no rows to make a reference from", "land at least one batch first"
+        )
+    chosen = cadence if cadence != "auto" else _cadence_of(snapshots)
+    state = ReferenceState(column, chosen, (), None)
+    for snapshot in snapshots:
+        assert snapshot.batch is not None
+        state = save_batch(ws, spec.name, snapshot.batch, state)
+    reference = load_reference(ws, spec.name)
+    assert reference is not None
+    return reference
+
+
+def _cadence_of(snapshots: list[Snapshot]) -> str:
+    batch = snapshots[0].batch
+    window = batch.window if batch is not None else None
+    if window is None or window.after_ms is None or window.through_ms is None:
+        return "auto"
+    days = (window.through_ms - window.after_ms) / 86_400_000
+    return "day" if days <= 1.5 else "week" if days <= 8 else "month"
+
+
+def kept_batches(ws: Workspace, pipeline: str, state: ReferenceState) -> list[BatchProfile]:
+    """Every batch that passed, oldest first."""
+    return [_load_batch(ws, pipeline, i) for i in state.batches]
+
+
+def kept_windows(ws: Workspace, pipeline: str, state: ReferenceState) -> list[TimeWindow]:
+    """The rows of every batch that passed, oldest first, then the rows after the watermark (the new batch)."""
+    return windows_of(kept_batches(ws, pipeline, state), state)
+
+
+def windows_of(kept: Sequence[BatchProfile], state: ReferenceState) -> list[TimeWindow]:
+    """`kept_windows` of batches already loaded."""
+    return [b.window for b in kept if b.window is not None] + [new_rows_window(state)]
+
+
+@dataclass(frozen=True)
+class History:
+    """What became of the rows that passed earlier, read from the table as it is now."""
+
+    changed: list[tuple[BatchProfile, Snapshot]]  # kept batches whose rows are not what passed: (as kept, as now)
+    unguarded_rows: int  # rows in no kept batch and not after the watermark: late rows, or rows with no time
+
+
+def changed_batches(
+    ws: Workspace, pipeline: str, table: Path, state: ReferenceState, *, read: Callable[..., Snapshot] = read_snapshot
+) -> History:
+    """Every kept batch whose rows in the table are no longer what passed, and the rows no batch holds. All
+    batches are fingerprinted in one aggregate pass; only those that moved are profiled again (by `read`: an
+    engine's). Every row of a table the guard passed lies in a kept batch (a split refuses rows with no time,
+    and a kept window reaches its batch's last row), so a row in none of them, dated at or before the watermark
+    or not dated, arrived since and was never guarded: the new-rows window, after the watermark, misses it."""
+    kept = [b for b in (_load_batch(ws, pipeline, i) for i in state.batches) if b.window is not None]
+    windows = [b.window for b in kept if b.window is not None]
+    try:
+        now, outside = fingerprint_windows(table, [*windows, new_rows_window(state)])
+        moved = [b for b, f in zip(kept, now) if not f.matches(fingerprint_of_profile(b.profile))]
+        changed = [(b, read(table, window=b.window, batch_id=b.batch_id)) for b in moved]
+    except (OSError, ValueError, SnapshotError, pa.ArrowException) as exc:
+        raise DataError(f"cannot check the history of {table}: {exc}", "replace the table with a readable one") from exc
+    return History(changed, outside)
+
+
+def forget_after(ws: Workspace, pipeline: str, batches: int, watermark_ms: int | None) -> None:
+    """Take the reference back to its first `batches` batches and that watermark (a rolled-back run's batch)."""
+    state = load_state(ws, pipeline)
+    if state is not None and len(state.batches) > batches:
+        _save_state(ws, pipeline, replace(state, batches=state.batches[:batches], watermark_ms=watermark_ms))
+
+
+@dataclass(frozen=True)
+class Established:
+    rows: int
+    content_hash: str  # the table's content hash when its reference was taken
+
+
+def establish_reference(ws: Workspace, spec: PipelineSpec, metadata: MetadataPort, now_ms: int) -> Established:
+    """A new pipeline's reference from its table as it is now (`kintsugi init`): the table pinned, cut into batches
+    by its time column and kept (`establish`), and their merged profile written as DataHub's datasetProfile.
+
+    The newest batch is left out: the pipeline's first run guards it as its new batch against the ones before it
+    (and keeps it when it passes), rather than the whole table against a reference made of itself."""
+    ws.runs.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=".reference-", dir=ws.runs))
+    try:
+        pinned = pin_table(ws, spec, folder / "pin")
+        reference = establish(ws, spec, pinned.path(ws))
+        state = load_state(ws, spec.name)
+        if state is not None and len(state.batches) > 1:
+            before_newest = _load_batch(ws, spec.name, state.batches[-2])
+            forget_after(ws, spec.name, len(state.batches) - 1, before_newest.end_ms)
+            reference = load_reference(ws, spec.name) or reference
+        metadata.emit(profile_mcps(spec.feature_table, reference.profile, now_ms), now_ms)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return Established(reference.profile.row_count, pinned.content_hash)

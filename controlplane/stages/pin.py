@@ -1,0 +1,166 @@
+"""The table of a run: pinned, hash-checked at every use, published by compare-and-swap, restored exactly.
+
+The control plane's one door to `tables.locations` (a parquet file, a folder of partitions, a glob, CSV
+files, an s3:// prefix), where its errors become the project's. At detect the table is pinned into the run
+folder (hard links where the file system allows, else copies) as ONE parquet file every later stage reads —
+the guard, the heal, training — never the live location. A writer that replaces the table's files atomically
+leaves the pin on the old bytes; one that writes in place changes them, and the hash, checked again before
+every use, catches it: the run ends BLOCKED ("the table changed during the run").
+"""
+
+from __future__ import annotations
+
+import hashlib
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from controlplane.errors import DataError, TableChanged
+from controlplane.spec import PipelineSpec
+from controlplane.workspace import Workspace
+from tables import locations
+from tables.objectstore import LocationError
+from tables.objectstore import TableChanged as LocationChanged
+
+__all__ = [
+    "Pinned",
+    "pin_table",
+    "pin_location",
+    "append_batch",
+    "verify_file",
+    "live_hash",
+    "publish_table",
+    "restore_table",
+    "check_backup",
+    "file_hash",
+    "locations_mapped",
+    "location_mapped",
+]
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """A run's immutable view of its table."""
+
+    table: str  # workspace-relative: the one parquet file every stage reads
+    table_hash: str  # sha256 of that file's bytes
+    content_hash: str  # the location's content hash when pinned (what publishing compares and swaps)
+    location: str  # as the spec names it
+
+    def path(self, ws: Workspace) -> Path:
+        return ws.path(self.table)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Pinned:
+        return cls(**data)
+
+
+def file_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return "sha256:" + digest.hexdigest()
+
+
+@contextmanager
+def locations_mapped(spec: PipelineSpec) -> Iterator[None]:
+    """Where the file system's and object store's errors become the project's."""
+    try:
+        yield
+    except LocationChanged as exc:
+        raise TableChanged(exc.message, exc.fix) from exc
+    except LocationError as exc:
+        raise DataError(f"pipeline {spec.name!r}: {exc.message}", f"{exc.fix} (`data:` in {spec.source})") from exc
+
+
+@contextmanager
+def location_mapped(where: str) -> Iterator[None]:
+    """As `locations_mapped`, for a location not in a spec yet (`kintsugi init --data`); `where` names the option.
+    The file system's own refusals (no permission) become the same one line."""
+    try:
+        yield
+    except LocationChanged as exc:
+        raise TableChanged(exc.message, exc.fix) from exc
+    except LocationError as exc:
+        fix = exc.fix.replace("fix the data: path", "check the path (a relative one is taken from the current folder)")
+        raise DataError(f"{where}: {exc.message}", fix.replace("data:", "the location")) from exc
+    except PermissionError as exc:
+        raise DataError(
+            f"{where}: permission denied on {exc.filename or 'the table'}",
+            "give this user read access to the table's files and folders",
+        ) from exc
+
+
+def pin_location(
+    ws: Workspace, data_text: str, into: Path, where: str, *, time_columns: tuple[str, ...] = ()
+) -> tuple[Pinned, dict[str, str]]:
+    """Pin a location named outside any spec (onboarding); errors name `where` (e.g. `--data LOCATION`). Also
+    returns how a CSV table's columns were read from text (name -> int, float, bool, date, datetime, string;
+    empty for parquet); `time_columns` must be ISO-8601 text."""
+    with location_mapped(where):
+        pinned = locations.parse_location(data_text, ws.root, time_columns=time_columns).pin(into)
+    kinds = {c.name: c.kind for c in pinned.csv_schema.columns} if pinned.csv_schema else {}
+    return Pinned(ws.rel(pinned.table_path), "sha256:" + pinned.table_sha256, pinned.content_hash, data_text), kinds
+
+
+def append_batch(ws: Workspace, spec: PipelineSpec, batch: Path) -> locations.Appended:
+    """Append a batch file to the pipeline's table where it lives (`kintsugi land`)."""
+    with locations_mapped(spec):
+        try:
+            return _location(ws, spec).append(batch)
+        except PermissionError as exc:
+            raise LocationError(
+                f"permission denied on {exc.filename or 'the table'}",
+                "give this user write access to the table's files and folders",
+            ) from exc
+
+
+def _location(ws: Workspace, spec: PipelineSpec) -> locations.TableLocation:
+    return locations.parse_location(spec.data_text, ws.root, time_columns=(spec.training.time_column,))
+
+
+def pin_table(ws: Workspace, spec: PipelineSpec, into: Path) -> Pinned:
+    with locations_mapped(spec):
+        pinned = _location(ws, spec).pin(into)
+    return Pinned(ws.rel(pinned.table_path), "sha256:" + pinned.table_sha256, pinned.content_hash, spec.data_text)
+
+
+def verify_file(ws: Workspace, table: str, expected: str, stage: str) -> None:
+    """The bytes a stage is about to read are still the ones the guard passed; otherwise the run must end."""
+    path = ws.path(table)
+    if not path.is_file() or file_hash(path) != expected:
+        raise TableChanged(
+            f"the table changed during the run (before {stage}): {table} no longer hashes to {expected}",
+            "start a new run on the current data",
+        )
+
+
+def live_hash(ws: Workspace, spec: PipelineSpec) -> str:
+    """The content hash of what the table's location holds now."""
+    with locations_mapped(spec):
+        return _location(ws, spec).current_hash()
+
+
+def publish_table(ws: Workspace, spec: PipelineSpec, healed: Path, expected_hash: str, backup: Path) -> tuple[str, str]:
+    """Write the healed table back to the same kind of location, if it still holds `expected_hash`; the previous
+    bytes are kept under `backup`. Returns (before, after) content hashes."""
+    with locations_mapped(spec):
+        published = _location(ws, spec).publish(healed, expected_hash, backup)
+    return published.before_hash, published.after_hash
+
+
+def restore_table(ws: Workspace, spec: PipelineSpec, backup: Path, *, check_live: bool = True) -> str:
+    """Put a publish's previous bytes back (the backup is checked before the location is touched)."""
+    with locations_mapped(spec):
+        return locations.restore(backup, check_live=check_live, base=ws.root)
+
+
+def check_backup(ws: Workspace, spec: PipelineSpec, backup: Path) -> None:
+    """The kept bytes of a publish are whole (every file re-hashed), before anything relies on them."""
+    with locations_mapped(spec):
+        locations.verify_backup(backup)

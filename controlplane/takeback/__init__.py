@@ -1,0 +1,1 @@
+"""Taking a run back: undo, recovery, rollback."""

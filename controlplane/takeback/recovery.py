@@ -1,0 +1,125 @@
+"""Crash recovery from the write-ahead ledger.
+
+A run is interrupted when its record says it is running but no live process holds its pipeline's lock (the
+lock dies with its process). The next writer of the pipeline — or `kintsugi recover RUN_ID` — brings it to a
+consistent state: a run that had concluded (its verdict recorded) is rolled forward to that verdict; any other
+is rolled back: the table's previous bytes restored, its MLflow runs marked FAILED and its versions abandoned,
+the champion settled on the newest eligible version, the incidents it resolved reopened. An interrupted undo
+(a run left `undoing`) is finished the same way, its versions marked undone.
+"""
+
+from __future__ import annotations
+
+import time
+
+from controlplane.runs.context import open_run
+from controlplane.runs.journal import ROLLED_BACK, RunJournal, RunRecord, list_runs, load_run
+from controlplane.runs.locks import lock_holder, pipeline_lock
+from controlplane.spec import load_spec
+from controlplane.takeback.rollback import ABANDONED_KEY, UNDONE_KEY, plan_take_back, take_back
+from controlplane.vocab import LedgerKind, RunStatus, Stage, Verdict
+from controlplane.workspace import Workspace
+
+__all__ = ["recover_pipeline", "recover_run", "is_interrupted", "needs_recovery"]
+
+_LIVE_ON_PAPER = (RunStatus.RUNNING, RunStatus.UNDOING)
+
+
+def is_interrupted(ws: Workspace, record: RunRecord) -> bool:
+    """Running (or undoing) on paper, but no live process holds the pipeline's lock for it."""
+    if record.status is RunStatus.INTERRUPTED:
+        return True
+    if record.status not in _LIVE_ON_PAPER:
+        return False
+    holder = lock_holder(ws, record.pipeline)
+    return holder is None or record.run_id not in holder
+
+
+def _dangling(record: RunRecord) -> bool:
+    return any(e.state not in ("done", ROLLED_BACK) for e in record.ledger)
+
+
+def needs_recovery(record: RunRecord) -> bool:
+    """Under the pipeline's lock: every run left mid-way, or failed with a write whose outcome is unknown."""
+    return record.status in (*_LIVE_ON_PAPER, RunStatus.INTERRUPTED) or (
+        record.status is RunStatus.FAILED and _dangling(record)
+    )
+
+
+def recover_pipeline(ws: Workspace, pipeline: str) -> list[RunRecord]:
+    """Bring every interrupted run of a pipeline to a consistent state. The caller holds the pipeline's lock."""
+    return [_recover(ws, r) for r in list_runs(ws) if r.pipeline == pipeline and needs_recovery(r)]
+
+
+def recover_run(ws: Workspace, run_id: str) -> RunRecord:
+    """`kintsugi recover RUN_ID`: the run (and any other interrupted run of its pipeline) made consistent."""
+    record = load_run(ws, run_id)
+    with pipeline_lock(ws, record.pipeline, f"recover {run_id}"):
+        recover_pipeline(ws, record.pipeline)
+    return load_run(ws, run_id)
+
+
+def _recover(ws: Workspace, record: RunRecord) -> RunRecord:
+    if record.facts.get("command"):  # an interrupted init or land: no publish, no model version to take back
+        return _settle_command(ws, record)
+    undoing = record.status is RunStatus.UNDOING
+    unfinished = _dangling(record) or not undoing
+    spec = load_spec(ws, record.pipeline)
+    plans = plan_take_back(ws, spec, record, unfinished=unfinished)
+    if not undoing:
+        record.status = RunStatus.INTERRUPTED
+    record.now_ms = int(time.time() * 1000)
+    RunJournal(ws, record).save()
+    with open_run(ws, spec, record, on_error=None) as run:
+        verdict = None if undoing else _concluded(record)
+        if verdict is not None:
+            run.event(Stage.RECOVER, "rolled-forward", f"the run had concluded {verdict.value}; its record is finished")
+            run.finish(verdict.run_status, f"recovered: it concluded {verdict.value} before it was interrupted")
+            return record
+        why = f"undo of run {record.run_id}" if undoing else f"run {record.run_id} was interrupted"
+        retired = take_back(run, plans, retire=UNDONE_KEY if undoing else ABANDONED_KEY, why=why, unfinished=unfinished)
+        for entry in record.ledger:
+            if entry.state not in ("done", ROLLED_BACK):
+                entry.state = ROLLED_BACK
+        if undoing:
+            run.finish(
+                RunStatus.UNDONE,
+                f"undone: {len(plans)} publish(es) taken back, {retired} version(s) retired, champion settled",
+            )
+        else:
+            last = record.events[-1].stage if record.events else "its start"
+            run.event(
+                Stage.RECOVER,
+                "rolled-back",
+                f"interrupted after {last}: {len(plans)} publish(es) taken back, {retired} version(s) abandoned",
+            )
+            run.finish(RunStatus.RECOVERED, f"interrupted after {last}; rolled back to a consistent state")
+    return record
+
+
+def _settle_command(ws: Workspace, record: RunRecord) -> RunRecord:
+    command = record.facts["command"]
+    unsure = [f"{e.kind} {e.target}" for e in record.ledger if e.state not in ("done", ROLLED_BACK)]
+    journal = RunJournal(ws, record)
+    journal.event(
+        Stage.RECOVER, "settled", f"{command} was interrupted; unsure: {', '.join(unsure) or 'nothing'}", unsure=unsure
+    )
+    journal.finish(
+        RunStatus.RECOVERED,
+        f"interrupted {command}: "
+        + (f"{', '.join(unsure)} may or may not have been written; " if unsure else "")
+        + f"run `kintsugi {command}` again (init: with --force)",
+    )
+    return record
+
+
+def _concluded(record: RunRecord) -> Verdict | None:
+    """The verdict, when the conclusion's last writes (the verdict tag and, for APPROVED, the alias) are done."""
+    tags = [e for e in record.entries(LedgerKind.MLFLOW_TAGS, done_only=False) if "verdict" in e.detail]
+    if not tags or not tags[-1].done:
+        return None
+    verdict = Verdict(tags[-1].detail["verdict"])
+    champion_writes = [e for e in record.ledger if e.target.endswith("@champion")]
+    if verdict is Verdict.APPROVED and len(champion_writes) < 2:
+        return None  # the alias (MLflow, then DataHub) had not both been written
+    return verdict if all(e.done for e in champion_writes) else None

@@ -1,0 +1,1 @@
+"""Watching: follow changes, actions, retrain, postmortems, memory, the cron schedule and scheduler."""

@@ -1,0 +1,1 @@
+"""Statistics of a table: engines (arrow, spark), profiler, sketches, snapshot, batches, hashing, the kept reference."""

@@ -1,0 +1,1 @@
+"""Where a table lives: location, listing, publish, append, restore, CSV, object stores."""
