@@ -6,7 +6,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
+
+# MLflow draws a progress bar on stderr for every artifact download: the CLI's stderr is for one-line errors and
+# progress the command itself reports, so the bar is off unless a user turns it on
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
 from training.errors import RegistryError, SpecError, TrainingError
 from training.model import build_estimator, evaluate, fit, is_better, relative_gain, time_holdout
