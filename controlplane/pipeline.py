@@ -38,7 +38,8 @@ from controlplane.runs.context import RunContext, open_run
 from controlplane.runs.journal import Event, RunJournal, RunRecord, load_run, new_run_id, raise_if_not
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, load_spec
-from controlplane.stages.conclude import Approval, conclude
+from controlplane.stages.blocked import Blocked
+from controlplane.stages.conclude import Approval, Concluded, conclude
 from controlplane.stages.detect import TrainingView, detect
 from controlplane.stages.heal import Healed, heal, raise_incidents, verify
 from controlplane.stages.pin import Pinned, live_hash, verify_file
@@ -89,9 +90,13 @@ def _story(run: RunContext) -> None:
         return
     incidents = raise_incidents(run, detected.report)
     healed = heal(run, detected)
-    view = verify(run, healed) if healed is not None else None
-    if healed is None or view is None:
-        return  # BLOCKED: the incident stays open
+    if isinstance(healed, Blocked):
+        _stop(run, healed)
+        return
+    view = verify(run, healed)
+    if isinstance(view, Blocked):
+        _stop(run, view)
+        return
     if not run.writes:
         run.finish(RunStatus.PLANNED, "dry-run: the heal verifies; nothing was published or written")
         return
@@ -146,7 +151,16 @@ def _train_and_promote(
             verdict=verdict.value,
         )
         return
-    conclude(run, trained, assessment)
+    _end(run, conclude(run, trained, assessment))
+
+
+def _end(run: RunContext, concluded: Concluded) -> None:
+    run.finish(concluded.verdict.run_status, concluded.summary)
+
+
+def _stop(run: RunContext, blocked: Blocked) -> None:
+    """End the run where a stage said it cannot go on (its incidents stay open)."""
+    run.finish(RunStatus.BLOCKED, blocked.reason)
 
 
 def _pause(run: RunContext, checkpoint: Checkpoint, why: str, **evidence: object) -> None:
@@ -234,10 +248,10 @@ def _resume_publish(run: RunContext, checkpoint: PublishCheckpoint) -> None:
             "reject this run and start a new one on the current data",
         )
     view = verify(run, checkpoint.healed)
-    if view is not None:
-        _publish_and_train(
-            run, checkpoint.pinned, checkpoint.healed, view, checkpoint.incidents, checkpoint.detect_report
-        )
+    if isinstance(view, Blocked):
+        _stop(run, view)
+        return
+    _publish_and_train(run, checkpoint.pinned, checkpoint.healed, view, checkpoint.incidents, checkpoint.detect_report)
 
 
 def _resume_promote(run: RunContext, checkpoint: PromoteCheckpoint, approval: Approval) -> None:
@@ -258,7 +272,7 @@ def _resume_promote(run: RunContext, checkpoint: PromoteCheckpoint, approval: Ap
         )
     if changes:
         run.event(Stage.APPROVE, "re-decided", "; ".join(changes), changes=changes)
-    conclude(run, trained, assessment, approval)
+    _end(run, conclude(run, trained, assessment, approval))
 
 
 def _rescore_if_champion_moved(run: RunContext, trained: Trained) -> tuple[Trained, list[str]]:
@@ -285,7 +299,8 @@ def reject(ws: Workspace, run_id: str, reason: str, *, by: str = "operator") -> 
                 by=by,
             )
             if isinstance(checkpoint, PromoteCheckpoint):
-                conclude(run, checkpoint.trained, assess(run, checkpoint.trained), Approval(False, reason, by))
+                rejected = Approval(False, reason, by)
+                _end(run, conclude(run, checkpoint.trained, assess(run, checkpoint.trained), rejected))
             elif isinstance(checkpoint, RollbackCheckpoint):
                 reject_rollback(run, checkpoint, reason, by)
             else:

@@ -20,7 +20,7 @@ from controlplane.runs.context import RunContext, crash_point
 from controlplane.stages.train import Assessment, Trained
 from controlplane.vocab import LedgerKind, Stage, Verdict
 
-__all__ = ["Approval", "conclude", "passport_body", "move_champion"]
+__all__ = ["Approval", "Concluded", "conclude", "passport_body", "move_champion"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,16 @@ def _final(decision: PromotionDecision, approval: Approval | None) -> tuple[Verd
     return decision.verdict, reasons + ([f"ratified by {approval.by}: {approval.reason}"] if approval.reason else [])
 
 
-def conclude(run: RunContext, trained: Trained, assessment: Assessment, approval: Approval | None = None) -> None:
+@dataclass(frozen=True)
+class Concluded:
+    """The gate's last word on a trained version: what the run ends with."""
+
+    verdict: Verdict
+    summary: str
+
+
+def conclude(run: RunContext, trained: Trained, assessment: Assessment, approval: Approval | None = None) -> Concluded:
+    """Sign and write back the version's passport and verdict, and move the champion when APPROVED."""
     verdict, reasons = _final(assessment.decision, approval)
     name = run.spec.name
     with training_errors_mapped():
@@ -77,7 +86,7 @@ def conclude(run: RunContext, trained: Trained, assessment: Assessment, approval
         version=trained.version,
         gain=assessment.decision.gain,
     )
-    run.finish(verdict.run_status, summary)
+    return Concluded(verdict, summary)
 
 
 def _signed(

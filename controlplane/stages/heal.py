@@ -9,10 +9,11 @@ from typing import Any
 from controlplane.datahub.incidents import IncidentRef, open_incident
 from controlplane.datahub.urns import assertion_urn
 from controlplane.runs.context import RunContext
+from controlplane.stages.blocked import Blocked
 from controlplane.stages.detect import Detected, TrainingView, summary
 from controlplane.stages.guarding import guard_table
 from controlplane.stages.pin import file_hash, verify_file
-from controlplane.vocab import LedgerKind, RunStatus, Stage
+from controlplane.vocab import LedgerKind, Stage
 from controlplane.watch.memory import memory_fact, recall, reuse_all
 from guard.contract import Contract
 from guard.findings import Finding, GuardReport, Verdict
@@ -115,8 +116,8 @@ def raise_incidents(run: RunContext, report: GuardReport) -> tuple[IncidentRef, 
     return tuple(refs)
 
 
-def heal(run: RunContext, detected: Detected) -> Healed | None:
-    """Heal a copy of the pinned bytes; None (and the run BLOCKED) when any blocking finding cannot be healed."""
+def heal(run: RunContext, detected: Detected) -> Healed | Blocked:
+    """Heal a copy of the pinned bytes; Blocked when any blocking finding cannot be healed."""
     verify_file(run.ws, detected.pinned.table, detected.pinned.table_hash, "the heal")
     contract = detected.context.contract
     blocking = detected.report.blocking
@@ -128,8 +129,7 @@ def heal(run: RunContext, detected: Detected) -> Healed | None:
             "cannot heal without a contract: " + "; ".join(why),
             unhealable=[f.to_dict() for f in blocking],
         )
-        run.finish(RunStatus.BLOCKED, "BLOCKED: " + "; ".join(why) + " (incident stays open)")
-        return None
+        return Blocked(Stage.HEAL, "BLOCKED: " + "; ".join(why) + " (incident stays open)")
     blocking, reused = reuse_all(blocking, run.record.facts.get("memory") or {})
     outcome = _heal_copy(run, detected, blocking, contract)
     evidence = {**_evidence(outcome), "reused": reused, "engine": run.engine.name}
@@ -137,8 +137,7 @@ def heal(run: RunContext, detected: Detected) -> Healed | None:
         why = [f"no safe playbook for {f.kind.value} ({f.message})" for f in outcome.unhealable]
         why += [w for _, w in outcome.refused]
         run.event(Stage.HEAL, "failed", "cannot heal: " + "; ".join(why), **evidence)
-        run.finish(RunStatus.BLOCKED, "BLOCKED: " + "; ".join(why) + " (incident stays open)")
-        return None
+        return Blocked(Stage.HEAL, "BLOCKED: " + "; ".join(why) + " (incident stays open)")
     quarantine = outcome.quarantine
     run.event(
         Stage.HEAL,
@@ -182,14 +181,13 @@ def _evidence(outcome: HealOutcome) -> dict[str, Any]:
     }
 
 
-def verify(run: RunContext, healed: Healed) -> TrainingView | None:
+def verify(run: RunContext, healed: Healed) -> TrainingView | Blocked:
     """The same guard on the training view (the healed copy, less any rows set aside): its new batch and its
-    history; None (the run BLOCKED) unless CLEAN."""
+    history; Blocked unless CLEAN."""
     path = run.ws.path(healed.view_path)
     if not path.is_file() or file_hash(path) != healed.view_hash:
         run.event(Stage.VERIFY, "failed", f"the healed copy {healed.view_path} is missing or changed after the heal")
-        run.finish(RunStatus.BLOCKED, "BLOCKED: the healed copy could not be read (incident stays open)")
-        return None
+        return Blocked(Stage.VERIFY, "BLOCKED: the healed copy could not be read (incident stays open)")
     guarded = guard_table(run.ws, run.metadata, run.spec, path, run.now_ms, engine=run.engine)
     report = guarded.report
     run.event(
@@ -200,8 +198,7 @@ def verify(run: RunContext, healed: Healed) -> TrainingView | None:
         findings=[f.to_dict() for f in report.findings],
     )
     if report.verdict is not Verdict.CLEAN:
-        run.finish(RunStatus.BLOCKED, "BLOCKED: the heal did not verify (incident stays open)")
-        return None
+        return Blocked(Stage.VERIFY, "BLOCKED: the heal did not verify (incident stays open)")
     profile = guarded.context.snapshot.profile if guarded.context.snapshot is not None else None
     return TrainingView(healed.view_path, healed.view_hash, "", report, profile, guarded.batch)
 

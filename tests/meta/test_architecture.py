@@ -317,3 +317,14 @@ def test_no_check_imports_another_check():
 def test_controlplane_root_holds_the_story_and_the_words_only():
     root = sorted(p.name for p in (ROOT / "controlplane").glob("*.py"))
     assert len(root) <= 8, root
+
+
+def test_only_the_story_ends_a_run():
+    """The loop's stages return their result or `Blocked`; `controlplane.pipeline` alone calls `finish`."""
+    calls = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "controlplane" / "stages").glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "finish"
+    )
+    assert calls == []
