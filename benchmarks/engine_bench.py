@@ -53,19 +53,18 @@ def _wire_duplicates_to_key_hashes(index: Any = None) -> None:
     """Answer the duplicates check from the snapshot's key hashes (and a stored key index): the wiring
     proposed for guard/checks/duplicates.py, applied here by re-registering the check."""
     from guard import registry
-    from guard.checks.duplicates import DUPLICATE_RATE_LIMIT
     from guard.findings import make_finding
     from guard.kinds import FindingKind
 
     def from_key_hashes(ctx: Any) -> Iterator[Any]:
         count = ctx.snapshot.keys.duplicates(index)
-        if count.rate > DUPLICATE_RATE_LIMIT:
+        if count.rate > ctx.policy.duplicate_rate_limit:
             yield make_finding(
                 FindingKind.DUPLICATE_KEYS,
                 ctx.dataset_urn,
                 KEYS[0],
                 observed=round(count.rate, 6),
-                expected=DUPLICATE_RATE_LIMIT,
+                expected=ctx.policy.duplicate_rate_limit,
                 playbook="dedupe_keys",
                 message=f"{count.duplicate_rows} duplicate rows",
             )

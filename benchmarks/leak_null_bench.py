@@ -8,7 +8,7 @@ this measures what measured values changed any other way do. For each dataset, e
 judged against the K before it, and the whole table against the K before the newest, as the real-data bench
 does. Each of the order's two columns is changed on a random share of the rows (10%, 30%, 50% or all): lowered or
 raised by up to 12, halved, shuffled among those rows, or scattered uniformly over the column's range. A trial
-"breaks" when the order fails on at least MIN_BROKEN rows; a "fire" is a target_leakage finding. Then, for
+"breaks" when the order fails on at least `policy.relation_min_broken` rows; a "fire" is a target_leakage finding. Then, for
 contrast, the real-data bench's partial leak (`chaos.falsealarms.partial_leak`: the same column dealt out in the
 label's order) on the same shares.
 """
@@ -29,9 +29,10 @@ sys.path.insert(0, str(ROOT))
 
 from chaos.falsealarms import load_batches, partial_leak, true_cause  # noqa: E402
 from chaos.realdata import DATASETS  # noqa: E402
-from guard.checks.relations import MIN_BROKEN, check_relations  # noqa: E402
+from guard.checks.relations import check_relations  # noqa: E402
 from guard.context import GuardContext  # noqa: E402
 from guard.kinds import FindingKind  # noqa: E402
+from guard.policy import DEFAULT as POLICY  # noqa: E402
 from profiles.reference import Reference, build_reference  # noqa: E402
 from profiles.snapshot import read_snapshot  # noqa: E402
 
@@ -113,7 +114,7 @@ def run_dataset(name: str, folder: Path, seeds: int) -> None:
 
 def tally(count: list[int], trial: pd.DataFrame, low: str, high: str, found: bool) -> None:
     count[0] += 1
-    count[1] += int((trial[low] > trial[high]).sum() >= MIN_BROKEN)
+    count[1] += int((trial[low] > trial[high]).sum() >= POLICY.relation_min_broken)
     count[2] += int(found)
 
 

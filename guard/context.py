@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from guard.contract import Contract
+from guard.policy import DEFAULT, Policy
 from profiles.profile import DatasetProfile
 from profiles.reference import Reference
 from profiles.snapshot_types import Snapshot
@@ -34,7 +35,8 @@ class GuardContext:
     and their batch-to-batch variation) or, for compatibility, a bare `DatasetProfile` (a whole-table
     reference as DataHub's datasetProfile holds it today: one table of about the snapshot's size).
     `table_paths` are the files of the whole table the batch is appended to, for invariants that need
-    history (duplicate keys across batches); empty when the snapshot is the whole table.
+    history (duplicate keys across batches); empty when the snapshot is the whole table. `policy` holds the
+    thresholds the checks judge by (`guard.policy`).
     """
 
     dataset_urn: str
@@ -46,6 +48,7 @@ class GuardContext:
     snapshot_error: str | None = None
     contract_error: str | None = None
     table_paths: tuple[str, ...] = ()
+    policy: Policy = DEFAULT
 
     @property
     def reference_profile(self) -> DatasetProfile | None:

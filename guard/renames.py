@@ -14,12 +14,11 @@ from __future__ import annotations
 import pandas as pd
 
 from guard.contract import Contract
+from guard.policy import DEFAULT as POLICY
 from profiles.profile import ColumnProfile, DatasetProfile
 from profiles.snapshot_types import Snapshot
 
-__all__ = ["split_renames", "SLACK"]
-
-SLACK = 0.01  # share of sampled rows where neither column has a value beyond the reference's own null share
+__all__ = ["split_renames"]
 
 
 def split_renames(
@@ -55,7 +54,11 @@ def _complements(sample: pd.DataFrame, old: str, new: str, reference: ColumnProf
         return False
     has_old, has_new = sample[old].notna(), sample[new].notna()
     neither = float((~has_old & ~has_new).mean())
-    return bool(has_new.any()) and not bool((has_old & has_new).any()) and neither <= reference.null_fraction + SLACK
+    return (
+        bool(has_new.any())
+        and not bool((has_old & has_new).any())
+        and neither <= reference.null_fraction + POLICY.rename_null_slack
+    )
 
 
 def _plausible(reference: ColumnProfile, new: ColumnProfile) -> bool:

@@ -30,6 +30,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from guard.policy import DEFAULT as POLICY
 from profiles.cores import ATOM_SHARE, CORE_LEVELS, MIN_CORE, Core, atom_of, core, sketched, weighted_items
 from profiles.sketches import KLL_RANK_ERROR
 
@@ -51,7 +52,6 @@ __all__ = [
     "shape_distance",
 ]
 
-_NOISE_SIGMAS = 3.0  # standard deviations from the reference batches' mean a natural batch may sit (0.3% two-sided)
 _MEDIAN_SE = 0.93  # SE of a median in IQR units: 1.2533 sigma / sqrt(n), sigma = IQR / 1.349
 _LOG_IQR_SE = 1.17  # SE of log(IQR): sqrt(2.474) sigma / 1.349 sigma / sqrt(n) for a normal sample
 _SKETCH_LOCATION = 2 * KLL_RANK_ERROR / 0.538  # both medians' rank error, in IQR units: density 0.538/IQR (normal)
@@ -95,7 +95,7 @@ def _band(
     if len(values) > 1:
         between = max(0.0, float(values.var(ddof=1)) - float(np.mean([se * se for _, se in history])))
     farthest = float(np.abs(values - centre).max()) * math.sqrt(shorter)
-    half = max(_NOISE_SIGMAS * math.sqrt(between * shorter + se_new * se_new), farthest) + extra
+    half = max(POLICY.band_sigmas * math.sqrt(between * shorter + se_new * se_new), farthest) + extra
     return Band(name, centre, half)
 
 

@@ -37,8 +37,9 @@ import numpy as np
 import pyarrow as pa
 
 from controlplane.stages.tableshift import finding_window, pinned_shift, shifts_only
-from guard.checks.timeshift import MIN_SHIFT_HOURS, signed
+from guard.checks.timeshift import signed
 from guard.findings import Finding, NamedRow, RowSelector
+from guard.policy import DEFAULT as POLICY
 from profiles.fingerprints import (
     Fingerprint,
     fingerprint_of_profile,
@@ -78,7 +79,7 @@ def pin_batch_shift(
         return _pin_later(findings, shift, kept, new_rows)
     offset = int(shift.params["offset_hours"])
     spread = (0,) if shift.params.get("pinned") else (-1, 0, 1)
-    candidates = sorted({signed(offset + d) for d in spread} & set(range(-11, -MIN_SHIFT_HOURS + 1)))
+    candidates = sorted({signed(offset + d) for d in spread} & set(range(-11, -POLICY.min_shift_hours + 1)))
     readings = [
         (hours, *reading)
         for hours in candidates
@@ -115,7 +116,7 @@ def _pin_later(
     if shift.params.get("pinned") or first is None or last is None or last.maximum is None or gap is None:
         return findings
     offset = int(shift.params["offset_hours"])
-    candidates = {signed(offset + d) for d in (-1, 0, 1)} & set(range(MIN_SHIFT_HOURS, 12))
+    candidates = {signed(offset + d) for d in (-1, 0, 1)} & set(range(POLICY.min_shift_hours, 12))
     found = [hours for hours in sorted(candidates) if first - hours * _HOUR_MS - last.maximum == gap]
     if len(found) != 1:
         return findings

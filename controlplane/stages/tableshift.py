@@ -20,9 +20,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from guard.checks.timeshift import MIN_SHIFT_HOURS, signed
+from guard.checks.timeshift import signed
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
+from guard.policy import DEFAULT as POLICY
 from profiles.fingerprints import Fingerprint, fingerprint_of_profile, fingerprint_windows
 from profiles.profile import BatchProfile, TimeWindow
 
@@ -44,7 +45,7 @@ def pin_table_shift(
     candidates = {signed(f.params["offset_hours"] + d) for f in new for d in (-1, 0, 1)}
     pinned = [
         (s, prints)
-        for s in sorted(c for c in candidates if abs(c) >= MIN_SHIFT_HOURS)
+        for s in sorted(c for c in candidates if abs(c) >= POLICY.min_shift_hours)
         if (prints := _kept_rows_at(table, kept, new_rows, s)) is not None
     ]
     if len(pinned) != 1:

@@ -4,7 +4,7 @@ Ranges are judged on the snapshot's exact minimum and maximum (a full scan). A v
 contract's bounds blocks; so does an impossible one where the contract sets no bound on that side: what
 the declared unit allows (`guard.units.plausible_bounds`: no negative length or mass, no temperature
 below absolute zero, a percentage in [0, 100]). Against a batch `Reference`, a value beyond the
-reference batches' range by more than REFERENCE_MARGIN of it, but possible, is a warning (OUT_OF_RANGE
+reference batches' range by more than `policy.domain_reference_margin` of it, but possible, is a warning (OUT_OF_RANGE
 at WARN: a storm beyond the last months' maximum is news, not a failure). Categories are judged on
 the exact value counts of string columns, against the contract's allowed values or, when the contract
 lists none, against the values the reference has seen. A value equal to an allowed one once trimmed,
@@ -36,11 +36,9 @@ __all__ = [
     "casing_mapping",
     "is_categorical",
     "MAX_LISTED_VALUES",
-    "REFERENCE_MARGIN",
 ]
 
 MAX_LISTED_VALUES = 20  # new values listed in a finding, most frequent first
-REFERENCE_MARGIN = 0.25  # a quarter of the reference's range: a new batch's extreme further out than that warns
 _NUMERIC = ("integer", "number")
 
 
@@ -138,14 +136,14 @@ def _out_of_range(
 
 
 def _beyond_reference(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile) -> Finding | None:
-    """A warning: values past the reference batches' range by more than REFERENCE_MARGIN of it (plausible, new)."""
+    """A warning: values past the reference batches' range by more than `policy.domain_reference_margin` of it (plausible, new)."""
     if not isinstance(ctx.reference, Reference):
         return None  # a bare profile holds one table's extremes, not a range learned over batches
     reference = ctx.reference.columns.get(column.name)
     if reference is None or reference.minimum is None or reference.maximum is None:
         return None
     assert observed.minimum is not None and observed.maximum is not None
-    share = REFERENCE_MARGIN * _size_factor(observed.row_count, ctx.reference.expected_rows)
+    share = ctx.policy.domain_reference_margin * _size_factor(observed.row_count, ctx.reference.expected_rows)
     margin = share * (reference.maximum - reference.minimum)
     low, high = reference.minimum - margin, reference.maximum + margin
     if low <= observed.minimum and observed.maximum <= high:

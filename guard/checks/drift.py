@@ -10,7 +10,7 @@ towards silence on noise, not towards alarms.
 Categories: the total variation distance between the exact value shares, casing folded (a casing defect
 is the domain check's finding alone).
 
-A feature drifts when its distance exceeds both DRIFT_THRESHOLD and the two-sample Kolmogorov-Smirnov
+A feature drifts when its distance exceeds both `policy.drift_threshold` and the two-sample Kolmogorov-Smirnov
 critical value at alpha = 0.001, 1.95 * sqrt(1/n + 1/m), so small samples do not warn on noise. DRIFT
 warns unless the contract makes the column drift-blocking. A column with a declared unit whose values
 the units check finds converted or rescaled (`unit_shifted`) is left to the units check.
@@ -31,11 +31,12 @@ import numpy as np
 import pandas as pd
 
 from guard.checks.domain import is_categorical, normalize_category
-from guard.checks.units import UNEXPLAINED, spans_batches, unit_shifted
+from guard.checks.units import spans_batches, unit_shifted
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind, Severity
+from guard.policy import DEFAULT as POLICY
 from guard.registry import register
 from guard.variation import atom_of, bands, core, distance, sketched
 from profiles.profile import ColumnProfile
@@ -48,13 +49,8 @@ __all__ = [
     "require_sample",
     "quantile_gap",
     "category_distance",
-    "DRIFT_THRESHOLD",
-    "KS_CRITICAL",
 ]
 
-DRIFT_THRESHOLD = 0.1  # largest CDF gap (or total variation) tolerated: a tenth of the mass moved
-KS_CRITICAL = 1.95  # sqrt(-ln(alpha / 2) / 2) at alpha = 0.001
-STDEV_RATIO_LIMIT = 1.15  # spread grown or shrunk by more than this factor (noise, clipping) is drift
 _NUMERIC = ("integer", "number")
 
 
@@ -115,7 +111,7 @@ def _numeric_drift(
         found = _natural_distance(ctx, column.name, reference, observed)
         if found is not None and found <= 1:
             return None  # moved no further than past batches moved from one to the next
-        if found is not None and found > UNEXPLAINED and not spans_batches(ctx):
+        if found is not None and found > ctx.policy.unexplained and not spans_batches(ctx):
             severity = Severity.BLOCK  # far beyond natural variation, and (unless a cause explains it) a failure
     values = _sampled_values(ctx, column.name)
     gap, level = quantile_gap(reference, values)
@@ -169,7 +165,7 @@ def _dispersion_drift(
     if not observed.stdev or not reference.stdev or n <= 1 or m <= 1:
         return None
     ratio = observed.stdev / reference.stdev
-    limit = max(STDEV_RATIO_LIMIT, math.exp(4.0 * math.sqrt(1 / (2 * n) + 1 / (2 * m))))
+    limit = max(ctx.policy.stdev_ratio_limit, math.exp(4.0 * math.sqrt(1 / (2 * n) + 1 / (2 * m))))
     if max(ratio, 1 / ratio) <= limit:
         return None
     return make_finding(
@@ -267,7 +263,7 @@ def _reference_size(ctx: GuardContext, reference: ColumnProfile) -> int:
 def _limit(n: int, m: int) -> float:
     if n <= 0 or m <= 0:
         return math.inf
-    return max(DRIFT_THRESHOLD, KS_CRITICAL * math.sqrt(1 / n + 1 / m))
+    return max(POLICY.drift_threshold, POLICY.ks_critical * math.sqrt(1 / n + 1 / m))
 
 
 def category_distance(reference: ColumnProfile, observed: ColumnProfile) -> float:

@@ -39,14 +39,10 @@ __all__ = [
     "count_duplicate_keys",
     "hash_rows",
     "KeyCount",
-    "DUPLICATE_RATE_LIMIT",
     "EXACT_KEY_ROWS",
     "READERS",
 ]
 
-DUPLICATE_RATE_LIMIT = 0.001  # share of keyed rows that repeat an earlier row's key
-ONE_PER_INSTANT = 0.9  # no key: the reference's distinct event times over its rows, for one row per instant (the
-# sketch reads 0.97 to 1.03 on the real hourly and daily tables, which hold exactly one; two rows per instant: 0.5)
 EXACT_KEY_ROWS = 16_000_000  # up to this many rows the count is exact (128 MB of hashes)
 READERS = 2  # row groups read and hashed concurrently: memory holds this many groups' key columns
 _FLAT = ("integer", "number", "string", "boolean", "timestamp", "date")  # logical types `hash_rows` hashes
@@ -78,7 +74,7 @@ def check_duplicates(ctx: GuardContext) -> Iterator[Finding]:
     count = count_duplicate_keys(
         snapshot.files, keys, window=snapshot.window, expected_rows=snapshot.profile.row_count, history=ctx.table_paths
     )
-    if count.rate <= DUPLICATE_RATE_LIMIT:
+    if count.rate <= ctx.policy.duplicate_rate_limit:
         return
     across = f", {count.across_rows} of them a key the rest of the table has" if count.across_rows else ""
     yield _finding(
@@ -88,21 +84,21 @@ def check_duplicates(ctx: GuardContext) -> Iterator[Finding]:
         count,
         f"{count.rate:.2%} of rows ({count.duplicate_rows} of {count.rows_compared}"
         f"{'' if count.exact else ', a sample by key'}{across}) repeat a key of {list(keys)}; "
-        f"the limit is {DUPLICATE_RATE_LIMIT:.1%}: a duplicated load?",
+        f"the limit is {ctx.policy.duplicate_rate_limit:.1%}: a duplicated load?",
     )
 
 
 def _repeated_rows(ctx: GuardContext) -> Iterator[Finding]:
     """No key declared: a batch loaded twice repeats whole rows. Rows of the batch identical in every column to an
     earlier one are a duplicate load when the reference holds one row per instant of the event time (distinct
-    times at least ONE_PER_INSTANT of its rows, by its distinct-count sketch): by the batches that passed, two rows
+    times at least `policy.one_per_instant` of its rows, by its distinct-count sketch): by the batches that passed, two rows
     of one instant are not the data's nature, and two identical ones are one row twice. Healed by dropping the
     later copies, which loses nothing."""
     assert ctx.contract and ctx.snapshot
     snapshot, time, reference = ctx.snapshot, ctx.contract.event_timestamp_column, ctx.reference_profile
     known = reference.columns.get(time) if reference is not None and time is not None else None
     distinct = known.distinct_count if known is not None else None
-    if known is None or distinct is None or not known.values or distinct < ONE_PER_INSTANT * known.values:
+    if known is None or distinct is None or not known.values or distinct < ctx.policy.one_per_instant * known.values:
         return
     columns = list(snapshot.profile.columns)
     if any(c.logical_type not in _FLAT for c in snapshot.profile.columns.values()):
@@ -110,7 +106,7 @@ def _repeated_rows(ctx: GuardContext) -> Iterator[Finding]:
     count = count_duplicate_keys(
         snapshot.files, columns, window=snapshot.window, expected_rows=snapshot.profile.row_count
     )
-    if count.rate <= DUPLICATE_RATE_LIMIT:
+    if count.rate <= ctx.policy.duplicate_rate_limit:
         return
     yield _finding(
         ctx,
@@ -141,7 +137,7 @@ def _finding(
         ctx.dataset_urn,
         column,
         observed=round(count.rate, 6),
-        expected=DUPLICATE_RATE_LIMIT,
+        expected=ctx.policy.duplicate_rate_limit,
         playbook="dedupe_keys",
         key_columns=list(keys),
         duplicate_rows=count.duplicate_rows,

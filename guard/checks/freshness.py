@@ -9,12 +9,12 @@ from typing import Iterator
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
+from guard.policy import DEFAULT as POLICY
 from guard.registry import register
 
-__all__ = ["check_label_freshness", "check_timestamp_range", "plausible_times", "PLAUSIBLE_HORIZONS"]
+__all__ = ["check_label_freshness", "check_timestamp_range", "plausible_times"]
 
 _HOUR_MS = 3_600_000
-CLOCK_SKEW_HOURS = 3.0  # a label watermark further than this past `now` is a clock or timezone error
 
 
 @register("label_freshness", per_column=False)
@@ -40,13 +40,13 @@ def check_label_freshness(ctx: GuardContext) -> Iterator[Finding]:
         )
         return
     lag_hours = (ctx.now_ms - stamps.maximum) / _HOUR_MS
-    if -lag_hours > CLOCK_SKEW_HOURS:
+    if -lag_hours > ctx.policy.clock_skew_hours:
         yield make_finding(
             FindingKind.TIMESTAMP_UNPARSEABLE,
             urn,
             stamp_column,
             observed=int(stamps.maximum),
-            expected=f"at most {CLOCK_SKEW_HOURS:g} h after now ({ctx.now_ms})",
+            expected=f"at most {ctx.policy.clock_skew_hours:g} h after now ({ctx.now_ms})",
             watermark_ms=int(stamps.maximum),
             message=f"newest label is {-lag_hours:.1f} h in the future: timestamps written in a local timezone, or a "
             "clock error; the label watermark cannot be trusted",
@@ -90,7 +90,7 @@ def _immature(ctx: GuardContext) -> Iterator[Finding]:
 @register("timestamp_range", needs_reference=True)
 def check_timestamp_range(ctx: GuardContext) -> Iterator[Finding]:
     """Timestamps no clock could have written for this table: the epoch (zeroed bytes read as times), or
-    further from the reference's times than PLAUSIBLE_HORIZONS times its span (at least a year). Blocks as
+    further from the reference's times than `policy.plausible_horizons` times its span (at least a year). Blocks as
     OUT_OF_RANGE on the time column: every row-level judgement keyed on those times would be wrong."""
     assert ctx.contract and ctx.snapshot and ctx.reference_profile is not None
     for column in ctx.contract.columns:
@@ -121,13 +121,12 @@ def check_timestamp_range(ctx: GuardContext) -> Iterator[Finding]:
         )
 
 
-PLAUSIBLE_HORIZONS = 10  # reference spans (at least a year each) a timestamp may lie before or after it
 _YEAR_MS = 365 * 24 * _HOUR_MS
 
 
 def plausible_times(reference_min: float, reference_max: float, now_ms: int) -> tuple[float, float]:
     """[low, high] epoch ms a timestamp of this table may take; the epoch itself only if the reference has it."""
-    horizon = PLAUSIBLE_HORIZONS * max(reference_max - reference_min, _YEAR_MS)
+    horizon = POLICY.plausible_horizons * max(reference_max - reference_min, _YEAR_MS)
     low = reference_min - horizon
     if reference_min > _HOUR_MS * 24:
         low = max(low, 1.0)  # 1970-01-01T00:00:00.000 is what zeroed bytes read as

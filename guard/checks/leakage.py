@@ -1,28 +1,28 @@
 """Target leakage: a feature that nearly determines the label, judged on the snapshot's row sample.
 
-Two scores, each flagged at LEAKAGE_THRESHOLD or above:
+Two scores, each flagged at `policy.leakage_threshold` or above:
 
 - correlation (numeric feature and numeric label): the larger of |Pearson| and |Spearman|;
 - mapping (any feature, any label): how well the label is predicted from the feature's value alone,
   out of sample. The sampled rows are split in two by a seeded shuffle; each half's per-value label
   (mean for a numeric label, most frequent for a categorical one) predicts the other half, values the
   other half; rows whose value the other half never saw are left out, and when they are more than
-  1 - MIN_COVERAGE of the rows the score is 0 (an identifier has no mapping to learn). The score is
+  1 - `policy.leakage_min_coverage` of the rows the score is 0 (an identifier has no mapping to learn). The score is
   sqrt(R²) for a numeric label and the error removed over always guessing the mode,
   (accuracy - base) / (1 - base), for a categorical one, floored at 0. Numeric features with more than
   MAX_BINS distinct values are cut into MAX_BINS quantile bins first. Being out of sample, an
   independent feature scores about 0 however many values it has; a deterministic mapping about 1.
 
-A column outside the contract whose values equal the label's on at least COPY_THRESHOLD of the sampled
+A column outside the contract whose values equal the label's on at least `policy.copy_threshold` of the sampled
 labelled rows is a copy of the label. Only features are tested: not the label, the keys or timestamps.
-At least MIN_ROWS sampled rows holding both values are needed for a verdict.
+At least `policy.leakage_min_rows` sampled rows holding both values are needed for a verdict.
 
 Against a reference that keeps associations (`profiles.relations`: |correlation| of two numbers, the
 correlation ratio of a category and a number, with the lowest and highest value any one reference batch
 showed), a contracted feature is judged by how far its association with the label jumped instead, which
 also catches leakage in part of the rows: the batch's association must exceed the reference's highest
-batch by JUMP, reach JUMP_FLOOR, and be a significant rise over the merged reference's (Fisher z of at
-least JUMP_Z). A feature that legitimately determines the label in the reference (the hour of day of an
+batch by `policy.leakage_jump`, reach `policy.leakage_jump_floor`, and be a significant rise over the merged reference's (Fisher z of at
+least `policy.leakage_jump_z`). A feature that legitimately determines the label in the reference (the hour of day of an
 hourly temperature) is then not leakage. Without those associations, the absolute rule above applies.
 """
 
@@ -38,6 +38,7 @@ from guard.checks.drift import feature_columns, require_sample
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
+from guard.policy import DEFAULT as POLICY
 from guard.registry import register
 from profiles.relations import Relations, learn_relations
 
@@ -46,25 +47,11 @@ __all__ = [
     "association",
     "mapping_score",
     "association_jump",
-    "LEAKAGE_THRESHOLD",
-    "COPY_THRESHOLD",
-    "MIN_ROWS",
     "MAX_BINS",
-    "MIN_COVERAGE",
-    "JUMP",
-    "JUMP_FLOOR",
-    "JUMP_Z",
 ]
 
-LEAKAGE_THRESHOLD = 0.98
-COPY_THRESHOLD = 0.99
-MIN_ROWS = 30  # sampled rows with both values needed before a verdict
 MAX_BINS = 100  # numeric features with more distinct values are binned by quantile for the mapping score
-MIN_COVERAGE = 0.5  # share of rows whose value the other half saw, needed to score a mapping
 _SEED = 0
-JUMP = 0.2  # over the highest association any one reference batch showed
-JUMP_FLOOR = 0.9  # nearly determines the label (natural associations reach 0.86 in a season on the real data)
-JUMP_Z = 4.0  # Fisher z of the rise over the merged reference's association, at the batch's rows
 
 
 @register("leakage")
@@ -93,10 +80,10 @@ def check_leakage(ctx: GuardContext) -> Iterator[Finding]:
 def _determines_label(ctx: GuardContext, name: str, label: str) -> Finding | None:
     assert ctx.snapshot is not None
     pair = ctx.snapshot.sample[[name, label]].dropna()
-    if len(pair) < MIN_ROWS:
+    if len(pair) < ctx.policy.leakage_min_rows:
         return None
     scores = association(pair[name], pair[label])
-    if not scores or max(scores.values()) < LEAKAGE_THRESHOLD:
+    if not scores or max(scores.values()) < ctx.policy.leakage_threshold:
         return None
     strongest = max(scores, key=lambda key: scores[key])
     return make_finding(
@@ -104,13 +91,13 @@ def _determines_label(ctx: GuardContext, name: str, label: str) -> Finding | Non
         ctx.dataset_urn,
         name,
         observed=round(scores[strongest], 4),
-        expected=LEAKAGE_THRESHOLD,
+        expected=ctx.policy.leakage_threshold,
         scores={k: round(v, 4) for k, v in scores.items()},
         statistic=strongest,
         sample_rows=len(pair),
         label=label,
         message=f"{name!r} nearly determines the label {label!r} ({strongest} {scores[strongest]:.3f} over "
-        f"{len(pair)} sampled rows, limit {LEAKAGE_THRESHOLD}): is it computed from the outcome?",
+        f"{len(pair)} sampled rows, limit {ctx.policy.leakage_threshold}): is it computed from the outcome?",
     )
 
 
@@ -140,7 +127,12 @@ def association_jump(ctx: GuardContext, learned: tuple[Relations, Relations], na
     key, was, _ = before
     _, seen, rows = now
     rise = _fisher(seen) - _fisher(was)
-    if seen < JUMP_FLOOR or seen < high + JUMP or rows < MIN_ROWS or rise * math.sqrt(rows - 3) < JUMP_Z:
+    if (
+        seen < ctx.policy.leakage_jump_floor
+        or seen < high + ctx.policy.leakage_jump
+        or rows < ctx.policy.leakage_min_rows
+        or rise * math.sqrt(rows - 3) < ctx.policy.leakage_jump_z
+    ):
         return None
     return make_finding(
         FindingKind.TARGET_LEAKAGE,
@@ -167,17 +159,17 @@ def _copies_label(ctx: GuardContext, name: str, label: str) -> Finding | None:
     assert ctx.snapshot is not None
     pair = ctx.snapshot.sample[[name, label]]
     pair = pair[pair[label].notna()]
-    if len(pair) < MIN_ROWS:
+    if len(pair) < ctx.policy.leakage_min_rows:
         return None
     share = _equal_share(pair[name], pair[label])
-    if share < COPY_THRESHOLD:
+    if share < ctx.policy.copy_threshold:
         return None
     return make_finding(
         FindingKind.TARGET_LEAKAGE,
         ctx.dataset_urn,
         name,
         observed=round(share, 4),
-        expected=COPY_THRESHOLD,
+        expected=ctx.policy.copy_threshold,
         statistic="equal_share",
         sample_rows=len(pair),
         label=label,
@@ -210,7 +202,7 @@ def mapping_score(feature: pd.Series, label: pd.Series, *, seed: int = _SEED) ->
     y = pd.Series(label.to_numpy(dtype=float, na_value=np.nan) if numeric else label.astype(str).to_numpy())
     guess = pd.concat([_predict(keys, y, half, numeric), _predict(keys, y, ~half, numeric)]).sort_index()
     seen = guess.notna().to_numpy()
-    if seen.mean() < MIN_COVERAGE:
+    if seen.mean() < POLICY.leakage_min_coverage:
         return 0.0  # most values are new to the other half (an identifier): no mapping to learn
     y, guess = y[seen], guess[seen]
     if numeric:

@@ -1,7 +1,7 @@
 """Nulls: above the contract's limit, or a spike against the reference.
 
-A spike is a null share more than SPIKE_MIN_INCREASE above the reference's and more than SPIKE_FACTOR
-times it. Against a batch `Reference` the baseline is the highest share a reference batch had, plus the
+A spike is a null share more than `policy.null_spike_min_increase` above the reference's and more than
+`policy.null_spike_factor` times it. Against a batch `Reference` the baseline is the highest share a reference batch had, plus the
 largest step between consecutive batches (a column whose nulls come and go by the week is not spiking
 when it does it again), plus three binomial standard errors of the new batch's share.
 """
@@ -17,10 +17,7 @@ from guard.kinds import FindingKind
 from guard.registry import register
 from profiles.reference import Reference
 
-__all__ = ["check_nulls", "SPIKE_MIN_INCREASE", "SPIKE_FACTOR"]
-
-SPIKE_MIN_INCREASE = 0.05  # absolute increase in null fraction before a spike is called
-SPIKE_FACTOR = 3.0
+__all__ = ["check_nulls"]
 
 
 @register("nulls")
@@ -50,7 +47,10 @@ def check_nulls(ctx: GuardContext) -> Iterator[Finding]:
                 reference_null_fraction=baseline,
                 null_rows=observed.null_count,
             )
-        elif fraction > baseline + SPIKE_MIN_INCREASE and fraction > SPIKE_FACTOR * baseline:
+        elif (
+            fraction > baseline + ctx.policy.null_spike_min_increase
+            and fraction > ctx.policy.null_spike_factor * baseline
+        ):
             yield make_finding(
                 FindingKind.NULL_SPIKE,
                 ctx.dataset_urn,

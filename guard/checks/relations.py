@@ -1,17 +1,17 @@
 """Sums, ratios and hours of the day the reference always held: `relation_broken`.
 
 An identity c = a + b or c = a * b (a difference or a ratio, read the other way) that held on at least
-HELD of at least MIN_ROWS informative reference rows (`profiles.relations`) is evaluated on the batch's row
-sample with the same tolerance (half the finest decimal step of c); broken on at least MIN_BROKEN rows and
-BROKEN_SHARE of them, it is a finding on c. The cause may be elsewhere (a unit change in a or b, a swap):
+`policy.relation_held` of at least `policy.relation_min_rows` informative reference rows (`profiles.relations`) is evaluated on the batch's row
+sample with the same tolerance (half the finest decimal step of c); broken on at least `policy.relation_min_broken` rows and
+`policy.relation_broken_share` of them, it is a finding on c. The cause may be elsewhere (a unit change in a or b, a swap):
 a finding that names it explains this one (`guard.causes`).
 
 An integer column H the reference holds as the hour of a timestamp T (`hour_of`: (H - hour(T)) mod 24 on
 one offset, or two adjacent ones) departs from it on a batch's rows when its offset is none of those
-(give or take the hour daylight saving time moves a local hour). On at least DEPARTED_SHARE and
-MIN_BROKEN rows, and not moved as a whole (that is a timestamp shift, `guard.checks.timeshift`), H is no
+(give or take the hour daylight saving time moves a local hour). On at least `policy.relation_departed_share` and
+`policy.relation_min_broken` rows, and not moved as a whole (that is a timestamp shift, `guard.checks.timeshift`), H is no
 longer derived from T there. Where, on the departed rows, H determines the label (`guard.checks.leakage`'s
-association, at least JUMP_FLOOR) and the hour it should have been does not come within JUMP of that, H was
+association, at least `policy.leakage_jump_floor`) and the hour it should have been does not come within `policy.leakage_jump` of that, H was
 computed from the outcome on those rows: `target_leakage`. Otherwise `relation_broken` on H.
 
 A bound a <= b between two columns the contract gives one unit (an order the reference held and reached,
@@ -19,8 +19,8 @@ A bound a <= b between two columns the contract gives one unit (an order the ref
 overlap are no bound) is broken on a batch's sampled rows like an identity. The finding names the column of the
 two that the other columns explain worse on the broken rows than on the rest (fitted on the batch's own rows: a year
 is not the reference's season), and both in `columns`. Where, on the broken rows, that column is an exact monotone
-function of the label (its values ordered as the label's over MONOTONE_LABELS distinct labels, or MONOTONE_CATEGORIES
-categories taken in the order of their medians, and MONOTONE_PAIRS pairs of rows), it was computed from the outcome
+function of the label (its values ordered as the label's over `policy.monotone_labels` distinct labels, or `policy.monotone_categories`
+categories taken in the order of their medians, and `policy.monotone_pairs` pairs of rows), it was computed from the outcome
 there: `target_leakage`. An order the reference held but never reached (Seattle's daily minimum and maximum
 temperature, never equal) may be two series that have not crossed yet, so its break alone is no finding; but the
 same exact monotone function of the label on its broken rows is leakage too, when the label is neither column.
@@ -35,7 +35,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from guard.checks.leakage import JUMP, JUMP_FLOOR, association
+from guard.checks.leakage import association
 from guard.checks.timeshift import hour_of_shift, learned_offsets
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
@@ -55,19 +55,7 @@ from profiles.relations import (
     utc_hours,
 )
 
-__all__ = ["check_relations", "parse_identity", "HELD", "MIN_ROWS", "MIN_BROKEN", "BROKEN_SHARE", "DEPARTED_SHARE"]
-
-HELD = 0.999
-MIN_ROWS = 50
-MIN_BROKEN = 3
-BROKEN_SHARE = 0.01
-DEPARTED_SHARE = 0.05  # rows of a derived hour off every learned offset: more than the 5% the timestamp check allows
-_LEAK_ROWS = 30  # departed rows needed to judge whether they follow the label
-_FIT_ROWS = 30  # rows keeping a bound needed to fit each of its columns from the others
-MONOTONE_LABELS = 5  # distinct labels (and values) over which a column that breaks a bound must follow the label...
-MONOTONE_PAIRS = 50  # ...and pairs of rows with different labels, every one ordered as its labels (a natural relation
-# orders about 20 such pairs by chance: measured on Greensboro's weeks with values lowered, raised or halved at random)
-MONOTONE_CATEGORIES = 3  # categories of a label over which the same is asked, each group in the order of its median
+__all__ = ["check_relations", "parse_identity"]
 
 
 def parse_identity(key: str) -> tuple[str, str, str, str]:
@@ -86,7 +74,11 @@ def check_relations(ctx: GuardContext) -> Iterator[Finding]:
     sample = ctx.snapshot.sample
     for key, (holds, tested) in (relations.identities if relations else {}).items():
         c, a, op, b = parse_identity(key)
-        if tested < MIN_ROWS or holds / tested < HELD or not {a, b, c} <= set(sample.columns):
+        if (
+            tested < ctx.policy.relation_min_rows
+            or holds / tested < ctx.policy.relation_held
+            or not {a, b, c} <= set(sample.columns)
+        ):
             continue
         finding = _judge(ctx, key, _floats(sample[c]), _floats(sample[a]), _floats(sample[b]), op, c)
         if finding is not None:
@@ -119,7 +111,7 @@ def _judge(
     holds = identity_holds(c[rows], a[rows], b[rows], op, resolution(c))
     broken = int((~holds).sum())
     share = broken / int(rows.sum())
-    if broken < MIN_BROKEN or share < BROKEN_SHARE:
+    if broken < ctx.policy.relation_min_broken or share < ctx.policy.relation_broken_share:
         return None
     return make_finding(
         FindingKind.RELATION_BROKEN,
@@ -150,19 +142,23 @@ def _departed_hours(ctx: GuardContext, t: str, h: str, counts: tuple[int, ...]) 
     tolerated = [(k + d) % HOURS for k in learned for d in (-1, 0, 1)]
     departed = ~np.isin(offsets, tolerated)
     broken, tested = int(departed.sum()), len(offsets)
-    if broken < MIN_BROKEN or broken < DEPARTED_SHARE * tested:
+    if broken < ctx.policy.relation_min_broken or broken < ctx.policy.relation_departed_share * tested:
         return None
     stated = (
         f"{h!r} is the hour of {t!r} (offset {usual} h) on every reference row; on {broken} of {tested} sampled rows "
         f"({broken / tested:.0%}) it is not"
     )
     label = ctx.contract.label_column
-    if label is not None and label in ctx.snapshot.sample and broken >= _LEAK_ROWS:
+    if label is not None and label in ctx.snapshot.sample and broken >= ctx.policy.relation_leak_rows:
         hours = (utc_hours(stamps[rows][departed]) + usual) % HOURS
         outcome = ctx.snapshot.sample[label][rows][departed].reset_index(drop=True)
         now = _scores(pd.Series(values[rows][departed]), outcome)
         was = _scores(pd.Series(hours), outcome)
-        rose = [key for key in now if now[key] >= JUMP_FLOOR and now[key] >= was.get(key, 0.0) + JUMP]
+        rose = [
+            key
+            for key in now
+            if now[key] >= ctx.policy.leakage_jump_floor and now[key] >= was.get(key, 0.0) + ctx.policy.leakage_jump
+        ]
         if rose:
             key = max(rose, key=lambda k: now[k] - was.get(k, 0.0))
             return make_finding(
@@ -205,7 +201,7 @@ def _learned_order(ctx: GuardContext, key: str, moments: PairMoments) -> tuple[s
     in neither column)."""
     assert ctx.contract is not None
     a, b = key.split("|")
-    if moments.n < MIN_ROWS or not _one_unit(ctx, a, b):
+    if moments.n < ctx.policy.relation_min_rows or not _one_unit(ctx, a, b):
         return None
     bound = moments.bound(a, b)
     if bound is not None:
@@ -224,7 +220,7 @@ def _broken_order(ctx: GuardContext, low: str, high: str, how: str) -> Finding |
     rows = ~np.isnan(x) & ~np.isnan(y)
     off = rows & order_broken(x, y)
     broken, tested = int(off.sum()), int(rows.sum())
-    if broken < MIN_BROKEN or broken < BROKEN_SHARE * tested:
+    if broken < ctx.policy.relation_min_broken or broken < ctx.policy.relation_broken_share * tested:
         return None
     changed, unlike = _changed_column(ctx, low, high, off)
     relation = f"{low}<={high}"
@@ -278,10 +274,10 @@ def _broken_order(ctx: GuardContext, low: str, high: str, how: str) -> Finding |
 def _follows_label(ctx: GuardContext, column: str, rows: np.ndarray) -> tuple[str, int] | None:
     """(label, distinct labels) when, on these rows, the column is a monotone function of the label: grouped by
     label, each group's values all at or above (or all at or below) the previous group's, over at least
-    MONOTONE_LABELS groups and MONOTONE_PAIRS pairs of rows, and the column not constant there (a placeholder
+    `policy.monotone_labels` groups and `policy.monotone_pairs` pairs of rows, and the column not constant there (a placeholder
     orders nothing). A numeric label's groups come in its order. A category has none, so its groups are taken in
-    the order of their medians, over at least MONOTONE_CATEGORIES of them, and only for a feature that did not
-    nearly determine the label in any reference batch (its association below JUMP_FLOOR): a feature that sorts the
+    the order of their medians, over at least `policy.monotone_categories` of them, and only for a feature that did not
+    nearly determine the label in any reference batch (its association below `policy.leakage_jump_floor`): a feature that sorts the
     categories by nature would sort them here too. Values dealt out in the outcome's order line up with it exactly;
     measurements changed some other way did not: `make bench-leak-null` lowers, raises, halves, shuffles or scatters
     either column of an order on every real batch, and none of 17,800 such changes (7,905 breaking the order) was
@@ -302,8 +298,8 @@ def _follows_label(ctx: GuardContext, column: str, rows: np.ndarray) -> tuple[st
         groups = groups.sort_values("median", kind="stable")
     sizes = groups["size"].to_numpy()
     pairs = (sizes.sum() ** 2 - (sizes**2).sum()) // 2  # pairs of rows whose labels differ
-    needed = MONOTONE_LABELS if numeric else MONOTONE_CATEGORIES
-    if len(groups) < needed or np.unique(values[both]).size < needed or pairs < MONOTONE_PAIRS:
+    needed = ctx.policy.monotone_labels if numeric else ctx.policy.monotone_categories
+    if len(groups) < needed or np.unique(values[both]).size < needed or pairs < ctx.policy.monotone_pairs:
         return None
     low, high = groups["min"].to_numpy(), groups["max"].to_numpy()
     rising, falling = np.all(high[:-1] <= low[1:]), np.all(low[:-1] >= high[1:])
@@ -311,11 +307,11 @@ def _follows_label(ctx: GuardContext, column: str, rows: np.ndarray) -> tuple[st
 
 
 def _separates_nothing(ctx: GuardContext, column: str, label: str) -> bool:
-    """The reference keeps the feature's association with the label, and no batch of it reached JUMP_FLOOR."""
+    """The reference keeps the feature's association with the label, and no batch of it reached `policy.leakage_jump_floor`."""
     reference = ctx.reference_profile
     relations = reference.relations if reference is not None else None
     high = relations.highest_association(column, label) if relations is not None else None
-    return high is not None and high < JUMP_FLOOR
+    return high is not None and high < ctx.policy.leakage_jump_floor
 
 
 def _one_unit(ctx: GuardContext, a: str, b: str) -> bool:
@@ -343,7 +339,7 @@ def _changed_column(ctx: GuardContext, low: str, high: str, broken: np.ndarray) 
     frame = pd.DataFrame({n: _floats(sample[n]) for n in [low, high, *others]})
     complete = frame.notna().all(axis=1).to_numpy()
     kept, off = complete & ~broken, complete & broken
-    if not others or kept.sum() < _FIT_ROWS or off.sum() < MIN_BROKEN:
+    if not others or kept.sum() < ctx.policy.relation_fit_rows or off.sum() < ctx.policy.relation_min_broken:
         return high, None
     design = np.column_stack([np.ones(len(frame)), frame[others].to_numpy()])
 

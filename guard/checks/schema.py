@@ -17,6 +17,7 @@ import pandas as pd
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
+from guard.policy import DEFAULT as POLICY
 from guard.registry import register
 from guard.renames import split_renames
 from profiles.profile import ColumnProfile
@@ -25,11 +26,8 @@ from profiles.relations import epoch_ms_of
 
 __all__ = ["check_schema", "types_compatible"]
 
-_RENAME_TOLERANCE = 0.05
 # a batch's quantiles wander from the reference's by sampling alone, about spread/sqrt(rows): a day of a few
 # hundred rows is judged with that allowance (inner quantiles only; the extremes of a small batch are noise)
-_RENAME_SAMPLING = 2.5
-_MIN_PERIOD_ROWS = 30  # sampled rows inside the reference's period needed to compare them with it
 
 
 def types_compatible(declared: str, observed: str) -> bool:
@@ -174,7 +172,7 @@ def _same_quantiles(reference: ColumnProfile, quantile: Callable[[float], float 
     if not reference.quantiles:
         return False
     spread = abs((reference.quantile(0.9) or 0.0) - (reference.quantile(0.1) or 0.0)) or 1.0
-    tolerance = max(_RENAME_TOLERANCE, _RENAME_SAMPLING / max(values, 1) ** 0.5) * spread
+    tolerance = max(POLICY.rename_tolerance, POLICY.rename_sampling / max(values, 1) ** 0.5) * spread
     inner = [(r, quantile(q)) for q, r in reference.quantiles if 0.05 <= q <= 0.95]
     return bool(inner) and all(o is not None and abs(r - o) <= tolerance for r, o in inner)
 
@@ -192,11 +190,11 @@ def _holds_reference_period(ctx: GuardContext, reference: ColumnProfile, new: st
         if batch.start_ms is not None and batch.end_ms is not None:
             inside |= present & (stamps >= batch.start_ms) & (stamps <= batch.end_ms)
     values = sample[new][inside].dropna()
-    if len(values) < _MIN_PERIOD_ROWS:
+    if len(values) < ctx.policy.rename_min_period_rows:
         return False
     if reference.value_counts is not None:
         return {v for v, _ in reference.value_counts} == {str(v) for v in values.unique()}
     numbers = pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
-    if len(numbers) < _MIN_PERIOD_ROWS:
+    if len(numbers) < ctx.policy.rename_min_period_rows:
         return False
     return _same_quantiles(reference, lambda q: float(np.quantile(numbers, q)), len(numbers))

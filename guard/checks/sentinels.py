@@ -1,30 +1,30 @@
 """Placeholders written where a measurement belongs: `sentinel`.
 
 A numeric contracted column's batch values are counted (on the snapshot's row sample); a value held by at
-least MIN_ROWS sampled rows and MIN_SHARE of them is a point mass, and so is a placeholder-looking value
+least `policy.sentinel_min_rows` sampled rows and `policy.sentinel_min_share` of them is a point mass, and so is a placeholder-looking value
 outside the contract's [minimum, maximum] held by any number of rows. It is a sentinel when it is
 
-- impossible: outside the contract's [minimum, maximum] (a load of -1), and one code (at least ONE_CODE of
+- impossible: outside the contract's [minimum, maximum] (a load of -1), and one code (at least `policy.sentinel_one_code` of
   the values outside the bounds: a spread of impossible values is the domain check's `out_of_range`);
 - new: the reference never held it (exactly: outside the reference's [min, max], or 0 with a zero count of
-  0; else at most NEW_SHARE by the reference's sketch), and either
-  - placeholder-looking (0, -1, -9, -99..., 99..., 77777...), NEAR_FACTOR times more frequent than the
-    batch's NEIGHBOURS nearest values on either side (within NEIGHBOUR_REACH of the reference's range width):
+  0; else at most `policy.sentinel_new_share` by the reference's sketch), and either
+  - placeholder-looking (0, -1, -9, -99..., 99..., 77777...), `policy.sentinel_near_factor` times more frequent than the
+    batch's `policy.sentinel_neighbours` nearest values on either side (within `policy.sentinel_neighbour_reach` of the reference's range width):
     a code stands out of the measurements around it, where a common 2.5 m/s written in km/h is a 9 among
-    8.64s and 9.36s; and, when it sits at the reference's edge, NEAR_FACTOR times more frequent than the
-    reference's values within reach of that edge plus NEAR_MARGIN: a calm hour at 0 m/s beside many at
+    8.64s and 9.36s; and, when it sits at the reference's edge, `policy.sentinel_near_factor` times more frequent than the
+    reference's values within reach of that edge plus `policy.sentinel_near_margin`: a calm hour at 0 m/s beside many at
     0.5 m/s continues the data, 10% of deliveries at 0 km beside almost none under 0.6 km does not;
   - or far outside the reference's range (by more than its width) with the other values still like the
-    reference (REST_DISTANCE; a unit change moves a clipped minimum far outside too) and one code;
-- frozen: any value the reference held rarely now holds FROZEN_SHARE of a batch's rows, or FROZEN_RUN_SHARE of
+    reference (`policy.sentinel_rest_distance`; a unit change moves a clipped minimum far outside too) and one code;
+- frozen: any value the reference held rarely now holds `policy.frozen_share` of a batch's rows, or `policy.frozen_run_share` of
   them in one unbroken run in event-time order (the feed stuck from some hour on), in a column where no
-  reference batch's most frequent value held more than FROZEN_BATCH_HIGH (a feed stuck on its last reading;
+  reference batch's most frequent value held more than `policy.frozen_batch_high` (a feed stuck on its last reading;
   a column with a mass of its own, greensboro's visibility moving from 16,100 m to 24,000 m, is left alone;
   the longest run of one value on a clean real batch is a third of it: relative humidity at 100% for 41 of the
   126 hours of greensboro's last, short week);
-- grown: a placeholder-looking value the reference held rarely (under GROWTH_BASE: a legitimate mass such
+- grown: a placeholder-looking value the reference held rarely (under `policy.sentinel_growth_base`: a legitimate mass such
   as greensboro's 77777 'unlimited' ceiling, half the hours, or the zeros of a zero-inflated column, is
-  left alone) now holds GROWTH_FACTOR times its reference share plus GROWTH_MARGIN, and GROWTH_MARGIN more
+  left alone) now holds `policy.sentinel_growth_factor` times its reference share plus `policy.sentinel_growth_margin`, and `policy.sentinel_growth_margin` more
   than any one reference batch showed.
 
 The heal cannot know the value that was replaced: the rows holding the sentinel are quarantined
@@ -42,6 +42,7 @@ from guard.checks.distributions import ks_distance, ks_noise, numeric_values, re
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding, window_rows
 from guard.kinds import FindingKind
+from guard.policy import DEFAULT as POLICY
 from guard.registry import register
 from profiles.profile import ColumnProfile
 from profiles.reference import Reference
@@ -50,31 +51,8 @@ from profiles.relations import resolution
 __all__ = [
     "check_sentinels",
     "looks_like_placeholder",
-    "MIN_ROWS",
-    "MIN_SHARE",
-    "NEW_SHARE",
-    "GROWTH_FACTOR",
-    "GROWTH_MARGIN",
 ]
 
-MIN_ROWS = 5
-MIN_SHARE = 0.005
-NEW_SHARE = 0.001
-GROWTH_FACTOR = 2.0
-GROWTH_MARGIN = 0.1
-GROWTH_BASE = 0.05  # a value the reference held this often or more is a legitimate mass (zeros of a dry month)
-ADJACENT = 0.05  # a new placeholder within this share of the reference's range width of it (or one step)...
-ADJACENT_WINDOW = 0.01  # ...must outweigh the reference's share within this reach of the edge
-NEAR_FACTOR = 3.0
-NEAR_MARGIN = 0.02
-NEIGHBOURS = 2  # a placeholder-looking mass is compared with this many batch values on each side of it...
-NEIGHBOUR_REACH = 0.1  # ...within this share of the reference's range width
-ONE_CODE = 0.9  # share of the values outside the reference's range a far-outside code must hold
-FROZEN_SHARE = 0.9  # a frozen feed: this share of a batch's rows (at least FROZEN_ROWS) hold one value...
-FROZEN_ROWS = 20
-FROZEN_RUN_SHARE = 0.5  # ...or this share in one run in event-time order...
-FROZEN_BATCH_HIGH = 0.5  # ...where no reference batch's most frequent value held more than this share
-REST_DISTANCE = 0.3  # KS distance of the other values from the reference, for a far-outside mass to be a code
 _NUMERIC = ("number", "integer")
 
 
@@ -108,13 +86,13 @@ def check_sentinels(ctx: GuardContext) -> Iterator[Finding]:
 
 
 def _masses(values: np.ndarray, low: float | None, high: float | None) -> list[tuple[float, int]]:
-    """Values held by MIN_ROWS and MIN_SHARE of the rows; and a placeholder-looking value outside the contract's
+    """Values held by `policy.sentinel_min_rows` and `policy.sentinel_min_share` of the rows; and a placeholder-looking value outside the contract's
     bounds however few rows hold it (a -9999 of rain is no measurement: one among thirty days is a code; a
     converted 60.08 past a degC bound is a measurement in another unit, left to the units check)."""
     if not len(values):
         return []
     found, counts = np.unique(values, return_counts=True)
-    keep = (counts >= MIN_ROWS) & (counts / len(values) >= MIN_SHARE)
+    keep = (counts >= POLICY.sentinel_min_rows) & (counts / len(values) >= POLICY.sentinel_min_share)
     for i in np.flatnonzero(_outside(found, low, high)):  # few or none: a clean batch holds no impossible value
         keep[i] |= looks_like_placeholder(float(found[i]))
     return [(float(v), int(n)) for v, n in zip(found[keep], counts[keep])]
@@ -130,12 +108,16 @@ def _judge(
     share = count / len(values)
     if _impossible(ctx, name, value):
         how = "impossible" if _one_code(values, value, *_contract_bounds(ctx, name)) else None
-    elif was == 0.0 if exact else was <= NEW_SHARE:
+    elif was == 0.0 if exact else was <= ctx.policy.sentinel_new_share:
         how = "new" if _coded(reference, values, value, share) else None
     elif (
         looks_like_placeholder(value)
-        and was < GROWTH_BASE
-        and share >= max(GROWTH_FACTOR * was + GROWTH_MARGIN, _batch_high(ctx, name, value, reference) + GROWTH_MARGIN)
+        and was < ctx.policy.sentinel_growth_base
+        and share
+        >= max(
+            ctx.policy.sentinel_growth_factor * was + ctx.policy.sentinel_growth_margin,
+            _batch_high(ctx, name, value, reference) + ctx.policy.sentinel_growth_margin,
+        )
     ):
         how = "grown"
     else:
@@ -147,14 +129,20 @@ def _judge(
 
 def _frozen(ctx: GuardContext, name: str, value: float, share: float, was: float, rows: int) -> bool:
     """Nearly every row, or half of them in one run, hold one value the reference held rarely, in a column where no
-    batch that passed held any one value on more than FROZEN_BATCH_HIGH of its rows: a feed stuck on its last
+    batch that passed held any one value on more than `policy.frozen_batch_high` of its rows: a feed stuck on its last
     reading (a plausible value, so no other rule of this check sees it)."""
-    if not isinstance(ctx.reference, Reference) or rows < FROZEN_ROWS or was >= GROWTH_BASE:
+    if (
+        not isinstance(ctx.reference, Reference)
+        or rows < ctx.policy.frozen_rows
+        or was >= ctx.policy.sentinel_growth_base
+    ):
         return False
-    if share < FROZEN_SHARE and (share < FROZEN_RUN_SHARE or _longest_run(ctx, name, value) < FROZEN_RUN_SHARE):
+    if share < ctx.policy.frozen_share and (
+        share < ctx.policy.frozen_run_share or _longest_run(ctx, name, value) < ctx.policy.frozen_run_share
+    ):
         return False
     highs = [s.point_share for s in ctx.reference.variation(name)]
-    return bool(highs) and None not in highs and max(h for h in highs if h is not None) <= FROZEN_BATCH_HIGH
+    return bool(highs) and None not in highs and max(h for h in highs if h is not None) <= ctx.policy.frozen_batch_high
 
 
 def _longest_run(ctx: GuardContext, name: str, value: float) -> float:
@@ -184,8 +172,8 @@ def _impossible(ctx: GuardContext, name: str, value: float) -> bool:
 
 
 def _one_code(values: np.ndarray, value: float, low: float | None, high: float | None) -> bool:
-    """The mass holds at least ONE_CODE of the values outside [low, high]: one code, not a spread of values."""
-    return int((values == value).sum()) >= ONE_CODE * int(_outside(values, low, high).sum())
+    """The mass holds at least `policy.sentinel_one_code` of the values outside [low, high]: one code, not a spread of values."""
+    return int((values == value).sum()) >= POLICY.sentinel_one_code * int(_outside(values, low, high).sum())
 
 
 def _outside(values: np.ndarray, low: float | None, high: float | None) -> np.ndarray:
@@ -203,18 +191,26 @@ def _coded(reference: ColumnProfile, values: np.ndarray, value: float, share: fl
     hours at 0 m/s beside many at 0.5), or one far outside the range with the other values in place."""
     if looks_like_placeholder(value):
         near = _near_share(reference, values, value)
-        return near is not None and share >= NEAR_FACTOR * near + NEAR_MARGIN and _stands_out(reference, values, value)
+        return (
+            near is not None
+            and share >= POLICY.sentinel_near_factor * near + POLICY.sentinel_near_margin
+            and _stands_out(reference, values, value)
+        )
     return _far_outside(reference, value) and _rest_in_place(reference, values, value)
 
 
 def _stands_out(reference: ColumnProfile, values: np.ndarray, value: float) -> bool:
-    """The mass holds NEAR_FACTOR times the rows of each of the batch's NEIGHBOURS nearest other values on either
-    side within NEIGHBOUR_REACH of the reference's range width (a code far from every measurement stands out)."""
+    """The mass holds `policy.sentinel_near_factor` times the rows of each of the batch's `policy.sentinel_neighbours` nearest other values on either
+    side within `policy.sentinel_neighbour_reach` of the reference's range width (a code far from every measurement stands out)."""
     width = (reference.maximum or 0.0) - (reference.minimum or 0.0)
-    found, counts = np.unique(values[np.abs(values - value) <= NEIGHBOUR_REACH * width], return_counts=True)
+    found, counts = np.unique(
+        values[np.abs(values - value) <= POLICY.sentinel_neighbour_reach * width], return_counts=True
+    )
     at = int(np.searchsorted(found, value))
-    others = np.concatenate([counts[max(at - NEIGHBOURS, 0) : at], counts[at + 1 : at + 1 + NEIGHBOURS]])
-    return not len(others) or int(counts[at]) >= NEAR_FACTOR * int(others.max())
+    others = np.concatenate(
+        [counts[max(at - POLICY.sentinel_neighbours, 0) : at], counts[at + 1 : at + 1 + POLICY.sentinel_neighbours]]
+    )
+    return not len(others) or int(counts[at]) >= POLICY.sentinel_near_factor * int(others.max())
 
 
 def _near_share(reference: ColumnProfile, values: np.ndarray, value: float) -> float | None:
@@ -226,9 +222,9 @@ def _near_share(reference: ColumnProfile, values: np.ndarray, value: float) -> f
     step = 2 * resolution(values) if reference.logical_type == "number" else 1.0
     nearest = min(max(value, low), high)
     distance = abs(value - nearest)
-    if distance > max(ADJACENT * width, step):
+    if distance > max(POLICY.sentinel_adjacent * width, step):
         return 0.0
-    reach = max(distance, ADJACENT_WINDOW * width, step)
+    reach = max(distance, POLICY.sentinel_adjacent_window * width, step)
     if reference.sketch is not None and reference.sketch.n:
         ranks = reference.sketch.ranks([nearest - reach, nearest + reach])
         return float(ranks[1] - ranks[0])
@@ -253,11 +249,13 @@ def _rest_in_place(reference: ColumnProfile, values: np.ndarray, value: float) -
     column as a whole did not move (a unit change carries a clipped minimum far outside too)."""
     rest = values[values != value]
     distance = ks_distance(rest, reference)
-    if distance is None or distance > max(REST_DISTANCE, ks_noise(len(rest))):
+    if distance is None or distance > max(POLICY.sentinel_rest_distance, ks_noise(len(rest))):
         return False
     assert reference.minimum is not None and reference.maximum is not None
     outside = int(((values < reference.minimum) | (values > reference.maximum)).sum())
-    return int((values == value).sum()) >= ONE_CODE * outside  # one code, not a spread of impossible values
+    return (
+        int((values == value).sum()) >= POLICY.sentinel_one_code * outside
+    )  # one code, not a spread of impossible values
 
 
 def _batch_high(ctx: GuardContext, name: str, value: float, reference: ColumnProfile) -> float:
@@ -283,7 +281,7 @@ def _finding(
     what = "a value the reference never held" if how == "new" else f"{was:.1%} in the reference"
     cause = (
         "a feed stuck on one reading (no batch that passed held any one value on more than "
-        f"{FROZEN_BATCH_HIGH:.0%} of its rows)"
+        f"{ctx.policy.frozen_batch_high:.0%} of its rows)"
         if how == "frozen"
         else "a placeholder for 'unknown'"
     )

@@ -3,12 +3,12 @@
 Five lines of evidence, over each pair of contracted numeric columns (a, b) of one logical type:
 
 - all rows: the batch's a looks like the reference's b and its b like the reference's a (KS distance within
-  noise), while each is far from its own reference (at least SELF_DISTANCE, and CROSS_RATIO times further
+  noise), while each is far from its own reference (at least `policy.swap_self_distance`, and `policy.swap_cross_ratio` times further
   than from the other's). Seasonal drift moves a column away from its own reference, but not onto another
   column's, and not both columns at once;
 - some rows: an order the reference always held between two columns of one declared unit (temp_min <=
-  temp_max: on at least ORDER_HELD of at least MIN_ORDER_ROWS rows) is broken on some batch rows by about
-  the reference's typical gap (the mean of low - high over the broken rows within GAP_RATIO of the mean of
+  temp_max: on at least `policy.swap_order_held` of at least `policy.swap_min_order_rows` rows) is broken on some batch rows by about
+  the reference's typical gap (the mean of low - high over the broken rows within `policy.swap_gap_ratio` of the mean of
   high - low in the reference): swapped rows break it by a whole gap, while two series that merely cross
   with the season (Seattle warmer than San Francisco on summer afternoons: 0.4 of the winter gap against a
   reference that never rolled past winter) break it by less, and a unit change in one column by far more.
@@ -16,14 +16,14 @@ Five lines of evidence, over each pair of contracted numeric columns (a, b) of o
   can reverse a strict order on every row: Seattle is warmer than San Francisco all summer week long), unless
   the reference spans every season or the order is a bound it reached (`PairMoments.bound`: a humid week's
   dew point close under the air temperature, swapped, is over it by a small gap on every hour). An order
-  the reference held on at least ORDER_MOSTLY of its rows only (dew point under air temperature, but for
-  rounding in stitched data) tells a whole swap: flipped on at least ORDER_MOSTLY of the batch.
+  the reference held on at least `policy.swap_order_mostly` of its rows only (dew point under air temperature, but for
+  rounding in stitched data) tells a whole swap: flipped on at least `policy.swap_order_mostly` of the batch.
 - correlations: two columns of one declared unit whose correlations with the other contracted numbers are
   exchanged (the batch's sit at least three quarters of the way from the reference's profiles to those
   profiles swapped, where the reference holds them apart beyond the batch correlations' noise), while at
   least one of them left its natural variation: a swap in a season where their values overlap;
-- ranges: two columns of one declared unit, one of them with at least RANGE_OUT of its values outside any
-  value its reference showed, and read as each other's both inside their ranges (all but RANGE_BACK) and
+- ranges: two columns of one declared unit, one of them with at least `policy.swap_range_out` of its values outside any
+  value its reference showed, and read as each other's both inside their ranges (all but `policy.swap_range_back`) and
   their natural variation: a swap where the columns have no other column to correlate with;
 - exact: the batch's a profiles exactly as the reference's b and the reverse, and with every other column a
   and b exchanged their co-moments: the very rows the reference profiled, swapped. Only a reference of the
@@ -32,7 +32,7 @@ Five lines of evidence, over each pair of contracted numeric columns (a, b) of o
 
 A swap exchanges the two columns' correlations with every other column; a rescaling or a unit change keeps
 every correlation. So where the reference tells the two apart (their correlations with the other contracted
-numbers differ by at least PROFILE_APART, summed in squares), a whole swap is named only when the batch's
+numbers differ by at least `policy.swap_profile_apart`, summed in squares), a whole swap is named only when the batch's
 correlations fit the swapped reading better than the one as it came. Where they fit as it came, a strict order
 broken on many rows is one column rescaled, not swapped: `scale_shift` on the column that, rescaled back by the
 move of the two columns' mean ratio, comes nearer its natural variation (`guard.checks.units.natural_distance`),
@@ -58,33 +58,15 @@ from guard.checks.units import natural_distance, unit_shifted
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding, window_rows
 from guard.kinds import FindingKind
+from guard.policy import DEFAULT as POLICY
 from guard.registry import register
 from guard.units import is_ratio_scale
 from profiles.profile import ColumnProfile, DatasetProfile
 from profiles.reference import Reference
 from profiles.relations import pair_key
 
-__all__ = ["check_columns_swapped", "SELF_DISTANCE", "CROSS_RATIO", "MIN_ORDER_ROWS", "MIN_ROWS"]
+__all__ = ["check_columns_swapped"]
 
-MIN_ROWS = 20
-SELF_DISTANCE = 0.3
-CROSS_RATIO = 3.0
-MIN_ORDER_ROWS = 50
-ORDER_HELD = 0.999  # the reference's share of rows in order, for an order to be learned...
-ORDER_MOSTLY = 0.9  # ...or for a mostly-held order, whose flip on at least ORDER_MOSTLY of the batch is a whole swap
-WHOLE_SWAP = 0.5  # a strict order broken on at least this share of rows: the whole columns are swapped (the rows
-# that still look in order crossed naturally in a season the reference did not cover)
-MIN_BROKEN_ROWS = 3
-GAP_RATIO = (0.6, 2.5)  # mean break over the reference's mean gap
-CONTINUITY = 2.0  # a whole reversal is a swap when, swapped back, the columns sit this much nearer the newest
-# reference batch (the sum of their medians' moves)
-ALL_SEASONS_MS = 330 * 86_400_000  # a reference this long held its strict orders through every season
-RANGE_OUT = 0.5  # share of a column's batch values outside its reference range, for a swap read from ranges...
-RANGE_BACK = 0.1  # ...and at most this share of either outside its range once swapped back (a new week may
-# reach a little past a year of weeks: San Francisco's coldest in the drill, 5% of hours under its reference minimum)
-PROFILE_APART = 0.05  # sum of squared differences of the two columns' correlations with the others, in the reference
-_MIN_PAIR_ROWS = 20  # batch rows holding both numbers, for a batch correlation
-_PROFILE_NOISE = 4.0  # apart >= 4 terms / rows: twice the expected sum of the squared sampling errors
 _NUMERIC = ("number", "integer")
 SUMS_REL_TOL = 1e-9  # sums of the same values added in another order (exact profiles)
 
@@ -137,7 +119,7 @@ class _CorrelationProfile:
         self.frame = pd.DataFrame({n: pd.to_numeric(sample[n], errors="coerce") for n in names}, dtype=float)
         held = self.frame.notna().to_numpy(dtype=float)
         self.rows = pd.DataFrame(held.T @ held, index=names, columns=names)  # rows holding both of a pair
-        self.matrix = self.frame.corr(min_periods=_MIN_PAIR_ROWS)  # pairwise complete; NaN where undefined
+        self.matrix = self.frame.corr(min_periods=POLICY.swap_min_pair_rows)  # pairwise complete; NaN where undefined
 
     def _reference(self, a: str, c: str) -> float | None:
         moments = self.pairs.get(pair_key(a, c))
@@ -152,7 +134,7 @@ class _CorrelationProfile:
         them was rescaled by (a's, or 1 / b's)."""
         moments = self.pairs.get(pair_key(a, b))
         both = self.frame[[a, b]].dropna()
-        if moments is None or len(both) < _MIN_PAIR_ROWS:
+        if moments is None or len(both) < POLICY.swap_min_pair_rows:
             return None
         mean_a, mean_b = (moments.mean_a, moments.mean_b) if a == min(a, b) else (moments.mean_b, moments.mean_a)
         seen_a, seen_b = float(both[a].mean()), float(both[b].mean())
@@ -183,7 +165,7 @@ class _CorrelationProfile:
         """True: the batch's correlations of a and b with the others fit the reference's swapped better than as
         they came; False: as they came (a swap would have exchanged them); None: the reference cannot tell."""
         found = self.compare(a, b)
-        return None if found.apart < PROFILE_APART else found.exchanged < found.as_came
+        return None if found.apart < POLICY.swap_profile_apart else found.exchanged < found.as_came
 
 
 @dataclass(frozen=True)
@@ -204,7 +186,9 @@ class _Comparison:
     def telling(self) -> bool:
         """The reference holds the two profiles further apart than the batch's correlations are noisy: each
         has a variance of about 1 / rows, and a sum of 2 * terms of their squared errors is compared."""
-        return self.rows > 0 and self.apart >= max(PROFILE_APART, _PROFILE_NOISE * self.terms / self.rows)
+        return self.rows > 0 and self.apart >= max(
+            POLICY.swap_profile_apart, POLICY.swap_profile_noise * self.terms / self.rows
+        )
 
     @property
     def swapped(self) -> bool:
@@ -274,14 +258,20 @@ def _all_rows(
     assert ctx.snapshot is not None
     x, y = values[a], values[b]
     self_a, self_b = own[a], own[b]
-    if min(len(x), len(y)) < MIN_ROWS or self_a is None or self_b is None or min(self_a, self_b) < SELF_DISTANCE:
+    if (
+        min(len(x), len(y)) < ctx.policy.swap_min_rows
+        or self_a is None
+        or self_b is None
+        or min(self_a, self_b) < ctx.policy.swap_self_distance
+    ):
         return None  # a column that still looks like its own reference was not swapped away
     cross_a, cross_b = ks_distance(x, reference.columns[b]), ks_distance(y, reference.columns[a])
     if cross_a is None or cross_b is None:
         return None
     noise = ks_noise(min(len(x), len(y)))
     if not all(
-        own >= max(SELF_DISTANCE, CROSS_RATIO * cross) and cross <= max(noise, SELF_DISTANCE / CROSS_RATIO)
+        own >= max(ctx.policy.swap_self_distance, ctx.policy.swap_cross_ratio * cross)
+        and cross <= max(noise, ctx.policy.swap_self_distance / ctx.policy.swap_cross_ratio)
         for own, cross in ((self_a, cross_a), (self_b, cross_b))
     ):
         return None
@@ -349,11 +339,15 @@ def _by_ranges(
     swapped back both entirely inside theirs and inside natural variation: written into each other's place
     (San Francisco at Seattle's December temperatures, and Seattle at San Francisco's)."""
     assert ctx.contract is not None and ctx.snapshot is not None
-    if not _same_unit(ctx, a, b) or min(len(values[a]), len(values[b])) < MIN_ROWS:
+    if not _same_unit(ctx, a, b) or min(len(values[a]), len(values[b])) < ctx.policy.swap_min_rows:
         return None
     came = {a: _outside(values[a], reference, a), b: _outside(values[b], reference, b)}
     back = {a: _outside(values[b], reference, a), b: _outside(values[a], reference, b)}
-    if max(came.values()) < RANGE_OUT or max(back.values()) > RANGE_BACK or not _natural_swapped_back(ctx, a, b):
+    if (
+        max(came.values()) < ctx.policy.swap_range_out
+        or max(back.values()) > ctx.policy.swap_range_back
+        or not _natural_swapped_back(ctx, a, b)
+    ):
         return None
     medians = {a: float(np.median(values[a])), b: float(np.median(values[b]))}
     evidence = {"outside_range_as_came": came, "outside_range_swapped_back": back}
@@ -384,19 +378,23 @@ def _outside(values: np.ndarray, reference: DatasetProfile, name: str) -> float:
 
 def _learned_order(ctx: GuardContext, reference: DatasetProfile, a: str, b: str) -> tuple[str, str, float, bool] | None:
     """(low, high, mean gap high - low, strict) when both columns declare one unit and the reference had low <=
-    high on at least ORDER_MOSTLY of enough rows (strict: on ORDER_HELD of them)."""
+    high on at least `policy.swap_order_mostly` of enough rows (strict: on `policy.swap_order_held` of them)."""
     assert ctx.contract is not None
     units = {ctx.contract.column(a).unit, ctx.contract.column(b).unit}  # type: ignore[union-attr]
     relations = reference.relations
     moments = relations.pairs.get(pair_key(a, b)) if relations is not None else None
-    if len(units) != 1 or None in units or moments is None or moments.n < MIN_ORDER_ROWS:
+    if len(units) != 1 or None in units or moments is None or moments.n < ctx.policy.swap_min_order_rows:
         return None
     first, second = sorted((a, b))
     share, reversed_share = moments.a_le_b / moments.n, moments.b_le_a / moments.n
     gap = moments.mean_b - moments.mean_a
-    if share >= ORDER_MOSTLY:
-        return first, second, gap, share >= ORDER_HELD
-    return (second, first, -gap, reversed_share >= ORDER_HELD) if reversed_share >= ORDER_MOSTLY else None
+    if share >= ctx.policy.swap_order_mostly:
+        return first, second, gap, share >= ctx.policy.swap_order_held
+    return (
+        (second, first, -gap, reversed_share >= ctx.policy.swap_order_held)
+        if reversed_share >= ctx.policy.swap_order_mostly
+        else None
+    )
 
 
 def _some_rows(
@@ -412,22 +410,26 @@ def _some_rows(
     y = pd.to_numeric(sample[high], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     broken = x > y  # NaN compares False
     rows = int(broken.sum())
-    if rows < MIN_BROKEN_ROWS or gap <= 0:
+    if rows < ctx.policy.swap_min_broken_rows or gap <= 0:
         return None
     ratio = float(np.mean(x[broken] - y[broken])) / gap
     share = rows / max(int((x != y).sum() - (np.isnan(x) | np.isnan(y)).sum()), 1)  # ties tell nothing
-    if not GAP_RATIO[0] <= ratio <= GAP_RATIO[1]:
+    if not ctx.policy.swap_gap_ratio[0] <= ratio <= ctx.policy.swap_gap_ratio[1]:
         if not (
             strict
-            and share >= WHOLE_SWAP
+            and share >= ctx.policy.whole_swap
             and (_all_seasons(ctx) or _a_bound(reference, low, high) or _continued_swapped(ctx, x, y, low, high))
         ) or _unit_named(ctx, low, high):
             return None  # broken by a little (two series crossing) or by far more (a unit change): not a swap
-        if ratio > GAP_RATIO[1] or share < ORDER_MOSTLY or not _natural_swapped_back(ctx, low, high):
+        if (
+            ratio > ctx.policy.swap_gap_ratio[1]
+            or share < ctx.policy.swap_order_mostly
+            or not _natural_swapped_back(ctx, low, high)
+        ):
             return _rescaled(ctx, profile, low, high, rows, len(x), share)
-    if not strict and share < ORDER_MOSTLY:
+    if not strict and share < ctx.policy.swap_order_mostly:
         return None  # a mostly-held order tells a whole flip only
-    whole = not strict or share >= WHOLE_SWAP  # most rows broken: the columns, not some rows, are swapped
+    whole = not strict or share >= ctx.policy.whole_swap  # most rows broken: the columns, not some rows, are swapped
     if whole and profile.says_swapped(low, high) is False:
         return _rescaled(ctx, profile, low, high, rows, len(x), share) if strict else None
     if not whole and _not_exchanged(reference, sample[broken], profile.names, low, high):
@@ -463,7 +465,7 @@ def _not_exchanged(reference: DatasetProfile, rows: pd.DataFrame, names: list[st
 def _all_seasons(ctx: GuardContext) -> bool:
     """The reference spans a year or more: an order it held strictly, it held through every season."""
     span = ctx.reference.span_ms if isinstance(ctx.reference, Reference) else None
-    return span is not None and span >= ALL_SEASONS_MS
+    return span is not None and span >= ctx.policy.swap_full_cycle_ms
 
 
 def _a_bound(reference: DatasetProfile, low: str, high: str) -> bool:
@@ -473,7 +475,7 @@ def _a_bound(reference: DatasetProfile, low: str, high: str) -> bool:
 
 
 def _continued_swapped(ctx: GuardContext, x: np.ndarray, y: np.ndarray, low: str, high: str) -> bool:
-    """Read as swapped, the two columns' batch medians sit CONTINUITY times nearer where they were in the newest
+    """Read as swapped, the two columns' batch medians sit `policy.swap_continuity` times nearer where they were in the newest
     reference batch than as they came (the sum of both moves): they jumped into each other's place, where two
     series that cross with the seasons move on from where each was."""
     if not isinstance(ctx.reference, Reference):
@@ -485,7 +487,7 @@ def _continued_swapped(ctx: GuardContext, x: np.ndarray, y: np.ndarray, low: str
     now_low, now_high = float(np.nanmedian(x)), float(np.nanmedian(y))
     as_came = abs(now_low - was_low) + abs(now_high - was_high)
     swapped = abs(now_high - was_low) + abs(now_low - was_high)
-    return as_came > 0 and as_came >= CONTINUITY * swapped
+    return as_came > 0 and as_came >= ctx.policy.swap_continuity * swapped
 
 
 def _unit_named(ctx: GuardContext, low: str, high: str) -> bool:

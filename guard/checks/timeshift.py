@@ -21,7 +21,7 @@ Every column's shift is solved from the anchors through the relationships (a rel
 carries the shift along: a whole pipeline written in local time moves the event time, the label time and
 the hour column together). A relation that moved says only that one of its two columns did; a diurnal
 reading too weak to anchor a column alone (a broad pattern moved 2 or 3 hours) says which, when it peaks
-where the relation's move puts it (`_corroborated`). A shift is named only when |k| >= MIN_SHIFT_HOURS (2):
+where the relation's move puts it (`_corroborated`). A shift is named only when |k| >= `policy.min_shift_hours` (2):
 one hour is what daylight saving time does, legitimately, to local activity recorded in UTC. Counts and
 diurnal evidence give the offset modulo 24 h (reported in -11..12; 12 is ambiguous and not healed).
 Conflicting evidence names nothing.
@@ -37,6 +37,7 @@ import numpy as np
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding, window_rows
 from guard.kinds import FindingKind
+from guard.policy import DEFAULT as POLICY
 from guard.registry import register
 from profiles.profile import DatasetProfile
 from profiles.relations import Diurnal, Relations, learn_relations
@@ -51,34 +52,11 @@ __all__ = [
     "lag_shift",
     "signed",
     "Evidence",
-    "MIN_SHIFT_HOURS",
 ]
 
 HOURS = 24
-MIN_SHIFT_HOURS = 2
 _HOUR_MS = 3_600_000
-# counts
-MIN_COUNT_ROWS = 20
-DISTINCT_PROFILE = 0.3  # the reference's hour histogram differs from each of its own shifts by this much (TV)
-COUNT_MATCH = 0.2  # the batch matches the shifted reference within this total variation...
-COUNT_GAIN = 0.3  # ...and better than the unshifted one by this much
-# diurnal
-MIN_DIURNAL_HOURS = 18  # hours of the day the batch must cover
-# variance of the reference's hourly means over the noise of an hourly mean. 2.5: `make bench-timeshift` names no
-# shift on any of its 132 clean batches at 2.5, as at 8; at 8 a batch of ~170 rows an hour whose pattern stands at
-# 3x its noise (a correlation of 0.8 at the true offset against -0.2 unshifted) was left unanchored
-MIN_SIGNAL_TO_NOISE = 2.5
 MAX_WEIGHT = 100.0  # a column's weight in the diurnal score, capped
-DIURNAL_MATCH = 0.7  # mean correlation with the shifted reference...
-DIURNAL_GAIN = 0.2  # ...better than with the unshifted one by this much (on clean real batches, weekly or a day
-# each, no offset of 2 h or more beats the unshifted one by more than 0.13: tests/guard/test_timestamp_shift.py)
-CORROBORATED_GAIN = 0.1  # as much better, when a relation of the column moved by as many hours (`_corroborated`)
-# relations
-HOUR_OF_LEARNED = 0.99  # share of reference rows on one offset (or two adjacent ones)
-HOUR_OF_HOLDS = 0.95  # share of batch rows within the learned offsets (+-1 h): the relation holds
-HOUR_OF_MOVED = 0.9  # share of batch rows on the learned offsets moved by k: the relation moved by k
-DST_REGIME = 0.05  # share of batch rows on each of two learned offsets, for the batch to hold both regimes
-MIN_RELATION_ROWS = 10
 _LAG_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 
 
@@ -115,30 +93,34 @@ def _total_variation(p: np.ndarray, q: np.ndarray) -> float:
 
 def count_shift(reference: tuple[int, ...] | None, batch: tuple[int, ...] | None) -> Evidence | None:
     """The offset k with batch[h] ~ reference[h - k], from rows per hour; None when it cannot say."""
-    if reference is None or batch is None or sum(batch) < MIN_COUNT_ROWS or not sum(reference):
+    if reference is None or batch is None or sum(batch) < POLICY.shift_min_count_rows or not sum(reference):
         return None
     p, q = np.asarray(reference, float) / sum(reference), np.asarray(batch, float) / sum(batch)
-    if min(_total_variation(p, np.roll(p, k)) for k in range(1, HOURS)) < DISTINCT_PROFILE:
+    if min(_total_variation(p, np.roll(p, k)) for k in range(1, HOURS)) < POLICY.shift_distinct_profile:
         return None  # flat (or periodic) hours: a shift looks like no shift
     distances = np.array([_total_variation(q, np.roll(p, k)) for k in range(HOURS)])
     best = int(np.argmin(distances))
-    if best and distances[best] <= COUNT_MATCH and distances[0] - distances[best] >= COUNT_GAIN:
+    if (
+        best
+        and distances[best] <= POLICY.shift_count_match
+        and distances[0] - distances[best] >= POLICY.shift_count_gain
+    ):
         beside = min(distances[(best - 1) % HOURS], distances[(best + 1) % HOURS])
         return Evidence(
             "hour_counts",
             signed(best),
             float(distances[0]),
             float(distances[best]),
-            bool(beside - distances[best] >= COUNT_GAIN),
+            bool(beside - distances[best] >= POLICY.shift_count_gain),
         )  # an hour off matches far worse: pinned
-    if distances[0] <= COUNT_MATCH + COUNT_GAIN:
+    if distances[0] <= POLICY.shift_count_match + POLICY.shift_count_gain:
         return Evidence("hour_counts", 0, float(distances[0]), float(distances[0]))
     return None
 
 
 def _rolled_correlations(reference: np.ndarray, batch: np.ndarray) -> np.ndarray:
     """Pearson correlation of the batch's hourly means with the reference's rolled by k, for k = 0..23, over the
-    hours both hold (NaN where fewer than MIN_DIURNAL_HOURS, or a side is constant)."""
+    hours both hold (NaN where fewer than `policy.shift_min_diurnal_hours`, or a side is constant)."""
     rolled = np.vstack([np.roll(reference, k) for k in range(HOURS)])  # row k: reference[h - k]
     seen = np.broadcast_to(batch, rolled.shape)
     both = ~np.isnan(rolled) & ~np.isnan(seen)
@@ -148,7 +130,7 @@ def _rolled_correlations(reference: np.ndarray, batch: np.ndarray) -> np.ndarray
         dx = np.where(both, x - (x.sum(axis=1) / count)[:, None], 0.0)
         dy = np.where(both, y - (y.sum(axis=1) / count)[:, None], 0.0)
         scores = (dx * dy).sum(axis=1) / np.sqrt((dx * dx).sum(axis=1) * (dy * dy).sum(axis=1))
-    scores[(count < MIN_DIURNAL_HOURS) | ~np.isfinite(scores)] = np.nan
+    scores[(count < POLICY.shift_min_diurnal_hours) | ~np.isfinite(scores)] = np.nan
     return scores
 
 
@@ -163,7 +145,7 @@ def signal_to_noise(reference: Diurnal, batch: Diurnal) -> float:
     """How far the reference's hour-of-day pattern stands out of noise: the variance of its hourly means over
     the noise of an hourly mean, in the reference and in the batch (the smaller of the two)."""
     means = reference.means()
-    if np.sum(~np.isnan(means)) < MIN_DIURNAL_HOURS:
+    if np.sum(~np.isnan(means)) < POLICY.shift_min_diurnal_hours:
         return 0.0
     between = float(np.nanvar(means))
     ratios = [
@@ -185,9 +167,9 @@ def diurnal_shift(
         return None
     score, source = scored
     best = int(np.argmax(score))
-    if best and score[best] >= DIURNAL_MATCH and score[best] - score[0] >= DIURNAL_GAIN:
+    if best and score[best] >= POLICY.shift_diurnal_match and score[best] - score[0] >= POLICY.shift_diurnal_gain:
         return Evidence(source, signed(best), float(score[0]), float(score[best]), exact=False)
-    if score[0] >= DIURNAL_MATCH and best in (0, 1, HOURS - 1):
+    if score[0] >= POLICY.shift_diurnal_match and best in (0, 1, HOURS - 1):
         return Evidence(source, 0, float(score[0]), float(score[0]))
     return None
 
@@ -199,11 +181,11 @@ def diurnal_scores(
     k = 0..23, and the source's name; None when no column's pattern stands out of noise."""
     rows, weights = [], []
     for name in sorted(set(reference) & set(batch) - skip):
-        if sum(1 for n in batch[name].counts if n > 0) < MIN_DIURNAL_HOURS:
+        if sum(1 for n in batch[name].counts if n > 0) < POLICY.shift_min_diurnal_hours:
             continue
         weight = signal_to_noise(reference[name], batch[name])
         scores = _rolled_correlations(reference[name].means(), batch[name].means())
-        if weight >= MIN_SIGNAL_TO_NOISE and not np.isnan(scores).any():
+        if weight >= POLICY.shift_min_signal_to_noise and not np.isnan(scores).any():
             rows.append(scores)
             weights.append(min(weight, MAX_WEIGHT))
     if not rows:
@@ -223,7 +205,7 @@ def learned_offsets(counts: tuple[int, ...]) -> set[int] | None:
         return None
     best = int(np.argmax(hours))
     pair = best if hours[(best - 1) % HOURS] < hours[(best + 1) % HOURS] else (best - 1) % HOURS
-    if (hours[pair] + hours[(pair + 1) % HOURS]) / total < HOUR_OF_LEARNED:
+    if (hours[pair] + hours[(pair + 1) % HOURS]) / total < POLICY.hour_of_learned:
         return None
     return {k for k in (pair, (pair + 1) % HOURS) if hours[k] / total >= 0.005}
 
@@ -239,31 +221,31 @@ def hour_of_shift(reference: tuple[int, ...], batch: tuple[int, ...]) -> tuple[i
     learned = learned_offsets(reference)
     observed = np.asarray(batch[:HOURS], float)
     total = observed.sum() + batch[HOURS]
-    if learned is None or total < MIN_RELATION_ROWS:
+    if learned is None or total < POLICY.shift_min_relation_rows:
         return None
     tolerant = {(k + d) % HOURS for k in learned for d in (-1, 0, 1)}
-    if observed[list(tolerant)].sum() / total >= HOUR_OF_HOLDS:
+    if observed[list(tolerant)].sum() / total >= POLICY.hour_of_holds:
         return 0, True
 
     def share(move: int, reach: tuple[int, ...]) -> float:
         return observed[list({(k + move + d) % HOURS for k in learned for d in reach})].sum() / total
 
-    tolerated = [share(move, (-1, 0, 1)) >= HOUR_OF_MOVED for move in range(HOURS)]  # DST moves an hour
+    tolerated = [share(move, (-1, 0, 1)) >= POLICY.hour_of_moved for move in range(HOURS)]  # DST moves an hour
     exact = [share(move, (0,)) if ok else -1.0 for move, ok in enumerate(tolerated)]
     move = int(np.argmax(exact))
     if not tolerated[move]:
         return None
     both_regimes = (
         len(learned) == 2
-        and exact[move] >= HOUR_OF_MOVED
-        and min(observed[(k + move) % HOURS] for k in learned) >= DST_REGIME * total
+        and exact[move] >= POLICY.hour_of_moved
+        and min(observed[(k + move) % HOURS] for k in learned) >= POLICY.dst_regime * total
     )
     return signed(move), bool(learned == {0} or both_regimes)
 
 
 def lag_shift(reference: QuantileSketch, batch: QuantileSketch) -> int | None:
     """Whole hours every quantile of the lag b - a moved by (0: not moved); None when not a uniform move."""
-    if reference.n < MIN_RELATION_ROWS or batch.n < MIN_RELATION_ROWS:
+    if reference.n < POLICY.shift_min_relation_rows or batch.n < POLICY.shift_min_relation_rows:
         return None
     ref = np.asarray(reference.quantiles(_LAG_QUANTILES), float) / _HOUR_MS
     seen = np.asarray(batch.quantiles(_LAG_QUANTILES), float) / _HOUR_MS
@@ -350,14 +332,14 @@ def _corroborated(
 ) -> Evidence | None:
     """The diurnal reading of a column whose relation moved, when the two agree: one relation of the column moved
     by k hours (so the column or its partner moved), and the hour-of-day profile peaks at k, give or take an
-    hour, matching there and better than unshifted by CORROBORATED_GAIN. Alone, a broad pattern moved 2 or 3
-    hours gains too little over its unshifted score to name a shift (DIURNAL_GAIN: a search over 24 offsets);
+    hour, matching there and better than unshifted by `policy.shift_corroborated_gain`. Alone, a broad pattern moved 2 or 3
+    hours gains too little over its unshifted score to name a shift (`policy.shift_diurnal_gain`: a search over 24 offsets);
     here it only says which of the two columns the relation's move belongs to. None otherwise."""
     assert reference.relations is not None
     implied = {
         signed(-e.move if e.a == column else e.move)
         for e in edges
-        if column in (e.a, e.b) and abs(signed(e.move)) >= MIN_SHIFT_HOURS
+        if column in (e.a, e.b) and abs(signed(e.move)) >= POLICY.min_shift_hours
     }
     if len(implied) != 1 or count_shift(reference.columns[column].hours, batch.columns[column].hours) is not None:
         return None
@@ -366,8 +348,12 @@ def _corroborated(
         return None
     score, source = scored
     best, (moved,) = int(np.argmax(score)), implied
-    agrees = abs(signed(best - moved)) <= 1 and abs(signed(best)) >= MIN_SHIFT_HOURS
-    if agrees and score[best] >= DIURNAL_MATCH and score[best] - score[0] >= CORROBORATED_GAIN:
+    agrees = abs(signed(best - moved)) <= 1 and abs(signed(best)) >= POLICY.min_shift_hours
+    if (
+        agrees
+        and score[best] >= POLICY.shift_diurnal_match
+        and score[best] - score[0] >= POLICY.shift_corroborated_gain
+    ):
         return Evidence(f"{source}+relation", signed(best), float(score[0]), float(score[best]), exact=False)
     return None
 
@@ -425,12 +411,17 @@ def _findings(
     edges: list[_Edge],
     batch: DatasetProfile,
 ) -> Iterator[Finding]:
-    moved = {c: s for c, s in shifts.items() if s is not None and abs(signed(s[0])) >= MIN_SHIFT_HOURS}
+    moved = {c: s for c, s in shifts.items() if s is not None and abs(signed(s[0])) >= ctx.policy.min_shift_hours}
     if moved:
         yield _anchored(ctx, moved, anchors, edges, batch)
         return
     for edge in edges:  # a relation moved, and nothing says which of its columns did
-        if edge.move and abs(signed(edge.move)) >= MIN_SHIFT_HOURS and edge.a not in shifts and edge.b not in shifts:
+        if (
+            edge.move
+            and abs(signed(edge.move)) >= ctx.policy.min_shift_hours
+            and edge.a not in shifts
+            and edge.b not in shifts
+        ):
             yield _unanchored(ctx, edge)
 
 

@@ -10,14 +10,14 @@ Against a batch `Reference` (per-batch summaries of natural variation, KLL sketc
    as a hypothesis: the batch converted back from it (x -> (x - offset) / scale, the conversion's exact
    factor and offset) is summarised and measured the same way, d_u.
 3. A **good fit** for unit u (the closest of the candidates), either of:
-   - far: the batch as it came sits beyond FAR (d0 > FAR) and converted back from u inside natural
-     variation (d_u <= 1; not merely back within FAR: x7.3 is not km/h (x3.6) with some drift left over);
+   - far: the batch as it came sits beyond `policy.far` (d0 > `policy.far`) and converted back from u inside natural
+     variation (d_u <= 1; not merely back within `policy.far`: x7.3 is not km/h (x3.6) with some drift left over);
    - a jump: the batch as it came sits outside natural variation (d0 > 1) and its step from the newest
-     reference batch is beyond FAR of the steps the reference batches took from one to the next, while
+     reference batch is beyond `policy.far` of the steps the reference batches took from one to the next, while
      converted back from u it is inside natural variation (d_u <= 1) and its step is an ordinary one
      (<= 1). Seasons move by steps; a unit change is a discontinuity. (Needs three reference batches.)
    and in both, converted back, its core keeps a shape the reference batches had (`guard.variation.shape`:
-   where the median sits in the quartiles, the tails against the body; within FAR): an affine map keeps
+   where the median sits in the quartiles, the tails against the body; within `policy.far`): an affine map keeps
    shapes, so a good fit is one where the conversion alone explains the change.
    Then UNIT_MISMATCH names u (a block): the conversion's factor and offset explain the change; what is
    left is no more than natural variation.
@@ -28,19 +28,19 @@ Against a batch `Reference` (per-batch summaries of natural variation, KLL sketc
    variation than they came (`_Grid`). A conversion moves values off their grid and undoing it restores it
    exactly; no season does that. It names a unit inside natural variation (a rainy month in inches, as far
    out as 1.02x the band) and in a batch unlike any past one (an overcast week in kW/m2).
-4. Beyond FAR, its shape kept (a rescaling), and no unit explains it: SCALE_SHIFT (a block: x2.5 with
+4. Beyond `policy.far`, its shape kept (a rescaling), and no unit explains it: SCALE_SHIFT (a block: x2.5 with
    no unit).
-5. Beyond FAR with a changed shape (noise added, a broken feed) and no cause named: DRIFT, a block. A change
+5. Beyond `policy.far` with a changed shape (noise added, a broken feed) and no cause named: DRIFT, a block. A change
    twice as far as any past batch moved, that nothing explains, is evidence of a failure, not a season.
-6. Otherwise (between 1 and FAR): DRIFT, a warning (recorded, not a block): a change of the size or kind past
+6. Otherwise (between 1 and `policy.far`): DRIFT, a warning (recorded, not a block): a change of the size or kind past
    batches show is not evidence of a failure.
 
-A snapshot covering more than MULTI_BATCH cadences (a whole table judged against a reference of batches)
+A snapshot covering more than `policy.multi_batch_cadences` cadences (a whole table judged against a reference of batches)
 mixes several batches' seasons: its spread is wider than any one batch's by construction. A named
 conversion still blocks it; an unexplained distance does not (DRIFT, a warning), since it is not
 evidence of a failure.
 
-FAR = 2: twice as far from the centre of natural variation as the band's edge, where the band already
+`policy.far` = 2: twice as far from the centre of natural variation as the band's edge, where the band already
 spans every reference batch, one more step of the largest batch-to-batch move, and three standard
 errors of the new batch's own statistic. A point-mass column (one value >= 10% of rows: zeros of a
 zero-inflated column, a visibility of 16,100 m) is judged on its core, and its point is a statistic of
@@ -72,6 +72,7 @@ from guard.context import GuardContext
 from guard.contract import ColumnContract
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind, Severity
+from guard.policy import DEFAULT as POLICY
 from guard.registry import register
 from guard.units import UNITS, candidates_for, conversion, is_ratio_scale
 from guard.variation import (
@@ -98,32 +99,12 @@ __all__ = [
     "natural_distance",
     "fit_affine",
     "name_unit",
-    "FAR",
-    "MULTI_BATCH",
     "spans_batches",
-    "UNEXPLAINED",
 ]
 
-FAR = 2.0
-# a distance from natural variation that no season reaches: beyond it, with no cause named, a change is a failure
-# (DRIFT, a block). Measured as the natural distance of every clean batch of the three real-data tables judged in
-# time order (132 batches, `make bench-realdata`): at most 7.6 (a week of direct irradiance), 4.3 (wind direction),
-# 1.5 elsewhere. A feed thrown up or down by 3 to 5 times its spread reads 15 to 30
-# (`tests/guard/test_unexplained_drift.py`). Weather tables and one synthetic estate only: issue 29's corpus must
-# choose it again.
-UNEXPLAINED = 10.0
-MULTI_BATCH = 1.5  # a snapshot longer than this many cadences holds several batches' seasons at once
 _NUMERIC = ("number", "integer")
 _FIT_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 _ALL_QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
-_IDENTITY_SCALE_TOLERANCE = 0.15  # the label, and columns with a point mass among the fitted quantiles
-_FEATURE_SCALE_TOLERANCE = 0.04  # a continuous feature: clean batches stay within ±2.6% (40 seeds measured)
-_FEATURE_OFFSET_TOLERANCE = 0.06
-_MATCH_SCALE_TOLERANCE = 0.08
-_OFFSET_TOLERANCE = 0.15  # of the reference's 10-90% spread
-MIN_GRID_VALUES = 20  # non-zero values, in the reference's and in the batch's sketch, to read a grid from
-GRID_OFF = 0.5  # share of the batch's values off the reference's grid, for the grid to be evidence...
-GRID_ON = 0.99  # ...and back on it, converted back from a unit (float rounding aside)
 
 
 @register("units")
@@ -231,12 +212,12 @@ class _Hypothesis:
 
 
 def spans_batches(ctx: GuardContext) -> bool:
-    """The snapshot covers more than MULTI_BATCH reference cadences: a whole table, not one more batch."""
+    """The snapshot covers more than `policy.multi_batch_cadences` reference cadences: a whole table, not one more batch."""
     assert ctx.snapshot is not None and isinstance(ctx.reference, Reference)
     batch, cadence = ctx.snapshot.batch, ctx.reference.cadence_ms
     if batch is None or batch.start_ms is None or batch.end_ms is None or not cadence:
         return False
-    return batch.end_ms - batch.start_ms > MULTI_BATCH * cadence
+    return batch.end_ms - batch.start_ms > ctx.policy.multi_batch_cadences * cadence
 
 
 def _batch_finding(
@@ -253,7 +234,7 @@ def _batch_finding(
     atom = natural.atom
     as_is = core(observed.sketch, atom)
     d0, jump0 = natural.measure(as_is)
-    if d0 is None or (as_is.quantiles is None and as_is.count > 0 and d0 <= FAR):
+    if d0 is None or (as_is.quantiles is None and as_is.count > 0 and d0 <= POLICY.far):
         return _unchecked(urn, column, as_is, d0)
     grid = _Grid.of(ref.sketch, observed.sketch)
     if d0 <= 1 and grid is None:
@@ -264,7 +245,7 @@ def _batch_finding(
     evidence = {
         "distance": round(d0, 3),
         "jump": round(jump0, 3),
-        "far": FAR,
+        "far": POLICY.far,
         "median": observed.quantile(0.5),
         "candidates": {h.unit: round(h.distance, 3) for h in tried[:4]},
     }
@@ -279,14 +260,14 @@ def _batch_finding(
     evidence["shape_distance"] = None if rescaled[1] is None else round(rescaled[1], 3)
     if best is not None and _explains(d0, jump0, best) and natural.keeps_shape(best.batch)[0]:
         return _mismatch(urn, column, typical, best, evidence)
-    if d0 > FAR and rescaled[0] and not multi:
+    if d0 > POLICY.far and rescaled[0] and not multi:
         return make_finding(
             FindingKind.SCALE_SHIFT,
             urn,
             column.name,
             observed=evidence,
             expected=_expected(column, ref),
-            message=f"{column.name!r} moved {d0:.1f}x as far as its natural variation allows (limit {FAR:g}) and no "
+            message=f"{column.name!r} moved {d0:.1f}x as far as its natural variation allows (limit {POLICY.far:g}) and no "
             f"unit of {column.unit} explains it (closest: {_closest(best)})",
         )
     return make_finding(
@@ -295,7 +276,7 @@ def _batch_finding(
         column.name,
         observed=evidence,
         expected=_expected(column, ref),
-        severity=Severity.BLOCK if column.drift_blocking or (d0 > UNEXPLAINED and not multi) else Severity.WARN,
+        severity=Severity.BLOCK if column.drift_blocking or (d0 > POLICY.unexplained and not multi) else Severity.WARN,
         statistic="natural_variation",
         message=f"{column.name!r} moved beyond the natural variation of past batches ({d0:.2f}x the band"
         f"{_why_not_blocked(d0, rescaled[0], multi)}",
@@ -317,25 +298,25 @@ class _Grid:
 
     @classmethod
     def of(cls, reference: QuantileSketch, batch: QuantileSketch) -> _Grid | None:
-        """None unless the reference has a grid and at least GRID_OFF of the batch's values are off it."""
+        """None unless the reference has a grid and at least `policy.grid_off` of the batch's values are off it."""
         known = weighted_items(reference)[0]
-        step = 2 * resolution(known[known != 0]) if np.count_nonzero(known) >= MIN_GRID_VALUES else 0.0
+        step = 2 * resolution(known[known != 0]) if np.count_nonzero(known) >= POLICY.min_grid_values else 0.0
         values = weighted_items(batch)[0]
         values = values[values != 0]
-        if not step or len(values) < MIN_GRID_VALUES:
+        if not step or len(values) < POLICY.min_grid_values:
             return None
         off = 1.0 - _share_on(values, step)
-        return cls(step, values, off, float(known.min()), float(known.max())) if off >= GRID_OFF else None
+        return cls(step, values, off, float(known.min()), float(known.max())) if off >= POLICY.grid_off else None
 
     def restored_by(self, tried: list[_Hypothesis], d0: float, multi: bool) -> _Hypothesis | None:
-        """The nearest unit whose conversion, undone, puts GRID_ON of the values back on the grid and the batch
+        """The nearest unit whose conversion, undone, puts `policy.grid_on` of the values back on the grid and the batch
         nearer its natural variation than it came (a finer precision read as cm is not: x10 moves it away). A
         whole table of several batches has no natural variation of one batch to come nearer to (its seasons
         are all there at once): there, nearer is more of its values inside the range the reference showed."""
         for hypothesis in tried:  # nearest first
             back = (self.values - hypothesis.offset) / hypothesis.scale
             nearer = hypothesis.distance < d0 or (multi and self._inside(back) > self._inside(self.values))
-            if nearer and _share_on(back, self.step) >= GRID_ON:
+            if nearer and _share_on(back, self.step) >= POLICY.grid_on:
                 return hypothesis
         return None
 
@@ -350,21 +331,21 @@ def _share_on(values: np.ndarray, step: float) -> float:
 
 
 def _why_not_blocked(d0: float, shape_kept: bool, multi: bool) -> str:
-    if d0 <= FAR:
-        return f"; a block needs {FAR:g}x): a change a person may accept, not evidence of a failure"
+    if d0 <= POLICY.far:
+        return f"; a block needs {POLICY.far:g}x): a change a person may accept, not evidence of a failure"
     if multi:
         return "; a whole table of several batches is judged for named conversions only): a change a person may accept"
     shape = "its shape changed too, so no rescaling explains it" if not shape_kept else "no cause explains it"
-    return f", over {FAR:g}x; {shape}): evidence of a failure, not a season; find what changed upstream"
+    return f", over {POLICY.far:g}x; {shape}): evidence of a failure, not a season; find what changed upstream"
 
 
 def _explains(d0: float, jump0: float, best: _Hypothesis) -> bool:
     """A good fit: far out as it came and back within drift converted back; or out as it came and a jump
-    from the newest reference batch beyond FAR, while converted back it is inside natural variation and
+    from the newest reference batch beyond `policy.far`, while converted back it is inside natural variation and
     continues from that batch as the reference batches' steps did."""
-    if d0 > FAR and best.distance <= 1:
+    if d0 > POLICY.far and best.distance <= 1:
         return True
-    return d0 > 1 and jump0 > FAR and best.distance <= 1
+    return d0 > 1 and jump0 > POLICY.far and best.distance <= 1
 
 
 def _ratio_scale(unit: str) -> bool:
@@ -409,11 +390,11 @@ class _Natural:
         return (None if far is None else min(far, stepped)), stepped
 
     def keeps_shape(self, batch: Core) -> tuple[bool, float | None]:
-        """(the core's shape is one the reference batches had, within FAR; the distance). An affine map keeps
+        """(the core's shape is one the reference batches had, within `policy.far`; the distance). An affine map keeps
         a shape, so a conversion or a rescaling must; a core whose shape changed moved for another reason
         (a week of overcast sky: direct irradiance of 1-8 W/m2) and is drift, not a unit. Unknown: True."""
         found = shape_distance(self.history, batch)
-        return found is None or found <= FAR, found
+        return found is None or found <= POLICY.far, found
 
 
 def _mismatch(
@@ -553,8 +534,8 @@ def _is_identity(scale: float, offset: float, spread: float, reference: ColumnPr
     tightens the tolerance for continuous columns: their fitted quantiles are exact to a few percent."""
     fitted = [reference.quantile(q) for q in _FIT_QUANTILES]
     tight = strict and len(set(fitted)) == len(fitted)
-    scale_tolerance = _FEATURE_SCALE_TOLERANCE if tight else _IDENTITY_SCALE_TOLERANCE
-    offset_tolerance = _FEATURE_OFFSET_TOLERANCE if tight else _OFFSET_TOLERANCE
+    scale_tolerance = POLICY.feature_scale_tolerance if tight else POLICY.identity_scale_tolerance
+    offset_tolerance = POLICY.feature_offset_tolerance if tight else POLICY.offset_tolerance
     return abs(scale - 1) <= scale_tolerance and abs(offset) <= offset_tolerance * spread
 
 
@@ -563,9 +544,9 @@ def name_unit(declared: str, scale: float, offset: float, spread: float) -> str 
     best: tuple[float, str] | None = None
     for unit in candidates_for(declared):
         unit_scale, unit_offset = conversion(declared, unit)
-        if scale <= 0 or abs(scale / unit_scale - 1) > _MATCH_SCALE_TOLERANCE:
+        if scale <= 0 or abs(scale / unit_scale - 1) > POLICY.match_scale_tolerance:
             continue
-        if abs(offset - unit_offset) > _OFFSET_TOLERANCE * spread * unit_scale:
+        if abs(offset - unit_offset) > POLICY.offset_tolerance * spread * unit_scale:
             continue
         distance_ = abs(np.log(scale / unit_scale))
         if best is None or distance_ < best[0]:

@@ -8,9 +8,9 @@ whole table's rows). Without time information, the median reference batch. Again
 profile, that profile's row count.
 
 The natural spread of the reference batches' rates widens both limits: a drop is fewer than
-MIN_ROW_FRACTION of the expected rows (times the lowest rate seen over the median, when below 1); a
-spike is more than SPIKE_FACTOR times them (times the highest rate seen over the median, when above 1).
-SPIKE_FACTOR = 3: twice as far above as a drop is below, on a log scale the same ratio as halving and a
+`policy.volume_min_row_fraction` of the expected rows (times the lowest rate seen over the median, when below 1); a
+spike is more than `policy.volume_spike_factor` times them (times the highest rate seen over the median, when above 1).
+volume_spike_factor = 3: twice as far above as a drop is below, on a log scale the same ratio as halving and a
 half again; a table loaded twice plus one more partition passes it, one loaded three times (or forty) does not.
 """
 
@@ -24,13 +24,11 @@ from typing import Iterator
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
+from guard.policy import DEFAULT as POLICY
 from guard.registry import register
 from profiles.reference import Reference
 
-__all__ = ["check_volume", "expected_volume", "volume_limits", "Expectation", "MIN_ROW_FRACTION", "SPIKE_FACTOR"]
-
-MIN_ROW_FRACTION = 0.5  # fewer rows than this share of the expected rows is a collapse
-SPIKE_FACTOR = 3.0  # more rows than this multiple of the expected rows is a spike
+__all__ = ["check_volume", "expected_volume", "volume_limits", "Expectation"]
 
 
 @dataclass(frozen=True)
@@ -89,8 +87,8 @@ def volume_limits(ctx: GuardContext) -> tuple[int, int] | None:
 
 def _limits(expected: Expectation) -> tuple[int, int]:
     return (
-        math.ceil(expected.rows * MIN_ROW_FRACTION * expected.low),
-        math.floor(expected.rows * SPIKE_FACTOR * expected.high),
+        math.ceil(expected.rows * POLICY.volume_min_row_fraction * expected.low),
+        math.floor(expected.rows * POLICY.volume_spike_factor * expected.high),
     )
 
 

@@ -228,8 +228,9 @@ def test_daily_rows_are_named_from_two_hours_on(tmp_path: Path, hours: int, name
 def test_real_data_clean_days_of_hourly_data_are_never_read_as_shifted(tmp_path: Path, name: str) -> None:
     """A day of hourly rows holds one reading per hour, so its diurnal profile is noisier than a week's: on every
     clean day, against the weekly reference before it, no offset of 2 h or more beats the unshifted one by as
-    much as DIURNAL_GAIN (the largest is 0.13, on Greensboro), and nothing is named."""
-    from guard.checks.timeshift import DIURNAL_GAIN, diurnal_scores
+    much as `policy.shift_diurnal_gain` (the largest is 0.13, on Greensboro), and nothing is named."""
+    from guard.checks.timeshift import diurnal_scores
+    from guard.policy import DEFAULT as POLICY
 
     dataset = DATASETS[name]
     batches = load_batches(dataset, tmp_path)
@@ -247,7 +248,7 @@ def test_real_data_clean_days_of_hourly_data_are_never_read_as_shifted(tmp_path:
             if scored is not None:
                 score = scored[0]
                 gains.append(max(score[j] for j in range(24) if abs(signed(j)) >= 2) - score[0])
-    assert found == [] and len(gains) > 300 and max(gains) < DIURNAL_GAIN - 0.05, max(gains)
+    assert found == [] and len(gains) > 300 and max(gains) < POLICY.shift_diurnal_gain - 0.05, max(gains)
 
 
 @pytest.mark.parametrize(
@@ -263,7 +264,7 @@ def test_real_data_clean_days_of_hourly_data_are_never_read_as_shifted(tmp_path:
 )
 def test_real_data_three_or_four_hours_are_named_on_the_clock_that_moved(tmp_path: Path, name: str, hours: int) -> None:
     """Every fourth batch moved 3 or 4 hours is named on the time column, within an hour. On Greensboro the
-    irradiance's diurnal pattern says it (DIURNAL_GAIN). On pnw the temperatures' broad pattern gains too little
+    irradiance's diurnal pattern says it (`policy.shift_diurnal_gain`). On pnw the temperatures' broad pattern gains too little
     to say it alone in some weeks, and the local-hour column's relation moves by as many hours without saying which
     of the two moved; together they say it (`_corroborated`)."""
     dataset = DATASETS[name]

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from guard.checks.units import FAR, UNEXPLAINED
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind, Severity
+from guard.policy import DEFAULT as POLICY
 from guard.runner import run_guard
 from profiles.batches import split_batches
 from profiles.reference import build_reference
@@ -49,13 +49,13 @@ def _drift(tmp_path: Path, noise_sd: float):
 def test_a_change_far_beyond_natural_variation_that_no_rescaling_explains_blocks(tmp_path: Path) -> None:
     (found,) = _drift(tmp_path, noise_sd=20.0)
     assert found.kind is FindingKind.DRIFT and found.severity is Severity.BLOCK
-    assert found.observed["distance"] > UNEXPLAINED
+    assert found.observed["distance"] > POLICY.unexplained
 
 
 def test_a_change_beyond_natural_variation_but_short_of_far_beyond_it_is_a_warning(tmp_path: Path) -> None:
     found = _drift(tmp_path, noise_sd=6.0)
     assert found and all(f.severity is Severity.WARN for f in found)
-    assert all(1 < f.observed["distance"] <= UNEXPLAINED for f in found) and UNEXPLAINED > FAR
+    assert all(1 < f.observed["distance"] <= POLICY.unexplained for f in found) and POLICY.unexplained > POLICY.far
 
 
 def test_the_same_quantity_without_extra_noise_raises_nothing(tmp_path: Path) -> None:
