@@ -7,7 +7,9 @@ For each table of `chaos.corpus` (real public tables from many domains, shipped 
 in a scratch folder, as a new user would with no code:
 
 1. `kintsugi init NAME --data FIRST.parquet --target T --time-column C [--key K] [--unit C=U] --yes` on the table's
-   first `init_batches` batches, `--now` an hour after they end; then `kintsugi run` (a first champion);
+   first `init_batches` batches, `--now` an hour after they end; then `kintsugi run` (a first champion). init takes
+   no timestamp in a key: where the table's key holds its time column and init refuses it, init is run again with
+   the key without it (what a user does next), and the refusal is kept in the row (`init_refused`);
 2. for every following clean batch in time order: `kintsugi land NAME BATCH.parquet` an hour after the batch ends,
    then `kintsugi run NAME --json` an hour later. A clean run that ends BLOCKED is a false block; one that exits
    2 (or crashes) is a run in error; `promoted` is a run promoted without a person;
@@ -109,8 +111,10 @@ def _last_line(text: str) -> str:
 # --- onboarding and the clean walk ------------------------------------------------------------------------------
 
 
-def init_args(table: CorpusTable, pipeline: str, data: Path, ws: Path, now: pd.Timestamp) -> list[str]:
-    keys = [a for k in table.key for a in ("--key", k)]
+def init_args(
+    table: CorpusTable, key: tuple[str, ...], pipeline: str, data: Path, ws: Path, now: pd.Timestamp
+) -> list[str]:
+    keys = [a for k in key for a in ("--key", k)]
     units = [a for column, unit in table.units for a in ("--unit", f"{column}={unit}")]
     return [
         "init",
@@ -178,10 +182,18 @@ def walk(table: CorpusTable, pipeline: str, folder: Path, ws: Path, batches: lis
     first = batches[: table.init_batches]
     data = folder / f"{table.name}.parquet"
     pd.concat([b.rows for b in first], ignore_index=True).to_parquet(data, index=False)
-    code, out, err = cli(*init_args(table, pipeline, data, ws, first[-1].end + HOUR))
-    _say(table.name, f"init on {len(first)} batches: exit {code}")
+    found: dict[str, Any] = {}
+    key = table.key
+    code, out, err = cli(*init_args(table, key, pipeline, data, ws, first[-1].end + HOUR))
+    if code != 0 and table.time_column in key and "is timestamp" in err + out:  # what a user does next
+        found["init_refused"] = _last_line(err) or _last_line(out)
+        key = tuple(k for k in key if k != table.time_column)
+        code, out, err = cli(*init_args(table, key, pipeline, data, ws, first[-1].end + HOUR))
+    found["key"] = list(key)
+    _say(table.name, f"init on {len(first)} batches, key {', '.join(key) or 'none'}: exit {code}")
     if code != 0:
-        return {"error": f"init exited {code}: {_last_line(err) or _last_line(out)}", "init_output": out[-2000:]}
+        found.update(error=f"init exited {code}: {_last_line(err) or _last_line(out)}", init_output=out[-2000:])
+        return found
     first_run = run_once(table.name, pipeline, ws, first[-1].end + 2 * HOUR, f"{first[-1].batch_id} (init)")
     runs = []
     for i, batch in enumerate(batches[table.init_batches :]):
@@ -193,7 +205,7 @@ def walk(table: CorpusTable, pipeline: str, folder: Path, ws: Path, batches: lis
             _say(table.name, f"land {batch.batch_id}: exit {code} {_last_line(err)}")
             continue
         runs.append(run_once(table.name, pipeline, ws, batch.end + 2 * HOUR, batch.batch_id))
-    return {"first_run": first_run, "runs": runs}
+    return {**found, "first_run": first_run, "runs": runs}
 
 
 # --- the drill --------------------------------------------------------------------------------------------------

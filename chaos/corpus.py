@@ -13,7 +13,8 @@ Some acceptance tables are kept aside and never used here, in tests, fixtures, b
 module names them (`tests/chaos/test_corpus.py` checks it).
 
 Each `CorpusTable` says: its name, domain, shape, cadence (how often its rows come), time column, target column,
-key (if any), feature columns, a unit per column where a team would declare one, how it is cut into batches
+key (if any: entity and period for a panel or a snapshot, the period as the table's own integer or string field
+where it has one, since `kintsugi init` takes no timestamp in a key), feature columns, a unit per column where a team would declare one, how it is cut into batches
 (`batch`: a calendar `week`, `month` or `year`, or `period`: one batch per distinct timestamp, as a panel or a
 snapshot arrives) and how many of the first batches onboard it (`init_batches`).
 """
@@ -400,7 +401,7 @@ TABLES: dict[str, CorpusTable] = {
             _traffic_fatalities.__doc__ or "",
             _traffic_fatalities,
             time_column="period",
-            key=("state", "period"),
+            key=("state", "year"),
             features=_FATALITY_FEATURES,
             target="fatal",
             batch="period",
@@ -460,7 +461,7 @@ TABLES: dict[str, CorpusTable] = {
             _school_scores.__doc__ or "",
             _school_scores,
             time_column="period",
-            key=("schid", "period"),
+            key=("schid", "year"),
             features=("year", "lunch", "enrol", "exppp", "rexpp", *_SCHOOL_FLAGS),
             target="math4",
             batch="period",
@@ -476,7 +477,7 @@ TABLES: dict[str, CorpusTable] = {
             _mlb_teams.__doc__ or "",
             _mlb_teams,
             time_column="season",
-            key=("team_name", "season"),
+            key=("team_name", "year"),
             features=_MLB_FEATURES,
             target="wins",
             batch="period",
@@ -513,7 +514,7 @@ TABLES: dict[str, CorpusTable] = {
             _country_indicators.__doc__ or "",
             _country_indicators,
             time_column="as_of",
-            key=("country", "as_of"),
+            key=("country", "year"),
             features=("continent", "region", "year", "infant_mortality", "fertility", "population", "gdp"),
             target="life_expectancy",
             batch="period",
