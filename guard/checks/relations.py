@@ -15,14 +15,14 @@ association, at least `policy.leakage_jump_floor`) and the hour it should have b
 computed from the outcome on those rows: `target_leakage`. Otherwise `relation_broken` on H.
 
 A bound a <= b between two columns the contract gives one unit (an order the reference held and reached,
-`PairMoments.bound`: the dew point meets the air temperature at saturation; two ranges that merely did not
+`PairMoments.bound`: a lower series that meets its upper one at a limit; two ranges that merely did not
 overlap are no bound) is broken on a batch's sampled rows like an identity. The finding names the column of the
 two that the other columns explain worse on the broken rows than on the rest (fitted on the batch's own rows: a year
 is not the reference's season), and both in `columns`. Where, on the broken rows, that column is an exact monotone
 function of the label (its values ordered as the label's over `policy.monotone_labels` distinct labels, or `policy.monotone_categories`
 categories taken in the order of their medians, and `policy.monotone_pairs` pairs of rows), it was computed from the outcome
-there: `target_leakage`. An order the reference held but never reached (Seattle's daily minimum and maximum
-temperature, never equal) may be two series that have not crossed yet, so its break alone is no finding; but the
+there: `target_leakage`. An order the reference held but never reached (a daily minimum and maximum that were
+never equal) may be two series that have not crossed yet, so its break alone is no finding; but the
 same exact monotone function of the label on its broken rows is leakage too, when the label is neither column.
 Unless the contract declares it (`ColumnContract.at_least`, ODCS `atLeast`): a declared order is judged as a bound,
 with or without a reference, since its owner says it holds on every row.

@@ -19,11 +19,10 @@ outside the contract's [minimum, maximum] held by any number of rows. It is a se
 - frozen: any value the reference held rarely now holds `policy.frozen_share` of a batch's rows, or `policy.frozen_run_share` of
   them in one unbroken run in event-time order (the feed stuck from some hour on), in a column where no
   reference batch's most frequent value held more than `policy.frozen_batch_high` (a feed stuck on its last reading;
-  a column with a mass of its own, greensboro's visibility moving from 16,100 m to 24,000 m, is left alone;
-  the longest run of one value on a clean real batch is a third of it: relative humidity at 100% for 41 of the
-  126 hours of greensboro's last, short week);
+  a column with a mass of its own, a capped reading whose cap moved, is left alone; the longest run of one value
+  on a clean batch of the real-data bench is a third of that batch: a reading saturated at its bound);
 - grown: a placeholder-looking value the reference held rarely (under `policy.sentinel_growth_base`: a legitimate mass such
-  as greensboro's 77777 'unlimited' ceiling, half the hours, or the zeros of a zero-inflated column, is
+  as an 'unlimited' code held on half the rows, or the zeros of a zero-inflated column, is
   left alone) now holds `policy.sentinel_growth_factor` times its reference share plus `policy.sentinel_growth_margin`, and `policy.sentinel_growth_margin` more
   than any one reference batch showed.
 

@@ -10,14 +10,14 @@ Five lines of evidence, over each pair of contracted numeric columns (a, b) of o
   temp_max: on at least `policy.swap_order_held` of at least `policy.swap_min_order_rows` rows) is broken on some batch rows by about
   the reference's typical gap (the mean of low - high over the broken rows within `policy.swap_gap_ratio` of the mean of
   high - low in the reference): swapped rows break it by a whole gap, while two series that merely cross
-  with the season (Seattle warmer than San Francisco on summer afternoons: 0.4 of the winter gap against a
-  reference that never rolled past winter) break it by less, and a unit change in one column by far more.
+  as their levels drift (two series whose order reverses part of the time: 0.4 of the reference's gap when the
+  reference never saw them cross) break it by less, and a unit change in one column by far more.
   A whole swap in a season whose gaps are under 0.6 of the reference's is left to the first rule (a season
-  can reverse a strict order on every row: Seattle is warmer than San Francisco all summer week long), unless
-  the reference spans every season or the order is a bound it reached (`PairMoments.bound`: a humid week's
-  dew point close under the air temperature, swapped, is over it by a small gap on every hour). An order
-  the reference held on at least `policy.swap_order_mostly` of its rows only (dew point under air temperature, but for
-  rounding in stitched data) tells a whole swap: flipped on at least `policy.swap_order_mostly` of the batch.
+  can reverse a strict order on every row of a short batch), unless
+  the reference spans every season or the order is a bound it reached (`PairMoments.bound`: a lower series
+  that runs close under its upper one, swapped, is over it by a small gap on every row). An order
+  the reference held on at least `policy.swap_order_mostly` of its rows only (a lower series under its upper one, but
+  for rounding in stitched data) tells a whole swap: flipped on at least `policy.swap_order_mostly` of the batch.
 - correlations: two columns of one declared unit whose correlations with the other contracted numbers are
   exchanged (the batch's sit at least three quarters of the way from the reference's profiles to those
   profiles swapped, where the reference holds them apart beyond the batch correlations' noise), while at
@@ -337,7 +337,7 @@ def _by_ranges(
 ) -> Finding | None:
     """Two columns of one declared unit, one of them mostly outside the range its reference ever showed, and
     swapped back both entirely inside theirs and inside natural variation: written into each other's place
-    (San Francisco at Seattle's December temperatures, and Seattle at San Francisco's)."""
+    (each column holding values only the other's range ever held)."""
     assert ctx.contract is not None and ctx.snapshot is not None
     if not _same_unit(ctx, a, b) or min(len(values[a]), len(values[b])) < ctx.policy.swap_min_rows:
         return None

@@ -8,7 +8,7 @@ Evidence that anchors a timestamp column T to the world (where its hours should 
   histogram looks like its own shifts (hourly data: one row per hour, flat);
 - diurnal: the batch's per-hour means of the numeric columns against the reference's (Pearson
   correlation over the 24 hours, rolled by k, averaged over the columns whose hour-of-day pattern stands
-  out of the batch's noise): irradiance is zero at night, a temperature peaks after noon, deliveries slow
+  out of the batch's noise): a reading that is zero at night, one that peaks after noon, deliveries that slow
   at rush hours; the pattern moves with T.
 
 Relationships that tie columns together (learned from the reference, `profiles.relations`):
@@ -160,7 +160,7 @@ def diurnal_shift(
     reference: Mapping[str, Diurnal], batch: Mapping[str, Diurnal], skip: AbstractSet[str] = frozenset()
 ) -> Evidence | None:
     """The offset k whose rolled reference hour-of-day means the batch's match: correlations averaged over the
-    columns whose pattern stands out of noise, weighted by how far it does (a sharp pattern, irradiance at
+    columns whose pattern stands out of noise, weighted by how far it does (a sharp pattern, one that turns on and off at
     dawn and dusk, places the offset better than a broad one); None when no column has one."""
     scored = diurnal_scores(reference, batch, skip)
     if scored is None:

@@ -380,8 +380,8 @@ class _Natural:
 
     def measure(self, batch: Core) -> tuple[float | None, float]:
         """(how far from natural the batch is, its jump). The distance is the nearer of: like the reference
-        batches, or one ordinary step on from the newest of them (a warm May after a winter reference
-        continues the season); None when no statistic can be judged. The jump: how far its step from the
+        batches, or one ordinary step on from the newest of them (a level that keeps moving as it
+        moved from batch to batch continues its trend); None when no statistic can be judged. The jump: how far its step from the
         newest reference batch sits from the steps they took (inf when there are too few to judge)."""
         found = bands(self.history, self.atom, batch, ratio_scale=self.ratio, shorter=self.shorter)
         stepped = jump(found, batch)
@@ -392,7 +392,7 @@ class _Natural:
     def keeps_shape(self, batch: Core) -> tuple[bool, float | None]:
         """(the core's shape is one the reference batches had, within `policy.far`; the distance). An affine map keeps
         a shape, so a conversion or a rescaling must; a core whose shape changed moved for another reason
-        (a week of overcast sky: direct irradiance of 1-8 W/m2) and is drift, not a unit. Unknown: True."""
+        (a batch whose values all sit near zero) and is drift, not a unit. Unknown: True."""
         found = shape_distance(self.history, batch)
         return found is None or found <= POLICY.far, found
 
