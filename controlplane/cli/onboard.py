@@ -142,10 +142,14 @@ def _column_line(column: ColumnProposal) -> str:
             parts.append(f"unit none ({named}: this guard cannot name it yet; {column.unit.evidence})")
         else:
             parts.append(f"unit {spelt or 'none'} ({column.unit.evidence})")
-    if column.minimum is not None:
-        parts.append(f"in [{column.minimum:g}, {column.maximum:g}] ({column.bounds_why})")
+    if column.minimum is not None or column.maximum is not None:
+        low = "-inf" if column.minimum is None else f"{column.minimum:g}"
+        high = "inf" if column.maximum is None else f"{column.maximum:g}"
+        parts.append(f"in [{low}, {high}] ({column.bounds_why})")
+    elif column.logical_type in ("number", "integer") and not column.key:
+        parts.append(f"unbounded ({column.bounds_why})")
     if column.categories is not None:
-        parts.append(f"one of {', '.join(column.categories)}")
+        parts.append(f"seen {', '.join(column.categories)} (a new value warns)")
     if column.null_limit is not None:
         parts.append(f"nulls <= {column.null_limit:g}% (seen {column.nulls_seen:g}%)")
     return " ".join(parts)

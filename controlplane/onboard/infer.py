@@ -5,10 +5,12 @@ What it proposes, and from what:
   timestamp whose name says `label`: asked), keys (given, or an `id`/`*_id`/`*_key` column whose values are unique
   and never null: asked);
 - units of numeric columns, from their names and values, each with its evidence (`controlplane.onboard.unitguess`);
-- bounds: what was seen, widened by half the span on both sides, rounded outward, then cut to what the unit or
-  the column allows (never a negative length, a percentage over 100, a month past 12, an hour past 23, a year
-  after next year);
-- categories: the values of a string column that repeats a few values (at most 50);
+- bounds: only what the unit or the column allows by definition (never a negative length, a percentage over 100,
+  a month past 12, an hour past 23, a year after next year). What was seen is history, not law: a signed
+  quantity (a delay, a balance, a difference) or a trend leaves the init data's range on clean batches, and the
+  guard judges values against their batch history instead (a warning beyond it, a block far beyond it);
+- categories: none listed, for the same reason: a value the reference has not seen is a warning, not a block.
+  A team that wants a closed set lists it in the contract;
 - null limits: none allowed in a key or the event time; elsewhere twice the share seen, at least 1%;
 - orders: two numeric columns of one unit whose names differ only in a min/max word (`temp_min`, `temp_max`; also
   minimum/maximum, low/high, lo/hi, lower/upper) and whose every row read holds low <= high: `atLeast` on the
@@ -20,7 +22,6 @@ proposing again with it gives the reviewed contract.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
@@ -44,6 +45,7 @@ __all__ = [
 ]
 
 MAX_LISTED_CATEGORIES = 50
+KEY_TYPES = ("string", "integer", "date", "timestamp")
 _NULL_MARGIN = 2.0  # allow twice the observed null share, at least 1%
 _NUMERIC = ("number", "integer")
 _TIMES = ("timestamp", "date")
@@ -81,7 +83,7 @@ class ColumnProposal:
     minimum: float | None
     maximum: float | None
     bounds_why: str
-    categories: tuple[str, ...] | None
+    categories: tuple[str, ...] | None  # the values seen of a categorical string column: a feature, not a law
     null_limit: float | None  # percent; None for the label and its time (label freshness judges them)
     nulls_seen: float  # percent
     at_least: str | None = None  # the column of a min/max pair this one is never below
@@ -270,10 +272,11 @@ def _roles(profile: DatasetProfile, hints: Hints, unique: frozenset[str]) -> tup
             questions.append(Question("label_time", guess, guess, f"{guess!r} is a timestamp named like a label's"))
             label_time = guess
     for key in hints.keys:
-        if _require(profile, key, "--key").logical_type not in ("string", "integer"):
+        if _require(profile, key, "--key").logical_type not in KEY_TYPES:
             raise InputError(
                 f"--key {key!r} is {profile.columns[key].logical_type}",
-                "a key is a string or integer column whose values are unique and never null",
+                "a key is a string, integer, date or timestamp column (a panel's key is its entity and its "
+                "period) whose values together are unique and never null",
             )
     keys = list(hints.keys)
     for name in key_candidates(profile):
@@ -316,18 +319,17 @@ def _column(column: ColumnProfile, roles: Roles, hints: Hints) -> ColumnProposal
 
 
 def _bounds(column: ColumnProfile, domain: Domain) -> tuple[float | None, float | None, str]:
-    if column.minimum is None or column.maximum is None:
-        return None, None, "no values seen"
-    low, high = column.minimum, column.maximum
-    span = high - low or max(abs(high), 1.0)
-    step = max(10.0 ** math.floor(math.log10(span)) / 10, 1.0 if column.logical_type == "integer" else 0.0)
-    lower, upper = math.floor((low - span / 2) / step) * step, math.ceil((high + span / 2) / step) * step
-    if domain.low is not None:
-        lower = max(lower, domain.low)
-    if domain.high is not None:
-        upper = min(upper, domain.high)
-    why = f"seen {low:g}..{high:g}, widened by half the span" + (f"; {domain.why}" if domain.why else "")
-    return _tidy(lower), _tidy(upper), why
+    """What the unit or the column allows by definition; what was seen is only evidence for the person."""
+    seen = (
+        "no values seen"
+        if column.minimum is None or column.maximum is None
+        else (f"seen {column.minimum:g}..{column.maximum:g}")
+    )
+    if domain.low is None and domain.high is None:
+        return None, None, f"{seen}; unbounded: nothing says it cannot take any value (a signed quantity)"
+    low = None if domain.low is None else _tidy(domain.low)
+    high = None if domain.high is None else _tidy(domain.high)
+    return low, high, f"{seen}; {domain.why}"
 
 
 def _tidy(value: float) -> float:
@@ -345,8 +347,11 @@ def _property(column: ColumnProposal) -> dict[str, Any]:
     prop: dict[str, Any] = {"name": column.name, "logicalType": column.logical_type, "required": column.nulls_seen == 0}
     if column.key:
         prop["primaryKey"] = True
-    if column.minimum is not None and column.maximum is not None:
-        prop["logicalTypeOptions"] = {"minimum": column.minimum, "maximum": column.maximum}
+    bounds = {
+        side: value for side, value in (("minimum", column.minimum), ("maximum", column.maximum)) if value is not None
+    }
+    if bounds:
+        prop["logicalTypeOptions"] = bounds
     custom = [{"property": "unit", "value": column.contract_unit}] if column.contract_unit else []
     custom += [{"property": "role", "value": column.role}] if column.role else []
     custom += [{"property": "atLeast", "value": column.at_least}] if column.at_least else []
@@ -355,8 +360,6 @@ def _property(column: ColumnProposal) -> dict[str, Any]:
     quality: list[dict[str, Any]] = []
     if column.null_limit is not None:
         quality.append({"metric": "nullValues", "mustBeLessOrEqualTo": column.null_limit, "unit": "percent"})
-    if column.categories is not None:
-        quality.append({"metric": "invalidValues", "mustBe": 0, "arguments": {"validValues": list(column.categories)}})
     if quality:
         prop["quality"] = quality
     return prop

@@ -38,7 +38,7 @@ from controlplane.errors import DataError, InputError, KintsugiError, SpecError,
 from controlplane.frontdoor import services
 from controlplane.models.gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN
 from controlplane.models.modelstore import training_errors_mapped
-from controlplane.onboard.infer import Hints, Proposal, infer_task, key_candidates, propose
+from controlplane.onboard.infer import KEY_TYPES, Hints, Proposal, infer_task, key_candidates, propose
 from controlplane.onboard.land import operator_urn
 from controlplane.onboard.unitguess import given_unit
 from controlplane.runs.identity import check_datahub
@@ -204,6 +204,9 @@ def plan_init(ws: Workspace, request: InitRequest, *, now_ms: int, cwd: Path) ->
         snapshot = _read(ws, pinned.table, request.data)
         profile = snapshot.profile
         unique = _unique(ws.path(pinned.table), key_candidates(profile))
+        columns = profile.columns
+        if request.keys and all(k in columns and columns[k].logical_type in KEY_TYPES for k in request.keys):
+            _require_unique_key(ws.path(pinned.table), request.keys)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     hints = Hints(
@@ -249,6 +252,20 @@ def _read(ws: Workspace, table: str, data: str) -> Snapshot:
         return read_snapshot(ws.path(table))
     except SnapshotError as exc:
         raise DataError(f"--data {data}: {exc}", "point --data at a readable parquet or CSV table") from exc
+
+
+def _require_unique_key(table: Path, keys: tuple[str, ...]) -> None:
+    """The given key identifies every row of the init data: no two rows share it (a null is the nulls check's)."""
+    rows = pq.read_table(table, columns=list(keys)).drop_null()
+    repeated = rows.group_by(list(keys)).aggregate([([], "count_all")]).filter(pc.field("count_all") > 1)
+    if repeated.num_rows:
+        extra = int(pc.sum(repeated.column("count_all")).as_py()) - repeated.num_rows
+        first = ", ".join(f"{k}={repeated.column(k)[0].as_py()!r}" for k in keys)
+        raise InputError(
+            f"--key {','.join(keys)} is not unique: {extra} rows repeat a key ({repeated.num_rows} keys, "
+            f"first {first})",
+            "name the columns that together identify a row (a panel's key is its entity and its period)",
+        )
 
 
 def _unique(table: Path, candidates: list[str]) -> frozenset[str]:

@@ -36,42 +36,42 @@ __all__ = [
 
 PINT_SPELLINGS = hasattr(guard_units, "parse_unit")  # True once guard-robust's pint units are merged
 
-# pint spelling -> (the older guard's spelling or None, physical domain (low, high); None: unbounded)
-UNIT_TABLE: dict[str, tuple[str | None, tuple[float | None, float | None]]] = {
-    "m": ("m", (0, None)),
-    "km": ("km", (0, None)),
-    "cm": ("cm", (0, None)),
-    "mm": ("mm", (0, None)),
-    "mi": ("mi", (0, None)),
-    "ft": ("ft", (0, None)),
-    "yd": ("yd", (0, None)),
-    "inch": (None, (0, None)),
-    "kg": ("kg", (0, None)),
-    "g": ("g", (0, None)),
-    "lb": ("lb", (0, None)),
-    "oz": ("oz", (0, None)),
-    "s": ("s", (0, None)),
-    "ms": ("ms", (0, None)),
-    "min": ("min", (0, None)),
-    "h": ("h", (0, None)),
-    "percent": ("percent", (0, 100)),
-    "fraction": ("fraction", (0, 1)),
-    "USD": ("usd", (None, None)),
-    "USD_cent": ("usd_cents", (None, None)),
-    "EUR": ("eur", (None, None)),
-    "EUR_cent": ("eur_cents", (None, None)),
-    "degC": ("C", (-273.15, None)),
-    "degF": ("F", (-459.67, None)),
-    "K": ("K", (0, None)),
-    "mph": (None, (0, None)),
-    "km/h": (None, (0, None)),
-    "m/s": (None, (0, None)),
-    "knot": (None, (0, None)),
-    "hPa": (None, (0, None)),
-    "kPa": (None, (0, None)),
-    "Pa": (None, (0, None)),
-    "inHg": (None, (0, None)),
-    "degree": (None, (None, None)),
+# pint spelling -> the older guard's spelling, or None (what each allows: `guard.units.plausible_bounds`)
+UNIT_TABLE: dict[str, str | None] = {
+    "m": "m",
+    "km": "km",
+    "cm": "cm",
+    "mm": "mm",
+    "mi": "mi",
+    "ft": "ft",
+    "yd": "yd",
+    "inch": None,
+    "kg": "kg",
+    "g": "g",
+    "lb": "lb",
+    "oz": "oz",
+    "s": "s",
+    "ms": "ms",
+    "min": "min",
+    "h": "h",
+    "percent": "percent",
+    "fraction": "fraction",
+    "USD": "usd",
+    "USD_cent": "usd_cents",
+    "EUR": "eur",
+    "EUR_cent": "eur_cents",
+    "degC": "C",
+    "degF": "F",
+    "K": "K",
+    "mph": None,
+    "km/h": None,
+    "m/s": None,
+    "knot": None,
+    "hPa": None,
+    "kPa": None,
+    "Pa": None,
+    "inHg": None,
+    "degree": None,
 }
 # precipitation is a length in pint; the older guard has a dimension of its own for it
 _RAIN = {"mm": "mm_rain", "inch": "in_rain"}
@@ -109,7 +109,7 @@ def contract_unit(guess: UnitGuess) -> str | None:
         return _RAIN[guess.unit]
     if PINT_SPELLINGS or guess.unit not in UNIT_TABLE:
         return guess.unit if guess.unit in guard_units.UNITS else None
-    older = UNIT_TABLE[guess.unit][0]
+    older = UNIT_TABLE[guess.unit]
     return older if older in guard_units.UNITS else None
 
 
@@ -118,7 +118,7 @@ def given_unit(text: str, *, rain: bool = False) -> UnitGuess:
     spelt = text.strip()
     if spelt.lower() in ("", "none", "unitless", "-"):
         return UnitGuess(None, "unitless, as answered", True)
-    older = {old: new for new, (old, _) in UNIT_TABLE.items() if old is not None}
+    older = {old: new for new, old in UNIT_TABLE.items() if old is not None}
     rains = {old: new for new, old in _RAIN.items()}
     if spelt in rains:
         return UnitGuess(rains[spelt], f"{spelt}, as given", True, rain=True)
@@ -131,17 +131,21 @@ def given_unit(text: str, *, rain: bool = False) -> UnitGuess:
 
 
 def physical_domain(guess: UnitGuess) -> Domain:
+    """What the column can take by definition: its calendar or coordinate domain, else what the guard's unit
+    allows (`guard.units.plausible_bounds`: one answer for init and the guard). A duration, a speed or an
+    amount of money may be negative (a delay, a velocity component, a balance): unbounded."""
     if guess.domain is not None:
         return guess.domain
-    if guess.unit is None or guess.unit not in UNIT_TABLE:
+    spelt = contract_unit(guess)
+    if spelt is None:
         return Domain(None, None, "")
-    low, high = UNIT_TABLE[guess.unit][1]
+    low, high = guard_units.plausible_bounds(spelt)
     what: dict[tuple[float | None, float | None], str] = {
         (0, None): "never negative",
         (0, 100): "a percentage: 0 to 100",
         (0, 1): "a fraction: 0 to 1",
     }
-    why = what.get((low, high), f"not below {low:g} {guess.unit} (absolute zero)" if low is not None else "")
+    why = what.get((low, high), f"not below {low:g} {spelt} (absolute zero)" if low is not None else "")
     return Domain(low, high, why)
 
 

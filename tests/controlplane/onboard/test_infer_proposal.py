@@ -68,10 +68,10 @@ def test_units_from_names_and_values_with_their_evidence(tmp_path, name, values,
     [
         ("month", lambda r, n: r.integers(1, 10, n), (1, 12)),  # a sample that ends in September: still 1..12
         ("dep_hour", lambda r, n: r.integers(5, 24, n), (0, 23)),  # not 5..35
-        ("plane_year", lambda r, n: r.integers(1956, 2014, n), (1927, 2025)),  # not 3020: next year at most
+        ("plane_year", lambda r, n: r.integers(1956, 2014, n), (1900, 2025)),  # not 3020: next year at most
         ("humidity", lambda r, n: r.uniform(20, 100, n), (0, 100)),  # not 150
         ("weekday", lambda r, n: r.integers(0, 7, n), (0, 6)),
-        ("latitude", lambda r, n: r.uniform(40, 48, n), (36, 52)),
+        ("latitude", lambda r, n: r.uniform(40, 48, n), (-90, 90)),  # not 36..52: what was seen is not law
     ],
 )
 def test_bounds_take_the_natural_domain_of_the_column_or_unit(tmp_path, name, values, bounds):
@@ -79,14 +79,23 @@ def test_bounds_take_the_natural_domain_of_the_column_or_unit(tmp_path, name, va
     assert (column.minimum, column.maximum) == bounds, column.bounds_why
 
 
-def test_bounds_widen_below_the_minimum_too_but_never_past_physics(tmp_path):
+def test_bounds_are_what_the_unit_allows_never_the_range_seen(tmp_path):
     proposal = _proposal(
-        tmp_path, _frame(temp_c=lambda r, n: r.uniform(5, 25, n), distance_km=lambda r, n: r.uniform(1, 9, n))
+        tmp_path,
+        _frame(
+            temp_c=lambda r, n: r.uniform(5, 25, n),
+            distance_km=lambda r, n: r.uniform(1, 9, n),
+            delay_min=lambda r, n: r.uniform(0, 90, n),
+            score=lambda r, n: r.uniform(10, 20, n),
+        ),
     )
     temp, distance = proposal.column("temp_c"), proposal.column("distance_km")
-    assert temp.minimum < 5 - 5 and temp.maximum > 25 + 5  # half the span on both sides
-    assert distance.minimum == 0 and distance.maximum > 9  # a length is never negative
-    assert "never negative" in distance.bounds_why
+    assert (temp.minimum, temp.maximum) == (-273.15, None)  # absolute zero, nothing above
+    assert (distance.minimum, distance.maximum) == (0, None) and "never negative" in distance.bounds_why
+    delay, score = proposal.column("delay_min"), proposal.column("score")
+    assert (delay.minimum, delay.maximum) == (None, None)  # a duration may be negative: a delay, a difference
+    assert (score.minimum, score.maximum) == (None, None) and "signed quantity" in score.bounds_why
+    assert "seen 10" in score.bounds_why  # what was seen is evidence for the person, not a bound
 
 
 def test_roles_keys_categories_and_null_limits(tmp_path):

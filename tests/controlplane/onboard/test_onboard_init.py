@@ -109,8 +109,8 @@ def test_init_force_keeps_the_earlier_contract_as_a_file_and_a_datahub_version(o
     ws = copy_ws(onboarded[0], tmp_path / "ws")
     urn = _dataset(ws)
     table = str(ws.root / "data" / "seattle-weather.parquet")
-    code, _, err = cli(*init_args(table, "--force", "--key", "date"), workspace=ws.root)
-    assert code == 2 and err.startswith("error: --key 'date' is timestamp") and err.count("\n") == 1
+    code, _, err = cli(*init_args(table, "--force", "--key", "wind"), workspace=ws.root)
+    assert code == 2 and err.startswith("error: --key 'wind' is number") and err.count("\n") == 1
     code, out, err = cli(
         "init",
         NAME,
