@@ -93,6 +93,7 @@ class BatchSummary:
     after_ms: int | None  # the window the batch was cut by, when it was
     through_ms: int | None
     columns: Mapping[str, ColumnSummary]
+    instants: float | None = None  # distinct times of the batch's rows (an estimate; None: not known)
 
     @property
     def span_ms(self) -> int | None:
@@ -147,6 +148,15 @@ class Reference:
         known = [e for e in ends if e is not None]
         return max(known) if known else None
 
+    @property
+    def periodic(self) -> bool:
+        """Every row of a batch shares its period's time (a panel, a periodic aggregate, a snapshot): the kept
+        batches each hold one instant, of several rows. Its volume is rows per period, not rows per unit of time."""
+        counts = [b.instants for b in self.batches]
+        if not counts or any(c is None for c in counts):
+            return False
+        return all(round(c) == 1 for c in counts if c is not None) and self.expected_rows >= 2
+
     def shorter_by(self, batch: BatchProfile | None) -> float:
         """How many times shorter `batch` is than a reference batch, in time and in rows alike (>= 1): the
         lesser of the two ratios, so a batch of the usual rows at one timestamp, or of fewer rows over the
@@ -158,6 +168,12 @@ class Reference:
         expected = self.expected_rows
         span = batch.end_ms - batch.start_ms + cadence / max(expected, 1.0)
         return max(1.0, min(cadence / span, expected / batch.row_count))
+
+    def held_per_batch(self, column: str) -> bool:
+        """Every kept batch held one value of the column on all its rows (a period's month, year or flag: constant
+        within a batch by construction), and at least two batches are kept."""
+        shares = [s.point_share for s in self.variation(column)]
+        return len(shares) >= 2 and all(share == 1.0 for share in shares)
 
     def variation(self, column: str) -> list[ColumnSummary]:
         """The column's summary in each batch that has it, oldest first."""
@@ -231,7 +247,18 @@ def _summary(batch: BatchProfile, merged: DatasetProfile) -> BatchSummary:
         after_ms=window.after_ms if window else None,
         through_ms=window.through_ms if window else None,
         columns={name: ColumnSummary.of(column, atoms.get(name)) for name, column in batch.profile.columns.items()},
+        instants=_instants(batch),
     )
+
+
+def _instants(batch: BatchProfile) -> float | None:
+    """The batch's distinct times: exactly 1 when its first and last rows share one, else the time column's
+    distinct-count estimate."""
+    if batch.start_ms is not None and batch.start_ms == batch.end_ms and batch.row_count:
+        return 1.0
+    clock = batch.profile.columns.get(batch.time_column) if batch.time_column is not None else None
+    count = clock.distinct_count if clock is not None else None
+    return None if count is None else round(count, 3)
 
 
 def _batch_to_dict(batch: BatchSummary) -> dict[str, Any]:
@@ -242,6 +269,7 @@ def _batch_to_dict(batch: BatchSummary) -> dict[str, Any]:
         "end_ms": batch.end_ms,
         "after_ms": batch.after_ms,
         "through_ms": batch.through_ms,
+        "instants": batch.instants,
         "columns": {
             name: {
                 key: value if isinstance(value, (int, type(None))) else json_number(value)
@@ -261,6 +289,7 @@ def _batch_from_dict(data: Mapping[str, Any]) -> BatchSummary:
         after_ms=data.get("after_ms"),
         through_ms=data.get("through_ms"),
         columns={name: _summary_from_dict(column) for name, column in data["columns"].items()},
+        instants=data.get("instants"),
     )
 
 

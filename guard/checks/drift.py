@@ -105,6 +105,8 @@ def _numeric_drift(
         return None  # no values: the nulls check speaks
     if reference is None or not reference.quantiles:
         return _no_reference(ctx, column.name, severity)
+    if _the_periods_value(ctx, column.name, observed):
+        return None  # one value per batch by construction (a period's month, year or flag): it moves every batch
     if column.unit is not None and (_batch_judged(ctx, reference, observed) or unit_shifted(ctx, column)):
         return None  # the units check judges a column with a unit against natural variation, or owns its shift
     if _batch_judged(ctx, reference, observed):
@@ -134,6 +136,15 @@ def _numeric_drift(
         sample_rows=len(values),
         message=f"{column.name!r} moved: {gap:.1%} of its mass shifted across the reference's {level:g} quantile "
         f"(median {reference.quantile(0.5):g} -> {observed.quantile(0.5):g}); the limit is {limit:.1%}",
+    )
+
+
+def _the_periods_value(ctx: GuardContext, name: str, observed: ColumnProfile) -> bool:
+    return (
+        isinstance(ctx.reference, Reference)
+        and ctx.reference.held_per_batch(name)
+        and observed.minimum is not None
+        and observed.minimum == observed.maximum
     )
 
 

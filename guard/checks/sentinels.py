@@ -26,6 +26,11 @@ outside the contract's [minimum, maximum] held by any number of rows. It is a se
   left alone) now holds `policy.sentinel_growth_factor` times its reference share plus `policy.sentinel_growth_margin`, and `policy.sentinel_growth_margin` more
   than any one reference batch showed.
 
+Neither is a column that every kept batch held on one value (`Reference.held_per_batch`: a period's month, year
+or flag, constant within a batch by construction) while the batch holds one value too: that is the period's
+value, new or not. A value new to a column the reference held constant gives no scale to be far outside of: it
+is a new state (a flag switching on), not a code.
+
 The heal cannot know the value that was replaced: the rows holding the sentinel are quarantined
 (`params["value"]`), never filled in.
 """
@@ -75,13 +80,26 @@ def check_sentinels(ctx: GuardContext) -> Iterator[Finding]:
         if column.logical_type not in _NUMERIC or column.primary_key or column.name not in ctx.snapshot.sample:
             continue
         known = reference.columns.get(column.name)
-        if known is None:
+        if known is None or _the_periods_value(ctx, column.name):
             continue
         values = numeric_values(ctx.snapshot.sample[column.name])
         for value, count in _masses(values, column.minimum, column.maximum):
             finding = _judge(ctx, column.name, known, value, count, values)
             if finding is not None:
                 yield finding
+
+
+def _the_periods_value(ctx: GuardContext, name: str) -> bool:
+    """The batch holds one value of a column every kept batch held on one value: the period's, not a code."""
+    assert ctx.snapshot is not None
+    observed = ctx.snapshot.profile.columns.get(name)
+    return (
+        isinstance(ctx.reference, Reference)
+        and ctx.reference.held_per_batch(name)
+        and observed is not None
+        and observed.minimum is not None
+        and observed.minimum == observed.maximum
+    )
 
 
 def _masses(values: np.ndarray, low: float | None, high: float | None) -> list[tuple[float, int]]:
@@ -235,12 +253,13 @@ def _near_share(reference: ColumnProfile, values: np.ndarray, value: float) -> f
 
 
 def _far_outside(reference: ColumnProfile, value: float) -> bool:
-    """Beyond the reference's range by more than the range's own width: no natural record, a code."""
+    """Beyond the reference's range by more than the range's own width: no natural record, a code (a reference
+    that held one value has no width to be beyond)."""
     low, high = reference.minimum, reference.maximum
     if low is None or high is None:
         return False
     width = high - low
-    return value < low - width or value > high + width
+    return width > 0 and (value < low - width or value > high + width)
 
 
 def _rest_in_place(reference: ColumnProfile, values: np.ndarray, value: float) -> bool:

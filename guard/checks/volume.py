@@ -7,6 +7,12 @@ else the time between its first and last rows plus one typical row interval (a w
 whole table's rows). Without time information, the median reference batch. Against a bare whole-table
 profile, that profile's row count.
 
+A periodic table (`Reference.periodic`: a panel, a periodic aggregate, a snapshot, where every row of a batch
+shares its period's time) is counted in periods, not in time: the reference's median rows per period times the
+periods (distinct times) the snapshot holds, spread by the reference's lowest and highest rows per period. A
+period's time says which period it is, not when its rows came, so a time rate would expect rows per
+millisecond of a one-instant batch, or a whole period more for every step of the clock past it.
+
 The natural spread of the reference batches' rates widens both limits: a drop is fewer than
 `policy.volume_min_row_fraction` of the expected rows (times the lowest rate seen over the median, when below 1); a
 spike is more than `policy.volume_spike_factor` times them (times the highest rate seen over the median, when above 1).
@@ -98,6 +104,10 @@ def expected_volume(ctx: GuardContext) -> Expectation:
     if not isinstance(reference, Reference):
         rows = float(reference.row_count) if reference is not None else 0.0
         return Expectation(rows, 1.0, 1.0, "the reference table's rows")
+    if reference.periodic:
+        periods = _periods(ctx, reference)
+        if periods is not None:
+            return periods
     rates = [b.rows / b.span_ms for b in reference.batches if b.span_ms]
     covered = _covered_ms(ctx, reference, rates)
     if not rates or covered is None:
@@ -109,6 +119,28 @@ def expected_volume(ctx: GuardContext) -> Expectation:
         min(1.0, min(rates) / rate),
         max(1.0, max(rates) / rate),
         f"{rate * 86_400_000:.4g} rows a day over {days:.3g} days",
+    )
+
+
+def _periods(ctx: GuardContext, reference: Reference) -> Expectation | None:
+    """Rows per period times the snapshot's periods (None: the snapshot's distinct times are not known)."""
+    assert ctx.snapshot is not None
+    clock = ctx.snapshot.profile.columns.get(reference.time_column or "")
+    batch = ctx.snapshot.batch
+    if batch is not None and batch.start_ms is not None and batch.start_ms == batch.end_ms:
+        periods: float | None = 1.0
+    else:
+        periods = clock.distinct_count if clock is not None else None
+    if periods is None or periods <= 0:
+        return None
+    per_period = [b.rows / b.instants for b in reference.batches if b.instants]
+    rate = statistics.median(per_period)
+    periods = float(round(periods))
+    return Expectation(
+        rate * periods,
+        min(1.0, min(per_period) / rate),
+        max(1.0, max(per_period) / rate),
+        f"{rate:.4g} rows a period over {periods:g} period{'s' if periods != 1 else ''}",
     )
 
 
