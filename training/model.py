@@ -20,7 +20,15 @@ from training._scores import classification_scores, regression_scores
 from training.errors import SpecError, TrainingError
 from training.spec import TrainingSpec, metric_direction
 
-__all__ = ["build_estimator", "evaluate", "fit", "is_better", "relative_gain", "time_holdout"]
+__all__ = ["build_estimator", "evaluate", "fit", "is_better", "leaned_on", "relative_gain", "time_holdout"]
+
+# A feature the model leans on holds at least this share of the holdout score the features explain between them
+# (permutation importance: the score lost when that feature's values are shuffled). With k features of equal use
+# each holds 1/k, so up to ten equal features all count; a feature under 10% of the total is one the model could
+# mostly do without, and a warning on it alone does not stop a better model from promoting.
+LEAN_SHARE = 0.10
+IMPORTANCE_ROWS = 2000  # holdout rows the importances are measured on (evenly spaced, so deterministic)
+IMPORTANCE_REPEATS = 3
 
 
 def time_holdout(df: pd.DataFrame, time_column: str, fraction: float) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -92,6 +100,30 @@ def evaluate(spec: TrainingSpec, model: Any, df: pd.DataFrame) -> dict[str, floa
             "evaluate on a larger holdout (raise holdout_fraction or add rows)",
         )
     return scores
+
+
+def leaned_on(spec: TrainingSpec, model: Any, holdout: pd.DataFrame) -> tuple[str, ...]:
+    """The features the model leans on, by permutation importance on (up to IMPORTANCE_ROWS of) the holdout,
+    most important first. Every feature when the importances cannot be measured (fail closed: each then counts)."""
+    from sklearn.inspection import permutation_importance
+
+    features = list(spec.features)
+    if len(holdout) < 2 or not features:
+        return tuple(features)
+    step = max(1, len(holdout) // IMPORTANCE_ROWS)
+    rows = holdout.iloc[::step].iloc[:IMPORTANCE_ROWS]
+    try:
+        found = permutation_importance(
+            model, rows[features], rows[spec.target], n_repeats=IMPORTANCE_REPEATS, random_state=spec.seed
+        )
+    except (ValueError, TypeError):
+        return tuple(features)
+    means = np.clip(np.nan_to_num(found.importances_mean, nan=0.0), 0.0, None)
+    total = float(means.sum())
+    if total <= 0:
+        return tuple(features)
+    order = np.argsort(-means, kind="stable")
+    return tuple(features[i] for i in order if means[i] >= LEAN_SHARE * total)
 
 
 def relative_gain(metric: str, candidate: float, champion: float) -> float:

@@ -1,4 +1,9 @@
-"""The promotion gate: a pure, escalate-only decision over evidence. Missing evidence is never APPROVED."""
+"""The promotion gate: a pure, escalate-only decision over evidence. Missing evidence is never APPROVED.
+
+A guard warning asks for a person only where it can change what the model does: on the label, on a feature the
+model leans on (`training.model.leaned_on`), or on the table as a whole (no column). A warning on a feature the
+model barely uses is recorded in the decision's reasons, and a clean, better candidate promotes without a person.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from controlplane.vocab import Verdict
 from training.model import relative_gain
 
 __all__ = [
+    "GuardWarning",
     "PromotionEvidence",
     "PromotionDecision",
     "decide",
@@ -24,15 +30,26 @@ DEFAULT_MAX_REGRESSION = 0.02  # worse than the champion by more than 2% is BLOC
 
 
 @dataclass(frozen=True)
+class GuardWarning:
+    kind: str
+    column: str | None  # None: the table as a whole
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.column or '-'}"
+
+
+@dataclass(frozen=True)
 class PromotionEvidence:
     metric: str
     guard_verdict: str | None  # the guard on the data trained on, after any heal
-    guard_warnings: int
+    guard_warnings: tuple[GuardWarning, ...]
     unhealed_upstream_incidents: tuple[str, ...]
     candidate_score: float | None
     has_champion: bool
     champion_score: float | None
     snapshot_hash: str | None
+    label: str | None = None
+    leaned_on: tuple[str, ...] = ()  # the features the candidate leans on, most important first
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,11 +94,33 @@ def decide(
 
 
 def _soft(evidence: PromotionEvidence, gain: float | None, reasons: list[str], min_gain: float) -> PromotionDecision:
-    if evidence.guard_warnings:
+    touching, aside = _warnings_by_reach(evidence)
+    if touching:
+        shown = ", ".join(str(w) for w in touching)
         return PromotionDecision(
-            Verdict.NEEDS_REVIEW, (*reasons, f"{evidence.guard_warnings} guard warning(s) stand"), gain
+            Verdict.NEEDS_REVIEW,
+            (
+                *reasons,
+                f"{len(touching)} guard warning(s) on the label, a feature the model leans on or the table stand: {shown}",
+            ),
+            gain,
+        )
+    if aside:
+        reasons.append(
+            f"{len(aside)} guard warning(s) only on features the model does not lean on: "
+            + ", ".join(str(w) for w in aside)
         )
     return PromotionDecision(Verdict.APPROVED, tuple(reasons), gain)
+
+
+def _warnings_by_reach(evidence: PromotionEvidence) -> tuple[list[GuardWarning], list[GuardWarning]]:
+    """(warnings that can change what the model does, the others)."""
+    touching: list[GuardWarning] = []
+    aside: list[GuardWarning] = []
+    for warning in evidence.guard_warnings:
+        reaches = warning.column is None or warning.column == evidence.label or warning.column in evidence.leaned_on
+        (touching if reaches else aside).append(warning)
+    return touching, aside
 
 
 def _blocking_reasons(evidence: PromotionEvidence) -> list[str]:

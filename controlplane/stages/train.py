@@ -19,7 +19,7 @@ from controlplane.datahub.history import health_at, unhealed_at
 from controlplane.datahub.incidents import IncidentRef
 from controlplane.errors import DataError, KintsugiError
 from controlplane.models import passport_signing as passport
-from controlplane.models.gate import PromotionDecision, PromotionEvidence, decide
+from controlplane.models.gate import GuardWarning, PromotionDecision, PromotionEvidence, decide
 from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.runs.context import RunContext, crash_point
 from controlplane.stages.detect import TrainingView
@@ -27,7 +27,7 @@ from controlplane.stages.pin import verify_file
 from controlplane.vocab import LedgerKind, Stage
 from profiles.snapshot import read_frame
 from training import errors as training_errors
-from training.model import evaluate, fit, time_holdout
+from training.model import evaluate, fit, leaned_on, time_holdout
 
 if TYPE_CHECKING:
     from training.registry import ModelStore
@@ -52,6 +52,7 @@ class Trained:
     trained_at_ms: int
     unsealed: str | None = None  # why the model's files could not be signed (the gate then blocks)
     sample: dict[str, Any] | None = None  # the training sample's description, when the table was over the budget
+    leaned_on: tuple[str, ...] = ()  # the features the candidate leans on (`training.model.leaned_on`)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -66,6 +67,7 @@ class Trained:
                 "view": TrainingView.from_dict(data["view"]),
                 "incidents": tuple(IncidentRef.from_dict(r) for r in data["incidents"]),
                 "remediations": tuple(data["remediations"]),
+                "leaned_on": tuple(data.get("leaned_on", ())),
             }
         )
 
@@ -204,6 +206,7 @@ def train(
     with training_errors_mapped():
         model = fit(spec.training, train_df)
         candidate = evaluate(spec.training, model, holdout)
+        leaning = leaned_on(spec.training, model, holdout)
         champion_version, champion = score_champion(run, store, holdout)
         crash_point("train:before-log")
         with run.journal.writing(LedgerKind.MLFLOW_RUN, spec.name, experiment=spec.name) as entry:
@@ -272,6 +275,7 @@ def train(
         run.now_ms,
         unsealed,
         split.sample,
+        leaning,
     )
 
 
@@ -301,12 +305,14 @@ def assess(run: RunContext, trained: Trained, *, also_now: bool = False) -> Asse
     evidence = PromotionEvidence(
         metric=metric,
         guard_verdict=trained.view.report.verdict.value,
-        guard_warnings=len(trained.view.report.warnings),
+        guard_warnings=tuple(GuardWarning(w.kind.value, w.column) for w in trained.view.report.warnings),
         unhealed_upstream_incidents=unhealed,
         candidate_score=trained.metrics.get(metric),
         has_champion=trained.champion_version is not None,
         champion_score=trained.champion_metrics.get(metric),
         snapshot_hash=trained.view.table_hash,
+        label=spec.training.target,
+        leaned_on=trained.leaned_on,
     )
     decision = decide(evidence, spec.promotion.min_gain, spec.promotion.max_regression)
     return Assessment(evidence, decision, lineage, health, unhealed)

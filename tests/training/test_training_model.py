@@ -19,6 +19,7 @@ from training.model import (
     evaluate,
     fit,
     is_better,
+    leaned_on,
     relative_gain,
     time_holdout,
 )
@@ -303,3 +304,17 @@ def test_missing_scores_are_never_better() -> None:
         is_better("mae", 1.0, 2.0, min_gain=-0.5)
     with pytest.raises(SpecError, match="unknown metric"):
         relative_gain("mape", 1.0, 2.0)
+
+
+# -- leaned_on -----------------------------------------------------------------------------
+
+
+def test_the_features_a_model_leans_on_are_those_whose_shuffling_costs_the_score(
+    deliveries: pd.DataFrame, regression_spec: TrainingSpec
+) -> None:
+    train, holdout = time_holdout(deliveries, "event_time", 0.25)
+    model = fit(regression_spec, train)
+    found = leaned_on(regression_spec, model, holdout)
+    assert found[0] == "distance_km"  # 4 minutes a km: most of the label's spread
+    assert "weight_kg" not in found  # 0.3 minutes a kg: a feature the model could do without
+    assert leaned_on(regression_spec, model, holdout) == found  # seeded: the same answer every time

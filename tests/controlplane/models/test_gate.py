@@ -15,7 +15,7 @@ from mlflow import MlflowClient
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import PASSPORT_PROPERTY
 from controlplane.datahub.urns import model_urn
-from controlplane.models.gate import PromotionEvidence, decide
+from controlplane.models.gate import GuardWarning, PromotionEvidence, decide
 from controlplane.models.passport import audit_versions, verify_passport
 from controlplane.pipeline import reject, run_pipeline
 from controlplane.spec import load_spec
@@ -26,12 +26,14 @@ from tests.support import DEMO_NOW
 GOOD = PromotionEvidence(
     metric="mae",
     guard_verdict="CLEAN",
-    guard_warnings=0,
+    guard_warnings=(),
     unhealed_upstream_incidents=(),
     candidate_score=2.0,
     has_champion=True,
     champion_score=2.5,
     snapshot_hash="sha256:x",
+    label="eta",
+    leaned_on=("distance",),
 )
 
 
@@ -62,8 +64,26 @@ def test_missing_or_failing_evidence_is_never_approved(missing):
 
 def test_small_gain_or_warnings_need_review_and_regression_blocks():
     assert decide(replace(GOOD, candidate_score=2.499)).verdict is PromotionVerdict.NEEDS_REVIEW
-    assert decide(replace(GOOD, guard_warnings=1)).verdict is PromotionVerdict.NEEDS_REVIEW
+    assert (
+        decide(replace(GOOD, guard_warnings=(GuardWarning("drift", "distance"),))).verdict
+        is PromotionVerdict.NEEDS_REVIEW
+    )
     assert decide(replace(GOOD, candidate_score=2.6)).verdict is PromotionVerdict.BLOCKED
+
+
+@pytest.mark.parametrize(
+    "warning, verdict",
+    [
+        (GuardWarning("drift", "distance"), PromotionVerdict.NEEDS_REVIEW),  # a feature the model leans on
+        (GuardWarning("label_immature", "eta"), PromotionVerdict.NEEDS_REVIEW),  # the label
+        (GuardWarning("volume_spike", None), PromotionVerdict.NEEDS_REVIEW),  # the table as a whole
+        (GuardWarning("drift", "weekday"), PromotionVerdict.APPROVED),  # a feature the model barely uses
+    ],
+)
+def test_a_warning_asks_for_a_person_only_where_it_can_change_the_model(warning, verdict):
+    decision = decide(replace(GOOD, guard_warnings=(warning,)))
+    assert decision.verdict is verdict
+    assert str(warning) in " ".join(decision.reasons)  # on the record either way
 
 
 def test_configuration_cannot_loosen_the_gate(demo_copy):
