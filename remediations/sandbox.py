@@ -17,7 +17,6 @@ with the quarantine noted: `HealOutcome.quarantine.note()`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -34,6 +33,7 @@ from guard.findings import Finding
 from profiles.profile import DatasetProfile
 from profiles.snapshot import read_frame
 from remediations.registry import HealInput, HealStep, Playbook, PlaybookRefused, playbook_for
+from tables.objectstore import file_hash as content_hash  # a file's bytes, as the control plane hashes them
 
 __all__ = [
     "HealOutcome",
@@ -145,14 +145,6 @@ class HealOutcome:
             tuple(Finding.from_dict(f) for f in data.get("corrected", [])),
             tuple(Finding.from_dict(f) for f in data.get("quarantined", [])),
         )
-
-
-def content_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return "sha256:" + digest.hexdigest()
 
 
 @dataclass

@@ -10,7 +10,6 @@ every use, catches it: the run ends BLOCKED ("the table changed during the run")
 
 from __future__ import annotations
 
-import hashlib
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from controlplane.errors import DataError, TableChanged
 from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace
 from tables import locations
-from tables.objectstore import LocationError
+from tables.objectstore import LocationError, file_hash
 from tables.objectstore import TableChanged as LocationChanged
 
 __all__ = [
@@ -57,14 +56,6 @@ class Pinned:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Pinned:
         return cls(**data)
-
-
-def file_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return "sha256:" + digest.hexdigest()
 
 
 @contextmanager
