@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from controlplane.errors import RunNotFound, RunStateError
-from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage
+from controlplane.runs.facts import Impact, Pinned, Rollback, lift_facts
+from controlplane.vocab import LedgerKind, Policy, RunKind, RunStatus, Stage
 from controlplane.workspace import Workspace
 
 __all__ = [
@@ -97,15 +98,30 @@ class RunRecord:
     ledger: list[LedgerEntry] = field(default_factory=list)
     checkpoint: dict[str, Any] | None = None  # a paused run's typed checkpoint (controlplane.runs.checkpoint)
     pid: int = 0
-    facts: dict[str, Any] = field(default_factory=dict)  # what later commands need: pinned snapshot, incidents...
+    kind: RunKind = RunKind.LOOP
+    # what later commands need, each set by the stage or command that knows it
+    pinned: Pinned | None = None  # detect: the run's immutable view of its table (impact re-reads it)
+    incidents: tuple[str, ...] = ()  # incident: the urns raised, one per blocking finding
+    memory: dict[str, dict[str, Any]] = field(default_factory=dict)  # incident: urn -> what memory recalled
+    published_hash: str = ""  # publish: the table's content hash after the heal went in
+    resolved: tuple[str, ...] = ()  # resolve: the incidents it resolved (or cleared at the source)
+    impact: Impact | None = None  # the heal's measured impact, for the postmortem
+    version: int | None = None  # promote: the version made champion by hand
+    rollback: Rollback | None = None  # rollback: from which version to which, and why
+    postmortems: tuple[str, ...] = ()  # watch: the incidents it wrote a postmortem of
+    dataset: str = ""  # init: the dataset it registered
+    batch: str = ""  # land: the batch it appended
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["policy"], data["status"] = self.policy.value, self.status.value
+        data["policy"], data["status"], data["kind"] = self.policy.value, self.status.value, self.kind.value
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
+        if "facts" in data:  # written before the facts were typed
+            data = {**{k: v for k, v in data.items() if k != "facts"}, **lift_facts(data["facts"] or {})}
+        pinned, impact, rollback = data.get("pinned"), data.get("impact"), data.get("rollback")
         return cls(
             **{
                 **data,
@@ -113,6 +129,13 @@ class RunRecord:
                 "status": RunStatus(data["status"]),
                 "events": [Event(**e) for e in data["events"]],
                 "ledger": [LedgerEntry(**e) for e in data["ledger"]],
+                "kind": RunKind(data.get("kind", RunKind.LOOP)),
+                "pinned": None if pinned is None else Pinned.from_dict(pinned),
+                "incidents": tuple(data.get("incidents", ())),
+                "resolved": tuple(data.get("resolved", ())),
+                "impact": None if impact is None else Impact(**impact),
+                "rollback": None if rollback is None else Rollback.from_dict(rollback),
+                "postmortems": tuple(data.get("postmortems", ())),
             }
         )
 

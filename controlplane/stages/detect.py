@@ -80,7 +80,7 @@ def detect(run: RunContext) -> Detected:
         raise DataError(guarded.context.snapshot_error or "the table could not be read", fix)
     verify_file(run.ws, pinned.table, pinned.table_hash, "the guard")  # the bytes guarded are the bytes pinned
     report, snapshot = guarded.report, guarded.context.snapshot
-    run.record.facts["pinned"] = pinned.to_dict()
+    run.record.pinned = pinned
     if run.writes:
         mcps = assertion_mcps(
             report, run.run_id, run.now_ms, contract=guarded.context.contract, volume=_volume_limits(guarded)

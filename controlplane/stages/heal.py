@@ -3,7 +3,7 @@ with allowlisted playbooks (pandas, or Spark's for `engine: spark`), and run the
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from controlplane.datahub.incidents import IncidentRef, open_incident
@@ -21,7 +21,7 @@ from guard.registry import CHECKS
 from remediations.registry import HealStep
 from remediations.sandbox import HealOutcome, heal_copy
 
-__all__ = ["Healed", "raise_incidents", "heal", "verify", "assertion_of", "heal_notes", "quarantine_note"]
+__all__ = ["Healed", "Raised", "raise_incidents", "heal", "verify", "assertion_of", "heal_notes", "quarantine_note"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,19 @@ class Healed:
         )  # type: ignore[misc]
 
 
+@dataclass(frozen=True)
+class Raised:
+    """The incidents a run raised, one per blocking finding, and per incident urn what memory recalled of its
+    failure mode (`controlplane.watch.memory.memory_fact`): the heal re-uses it, the resolution note extends it."""
+
+    incidents: tuple[IncidentRef, ...] = ()
+    memory: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def urns(self) -> tuple[str, ...]:
+        return tuple(r.urn for r in self.incidents)
+
+
 def assertion_of(finding: Finding) -> str:
     """The assertion that recorded this failure: its check, on its column for per-column checks."""
     check = CHECKS.get(finding.check)
@@ -79,7 +92,9 @@ def assertion_of(finding: Finding) -> str:
     return assertion_urn(finding.dataset, finding.check or "guard", column)
 
 
-def raise_incidents(run: RunContext, report: GuardReport) -> tuple[IncidentRef, ...]:
+def raise_incidents(run: RunContext, report: GuardReport) -> Raised:
+    """An incident per blocking finding, each with what memory recalls of its failure mode; kept on the record
+    (saved with the event that tells it) for a resume at the publish gate."""
     if not run.writes:
         run.event(
             Stage.INCIDENT,
@@ -87,7 +102,7 @@ def raise_incidents(run: RunContext, report: GuardReport) -> tuple[IncidentRef, 
             "dry-run: would raise an incident per blocking finding",
             would_raise=[list(f.key) for f in report.blocking],
         )
-        return ()
+        return Raised()
     refs, remembered = [], {}
     for finding in report.blocking:
         recalled = recall(run.metadata, finding, run.now_ms)
@@ -100,8 +115,8 @@ def raise_incidents(run: RunContext, report: GuardReport) -> tuple[IncidentRef, 
             entry.result.update(urn=ref.urn, created=ref.created)
         refs.append(ref)
         remembered[ref.urn] = memory_fact(finding, recalled)
-    run.record.facts["incidents"] = [r.urn for r in refs]
-    run.record.facts["memory"] = remembered
+    raised = Raised(tuple(refs), remembered)
+    run.record.incidents, run.record.memory = raised.urns, raised.memory
     run.event(
         Stage.INCIDENT,
         "raised",
@@ -113,11 +128,12 @@ def raise_incidents(run: RunContext, report: GuardReport) -> tuple[IncidentRef, 
         incidents=[r.to_dict() for r in refs],
         memory=remembered,
     )
-    return tuple(refs)
+    return raised
 
 
-def heal(run: RunContext, detected: Detected) -> Healed | Blocked:
-    """Heal a copy of the pinned bytes; Blocked when any blocking finding cannot be healed."""
+def heal(run: RunContext, detected: Detected, raised: Raised) -> Healed | Blocked:
+    """Heal a copy of the pinned bytes, re-using the verified heal of a failure mode `raised` recalls; Blocked when
+    any blocking finding cannot be healed."""
     verify_file(run.ws, detected.pinned.table, detected.pinned.table_hash, "the heal")
     contract = detected.context.contract
     blocking = detected.report.blocking
@@ -130,7 +146,7 @@ def heal(run: RunContext, detected: Detected) -> Healed | Blocked:
             unhealable=[f.to_dict() for f in blocking],
         )
         return Blocked(Stage.HEAL, "BLOCKED: " + "; ".join(why) + " (incident stays open)")
-    blocking, reused = reuse_all(blocking, run.record.facts.get("memory") or {})
+    blocking, reused = reuse_all(blocking, raised.memory)
     outcome = _heal_copy(run, detected, blocking, contract)
     evidence = {**_evidence(outcome), "reused": reused, "engine": run.engine.name}
     if not outcome.complete:
