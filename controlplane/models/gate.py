@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from controlplane.errors import SpecError
 from controlplane.vocab import Verdict
+from profiles.records import Record
 from training.model import relative_gain
 
 __all__ = [
@@ -24,7 +24,7 @@ DEFAULT_MAX_REGRESSION = 0.02  # worse than the champion by more than 2% is BLOC
 
 
 @dataclass(frozen=True)
-class PromotionEvidence:
+class PromotionEvidence(Record):
     metric: str
     guard_verdict: str | None  # the guard on the data trained on, after any heal
     guard_warnings: int
@@ -34,18 +34,12 @@ class PromotionEvidence:
     champion_score: float | None
     snapshot_hash: str | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class PromotionDecision:
+class PromotionDecision(Record):
     verdict: Verdict
     reasons: tuple[str, ...]
     gain: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict.value, "reasons": list(self.reasons), "gain": self.gain}
 
 
 def check_rules(min_gain: float, max_regression: float) -> None:

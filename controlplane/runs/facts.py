@@ -7,11 +7,12 @@ workspace on disk (and `kintsugi recover` on it) reads as it did.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from controlplane.workspace import Workspace
+from profiles.records import Record
 
 __all__ = ["Pinned", "Impact", "Rollback", "lift_facts"]
 
@@ -31,7 +32,7 @@ _SAME_NAME = (
 
 
 @dataclass(frozen=True)
-class Pinned:
+class Pinned(Record):
     """A run's immutable view of its table."""
 
     table: str  # workspace-relative: the one parquet file every stage reads
@@ -41,13 +42,6 @@ class Pinned:
 
     def path(self, ws: Workspace) -> Path:
         return ws.path(self.table)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Pinned:
-        return cls(**data)
 
 
 @dataclass(frozen=True)
@@ -74,11 +68,6 @@ class Rollback:
     from_version: int
     to_version: int | None
     causes: tuple[str, ...] = ()
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Rollback:
-        to = data.get("to_version")
-        return cls(int(data["from_version"]), None if to is None else int(to), tuple(data.get("causes", ())))
 
 
 def lift_facts(facts: dict[str, Any]) -> dict[str, Any]:

@@ -13,15 +13,16 @@ import os
 import secrets
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping, Self
 
 from controlplane.errors import RunNotFound, RunStateError
 from controlplane.runs.facts import Impact, Pinned, Rollback, lift_facts
 from controlplane.vocab import LedgerKind, Policy, RunKind, RunStatus, Stage
 from controlplane.workspace import Workspace
+from profiles.records import Record, from_record
 
 __all__ = [
     "Event",
@@ -86,7 +87,7 @@ class LedgerEntry:
 
 
 @dataclass
-class RunRecord:
+class RunRecord(Record):
     run_id: str
     pipeline: str
     policy: Policy
@@ -112,32 +113,11 @@ class RunRecord:
     dataset: str = ""  # init: the dataset it registered
     batch: str = ""  # land: the batch it appended
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["policy"], data["status"], data["kind"] = self.policy.value, self.status.value, self.kind.value
-        return data
-
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunRecord:
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
         if "facts" in data:  # written before the facts were typed
             data = {**{k: v for k, v in data.items() if k != "facts"}, **lift_facts(data["facts"] or {})}
-        pinned, impact, rollback = data.get("pinned"), data.get("impact"), data.get("rollback")
-        return cls(
-            **{
-                **data,
-                "policy": Policy(data["policy"]),
-                "status": RunStatus(data["status"]),
-                "events": [Event(**e) for e in data["events"]],
-                "ledger": [LedgerEntry(**e) for e in data["ledger"]],
-                "kind": RunKind(data.get("kind", RunKind.LOOP)),
-                "pinned": None if pinned is None else Pinned.from_dict(pinned),
-                "incidents": tuple(data.get("incidents", ())),
-                "resolved": tuple(data.get("resolved", ())),
-                "impact": None if impact is None else Impact(**impact),
-                "rollback": None if rollback is None else Rollback.from_dict(rollback),
-                "postmortems": tuple(data.get("postmortems", ())),
-            }
-        )
+        return from_record(cls, data)
 
     def entries(self, kind: LedgerKind, *, done_only: bool = True) -> list[LedgerEntry]:
         return [e for e in self.ledger if e.kind == kind.value and (e.done or not done_only)]

@@ -18,6 +18,7 @@ from controlplane.watch.memory import memory_fact, recall, reuse_all
 from guard.contract import Contract
 from guard.findings import Finding, GuardReport, Verdict
 from guard.registry import CHECKS
+from profiles.records import Record
 from remediations.registry import HealStep
 from remediations.sandbox import HealOutcome, heal_copy
 
@@ -25,7 +26,7 @@ __all__ = ["Healed", "Raised", "raise_incidents", "heal", "verify", "assertion_o
 
 
 @dataclass(frozen=True)
-class Healed:
+class Healed(Record):
     """A complete heal of the pinned table, in the run's sandbox: the table to publish (exact corrections only)
     and the training view (the published table minus the rows set aside, when any were)."""
 
@@ -45,31 +46,6 @@ class Healed:
     @property
     def view_hash(self) -> str:
         return self.training_hash or self.after_hash
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "healed_path": self.healed_path,
-            "before_hash": self.before_hash,
-            "after_hash": self.after_hash,
-            "steps": [asdict(s) for s in self.steps],
-            "training_path": self.training_path,
-            "training_hash": self.training_hash,
-            "quarantine": self.quarantine,
-            "open_keys": [list(k) for k in self.open_keys],
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Healed:
-        return cls(
-            data["healed_path"],
-            data["before_hash"],
-            data["after_hash"],
-            tuple(HealStep(**s) for s in data["steps"]),
-            data.get("training_path", ""),
-            data.get("training_hash", ""),
-            data.get("quarantine"),
-            tuple(tuple(k) for k in data.get("open_keys", [])),
-        )  # type: ignore[misc]
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ go to the MLflow dataset record, the run's event and the passport."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -25,6 +25,7 @@ from controlplane.runs.context import RunContext, crash_point
 from controlplane.stages.detect import TrainingView
 from controlplane.stages.pin import verify_file
 from controlplane.vocab import LedgerKind, Stage
+from profiles.records import Record
 from profiles.snapshot import read_frame
 from training import errors as training_errors
 from training.model import evaluate, fit, time_holdout
@@ -36,7 +37,7 @@ __all__ = ["Trained", "Assessment", "Split", "train", "assess", "holdout_of", "l
 
 
 @dataclass(frozen=True)
-class Trained:
+class Trained(Record):
     """A registered candidate and everything its passport will say about how it was made."""
 
     version: int
@@ -53,25 +54,9 @@ class Trained:
     unsealed: str | None = None  # why the model's files could not be signed (the gate then blocks)
     sample: dict[str, Any] | None = None  # the training sample's description, when the table was over the budget
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.update(view=self.view.to_dict(), incidents=[r.to_dict() for r in self.incidents])
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Trained:
-        return cls(
-            **{
-                **data,
-                "view": TrainingView.from_dict(data["view"]),
-                "incidents": tuple(IncidentRef.from_dict(r) for r in data["incidents"]),
-                "remediations": tuple(data["remediations"]),
-            }
-        )
-
 
 @dataclass(frozen=True)
-class Assessment:
+class Assessment(Record):
     """The gate's inputs read from the stores, and its decision."""
 
     evidence: PromotionEvidence
@@ -79,15 +64,6 @@ class Assessment:
     lineage: tuple[str, ...]
     health: dict[str, list[dict[str, Any]]]
     unhealed: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "evidence": self.evidence.to_dict(),
-            "decision": self.decision.to_dict(),
-            "lineage": list(self.lineage),
-            "health": self.health,
-            "unhealed": list(self.unhealed),
-        }
 
 
 @dataclass(frozen=True)
