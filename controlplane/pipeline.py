@@ -88,8 +88,8 @@ def _story(run: RunContext) -> None:
         resolve_cleared(run, detected.report)
         _train_and_promote(run, detected.view, detected.report.to_dict(), (), ())
         return
-    incidents = raise_incidents(run, detected.report)
-    healed = heal(run, detected)
+    raised = raise_incidents(run, detected.report)
+    healed = heal(run, detected, raised)
     if isinstance(healed, Blocked):
         _stop(run, healed)
         return
@@ -103,12 +103,12 @@ def _story(run: RunContext) -> None:
     if run.policy is Policy.RATIFY:
         _pause(
             run,
-            PublishCheckpoint(detected.pinned, healed, incidents, detected.report.to_dict()),
+            PublishCheckpoint(detected.pinned, healed, raised.incidents, detected.report.to_dict()),
             "the heal verifies",
             healed=healed.healed_path,
         )
         return
-    _publish_and_train(run, detected.pinned, healed, view, incidents, detected.report.to_dict())
+    _publish_and_train(run, detected.pinned, healed, view, raised.incidents, detected.report.to_dict())
 
 
 def _publish_and_train(

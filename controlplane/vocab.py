@@ -1,4 +1,4 @@
-"""The control plane's words, defined once: run status, policy, stage, ledger kind and promotion verdict.
+"""The control plane's words, defined once: run status and kind, policy, stage, ledger kind and promotion verdict.
 
 Exit codes, API/MCP literals and DataHub tags all come from these enums.
 """
@@ -10,6 +10,7 @@ from enum import StrEnum
 __all__ = [
     "Policy",
     "RunStatus",
+    "RunKind",
     "Stage",
     "LedgerKind",
     "Verdict",
@@ -64,6 +65,22 @@ class RunStatus(StrEnum):
     @property
     def finished(self) -> bool:
         return self not in (RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.UNDOING)
+
+
+class RunKind(StrEnum):
+    """What a run record is the record of: a run of the loop, or another command that writes and is journaled."""
+
+    LOOP = "run"  # detect, heal, train, promote (`kintsugi run`, approve and reject continue one)
+    INIT = "init"  # `kintsugi init` onboarding a pipeline
+    LAND = "land"  # `kintsugi land` appending a batch
+    PROMOTE = "promote"  # `kintsugi promote` moving the champion by hand
+    WATCH = "watch"  # a watch pass (models at risk, a flag, postmortems)
+    ROLLBACK = "rollback"  # a watch pass moving an unsafe champion back
+
+    @property
+    def command(self) -> bool:
+        """An init or a land: a record of what it wrote, no publish, no model version to take back."""
+        return self in (RunKind.INIT, RunKind.LAND)
 
 
 class Stage(StrEnum):

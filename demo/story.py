@@ -55,9 +55,9 @@ def run_demo(
     say("[4/5] the loop runs on the poisoned batch")
     healed = run_pipeline(ws, spec, now_ms=_ms(now + timedelta(minutes=5)), listener=listener)
     say("[5/5] customer impact: a model trained on the poisoned data vs the healed one, same holdout")
-    impact = healed.facts.get("impact") or {}
-    if "poisoned" in impact:  # measured by the run itself when it healed (controlplane.models.impact)
-        mae_poisoned, mae_healed = float(impact["poisoned"]), float(impact["healed"])
+    impact = healed.impact
+    if impact is not None and impact.poisoned is not None and impact.healed is not None:  # measured by the run
+        mae_poisoned, mae_healed = float(impact.poisoned), float(impact.healed)
     else:
         poisoned_path = ws.run_dir(healed.run_id) / "sandbox" / "input.parquet"
         mae_poisoned, mae_healed = customer_impact(spec, poisoned_path, spec.data)

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from profiles.records import Record
 from profiles.relations import Relations
 from profiles.sketches import DistinctSketch, Moments, QuantileSketch
 
@@ -142,7 +143,7 @@ class DatasetProfile:
 
 
 @dataclass(frozen=True)
-class TimeWindow:
+class TimeWindow(Record):
     """Rows whose `column` lies in (after_ms, through_ms]: after a watermark, up to and including the next.
 
     Either bound may be None (unbounded). Times are UTC epoch milliseconds, floored.
@@ -163,13 +164,6 @@ class TimeWindow:
         return (self.after_ms is not None and high_ms <= self.after_ms) or (
             self.through_ms is not None and low_ms > self.through_ms
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"column": self.column, "after_ms": self.after_ms, "through_ms": self.through_ms}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TimeWindow:
-        return cls(data["column"], data.get("after_ms"), data.get("through_ms"))
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ with the quarantine noted: `HealOutcome.quarantine.note()`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -32,8 +31,10 @@ import remediations.playbooks  # noqa: F401  (registers the playbooks)
 from guard.contract import Contract
 from guard.findings import Finding
 from profiles.profile import DatasetProfile
+from profiles.records import Record
 from profiles.snapshot import read_frame
 from remediations.registry import HealInput, HealStep, Playbook, PlaybookRefused, playbook_for
+from tables.objectstore import file_hash as content_hash  # a file's bytes, as the control plane hashes them
 
 __all__ = [
     "HealOutcome",
@@ -67,7 +68,7 @@ TRAINING_FILE = "training.parquet"
 
 
 @dataclass(frozen=True)
-class QuarantineList:
+class QuarantineList(Record):
     """Rows set aside: kept unchanged in the published table, left out of the training view."""
 
     path: Path
@@ -78,13 +79,6 @@ class QuarantineList:
         """One line for an incident that stays open."""
         parts = ", ".join(f"{count} for {label}" for label, count in sorted(self.by_finding.items()))
         return f"{self.rows} row(s) quarantined, not corrected ({parts}); listed in {self.path}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": str(self.path), "rows": self.rows, "by_finding": dict(self.by_finding)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> QuarantineList:
-        return cls(Path(data["path"]), int(data["rows"]), {k: int(v) for k, v in data["by_finding"].items()})
 
 
 @dataclass(frozen=True)
@@ -145,14 +139,6 @@ class HealOutcome:
             tuple(Finding.from_dict(f) for f in data.get("corrected", [])),
             tuple(Finding.from_dict(f) for f in data.get("quarantined", [])),
         )
-
-
-def content_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return "sha256:" + digest.hexdigest()
 
 
 @dataclass

@@ -30,6 +30,7 @@ __all__ = [
     "LocalStore",
     "S3Store",
     "sha256_file",
+    "file_hash",
     "content_hash",
     "copy_hashing",
 ]
@@ -71,6 +72,11 @@ def content_hash(shas: Iterable[tuple[str, str]]) -> str:
 def sha256_file(path: Path) -> str:
     with open(path, "rb") as handle:
         return _sha_stream(handle)
+
+
+def file_hash(path: Path) -> str:
+    """The one hash of a file's bytes the loop records and compares: `sha256:` and the hex digest."""
+    return "sha256:" + sha256_file(path)
 
 
 def _sha_stream(handle: BinaryIO) -> str:

@@ -22,7 +22,7 @@ from controlplane.spec import load_spec
 from controlplane.stages.conclude import move_champion
 from controlplane.takeback.recovery import recover_pipeline
 from controlplane.takeback.rollback import ABANDONED_KEY, UNDONE_KEY
-from controlplane.vocab import Policy, RunStatus, Stage, Verdict
+from controlplane.vocab import Policy, RunKind, RunStatus, Stage, Verdict
 from controlplane.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -66,7 +66,8 @@ def promote_version(ws: Workspace, model: str, version: int, *, now_ms: int | No
             int(time.time() * 1000),
             now_ms,
             pid=os.getpid(),
-            facts={"kind": "promote", "version": version},
+            kind=RunKind.PROMOTE,
+            version=version,
         )
         RunJournal(ws, record).save()
         with open_run(ws, spec, record) as run:

@@ -27,7 +27,6 @@ from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.model_risk import Cause, at_risk_info, at_risk_urn, flag_mcps, set_state
 from controlplane.datahub.port import MetadataPort
 from controlplane.models.champion_health import (
-    ROLLBACK_KIND,
     Decision,
     VersionHealth,
     cause_of,
@@ -40,13 +39,14 @@ from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.models.passport import evidence_refusal
 from controlplane.runs.checkpoint import RollbackCheckpoint, save_checkpoint
 from controlplane.runs.context import RunContext, open_run
+from controlplane.runs.facts import Rollback
 from controlplane.runs.journal import RunRecord, new_run_id
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec
 from controlplane.stages.conclude import Approval, move_champion
 from controlplane.takeback.recovery import recover_pipeline
 from controlplane.takeback.rollback import ABANDONED_KEY, UNDONE_KEY
-from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage, Verdict
+from controlplane.vocab import LedgerKind, Policy, RunKind, RunStatus, Stage, Verdict
 from controlplane.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -62,12 +62,10 @@ __all__ = [
     "reject_rollback",
     "AT_RISK_KEY",
     "FLAG_KEY",
-    "WATCH_KIND",
 ]
 
 AT_RISK_KEY = "kintsugi.at_risk"
 FLAG_KEY = "kintsugi.flagged"
-WATCH_KIND = "watch"
 _ACTIVE, _RESOLVED = s.IncidentStateClass.ACTIVE, s.IncidentStateClass.RESOLVED
 
 
@@ -239,15 +237,11 @@ def _quiet_action(found: Plan, policy: Policy) -> str:
 
 def _new_record(run_id: str, spec: PipelineSpec, found: Plan, policy: Policy, now_ms: int) -> RunRecord:
     decision = found.decision
-    facts: dict[str, object] = {"kind": WATCH_KIND}
-    if decision.action == "rollback":
-        facts = {
-            "kind": ROLLBACK_KIND,
-            "from_version": decision.champion,
-            "to_version": decision.target,
-            "causes": list(decision.causes),
-        }
-    return RunRecord(run_id, spec.name, policy, int(time.time() * 1000), now_ms, pid=os.getpid(), facts=facts)
+    record = RunRecord(run_id, spec.name, policy, int(time.time() * 1000), now_ms, pid=os.getpid(), kind=RunKind.WATCH)
+    if decision.action == "rollback" and decision.champion is not None:  # a rollback moves a champion, always
+        record.kind = RunKind.ROLLBACK
+        record.rollback = Rollback(decision.champion, decision.target, tuple(decision.causes))
+    return record
 
 
 def _apply(run: RunContext, found: Plan) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
@@ -13,6 +13,7 @@ from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import incident_urn
 from guard.findings import Finding
 from guard.kinds import FindingKind, Severity
+from profiles.records import Record
 
 __all__ = [
     "IncidentRef",
@@ -49,18 +50,11 @@ _TYPE_BY_KIND = {
 
 
 @dataclass(frozen=True)
-class IncidentRef:
+class IncidentRef(Record):
     urn: str
     key: tuple[str, str, str]
     created: bool
     previous: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "key": list(self.key)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> IncidentRef:
-        return cls(data["urn"], tuple(data["key"]), data["created"], data.get("previous"))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

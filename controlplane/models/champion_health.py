@@ -19,7 +19,7 @@ from controlplane.datahub.model_risk import Cause
 from controlplane.datahub.models import model_versions, read_passport
 from controlplane.datahub.port import MetadataPort
 from controlplane.runs.journal import list_runs
-from controlplane.vocab import RunStatus, Verdict
+from controlplane.vocab import RunKind, RunStatus, Verdict
 from controlplane.workspace import Workspace
 
 __all__ = [
@@ -33,10 +33,8 @@ __all__ = [
     "prior_rollbacks",
     "rolled_back_versions",
     "decide",
-    "ROLLBACK_KIND",
 ]
 
-ROLLBACK_KIND = "rollback"  # the `kind` fact of a rollback record (controlplane.champion.rollout)
 _SETTLED = (RunStatus.ROLLED_BACK, RunStatus.UNDONE, RunStatus.REJECTED)  # a person or a pass has had its say
 
 
@@ -157,16 +155,10 @@ def prior_rollbacks(ws: Workspace, pipeline: str) -> list[PriorRollback]:
     """The rollback records of a pipeline, oldest first (proposed, done, rejected, undone...)."""
     found = []
     for record in list_runs(ws):
-        facts = record.facts
-        if record.pipeline == pipeline and facts.get("kind") == ROLLBACK_KIND and "from_version" in facts:
+        rollback = record.rollback
+        if record.pipeline == pipeline and record.kind is RunKind.ROLLBACK and rollback is not None:
             found.append(
-                PriorRollback(
-                    record.run_id,
-                    record.status,
-                    int(facts["from_version"]),
-                    facts.get("to_version"),
-                    tuple(facts.get("causes", [])),
-                )
+                PriorRollback(record.run_id, record.status, rollback.from_version, rollback.to_version, rollback.causes)
             )
     return found
 

@@ -8,11 +8,11 @@ model barely uses is recorded in the decision's reasons, and a clean, better can
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from controlplane.errors import SpecError
 from controlplane.vocab import Verdict
+from profiles.records import Record
 from training.model import relative_gain
 
 __all__ = [
@@ -30,7 +30,7 @@ DEFAULT_MAX_REGRESSION = 0.02  # worse than the champion by more than 2% is BLOC
 
 
 @dataclass(frozen=True)
-class GuardWarning:
+class GuardWarning(Record):
     kind: str
     column: str | None  # None: the table as a whole
 
@@ -39,7 +39,7 @@ class GuardWarning:
 
 
 @dataclass(frozen=True)
-class PromotionEvidence:
+class PromotionEvidence(Record):
     metric: str
     guard_verdict: str | None  # the guard on the data trained on, after any heal
     guard_warnings: tuple[GuardWarning, ...]
@@ -51,18 +51,12 @@ class PromotionEvidence:
     label: str | None = None
     leaned_on: tuple[str, ...] = ()  # the features the candidate leans on, most important first
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class PromotionDecision:
+class PromotionDecision(Record):
     verdict: Verdict
     reasons: tuple[str, ...]
     gain: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict.value, "reasons": list(self.reasons), "gain": self.gain}
 
 
 def check_rules(min_gain: float, max_regression: float) -> None:

@@ -48,7 +48,7 @@ from controlplane.spec import PipelineSpec, check_pipeline_name, parse_spec
 from controlplane.stages.kept_reference import establish_reference
 from controlplane.stages.pin import pin_location
 from controlplane.takeback.recovery import recover_pipeline
-from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage
+from controlplane.vocab import LedgerKind, Policy, RunKind, RunStatus, Stage
 from controlplane.workspace import Workspace
 from profiles.profile import DatasetProfile
 from profiles.snapshot import Snapshot, SnapshotError, read_snapshot
@@ -64,10 +64,8 @@ __all__ = [
     "resolve_data",
     "default_dataset",
     "parse_upstream",
-    "COMMAND_FACT",
 ]
 
-COMMAND_FACT = "command"  # facts["command"] of an init or land record: it is not a run of the loop
 _ESTIMATORS = {
     "regression": "sklearn.ensemble.HistGradientBoostingRegressor",
     "classification": "sklearn.ensemble.HistGradientBoostingClassifier",
@@ -371,7 +369,8 @@ def apply_init(
             started_ms=int(time.time() * 1000),
             now_ms=now_ms,
             pid=os.getpid(),
-            facts={COMMAND_FACT: "init", "dataset": plan.dataset},
+            kind=RunKind.INIT,
+            dataset=plan.dataset,
         )
         journal = RunJournal(ws, record)
         journal.save()

@@ -35,7 +35,7 @@ from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.stages.pin import append_batch, file_hash, live_hash
 from controlplane.takeback.recovery import recover_pipeline
-from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage
+from controlplane.vocab import LedgerKind, Policy, RunKind, RunStatus, Stage
 from controlplane.workspace import Workspace
 
 __all__ = ["Landed", "land", "operator_urn"]
@@ -68,7 +68,8 @@ def land(
             started_ms=int(time.time() * 1000),
             now_ms=now_ms,
             pid=os.getpid(),
-            facts={"command": "land", "batch": str(batch)},
+            kind=RunKind.LAND,
+            batch=str(batch),
         )
         journal = RunJournal(ws, record)
         journal.save()
@@ -86,7 +87,7 @@ def _landed_before(ws: Workspace, pipeline: str, sha: str) -> str | None:
     for earlier in reversed(list_runs(ws)):
         if (
             earlier.pipeline == pipeline
-            and earlier.facts.get("command") == "land"
+            and earlier.kind is RunKind.LAND
             and any(
                 e.done and e.detail.get("batch_sha256") == sha and e.result.get("created")
                 for e in earlier.entries(LedgerKind.APPEND)

@@ -16,6 +16,7 @@ from controlplane.stages.heal import Healed
 from controlplane.stages.pin import Pinned
 from controlplane.stages.train import Trained
 from controlplane.vocab import Gate
+from profiles.records import Record
 
 __all__ = [
     "PublishCheckpoint",
@@ -28,7 +29,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class PublishCheckpoint:
+class PublishCheckpoint(Record):
     """Paused before publishing a verified heal."""
 
     pinned: Pinned
@@ -37,27 +38,9 @@ class PublishCheckpoint:
     detect_report: dict[str, Any]
     gate: Gate = Gate.PUBLISH
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "gate": self.gate.value,
-            "pinned": self.pinned.to_dict(),
-            "healed": self.healed.to_dict(),
-            "incidents": [r.to_dict() for r in self.incidents],
-            "detect_report": self.detect_report,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PublishCheckpoint:
-        return cls(
-            Pinned.from_dict(data["pinned"]),
-            Healed.from_dict(data["healed"]),
-            tuple(IncidentRef.from_dict(r) for r in data["incidents"]),
-            data["detect_report"],
-        )
-
 
 @dataclass(frozen=True)
-class PromoteCheckpoint:
+class PromoteCheckpoint(Record):
     """Paused before moving the champion alias: a registered candidate and the gate's verdict when it paused."""
 
     trained: Trained
@@ -65,39 +48,15 @@ class PromoteCheckpoint:
     reasons: tuple[str, ...]
     gate: Gate = Gate.PROMOTE
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "gate": self.gate.value,
-            "trained": self.trained.to_dict(),
-            "verdict": self.verdict,
-            "reasons": list(self.reasons),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PromoteCheckpoint:
-        return cls(Trained.from_dict(data["trained"]), data["verdict"], tuple(data["reasons"]))
-
 
 @dataclass(frozen=True)
-class RollbackCheckpoint:
+class RollbackCheckpoint(Record):
     """A rollback of an unsafe champion proposed by `kintsugi watch` (policy ratify), waiting for `approve`."""
 
     from_version: int
     to_version: int
     causes: tuple[str, ...]
     gate: Gate = Gate.ROLLBACK
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "gate": self.gate.value,
-            "from_version": self.from_version,
-            "to_version": self.to_version,
-            "causes": list(self.causes),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RollbackCheckpoint:
-        return cls(int(data["from_version"]), int(data["to_version"]), tuple(data["causes"]))
 
 
 Checkpoint = Union[PublishCheckpoint, PromoteCheckpoint, RollbackCheckpoint]

@@ -13,14 +13,16 @@ import os
 import secrets
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping, Self
 
 from controlplane.errors import RunNotFound, RunStateError
-from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage
+from controlplane.runs.facts import Impact, Pinned, Rollback, lift_facts
+from controlplane.vocab import LedgerKind, Policy, RunKind, RunStatus, Stage
 from controlplane.workspace import Workspace
+from profiles.records import Record, from_record
 
 __all__ = [
     "Event",
@@ -85,7 +87,7 @@ class LedgerEntry:
 
 
 @dataclass
-class RunRecord:
+class RunRecord(Record):
     run_id: str
     pipeline: str
     policy: Policy
@@ -97,24 +99,25 @@ class RunRecord:
     ledger: list[LedgerEntry] = field(default_factory=list)
     checkpoint: dict[str, Any] | None = None  # a paused run's typed checkpoint (controlplane.runs.checkpoint)
     pid: int = 0
-    facts: dict[str, Any] = field(default_factory=dict)  # what later commands need: pinned snapshot, incidents...
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["policy"], data["status"] = self.policy.value, self.status.value
-        return data
+    kind: RunKind = RunKind.LOOP
+    # what later commands need, each set by the stage or command that knows it
+    pinned: Pinned | None = None  # detect: the run's immutable view of its table (impact re-reads it)
+    incidents: tuple[str, ...] = ()  # incident: the urns raised, one per blocking finding
+    memory: dict[str, dict[str, Any]] = field(default_factory=dict)  # incident: urn -> what memory recalled
+    published_hash: str = ""  # publish: the table's content hash after the heal went in
+    resolved: tuple[str, ...] = ()  # resolve: the incidents it resolved (or cleared at the source)
+    impact: Impact | None = None  # the heal's measured impact, for the postmortem
+    version: int | None = None  # promote: the version made champion by hand
+    rollback: Rollback | None = None  # rollback: from which version to which, and why
+    postmortems: tuple[str, ...] = ()  # watch: the incidents it wrote a postmortem of
+    dataset: str = ""  # init: the dataset it registered
+    batch: str = ""  # land: the batch it appended
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunRecord:
-        return cls(
-            **{
-                **data,
-                "policy": Policy(data["policy"]),
-                "status": RunStatus(data["status"]),
-                "events": [Event(**e) for e in data["events"]],
-                "ledger": [LedgerEntry(**e) for e in data["ledger"]],
-            }
-        )
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        if "facts" in data:  # written before the facts were typed
+            data = {**{k: v for k, v in data.items() if k != "facts"}, **lift_facts(data["facts"] or {})}
+        return from_record(cls, data)
 
     def entries(self, kind: LedgerKind, *, done_only: bool = True) -> list[LedgerEntry]:
         return [e for e in self.ledger if e.kind == kind.value and (e.done or not done_only)]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from controlplane.datahub.assertions import VolumeLimits, assertion_mcps
 from controlplane.errors import DataError
@@ -15,12 +14,13 @@ from guard.checks.volume import volume_limits
 from guard.context import GuardContext
 from guard.findings import GuardReport
 from profiles.profile import BatchProfile, DatasetProfile
+from profiles.records import Record
 
 __all__ = ["Detected", "TrainingView", "detect", "summary"]
 
 
 @dataclass(frozen=True)
-class TrainingView:
+class TrainingView(Record):
     """The exact bytes training may read, and the guard report that passed them."""
 
     table: str  # workspace-relative parquet file: the pinned table, or the healed copy
@@ -30,17 +30,7 @@ class TrainingView:
     profile: DatasetProfile | None = field(default=None, compare=False)  # their profile (not persisted)
     batch: BatchProfile | None = field(default=None, compare=False)  # their new batch, kept once it passes
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "table": self.table,
-            "table_hash": self.table_hash,
-            "location_hash": self.location_hash,
-            "report": self.report.to_dict(),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainingView:
-        return cls(data["table"], data["table_hash"], data["location_hash"], GuardReport.from_dict(data["report"]))
+    _omit = ("profile", "batch")  # not persisted
 
 
 @dataclass(frozen=True)
@@ -80,7 +70,7 @@ def detect(run: RunContext) -> Detected:
         raise DataError(guarded.context.snapshot_error or "the table could not be read", fix)
     verify_file(run.ws, pinned.table, pinned.table_hash, "the guard")  # the bytes guarded are the bytes pinned
     report, snapshot = guarded.report, guarded.context.snapshot
-    run.record.facts["pinned"] = pinned.to_dict()
+    run.record.pinned = pinned
     if run.writes:
         mcps = assertion_mcps(
             report, run.run_id, run.now_ms, contract=guarded.context.contract, volume=_volume_limits(guarded)

@@ -3,7 +3,7 @@ with allowlisted playbooks (pandas, or Spark's for `engine: spark`), and run the
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from controlplane.datahub.incidents import IncidentRef, open_incident
@@ -18,14 +18,15 @@ from controlplane.watch.memory import memory_fact, recall, reuse_all
 from guard.contract import Contract
 from guard.findings import Finding, GuardReport, Verdict
 from guard.registry import CHECKS
+from profiles.records import Record
 from remediations.registry import HealStep
 from remediations.sandbox import HealOutcome, heal_copy
 
-__all__ = ["Healed", "raise_incidents", "heal", "verify", "assertion_of", "heal_notes", "quarantine_note"]
+__all__ = ["Healed", "Raised", "raise_incidents", "heal", "verify", "assertion_of", "heal_notes", "quarantine_note"]
 
 
 @dataclass(frozen=True)
-class Healed:
+class Healed(Record):
     """A complete heal of the pinned table, in the run's sandbox: the table to publish (exact corrections only)
     and the training view (the published table minus the rows set aside, when any were)."""
 
@@ -46,30 +47,18 @@ class Healed:
     def view_hash(self) -> str:
         return self.training_hash or self.after_hash
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "healed_path": self.healed_path,
-            "before_hash": self.before_hash,
-            "after_hash": self.after_hash,
-            "steps": [asdict(s) for s in self.steps],
-            "training_path": self.training_path,
-            "training_hash": self.training_hash,
-            "quarantine": self.quarantine,
-            "open_keys": [list(k) for k in self.open_keys],
-        }
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Healed:
-        return cls(
-            data["healed_path"],
-            data["before_hash"],
-            data["after_hash"],
-            tuple(HealStep(**s) for s in data["steps"]),
-            data.get("training_path", ""),
-            data.get("training_hash", ""),
-            data.get("quarantine"),
-            tuple(tuple(k) for k in data.get("open_keys", [])),
-        )  # type: ignore[misc]
+@dataclass(frozen=True)
+class Raised:
+    """The incidents a run raised, one per blocking finding, and per incident urn what memory recalled of its
+    failure mode (`controlplane.watch.memory.memory_fact`): the heal re-uses it, the resolution note extends it."""
+
+    incidents: tuple[IncidentRef, ...] = ()
+    memory: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def urns(self) -> tuple[str, ...]:
+        return tuple(r.urn for r in self.incidents)
 
 
 def assertion_of(finding: Finding) -> str:
@@ -79,7 +68,9 @@ def assertion_of(finding: Finding) -> str:
     return assertion_urn(finding.dataset, finding.check or "guard", column)
 
 
-def raise_incidents(run: RunContext, report: GuardReport) -> tuple[IncidentRef, ...]:
+def raise_incidents(run: RunContext, report: GuardReport) -> Raised:
+    """An incident per blocking finding, each with what memory recalls of its failure mode; kept on the record
+    (saved with the event that tells it) for a resume at the publish gate."""
     if not run.writes:
         run.event(
             Stage.INCIDENT,
@@ -87,7 +78,7 @@ def raise_incidents(run: RunContext, report: GuardReport) -> tuple[IncidentRef, 
             "dry-run: would raise an incident per blocking finding",
             would_raise=[list(f.key) for f in report.blocking],
         )
-        return ()
+        return Raised()
     refs, remembered = [], {}
     for finding in report.blocking:
         recalled = recall(run.metadata, finding, run.now_ms)
@@ -100,8 +91,8 @@ def raise_incidents(run: RunContext, report: GuardReport) -> tuple[IncidentRef, 
             entry.result.update(urn=ref.urn, created=ref.created)
         refs.append(ref)
         remembered[ref.urn] = memory_fact(finding, recalled)
-    run.record.facts["incidents"] = [r.urn for r in refs]
-    run.record.facts["memory"] = remembered
+    raised = Raised(tuple(refs), remembered)
+    run.record.incidents, run.record.memory = raised.urns, raised.memory
     run.event(
         Stage.INCIDENT,
         "raised",
@@ -113,11 +104,12 @@ def raise_incidents(run: RunContext, report: GuardReport) -> tuple[IncidentRef, 
         incidents=[r.to_dict() for r in refs],
         memory=remembered,
     )
-    return tuple(refs)
+    return raised
 
 
-def heal(run: RunContext, detected: Detected) -> Healed | Blocked:
-    """Heal a copy of the pinned bytes; Blocked when any blocking finding cannot be healed."""
+def heal(run: RunContext, detected: Detected, raised: Raised) -> Healed | Blocked:
+    """Heal a copy of the pinned bytes, re-using the verified heal of a failure mode `raised` recalls; Blocked when
+    any blocking finding cannot be healed."""
     verify_file(run.ws, detected.pinned.table, detected.pinned.table_hash, "the heal")
     contract = detected.context.contract
     blocking = detected.report.blocking
@@ -130,7 +122,7 @@ def heal(run: RunContext, detected: Detected) -> Healed | Blocked:
             unhealable=[f.to_dict() for f in blocking],
         )
         return Blocked(Stage.HEAL, "BLOCKED: " + "; ".join(why) + " (incident stays open)")
-    blocking, reused = reuse_all(blocking, run.record.facts.get("memory") or {})
+    blocking, reused = reuse_all(blocking, raised.memory)
     outcome = _heal_copy(run, detected, blocking, contract)
     evidence = {**_evidence(outcome), "reused": reused, "engine": run.engine.name}
     if not outcome.complete:

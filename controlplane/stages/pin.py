@@ -10,17 +10,16 @@ every use, catches it: the run ends BLOCKED ("the table changed during the run")
 
 from __future__ import annotations
 
-import hashlib
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from controlplane.errors import DataError, TableChanged
+from controlplane.runs.facts import Pinned  # a value of the run record; this module makes and checks one
 from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace
 from tables import locations
-from tables.objectstore import LocationError
+from tables.objectstore import LocationError, file_hash
 from tables.objectstore import TableChanged as LocationChanged
 
 __all__ = [
@@ -37,34 +36,6 @@ __all__ = [
     "locations_mapped",
     "location_mapped",
 ]
-
-
-@dataclass(frozen=True)
-class Pinned:
-    """A run's immutable view of its table."""
-
-    table: str  # workspace-relative: the one parquet file every stage reads
-    table_hash: str  # sha256 of that file's bytes
-    content_hash: str  # the location's content hash when pinned (what publishing compares and swaps)
-    location: str  # as the spec names it
-
-    def path(self, ws: Workspace) -> Path:
-        return ws.path(self.table)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Pinned:
-        return cls(**data)
-
-
-def file_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return "sha256:" + digest.hexdigest()
 
 
 @contextmanager

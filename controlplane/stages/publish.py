@@ -36,7 +36,7 @@ def publish(run: RunContext, pinned: Pinned, healed: Healed) -> str:
         before, after = publish_table(run.ws, run.spec, run.ws.path(healed.healed_path), pinned.content_hash, backup)
         entry.result["after_hash"] = after
         crash_point("publish:after-swap")
-    run.record.facts["published_hash"] = after
+    run.record.published_hash = after
     run.event(
         Stage.PUBLISH,
         "published",
@@ -53,7 +53,7 @@ def resolve(run: RunContext, incidents: tuple[IncidentRef, ...], healed: Healed)
     re-uses next time (`controlplane.watch.memory`); those only set aside (quarantined) stay open."""
     note, still_open = heal_notes(run.run_id, healed), set(healed.open_keys)
     steps = [asdict(step) for step in healed.steps]
-    memory = run.record.facts.get("memory") or {}
+    memory = run.record.memory  # what raise_incidents recalled, kept on the record across a publish gate
     resolved = [r for r in incidents if r.key not in still_open]
     for ref in resolved:
         line = resolution_line(memory, ref.urn, run.run_id, steps)
@@ -62,7 +62,7 @@ def resolve(run: RunContext, incidents: tuple[IncidentRef, ...], healed: Healed)
     for ref in (r for r in incidents if r.key in still_open):
         with run.journal.writing(LedgerKind.DATAHUB, ref.urn, aspect="incidentInfo", state="ACTIVE"):
             note_incident(run.metadata, ref.urn, quarantine_note(run.run_id, healed), run.now_ms)
-    run.record.facts["resolved"] = [r.urn for r in resolved]
+    run.record.resolved = tuple(r.urn for r in resolved)
     kept = len(incidents) - len(resolved)
     run.event(
         Stage.RESOLVE,
@@ -88,7 +88,7 @@ def resolve_cleared(run: RunContext, report: GuardReport) -> None:
                     run.metadata, row.urn, f"cleared at the source: run {run.run_id} no longer sees it", run.now_ms
                 )
             cleared.append(row.urn)
-    run.record.facts["resolved"] = cleared
+    run.record.resolved = tuple(cleared)
     for urn in cleared:
         run.event(Stage.RESOLVE, "cleared", f"{urn} cleared at the source", incident=urn)
 

@@ -7,7 +7,7 @@ go to the MLflow dataset record, the run's event and the passport."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -25,6 +25,7 @@ from controlplane.runs.context import RunContext, crash_point
 from controlplane.stages.detect import TrainingView
 from controlplane.stages.pin import verify_file
 from controlplane.vocab import LedgerKind, Stage
+from profiles.records import Record
 from profiles.snapshot import read_frame
 from training import errors as training_errors
 from training.model import evaluate, fit, leaned_on, time_holdout
@@ -36,7 +37,7 @@ __all__ = ["Trained", "Assessment", "Split", "train", "assess", "holdout_of", "l
 
 
 @dataclass(frozen=True)
-class Trained:
+class Trained(Record):
     """A registered candidate and everything its passport will say about how it was made."""
 
     version: int
@@ -54,26 +55,9 @@ class Trained:
     sample: dict[str, Any] | None = None  # the training sample's description, when the table was over the budget
     leaned_on: tuple[str, ...] = ()  # the features the candidate leans on (`training.model.leaned_on`)
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.update(view=self.view.to_dict(), incidents=[r.to_dict() for r in self.incidents])
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Trained:
-        return cls(
-            **{
-                **data,
-                "view": TrainingView.from_dict(data["view"]),
-                "incidents": tuple(IncidentRef.from_dict(r) for r in data["incidents"]),
-                "remediations": tuple(data["remediations"]),
-                "leaned_on": tuple(data.get("leaned_on", ())),
-            }
-        )
-
 
 @dataclass(frozen=True)
-class Assessment:
+class Assessment(Record):
     """The gate's inputs read from the stores, and its decision."""
 
     evidence: PromotionEvidence
@@ -81,15 +65,6 @@ class Assessment:
     lineage: tuple[str, ...]
     health: dict[str, list[dict[str, Any]]]
     unhealed: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "evidence": self.evidence.to_dict(),
-            "decision": self.decision.to_dict(),
-            "lineage": list(self.lineage),
-            "health": self.health,
-            "unhealed": list(self.unhealed),
-        }
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ def recover_run(ws: Workspace, run_id: str) -> RunRecord:
 
 
 def _recover(ws: Workspace, record: RunRecord) -> RunRecord:
-    if record.facts.get("command"):  # an interrupted init or land: no publish, no model version to take back
+    if record.kind.command:  # an interrupted init or land: no publish, no model version to take back
         return _settle_command(ws, record)
     undoing = record.status is RunStatus.UNDOING
     unfinished = _dangling(record) or not undoing
@@ -98,7 +98,7 @@ def _recover(ws: Workspace, record: RunRecord) -> RunRecord:
 
 
 def _settle_command(ws: Workspace, record: RunRecord) -> RunRecord:
-    command = record.facts["command"]
+    command = record.kind.value
     unsure = [f"{e.kind} {e.target}" for e in record.ledger if e.state not in ("done", ROLLED_BACK)]
     journal = RunJournal(ws, record)
     journal.event(

@@ -33,7 +33,7 @@ from typing import Any, AsyncIterator, Callable
 
 from datahub.metadata import schema_classes as s
 
-from controlplane.champion.rollout import WATCH_KIND, ChampionOutcome, reconcile_champion
+from controlplane.champion.rollout import ChampionOutcome, reconcile_champion
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.datasets import walk_upstream
 from controlplane.datahub.history import failing_assertions_at
@@ -45,7 +45,7 @@ from controlplane.runs.context import open_run
 from controlplane.runs.journal import RunRecord, list_runs, new_run_id
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, list_specs, load_spec
-from controlplane.vocab import LedgerKind, Policy, RunStatus, Stage
+from controlplane.vocab import LedgerKind, Policy, RunKind, RunStatus, Stage
 from controlplane.watch.postmortem import Postmortem, build_postmortem, markdown_path, postmortem_mcps, write_markdown
 from controlplane.watch.retrain import due_retrains
 from controlplane.workspace import Workspace
@@ -317,7 +317,8 @@ def _write_postmortems(
             int(time.time() * 1000),
             now_ms,
             pid=os.getpid(),
-            facts={"kind": WATCH_KIND, "postmortems": [p.incident for p in postmortems]},
+            kind=RunKind.WATCH,
+            postmortems=tuple(p.incident for p in postmortems),
         )
         with open_run(ws, spec, record) as run:
             for postmortem in postmortems:

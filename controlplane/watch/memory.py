@@ -226,9 +226,12 @@ def memory_fact(finding: Finding, recalled: Recall) -> dict[str, Any]:
     }
 
 
-def reuse_all(findings: tuple[Finding, ...], facts: dict[str, Any]) -> tuple[tuple[Finding, ...], list[dict[str, Any]]]:
-    """Every finding whose failure mode was healed before, with that verified heal's parameters."""
-    remembered = {tuple(m["key"]): m for m in facts.values() if isinstance(m, dict) and "key" in m}
+def reuse_all(
+    findings: tuple[Finding, ...], memory: dict[str, dict[str, Any]]
+) -> tuple[tuple[Finding, ...], list[dict[str, Any]]]:
+    """Every finding whose failure mode was healed before, with that verified heal's parameters; `memory` is urn ->
+    `memory_fact`, as `controlplane.stages.heal.Raised` holds it."""
+    remembered = {tuple(m["key"]): m for m in memory.values() if isinstance(m, dict) and "key" in m}
     out, reused = [], []
     for finding in findings:
         memory = remembered.get(finding.key) or {}
@@ -246,9 +249,9 @@ def reuse_all(findings: tuple[Finding, ...], facts: dict[str, Any]) -> tuple[tup
     return tuple(out), reused
 
 
-def resolution_line(facts: dict[str, Any], urn: str, run_id: str, steps: list[dict[str, Any]]) -> str:
+def resolution_line(memory: dict[str, dict[str, Any]], urn: str, run_id: str, steps: list[dict[str, Any]]) -> str:
     """The heal line of one incident's resolution note: the steps on its column and its finding's parameters."""
-    memory = facts.get(urn) or {}
-    key = memory.get("key") or ["", "", ""]
+    recalled = memory.get(urn) or {}
+    key = recalled.get("key") or ["", "", ""]
     mine = [st for st in steps if st.get("finding_kind") == key[1] and (st.get("column") or "") == key[2]]
-    return heal_line(run_id, mine or steps, memory.get("finding_params") or {})
+    return heal_line(run_id, mine or steps, recalled.get("finding_params") or {})

@@ -165,19 +165,19 @@ def _heal(info: s.IncidentInfoClass, run: RunRecord | None) -> str:
 
 
 def _impact(run: RunRecord | None) -> str:
-    impact = (run.facts.get("impact") if run else None) or {}
-    if not impact:
+    impact = run.impact if run else None
+    if impact is None:
         return ""
-    metric = impact.get("metric")
-    if "poisoned" not in impact:
-        return f"## Impact\n\nNot measured: {impact.get('error', 'no model was trained on the poisoned data')}"
-    gap = impact["poisoned"] - impact["healed"] if impact.get("healed") is not None else None
+    metric = impact.metric
+    if impact.poisoned is None:
+        return f"## Impact\n\nNot measured: {impact.error or 'no model was trained on the poisoned data'}"
+    gap = impact.poisoned - impact.healed if impact.healed is not None else None
     return (
         "## Impact\n\n"
-        f"- holdout {metric} of a model trained on the poisoned data: {impact['poisoned']:.4g}\n"
-        f"- holdout {metric} of the model trained on the healed data (v{impact.get('version')}): "
-        f"{impact['healed']:.4g}\n"
-        + (f"- difference: {gap:+.4g} on {impact.get('holdout_rows')} holdout rows" if gap is not None else "")
+        f"- holdout {metric} of a model trained on the poisoned data: {impact.poisoned:.4g}\n"
+        f"- holdout {metric} of the model trained on the healed data (v{impact.version}): "
+        f"{impact.healed:.4g}\n"
+        + (f"- difference: {gap:+.4g} on {impact.holdout_rows} holdout rows" if gap is not None else "")
     )
 
 

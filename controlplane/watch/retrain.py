@@ -14,6 +14,7 @@ from datahub.metadata import schema_classes as s
 from controlplane.datahub.port import MetadataPort
 from controlplane.runs.journal import RunRecord
 from controlplane.spec import PipelineSpec
+from controlplane.vocab import RunKind
 
 __all__ = ["RetrainDue", "due_retrains", "is_loop_run", "last_loop_run_ms", "in_quiet_hours"]
 
@@ -36,9 +37,8 @@ def in_quiet_hours(quiet_hours: str | None, now_ms: int) -> bool:
 
 
 def is_loop_run(record: RunRecord) -> bool:
-    """A run of the loop: not a watch pass, a rollback or a promote by hand (`facts["kind"]`), nor an init or a
-    land (`facts["command"]`, `controlplane.onboard.init.COMMAND_FACT`)."""
-    return not record.facts.get("kind") and not record.facts.get("command")
+    """A run of the loop: not a watch pass, a rollback or a promote by hand, nor an init or a land."""
+    return record.kind is RunKind.LOOP
 
 
 def last_loop_run_ms(records: list[RunRecord], pipeline: str) -> int | None:

@@ -112,7 +112,7 @@ def test_undo_restores_the_exact_bytes_moves_champion_back_and_reopens(demo_copy
     assert undone.status == "undone"
     assert content_hash(spec.data) == poisoned
     assert _champion(ws) == champion
-    resolved_by_run = record.facts["resolved"]
+    resolved_by_run = record.resolved
     assert all(_incidents(ws)[u].status.state == s.IncidentStateClass.ACTIVE for u in resolved_by_run)
     with pytest.raises(RunStateError, match="already undone"):
         undo(ws, record.run_id)
@@ -161,7 +161,7 @@ def test_a_heal_that_does_not_verify_blocks_and_leaves_the_incident_open(demo_co
     verify = next(e for e in record.events if e.stage == "verify")
     assert {f["kind"] for f in verify.evidence["findings"] if f["severity"] == "block"} == {"out_of_range"}
     assert content_hash(spec.data) == before
-    (urn,) = record.facts["incidents"]
+    (urn,) = record.incidents
     assert _incidents(ws)[urn].status.state == s.IncidentStateClass.ACTIVE
 
 

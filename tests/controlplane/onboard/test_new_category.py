@@ -19,6 +19,6 @@ def test_a_value_the_reference_never_held_is_a_finding_not_a_crash(onboarded, tm
     assert cli("land", NAME, str(path), "--now", AT, workspace=ws.root)[0] == 0
     code, out, err = cli("run", NAME, "--now", "2013-02-01T07:00:00+00:00", "--json", workspace=ws.root)
     assert code in (0, 1) and "Traceback" not in err, err
-    (run,) = [r for r in list_runs(ws) if r.facts.get("command") != "land" and r.now_ms > 1359600000000]
+    (run,) = [r for r in list_runs(ws) if r.kind != "land" and r.now_ms > 1359600000000]
     assert run.status.value != "failed", run.outcome
     assert "new_category" in out and "'hail'" in out

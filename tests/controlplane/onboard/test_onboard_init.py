@@ -67,7 +67,7 @@ def test_the_dataset_schema_and_lineage_are_readable_in_datahub(onboarded):
 
 def test_init_is_recorded_with_its_ledger_and_listed(onboarded):
     ws, _, _ = onboarded
-    record = next(r for r in list_runs(ws) if r.facts.get("command") == "init")
+    record = next(r for r in list_runs(ws) if r.kind == "init")
     assert record.status.value == "onboarded" and record.pipeline == NAME
     assert all(e.state == "done" for e in record.ledger)
     kinds = [(e.kind, e.detail.get("what") or e.detail.get("aspect")) for e in record.ledger]

@@ -11,7 +11,7 @@ from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.runs.journal import LedgerEntry, RunJournal, RunRecord, list_runs
-from controlplane.vocab import Policy, RunStatus
+from controlplane.vocab import Policy, RunKind, RunStatus
 
 from onboard_support import NAME, UPSTREAM, cli, copy_ws, weather
 
@@ -41,7 +41,7 @@ def test_land_records_the_load_in_datahub_and_never_lands_a_batch_twice(onboarde
     code, out, err = cli("land", NAME, str(batch), "--now", AT, workspace=ws.root)
     assert code == 0 and "was landed already by" in out and "nothing changed" in out, err + out
     assert pq.read_metadata(table).num_rows == 366 + 31
-    assert [r.status.value for r in list_runs(ws) if r.facts.get("command") == "land"] == ["landed", "landed"]
+    assert [r.status.value for r in list_runs(ws) if r.kind == "land"] == ["landed", "landed"]
 
 
 def test_an_interrupted_land_is_settled_by_the_next_writer(onboarded, tmp_path):
@@ -53,7 +53,8 @@ def test_an_interrupted_land_is_settled_by_the_next_writer(onboarded, tmp_path):
         started_ms=int(time.time() * 1000),
         now_ms=AT_MS,
         pid=999_999,
-        facts={"command": "land", "batch": "/gone/january.parquet"},
+        kind=RunKind.LAND,
+        batch="/gone/january.parquet",
     )
     record.ledger.append(LedgerEntry(1, "append", "data/seattle-weather.parquet", {"batch_sha256": "sha256:x"}))
     RunJournal(ws, record).save()  # its process died after recording the intent: running on paper, no lock held

@@ -59,7 +59,7 @@ def test_the_readme_walkthrough_runs_as_written(tmp_path, monkeypatch):
     assert "column 'wind' arrives as 'wind_speed'" in broken and "heal     healed" in broken
     assert "verify   CLEAN" in broken and "RESOLVED with heal notes" in broken
     ws = Workspace(tmp_path / ".kintsugi")
-    statuses = [(r.facts.get("command") or "run", r.status.value) for r in list_runs(ws)]
+    statuses = [(r.kind.value if r.kind.command else "run", r.status.value) for r in list_runs(ws)]
     assert statuses == [
         ("init", "onboarded"),
         ("run", "promoted"),

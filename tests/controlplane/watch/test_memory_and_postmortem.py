@@ -45,9 +45,9 @@ def test_the_third_unit_failure_links_the_first_two_reuses_the_heal_and_is_criti
         anchor = LATER + timedelta(days=day)  # one more day each time: the rows already there stay as they were
         land_batch(ws, spec, seed=7, anchor=anchor, metres=True, days=50 + day)
         runs.append(run_pipeline(ws, spec, now_ms=ms(anchor + timedelta(minutes=5))))
-    assert all(r.facts.get("resolved") for r in runs), [r.outcome for r in runs]
+    assert all(r.resolved for r in runs), [r.outcome for r in runs]
     (first, one), (second, two), (third, three) = _unit_incidents(ws)
-    assert first == result.healed.facts["incidents"][0]
+    assert first == result.healed.incidents[0]
     evidence = incident_evidence(three)
     assert evidence["seen_before"] == [first, second] and evidence["seen"] == 3
     assert evidence["fingerprint"] == incident_evidence(one)["fingerprint"] == incident_evidence(two)["fingerprint"]
@@ -87,7 +87,7 @@ def test_a_different_unit_is_a_different_failure_mode():
 
 def test_the_demo_incident_postmortem_is_written_to_datahub_and_printed(demo_copy, monkeypatch, capsys):
     ws, result = demo_copy
-    incident = result.healed.facts["incidents"][0]
+    incident = result.healed.incidents[0]
     code, out, err = kintsugi(monkeypatch, capsys, "postmortem", incident, "-w", str(ws.root))
     assert code == 0 and "not yet in DataHub" in err  # built on the fly before any watch pass
     code, out, err = kintsugi(
@@ -96,13 +96,14 @@ def test_the_demo_incident_postmortem_is_written_to_datahub_and_printed(demo_cop
     assert code == 0 and f"postmortem {incident}: written" in out, out + err
     code, out, err = kintsugi(monkeypatch, capsys, "postmortem", incident, "-w", str(ws.root))
     assert code == 0 and err == ""
-    impact = result.healed.facts["impact"]
+    impact = result.healed.impact
+    assert impact is not None and impact.poisoned is not None and impact.healed is not None
     assert out.startswith("# Postmortem: unit_mismatch on distance_km")
-    assert f"holdout mae of a model trained on the poisoned data: {impact['poisoned']:.4g}" in out
-    assert f"on the healed data (v2): {impact['healed']:.4g}" in out
+    assert f"holdout mae of a model trained on the poisoned data: {impact.poisoned:.4g}" in out
+    assert f"on the healed data (v2): {impact.healed:.4g}" in out
     # only the newest batch was written in metres: the harm is real but modest (about 2.66 vs 2.59 minutes)
-    assert impact["poisoned"] > impact["healed"]
-    assert (result.mae_poisoned, result.mae_healed) == (impact["poisoned"], impact["healed"])  # the demo's numbers
+    assert impact.poisoned > impact.healed
+    assert (result.mae_poisoned, result.mae_healed) == (impact.poisoned, impact.healed)  # the demo's numbers
     assert "playbook `unit_rescale` on `distance_km`" in out and "rows touched" in out
     assert f"{PIPELINE} v2 trained on the healed data: APPROVED" in out
     store = LiteMetadata(ws.datahub_db, read_only=True)
@@ -120,8 +121,8 @@ def test_the_demo_incident_postmortem_is_written_to_datahub_and_printed(demo_cop
     )
     assert code == 0 and "postmortem" not in out
     # the watch's record is no run of the loop: a schedule still counts from the last real run
-    loop = max(r.started_ms for r in list_runs(ws) if r.pipeline == PIPELINE and not r.facts.get("kind"))
-    assert any(r.facts.get("kind") == "watch" and r.started_ms > loop for r in list_runs(ws))
+    loop = max(r.started_ms for r in list_runs(ws) if r.pipeline == PIPELINE and r.kind == "run")
+    assert any(r.kind == "watch" and r.started_ms > loop for r in list_runs(ws))
     last = Scheduler(ws, clock=lambda: datetime(2000, 1, 1, tzinfo=timezone.utc)).last_runs([PIPELINE])[PIPELINE]
     assert last == datetime.fromtimestamp(loop / 1000, tz=timezone.utc)
 

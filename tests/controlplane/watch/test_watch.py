@@ -19,7 +19,7 @@ from controlplane.datahub.urns import model_urn
 from controlplane.pipeline import approve
 from controlplane.runs.journal import RunRecord, list_runs, load_run
 from controlplane.takeback.undo import undo
-from controlplane.vocab import Policy
+from controlplane.vocab import Policy, RunKind
 from controlplane.watch.actions import event_urns
 from controlplane.watch.follow import on_change, watch_pass
 from controlplane.watch.retrain import in_quiet_hours, is_loop_run, last_loop_run_ms
@@ -65,7 +65,7 @@ def _watch(monkeypatch, capsys, ws, *more, at=WATCH_AT):
 
 
 def _records(ws, kind):
-    return [r for r in list_runs(ws) if r.facts.get("kind") == kind]
+    return [r for r in list_runs(ws) if r.kind == kind]
 
 
 def _mark(ws, version=2):
@@ -93,7 +93,7 @@ def test_auto_rolls_the_champion_back_once_and_undo_restores_it(demo_copy, monke
     assert f"incident {INCIDENT} raised by {ONCALL}" in out
     assert champion(ws) == 1 and champion(ws, CANCEL_PIPELINE) == 1  # cancel-risk v1 predates the failure
     (rollback,) = _records(ws, "rollback")
-    assert rollback.status == "rolled-back" and rollback.facts["causes"] == [INCIDENT]
+    assert rollback.status == "rolled-back" and rollback.rollback.causes == (INCIDENT,)
     alias = [e for e in rollback.ledger if e.kind == "mlflow-alias"]
     assert [(e.detail["version"], e.detail["previous"], e.state) for e in alias] == [(1, 2, "done")]
     # v2 is marked at risk: an incident on its mlModel linked to the upstream one, ACTIVE while it served
@@ -207,15 +207,15 @@ def test_an_event_only_wakes_the_pass_for_a_watched_urn(demo_copy):
 
 
 def test_a_land_an_init_or_a_watch_pass_is_not_the_retrain_a_resolution_asks_for():
-    def record(run_id, now_ms, **facts):
-        return RunRecord(run_id, PIPELINE, Policy.AUTO, now_ms, now_ms, facts=facts)
+    def record(run_id, now_ms, kind=RunKind.LOOP):
+        return RunRecord(run_id, PIPELINE, Policy.AUTO, now_ms, now_ms, kind=kind)
 
     records = [
         record("loop", 100),
-        record("init", 150, command="init"),
-        record("land", 200, command="land"),
-        record("watch", 300, kind="watch"),
-        record("promote", 400, kind="promote"),
+        record("init", 150, RunKind.INIT),
+        record("land", 200, RunKind.LAND),
+        record("watch", 300, RunKind.WATCH),
+        record("promote", 400, RunKind.PROMOTE),
     ]
     assert last_loop_run_ms(records, PIPELINE) == 100
     assert [r.run_id for r in records if is_loop_run(r)] == ["loop"]
