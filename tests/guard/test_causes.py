@@ -331,66 +331,64 @@ def test_a_copy_of_the_label_is_target_leakage_and_explains_the_unexpected_colum
 
 
 def test_an_hour_column_recomputed_from_the_outcome_on_part_of_the_rows_is_leakage(
-    tmp_path: Path, pnw_december_week: RealCase
+    tmp_path: Path, stations_newest_week: RealCase
 ) -> None:
     """A December week of hourly temperatures: on 40% of the rows hour_local is dealt out in the order of the
     label. Its values are still hours and the week's association with the label stays inside the seasons';
     but there it is no longer the hour of the time, and it ranks the label where the true hour does not."""
-    frame = pnw_december_week.frame
-    assert blocking_on(tmp_path, pnw_december_week, frame) == set()
-    assert blocking_on(tmp_path, pnw_december_week, leaked(frame, "hour_local", 0.4, by="seattle_temp")) == {
+    frame = stations_newest_week.frame
+    assert blocking_on(tmp_path, stations_newest_week, frame) == set()
+    assert blocking_on(tmp_path, stations_newest_week, leaked(frame, "hour_local", 0.4, by="seattle_temp")) == {
         (FindingKind.TARGET_LEAKAGE, "hour_local")
     }
 
 
 def test_an_hour_column_garbled_on_part_of_the_rows_is_a_broken_relation_not_leakage(
-    tmp_path: Path, pnw_december_week: RealCase
+    tmp_path: Path, stations_newest_week: RealCase
 ) -> None:
     """The same rows given random hours: the relation to the time is broken, the label is not followed."""
-    frame = pnw_december_week.frame
+    frame = stations_newest_week.frame
     rng = np.random.default_rng(5)
     rows = rng.random(len(frame)) < 0.4
     hours = np.where(rows, rng.integers(0, 24, len(frame)), frame["hour_local"].to_numpy())
-    assert blocking_on(tmp_path, pnw_december_week, frame.assign(hour_local=hours)) == {
+    assert blocking_on(tmp_path, stations_newest_week, frame.assign(hour_local=hours)) == {
         (FindingKind.RELATION_BROKEN, "hour_local")
     }
 
 
 def test_a_bound_between_two_columns_of_one_unit_broken_on_part_of_the_rows_names_the_column_that_changed(
-    tmp_path: Path, greensboro_week: RealCase
+    tmp_path: Path, hourly_week: RealCase
 ) -> None:
     """The dew point raised by up to 8 degrees on 40% of a May week's hours now exceeds the air temperature on
     some, a bound the reference met (saturation) and never crossed: temp_dew lost its correlations with the rest
     there, temp_air kept them. The air temperature dealt out in the order of the irradiance on 40% of the hours
     breaks it too, each value still one the week held: named on temp_air. The hours it breaks it on are all night
     hours (irradiance 0), which cannot tell whether it follows the label."""
-    frame = greensboro_week.frame
+    frame = hourly_week.frame
     rng = np.random.default_rng(3)
     raised = frame["temp_dew"] + np.where(rng.random(len(frame)) < 0.4, rng.uniform(0, 8, len(frame)), 0)
-    assert blocking_on(tmp_path, greensboro_week, frame.assign(temp_dew=raised)) == {
+    assert blocking_on(tmp_path, hourly_week, frame.assign(temp_dew=raised)) == {
         (FindingKind.RELATION_BROKEN, "temp_dew")
     }
-    assert blocking_on(tmp_path, greensboro_week, leaked(frame, "temp_air", 0.4, by="ghi")) == {
+    assert blocking_on(tmp_path, hourly_week, leaked(frame, "temp_air", 0.4, by="ghi")) == {
         (FindingKind.RELATION_BROKEN, "temp_air")
     }
     # the dew point dealt out highest where the sun is lowest instead: on the hours it breaks the bound on (night
     # and five daylight hours), it follows the label downwards, exactly
-    assert blocking_on(tmp_path, greensboro_week, leaked(frame, "temp_dew", 0.4, by="ghi", reverse=True)) == {
+    assert blocking_on(tmp_path, hourly_week, leaked(frame, "temp_dew", 0.4, by="ghi", reverse=True)) == {
         (FindingKind.TARGET_LEAKAGE, "temp_dew")
     }
 
 
-def test_a_column_converted_to_another_unit_explains_the_bound_it_breaks(
-    tmp_path: Path, greensboro_week: RealCase
-) -> None:
+def test_a_column_converted_to_another_unit_explains_the_bound_it_breaks(tmp_path: Path, hourly_week: RealCase) -> None:
     """The dew point in degF passes the air temperature in degC on most hours: the unit is the cause, healed by
     converting back, and the broken bound is its symptom (a heal cannot be refused for want of a playbook)."""
-    frame = greensboro_week.frame.assign(temp_dew=greensboro_week.frame["temp_dew"] * 1.8 + 32)
-    assert blocking_on(tmp_path, greensboro_week, frame) == {(FindingKind.UNIT_MISMATCH, "temp_dew")}
-    dew = greensboro_week.frame["temp_dew"].to_numpy()
+    frame = hourly_week.frame.assign(temp_dew=hourly_week.frame["temp_dew"] * 1.8 + 32)
+    assert blocking_on(tmp_path, hourly_week, frame) == {(FindingKind.UNIT_MISMATCH, "temp_dew")}
+    dew = hourly_week.frame["temp_dew"].to_numpy()
     healed = frame.assign(temp_dew=np.nextafter(dew, np.inf))  # converted back: 5.000000000000001 where air is 5.0
     assert (healed["temp_dew"] > healed["temp_air"]).sum() >= 3
-    assert blocking_on(tmp_path, greensboro_week, healed) == set()
+    assert blocking_on(tmp_path, hourly_week, healed) == set()
 
 
 # --- causes explain symptoms ----------------------------------------------------------------------------
@@ -455,130 +453,130 @@ def test_no_cause_is_read_into_a_clean_real_batch(tmp_path: Path, name: str, rol
 # --- a swap against a rescale, on real data: correlations with the other columns tell them apart ------------
 
 
-def test_the_clean_week_blocks_on_nothing(tmp_path: Path, greensboro_week: RealCase) -> None:
-    assert blocking_on(tmp_path, greensboro_week, greensboro_week.frame) == set()
+def test_the_clean_week_blocks_on_nothing(tmp_path: Path, hourly_week: RealCase) -> None:
+    assert blocking_on(tmp_path, hourly_week, hourly_week.frame) == set()
 
 
-def test_a_feed_stuck_on_one_reading_is_a_frozen_sentinel(tmp_path: Path, greensboro_week: RealCase) -> None:
+def test_a_feed_stuck_on_one_reading_is_a_frozen_sentinel(tmp_path: Path, hourly_week: RealCase) -> None:
     """A week of air temperature stuck on its first reading: a plausible value, no placeholder, held by every row
     where no week that passed held any one temperature on half its hours."""
-    week = greensboro_week.frame
+    week = hourly_week.frame
     stuck = week.assign(temp_air=week["temp_air"].iloc[0])
-    assert (FindingKind.SENTINEL, "temp_air") in blocking_on(tmp_path, greensboro_week, stuck)
+    assert (FindingKind.SENTINEL, "temp_air") in blocking_on(tmp_path, hourly_week, stuck)
 
 
 def test_a_feed_stuck_from_mid_week_on_is_a_frozen_sentinel_but_the_same_share_spread_out_is_not(
-    tmp_path: Path, greensboro_week: RealCase
+    tmp_path: Path, hourly_week: RealCase
 ) -> None:
     """Stuck from Thursday on: half the week's hours in one unbroken run of one reading. The same reading on every
     other hour is no stuck feed (a run of one), and holds no more than a share the frozen rule leaves alone."""
-    week = greensboro_week.frame
+    week = hourly_week.frame
     reading = week["temp_air"].iloc[84]
     stuck_half = week.assign(temp_air=week["temp_air"].mask(week.index >= week.index[84], reading))
-    assert (FindingKind.SENTINEL, "temp_air") in blocking_on(tmp_path, greensboro_week, stuck_half)
+    assert (FindingKind.SENTINEL, "temp_air") in blocking_on(tmp_path, hourly_week, stuck_half)
     every_other = week.assign(temp_air=week["temp_air"].mask(np.arange(len(week)) % 2 == 0, reading))
-    assert (FindingKind.SENTINEL, "temp_air") not in blocking_on(tmp_path, greensboro_week, every_other)
+    assert (FindingKind.SENTINEL, "temp_air") not in blocking_on(tmp_path, hourly_week, every_other)
 
 
 def test_a_column_with_a_mass_of_its_own_moved_onto_one_value_is_not_frozen(
-    tmp_path: Path, greensboro_week: RealCase
+    tmp_path: Path, hourly_week: RealCase
 ) -> None:
     """Visibility sits on a point mass most hours (16,100 m): a week all at one other reading is a reporting
     change such columns show between clean batches (24,000 m on 77% of a clean week), not a stuck feed."""
-    week = greensboro_week.frame
+    week = hourly_week.frame
     assert (FindingKind.SENTINEL, "visibility") not in blocking_on(
-        tmp_path, greensboro_week, week.assign(visibility=24000.0)
+        tmp_path, hourly_week, week.assign(visibility=24000.0)
     )
 
 
-def test_a_keyless_week_loaded_twice_is_whole_rows_repeated(tmp_path: Path, greensboro_week: RealCase) -> None:
+def test_a_keyless_week_loaded_twice_is_whole_rows_repeated(tmp_path: Path, hourly_week: RealCase) -> None:
     """With no key declared (the dataset's spec keys the hour), every week that passed still held one row per hour:
     the same hours again, identical in every column, are a double load. One hour read twice, differently, is not."""
-    week, contract = greensboro_week.frame, greensboro_week.dataset.contract()
+    week, contract = hourly_week.frame, hourly_week.dataset.contract()
     keyless = replace(contract, columns=tuple(replace(c, primary_key=False) for c in contract.columns))
-    twice = blocking_on(tmp_path, greensboro_week, pd.concat([week, week]), keyless)
+    twice = blocking_on(tmp_path, hourly_week, pd.concat([week, week]), keyless)
     assert (FindingKind.DUPLICATE_KEYS, "time") in twice
     again = week.head(2).assign(temp_air=week["temp_air"].head(2) + 0.5)
     assert (FindingKind.DUPLICATE_KEYS, "time") not in blocking_on(
-        tmp_path, greensboro_week, pd.concat([week, again]), keyless
+        tmp_path, hourly_week, pd.concat([week, again]), keyless
     )
 
 
 def test_a_rescale_breaking_an_order_is_a_scale_shift_of_that_column_never_a_swap(
-    tmp_path: Path, greensboro_week: RealCase
+    tmp_path: Path, hourly_week: RealCase
 ) -> None:
     """dhi x2.5 breaks dhi <= ghi on every daylight hour, by about the reference's gap: the order rule alone
     would swap them back (and publish dhi's values as ghi). Both keep their correlations, so it is a rescale."""
-    frame = greensboro_week.frame.assign(dhi=greensboro_week.frame["dhi"] * 2.5)
-    assert blocking_on(tmp_path, greensboro_week, frame) == {(FindingKind.SCALE_SHIFT, "dhi")}
+    frame = hourly_week.frame.assign(dhi=hourly_week.frame["dhi"] * 2.5)
+    assert blocking_on(tmp_path, hourly_week, frame) == {(FindingKind.SCALE_SHIFT, "dhi")}
 
 
 def test_a_swap_of_two_columns_is_named_from_their_exchanged_correlations(
-    tmp_path: Path, greensboro_week: RealCase
+    tmp_path: Path, hourly_week: RealCase
 ) -> None:
-    frame = swapped(greensboro_week.frame, "dni", "dhi")
-    assert (FindingKind.COLUMNS_SWAPPED, "dni") in blocking_on(tmp_path, greensboro_week, frame)
+    frame = swapped(hourly_week.frame, "dni", "dhi")
+    assert (FindingKind.COLUMNS_SWAPPED, "dni") in blocking_on(tmp_path, hourly_week, frame)
 
 
-def test_a_swap_in_a_humid_week_is_named_from_the_bound_it_reverses(
-    tmp_path: Path, greensboro_last_week: RealCase
+def test_a_swap_of_a_bounded_column_is_named_from_the_bound_it_reverses(
+    tmp_path: Path, hourly_last_week: RealCase
 ) -> None:
     """The year's last week is humid: the dew point sits close under the air temperature, so swapped they break
     dew <= air by half the reference's gap only, and their correlations barely tell. But the reference reached
     that bound (saturation) and never crossed it, and now every hour but the saturated ones crosses it."""
-    frame = swapped(greensboro_last_week.frame, "temp_air", "temp_dew")
-    assert (FindingKind.COLUMNS_SWAPPED, "temp_air") in blocking_on(tmp_path, greensboro_last_week, frame)
+    frame = swapped(hourly_last_week.frame, "temp_air", "temp_dew")
+    assert (FindingKind.COLUMNS_SWAPPED, "temp_air") in blocking_on(tmp_path, hourly_last_week, frame)
 
 
 def test_rows_swapped_are_swapped_back_but_rows_of_changed_values_breaking_the_same_bound_are_not(
-    tmp_path: Path, greensboro_whole_table: RealCase
+    tmp_path: Path, hourly_whole_table: RealCase
 ) -> None:
     """A year of hours: on 15% of them the air and dew-point temperatures swapped, the dew point passes the air
     by the usual gap, and on those rows the two exchanged their correlations with the rest: swap them back. The
     air temperature dealt out in the order of the irradiance breaks the bound on as many hours by as much; but
     there each column kept its own correlations, so swapping would publish values no one measured (and there
     the air temperature follows the label exactly: leakage)."""
-    table = greensboro_whole_table.frame
+    table = hourly_whole_table.frame
     rows = np.random.default_rng(5).random(len(table)) < 0.15
-    blocking = blocking_on(tmp_path, greensboro_whole_table, swapped(table, "temp_air", "temp_dew", rows))
+    blocking = blocking_on(tmp_path, hourly_whole_table, swapped(table, "temp_air", "temp_dew", rows))
     assert (FindingKind.COLUMNS_SWAPPED, "temp_air") in blocking
-    assert blocking_on(tmp_path, greensboro_whole_table, leaked(table, "temp_air", 0.5, by="ghi")) == {
+    assert blocking_on(tmp_path, hourly_whole_table, leaked(table, "temp_air", 0.5, by="ghi")) == {
         (FindingKind.TARGET_LEAKAGE, "temp_air")
     }
 
 
-def test_seattle_december_clean_swapped_and_rescaled(tmp_path: Path, seattle_december: RealCase) -> None:
+def test_a_daily_month_clean_swapped_and_rescaled(tmp_path: Path, daily_newest_month: RealCase) -> None:
     """A strict order held through a year of seasons (temp_min <= temp_max), broken on every December day by
     half the year's gap: swapped, however small December's gap. Broken on most days by a temp_min x2.5: no
     swap puts each column back into its natural variation, so temp_min was rescaled."""
-    frame = seattle_december.frame
-    assert blocking_on(tmp_path, seattle_december, frame) == set()
-    found = blocking_on(tmp_path, seattle_december, swapped(frame, "temp_min", "temp_max"))
+    frame = daily_newest_month.frame
+    assert blocking_on(tmp_path, daily_newest_month, frame) == set()
+    found = blocking_on(tmp_path, daily_newest_month, swapped(frame, "temp_min", "temp_max"))
     assert found == {(FindingKind.COLUMNS_SWAPPED, "temp_max")}
     rescaled = frame.assign(temp_min=frame["temp_min"] * 2.5)
-    assert blocking_on(tmp_path, seattle_december, rescaled) == {(FindingKind.SCALE_SHIFT, "temp_min")}
+    assert blocking_on(tmp_path, daily_newest_month, rescaled) == {(FindingKind.SCALE_SHIFT, "temp_min")}
 
 
 def test_a_whole_reversal_that_jumped_into_the_other_columns_place_is_a_swap(
-    tmp_path: Path, seattle_december_half_year: RealCase
+    tmp_path: Path, daily_newest_month_half_year: RealCase
 ) -> None:
     """Six months of summer and autumn saw temp_min <= temp_max strictly but never a winter, and December's gap
     is half of theirs: the break alone could be two series crossing. But each column's December sits where the
     other sat in November, and swapped back each continues from where it was: a swap."""
-    case = seattle_december_half_year
+    case = daily_newest_month_half_year
     assert blocking_on(tmp_path, case, case.frame) == set()
     found = blocking_on(tmp_path, case, swapped(case.frame, "temp_min", "temp_max"))
     assert found == {(FindingKind.COLUMNS_SWAPPED, "temp_max")}
 
 
 def test_a_bound_broken_by_values_dealt_in_the_labels_order_is_leakage(
-    tmp_path: Path, greensboro_last_week: RealCase
+    tmp_path: Path, hourly_last_week: RealCase
 ) -> None:
     """The air temperature dealt out again in the irradiance's order on half of the last week's hours falls under
     the dew point on some: a bound broken. On those hours it is an exact monotone function of the label (ordered
     as ghi over 10 distinct values), which changed measurements are not: leakage. Lowered by random amounts on the
     same share of hours, it breaks the bound too, but follows nothing: a broken relation."""
-    case = greensboro_last_week
+    case = hourly_last_week
     assert blocking_on(tmp_path, case, case.frame) == set()
     dealt = leaked(case.frame, "temp_air", 0.5, by="ghi")
     assert blocking_on(tmp_path, case, dealt) == {(FindingKind.TARGET_LEAKAGE, "temp_air")}
@@ -591,8 +589,8 @@ def test_a_bound_broken_by_values_dealt_in_the_labels_order_is_leakage(
     }
 
 
-def test_an_order_never_reached_broken_by_values_dealt_in_the_weathers_order_is_leakage(
-    tmp_path: Path, seattle_whole_table: RealCase
+def test_an_order_never_reached_broken_by_values_dealt_in_the_labels_order_is_leakage(
+    tmp_path: Path, daily_whole_table: RealCase
 ) -> None:
     """Four years of days, temp_max dealt out again in the order of the day's weather on half of them: it falls
     under temp_min on about a hundred days. The six months of reference held that order but never met it, so
@@ -600,7 +598,7 @@ def test_an_order_never_reached_broken_by_values_dealt_in_the_weathers_order_is_
     each into its own interval: leakage. Lowered by random amounts on the same share of days, it breaks the order
     as often, sorts nothing, and the order's break is no finding: unless the contract declares the order (the
     dataset's does: temp_max atLeast temp_min), and then it blocks as the relation broken."""
-    case = seattle_whole_table
+    case = daily_whole_table
     declared = case.dataset.contract()
     undeclared = replace(declared, columns=tuple(replace(c, at_least=None) for c in declared.columns))
     assert declared.declared_orders == (("temp_min", "temp_max"),) and not undeclared.declared_orders
@@ -651,29 +649,31 @@ def test_a_feature_that_sorts_the_label_by_nature_sorts_it_on_broken_rows_too(tm
     assert found(check_relations, tmp_path, banded(lowered), ref, BANDS) == []
 
 
-def test_a_swap_of_two_cities_is_read_from_their_ranges(tmp_path: Path, pnw_december_week: RealCase) -> None:
+def test_a_swap_of_two_series_of_one_unit_is_read_from_their_ranges(
+    tmp_path: Path, stations_newest_week: RealCase
+) -> None:
     """No other column to correlate with and no order held: San Francisco at Seattle's December temperatures
     (all below any it showed) and Seattle at San Francisco's, each in range and natural once swapped back."""
-    assert blocking_on(tmp_path, pnw_december_week, pnw_december_week.frame) == set()
-    frame = swapped(pnw_december_week.frame, "sf_temp", "seattle_temp")
-    assert blocking_on(tmp_path, pnw_december_week, frame) == {(FindingKind.COLUMNS_SWAPPED, "sf_temp")}
+    assert blocking_on(tmp_path, stations_newest_week, stations_newest_week.frame) == set()
+    frame = swapped(stations_newest_week.frame, "sf_temp", "seattle_temp")
+    assert blocking_on(tmp_path, stations_newest_week, frame) == {(FindingKind.COLUMNS_SWAPPED, "sf_temp")}
 
 
 def test_a_swap_in_a_batch_that_passed_earlier_is_named_against_its_own_profile(
-    tmp_path: Path, greensboro_week: RealCase
+    tmp_path: Path, hourly_week: RealCase
 ) -> None:
     """The history check judges a kept batch whose rows changed against its own kept profile (no batches to
     measure natural variation by): dni and dhi swapped there also break dhi <= ghi, and it is dni's correlations
     that dhi took, not ghi's (swapping ghi back would publish dhi's values as the label)."""
     clean = tmp_path / "clean.parquet"
-    greensboro_week.frame.to_parquet(clean, index=False)
-    kept = read_snapshot(clean, time_column=greensboro_week.dataset.time_column).profile
-    against_itself = RealCase(greensboro_week.dataset, kept, greensboro_week.frame)  # type: ignore[arg-type]
-    found = blocking_on(tmp_path, against_itself, swapped(greensboro_week.frame, "dni", "dhi"))
+    hourly_week.frame.to_parquet(clean, index=False)
+    kept = read_snapshot(clean, time_column=hourly_week.dataset.time_column).profile
+    against_itself = RealCase(hourly_week.dataset, kept, hourly_week.frame)  # type: ignore[arg-type]
+    found = blocking_on(tmp_path, against_itself, swapped(hourly_week.frame, "dni", "dhi"))
     assert (FindingKind.COLUMNS_SWAPPED, "dni") in found and (FindingKind.COLUMNS_SWAPPED, "ghi") not in found
 
 
-def test_a_swap_in_a_summer_month_that_passed_earlier_is_named_by_its_exact_values(tmp_path: Path) -> None:
+def test_a_swap_in_a_month_that_passed_earlier_is_named_by_its_exact_values(tmp_path: Path) -> None:
     """In June the two cities' temperatures overlap and hold no order, so nothing in the values tells a swap. But
     the month passed earlier and its profile was kept: each column now holds exactly the values the other held,
     and with the hour each exchanged its co-moment too. That is the kept rows, swapped."""
@@ -690,26 +690,26 @@ def test_a_swap_in_a_summer_month_that_passed_earlier_is_named_by_its_exact_valu
 
 
 def test_one_placeholder_where_no_measurement_can_be_is_a_sentinel_but_one_slightly_impossible_value_is_not(
-    tmp_path: Path, seattle_december: RealCase
+    tmp_path: Path, daily_newest_month: RealCase
 ) -> None:
     """A month of rain with one -9999: too few rows for a mass anywhere else, but rain below 0 is no measurement
     and -9999 is typed for 'unknown', so its row is quarantined (exact), not left to block as out of range. A
     lone -0.1 is impossible too, yet no code: out of range, for a person to look at."""
-    frame = seattle_december.frame.copy()
+    frame = daily_newest_month.frame.copy()
     frame.loc[3, "precipitation"] = -9999.0
-    assert blocking_on(tmp_path, seattle_december, frame) == {(FindingKind.SENTINEL, "precipitation")}
+    assert blocking_on(tmp_path, daily_newest_month, frame) == {(FindingKind.SENTINEL, "precipitation")}
     frame.loc[3, "precipitation"] = -0.1
-    assert blocking_on(tmp_path, seattle_december, frame) == {(FindingKind.OUT_OF_RANGE, "precipitation")}
+    assert blocking_on(tmp_path, daily_newest_month, frame) == {(FindingKind.OUT_OF_RANGE, "precipitation")}
 
 
 def test_a_leak_into_one_category_breaks_a_declared_order_and_is_blocked(
-    tmp_path: Path, seattle_december: RealCase
+    tmp_path: Path, daily_newest_month: RealCase
 ) -> None:
     """The real-data bench's partial leak in Seattle's December 2015: half the days' temp_max dealt out again in the
     weather's order. The month is nearly all fog, so the leak sorts almost nothing and is not named; but it puts
     temp_max under temp_min on three days. The reference never met that order, so undeclared it passes; the contract
     declares it (a day's maximum is at least its minimum), and it blocks on the column that changed."""
-    case = seattle_december
+    case = daily_newest_month
     declared = case.dataset.contract()
     undeclared = replace(declared, columns=tuple(replace(c, at_least=None) for c in declared.columns))
     dealt = partial_leak(case.frame, case.dataset)

@@ -52,7 +52,7 @@ def test_each_dataset_loads_offline_fast_tidy_and_in_time_order(name: str) -> No
     assert len(batches) > dataset.reference_batches + 5
 
 
-def test_seattle_weather_has_the_shapes_the_guard_must_survive() -> None:
+def test_the_daily_table_has_the_shapes_the_guard_must_survive() -> None:
     frame = DATASETS["seattle_weather"].frame()
     assert 0.5 < (frame["precipitation"] == 0).mean() < 0.65  # zero-inflated
     tmy = DATASETS["greensboro_tmy"].frame()

@@ -89,7 +89,7 @@ def blocking(report) -> set[tuple[str, str | None]]:
     return {(f.kind.value, f.column) for f in report.blocking}
 
 
-def test_clean_batches_of_a_warming_season_pass(tmp_path, table):
+def test_clean_batches_of_a_drifting_level_pass(tmp_path, table):
     for index in (8, 9):
         report = judge(tmp_path, table, week(table, index))
         assert report.verdict is Verdict.CLEAN, [f.message for f in report.findings]

@@ -12,39 +12,39 @@ from guard.kinds import FindingKind
 from real_cases import RealCase, blocking_on, whole_table_case
 
 
-def test_a_rainy_month_in_inches_is_named_though_it_stays_near_natural_variation(
-    tmp_path: Path, seattle_december: RealCase
+def test_a_zero_inflated_month_in_inches_is_named_though_it_stays_near_natural_variation(
+    tmp_path: Path, daily_newest_month: RealCase
 ) -> None:
     """Seattle's December precipitation / 25.4 sits 1.02x the band: a drift warning by distance alone."""
-    frame = seattle_december.frame.assign(precipitation=seattle_december.frame["precipitation"] / 25.4)
-    assert blocking_on(tmp_path, seattle_december, frame) == {(FindingKind.UNIT_MISMATCH, "precipitation")}
+    frame = daily_newest_month.frame.assign(precipitation=daily_newest_month.frame["precipitation"] / 25.4)
+    assert blocking_on(tmp_path, daily_newest_month, frame) == {(FindingKind.UNIT_MISMATCH, "precipitation")}
 
 
 def test_an_overcast_week_in_kilowatts_is_named_though_the_week_is_unlike_any_past_one(
-    tmp_path: Path, greensboro_last_week: RealCase
+    tmp_path: Path, hourly_last_week: RealCase
 ) -> None:
     """Converted back from kW/m2 the week is still 4.8x the band (its shape is an overcast week's): no unit
     brings it inside natural variation, but kW/m2 alone puts its values back on whole W/m2."""
-    frame = greensboro_last_week.frame.assign(dni=greensboro_last_week.frame["dni"] / 1000)
-    assert blocking_on(tmp_path, greensboro_last_week, greensboro_last_week.frame) == set()
-    assert (FindingKind.UNIT_MISMATCH, "dni") in blocking_on(tmp_path, greensboro_last_week, frame)
+    frame = hourly_last_week.frame.assign(dni=hourly_last_week.frame["dni"] / 1000)
+    assert blocking_on(tmp_path, hourly_last_week, hourly_last_week.frame) == set()
+    assert (FindingKind.UNIT_MISMATCH, "dni") in blocking_on(tmp_path, hourly_last_week, frame)
 
 
-def test_a_finer_precision_is_not_read_as_a_unit(tmp_path: Path, seattle_december: RealCase) -> None:
+def test_a_finer_precision_is_not_read_as_a_unit(tmp_path: Path, daily_newest_month: RealCase) -> None:
     """Values off the grid that a unit would put back on it only by moving them away from natural variation
     (two decimals read as cm: x10) are no conversion."""
-    frame = seattle_december.frame.copy()
+    frame = daily_newest_month.frame.copy()
     frame["wind"] = frame["wind"] + 0.01 * (frame.index % 3 + 1)
-    assert (FindingKind.UNIT_MISMATCH, "wind") not in blocking_on(tmp_path, seattle_december, frame)
+    assert (FindingKind.UNIT_MISMATCH, "wind") not in blocking_on(tmp_path, daily_newest_month, frame)
 
 
 def test_a_whole_table_rewritten_in_another_unit_is_named_by_its_grid(
-    tmp_path: Path, pnw_whole_table: RealCase
+    tmp_path: Path, stations_whole_table: RealCase
 ) -> None:
     """A year of Seattle's temperatures in degC judged at once against 7 winter weeks: its seasons leave no
     natural variation of one batch to come back to, but degF puts it back on the 0.1 grid and into the range."""
-    frame = pnw_whole_table.frame.assign(seattle_temp=(pnw_whole_table.frame["seattle_temp"] - 32) / 1.8)
-    assert (FindingKind.UNIT_MISMATCH, "seattle_temp") in blocking_on(tmp_path, pnw_whole_table, frame)
+    frame = stations_whole_table.frame.assign(seattle_temp=(stations_whole_table.frame["seattle_temp"] - 32) / 1.8)
+    assert (FindingKind.UNIT_MISMATCH, "seattle_temp") in blocking_on(tmp_path, stations_whole_table, frame)
 
 
 def test_a_common_value_a_conversion_lands_on_a_round_number_is_no_sentinel(

@@ -1,14 +1,11 @@
 """Tests are named by the mechanism they test, never by the dataset, place or season they were first seen on: no
-test file, test function, test class or fixture name under tests/ carries such a word. Where the names are not
-there yet, a strict xfail names today's offenders and a companion test refuses new ones."""
+test file, test function, test class or fixture name under tests/ carries such a word."""
 
 from __future__ import annotations
 
 import ast
 import re
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
@@ -55,29 +52,6 @@ def _offenders() -> list[str]:
 
 
 # issue 28 part 6 renames these to the mechanism they test
-OFFENDERS_TODAY = (
-    "tests/guard/conftest.py::greensboro_landed_week",
-    "tests/guard/conftest.py::greensboro_last_week",
-    "tests/guard/conftest.py::greensboro_week",
-    "tests/guard/conftest.py::greensboro_whole_table",
-    "tests/guard/conftest.py::pnw_december_week",
-    "tests/guard/conftest.py::pnw_whole_table",
-    "tests/guard/conftest.py::seattle_december",
-    "tests/guard/conftest.py::seattle_december_half_year",
-    "tests/guard/conftest.py::seattle_whole_table",
-    "tests/guard/test_causes.py::test_a_swap_in_a_humid_week_is_named_from_the_bound_it_reverses",
-    "tests/guard/test_causes.py::test_a_swap_in_a_summer_month_that_passed_earlier_is_named_by_its_exact_values",
-    "tests/guard/test_causes.py::test_a_swap_of_two_cities_is_read_from_their_ranges",
-    "tests/guard/test_causes.py::test_an_order_never_reached_broken_by_values_dealt_in_the_weathers_order_is_leakage",
-    "tests/guard/test_causes.py::test_seattle_december_clean_swapped_and_rescaled",
-    "tests/guard/test_realdata.py::test_seattle_weather_has_the_shapes_the_guard_must_survive",
-    "tests/guard/test_robust.py::test_clean_batches_of_a_warming_season_pass",
-    "tests/guard/test_unit_grid.py::test_a_rainy_month_in_inches_is_named_though_it_stays_near_natural_variation",
-)
-
-
-def test_no_new_test_name_carries_a_dataset_place_or_calendar_word():
-    assert sorted(set(_offenders()) - set(OFFENDERS_TODAY)) == []
 
 
 def test_the_name_check_reads_words_not_letters():
@@ -85,6 +59,5 @@ def test_the_name_check_reads_words_not_letters():
     assert not _offends("test_training_keeps_the_strain") and not _offends("test_a_window_of_the_column")
 
 
-@pytest.mark.xfail(strict=True, reason=f"named by a dataset, place or season: {', '.join(OFFENDERS_TODAY)}")
 def test_no_test_name_carries_a_dataset_place_or_calendar_word():
     assert _offenders() == []
