@@ -23,6 +23,7 @@ __all__ = [
     "model_versions",
     "champion_tag_mcps",
     "tag_mcps",
+    "context_tag_mcps",
     "datahub_champion",
     "read_model_tags",
     "VERDICT_PROPERTY",
@@ -109,6 +110,15 @@ def model_mcps(trained: TrainedVersion, current_tags: list[str]) -> list[MCP]:
 def tag_mcps(urn: str, tags: list[str]) -> list[MCP]:
     unique = list(dict.fromkeys(tags))
     return [MCP(entityUrn=urn, aspect=s.GlobalTagsClass(tags=[s.TagAssociationClass(t) for t in unique]))]
+
+
+def context_tag_mcps(port: MetadataPort, urn: str, tag: str, context: str | None) -> list[MCP]:
+    """`tag` on the entity with `context` (None: taken off it), every other tag kept as it is."""
+    tags = port.aspect(urn, s.GlobalTagsClass) or s.GlobalTagsClass(tags=[])
+    kept = [t for t in tags.tags if t.tag != tag]
+    if context is not None:
+        kept.append(s.TagAssociationClass(tag, context=context))
+    return [MCP(entityUrn=urn, aspect=s.GlobalTagsClass(tags=kept))]
 
 
 def read_model_tags(port: MetadataPort, urn: str) -> list[str]:
