@@ -24,6 +24,8 @@ __all__ = [
     "champion_tag_mcps",
     "tag_mcps",
     "context_tag_mcps",
+    "read_verdict",
+    "training_datasets",
     "datahub_champion",
     "read_model_tags",
     "VERDICT_PROPERTY",
@@ -155,6 +157,18 @@ def read_passport(port: MetadataPort, pipeline: str, version: int) -> dict[str, 
     properties = port.aspect(model_urn(pipeline, version), s.MLModelPropertiesClass)
     raw = (properties.customProperties or {}).get(PASSPORT_PROPERTY) if properties else None
     return json.loads(raw) if raw else None
+
+
+def read_verdict(port: MetadataPort, urn: str) -> str | None:
+    """The verdict a model version's properties record, or None."""
+    properties = port.aspect(urn, s.MLModelPropertiesClass)
+    return (properties.customProperties or {}).get(VERDICT_PROPERTY) if properties else None
+
+
+def training_datasets(port: MetadataPort, urn: str) -> tuple[str, ...]:
+    """The datasets a model version was trained on (its trainingData), sorted."""
+    training = port.aspect(urn, s.TrainingDataClass)
+    return tuple(sorted(d.dataset for d in (training.trainingData if training else [])))
 
 
 def models_trained_on(port: MetadataPort, datasets: set[str]) -> list[str]:
