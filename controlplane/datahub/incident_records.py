@@ -67,6 +67,12 @@ class Incident:
         """The evidence line of an incident Kintsugi raised ({} for any other)."""
         return evidence_line(self.description)
 
+    @property
+    def key(self) -> tuple[str, ...] | None:
+        """The failure (dataset, kind, column) an incident the guard raised stands for."""
+        key = self.evidence.get("key")
+        return tuple(key) if key else None
+
 
 def _status(status: s.IncidentStatusClass) -> IncidentStatus:
     return IncidentStatus(
