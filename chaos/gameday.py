@@ -16,8 +16,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
-
 from chaos.catalog import get_scenario
 from chaos.errors import GameDayError
 from chaos.estate import write_table
@@ -25,6 +23,8 @@ from chaos.registry import Scenario, UpstreamTarget
 from chaos.selection import Selection
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import read_contract
+from controlplane.datahub.port import AspectWrite
+from controlplane.datahub.writes import UnreadableWrite, writes_from_json, writes_to_json
 from controlplane.errors import DataError
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, load_spec
@@ -135,20 +135,16 @@ def revert_game_day(ws: Workspace, pipeline: str) -> GameDay:
     return game
 
 
-def _undo_proposals(game: GameDay, folder: Path) -> list[MCP]:
+def _undo_proposals(game: GameDay, folder: Path) -> list[AspectWrite]:
     """The recorded undo aspects as proposals; one DataHub's client cannot read back as an aspect is refused."""
-    proposals = []
-    for obj in game.undo:
-        proposal = MCP.from_obj(obj)
-        if not isinstance(proposal, MCP):
-            raise GameDayError(
-                f"the undo record in {folder} holds a {obj.get('aspectName')!r} proposal this DataHub "
-                "client cannot read back as an aspect; nothing was reverted",
-                f"copy {folder / _ORIGINAL} over the table and revert that aspect in DataHub by hand, "
-                f"then delete {folder}",
-            )
-        proposals.append(proposal)
-    return proposals
+    try:
+        return writes_from_json(game.undo)
+    except UnreadableWrite as exc:
+        raise GameDayError(
+            f"the undo record in {folder} holds a {exc.aspect!r} proposal this DataHub "
+            "client cannot read back as an aspect; nothing was reverted",
+            f"copy {folder / _ORIGINAL} over the table and revert that aspect in DataHub by hand, then delete {folder}",
+        ) from exc
 
 
 def _inject(
@@ -167,7 +163,7 @@ def _inject(
         assert scenario.upstream is not None
         with metadata_session(ws) as metadata:
             done = scenario.upstream_injector(metadata, UpstreamTarget(scenario.upstream, value, now_ms))
-        undo, summary = [mcp.to_obj() for mcp in done.undo], done.summary
+        undo, summary = writes_to_json(done.undo), done.summary
     else:
         assert scenario.table is not None
         with metadata_session(ws, read_only=True) as metadata:

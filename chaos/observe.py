@@ -9,12 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from datahub.metadata.schema_classes import IncidentInfoClass, IncidentStateClass
-
 from chaos.impact import HARM_THRESHOLD
 from chaos.registry import Scenario
 from controlplane.datahub.connect import metadata_session
-from controlplane.datahub.incidents import incident_key
+from controlplane.datahub.incident_records import IncidentState, all_incidents
 from controlplane.runs.journal import RunRecord
 from controlplane.workspace import Workspace
 from guard.findings import Finding
@@ -92,11 +90,10 @@ def _incident_open(ws: Workspace, scenario: Scenario, dataset: str) -> bool:
     """An ACTIVE incident on the feature table for the scenario's failure (kind, and column if any)."""
     columns = set(scenario.columns) or {""}
     with metadata_session(ws, read_only=True) as metadata:
-        for urn in metadata.urns("incident"):
-            info = metadata.aspect(urn, IncidentInfoClass)
-            if info is None or info.status.state != IncidentStateClass.ACTIVE or dataset not in info.entities:
+        for incident in all_incidents(metadata):
+            if incident.state != IncidentState.ACTIVE or dataset not in incident.datasets:
                 continue
-            key = incident_key(info)
+            key = incident.key
             if key is not None and key[1] == scenario.kind.value and key[2] in columns:
                 return True
     return False

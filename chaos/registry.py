@@ -14,11 +14,10 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
-from datahub.emitter.mcp import MetadataChangeProposalWrapper
 
 from chaos.errors import UnknownScenario
 from chaos.selection import Selection, select_rows
-from controlplane.datahub.port import MetadataPort
+from controlplane.datahub.port import AspectWrite, MetadataPort
 from guard.contract import Contract
 from guard.findings import Finding
 from guard.kinds import FindingKind
@@ -78,8 +77,8 @@ class UpstreamTarget:
 class UpstreamInjected:
     """What a metadata injection wrote, and the aspects that undo it (for `chaos revert`)."""
 
-    written: list[MetadataChangeProposalWrapper]
-    undo: list[MetadataChangeProposalWrapper]
+    written: list[AspectWrite]
+    undo: list[AspectWrite]
     summary: str
 
 

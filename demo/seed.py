@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Callable
 
 import pandas as pd
-from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import contract_mcps
 from controlplane.datahub.datasets import SchemaColumn, dataset_mcps, profile_mcps
+from controlplane.datahub.port import AspectWrite
 from controlplane.onboard.odcs import parse_odcs
 from controlplane.runs.identity import establish_identity
 from controlplane.spec import load_spec
@@ -131,7 +131,7 @@ def seed_estate(ws: Workspace, *, seed: int, anchor: datetime, days: int = INITI
             metadata.emit(_table_mcps(ws, table, data, anchor_ms), anchor_ms)
 
 
-def _table_mcps(ws: Workspace, table: DemoTable, data: Path, anchor_ms: int) -> list[MCP]:
+def _table_mcps(ws: Workspace, table: DemoTable, data: Path, anchor_ms: int) -> list[AspectWrite]:
     """The table registered, its contract applied, and its days kept as the reference's batches."""
     shutil.copyfile(_packaged("pipelines", f"{table.pipeline}.yaml"), ws.pipelines / f"{table.pipeline}.yaml")
     contract_text = _packaged("contracts", table.contract_file).read_text()

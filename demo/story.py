@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Callable
 
 import pandas as pd
-from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
-from datahub.metadata.schema_classes import DatasetPropertiesClass, TimeStampClass
 
 from controlplane.datahub.connect import metadata_session
+from controlplane.datahub.loads import last_modified_mcps
 from controlplane.models.modelstore import training_errors_mapped
 from controlplane.pipeline import run_pipeline
 from controlplane.runs.journal import Event, RunRecord
@@ -80,10 +79,9 @@ def land_batch(
     stamp = _ms(anchor)
     with metadata_session(ws) as metadata:
         for urn in UPSTREAMS:
-            properties = metadata.aspect(urn, DatasetPropertiesClass)
-            assert properties is not None, f"upstream {urn} missing from the seeded estate"
-            properties.lastModified = TimeStampClass(stamp)
-            metadata.emit([MCP(entityUrn=urn, aspect=properties)], stamp)
+            touched = last_modified_mcps(metadata, urn, stamp)
+            assert touched, f"upstream {urn} missing from the seeded estate"
+            metadata.emit(touched, stamp)
 
 
 def customer_impact(spec: PipelineSpec, poisoned: Path, healed: Path) -> tuple[float, float]:

@@ -20,12 +20,10 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
-from datahub.metadata import schema_classes as s
-
 from controlplane.datahub.connect import metadata_session
-from controlplane.datahub.model_risk import Cause, at_risk_info, at_risk_urn, flag_mcps, set_state
-from controlplane.datahub.port import MetadataPort
+from controlplane.datahub.incident_records import IncidentState
+from controlplane.datahub.model_risk import Cause, RiskWrite, flag_mcps, risk_write
+from controlplane.datahub.port import AspectWrite, MetadataPort
 from controlplane.models.champion_health import (
     Decision,
     VersionHealth,
@@ -66,7 +64,7 @@ __all__ = [
 
 AT_RISK_KEY = "kintsugi.at_risk"
 FLAG_KEY = "kintsugi.flagged"
-_ACTIVE, _RESOLVED = s.IncidentStateClass.ACTIVE, s.IncidentStateClass.RESOLVED
+_ACTIVE, _RESOLVED = IncidentState.ACTIVE.value, IncidentState.RESOLVED.value
 
 
 @dataclass(frozen=True)
@@ -145,25 +143,17 @@ def _with_policy(spec: PipelineSpec, policy: Policy) -> PipelineSpec:
     return replace(spec, policy=policy)
 
 
-def _mark_writes(
-    metadata: MetadataPort, plan_: Plan, champion: int | None, note: str, now_ms: int
-) -> list[tuple[str, s.IncidentInfoClass]]:
+def _mark_writes(metadata: MetadataPort, plan_: Plan, champion: int | None, note: str, now_ms: int) -> list[RiskWrite]:
     """At-risk incidents to write so that the champion's are ACTIVE and the others RESOLVED."""
     writes = []
     for mark in plan_.marks:
-        urn = at_risk_urn(plan_.spec.name, mark.version, mark.cause.urn)
         state = _ACTIVE if mark.version == champion else _RESOLVED
         message = _message(plan_.spec.name, mark.version, champion, state, note)
-        current = metadata.aspect(urn, s.IncidentInfoClass)
-        if current is None:
-            writes.append(
-                (
-                    urn,
-                    at_risk_info(plan_.spec.name, mark.version, mark.cause, mark.trained_at_ms, state, message, now_ms),
-                )
-            )
-        elif current.status.state != state:
-            writes.append((urn, set_state(current, state, message, now_ms)))
+        write = risk_write(
+            metadata, plan_.spec.name, mark.version, mark.cause, mark.trained_at_ms, state, message, now_ms
+        )
+        if write is not None:
+            writes.append(write)
     return writes
 
 
@@ -183,7 +173,7 @@ def _tag_writes(plan_: Plan) -> dict[int, str]:
     return {v: text for v, text in values.items() if plan_.versions.get(v, {}).get(AT_RISK_KEY) != text}
 
 
-def _flag_changes(metadata: MetadataPort, plan_: Plan) -> tuple[list[MCP], dict[int, str | None]]:
+def _flag_changes(metadata: MetadataPort, plan_: Plan) -> tuple[list[AspectWrite], dict[int, str | None]]:
     """DataHub tag writes and MLflow flag changes (None: remove) so that only `plan_.flagged` is flagged."""
     flagged = plan_.flagged
     tagged = {v for v, tags in plan_.versions.items() if FLAG_KEY in tags}
@@ -312,11 +302,11 @@ def _roll_back(run: RunContext, found: Plan, target: int, approval: Approval | N
 
 
 def _write_marks(run: RunContext, found: Plan, champion: int | None, note: str) -> None:
-    for urn, info in _mark_writes(run.metadata, found, champion, note, run.now_ms):
+    for write in _mark_writes(run.metadata, found, champion, note, run.now_ms):
         with run.journal.writing(
-            LedgerKind.DATAHUB, urn, aspect="incidentInfo", state=str(info.status.state), at_risk=info.entities[0]
+            LedgerKind.DATAHUB, write.urn, aspect="incidentInfo", state=write.state, at_risk=write.model
         ):
-            run.metadata.emit([MCP(entityUrn=urn, aspect=info)], run.now_ms)
+            run.metadata.emit([write.write], run.now_ms)
 
 
 def _write_tags_and_flags(run: RunContext, found: Plan) -> None:

@@ -18,11 +18,12 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.datasets import field_type
+from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import assertion_urn
 from guard.contract import ColumnContract, Contract
 from guard.findings import CheckOutcome, GuardReport
 
-__all__ = ["assertion_mcps", "VolumeLimits", "NATIVE_TYPES"]
+__all__ = ["assertion_mcps", "VolumeLimits", "NATIVE_TYPES", "AssertionRef", "read_assertion"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,22 @@ class VolumeLimits:
     least: int
     most: int
     of_batch: bool  # the snapshot was the new batch (the table's growth), not a whole table
+
+
+@dataclass(frozen=True)
+class AssertionRef:
+    """An assertion as DataHub holds it: the dataset it is on and the check it records (None when unset)."""
+
+    urn: str
+    dataset: str | None
+    check: str | None
+
+
+def read_assertion(port: MetadataPort, urn: str) -> AssertionRef | None:
+    info = port.aspect(urn, s.AssertionInfoClass)
+    if info is None:
+        return None
+    return AssertionRef(urn, info.entityUrn, (info.customProperties or {}).get("check"))
 
 
 _STD_TYPES = {

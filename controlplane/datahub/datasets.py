@@ -15,6 +15,7 @@ from typing import Sequence
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
+from datahub.metadata.urns import DatasetUrn
 
 from controlplane.datahub.incidents import active_incidents
 from controlplane.datahub.port import MetadataPort
@@ -34,6 +35,11 @@ __all__ = [
     "FRESHNESS_PROPERTY",
     "field_type",
     "logical_type_of",
+    "is_known",
+    "dataset_name",
+    "upstreams_of",
+    "read_owners",
+    "upstream_mcps",
 ]
 
 FRESHNESS_PROPERTY = "kintsugi.freshnessSlaHours"
@@ -118,8 +124,10 @@ def dataset_mcps(
     return [MCP(entityUrn=urn, aspect=a) for a in aspects]
 
 
-def operation_mcp(urn: str, *, rows: int, at_ms: int, actor: str) -> MCP:
-    """DataHub's standard record of a load: an INSERT of `rows` rows at `at_ms`."""
+def operation_mcp(
+    urn: str, *, rows: int | None, at_ms: int, actor: str, properties: dict[str, str] | None = None
+) -> MCP:
+    """DataHub's standard record of a load: an INSERT (of `rows` rows, when counted) at `at_ms`."""
     return MCP(
         entityUrn=urn,
         aspect=s.OperationClass(
@@ -128,12 +136,59 @@ def operation_mcp(urn: str, *, rows: int, at_ms: int, actor: str) -> MCP:
             operationType=s.OperationTypeClass.INSERT,
             numAffectedRows=rows,
             actor=actor,
+            customProperties=properties,
         ),
     )
 
 
-def read_schema(port: MetadataPort, urn: str) -> list[SchemaColumn] | None:
-    schema = port.aspect(urn, s.SchemaMetadataClass)
+def upstream_mcps(
+    port: MetadataPort, urn: str, *, sla_hours: float | None, owner: str, now_ms: int, description: str
+) -> list[MCP]:
+    """An upstream DataHub does not know registered (properties with its SLA, owner, status: no schema, its last
+    load counted as `now_ms`); a known one given a new SLA; [] when it has that SLA already or none is asked."""
+    known = port.aspect(urn, s.DatasetPropertiesClass)
+    if known is None:
+        mcps = dataset_mcps(
+            urn,
+            name=DatasetUrn.from_string(urn).name,
+            columns=[],
+            upstreams=[],
+            owner=owner,
+            last_modified_ms=now_ms,
+            freshness_hours=sla_hours,
+            description=description,
+        )
+        return [m for m in mcps if not isinstance(m.aspect, s.SchemaMetadataClass)]
+    current = (known.customProperties or {}).get(FRESHNESS_PROPERTY)
+    if sla_hours is None or current == str(sla_hours):
+        return []
+    known.customProperties = {**(known.customProperties or {}), FRESHNESS_PROPERTY: str(sla_hours)}
+    return [MCP(entityUrn=urn, aspect=known)]
+
+
+def is_known(port: MetadataPort, urn: str) -> bool:
+    """DataHub holds the dataset's properties."""
+    return port.aspect(urn, s.DatasetPropertiesClass) is not None
+
+
+def dataset_name(port: MetadataPort, urn: str) -> str | None:
+    properties = port.aspect(urn, s.DatasetPropertiesClass)
+    return properties.name if properties is not None and properties.name else None
+
+
+def upstreams_of(port: MetadataPort, urn: str) -> tuple[str, ...]:
+    """The datasets the dataset reads from directly (its upstreamLineage), sorted."""
+    lineage = port.aspect(urn, s.UpstreamLineageClass)
+    return tuple(sorted(u.dataset for u in (lineage.upstreams if lineage else [])))
+
+
+def read_owners(port: MetadataPort, urn: str) -> list[str]:
+    ownership = port.aspect(urn, s.OwnershipClass)
+    return [o.owner for o in ownership.owners] if ownership is not None else []
+
+
+def read_schema(port: MetadataPort, urn: str, as_of_ms: int | None = None) -> list[SchemaColumn] | None:
+    schema = port.aspect(urn, s.SchemaMetadataClass, as_of_ms)
     if schema is None:
         return None
     return [SchemaColumn(f.fieldPath, logical_type_of(f), f.nativeDataType) for f in schema.fields]

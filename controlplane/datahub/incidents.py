@@ -21,6 +21,7 @@ __all__ = [
     "Recurrence",
     "open_incident",
     "incident_evidence",
+    "evidence_line",
     "resolve_incident",
     "reopen_incident",
     "incident_key",
@@ -119,7 +120,12 @@ def incident_key(info: s.IncidentInfoClass) -> tuple[str, str, str] | None:
 
 def incident_evidence(info: s.IncidentInfoClass) -> dict[str, Any]:
     """The evidence line of an incident Kintsugi raised ({} for any other)."""
-    for line in reversed((info.description or "").splitlines()):
+    return evidence_line(info.description)
+
+
+def evidence_line(description: str | None) -> dict[str, Any]:
+    """The evidence line at the end of an incident's description ({} when there is none)."""
+    for line in reversed((description or "").splitlines()):
         if line.startswith(EVIDENCE_MARKER):
             try:
                 found = json.loads(line[len(EVIDENCE_MARKER) :])

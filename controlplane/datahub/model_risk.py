@@ -18,7 +18,7 @@ from datahub.metadata.urns import IncidentUrn
 
 from controlplane.datahub.incidents import ACTOR, EVIDENCE_MARKER
 from controlplane.datahub.models import read_model_tags, tag_mcps
-from controlplane.datahub.port import MetadataPort
+from controlplane.datahub.port import AspectWrite, MetadataPort
 from controlplane.datahub.urns import model_urn, tag_urn
 
 __all__ = [
@@ -32,6 +32,8 @@ __all__ = [
     "UNSAFE_TAG",
     "AT_RISK_TYPE",
     "flag_mcps",
+    "RiskWrite",
+    "risk_write",
 ]
 
 UNSAFE_TAG = tag_urn("unsafe-champion")
@@ -127,6 +129,39 @@ def _status(state: str, message: str, now_ms: int) -> s.IncidentStatusClass:
 def set_state(info: s.IncidentInfoClass, state: str, message: str, now_ms: int) -> s.IncidentInfoClass:
     info.status = _status(state, message, now_ms)
     return info
+
+
+@dataclass(frozen=True)
+class RiskWrite:
+    """One at-risk incident to write: its URN, the model it is on, the state it is brought to, and the write."""
+
+    urn: str
+    model: str
+    state: str
+    write: AspectWrite
+
+
+def risk_write(
+    port: MetadataPort,
+    pipeline: str,
+    version: int,
+    cause: Cause,
+    trained_at_ms: int,
+    state: str,
+    message: str,
+    now_ms: int,
+) -> RiskWrite | None:
+    """The at-risk incident of (version, cause) brought to `state`: raised when DataHub holds none, its status
+    set when it is in another state; None when it is in `state` already."""
+    urn = at_risk_urn(pipeline, version, cause.urn)
+    current = port.aspect(urn, s.IncidentInfoClass)
+    if current is None:
+        info = at_risk_info(pipeline, version, cause, trained_at_ms, state, message, now_ms)
+    elif current.status.state != state:
+        info = set_state(current, state, message, now_ms)
+    else:
+        return None
+    return RiskWrite(urn, info.entities[0], str(info.status.state), MCP(entityUrn=urn, aspect=info))
 
 
 def _evidence(info: s.IncidentInfoClass) -> dict[str, Any] | None:

@@ -23,6 +23,9 @@ __all__ = [
     "model_versions",
     "champion_tag_mcps",
     "tag_mcps",
+    "context_tag_mcps",
+    "read_verdict",
+    "training_datasets",
     "datahub_champion",
     "read_model_tags",
     "VERDICT_PROPERTY",
@@ -111,6 +114,15 @@ def tag_mcps(urn: str, tags: list[str]) -> list[MCP]:
     return [MCP(entityUrn=urn, aspect=s.GlobalTagsClass(tags=[s.TagAssociationClass(t) for t in unique]))]
 
 
+def context_tag_mcps(port: MetadataPort, urn: str, tag: str, context: str | None) -> list[MCP]:
+    """`tag` on the entity with `context` (None: taken off it), every other tag kept as it is."""
+    tags = port.aspect(urn, s.GlobalTagsClass) or s.GlobalTagsClass(tags=[])
+    kept = [t for t in tags.tags if t.tag != tag]
+    if context is not None:
+        kept.append(s.TagAssociationClass(tag, context=context))
+    return [MCP(entityUrn=urn, aspect=s.GlobalTagsClass(tags=kept))]
+
+
 def read_model_tags(port: MetadataPort, urn: str) -> list[str]:
     tags = port.aspect(urn, s.GlobalTagsClass)
     return [t.tag for t in tags.tags] if tags else []
@@ -145,6 +157,18 @@ def read_passport(port: MetadataPort, pipeline: str, version: int) -> dict[str, 
     properties = port.aspect(model_urn(pipeline, version), s.MLModelPropertiesClass)
     raw = (properties.customProperties or {}).get(PASSPORT_PROPERTY) if properties else None
     return json.loads(raw) if raw else None
+
+
+def read_verdict(port: MetadataPort, urn: str) -> str | None:
+    """The verdict a model version's properties record, or None."""
+    properties = port.aspect(urn, s.MLModelPropertiesClass)
+    return (properties.customProperties or {}).get(VERDICT_PROPERTY) if properties else None
+
+
+def training_datasets(port: MetadataPort, urn: str) -> tuple[str, ...]:
+    """The datasets a model version was trained on (its trainingData), sorted."""
+    training = port.aspect(urn, s.TrainingDataClass)
+    return tuple(sorted(d.dataset for d in (training.trainingData if training else [])))
 
 
 def models_trained_on(port: MetadataPort, datasets: set[str]) -> list[str]:

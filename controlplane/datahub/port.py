@@ -7,9 +7,10 @@ from typing import Protocol, Sequence, TypeVar
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import _Aspect
 
-__all__ = ["MetadataPort", "AspectT"]
+__all__ = ["MetadataPort", "AspectT", "AspectWrite"]
 
 AspectT = TypeVar("AspectT", bound=_Aspect)
+AspectWrite = MetadataChangeProposalWrapper  # one aspect write: built by the record modules, passed on, emitted
 
 
 class MetadataPort(Protocol):
@@ -17,7 +18,7 @@ class MetadataPort(Protocol):
 
     location: str
 
-    def emit(self, mcps: Sequence[MetadataChangeProposalWrapper], at_ms: int | None = None) -> None:
+    def emit(self, mcps: Sequence[AspectWrite], at_ms: int | None = None) -> None:
         """Write aspects; `at_ms` stamps them (the instant history reads see them from)."""
 
     def aspect(self, urn: str, aspect_class: type[AspectT], as_of_ms: int | None = None) -> AspectT | None:

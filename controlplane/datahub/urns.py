@@ -32,12 +32,29 @@ __all__ = [
     "dataset_platform",
     "check_dataset_urn",
     "tag_urn",
+    "dataset_urn",
+    "guid",
+    "keyed_incident_urn",
     "CHAMPION_TAG",
     "MODEL_PLATFORM",
 ]
 
 MODEL_PLATFORM = "mlflow"
 CHAMPION_TAG = str(TagUrn("champion"))
+
+
+def guid(key: dict[str, str]) -> str:
+    """A stable id of a key (DataHub's own guid: the same key gives the same id in any process)."""
+    return datahub_guid(key)
+
+
+def keyed_incident_urn(key: dict[str, str]) -> str:
+    """An incident URN derived from any key of the writer's own."""
+    return str(IncidentUrn(datahub_guid(key)))
+
+
+def dataset_urn(platform: str, name: str) -> str:
+    return str(DatasetUrn(platform, name, "PROD"))
 
 
 def assertion_urn(dataset: str, check: str, column: str | None) -> str:

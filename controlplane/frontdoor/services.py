@@ -13,14 +13,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
 
-from datahub.metadata import schema_classes as s
-
 from controlplane.champion.promote import promote_version
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import read_raw_contract
-from controlplane.datahub.datasets import downstream_of
+from controlplane.datahub.datasets import dataset_name, downstream_of, upstreams_of
+from controlplane.datahub.incident_records import read_incident
 from controlplane.datahub.incidents import IncidentRow, active_incidents, read_incidents
-from controlplane.datahub.models import VERDICT_PROPERTY, model_versions, models_trained_on
+from controlplane.datahub.models import model_versions, models_trained_on, read_verdict, training_datasets
 from controlplane.datahub.urns import model_urn
 from controlplane.errors import Conflict, DataError, InputError, InternalError, KintsugiError, NotFound
 from controlplane.onboard.accept import accept as accept_warnings
@@ -317,31 +316,18 @@ def lineage(ws: Workspace) -> Lineage:
         active = active_incidents(metadata)
         datasets = []
         for urn in metadata.urns("dataset"):
-            properties = metadata.aspect(urn, s.DatasetPropertiesClass)
-            upstream = metadata.aspect(urn, s.UpstreamLineageClass)
             datasets.append(
                 DatasetNode(
                     urn,
-                    properties.name if properties and properties.name else urn,
-                    tuple(sorted(u.dataset for u in (upstream.upstreams if upstream else []))),
+                    dataset_name(metadata, urn) or urn,
+                    upstreams_of(metadata, urn),
                     tuple(sorted(active.get(urn, []))),
                 )
             )
         models = []
         for name, version in model_versions(metadata):
             urn = model_urn(name, version)
-            model_properties = metadata.aspect(urn, s.MLModelPropertiesClass)
-            training = metadata.aspect(urn, s.TrainingDataClass)
-            verdict = (model_properties.customProperties or {}).get(VERDICT_PROPERTY) if model_properties else None
-            models.append(
-                ModelNode(
-                    urn,
-                    name,
-                    version,
-                    verdict,
-                    tuple(sorted(d.dataset for d in (training.trainingData if training else []))),
-                )
-            )
+            models.append(ModelNode(urn, name, version, read_verdict(metadata, urn), training_datasets(metadata, urn)))
     return Lineage(datasets, models)
 
 
@@ -371,14 +357,14 @@ def postmortem(ws: Workspace, incident: str) -> tuple[str, bool]:
         held = read_postmortem(metadata, incident)
         if held is not None:
             return held, True
-        info = metadata.aspect(incident, s.IncidentInfoClass)
+        info = read_incident(metadata, incident)
         if info is None:
             raise NotFound(f"DataHub holds no incident {incident}", "list incidents with `kintsugi incidents`")
         specs = [load_spec(ws, name) for name in list_specs(ws)]
         built = build_postmortem(ws, metadata, incident, list_runs(ws), watched_datasets(metadata, specs))
     if built is None:
         raise Conflict(
-            f"incident {incident} is {info.status.state}: a postmortem is written once it is resolved",
+            f"incident {incident} is {info.state}: a postmortem is written once it is resolved",
             "resolve it (or let the loop heal it), then run `kintsugi watch --once`",
         )
     return built.markdown, False

@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from datahub.metadata import schema_classes as s
-
+from controlplane.datahub.assertions import read_assertion
+from controlplane.datahub.datasets import SchemaColumn, read_schema
+from controlplane.datahub.deprecations import read_deprecation
 from controlplane.datahub.history import health_at, unhealed_at
+from controlplane.datahub.incident_records import read_incident
 from controlplane.datahub.model_risk import Cause
 from controlplane.datahub.models import model_versions, read_passport
 from controlplane.datahub.port import MetadataPort
@@ -103,27 +105,27 @@ def versions_health(port: MetadataPort, pipeline: str) -> list[VersionHealth]:
 
 def cause_of(port: MetadataPort, urn: str) -> Cause:
     """An incident or assertion URN as a cause: its dataset, title and priority (a failing assertion: HIGH)."""
-    incident = port.aspect(urn, s.IncidentInfoClass) if urn.startswith("urn:li:incident:") else None
+    incident = read_incident(port, urn) if urn.startswith("urn:li:incident:") else None
     if incident is not None:
-        source = incident.source.sourceUrn if incident.source is not None else None
         priority = incident.priority if incident.priority is not None else 2
-        return Cause(urn, "incident", (incident.entities or ["?"])[0], incident.title or urn, priority, source)
-    assertion = port.aspect(urn, s.AssertionInfoClass)
-    dataset = (assertion.entityUrn if assertion is not None else None) or "?"
-    check = ((assertion.customProperties or {}).get("check") if assertion is not None else None) or "assertion"
+        dataset = (incident.datasets or ("?",))[0]
+        return Cause(urn, "incident", dataset, incident.title or urn, priority, incident.source_urn)
+    assertion = read_assertion(port, urn)
+    dataset = (assertion.dataset if assertion is not None else None) or "?"
+    check = (assertion.check if assertion is not None else None) or "assertion"
     return Cause(urn, "assertion", dataset, f"assertion {check} failing on {dataset}", 1, urn)
 
 
-def _fields(schema: s.SchemaMetadataClass | None) -> dict[str, str]:
-    return {f.fieldPath: f.nativeDataType for f in schema.fields} if schema is not None else {}
+def _fields(schema: list[SchemaColumn] | None) -> dict[str, str]:
+    return {c.name: c.native_type for c in schema} if schema is not None else {}
 
 
 def drift_since(port: MetadataPort, health: VersionHealth) -> list[Cause]:
     """Upstreams that changed shape or were deprecated since the version's training instant."""
     causes = []
     for dataset in health.datasets[1:]:
-        then = _fields(port.aspect(dataset, s.SchemaMetadataClass, as_of_ms=health.trained_at_ms + 1))
-        now = _fields(port.aspect(dataset, s.SchemaMetadataClass))
+        then = _fields(read_schema(port, dataset, as_of_ms=health.trained_at_ms + 1))
+        now = _fields(read_schema(port, dataset))
         if then and now != then:
             changed = sorted(set(then.items()) ^ set(now.items()))
             names = ", ".join(dict.fromkeys(name for name, _ in changed))
@@ -136,8 +138,8 @@ def drift_since(port: MetadataPort, health: VersionHealth) -> list[Cause]:
                     3,
                 )
             )
-        deprecation = port.aspect(dataset, s.DeprecationClass)
-        earlier = port.aspect(dataset, s.DeprecationClass, as_of_ms=health.trained_at_ms + 1)
+        deprecation = read_deprecation(port, dataset)
+        earlier = read_deprecation(port, dataset, as_of_ms=health.trained_at_ms + 1)
         if deprecation is not None and deprecation.deprecated and not (earlier and earlier.deprecated):
             causes.append(
                 Cause(

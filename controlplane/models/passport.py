@@ -9,12 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
-from datahub.metadata import schema_classes as s
-
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.history import health_at, unhealed_at
-from controlplane.datahub.models import datahub_champion, model_versions, read_passport
+from controlplane.datahub.models import context_tag_mcps, datahub_champion, model_versions, read_passport
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import model_urn
 from controlplane.errors import NotFound, RegistryError, VersionNotFound
@@ -199,8 +196,5 @@ def champions_agree(ws: Workspace, model: str) -> tuple[bool, str]:
 
 def _write_audit(metadata: MetadataPort, row: AuditRow) -> None:
     urn = model_urn(row.model, row.version)
-    tags = metadata.aspect(urn, s.GlobalTagsClass) or s.GlobalTagsClass(tags=[])
-    kept = [t for t in tags.tags if t.tag != AUDIT_TAG]
-    if row.unsafe:
-        kept.append(s.TagAssociationClass(AUDIT_TAG, context=json.dumps(list(row.recomputed))))
-    metadata.emit([MCP(entityUrn=urn, aspect=s.GlobalTagsClass(tags=kept))])
+    context = json.dumps(list(row.recomputed)) if row.unsafe else None
+    metadata.emit(context_tag_mcps(metadata, urn, AUDIT_TAG, context))

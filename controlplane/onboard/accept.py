@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import time
 
-from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
-from datahub.metadata import schema_classes as s
-
+from controlplane.datahub.notes import memory_link_mcps
+from controlplane.datahub.port import MetadataPort
 from controlplane.errors import InputError, RunStateError
 from controlplane.runs.context import open_run
 from controlplane.runs.journal import RunRecord, load_run
@@ -83,12 +82,13 @@ def accept(
     return record
 
 
-def _remember(metadata, dataset: str, note: str, by: str, now_ms: int) -> None:  # type: ignore[no-untyped-def]
-    memory = metadata.aspect(dataset, s.InstitutionalMemoryClass) or s.InstitutionalMemoryClass(elements=[])
-    stamp = s.AuditStampClass(time=now_ms, actor=f"urn:li:corpuser:{by}")
-    element = s.InstitutionalMemoryMetadataClass(
-        url=f"kintsugi://accepted/{now_ms}", description=note[:2000], createStamp=stamp
+def _remember(metadata: MetadataPort, dataset: str, note: str, by: str, now_ms: int) -> None:
+    link = memory_link_mcps(
+        metadata,
+        dataset,
+        url=f"kintsugi://accepted/{now_ms}",
+        description=note[:2000],
+        at_ms=now_ms,
+        by=f"urn:li:corpuser:{by}",
     )
-    metadata.emit(
-        [MCP(entityUrn=dataset, aspect=s.InstitutionalMemoryClass(elements=[*memory.elements, element]))], now_ms
-    )
+    metadata.emit(link, now_ms)

@@ -26,14 +26,11 @@ from typing import Any, Callable
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
-from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
-from datahub.metadata import schema_classes as s
-from datahub.metadata.urns import DatasetUrn
 
 from controlplane.datahub.connect import metadata_session
-from controlplane.datahub.datasets import FRESHNESS_PROPERTY, SchemaColumn, dataset_mcps
+from controlplane.datahub.datasets import SchemaColumn, dataset_mcps, upstream_mcps
 from controlplane.datahub.port import MetadataPort
-from controlplane.datahub.urns import check_dataset_urn
+from controlplane.datahub.urns import check_dataset_urn, dataset_urn
 from controlplane.errors import DataError, InputError, KintsugiError, SpecError, TableChanged
 from controlplane.frontdoor import services
 from controlplane.models.gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN
@@ -152,8 +149,8 @@ def resolve_data(ws: Workspace, data: str, cwd: Path) -> str:
 def default_dataset(data_text: str) -> str:
     """The dataset URN a location names when --dataset is not given: platform s3 or file, the path as its name."""
     if data_text.startswith("s3://"):
-        return str(DatasetUrn("s3", data_text[len("s3://") :].strip("/"), "PROD"))
-    return str(DatasetUrn("file", data_text.rstrip("/"), "PROD"))
+        return dataset_urn("s3", data_text[len("s3://") :].strip("/"))
+    return dataset_urn("file", data_text.rstrip("/"))
 
 
 def parse_upstream(text: str) -> Upstream:
@@ -467,7 +464,15 @@ def _register(metadata: MetadataPort, plan: InitPlan, journal: RunJournal, now_m
     owner = plan.request.owner or operator_urn()
     created = []
     for upstream in plan.upstreams:
-        mcps = _upstream_mcps(metadata, upstream, plan, owner, now_ms)
+        mcps = upstream_mcps(
+            metadata,
+            upstream.urn,
+            sla_hours=upstream.sla_hours,
+            owner=owner,
+            now_ms=now_ms,
+            description=f"Upstream of {plan.request.name}, registered by kintsugi init "
+            "(its last load counted as the moment of onboarding)",
+        )
         if mcps:
             with journal.writing(
                 LedgerKind.DATAHUB, upstream.urn, aspect="datasetProperties", sla_hours=upstream.sla_hours
@@ -493,26 +498,3 @@ def _register(metadata: MetadataPort, plan: InitPlan, journal: RunJournal, now_m
 
 def _arrow_type(plan: InitPlan, column: str) -> str:
     return plan.arrow_types.get(column) or plan.profile.columns[column].logical_type
-
-
-def _upstream_mcps(metadata: MetadataPort, upstream: Upstream, plan: InitPlan, owner: str, now_ms: int) -> list[MCP]:
-    known = metadata.aspect(upstream.urn, s.DatasetPropertiesClass)
-    if known is None:
-        name = DatasetUrn.from_string(upstream.urn).name
-        mcps = dataset_mcps(
-            upstream.urn,
-            name=name,
-            columns=[],
-            upstreams=[],
-            owner=owner,
-            last_modified_ms=now_ms,
-            freshness_hours=upstream.sla_hours,
-            description=f"Upstream of {plan.request.name}, registered by kintsugi init "
-            "(its last load counted as the moment of onboarding)",
-        )
-        return [m for m in mcps if not isinstance(m.aspect, s.SchemaMetadataClass)]
-    current = (known.customProperties or {}).get(FRESHNESS_PROPERTY)
-    if upstream.sla_hours is None or current == str(upstream.sla_hours):
-        return []
-    known.customProperties = {**(known.customProperties or {}), FRESHNESS_PROPERTY: str(upstream.sla_hours)}
-    return [MCP(entityUrn=upstream.urn, aspect=known)]

@@ -21,11 +21,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
-from datahub.metadata import schema_classes as s
-
 from controlplane.datahub.connect import metadata_session
-from controlplane.datahub.datasets import operation_mcp
+from controlplane.datahub.datasets import is_known, operation_mcp
+from controlplane.datahub.loads import last_modified_mcps
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import check_dataset_urn
 from controlplane.errors import DataError, InputError, KintsugiError
@@ -141,29 +139,28 @@ def _record_load(
     metadata: MetadataPort, spec: PipelineSpec, journal: RunJournal, rows: int, upstreams: tuple[str, ...], batch: str
 ) -> None:
     now_ms, actor = journal.record.now_ms, operator_urn()
-    unknown = [u for u in upstreams if metadata.aspect(u, s.DatasetPropertiesClass) is None]
+    unknown = [u for u in upstreams if not is_known(metadata, u)]
     if unknown:
         raise InputError(
             f"--upstream {unknown[0]} is not a dataset DataHub knows",
             f"register it with `kintsugi init {spec.name} --force --upstream URN=SLA_HOURS ...`",
         )
-    mcps = [operation_mcp(spec.feature_table, rows=rows, at_ms=now_ms, actor=actor)]
-    properties = metadata.aspect(spec.feature_table, s.DatasetPropertiesClass)
-    if properties is not None:
-        properties.lastModified = s.TimeStampClass(now_ms)
-        mcps.append(MCP(entityUrn=spec.feature_table, aspect=properties))
+    mcps = [
+        operation_mcp(spec.feature_table, rows=rows, at_ms=now_ms, actor=actor),
+        *last_modified_mcps(metadata, spec.feature_table, now_ms),
+    ]
     with journal.writing(LedgerKind.DATAHUB, spec.feature_table, aspect="operation+lastModified", rows=rows):
         metadata.emit(mcps, now_ms)
     for urn in upstreams:
-        load = s.OperationClass(
-            timestampMillis=now_ms,
-            lastUpdatedTimestamp=now_ms,
+        load = operation_mcp(
+            urn,
+            rows=None,
+            at_ms=now_ms,
             actor=actor,
-            operationType=s.OperationTypeClass.INSERT,
-            customProperties={"recordedBy": "kintsugi land", "batch": batch, "into": spec.feature_table},
+            properties={"recordedBy": "kintsugi land", "batch": batch, "into": spec.feature_table},
         )
         with journal.writing(LedgerKind.DATAHUB, urn, aspect="operation"):
-            metadata.emit([MCP(entityUrn=urn, aspect=load)], now_ms)
+            metadata.emit([load], now_ms)
 
 
 def operator_urn() -> str:

@@ -22,11 +22,8 @@ from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Iterator
 
-from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
-from datahub.metadata import schema_classes as s
-
+from controlplane.datahub.markers import is_marked, mark_workspace, marker_urn
 from controlplane.datahub.port import MetadataPort
-from controlplane.datahub.urns import tag_urn
 from controlplane.errors import StoreMismatch, WorkspaceError
 from controlplane.workspace import Workspace
 
@@ -80,7 +77,7 @@ def _save(ws: Workspace, identity: Identity) -> None:
 
 
 def datahub_marker(identity: Identity) -> str:
-    return tag_urn(f"kintsugi-workspace-{identity.workspace_id}")
+    return marker_urn(identity.workspace_id)
 
 
 def establish_identity(ws: Workspace, metadata: MetadataPort, now_ms: int | None = None) -> Identity:
@@ -89,24 +86,8 @@ def establish_identity(ws: Workspace, metadata: MetadataPort, now_ms: int | None
     if identity is None:
         identity = Identity(secrets.token_hex(8), str(ws.root), now_ms or int(time.time() * 1000))
         _save(ws, identity)
-    _mark_datahub(metadata, identity)
+    mark_workspace(metadata, identity.workspace_id)
     return identity
-
-
-def _mark_datahub(metadata: MetadataPort, identity: Identity) -> None:
-    marker = datahub_marker(identity)
-    if metadata.aspect(marker, s.TagPropertiesClass) is None:
-        metadata.emit(
-            [
-                MCP(
-                    entityUrn=marker,
-                    aspect=s.TagPropertiesClass(
-                        name=f"kintsugi-workspace-{identity.workspace_id}",
-                        description="Marks this DataHub as the store of record of a Kintsugi workspace",
-                    ),
-                )
-            ]
-        )
 
 
 def check_datahub(ws: Workspace, metadata: MetadataPort) -> None:
@@ -116,7 +97,7 @@ def check_datahub(ws: Workspace, metadata: MetadataPort) -> None:
         if not getattr(metadata, "read_only", False):
             establish_identity(ws, metadata)
         return
-    if metadata.aspect(datahub_marker(identity), s.TagPropertiesClass) is None:
+    if not is_marked(metadata, identity.workspace_id):
         raise StoreMismatch(
             f"the DataHub store at {metadata.location} does not carry workspace "
             f"{identity.workspace_id}'s marker: it was replaced or emptied, or is another team's",
@@ -148,7 +129,7 @@ def check_mlflow_store(ws: Workspace, store: ModelStore) -> None:
 def adopt_stores(ws: Workspace, metadata: MetadataPort, store: ModelStore) -> Identity:
     """Accept the configured stores as this workspace's on purpose (a new server, a restored backup)."""
     identity = load_identity(ws) or establish_identity(ws, metadata)
-    _mark_datahub(metadata, identity)
+    mark_workspace(metadata, identity.workspace_id)
     store.set_workspace_marker(identity.workspace_id)
     adopted = Identity(identity.workspace_id, identity.root, identity.created_ms, mlflow_marked=True)
     _save(ws, adopted)

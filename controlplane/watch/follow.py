@@ -31,12 +31,13 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable
 
-from datahub.metadata import schema_classes as s
-
 from controlplane.champion.rollout import ChampionOutcome, reconcile_champion
+from controlplane.datahub.assertions import read_assertion
 from controlplane.datahub.connect import metadata_session
-from controlplane.datahub.datasets import walk_upstream
+from controlplane.datahub.datasets import read_schema, walk_upstream
+from controlplane.datahub.deprecations import is_deprecated
 from controlplane.datahub.history import failing_assertions_at
+from controlplane.datahub.incident_records import all_incidents, read_incident
 from controlplane.datahub.model_risk import AT_RISK_TYPE
 from controlplane.datahub.port import MetadataPort
 from controlplane.errors import KintsugiError, PipelineBusy
@@ -156,24 +157,22 @@ def _guarded(report: PassReport, name: str, step: Callable[[], object]) -> None:
 
 def _signals(port: MetadataPort, datasets: set[str], now_ms: int) -> dict[str, Any]:
     incidents = {}
-    for urn in port.urns("incident"):
-        info = port.aspect(urn, s.IncidentInfoClass)
-        if info is not None and info.customType != AT_RISK_TYPE and set(info.entities) & datasets:
-            incidents[urn] = {
-                "state": str(info.status.state),
-                "title": info.title or "",
-                "actor": info.status.lastUpdated.actor,
-                "datasets": sorted(set(info.entities) & datasets),
+    for incident in all_incidents(port):
+        if incident.custom_type != AT_RISK_TYPE and set(incident.datasets) & datasets:
+            incidents[incident.urn] = {
+                "state": incident.state,
+                "title": incident.title,
+                "actor": incident.status.by,
+                "datasets": sorted(set(incident.datasets) & datasets),
             }
     failing = sorted(a["assertion"] for a in failing_assertions_at(port, datasets, now_ms))
     shapes = {}
     for dataset in sorted(datasets):
-        schema = port.aspect(dataset, s.SchemaMetadataClass)
-        deprecation = port.aspect(dataset, s.DeprecationClass)
-        fields = sorted((f.fieldPath, f.nativeDataType) for f in schema.fields) if schema else []
+        schema = read_schema(port, dataset)
+        fields = sorted((c.name, c.native_type) for c in schema) if schema else []
         shapes[dataset] = {
             "schema": hashlib.sha256(json.dumps(fields).encode()).hexdigest()[:16],
-            "deprecated": bool(deprecation and deprecation.deprecated),
+            "deprecated": is_deprecated(port, dataset),
         }
     return {"incidents": incidents, "failing": failing, "datasets": shapes}
 
@@ -357,11 +356,11 @@ def on_change(
 
 def _on(port: MetadataPort, urn: str, datasets: set[str]) -> bool:
     if urn.startswith("urn:li:incident:"):
-        incident = port.aspect(urn, s.IncidentInfoClass)
-        return incident is not None and bool(set(incident.entities) & datasets)
+        incident = read_incident(port, urn)
+        return incident is not None and bool(set(incident.datasets) & datasets)
     if urn.startswith("urn:li:assertion:"):
-        assertion = port.aspect(urn, s.AssertionInfoClass)
-        return assertion is not None and assertion.entityUrn in datasets
+        assertion = read_assertion(port, urn)
+        return assertion is not None and assertion.dataset in datasets
     return False
 
 

@@ -16,13 +16,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from datahub.emitter.mce_builder import datahub_guid
-from datahub.metadata import schema_classes as s
-
-from controlplane.datahub.datasets import walk_upstream
-from controlplane.datahub.incidents import Recurrence, incident_evidence
+from controlplane.datahub.datasets import read_owners, read_schema, walk_upstream
+from controlplane.datahub.incident_records import Incident, IncidentState, read_incident
+from controlplane.datahub.incidents import Recurrence
 from controlplane.datahub.port import MetadataPort
-from controlplane.datahub.urns import incident_urn
+from controlplane.datahub.urns import guid, incident_urn
 from guard.findings import Finding
 
 __all__ = [
@@ -57,7 +55,7 @@ _IDENTITY = {
 def fingerprint(finding: Finding) -> str:
     """The failure mode: dataset, kind, column and the parameters that identify it (e.g. m -> km, x1000)."""
     params = {k: finding.params.get(k) for k in _IDENTITY.get(finding.kind.value, ())}
-    return datahub_guid(
+    return guid(
         {
             "dataset": finding.dataset,
             "kind": finding.kind.value,
@@ -143,14 +141,12 @@ def _day(at_ms: int | None) -> str:
     return "?" if at_ms is None else datetime.fromtimestamp(at_ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
 
 
-def _chain(port: MetadataPort, finding: Finding) -> list[tuple[str, s.IncidentInfoClass]]:
+def _chain(port: MetadataPort, finding: Finding) -> list[Incident]:
     found, generation = [], 0
     while (
-        info := port.aspect(
-            urn := incident_urn(finding.dataset, finding.kind.value, finding.column, generation), s.IncidentInfoClass
-        )
+        incident := read_incident(port, incident_urn(finding.dataset, finding.kind.value, finding.column, generation))
     ) is not None:
-        found.append((urn, info))
+        found.append(incident)
         generation += 1
     return found
 
@@ -161,22 +157,22 @@ def recall(
     """What DataHub remembers of this failure mode (the ACTIVE incident it would reuse is not "earlier")."""
     mode = fingerprint(finding)
     earlier = [
-        (urn, info)
-        for urn, info in _chain(port, finding)
-        if info.status.state == s.IncidentStateClass.RESOLVED and incident_evidence(info).get("fingerprint") == mode
+        incident
+        for incident in _chain(port, finding)
+        if incident.state == IncidentState.RESOLVED and incident.evidence.get("fingerprint") == mode
     ]
     since = now_ms - window_days * _DAY_MS
-    in_window = 1 + sum(1 for _, info in earlier if info.created.time >= since)
-    heal = next((h for _, info in reversed(earlier) if (h := read_heal(info.status.message))), None)
-    last = earlier[-1][1] if earlier else None
+    in_window = 1 + sum(1 for incident in earlier if incident.created_ms >= since)
+    heal = next((h for incident in reversed(earlier) if (h := read_heal(incident.status.message))), None)
+    last = earlier[-1] if earlier else None
     recurring = in_window >= threshold
     return Recall(
         mode,
-        tuple(urn for urn, _ in earlier),
+        tuple(incident.urn for incident in earlier),
         len(earlier) + 1,
         in_window,
         heal.get("run") if heal else None,
-        last.status.lastUpdated.time if last else None,
+        last.status.at_ms if last else None,
         heal,
         upstream_owners(port, finding) if recurring else (),
         recurring,
@@ -190,18 +186,13 @@ def upstream_owners(port: MetadataPort, finding: Finding) -> tuple[str, ...]:
         for node in walk_upstream(port, finding.dataset)
         if finding.column and _has_field(port, node.urn, finding.column)
     ]
-    owners = [o for urn in producers or [finding.dataset] for o in _owners(port, urn)]
+    owners = [o for urn in producers or [finding.dataset] for o in read_owners(port, urn)]
     return tuple(dict.fromkeys(owners))
 
 
 def _has_field(port: MetadataPort, dataset: str, column: str) -> bool:
-    schema = port.aspect(dataset, s.SchemaMetadataClass)
-    return schema is not None and any(f.fieldPath == column for f in schema.fields)
-
-
-def _owners(port: MetadataPort, dataset: str) -> list[str]:
-    ownership = port.aspect(dataset, s.OwnershipClass)
-    return [o.owner for o in ownership.owners] if ownership is not None else []
+    schema = read_schema(port, dataset)
+    return schema is not None and any(c.name == column for c in schema)
 
 
 def reuse(finding: Finding, remembered: dict[str, Any] | None) -> tuple[Finding, bool]:

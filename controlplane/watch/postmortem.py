@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
-from datahub.metadata import schema_classes as s
-
-from controlplane.datahub.incidents import ACTOR, incident_evidence
+from controlplane.datahub.incident_records import Incident, IncidentState, incident_statuses, read_incident
+from controlplane.datahub.incidents import ACTOR
 from controlplane.datahub.model_risk import AT_RISK_TYPE, risks_of
-from controlplane.datahub.port import MetadataPort
+from controlplane.datahub.notes import incident_note_mcps, memory_link_mcps, read_incident_note
+from controlplane.datahub.port import AspectWrite, MetadataPort
 from controlplane.models.champion_health import prior_rollbacks
 from controlplane.runs.journal import RunRecord
 from controlplane.takeback.rollback import resolved_by
@@ -70,11 +69,11 @@ def build_postmortem(
     ws: Workspace, port: MetadataPort, urn: str, records: list[RunRecord], lineages: dict[str, set[str]]
 ) -> Postmortem | None:
     """The postmortem of a RESOLVED incident (None for one still ACTIVE, unknown, or a model's at-risk record)."""
-    info = port.aspect(urn, s.IncidentInfoClass)
-    if info is None or info.status.state != s.IncidentStateClass.RESOLVED or info.customType == AT_RISK_TYPE:
+    info = read_incident(port, urn)
+    if info is None or info.state != IncidentState.RESOLVED or info.custom_type == AT_RISK_TYPE:
         return None
     run = healing_run(records, urn)
-    resolved = info.status.lastUpdated.time
+    resolved = info.status.at_ms
     sections = [
         _header(urn, info, resolved),
         _timeline(port, urn, run),
@@ -84,21 +83,21 @@ def build_postmortem(
         _models(ws, port, urn, info, run, records, resolved, lineages),
     ]
     markdown = "\n\n".join(section for section in sections if section) + "\n"
-    return Postmortem(urn, info.title or urn, tuple(info.entities), resolved, markdown, run.run_id if run else None)
+    return Postmortem(urn, info.title or urn, info.datasets, resolved, markdown, run.run_id if run else None)
 
 
-def _header(urn: str, info: s.IncidentInfoClass, resolved: int) -> str:
-    started = info.startedAt if info.startedAt is not None else info.created.time
+def _header(urn: str, info: Incident, resolved: int) -> str:
+    started = info.started_ms if info.started_ms is not None else info.created_ms
     minutes = max(0, resolved - started) / 60_000
-    evidence = incident_evidence(info)
+    evidence = info.evidence
     lines = [
         f"# Postmortem: {info.title or urn}",
         "",
         f"- incident: `{urn}`",
-        f"- datasets: {', '.join(f'`{d}`' for d in info.entities)}",
-        f"- type: {info.customType or info.type}, priority: {info.priority}",
-        f"- raised {_when(info.created.time)} by {info.created.actor}; resolved {_when(resolved)} by "
-        f"{info.status.lastUpdated.actor} ({minutes:.0f} min after it started)",
+        f"- datasets: {', '.join(f'`{d}`' for d in info.datasets)}",
+        f"- type: {info.custom_type or info.type}, priority: {info.priority}",
+        f"- raised {_when(info.created_ms)} by {info.created_by}; resolved {_when(resolved)} by "
+        f"{info.status.by} ({minutes:.0f} min after it started)",
     ]
     if evidence.get("seen"):
         before = evidence.get("seen_before") or []
@@ -113,13 +112,9 @@ def _header(urn: str, info: s.IncidentInfoClass, resolved: int) -> str:
 
 def _timeline(port: MetadataPort, urn: str, run: RunRecord | None) -> str:
     lines = ["## Timeline", ""]
-    for version in port.history(urn, s.IncidentInfoClass):
-        status = version.status
-        message = (status.message or "").splitlines()[0] if status.message else ""
-        lines.append(
-            f"- {_when(status.lastUpdated.time)} {status.state} ({status.stage}) by "
-            f"{status.lastUpdated.actor}: {message}"
-        )
+    for status in incident_statuses(port, urn):
+        message = status.message.splitlines()[0] if status.message else ""
+        lines.append(f"- {_when(status.at_ms)} {status.state} ({status.stage}) by {status.by}: {message}")
     if run is not None:
         stages = [f"{e.stage} {e.status}" for e in run.events if e.stage != Stage.ERROR.value]
         lines.append(f"- run {run.run_id} ({run.policy.value}, at {_when(run.now_ms)}): " + " -> ".join(stages))
@@ -127,22 +122,22 @@ def _timeline(port: MetadataPort, urn: str, run: RunRecord | None) -> str:
     return "\n".join(lines)
 
 
-def _evidence(info: s.IncidentInfoClass) -> str:
-    evidence = incident_evidence(info)
-    lines = ["## Evidence", "", (info.description or "").splitlines()[0] if info.description else ""]
+def _evidence(info: Incident) -> str:
+    evidence = info.evidence
+    lines = ["## Evidence", "", info.description.splitlines()[0] if info.description else ""]
     if "observed" in evidence or "expected" in evidence:
         lines.append(f"- observed: `{json.dumps(evidence.get('observed'), default=str)}`")
         lines.append(f"- expected: `{json.dumps(evidence.get('expected'), default=str)}`")
-    if info.source is not None and info.source.sourceUrn:
-        lines.append(f"- source: {info.source.type} `{info.source.sourceUrn}`")
+    if info.source_urn:
+        lines.append(f"- source: {info.source_type} `{info.source_urn}`")
     return "\n".join(line for line in lines if line is not None)
 
 
-def _heal(info: s.IncidentInfoClass, run: RunRecord | None) -> str:
+def _heal(info: Incident, run: RunRecord | None) -> str:
     heal = read_heal(info.status.message)
     event = next((e for e in reversed(run.events) if e.stage == Stage.HEAL.value), None) if run else None
     if heal is None and event is None:
-        return "## Heal\n\nNo Kintsugi heal: resolved at the source by " + str(info.status.lastUpdated.actor)
+        return "## Heal\n\nNo Kintsugi heal: resolved at the source by " + info.status.by
     steps = (heal or {}).get("steps") or (event.evidence.get("steps", []) if event else [])
     lines = ["## Heal", ""]
     for step in steps:
@@ -185,7 +180,7 @@ def _models(
     ws: Workspace,
     port: MetadataPort,
     urn: str,
-    info: s.IncidentInfoClass,
+    info: Incident,
     run: RunRecord | None,
     records: list[RunRecord],
     resolved: int,
@@ -213,7 +208,7 @@ def _models(
 
 def _retrains(
     records: list[RunRecord],
-    info: s.IncidentInfoClass,
+    info: Incident,
     resolved: int,
     run: RunRecord | None,
     lineages: dict[str, set[str]],
@@ -224,7 +219,7 @@ def _retrains(
         return []
     lines = []
     for pipeline, datasets in sorted(lineages.items()):
-        if not set(info.entities) & datasets:
+        if not set(info.datasets) & datasets:
             continue
         after = [
             r for r in records if r.pipeline == pipeline and is_loop_run(r) and r.policy.writes and r.now_ms >= resolved
@@ -237,37 +232,26 @@ def _retrains(
     return lines
 
 
-def postmortem_mcps(port: MetadataPort, postmortem: Postmortem) -> list[MCP]:
+def postmortem_mcps(port: MetadataPort, postmortem: Postmortem) -> list[AspectWrite]:
     """The note on the incident and the links in the datasets' institutional memory, where they differ."""
-    mcps = []
-    notes = port.aspect(postmortem.incident, s.IncidentNotesClass) or s.IncidentNotesClass(notes=[])
-    mine = [n for n in notes.notes or [] if n.source is not None and n.source.externalId == NOTE_ID]
-    if not mine or mine[0].message != postmortem.markdown:
-        others = [n for n in notes.notes or [] if n not in mine]
-        note = s.IncidentNoteClass(
-            message=postmortem.markdown,
-            created=s.AuditStampClass(time=postmortem.resolved_at_ms, actor=ACTOR),
-            source=s.IncidentNoteSourceClass(sourceType="EXTERNAL", externalId=NOTE_ID),
-        )
-        mcps.append(MCP(entityUrn=postmortem.incident, aspect=s.IncidentNotesClass(notes=[*others, note])))
+    at_ms = postmortem.resolved_at_ms
+    mcps = incident_note_mcps(port, postmortem.incident, NOTE_ID, postmortem.markdown, at_ms, ACTOR)
     for dataset in postmortem.datasets:
-        memory = port.aspect(dataset, s.InstitutionalMemoryClass) or s.InstitutionalMemoryClass(elements=[])
-        if any(e.url == postmortem.incident for e in memory.elements):
-            continue
-        link = s.InstitutionalMemoryMetadataClass(
+        mcps += memory_link_mcps(
+            port,
+            dataset,
             url=postmortem.incident,
-            description=f"Postmortem: {postmortem.title} (resolved {_when(postmortem.resolved_at_ms)})",
-            createStamp=s.AuditStampClass(time=postmortem.resolved_at_ms, actor=ACTOR),
+            description=f"Postmortem: {postmortem.title} (resolved {_when(at_ms)})",
+            at_ms=at_ms,
+            by=ACTOR,
+            once=True,
         )
-        mcps.append(MCP(entityUrn=dataset, aspect=s.InstitutionalMemoryClass(elements=[*memory.elements, link])))
     return mcps
 
 
 def read_postmortem(port: MetadataPort, urn: str) -> str | None:
     """The postmortem DataHub holds on the incident, or None."""
-    notes = port.aspect(urn, s.IncidentNotesClass)
-    mine = [n for n in (notes.notes or [] if notes else []) if n.source is not None and n.source.externalId == NOTE_ID]
-    return mine[-1].message if mine else None
+    return read_incident_note(port, urn, NOTE_ID)
 
 
 def markdown_path(ws: Workspace, postmortem: Postmortem, folder_run: str) -> Path:

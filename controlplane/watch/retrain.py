@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from datahub.metadata import schema_classes as s
-
+from controlplane.datahub.incident_records import IncidentState, all_incidents
 from controlplane.datahub.port import MetadataPort
 from controlplane.runs.journal import RunRecord
 from controlplane.spec import PipelineSpec
@@ -50,13 +49,12 @@ def last_loop_run_ms(records: list[RunRecord], pipeline: str) -> int | None:
 
 def _resolutions(port: MetadataPort, datasets: set[str], now_ms: int) -> list[tuple[str, int]]:
     found = []
-    for urn in port.urns("incident"):
-        info = port.aspect(urn, s.IncidentInfoClass)
-        if info is None or info.status.state != s.IncidentStateClass.RESOLVED or not set(info.entities) & datasets:
+    for incident in all_incidents(port):
+        if incident.state != IncidentState.RESOLVED or not set(incident.datasets) & datasets:
             continue
-        resolved = info.status.lastUpdated.time
+        resolved = incident.status.at_ms
         if resolved <= now_ms:
-            found.append((urn, resolved))
+            found.append((incident.urn, resolved))
     return found
 
 
