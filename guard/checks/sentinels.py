@@ -83,7 +83,7 @@ def check_sentinels(ctx: GuardContext) -> Iterator[Finding]:
         if known is None or _the_periods_value(ctx, column.name):
             continue
         values = numeric_values(ctx.snapshot.sample[column.name])
-        for value, count in _masses(values, column.minimum, column.maximum):
+        for value, count in _masses(values, column.minimum, column.maximum, known):
             finding = _judge(ctx, column.name, known, value, count, values)
             if finding is not None:
                 yield finding
@@ -102,16 +102,22 @@ def _the_periods_value(ctx: GuardContext, name: str) -> bool:
     )
 
 
-def _masses(values: np.ndarray, low: float | None, high: float | None) -> list[tuple[float, int]]:
-    """Values held by `policy.sentinel_min_rows` and `policy.sentinel_min_share` of the rows; and a placeholder-looking value outside the contract's
-    bounds however few rows hold it (a -9999 of rain is no measurement: one among thirty days is a code; a
-    converted 60.08 past a degC bound is a measurement in another unit, left to the units check)."""
+def _masses(
+    values: np.ndarray, low: float | None, high: float | None, reference: ColumnProfile
+) -> list[tuple[float, int]]:
+    """Values held by `policy.sentinel_min_rows` and `policy.sentinel_min_share` of the rows; and a placeholder-looking value
+    outside the contract's bounds, or far outside the reference's range (by more than its width), however few rows
+    hold it (a -9999 of rain is no measurement: one among thirty days is a code; a converted 60.08 past a degC bound
+    is a measurement in another unit, left to the units check). A signed quantity has no contract bound to be
+    outside of: its history's range is the scale a code stands far outside of."""
     if not len(values):
         return []
     found, counts = np.unique(values, return_counts=True)
     keep = (counts >= POLICY.sentinel_min_rows) & (counts / len(values) >= POLICY.sentinel_min_share)
     for i in np.flatnonzero(_outside(found, low, high)):  # few or none: a clean batch holds no impossible value
         keep[i] |= looks_like_placeholder(float(found[i]))
+    for i in np.flatnonzero(~keep):
+        keep[i] = looks_like_placeholder(float(found[i])) and _far_outside(reference, float(found[i]))
     return [(float(v), int(n)) for v, n in zip(found[keep], counts[keep])]
 
 

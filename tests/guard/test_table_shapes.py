@@ -89,3 +89,12 @@ def test_a_placeholder_written_into_part_of_a_period_column_is_still_a_sentinel(
     frame.loc[newest[: ENTITIES // 4], "level"] = -9999.0
     report = _guard(tmp_path, frame, kept=6)
     assert any(f.kind is FindingKind.SENTINEL and f.column == "level" for f in report.findings)
+
+
+def test_a_placeholder_on_two_rows_of_an_unbounded_column_is_a_sentinel(tmp_path: Path) -> None:
+    frame = _panel(7)  # `level` is a signed quantity: the contract bounds it nowhere
+    newest = frame.index[frame["period"] == frame["period"].max()]
+    frame.loc[newest[:2], "level"] = -9999.0  # far below anything its history held, however few rows
+    report = _guard(tmp_path, frame, kept=6)
+    (found,) = [f for f in report.findings if f.kind is FindingKind.SENTINEL and f.column == "level"]
+    assert found.severity is Severity.BLOCK and found.params["value"] == -9999
