@@ -175,6 +175,15 @@ class Reference:
         shares = [s.point_share for s in self.variation(column)]
         return len(shares) >= 2 and all(share == 1.0 for share in shares)
 
+    def holds_the_periods_value(self, column: str, observed: ColumnProfile | None) -> bool:
+        """The batch holds one value of a column every kept batch held on one value: the period's value."""
+        return (
+            observed is not None
+            and observed.minimum is not None
+            and observed.minimum == observed.maximum
+            and self.held_per_batch(column)
+        )
+
     def variation(self, column: str) -> list[ColumnSummary]:
         """The column's summary in each batch that has it, oldest first."""
         return [b.columns[column] for b in self.batches if column in b.columns]

@@ -140,12 +140,7 @@ def _numeric_drift(
 
 
 def _the_periods_value(ctx: GuardContext, name: str, observed: ColumnProfile) -> bool:
-    return (
-        isinstance(ctx.reference, Reference)
-        and ctx.reference.held_per_batch(name)
-        and observed.minimum is not None
-        and observed.minimum == observed.maximum
-    )
+    return isinstance(ctx.reference, Reference) and ctx.reference.holds_the_periods_value(name, observed)
 
 
 def _batch_judged(ctx: GuardContext, reference: ColumnProfile, observed: ColumnProfile) -> bool:

@@ -93,13 +93,7 @@ def _the_periods_value(ctx: GuardContext, name: str) -> bool:
     """The batch holds one value of a column every kept batch held on one value: the period's, not a code."""
     assert ctx.snapshot is not None
     observed = ctx.snapshot.profile.columns.get(name)
-    return (
-        isinstance(ctx.reference, Reference)
-        and ctx.reference.held_per_batch(name)
-        and observed is not None
-        and observed.minimum is not None
-        and observed.minimum == observed.maximum
-    )
+    return isinstance(ctx.reference, Reference) and ctx.reference.holds_the_periods_value(name, observed)
 
 
 def _masses(
