@@ -77,7 +77,7 @@ CATALOGUE: dict[str, tuple[str, ...]] = {
     "pressure": ("Pa", "hPa", "kPa", "bar", "inHg", "mmHg", "psi", "atm"),
     "energy": ("J", "kJ", "Wh", "kWh", "cal", "kcal"),
     "power": ("W", "kW", "MW"),
-    "irradiance": ("W/m**2", "kW/m**2"),
+    "power_per_area": ("W/m**2", "kW/m**2"),
     "ratio": ("dimensionless", "percent", "permille"),
     "angle": ("degree", "radian"),
     "USD": ("USD", "USD_cent"),
