@@ -6,9 +6,11 @@ from dataclasses import dataclass
 
 from guard.contract import Contract
 from guard.policy import DEFAULT, Policy
+from guard.variation import Natural
+from profiles.cores import core, sketched
 from profiles.profile import DatasetProfile
 from profiles.reference import Reference
-from profiles.snapshot_types import Snapshot
+from profiles.snapshot_types import Snapshot, SnapshotError
 
 __all__ = ["GuardContext", "UpstreamNode"]
 
@@ -63,3 +65,37 @@ class GuardContext:
         if isinstance(self.reference, Reference):
             return self.reference.expected_rows
         return float(self.reference.row_count) if self.reference is not None else None
+
+    def require_sample(self) -> None:
+        """Fail closed when the snapshot has rows but its row sample is empty: nothing sampled is not 'no drift'."""
+        assert self.snapshot is not None
+        if len(self.snapshot.sample) == 0 and self.snapshot.profile.row_count > 0:
+            raise SnapshotError(
+                f"snapshot {self.snapshot.path} has {self.snapshot.profile.row_count} rows but an empty "
+                "row sample; distributions cannot be judged: read it again with a larger sample"
+            )
+
+    @property
+    def spans_batches(self) -> bool:
+        """The snapshot covers more than `policy.multi_batch_cadences` reference cadences: a whole table, not one
+        more batch."""
+        assert self.snapshot is not None and isinstance(self.reference, Reference)
+        batch, cadence = self.snapshot.batch, self.reference.cadence_ms
+        if batch is None or batch.start_ms is None or batch.end_ms is None or not cadence:
+            return False
+        return batch.end_ms - batch.start_ms > self.policy.multi_batch_cadences * cadence
+
+    def natural_distance(self, name: str, scale: float = 1.0, values_of: str | None = None) -> float | None:
+        """How far the batch's column (or the batch's column `values_of`, read as if it were `name`'s), divided
+        by `scale`, sits from `name`'s natural variation (<= 1: inside); None without a batch reference and
+        sketches on both sides."""
+        assert self.snapshot is not None
+        reference = self.reference.columns.get(name) if isinstance(self.reference, Reference) else None
+        observed = self.snapshot.profile.columns.get(values_of or name)
+        if not isinstance(self.reference, Reference) or not sketched(reference) or not sketched(observed):
+            return None
+        assert reference is not None and observed is not None and observed.sketch is not None
+        contract = self.contract.column(name) if self.contract is not None else None
+        unit = contract.unit if contract is not None else None
+        natural = Natural.of(self.reference, reference, unit, self.reference.shorter_by(self.snapshot.batch))
+        return natural.measure(core(observed.sketch, natural.atom, scale))[0]

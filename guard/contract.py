@@ -49,3 +49,13 @@ class Contract:
     @property
     def key_columns(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns if c.primary_key)
+
+    @property
+    def features(self) -> tuple[ColumnContract, ...]:
+        """The model's inputs: every contracted column but the label, the keys and the timestamps."""
+        roles = {self.label_column, self.label_timestamp_column, self.event_timestamp_column}
+        return tuple(
+            c
+            for c in self.columns
+            if c.name not in roles and not c.primary_key and c.logical_type not in ("timestamp", "date")
+        )

@@ -31,10 +31,14 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from guard.policy import DEFAULT as POLICY
+from guard.units import is_ratio_scale
 from profiles.cores import ATOM_SHARE, CORE_LEVELS, MIN_CORE, Core, atom_of, core, sketched, weighted_items
+from profiles.profile import ColumnProfile
+from profiles.reference import Reference
 from profiles.sketches import KLL_RANK_ERROR
 
 __all__ = [
+    "Natural",
     "Core",
     "Band",
     "Bands",
@@ -276,3 +280,37 @@ def shape_distance(history: Sequence[Mapping[str, float | None]], batch: Core) -
         if band is not None:
             found.append(band.distance(seen[index]))
     return max(found) if found else None
+
+
+@dataclass(frozen=True)
+class Natural:
+    """A column's natural variation as the reference batches show it, for batches `shorter` times shorter."""
+
+    history: list[dict[str, float | None]]
+    atom: float | None
+    ratio: bool  # a ratio-scale unit (location judged as a log)
+    shorter: float
+
+    @classmethod
+    def of(cls, reference: Reference, column: ColumnProfile, unit: str | None, shorter: float) -> Natural:
+        """The column's (`column`: its merged reference profile) per-batch summaries, point mass and scale."""
+        history = [summary.__dict__ for summary in reference.variation(column.name)]
+        return cls(history, atom_of(column), unit is not None and is_ratio_scale(unit), shorter)
+
+    def measure(self, batch: Core) -> tuple[float | None, float]:
+        """(how far from natural the batch is, its jump). The distance is the nearer of: like the reference
+        batches, or one ordinary step on from the newest of them (a level that keeps moving as it
+        moved from batch to batch continues its trend); None when no statistic can be judged. The jump: how far its step from the
+        newest reference batch sits from the steps they took (inf when there are too few to judge)."""
+        found = bands(self.history, self.atom, batch, ratio_scale=self.ratio, shorter=self.shorter)
+        stepped = jump(found, batch)
+        stepped = stepped if stepped is not None else math.inf
+        far = distance(found, batch)
+        return (None if far is None else min(far, stepped)), stepped
+
+    def keeps_shape(self, batch: Core) -> tuple[bool, float | None]:
+        """(the core's shape is one the reference batches had, within `policy.far`; the distance). An affine map keeps
+        a shape, so a conversion or a rescaling must; a core whose shape changed moved for another reason
+        (a batch whose values all sit near zero) and is drift, not a unit. Unknown: True."""
+        found = shape_distance(self.history, batch)
+        return found is None or found <= POLICY.far, found

@@ -29,7 +29,7 @@ import yaml
 
 from controlplane.errors import InputError
 from controlplane.onboard.unitguess import Domain, UnitGuess, contract_unit, guess_unit, physical_domain, tokens
-from guard.checks.domain import is_categorical
+from guard.statistics import is_categorical
 from profiles.profile import ColumnProfile, DatasetProfile
 
 __all__ = [

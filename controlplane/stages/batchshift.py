@@ -37,9 +37,9 @@ import numpy as np
 import pyarrow as pa
 
 from controlplane.stages.tableshift import finding_window, pinned_shift, shifts_only
-from guard.checks.timeshift import signed
 from guard.findings import Finding, NamedRow, RowSelector
 from guard.policy import DEFAULT as POLICY
+from guard.statistics import signed
 from profiles.fingerprints import (
     Fingerprint,
     fingerprint_of_profile,

@@ -20,10 +20,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from guard.checks.timeshift import signed
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
 from guard.policy import DEFAULT as POLICY
+from guard.statistics import signed
 from profiles.fingerprints import Fingerprint, fingerprint_of_profile, fingerprint_windows
 from profiles.profile import BatchProfile, TimeWindow
 

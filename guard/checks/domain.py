@@ -26,32 +26,19 @@ from guard.contract import ColumnContract
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind, Severity
 from guard.registry import register
+from guard.statistics import is_categorical, normalize_category
 from guard.units import UNITS, plausible_bounds
 from profiles.profile import MAX_CATEGORIES, ColumnProfile
 from profiles.reference import Reference
 
 __all__ = [
     "check_domain",
-    "normalize_category",
     "casing_mapping",
-    "is_categorical",
     "MAX_LISTED_VALUES",
 ]
 
 MAX_LISTED_VALUES = 20  # new values listed in a finding, most frequent first
 _NUMERIC = ("integer", "number")
-
-
-def normalize_category(value: str) -> str:
-    """The form two spellings of one category share: trimmed, single-spaced, case-folded."""
-    return " ".join(value.split()).casefold()
-
-
-def is_categorical(profile: ColumnProfile) -> bool:
-    """Counted values that repeat: not an identifier or free text (at most one distinct value per two rows)."""
-    if profile.value_counts is None:
-        return False
-    return 2 * len(profile.value_counts) <= profile.row_count - profile.null_count
 
 
 def casing_mapping(unseen: Mapping[str, int], allowed: frozenset[str]) -> dict[str, str]:

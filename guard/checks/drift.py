@@ -30,23 +30,20 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from guard.checks.domain import is_categorical, normalize_category
-from guard.checks.units import spans_batches, unit_shifted
+from guard.checks.units import unit_shifted
 from guard.context import GuardContext
-from guard.contract import ColumnContract, Contract
+from guard.contract import ColumnContract
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind, Severity
 from guard.policy import DEFAULT as POLICY
 from guard.registry import register
+from guard.statistics import is_categorical, normalize_category
 from guard.variation import atom_of, bands, core, distance, sketched
 from profiles.profile import ColumnProfile
 from profiles.reference import Reference
-from profiles.snapshot_types import SnapshotError
 
 __all__ = [
     "check_drift",
-    "feature_columns",
-    "require_sample",
     "quantile_gap",
     "category_distance",
 ]
@@ -54,31 +51,11 @@ __all__ = [
 _NUMERIC = ("integer", "number")
 
 
-def feature_columns(contract: Contract) -> tuple[ColumnContract, ...]:
-    """The model's inputs: every contracted column but the label, the keys and the timestamps."""
-    roles = {contract.label_column, contract.label_timestamp_column, contract.event_timestamp_column}
-    return tuple(
-        c
-        for c in contract.columns
-        if c.name not in roles and not c.primary_key and c.logical_type not in ("timestamp", "date")
-    )
-
-
-def require_sample(ctx: GuardContext) -> None:
-    """Fail closed when the snapshot has rows but its row sample is empty: nothing sampled is not 'no drift'."""
-    assert ctx.snapshot is not None
-    if len(ctx.snapshot.sample) == 0 and ctx.snapshot.profile.row_count > 0:
-        raise SnapshotError(
-            f"snapshot {ctx.snapshot.path} has {ctx.snapshot.profile.row_count} rows but an empty "
-            "row sample; distributions cannot be judged: read it again with a larger sample"
-        )
-
-
 @register("drift", needs_reference=True)
 def check_drift(ctx: GuardContext) -> Iterator[Finding]:
     assert ctx.contract and ctx.snapshot and ctx.reference_profile is not None
-    require_sample(ctx)
-    for column in feature_columns(ctx.contract):
+    ctx.require_sample()
+    for column in ctx.contract.features:
         observed = ctx.snapshot.profile.columns.get(column.name)
         if observed is None:
             continue  # reported by the schema check as a missing column
@@ -113,7 +90,7 @@ def _numeric_drift(
         found = _natural_distance(ctx, column.name, reference, observed)
         if found is not None and found <= 1:
             return None  # moved no further than past batches moved from one to the next
-        if found is not None and found > ctx.policy.unexplained and not spans_batches(ctx):
+        if found is not None and found > ctx.policy.unexplained and not ctx.spans_batches:
             severity = Severity.BLOCK  # far beyond natural variation, and (unless a cause explains it) a failure
     values = _sampled_values(ctx, column.name)
     gap, level = quantile_gap(reference, values)

@@ -34,35 +34,28 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from guard.checks.drift import feature_columns, require_sample
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
-from guard.policy import DEFAULT as POLICY
 from guard.registry import register
+from guard.statistics import association, is_number
 from profiles.relations import Relations, learn_relations
 
 __all__ = [
     "check_leakage",
-    "association",
-    "mapping_score",
     "association_jump",
-    "MAX_BINS",
 ]
-
-MAX_BINS = 100  # numeric features with more distinct values are binned by quantile for the mapping score
-_SEED = 0
 
 
 @register("leakage")
 def check_leakage(ctx: GuardContext) -> Iterator[Finding]:
     assert ctx.contract and ctx.snapshot
-    require_sample(ctx)
+    ctx.require_sample()
     label, sample = ctx.contract.label_column, ctx.snapshot.sample
     if label is None or label not in sample:
         return  # no label declared, or missing (the schema check)
     learned = _learned(ctx)
-    for column in feature_columns(ctx.contract):
+    for column in ctx.contract.features:
         if column.name in sample:
             if learned and _comparable(learned, column.name, label):
                 finding = association_jump(ctx, learned, column.name, label)
@@ -178,65 +171,8 @@ def _copies_label(ctx: GuardContext, name: str, label: str) -> Finding | None:
     )
 
 
-def association(feature: pd.Series, label: pd.Series, *, seed: int = _SEED) -> dict[str, float]:
-    """The leakage scores of feature -> label; undefined ones (a constant side) are left out."""
-    scores = {"mapping": mapping_score(feature, label, seed=seed)}
-    if _is_number(feature) and _is_number(label):
-        x, y = feature.astype(float), label.astype(float)
-        pearson, spearman = _pearson(x.to_numpy(), y.to_numpy()), _pearson(x.rank().to_numpy(), y.rank().to_numpy())
-        scores["correlation"] = max(abs(pearson), abs(spearman))
-    return {key: float(value) for key, value in scores.items() if not math.isnan(value)}
-
-
-def _pearson(x: np.ndarray, y: np.ndarray) -> float:
-    dx, dy = x - x.mean(), y - y.mean()  # sums of products, not BLAS dot: no thread pool to wake up
-    scale = math.sqrt(float((dx * dx).sum()) * float((dy * dy).sum()))
-    return float((dx * dy).sum()) / scale if scale > 0 else math.nan
-
-
-def mapping_score(feature: pd.Series, label: pd.Series, *, seed: int = _SEED) -> float:
-    """Out-of-sample predictability of the label from the feature's value: ~0 unrelated, ~1 determined."""
-    keys = pd.Series(_categories(feature))
-    half = np.random.default_rng(seed).permutation(len(keys)) % 2 == 0
-    numeric = _is_number(label)
-    y = pd.Series(label.to_numpy(dtype=float, na_value=np.nan) if numeric else label.astype(str).to_numpy())
-    guess = pd.concat([_predict(keys, y, half, numeric), _predict(keys, y, ~half, numeric)]).sort_index()
-    seen = guess.notna().to_numpy()
-    if seen.mean() < POLICY.leakage_min_coverage:
-        return 0.0  # most values are new to the other half (an identifier): no mapping to learn
-    y, guess = y[seen], guess[seen]
-    if numeric:
-        total = float(((y - y.mean()) ** 2).sum())
-        return math.sqrt(max(0.0, 1.0 - float(((y - guess) ** 2).sum()) / total)) if total else math.nan
-    base = float(y.value_counts(normalize=True).iloc[0])
-    return max(0.0, (float((guess == y).mean()) - base) / (1.0 - base)) if base < 1.0 else math.nan
-
-
-def _predict(keys: pd.Series, y: pd.Series, train: np.ndarray, numeric: bool) -> pd.Series:
-    """Predict y outside `train` by the per-key mean (or mode) inside it; a key it never saw gets NaN."""
-    known, target = keys[train], y[train]
-    if numeric:
-        table = target.groupby(known).mean()
-    else:
-        pairs = pd.DataFrame({"key": known, "y": target}).value_counts().reset_index()
-        table = pairs.drop_duplicates("key").set_index("key")["y"]  # value_counts sorts most frequent first
-    return keys[~train].map(table)
-
-
-def _categories(feature: pd.Series) -> np.ndarray:
-    """The feature's values as category codes; many-valued numbers cut into quantile bins first."""
-    if _is_number(feature) and feature.nunique() > MAX_BINS:
-        return pd.qcut(feature.astype(float), MAX_BINS, labels=False, duplicates="drop").to_numpy()
-    codes, _ = pd.factorize(feature.astype(str) if not _is_number(feature) else feature)
-    return codes
-
-
 def _equal_share(column: pd.Series, label: pd.Series) -> float:
-    if _is_number(column) and _is_number(label):
+    if is_number(column) and is_number(label):
         x, y = column.to_numpy(dtype=float, na_value=np.nan), label.to_numpy(dtype=float, na_value=np.nan)
         return float(np.isclose(x, y, rtol=1e-9, atol=0.0).mean())
     return float((column.astype(str) == label.astype(str)).fillna(False).mean())
-
-
-def _is_number(values: pd.Series) -> bool:
-    return pd.api.types.is_numeric_dtype(values.dtype)

@@ -35,12 +35,11 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from guard.checks.leakage import association
-from guard.checks.timeshift import hour_of_shift, learned_offsets
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
 from guard.registry import register
+from guard.statistics import association, hour_of_shift, learned_offsets
 from guard.units import same_unit
 from profiles.relations import (
     HOURS,

@@ -42,12 +42,12 @@ from typing import Iterator
 
 import numpy as np
 
-from guard.checks.distributions import ks_distance, ks_noise, numeric_values, reference_share
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding, window_rows
 from guard.kinds import FindingKind
 from guard.policy import DEFAULT as POLICY
 from guard.registry import register
+from guard.statistics import ks_distance, ks_noise, numeric_values, reference_share
 from profiles.profile import ColumnProfile
 from profiles.reference import Reference
 from profiles.relations import resolution

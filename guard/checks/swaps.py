@@ -35,7 +35,7 @@ every correlation. So where the reference tells the two apart (their correlation
 numbers differ by at least `policy.swap_profile_apart`, summed in squares), a whole swap is named only when the batch's
 correlations fit the swapped reading better than the one as it came. Where they fit as it came, a strict order
 broken on many rows is one column rescaled, not swapped: `scale_shift` on the column that, rescaled back by the
-move of the two columns' mean ratio, comes nearer its natural variation (`guard.checks.units.natural_distance`),
+move of the two columns' mean ratio, comes nearer its natural variation (`GuardContext.natural_distance`),
 a block with nothing to heal.
 
 The finding names both columns (`params["columns"]`) and what to swap back: `scope` "all" (every row; the
@@ -53,13 +53,13 @@ from typing import Iterator, Mapping
 import numpy as np
 import pandas as pd
 
-from guard.checks.distributions import ks_distance, ks_noise, numeric_values
-from guard.checks.units import natural_distance, unit_shifted
+from guard.checks.units import unit_shifted
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding, window_rows
 from guard.kinds import FindingKind
 from guard.policy import DEFAULT as POLICY
 from guard.registry import register
+from guard.statistics import ks_distance, ks_noise, numeric_values
 from guard.units import is_ratio_scale
 from profiles.profile import ColumnProfile, DatasetProfile
 from profiles.reference import Reference
@@ -306,7 +306,7 @@ def _by_correlations(
     found = profile.compare(a, b)
     if not found.swapped:
         return None
-    far = {name: natural_distance(ctx, name) for name in (a, b)}
+    far = {name: ctx.natural_distance(name) for name in (a, b)}
     if not isinstance(ctx.reference, Reference):  # moved beyond the KS noise of its rows from what it was
         noise = ks_noise(found.rows)
         far = {name: None if own[name] is None else own[name] / noise for name in (a, b)}  # type: ignore[operator]
@@ -499,7 +499,7 @@ def _unit_named(ctx: GuardContext, low: str, high: str) -> bool:
 def _natural_swapped_back(ctx: GuardContext, low: str, high: str) -> bool:
     """Each column's values read as the other's sit within that one's natural variation: swapping back restores
     them (a rescaled column does not become its partner's natural values)."""
-    back = (natural_distance(ctx, low, values_of=high), natural_distance(ctx, high, values_of=low))
+    back = (ctx.natural_distance(low, values_of=high), ctx.natural_distance(high, values_of=low))
     return all(d is not None and d <= 1 for d in back)
 
 
@@ -517,10 +517,10 @@ def _rescaled(
     moved: dict[str, float | None] = {low: None, high: None}
     if factor is not None and factor > 0:
         for name, scale in ((low, factor), (high, 1 / factor)):
-            before, after = natural_distance(ctx, name), natural_distance(ctx, name, scale)
+            before, after = ctx.natural_distance(name), ctx.natural_distance(name, scale)
             moved[name] = None if before is None or after is None else round(before - after, 4)
     else:  # no ratio to read a factor from (temperatures cross zero): the column farther from natural variation
-        moved = {n: natural_distance(ctx, n) for n in (low, high)}
+        moved = {n: ctx.natural_distance(n) for n in (low, high)}
     column = max((low, high), key=lambda n: (moved[n] if moved[n] is not None else -math.inf, n == low))
     return make_finding(
         FindingKind.SCALE_SHIFT,

@@ -39,6 +39,7 @@ from guard.findings import Finding, make_finding, window_rows
 from guard.kinds import FindingKind
 from guard.policy import DEFAULT as POLICY
 from guard.registry import register
+from guard.statistics import HOURS, hour_of_shift, learned_offsets, signed
 from profiles.profile import DatasetProfile
 from profiles.relations import Diurnal, Relations, learn_relations
 from profiles.sketches import QuantileSketch
@@ -47,22 +48,13 @@ __all__ = [
     "check_timestamp_shift",
     "count_shift",
     "diurnal_shift",
-    "hour_of_shift",
-    "learned_offsets",
     "lag_shift",
-    "signed",
     "Evidence",
 ]
 
-HOURS = 24
 _HOUR_MS = 3_600_000
 MAX_WEIGHT = 100.0  # a column's weight in the diurnal score, capped
 _LAG_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
-
-
-def signed(k: int) -> int:
-    """An offset modulo 24 as -11..12."""
-    return (int(k) + 11) % HOURS - 11
 
 
 @dataclass(frozen=True)
@@ -194,53 +186,6 @@ def diurnal_scores(
 
 
 # --- relations ---------------------------------------------------------------------------------------
-
-
-def learned_offsets(counts: tuple[int, ...]) -> set[int] | None:
-    """The offsets (H - hour(T)) mod 24 the reference holds: one, or two adjacent ones (DST); None if H is not
-    an hour of T."""
-    hours, outside = np.asarray(counts[:HOURS], float), counts[HOURS]
-    total = hours.sum()
-    if outside or total < HOURS:
-        return None
-    best = int(np.argmax(hours))
-    pair = best if hours[(best - 1) % HOURS] < hours[(best + 1) % HOURS] else (best - 1) % HOURS
-    if (hours[pair] + hours[(pair + 1) % HOURS]) / total < POLICY.hour_of_learned:
-        return None
-    return {k for k in (pair, (pair + 1) % HOURS) if hours[k] / total >= 0.005}
-
-
-def hour_of_shift(reference: tuple[int, ...], batch: tuple[int, ...]) -> tuple[int, bool] | None:
-    """(how far (H - hour(T)) moved, in hours mod 24 as -11..12 (0: holds), pinned to the hour?); None when not
-    a learned relation or the batch is too small or moved only in part.
-
-    A local hour column moves by an hour at each daylight-saving change: a batch's offset may lawfully sit an
-    hour from the reference's, so a move read from one offset is known within an hour only. It is pinned when
-    the hour column is the UTC hour (offset 0: no daylight saving), or when the reference and the batch both
-    hold the two offsets of both regimes (k, k + 1: the move maps one pair onto the other)."""
-    learned = learned_offsets(reference)
-    observed = np.asarray(batch[:HOURS], float)
-    total = observed.sum() + batch[HOURS]
-    if learned is None or total < POLICY.shift_min_relation_rows:
-        return None
-    tolerant = {(k + d) % HOURS for k in learned for d in (-1, 0, 1)}
-    if observed[list(tolerant)].sum() / total >= POLICY.hour_of_holds:
-        return 0, True
-
-    def share(move: int, reach: tuple[int, ...]) -> float:
-        return observed[list({(k + move + d) % HOURS for k in learned for d in reach})].sum() / total
-
-    tolerated = [share(move, (-1, 0, 1)) >= POLICY.hour_of_moved for move in range(HOURS)]  # DST moves an hour
-    exact = [share(move, (0,)) if ok else -1.0 for move, ok in enumerate(tolerated)]
-    move = int(np.argmax(exact))
-    if not tolerated[move]:
-        return None
-    both_regimes = (
-        len(learned) == 2
-        and exact[move] >= POLICY.hour_of_moved
-        and min(observed[(k + move) % HOURS] for k in learned) >= POLICY.dst_regime * total
-    )
-    return signed(move), bool(learned == {0} or both_regimes)
 
 
 def lag_shift(reference: QuantileSketch, batch: QuantileSketch) -> int | None:

@@ -62,7 +62,6 @@ a point mass are fitted on the distinct ones, and a reference whose quantiles al
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Iterator, Mapping
 
@@ -74,16 +73,12 @@ from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind, Severity
 from guard.policy import DEFAULT as POLICY
 from guard.registry import register
-from guard.units import UNITS, candidates_for, conversion, is_ratio_scale
+from guard.units import UNITS, candidates_for, conversion
 from guard.variation import (
     MIN_CORE,
     Core,
-    atom_of,
-    bands,
+    Natural,
     core,
-    distance,
-    jump,
-    shape_distance,
     sketched,
     weighted_items,
 )
@@ -96,10 +91,8 @@ __all__ = [
     "check_units",
     "judge_units",
     "unit_shifted",
-    "natural_distance",
     "fit_affine",
     "name_unit",
-    "spans_batches",
 ]
 
 _NUMERIC = ("number", "integer")
@@ -143,7 +136,7 @@ def judge_units(ctx: GuardContext, column: ColumnContract) -> Finding | None:
             return converted
     if isinstance(ctx.reference, Reference) and sketched(reference) and sketched(observed):
         shorter = ctx.reference.shorter_by(ctx.snapshot.batch)
-        return _batch_finding(ctx.dataset_urn, column, ctx.reference, reference, observed, spans_batches(ctx), shorter)
+        return _batch_finding(ctx.dataset_urn, column, ctx.reference, reference, observed, ctx.spans_batches, shorter)
     assert ctx.contract is not None
     return _profile_finding(
         ctx.dataset_urn, column.name, column.unit, reference, observed, strict=column.name != ctx.contract.label_column
@@ -159,22 +152,6 @@ def unit_shifted(ctx: GuardContext, column: ColumnContract) -> bool:
         and finding.severity is Severity.BLOCK
         and finding.kind in (FindingKind.UNIT_MISMATCH, FindingKind.SCALE_SHIFT)
     )
-
-
-def natural_distance(ctx: GuardContext, name: str, scale: float = 1.0, values_of: str | None = None) -> float | None:
-    """How far the batch's column (or the batch's column `values_of`, read as if it were `name`'s), divided by
-    `scale`, sits from `name`'s natural variation as the units check measures it (<= 1: inside); None without a
-    batch reference and sketches on both sides."""
-    assert ctx.snapshot is not None
-    reference = ctx.reference.columns.get(name) if isinstance(ctx.reference, Reference) else None
-    observed = ctx.snapshot.profile.columns.get(values_of or name)
-    if not isinstance(ctx.reference, Reference) or not sketched(reference) or not sketched(observed):
-        return None
-    assert reference is not None and observed is not None and observed.sketch is not None
-    contract = ctx.contract.column(name) if ctx.contract is not None else None
-    unit = contract.unit if contract is not None else None
-    natural = _Natural.of(ctx.reference, reference, unit, ctx.reference.shorter_by(ctx.snapshot.batch))
-    return natural.measure(core(observed.sketch, natural.atom, scale))[0]
 
 
 def _unit_mismatch(
@@ -211,15 +188,6 @@ class _Hypothesis:
     jump: float  # of the step from the newest reference batch to the batch converted back
 
 
-def spans_batches(ctx: GuardContext) -> bool:
-    """The snapshot covers more than `policy.multi_batch_cadences` reference cadences: a whole table, not one more batch."""
-    assert ctx.snapshot is not None and isinstance(ctx.reference, Reference)
-    batch, cadence = ctx.snapshot.batch, ctx.reference.cadence_ms
-    if batch is None or batch.start_ms is None or batch.end_ms is None or not cadence:
-        return False
-    return batch.end_ms - batch.start_ms > ctx.policy.multi_batch_cadences * cadence
-
-
 def _batch_finding(
     urn: str,
     column: ColumnContract,
@@ -230,7 +198,7 @@ def _batch_finding(
     shorter: float,
 ) -> Finding | None:
     assert observed.sketch is not None and ref.sketch is not None and column.unit is not None
-    natural = _Natural.of(reference, ref, column.unit, shorter)
+    natural = Natural.of(reference, ref, column.unit, shorter)
     atom = natural.atom
     as_is = core(observed.sketch, atom)
     d0, jump0 = natural.measure(as_is)
@@ -348,12 +316,7 @@ def _explains(d0: float, jump0: float, best: _Hypothesis) -> bool:
     return d0 > 1 and jump0 > POLICY.far and best.distance <= 1
 
 
-def _ratio_scale(unit: str) -> bool:
-    """A unit with no offset to its group's base (not degC, degF): zero means none, ratios are meaningful."""
-    return is_ratio_scale(unit)
-
-
-def _hypotheses(declared: str, observed: ColumnProfile, natural: _Natural) -> Iterator[_Hypothesis]:
+def _hypotheses(declared: str, observed: ColumnProfile, natural: Natural) -> Iterator[_Hypothesis]:
     assert observed.sketch is not None
     for unit in candidates_for(declared):
         scale, offset = conversion(declared, unit)
@@ -361,40 +324,6 @@ def _hypotheses(declared: str, observed: ColumnProfile, natural: _Natural) -> It
         found, stepped = natural.measure(back)
         if found is not None:
             yield _Hypothesis(unit, scale, offset, back, found, stepped)
-
-
-@dataclass(frozen=True)
-class _Natural:
-    """A column's natural variation as the reference batches show it, for batches `shorter` times shorter."""
-
-    history: list[dict[str, float | None]]
-    atom: float | None
-    ratio: bool  # a ratio-scale unit (location judged as a log)
-    shorter: float
-
-    @classmethod
-    def of(cls, reference: Reference, column: ColumnProfile, unit: str | None, shorter: float) -> _Natural:
-        """The column's (`column`: its merged reference profile) per-batch summaries, point mass and scale."""
-        history = [summary.__dict__ for summary in reference.variation(column.name)]
-        return cls(history, atom_of(column), unit is not None and _ratio_scale(unit), shorter)
-
-    def measure(self, batch: Core) -> tuple[float | None, float]:
-        """(how far from natural the batch is, its jump). The distance is the nearer of: like the reference
-        batches, or one ordinary step on from the newest of them (a level that keeps moving as it
-        moved from batch to batch continues its trend); None when no statistic can be judged. The jump: how far its step from the
-        newest reference batch sits from the steps they took (inf when there are too few to judge)."""
-        found = bands(self.history, self.atom, batch, ratio_scale=self.ratio, shorter=self.shorter)
-        stepped = jump(found, batch)
-        stepped = stepped if stepped is not None else math.inf
-        far = distance(found, batch)
-        return (None if far is None else min(far, stepped)), stepped
-
-    def keeps_shape(self, batch: Core) -> tuple[bool, float | None]:
-        """(the core's shape is one the reference batches had, within `policy.far`; the distance). An affine map keeps
-        a shape, so a conversion or a rescaling must; a core whose shape changed moved for another reason
-        (a batch whose values all sit near zero) and is drift, not a unit. Unknown: True."""
-        found = shape_distance(self.history, batch)
-        return found is None or found <= POLICY.far, found
 
 
 def _mismatch(

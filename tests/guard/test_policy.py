@@ -30,13 +30,12 @@ IMPLEMENTATION = {
     "checks/lineage.py": {"_HOUR_MS"},
     "checks/freshness.py": {"_HOUR_MS", "_YEAR_MS"},
     "checks/timeshift.py": {
-        "HOURS",
         "_HOUR_MS",
         "MAX_WEIGHT",
         "_LAG_QUANTILES",
     },  # hours of a day; a cap on a score's weight
     "checks/duplicates.py": {"EXACT_KEY_ROWS", "READERS", "_HASH_ROWS"},  # memory and concurrency
-    "checks/leakage.py": {"_SEED", "MAX_BINS"},  # shuffle seed; binning resolution of the mapping score
+    "statistics.py": {"HOURS", "_SEED", "MAX_BINS"},  # hours of a day; shuffle seed; mapping score's binning
     "checks/swaps.py": {"SUMS_REL_TOL"},  # float rounding of sums added in another order
     "runner.py": {"MAX_FINDINGS_PER_KIND", "GROUP_LISTED"},  # how findings are reported, not judged
     "checks/domain.py": {"MAX_LISTED_VALUES"},  # values listed in a message

@@ -13,12 +13,13 @@ import pytest
 
 from chaos.falsealarms import load_batches
 from chaos.realdata import DATASETS
-from guard.checks.timeshift import check_timestamp_shift, count_shift, signed
+from guard.checks.timeshift import check_timestamp_shift, count_shift
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.findings import Finding
 from guard.kinds import FindingKind
 from guard.runner import run_guard
+from guard.statistics import signed
 from profiles.profile import DatasetProfile
 from profiles.reference import build_reference
 from profiles.snapshot import Snapshot, read_snapshot

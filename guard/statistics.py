@@ -1,0 +1,220 @@
+"""Statistics the checks share, computed from a batch's values and a reference's profile: one definition each.
+
+- distances of a batch's values from a reference column's distribution (`ks_distance`, with its sampling
+  noise `ks_noise`) and the share of values the reference held (`reference_share`);
+- what kind of column a profile is (`is_categorical`) and the form two spellings of a category share
+  (`normalize_category`);
+- the association of a feature with the label (`association`, `mapping_score`): how well one predicts the
+  other out of sample;
+- the hour-of-day relation between a timestamp and an hour column (`learned_offsets`, `hour_of_shift`).
+
+A check reads these; no check imports another check (`guard.causes` alone settles which finding explains which).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from guard.policy import DEFAULT as POLICY
+from profiles.profile import ColumnProfile
+
+__all__ = [
+    "ks_distance",
+    "ks_noise",
+    "numeric_values",
+    "reference_share",
+    "normalize_category",
+    "is_categorical",
+    "association",
+    "mapping_score",
+    "is_number",
+    "MAX_BINS",
+    "HOURS",
+    "learned_offsets",
+    "hour_of_shift",
+    "signed",
+]
+
+_SEED = 0  # the shuffle that splits the sampled rows in two for the mapping score
+_GRID = np.linspace(0.01, 0.99, 99)
+
+
+def numeric_values(values: pd.Series) -> np.ndarray:
+    """The finite numbers of a column, as float64."""
+    floats = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    return floats[np.isfinite(floats)]
+
+
+def ks_distance(values: np.ndarray, reference: ColumnProfile) -> float | None:
+    """The largest gap between the values' empirical CDF and the reference's (from its quantile sketch, or its
+    profiled quantiles), over the reference's and the values' percentiles; None without either."""
+    if not len(values):
+        return None
+    ordered = np.sort(values)
+    if reference.sketch is not None and reference.sketch.n:
+        points = np.unique(
+            np.concatenate(
+                [np.asarray(reference.sketch.quantiles(_GRID), dtype=np.float64), np.quantile(ordered, _GRID)]
+            )
+        )
+        expected = reference.sketch.ranks(points)
+    elif reference.quantiles:
+        points = np.array([v for _, v in reference.quantiles], float)
+        expected = np.array([q for q, _ in reference.quantiles], float)
+    else:
+        return None
+    seen = np.searchsorted(ordered, points, side="right") / len(ordered)
+    return float(np.max(np.abs(seen - expected)))
+
+
+def ks_noise(rows: int) -> float:
+    """The two-sample KS distance clean data stays under at 99.9% (the batch's rows; the reference's many)."""
+    return 1.95 / math.sqrt(rows) if rows else math.inf
+
+
+def reference_share(reference: ColumnProfile, value: float) -> tuple[float, bool] | None:
+    """(share of the reference's values equal to `value`, exact?): exactly 0 outside its range, exact for 0
+    from the zero count, else the quantile sketch's mass (+-1.65%); None when the profile cannot say."""
+    if (
+        reference.minimum is not None
+        and reference.maximum is not None
+        and not (reference.minimum <= value <= reference.maximum)
+    ):
+        return 0.0, True
+    if value == 0 and reference.zero_share is not None:
+        return reference.zero_share, True
+    sketch = reference.sketch
+    if sketch is None or not sketch.n:
+        return None
+    inclusive, exclusive = sketch.ranks([value]), sketch.ranks([value], inclusive=False)
+    return max(0.0, float(inclusive[0] - exclusive[0])), False
+
+
+def normalize_category(value: str) -> str:
+    """The form two spellings of one category share: trimmed, single-spaced, case-folded."""
+    return " ".join(value.split()).casefold()
+
+
+def is_categorical(profile: ColumnProfile) -> bool:
+    """Counted values that repeat: not an identifier or free text (at most one distinct value per two rows)."""
+    if profile.value_counts is None:
+        return False
+    return 2 * len(profile.value_counts) <= profile.row_count - profile.null_count
+
+
+MAX_BINS = 100  # numeric features with more distinct values are binned by quantile for the mapping score
+
+
+def association(feature: pd.Series, label: pd.Series, *, seed: int = _SEED) -> dict[str, float]:
+    """The leakage scores of feature -> label; undefined ones (a constant side) are left out."""
+    scores = {"mapping": mapping_score(feature, label, seed=seed)}
+    if is_number(feature) and is_number(label):
+        x, y = feature.astype(float), label.astype(float)
+        pearson, spearman = _pearson(x.to_numpy(), y.to_numpy()), _pearson(x.rank().to_numpy(), y.rank().to_numpy())
+        scores["correlation"] = max(abs(pearson), abs(spearman))
+    return {key: float(value) for key, value in scores.items() if not math.isnan(value)}
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    dx, dy = x - x.mean(), y - y.mean()  # sums of products, not BLAS dot: no thread pool to wake up
+    scale = math.sqrt(float((dx * dx).sum()) * float((dy * dy).sum()))
+    return float((dx * dy).sum()) / scale if scale > 0 else math.nan
+
+
+def mapping_score(feature: pd.Series, label: pd.Series, *, seed: int = _SEED) -> float:
+    """Out-of-sample predictability of the label from the feature's value: ~0 unrelated, ~1 determined."""
+    keys = pd.Series(_categories(feature))
+    half = np.random.default_rng(seed).permutation(len(keys)) % 2 == 0
+    numeric = is_number(label)
+    y = pd.Series(label.to_numpy(dtype=float, na_value=np.nan) if numeric else label.astype(str).to_numpy())
+    guess = pd.concat([_predict(keys, y, half, numeric), _predict(keys, y, ~half, numeric)]).sort_index()
+    seen = guess.notna().to_numpy()
+    if seen.mean() < POLICY.leakage_min_coverage:
+        return 0.0  # most values are new to the other half (an identifier): no mapping to learn
+    y, guess = y[seen], guess[seen]
+    if numeric:
+        total = float(((y - y.mean()) ** 2).sum())
+        return math.sqrt(max(0.0, 1.0 - float(((y - guess) ** 2).sum()) / total)) if total else math.nan
+    base = float(y.value_counts(normalize=True).iloc[0])
+    return max(0.0, (float((guess == y).mean()) - base) / (1.0 - base)) if base < 1.0 else math.nan
+
+
+def _predict(keys: pd.Series, y: pd.Series, train: np.ndarray, numeric: bool) -> pd.Series:
+    """Predict y outside `train` by the per-key mean (or mode) inside it; a key it never saw gets NaN."""
+    known, target = keys[train], y[train]
+    if numeric:
+        table = target.groupby(known).mean()
+    else:
+        pairs = pd.DataFrame({"key": known, "y": target}).value_counts().reset_index()
+        table = pairs.drop_duplicates("key").set_index("key")["y"]  # value_counts sorts most frequent first
+    return keys[~train].map(table)
+
+
+def _categories(feature: pd.Series) -> np.ndarray:
+    """The feature's values as category codes; many-valued numbers cut into quantile bins first."""
+    if is_number(feature) and feature.nunique() > MAX_BINS:
+        return pd.qcut(feature.astype(float), MAX_BINS, labels=False, duplicates="drop").to_numpy()
+    codes, _ = pd.factorize(feature.astype(str) if not is_number(feature) else feature)
+    return codes
+
+
+HOURS = 24
+
+
+def learned_offsets(counts: tuple[int, ...]) -> set[int] | None:
+    """The offsets (H - hour(T)) mod 24 the reference holds: one, or two adjacent ones (DST); None if H is not
+    an hour of T."""
+    hours, outside = np.asarray(counts[:HOURS], float), counts[HOURS]
+    total = hours.sum()
+    if outside or total < HOURS:
+        return None
+    best = int(np.argmax(hours))
+    pair = best if hours[(best - 1) % HOURS] < hours[(best + 1) % HOURS] else (best - 1) % HOURS
+    if (hours[pair] + hours[(pair + 1) % HOURS]) / total < POLICY.hour_of_learned:
+        return None
+    return {k for k in (pair, (pair + 1) % HOURS) if hours[k] / total >= 0.005}
+
+
+def hour_of_shift(reference: tuple[int, ...], batch: tuple[int, ...]) -> tuple[int, bool] | None:
+    """(how far (H - hour(T)) moved, in hours mod 24 as -11..12 (0: holds), pinned to the hour?); None when not
+    a learned relation or the batch is too small or moved only in part.
+
+    A local hour column moves by an hour at each daylight-saving change: a batch's offset may lawfully sit an
+    hour from the reference's, so a move read from one offset is known within an hour only. It is pinned when
+    the hour column is the UTC hour (offset 0: no daylight saving), or when the reference and the batch both
+    hold the two offsets of both regimes (k, k + 1: the move maps one pair onto the other)."""
+    learned = learned_offsets(reference)
+    observed = np.asarray(batch[:HOURS], float)
+    total = observed.sum() + batch[HOURS]
+    if learned is None or total < POLICY.shift_min_relation_rows:
+        return None
+    tolerant = {(k + d) % HOURS for k in learned for d in (-1, 0, 1)}
+    if observed[list(tolerant)].sum() / total >= POLICY.hour_of_holds:
+        return 0, True
+
+    def share(move: int, reach: tuple[int, ...]) -> float:
+        return observed[list({(k + move + d) % HOURS for k in learned for d in reach})].sum() / total
+
+    tolerated = [share(move, (-1, 0, 1)) >= POLICY.hour_of_moved for move in range(HOURS)]  # DST moves an hour
+    exact = [share(move, (0,)) if ok else -1.0 for move, ok in enumerate(tolerated)]
+    move = int(np.argmax(exact))
+    if not tolerated[move]:
+        return None
+    both_regimes = (
+        len(learned) == 2
+        and exact[move] >= POLICY.hour_of_moved
+        and min(observed[(k + move) % HOURS] for k in learned) >= POLICY.dst_regime * total
+    )
+    return signed(move), bool(learned == {0} or both_regimes)
+
+
+def is_number(values: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(values.dtype)
+
+
+def signed(k: int) -> int:
+    """An offset modulo 24 as -11..12."""
+    return (int(k) + 11) % HOURS - 11
