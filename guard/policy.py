@@ -40,7 +40,7 @@ class Policy:
     # failure (a blocking DRIFT). Measured as the natural distance of every clean batch of the three hourly and
     # daily tables of the real-data bench judged in time order (132 batches, `make bench-realdata`): at most
     # 7.6 (one zero-inflated column in one week), 4.3 (an angle column), 1.5 elsewhere; a feed thrown up or
-    # down by 3 to 5 times its spread reads 15 to 30 (`tests/guard/test_unexplained_drift.py`). Tables of one
+    # down by 3 to 5 times its spread reads 15 to 30 (`tests/guard/checks/test_units.py`). Tables of one
     # domain and one synthetic estate only: issue 29's corpus must choose it again
     unexplained: float = 10.0
     # cadences a snapshot may span and still be judged as one batch: a longer one holds several batches'
@@ -292,7 +292,7 @@ class Policy:
     # guard.checks.timeshift)
     shift_diurnal_match: float = 0.7
     # ...better than with the unshifted one by this much (on clean real batches, weekly or a day each, no
-    # offset of 2 h or more beats the unshifted one by more than 0.13: tests/guard/test_timestamp_shift.py)
+    # offset of 2 h or more beats the unshifted one by more than 0.13: tests/guard/checks/test_timeshift.py)
     shift_diurnal_gain: float = 0.2
     # as much better, when a relation of the column moved by as many hours; provenance: not measured (carried
     # over from guard.checks.timeshift)

@@ -1,9 +1,14 @@
-"""Real batches shared by the guard's tests (`real_cases`), each built once per session."""
+"""Batches shared by the guard's tests: real ones (`real_cases`), each built once per session, and the hourly readings
+of `readings_support` split into weeks, once per module."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
+from profiles.batches import split_batches
+
+from readings_support import weather
 from real_cases import RealCase, real_case, whole_table_case
 
 
@@ -58,3 +63,11 @@ def hourly_whole_table(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
 def daily_whole_table(tmp_path_factory: pytest.TempPathFactory) -> RealCase:
     """Seattle's four years as one batch, against the six months before the last: a reference that saw no winter."""
     return whole_table_case("seattle_weather", tmp_path_factory.mktemp("seattle-table"), slice(-7, -1))
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory) -> tuple[pd.DataFrame, list]:
+    frame = weather()
+    path = tmp_path_factory.mktemp("robust") / "weather.parquet"
+    frame.to_parquet(path, index=False, row_group_size=500)
+    return frame, split_batches(path, time_column="time", cadence="week")

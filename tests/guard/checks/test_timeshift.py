@@ -1,5 +1,5 @@
-"""timestamp_shift: a clock moved by whole hours is named with its offset, pinned to the hour by counts or by a
-relationship before it is healed, never read into a clean batch (three real datasets, every batch in order),
+"""guard/checks/timeshift.py: a clock moved by whole hours is named with its offset, pinned to the hour by counts or
+by a relationship before it is healed, never read into a clean batch (three real datasets, every batch in order),
 and the offsets it cannot pin are named but left for a person."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The guard on the demo feature table: no false alarms, each failure class caught and localized, fail closed."""
+"""controlplane/frontdoor/services.py, `guard`: the guard on the demo feature table through the front door: no false
+alarms, each failure class caught and localized, fail closed (DataHub's incidents, deprecations, contracts)."""
 
 from __future__ import annotations
 

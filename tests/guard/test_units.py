@@ -1,5 +1,5 @@
-"""Units from pint: any contract spelling understood, every conversion in a group named with factor and
-offset, legacy spellings kept, currencies apart, physical bounds."""
+"""guard/units.py: units from pint: any contract spelling understood, every conversion in a group named with factor
+and offset, legacy spellings kept, currencies apart, physical bounds."""
 
 from __future__ import annotations
 

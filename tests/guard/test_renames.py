@@ -1,8 +1,9 @@
-"""A batch that renamed a column, landed into a table read by column name: the older rows keep the old name, the new
-rows carry the new one. The guard names it COLUMN_RENAMED (merge), the playbook moves the values back under the
-contracted name — and refuses when a row holds both."""
+"""guard/renames.py: a column renamed by a batch or by a whole table is paired with the contracted name by the values
+it carries (COLUMN_RENAMED), merged back by the playbook, and never read into an unrelated new column."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,7 +17,10 @@ from profiles.snapshot import read_snapshot
 from remediations.playbooks.rename_columns import rename_columns
 from remediations.registry import HealInput, PlaybookRefused
 
+from real_cases import RealCase, blocking_on
+
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,t,PROD)"
+
 CONTRACT = Contract(
     URN,
     (
@@ -78,3 +82,26 @@ def test_the_merge_refuses_when_a_row_holds_both(tmp_path):
     table.loc[0, "wind_speed"] = 3.0
     with pytest.raises(PlaybookRefused, match="1 rows hold both"):
         rename_columns(HealInput(table, finding, CONTRACT, context.reference))
+
+
+def test_a_whole_table_renamed_is_paired_by_the_reference_period_it_holds(
+    tmp_path: Path, hourly_whole_table: RealCase
+) -> None:
+    frame = hourly_whole_table.frame.rename(columns={"temp_air": "air_temp", "temp_dew": "dew_point"})
+    blocking = blocking_on(tmp_path, hourly_whole_table, frame)
+    assert {(FindingKind.COLUMN_RENAMED, "temp_air"), (FindingKind.COLUMN_RENAMED, "temp_dew")} <= blocking
+    assert not {kind for kind, _ in blocking} & {FindingKind.COLUMN_MISSING, FindingKind.COLUMN_UNEXPECTED}
+
+
+def test_a_new_column_with_another_columns_values_is_not_read_as_the_missing_one(
+    tmp_path: Path, hourly_whole_table: RealCase
+) -> None:
+    """temp_dew dropped and a new column holding the air temperature: over the reference's weeks its values
+    are not the dew point's, so it is a column gone and a column new, not a rename."""
+    table = hourly_whole_table.frame
+    frame = table.drop(columns=["temp_dew", "relative_humidity"]).assign(
+        dew_v2=table["temp_air"], humidity_v2=table["pressure"]
+    )
+    blocking = blocking_on(tmp_path, hourly_whole_table, frame)
+    assert (FindingKind.COLUMN_MISSING, "temp_dew") in blocking
+    assert not any(kind is FindingKind.COLUMN_RENAMED for kind, _ in blocking)

@@ -1,0 +1,106 @@
+"""guard/checks/domain.py: values against the contract's range and categories (or the reference's), casing mapped,
+impossible values blocked and new extremes warned."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from guard.checks.domain import check_domain
+from guard.contract import ColumnContract
+from guard.findings import Verdict
+from guard.kinds import FindingKind, Severity
+from guard.kinds import FindingKind as K
+from profiles.profile import DatasetProfile
+
+import deliveries_support
+from deliveries_support import context, eta_contract, eta_frame, findings, kinds_and_columns, snapshot_of
+from readings_support import blocking, judge, week
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> DatasetProfile:
+    return deliveries_support.reference(tmp_path_factory)
+
+
+def test_domain_passes_values_inside_the_contract(tmp_path: Path, reference: DatasetProfile) -> None:
+    assert findings(check_domain, context(snapshot_of(tmp_path, eta_frame(1)), reference)) == []
+
+
+def test_domain_reports_a_value_beyond_the_maximum(tmp_path: Path, reference: DatasetProfile) -> None:
+    frame = eta_frame(1)
+    frame.loc[:19, "distance_km"] = 80.0
+    found = findings(check_domain, context(snapshot_of(tmp_path, frame), reference))
+    assert kinds_and_columns(found) == [(FindingKind.OUT_OF_RANGE, "distance_km")]
+    assert found[0].observed["maximum"] == 80.0 and found[0].expected == {"minimum": 0, "maximum": 50}
+    assert found[0].playbook is None and found[0].params["sample_rows_outside"] == 20
+
+
+def test_domain_maps_miscased_categories_and_blocks_new_ones(tmp_path: Path, reference: DatasetProfile) -> None:
+    frame = eta_frame(1)
+    frame.loc[:99, "vehicle_type"] = "Bike"
+    frame.loc[100:109, "vehicle_type"] = " car "
+    frame.loc[110:114, "vehicle_type"] = "drone"
+    found = findings(check_domain, context(snapshot_of(tmp_path, frame), reference))
+    assert kinds_and_columns(found) == [
+        (FindingKind.CATEGORY_CASING, "vehicle_type"),
+        (FindingKind.NEW_CATEGORY, "vehicle_type"),
+    ]
+    casing, new = found
+    assert casing.playbook == "category_casing" and casing.params["mapping"] == {"Bike": "bike", " car ": "car"}
+    assert casing.observed == {" car ": 10, "Bike": 100} and casing.params["rows_affected"] == 110
+    assert new.playbook is None and new.severity is Severity.BLOCK and new.observed == {"drone": 5}
+
+
+def test_domain_without_allowed_values_judges_against_the_reference(tmp_path: Path, reference: DatasetProfile) -> None:
+    contract = eta_contract(vehicle_type=ColumnContract("vehicle_type", "string"))
+    frame = eta_frame(1)
+    frame.loc[:9, "vehicle_type"] = "SCOOTER"
+    frame.loc[10:19, "vehicle_type"] = "drone"
+    found = findings(check_domain, context(snapshot_of(tmp_path, frame), reference, contract))
+    assert kinds_and_columns(found) == [
+        (FindingKind.CATEGORY_CASING, "vehicle_type"),
+        (FindingKind.NEW_CATEGORY, "vehicle_type"),
+    ]
+    assert found[0].params["mapping"] == {"SCOOTER": "scooter"} and found[0].params["source"] == "reference"
+    assert found[1].severity is Severity.WARN  # the reference records history, not law
+
+
+def test_domain_edges_all_null_empty_and_no_reference_column(tmp_path: Path, reference: DatasetProfile) -> None:
+    nulls = eta_frame(1).assign(distance_km=np.nan, vehicle_type=None)
+    assert findings(check_domain, context(snapshot_of(tmp_path, nulls, "nulls"), reference)) == []
+    empty = snapshot_of(tmp_path, eta_frame(1).head(0), "empty")
+    assert findings(check_domain, context(empty, reference)) == []
+    free = eta_contract(vehicle_type=ColumnContract("vehicle_type", "string"))
+    no_reference = DatasetProfile(
+        reference.row_count, {k: v for k, v in reference.columns.items() if k != "vehicle_type"}
+    )
+    odd = eta_frame(1).assign(vehicle_type="hovercraft")
+    assert findings(check_domain, context(snapshot_of(tmp_path, odd, "odd"), no_reference, free)) == []
+    many = eta_frame(1).assign(vehicle_type=[f"v{i % 300}" for i in range(8_000)])  # too many to count
+    found = findings(check_domain, context(snapshot_of(tmp_path, many, "many"), reference))
+    assert kinds_and_columns(found) == [(FindingKind.NEW_CATEGORY, "vehicle_type")]
+
+
+def test_domain_never_treats_keys_or_identifiers_as_categories(tmp_path: Path) -> None:
+    small = eta_frame(0, rows=150)  # few enough ids to be counted in the profile
+    reference = snapshot_of(tmp_path, small, "reference").profile
+    contract = eta_contract(order_id=ColumnContract("order_id", "string"))  # not even marked as the key
+    later = eta_frame(1, rows=150)
+    assert findings(check_domain, context(snapshot_of(tmp_path, later, "later"), reference, contract)) == []
+
+
+def test_impossible_values_block_and_new_extremes_only_warn(tmp_path, table):
+    batch = week(table, 9)
+    cold = batch.assign(temp=batch.temp.where(batch.index != 5, -300.0))  # below absolute zero
+    assert (K.OUT_OF_RANGE.value, "temp") in blocking(judge(tmp_path, table, cold))
+    negative = batch.assign(rain=batch.rain.where(batch.index != 5, -1.0))
+    assert (K.OUT_OF_RANGE.value, "rain") in blocking(judge(tmp_path, table, negative))
+    soaked = batch.assign(humidity=batch.humidity.where(batch.index != 5, 120.0))
+    assert (K.OUT_OF_RANGE.value, "humidity") in blocking(judge(tmp_path, table, soaked))
+    storm = batch.assign(wind=batch.wind.where(batch.index != 5, batch.wind.max() * 3))
+    report = judge(tmp_path, table, storm)
+    assert report.verdict is Verdict.CLEAN
+    assert [(f.kind, f.severity) for f in report.findings if f.column == "wind"] == [(K.OUT_OF_RANGE, Severity.WARN)]

@@ -1,0 +1,210 @@
+"""guard/checks/sentinels.py: a placeholder code or a feed stuck on one reading is a sentinel; a legitimate mass,
+zeros continuing the reference's edge or a period's constant value is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from guard.checks.sentinels import check_sentinels, looks_like_placeholder
+from guard.contract import ColumnContract, Contract
+from guard.kinds import FindingKind, Severity
+from profiles.reference import Reference, build_reference
+
+import orders_support
+from orders_support import URN, found, orders, snap
+from panel_support import ENTITIES, _guard, _panel
+from real_cases import RealCase, blocking_on
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
+    return orders_support.reference(tmp_path_factory)
+
+
+def test_placeholders() -> None:
+    assert [looks_like_placeholder(v) for v in (0, -1, -9, -99, 999, 9999.0, 77777, 7, 9, 12, 100, -2)] == [
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        False,
+        True,
+        False,
+        False,
+        False,
+    ]
+
+
+def test_a_clean_batch_has_no_sentinel(tmp_path: Path, reference: Reference) -> None:
+    assert found(check_sentinels, tmp_path, orders(9), reference) == []
+
+
+@pytest.mark.parametrize(
+    "column,value,how",
+    [
+        ("distance_km", 0.0, "new"),
+        ("courier_load", -1, "impossible"),
+        ("prep_time_min", 9999.0, "impossible"),
+        ("temp_min", -500.0, "new"),
+        ("part_a", 999.0, "new"),
+    ],
+)
+def test_a_placeholder_on_a_tenth_of_rows_is_a_sentinel_to_quarantine(
+    tmp_path: Path, reference: Reference, column: str, value: float, how: str
+) -> None:
+    frame = orders(9)
+    rows = np.random.default_rng(1).random(len(frame)) < 0.1
+    result = found(check_sentinels, tmp_path, frame.assign(**{column: frame[column].mask(rows, value)}), reference)
+    assert [(f.kind, f.column, f.params["value"], f.params["how"], f.playbook) for f in result] == [
+        (FindingKind.SENTINEL, column, value, how, "quarantine_rows")
+    ]
+
+
+def test_impossible_values_that_are_not_one_code_are_left_to_the_range_check(
+    tmp_path: Path, reference: Reference
+) -> None:
+    frame = orders(9)
+    rows = np.arange(len(frame)) % 20 == 0
+    assert (
+        found(
+            check_sentinels,
+            tmp_path,
+            frame.assign(courier_load=frame["courier_load"].mask(rows, frame["courier_load"] + 25)),
+            reference,
+        )
+        == []
+    )
+
+
+def test_zeros_continuing_the_reference_edge_are_data(tmp_path: Path, tmp_path_factory) -> None:
+    rng = np.random.default_rng(2)
+    calm = [
+        pd.DataFrame(
+            {
+                "event_ts": pd.date_range("2025-01-01", periods=500, freq="h", tz="UTC"),
+                "wind": np.clip(rng.gamma(1.5, 1.5, 500), 0.5, None).round(1),
+            }
+        )
+        for _ in range(3)
+    ]
+    contract = Contract(URN, (ColumnContract("event_ts", "timestamp"), ColumnContract("wind", "number", minimum=0)))
+    ref = build_reference([snap(tmp_path, f, f"w{i}").batch for i, f in enumerate(calm)])
+    batch = calm[0].assign(wind=calm[0]["wind"].mask(np.arange(500) % 40 == 0, 0.0))  # a few calm hours at 0
+    assert found(check_sentinels, tmp_path, batch, ref, contract) == []
+
+
+def test_a_legitimate_mass_half_the_rows_is_not_a_finding_however_it_grows(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    frames = [
+        pd.DataFrame(
+            {
+                "event_ts": pd.date_range("2025-01-01", periods=400, freq="h", tz="UTC"),
+                "ceiling": np.where(rng.random(400) < 0.5, 77_777.0, rng.uniform(100, 3_000, 400).round()),
+            }
+        )
+        for _ in range(3)
+    ]
+    contract = Contract(URN, (ColumnContract("event_ts", "timestamp"), ColumnContract("ceiling", "number", minimum=0)))
+    ref = build_reference([snap(tmp_path, f, f"c{i}").batch for i, f in enumerate(frames)])
+    clear_week = frames[0].assign(ceiling=frames[0]["ceiling"].mask(np.arange(400) % 10 != 0, 77_777.0))
+    assert found(check_sentinels, tmp_path, clear_week, ref, contract) == []
+
+
+def test_a_rare_placeholder_that_grows_is_a_sentinel(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    frames = [
+        pd.DataFrame(
+            {
+                "event_ts": pd.date_range("2025-01-01", periods=1_000, freq="h", tz="UTC"),
+                "reading": np.where(rng.random(1_000) < 0.01, -1.0, rng.uniform(0, 50, 1_000).round(1)),
+            }
+        )
+        for _ in range(3)
+    ]
+    contract = Contract(URN, (ColumnContract("event_ts", "timestamp"), ColumnContract("reading", "number")))
+    ref = build_reference([snap(tmp_path, f, f"r{i}").batch for i, f in enumerate(frames)])
+    grown = frames[0].assign(reading=frames[0]["reading"].mask(np.arange(1_000) % 4 == 0, -1.0))
+    assert [(f.column, f.params["how"]) for f in found(check_sentinels, tmp_path, grown, ref, contract)] == [
+        ("reading", "grown")
+    ]
+
+
+def test_a_feed_stuck_on_one_reading_is_a_frozen_sentinel(tmp_path: Path, hourly_week: RealCase) -> None:
+    """A week of air temperature stuck on its first reading: a plausible value, no placeholder, held by every row
+    where no week that passed held any one temperature on half its hours."""
+    week = hourly_week.frame
+    stuck = week.assign(temp_air=week["temp_air"].iloc[0])
+    assert (FindingKind.SENTINEL, "temp_air") in blocking_on(tmp_path, hourly_week, stuck)
+
+
+def test_a_feed_stuck_from_mid_week_on_is_a_frozen_sentinel_but_the_same_share_spread_out_is_not(
+    tmp_path: Path, hourly_week: RealCase
+) -> None:
+    """Stuck from Thursday on: half the week's hours in one unbroken run of one reading. The same reading on every
+    other hour is no stuck feed (a run of one), and holds no more than a share the frozen rule leaves alone."""
+    week = hourly_week.frame
+    reading = week["temp_air"].iloc[84]
+    stuck_half = week.assign(temp_air=week["temp_air"].mask(week.index >= week.index[84], reading))
+    assert (FindingKind.SENTINEL, "temp_air") in blocking_on(tmp_path, hourly_week, stuck_half)
+    every_other = week.assign(temp_air=week["temp_air"].mask(np.arange(len(week)) % 2 == 0, reading))
+    assert (FindingKind.SENTINEL, "temp_air") not in blocking_on(tmp_path, hourly_week, every_other)
+
+
+def test_a_column_with_a_mass_of_its_own_moved_onto_one_value_is_not_frozen(
+    tmp_path: Path, hourly_week: RealCase
+) -> None:
+    """Visibility sits on a point mass most hours (16,100 m): a week all at one other reading is a reporting
+    change such columns show between clean batches (24,000 m on 77% of a clean week), not a stuck feed."""
+    week = hourly_week.frame
+    assert (FindingKind.SENTINEL, "visibility") not in blocking_on(
+        tmp_path, hourly_week, week.assign(visibility=24000.0)
+    )
+
+
+def test_one_placeholder_where_no_measurement_can_be_is_a_sentinel_but_one_slightly_impossible_value_is_not(
+    tmp_path: Path, daily_newest_month: RealCase
+) -> None:
+    """A month of rain with one -9999: too few rows for a mass anywhere else, but rain below 0 is no measurement
+    and -9999 is typed for 'unknown', so its row is quarantined (exact), not left to block as out of range. A
+    lone -0.1 is impossible too, yet no code: out of range, for a person to look at."""
+    frame = daily_newest_month.frame.copy()
+    frame.loc[3, "precipitation"] = -9999.0
+    assert blocking_on(tmp_path, daily_newest_month, frame) == {(FindingKind.SENTINEL, "precipitation")}
+    frame.loc[3, "precipitation"] = -0.1
+    assert blocking_on(tmp_path, daily_newest_month, frame) == {(FindingKind.OUT_OF_RANGE, "precipitation")}
+
+
+def _kinds(report) -> set[FindingKind]:
+    return {f.kind for f in report.findings if f.severity is Severity.BLOCK}
+
+
+def test_a_flag_constant_in_every_batch_switching_on_is_no_placeholder(tmp_path: Path) -> None:
+    report = _guard(tmp_path, _panel(7), kept=6)
+    assert not [
+        f for f in report.findings if f.column == "flag" and f.kind in (FindingKind.SENTINEL, FindingKind.DRIFT)
+    ]
+    assert not _kinds(report)  # a value beyond the reference's range is news (a warning), not a failure
+
+
+def test_a_placeholder_written_into_part_of_a_period_column_is_still_a_sentinel(tmp_path: Path) -> None:
+    frame = _panel(7)
+    newest = frame.index[frame["period"] == frame["period"].max()]
+    frame.loc[newest[: ENTITIES // 4], "level"] = -9999.0
+    report = _guard(tmp_path, frame, kept=6)
+    assert any(f.kind is FindingKind.SENTINEL and f.column == "level" for f in report.findings)
+
+
+def test_a_placeholder_on_two_rows_of_an_unbounded_column_is_a_sentinel(tmp_path: Path) -> None:
+    frame = _panel(7)  # `level` is a signed quantity: the contract bounds it nowhere
+    newest = frame.index[frame["period"] == frame["period"].max()]
+    frame.loc[newest[:2], "level"] = -9999.0  # far below anything its history held, however few rows
+    report = _guard(tmp_path, frame, kept=6)
+    (found,) = [f for f in report.findings if f.kind is FindingKind.SENTINEL and f.column == "level"]
+    assert found.severity is Severity.BLOCK and found.params["value"] == -9999

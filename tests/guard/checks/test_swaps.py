@@ -1,0 +1,184 @@
+"""guard/checks/swaps.py: two columns in each other's place are named (columns_swapped) from their orders, correlations,
+ranges or exact values, and told from a rescale of one of them (scale_shift)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chaos.falsealarms import load_batches
+from chaos.realdata import DATASETS
+from guard.checks.swaps import check_columns_swapped
+from guard.kinds import FindingKind
+from profiles.reference import Reference, build_reference
+from profiles.snapshot import read_snapshot
+
+import orders_support
+from orders_support import found, leaked, orders, swapped
+from real_cases import RealCase, blocking_on
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
+    return orders_support.reference(tmp_path_factory)
+
+
+def test_a_clean_batch_has_no_swap(tmp_path: Path, reference: Reference) -> None:
+    assert found(check_columns_swapped, tmp_path, orders(9), reference) == []
+
+
+def test_two_columns_in_each_others_place_are_named_with_both_and_the_whole_scope(
+    tmp_path: Path, reference: Reference
+) -> None:
+    result = found(check_columns_swapped, tmp_path, swapped(orders(9), "distance_km", "prep_time_min"), reference)
+    assert [(f.kind, f.params["columns"], f.params["scope"]) for f in result] == [
+        (FindingKind.COLUMNS_SWAPPED, ["distance_km", "prep_time_min"], "all")
+    ]
+    assert result[0].playbook == "swap_columns" and set(result[0].params["observed_medians"]) == {
+        "distance_km",
+        "prep_time_min",
+    }
+
+
+def test_some_rows_breaking_a_learned_order_by_a_whole_gap_are_swapped_rows(
+    tmp_path: Path, reference: Reference
+) -> None:
+    frame = orders(9)
+    rows = np.random.default_rng(0).random(len(frame)) < 0.1
+    result = found(check_columns_swapped, tmp_path, swapped(frame, "temp_min", "temp_max", rows), reference)
+    assert [(f.params["scope"], f.params["order"]) for f in result] == [("order", ["temp_min", "temp_max"])]
+
+
+def test_an_order_broken_by_a_little_or_by_far_more_is_no_swap(tmp_path: Path, reference: Reference) -> None:
+    frame = orders(9)
+    crossing = frame.assign(
+        temp_min=np.where(np.arange(len(frame)) % 5 == 0, frame["temp_max"] + 0.5, frame["temp_min"])
+    )
+    assert found(check_columns_swapped, tmp_path, crossing, reference) == []  # two series crossing
+    fahrenheit = frame.assign(temp_min=frame["temp_min"] * 1.8 + 32)
+    assert found(check_columns_swapped, tmp_path, fahrenheit, reference) == []  # a unit change
+
+
+def test_columns_of_other_units_have_no_order_to_learn(tmp_path: Path, reference: Reference) -> None:
+    frame = orders(9)  # distance (km) <= prep time (min) on most rows: a coincidence, not an order
+    rows = np.arange(len(frame)) % 10 == 0
+    result = found(
+        check_columns_swapped,
+        tmp_path,
+        frame.assign(distance_km=np.where(rows, frame["prep_time_min"] + 20, frame["distance_km"])),
+        reference,
+    )
+    assert result == []
+
+
+def test_the_clean_week_blocks_on_nothing(tmp_path: Path, hourly_week: RealCase) -> None:
+    assert blocking_on(tmp_path, hourly_week, hourly_week.frame) == set()
+
+
+def test_a_rescale_breaking_an_order_is_a_scale_shift_of_that_column_never_a_swap(
+    tmp_path: Path, hourly_week: RealCase
+) -> None:
+    """dhi x2.5 breaks dhi <= ghi on every daylight hour, by about the reference's gap: the order rule alone
+    would swap them back (and publish dhi's values as ghi). Both keep their correlations, so it is a rescale."""
+    frame = hourly_week.frame.assign(dhi=hourly_week.frame["dhi"] * 2.5)
+    assert blocking_on(tmp_path, hourly_week, frame) == {(FindingKind.SCALE_SHIFT, "dhi")}
+
+
+def test_a_swap_of_two_columns_is_named_from_their_exchanged_correlations(
+    tmp_path: Path, hourly_week: RealCase
+) -> None:
+    frame = swapped(hourly_week.frame, "dni", "dhi")
+    assert (FindingKind.COLUMNS_SWAPPED, "dni") in blocking_on(tmp_path, hourly_week, frame)
+
+
+def test_a_swap_of_a_bounded_column_is_named_from_the_bound_it_reverses(
+    tmp_path: Path, hourly_last_week: RealCase
+) -> None:
+    """The year's last week is humid: the dew point sits close under the air temperature, so swapped they break
+    dew <= air by half the reference's gap only, and their correlations barely tell. But the reference reached
+    that bound (saturation) and never crossed it, and now every hour but the saturated ones crosses it."""
+    frame = swapped(hourly_last_week.frame, "temp_air", "temp_dew")
+    assert (FindingKind.COLUMNS_SWAPPED, "temp_air") in blocking_on(tmp_path, hourly_last_week, frame)
+
+
+def test_rows_swapped_are_swapped_back_but_rows_of_changed_values_breaking_the_same_bound_are_not(
+    tmp_path: Path, hourly_whole_table: RealCase
+) -> None:
+    """A year of hours: on 15% of them the air and dew-point temperatures swapped, the dew point passes the air
+    by the usual gap, and on those rows the two exchanged their correlations with the rest: swap them back. The
+    air temperature dealt out in the order of the irradiance breaks the bound on as many hours by as much; but
+    there each column kept its own correlations, so swapping would publish values no one measured (and there
+    the air temperature follows the label exactly: leakage)."""
+    table = hourly_whole_table.frame
+    rows = np.random.default_rng(5).random(len(table)) < 0.15
+    blocking = blocking_on(tmp_path, hourly_whole_table, swapped(table, "temp_air", "temp_dew", rows))
+    assert (FindingKind.COLUMNS_SWAPPED, "temp_air") in blocking
+    assert blocking_on(tmp_path, hourly_whole_table, leaked(table, "temp_air", 0.5, by="ghi")) == {
+        (FindingKind.TARGET_LEAKAGE, "temp_air")
+    }
+
+
+def test_a_daily_month_clean_swapped_and_rescaled(tmp_path: Path, daily_newest_month: RealCase) -> None:
+    """A strict order held through a year of seasons (temp_min <= temp_max), broken on every December day by
+    half the year's gap: swapped, however small December's gap. Broken on most days by a temp_min x2.5: no
+    swap puts each column back into its natural variation, so temp_min was rescaled."""
+    frame = daily_newest_month.frame
+    assert blocking_on(tmp_path, daily_newest_month, frame) == set()
+    found = blocking_on(tmp_path, daily_newest_month, swapped(frame, "temp_min", "temp_max"))
+    assert found == {(FindingKind.COLUMNS_SWAPPED, "temp_max")}
+    rescaled = frame.assign(temp_min=frame["temp_min"] * 2.5)
+    assert blocking_on(tmp_path, daily_newest_month, rescaled) == {(FindingKind.SCALE_SHIFT, "temp_min")}
+
+
+def test_a_whole_reversal_that_jumped_into_the_other_columns_place_is_a_swap(
+    tmp_path: Path, daily_newest_month_half_year: RealCase
+) -> None:
+    """Six months of summer and autumn saw temp_min <= temp_max strictly but never a winter, and December's gap
+    is half of theirs: the break alone could be two series crossing. But each column's December sits where the
+    other sat in November, and swapped back each continues from where it was: a swap."""
+    case = daily_newest_month_half_year
+    assert blocking_on(tmp_path, case, case.frame) == set()
+    found = blocking_on(tmp_path, case, swapped(case.frame, "temp_min", "temp_max"))
+    assert found == {(FindingKind.COLUMNS_SWAPPED, "temp_max")}
+
+
+def test_a_swap_of_two_series_of_one_unit_is_read_from_their_ranges(
+    tmp_path: Path, stations_newest_week: RealCase
+) -> None:
+    """No other column to correlate with and no order held: San Francisco at Seattle's December temperatures
+    (all below any it showed) and Seattle at San Francisco's, each in range and natural once swapped back."""
+    assert blocking_on(tmp_path, stations_newest_week, stations_newest_week.frame) == set()
+    frame = swapped(stations_newest_week.frame, "sf_temp", "seattle_temp")
+    assert blocking_on(tmp_path, stations_newest_week, frame) == {(FindingKind.COLUMNS_SWAPPED, "sf_temp")}
+
+
+def test_a_swap_in_a_batch_that_passed_earlier_is_named_against_its_own_profile(
+    tmp_path: Path, hourly_week: RealCase
+) -> None:
+    """The history check judges a kept batch whose rows changed against its own kept profile (no batches to
+    measure natural variation by): dni and dhi swapped there also break dhi <= ghi, and it is dni's correlations
+    that dhi took, not ghi's (swapping ghi back would publish dhi's values as the label)."""
+    clean = tmp_path / "clean.parquet"
+    hourly_week.frame.to_parquet(clean, index=False)
+    kept = read_snapshot(clean, time_column=hourly_week.dataset.time_column).profile
+    against_itself = RealCase(hourly_week.dataset, kept, hourly_week.frame)  # type: ignore[arg-type]
+    found = blocking_on(tmp_path, against_itself, swapped(hourly_week.frame, "dni", "dhi"))
+    assert (FindingKind.COLUMNS_SWAPPED, "dni") in found and (FindingKind.COLUMNS_SWAPPED, "ghi") not in found
+
+
+def test_a_swap_in_a_month_that_passed_earlier_is_named_by_its_exact_values(tmp_path: Path) -> None:
+    """In June the two cities' temperatures overlap and hold no order, so nothing in the values tells a swap. But
+    the month passed earlier and its profile was kept: each column now holds exactly the values the other held,
+    and with the hour each exchanged its co-moment too. That is the kept rows, swapped."""
+    june = load_batches(DATASETS["pnw_temps"], tmp_path, "month")[5]
+    assert june.batch_id == "2010-06" and june.snapshot.batch is not None
+    against_itself = RealCase(DATASETS["pnw_temps"], build_reference([june.snapshot.batch]), june.frame)
+    assert blocking_on(tmp_path, against_itself, june.frame) == set()
+    found = blocking_on(tmp_path, against_itself, swapped(june.frame, "sf_temp", "seattle_temp"))
+    assert found == {(FindingKind.COLUMNS_SWAPPED, "sf_temp")}
+    reordered = june.frame.assign(sf_temp=june.frame["sf_temp"].to_numpy()[::-1])
+    assert (FindingKind.COLUMNS_SWAPPED, "sf_temp") not in blocking_on(
+        tmp_path, against_itself, swapped(reordered, "sf_temp", "seattle_temp")
+    )

@@ -1,0 +1,149 @@
+"""guard/checks/units.py: a unit change named with its unit (by natural variation or by the decimal grid), a rescale no
+unit explains as scale_shift, and an unexplained change far beyond natural variation as a blocking drift."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from guard.context import GuardContext
+from guard.contract import ColumnContract, Contract
+from guard.kinds import FindingKind, Severity
+from guard.kinds import FindingKind as K
+from guard.policy import DEFAULT as POLICY
+from guard.runner import run_guard
+from profiles.batches import split_batches
+from profiles.reference import build_reference
+
+from readings_support import blocking, judge, week
+from real_cases import RealCase, blocking_on, whole_table_case
+
+
+@pytest.mark.parametrize(
+    "column, to_unit, scale, offset",
+    [
+        ("temp", "degF", 1.8, 32.0),
+        ("temp", "K", 1.0, 273.15),
+        ("wind", "km/h", 3.6, 0.0),
+        ("wind", "mph", 2.236936, 0.0),
+        ("visibility", "km", 0.001, 0.0),
+        ("rain", "inch", 1 / 25.4, 0.0),
+        ("humidity", "dimensionless", 0.01, 0.0),
+    ],
+)
+def test_a_unit_change_in_the_newest_batch_is_named_with_its_unit(tmp_path, table, column, to_unit, scale, offset):
+    batch = week(table, 9)
+    batch[column] = batch[column] * scale + offset
+    report = judge(tmp_path, table, batch)
+    (unit,) = [f for f in report.blocking if f.kind is K.UNIT_MISMATCH]
+    assert (unit.column, unit.params["actual_unit"]) == (column, to_unit), [f.message for f in report.findings]
+    assert unit.params["scale"] == pytest.approx(scale, rel=1e-6) and unit.params["offset"] == pytest.approx(offset)
+
+
+def test_a_rescale_no_unit_explains_blocks_as_scale_shift(tmp_path, table):
+    batch = week(table, 9)
+    report = judge(tmp_path, table, batch.assign(wind=batch.wind * 7.3))
+    assert (K.SCALE_SHIFT.value, "wind") in blocking(report), [f.message for f in report.findings]
+
+
+def test_a_unit_change_in_that_week_is_still_named(tmp_path: Path, hourly_landed_week: RealCase) -> None:
+    frame = hourly_landed_week.frame.assign(temp_air=hourly_landed_week.frame["temp_air"] * 1.8 + 32)
+    assert (FindingKind.UNIT_MISMATCH, "temp_air") in blocking_on(tmp_path, hourly_landed_week, frame)
+
+
+URN = "urn:li:dataset:(urn:li:dataPlatform:file,noise,PROD)"
+
+
+def _table(noise_sd: float, rows: int = 12_000, seed: int = 3) -> pd.DataFrame:
+    """Three months of readings of a skewed signed quantity; the last month's are each thrown `noise_sd` up or
+    down at random (a feed flipping between two offsets): the shape splits in two, so no rescaling explains it."""
+    rng = np.random.default_rng(seed)
+    start = pd.Timestamp("2024-01-01", tz="UTC")
+    times = start + pd.to_timedelta(np.sort(rng.uniform(0, 91 * 86_400, rows)), "s")
+    level = rng.gamma(2.0, 3.0, rows) - 2.0
+    last = times >= pd.Timestamp("2024-03-01", tz="UTC")
+    level[last] += rng.choice([-noise_sd, noise_sd], int(last.sum()))
+    return pd.DataFrame({"ts": times.astype("datetime64[ms, UTC]"), "level": level.round(2)})
+
+
+def _drift(tmp_path: Path, noise_sd: float):
+    path = tmp_path / f"noise-{noise_sd}.parquet"
+    _table(noise_sd).to_parquet(path, index=False, row_group_size=1_000)
+    snapshots = split_batches(path, time_column="ts", cadence="month")
+    contract = Contract(
+        URN,
+        (ColumnContract("ts", "timestamp"), ColumnContract("level", "number", unit="degC")),
+        event_timestamp_column="ts",
+    )
+    reference = build_reference([s.batch for s in snapshots[:2]])  # type: ignore[misc]
+    report = run_guard(GuardContext(URN, contract, snapshots[2], reference, (), now_ms=0))
+    return [
+        f for f in report.findings if f.column == "level" and f.kind in (FindingKind.DRIFT, FindingKind.SCALE_SHIFT)
+    ]
+
+
+def test_a_change_far_beyond_natural_variation_that_no_rescaling_explains_blocks(tmp_path: Path) -> None:
+    (found,) = _drift(tmp_path, noise_sd=20.0)
+    assert found.kind is FindingKind.DRIFT and found.severity is Severity.BLOCK
+    assert found.observed["distance"] > POLICY.unexplained
+
+
+def test_a_change_beyond_natural_variation_but_short_of_far_beyond_it_is_a_warning(tmp_path: Path) -> None:
+    found = _drift(tmp_path, noise_sd=6.0)
+    assert found and all(f.severity is Severity.WARN for f in found)
+    assert all(1 < f.observed["distance"] <= POLICY.unexplained for f in found) and POLICY.unexplained > POLICY.far
+
+
+def test_the_same_quantity_without_extra_noise_raises_nothing(tmp_path: Path) -> None:
+    assert _drift(tmp_path, noise_sd=0.0) == []
+
+
+def test_a_zero_inflated_month_in_inches_is_named_though_it_stays_near_natural_variation(
+    tmp_path: Path, daily_newest_month: RealCase
+) -> None:
+    """Seattle's December precipitation / 25.4 sits 1.02x the band: a drift warning by distance alone."""
+    frame = daily_newest_month.frame.assign(precipitation=daily_newest_month.frame["precipitation"] / 25.4)
+    assert blocking_on(tmp_path, daily_newest_month, frame) == {(FindingKind.UNIT_MISMATCH, "precipitation")}
+
+
+def test_an_overcast_week_in_kilowatts_is_named_though_the_week_is_unlike_any_past_one(
+    tmp_path: Path, hourly_last_week: RealCase
+) -> None:
+    """Converted back from kW/m2 the week is still 4.8x the band (its shape is an overcast week's): no unit
+    brings it inside natural variation, but kW/m2 alone puts its values back on whole W/m2."""
+    frame = hourly_last_week.frame.assign(dni=hourly_last_week.frame["dni"] / 1000)
+    assert blocking_on(tmp_path, hourly_last_week, hourly_last_week.frame) == set()
+    assert (FindingKind.UNIT_MISMATCH, "dni") in blocking_on(tmp_path, hourly_last_week, frame)
+
+
+def test_a_finer_precision_is_not_read_as_a_unit(tmp_path: Path, daily_newest_month: RealCase) -> None:
+    """Values off the grid that a unit would put back on it only by moving them away from natural variation
+    (two decimals read as cm: x10) are no conversion."""
+    frame = daily_newest_month.frame.copy()
+    frame["wind"] = frame["wind"] + 0.01 * (frame.index % 3 + 1)
+    assert (FindingKind.UNIT_MISMATCH, "wind") not in blocking_on(tmp_path, daily_newest_month, frame)
+
+
+def test_a_whole_table_rewritten_in_another_unit_is_named_by_its_grid(
+    tmp_path: Path, stations_whole_table: RealCase
+) -> None:
+    """A year of Seattle's temperatures in degC judged at once against 7 winter weeks: its seasons leave no
+    natural variation of one batch to come back to, but degF puts it back on the 0.1 grid and into the range."""
+    frame = stations_whole_table.frame.assign(seattle_temp=(stations_whole_table.frame["seattle_temp"] - 32) / 1.8)
+    assert (FindingKind.UNIT_MISMATCH, "seattle_temp") in blocking_on(tmp_path, stations_whole_table, frame)
+
+
+def test_a_common_value_a_conversion_lands_on_a_round_number_is_no_sentinel(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """Four years of Seattle's wind in km/h against the six months before the last: 2.5 m/s becomes 9 km/h,
+    a value that looks typed for 'unknown' and that the reference never held, on 3.5% of days; but beside it
+    8.64 and 9.36 km/h are as common, so it is a measurement, and the cause is the unit."""
+    case = whole_table_case("seattle_weather", tmp_path_factory.mktemp("seattle-table"), slice(-7, -1))
+    frame = case.frame.assign(wind=case.frame["wind"] * 3.6)
+    blocking = blocking_on(tmp_path, case, frame)
+    assert (FindingKind.UNIT_MISMATCH, "wind") in blocking
+    assert (FindingKind.SENTINEL, "wind") not in blocking

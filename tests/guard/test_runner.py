@@ -1,0 +1,71 @@
+"""guard/runner.py: the whole guard over clean batches raises nothing, fails closed on an empty row sample, and groups
+thousands of findings of one kind into one."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from guard.findings import Verdict
+from guard.kinds import FindingKind, Severity
+from guard.kinds import FindingKind as K
+from guard.runner import MAX_FINDINGS_PER_KIND, run_guard
+from profiles.profile import DatasetProfile
+
+import deliveries_support
+from deliveries_support import context, eta_frame, snapshot_of
+from readings_support import blocking, judge, week
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> DatasetProfile:
+    return deliveries_support.reference(tmp_path_factory)
+
+
+def test_an_empty_row_sample_blocks_instead_of_passing(tmp_path: Path, reference: DatasetProfile) -> None:
+    snapshot = snapshot_of(tmp_path, eta_frame(1))
+    unsampled = dataclasses.replace(snapshot, sample=snapshot.sample.head(0))  # as a too-small sample rounds to
+    report = run_guard(context(unsampled, reference))
+    errors = [f for f in report.blocking if f.kind is FindingKind.CHECK_ERROR]
+    assert sorted(f.check for f in errors) == ["drift", "leakage"]
+    assert all("empty row sample" in f.message for f in errors)
+
+
+@pytest.mark.parametrize("rain", ["exponential", "zero_inflated"])
+def test_clean_resamples_raise_no_finding_at_all(tmp_path: Path, rain: str) -> None:
+    reference = snapshot_of(tmp_path, eta_frame(0, rain=rain), "reference").profile
+    for seed in range(1, 21):
+        snapshot = snapshot_of(tmp_path, eta_frame(seed, rain=rain), f"seed{seed}")
+        report = run_guard(context(snapshot, reference))
+        assert report.findings == (), (seed, [f.to_dict() for f in report.findings])
+        assert {o.check for o in report.outcomes} >= {"volume", "duplicates", "domain", "drift", "leakage"}
+
+
+def test_clean_batches_of_a_drifting_level_pass(tmp_path, table):
+    for index in (8, 9):
+        report = judge(tmp_path, table, week(table, index))
+        assert report.verdict is Verdict.CLEAN, [f.message for f in report.findings]
+
+
+def test_each_column_checked_against_its_own_reference_is_clean(tmp_path, table):
+    frame, _ = table
+    own = frame[frame.time < pd.Timestamp("2021-03-01", tz="UTC")]
+    report = judge(tmp_path, table, own)
+    assert report.verdict is Verdict.CLEAN and not {f.column for f in report.findings} & {"rain", "visibility"}, [
+        f.message for f in report.findings
+    ]
+
+
+def test_thousands_of_unexpected_columns_give_one_grouped_finding(tmp_path, table):
+    batch = week(table, 9)
+    wide = pd.concat([batch, pd.DataFrame({f"extra_{i}": np.zeros(len(batch)) for i in range(300)})], axis=1)
+    report = judge(tmp_path, table, wide)
+    unexpected = [f for f in report.findings if f.kind is K.COLUMN_UNEXPECTED]
+    assert len(unexpected) == 1 and unexpected[0].column is None and unexpected[0].observed["count"] == 300
+    assert len(unexpected[0].observed["columns"]) <= MAX_FINDINGS_PER_KIND and unexpected[0].severity is Severity.BLOCK
+    few = judge(tmp_path, table, batch.assign(extra=1.0))
+    assert (K.COLUMN_UNEXPECTED.value, "extra") in blocking(few)

@@ -1,0 +1,71 @@
+"""profiles/profile.py: profiles' JSON is stable and round-trips; merged batch profiles equal their union's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from profiles.profile import BatchProfile, DatasetProfile
+from profiles.sketches import KLL_RANK_ERROR
+from profiles.snapshot import read_snapshot
+from tests.profiles.batches_support import month_window, table, write
+
+
+def test_batch_profile_json_is_stable_and_round_trips(tmp_path: Path) -> None:
+    path = write(tmp_path, table(), "table")
+    one = read_snapshot(path, window=month_window("2024-01")).batch
+    two = read_snapshot(path, window=month_window("2024-01")).batch
+    assert one is not None and two is not None
+    assert one.to_json() == two.to_json()  # same rows, same bytes
+    back = BatchProfile.from_json(one.to_json())
+    assert back.to_json() == one.to_json()
+    column = json.loads(one.to_json())["profile"]["columns"]["rain"]
+    assert column["zeros"] > 0.7 * column["rows"] and column["point_mass"]["value"] == 0.0
+    assert len(json.loads(one.to_json())["profile"]["columns"]["ts"]["hours"]) == 24
+
+
+def test_merging_batch_profiles_equals_profiling_their_union(tmp_path: Path) -> None:
+    frame = table()
+    path = write(tmp_path, frame, "table")
+    months = [read_snapshot(path, window=month_window(m)).profile for m in ("2024-01", "2024-02", "2024-03")]
+    merged = months[0].merge(months[1]).merge(months[2])
+    whole = read_snapshot(path).profile
+    assert merged.row_count == whole.row_count
+    for name in frame.columns:
+        ours, theirs = merged.columns[name], whole.columns[name]
+        assert (
+            ours.null_count,
+            ours.minimum,
+            ours.maximum,
+            ours.value_counts,
+            ours.zero_count,
+            ours.hours,
+            ours.weekdays,
+        ) == (
+            theirs.null_count,
+            theirs.minimum,
+            theirs.maximum,
+            theirs.value_counts,
+            theirs.zero_count,
+            theirs.hours,
+            theirs.weekdays,
+        ), name
+    assert merged.columns["temp"].mean == pytest.approx(whole.columns["temp"].mean, rel=1e-12)
+    assert merged.columns["temp"].stdev == pytest.approx(whole.columns["temp"].stdev, rel=1e-9)
+    assert abs(merged.columns["id"].distinct_count / len(frame) - 1) < 0.05
+    ordered = np.sort(frame["temp"].to_numpy())
+    for q, v in merged.columns["temp"].quantiles:
+        assert abs(np.searchsorted(ordered, v, side="right") / len(ordered) - q) <= KLL_RANK_ERROR
+
+
+def test_dataset_profile_json_round_trips_profiles_without_sketches() -> None:
+    from profiles.profile import ColumnProfile
+
+    bare = DatasetProfile(
+        10, {"x": ColumnProfile("x", "number", 10, 1, minimum=0.0, maximum=float("inf"), quantiles=((0.5, 2.0),))}
+    )
+    again = DatasetProfile.from_dict(json.loads(json.dumps(bare.to_dict())))
+    assert again == bare and again.columns["x"].maximum == float("inf")
