@@ -1,7 +1,8 @@
 """Root causes explain their symptoms: a finding another finding explains is kept, as a warning.
 
 One failure trips several checks. Two columns swapped look rescaled to the units check and out of range
-to the domain check (and break the orders they are in); a sentinel 0 distorts the quantiles the units check
+to the domain check (and break the orders they are in); a column converted to another unit leaves the
+bounds and the distribution of the unit it declares; a sentinel 0 distorts the quantiles the units check
 fits; a timestamp written in local time puts the label in the future for the freshness check; a copy of the
 label is also a column the contract does not list. The guard names the cause (`columns_swapped`, `sentinel`,
 `timestamp_shift`, `target_leakage`) and keeps what else it saw as evidence: each explained finding becomes a
@@ -28,15 +29,16 @@ _VALUE_SYMPTOMS = frozenset(
         FindingKind.RELATION_BROKEN,
     }
 )
+_UNIT_SYMPTOMS = frozenset({FindingKind.OUT_OF_RANGE, FindingKind.DRIFT, FindingKind.RELATION_BROKEN})
 SYMPTOMS: dict[FindingKind, frozenset[FindingKind]] = {
     FindingKind.COLUMNS_SWAPPED: _VALUE_SYMPTOMS | {FindingKind.TARGET_LEAKAGE},
     FindingKind.SENTINEL: _VALUE_SYMPTOMS,
     FindingKind.TIMESTAMP_SHIFT: _VALUE_SYMPTOMS | {FindingKind.TIMESTAMP_UNPARSEABLE},
     FindingKind.TARGET_LEAKAGE: frozenset({FindingKind.COLUMN_UNEXPECTED}),
-    # a column converted to another unit, or rescaled, breaks the sums and orders it is in (a heal's verify
-    # re-judges them)
-    FindingKind.UNIT_MISMATCH: frozenset({FindingKind.RELATION_BROKEN}),
-    FindingKind.SCALE_SHIFT: frozenset({FindingKind.RELATION_BROKEN}),
+    # a column converted to another unit, or rescaled, leaves the bounds and the distribution its declared unit
+    # sets, and breaks the sums and orders it is in (a heal's verify re-judges them)
+    FindingKind.UNIT_MISMATCH: _UNIT_SYMPTOMS,
+    FindingKind.SCALE_SHIFT: _UNIT_SYMPTOMS,
     # a batch that renamed a column leaves the contracted name empty in its rows
     FindingKind.COLUMN_RENAMED: frozenset({FindingKind.NULL_LIMIT, FindingKind.NULL_SPIKE}),
 }

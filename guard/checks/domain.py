@@ -20,7 +20,6 @@ from typing import Iterator, Mapping
 
 import pandas as pd
 
-from guard.checks.units import unit_shifted
 from guard.context import GuardContext
 from guard.contract import ColumnContract
 from guard.findings import Finding, make_finding
@@ -65,8 +64,6 @@ def check_domain(ctx: GuardContext) -> Iterator[Finding]:
 def _range_findings(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile) -> Iterator[Finding]:
     if observed.logical_type not in _NUMERIC or observed.minimum is None or observed.maximum is None:
         return  # not a number (the schema check), or no value at all (the nulls check)
-    if unit_shifted(ctx, column):
-        return  # the bounds are in the declared unit; the units check reports the conversion
     low, high, source = _limits(column)
     below = low is not None and observed.minimum < low
     above = high is not None and observed.maximum > high

@@ -12,8 +12,8 @@ is the domain check's finding alone).
 
 A feature drifts when its distance exceeds both `policy.drift_threshold` and the two-sample Kolmogorov-Smirnov
 critical value at alpha = 0.001, 1.95 * sqrt(1/n + 1/m), so small samples do not warn on noise. DRIFT
-warns unless the contract makes the column drift-blocking. A column with a declared unit whose values
-the units check finds converted or rescaled (`unit_shifted`) is left to the units check.
+warns unless the contract makes the column drift-blocking. A column the units check finds converted or
+rescaled drifts too; `guard.causes` keeps that drift as a warning explained by the unit.
 
 Against a batch `Reference`, a numeric feature drifts only when it also left the natural variation of
 the reference batches (`guard.variation`: its core location, spread or point mass outside the band the
@@ -30,7 +30,6 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from guard.checks.units import unit_shifted
 from guard.context import GuardContext
 from guard.contract import ColumnContract
 from guard.findings import Finding, make_finding
@@ -84,8 +83,8 @@ def _numeric_drift(
         return _no_reference(ctx, column.name, severity)
     if _the_periods_value(ctx, column.name, observed):
         return None  # one value per batch by construction (a period's month, year or flag): it moves every batch
-    if column.unit is not None and (_batch_judged(ctx, reference, observed) or unit_shifted(ctx, column)):
-        return None  # the units check judges a column with a unit against natural variation, or owns its shift
+    if column.unit is not None and _batch_judged(ctx, reference, observed):
+        return None  # the units check judges a column with a unit against natural variation
     if _batch_judged(ctx, reference, observed):
         found = _natural_distance(ctx, column.name, reference, observed)
         if found is not None and found <= 1:

@@ -11,7 +11,7 @@ from chaos.injectors import unit_change
 from chaos.registry import Scenario
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
-from guard.kinds import FindingKind
+from guard.kinds import FindingKind, Severity
 from guard.runner import run_guard
 from profiles.snapshot import read_snapshot
 
@@ -48,9 +48,12 @@ def test_unit_change_is_named_by_the_guard(column, to_unit, tmp_path):
     injected = scenario.table(CLEAN, scenario.target(contract, 0))
     assert injected.cells[column].all()
     report = run_guard(_context(contract, CLEAN, injected.frame, tmp_path))
-    assert [(f.kind, f.column, f.params.get("actual_unit")) for f in report.findings] == [
+    blocking = [f for f in report.findings if f.severity is Severity.BLOCK]
+    assert [(f.kind, f.column, f.params.get("actual_unit")) for f in blocking] == [
         (FindingKind.UNIT_MISMATCH, column, to_unit)
     ]
+    others = [f for f in report.findings if f not in blocking]
+    assert {f.params.get("explained_by") for f in others} <= {f"unit_mismatch:{column}"}
 
 
 def _context(contract: Contract, reference: pd.DataFrame, observed: pd.DataFrame, tmp_path) -> GuardContext:

@@ -52,11 +52,15 @@ def test_drift_warns_on_a_changed_mix_of_categories(tmp_path: Path, reference: D
     assert found[0].params["statistic"] == "total_variation" and found[0].observed > 0.3
 
 
-def test_drift_leaves_unit_changes_to_the_units_check(tmp_path: Path, reference: DatasetProfile) -> None:
+def test_the_drift_of_a_unit_change_is_explained_by_the_unit(tmp_path: Path, reference: DatasetProfile) -> None:
     metres = eta_frame(1).assign(distance_km=lambda f: f.distance_km * 1000)
-    assert findings(check_drift, context(snapshot_of(tmp_path, metres), reference)) == []
+    assert kinds_and_columns(findings(check_drift, context(snapshot_of(tmp_path, metres), reference))) == [
+        (FindingKind.DRIFT, "distance_km")
+    ]
     report = run_guard(context(snapshot_of(tmp_path, metres, "whole"), reference))
-    assert kinds_and_columns(list(report.findings)) == [(FindingKind.UNIT_MISMATCH, "distance_km")]
+    blocking = [f for f in report.findings if f.severity is Severity.BLOCK]
+    assert kinds_and_columns(blocking) == [(FindingKind.UNIT_MISMATCH, "distance_km")]
+    assert {f.params.get("explained_by") for f in report.findings if f not in blocking} == {"unit_mismatch:distance_km"}
     undeclared = eta_contract(distance_km=ColumnContract("distance_km", "number"))
     found = findings(check_drift, context(snapshot_of(tmp_path, metres, "undeclared"), reference, undeclared))
     assert kinds_and_columns(found) == [(FindingKind.DRIFT, "distance_km")]  # nobody else would see it
