@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from profiles.profile import DatasetProfile, TimeWindow
+from profiles.records import Record
 
 __all__ = ["Fingerprint", "fingerprint_windows", "fingerprint_of_profile", "fingerprint_rows", "rows_in"]
 
@@ -26,16 +27,9 @@ _NUMERIC = ("integer", "number", "timestamp", "date")
 
 
 @dataclass
-class Fingerprint:
+class Fingerprint(Record):
     rows: int = 0
     columns: dict[str, dict[str, float]] = field(default_factory=dict)  # column -> nulls, min, max, sum
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rows": self.rows, "columns": self.columns}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Fingerprint:
-        return cls(int(data["rows"]), {k: dict(v) for k, v in data["columns"].items()})
 
     def merged(self, other: Fingerprint) -> Fingerprint:
         """The fingerprint of both sets of rows together."""
