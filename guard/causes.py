@@ -7,7 +7,11 @@ fits; a timestamp written in local time puts the label in the future for the fre
 label is also a column the contract does not list. The guard names the cause (`columns_swapped`, `sentinel`,
 `timestamp_shift`, `target_leakage`) and keeps what else it saw as evidence: each explained finding becomes a
 WARN with `params["explained_by"]` = "kind:column" of its cause, so the verdict, the incidents and the heal
-follow the cause (rescaling a swapped column would corrupt it).
+follow the cause (rescaling a swapped column would corrupt it). One failure seen by two checks is one
+failure: a finding without a heal plan that shares its key (dataset, kind, column) with a blocking finding that
+has one is kept as that finding's evidence, a warning too.
+
+Checks never ask each other what they found; this module alone says which finding explains which.
 """
 
 from __future__ import annotations
@@ -37,7 +41,9 @@ SYMPTOMS: dict[FindingKind, frozenset[FindingKind]] = {
     FindingKind.TARGET_LEAKAGE: frozenset({FindingKind.COLUMN_UNEXPECTED}),
     # a column converted to another unit, or rescaled, leaves the bounds and the distribution its declared unit
     # sets, and breaks the sums and orders it is in (a heal's verify re-judges them)
-    FindingKind.UNIT_MISMATCH: _UNIT_SYMPTOMS,
+    # ... and a conversion is a rescale with its offset known: the rescale another check reads off a broken
+    # order is that conversion
+    FindingKind.UNIT_MISMATCH: _UNIT_SYMPTOMS | {FindingKind.SCALE_SHIFT},
     FindingKind.SCALE_SHIFT: _UNIT_SYMPTOMS,
     # a batch that renamed a column leaves the contracted name empty in its rows
     FindingKind.COLUMN_RENAMED: frozenset({FindingKind.NULL_LIMIT, FindingKind.NULL_SPIKE}),
@@ -67,6 +73,7 @@ def explain(findings: Iterable[Finding]) -> list[Finding]:
     already is one, and is named too: what a person reads next to the cause is said to come from it)."""
     found = list(findings)
     causes = [f for f in found if f.kind in SYMPTOMS and f.severity is Severity.BLOCK]
+    planned = [f for f in found if f.playbook is not None and f.severity is Severity.BLOCK]
     explained = []
     for finding in found:
         cause = next(
@@ -76,7 +83,7 @@ def explain(findings: Iterable[Finding]) -> list[Finding]:
                 if c is not finding and finding.kind in SYMPTOMS[c.kind] and _concerns(finding) & _columns(c)
             ),
             None,
-        )
+        ) or _same_failure_with_a_plan(finding, planned)
         if cause is None or "explained_by" in finding.params:
             explained.append(finding)
             continue
@@ -90,3 +97,11 @@ def explain(findings: Iterable[Finding]) -> list[Finding]:
             )
         )
     return explained
+
+
+def _same_failure_with_a_plan(finding: Finding, planned: list[Finding]) -> Finding | None:
+    """One failure seen by two checks: a finding without a heal plan whose key (dataset, kind, column) a
+    blocking finding with a plan shares is that finding's evidence, not a second failure."""
+    if finding.playbook is not None:
+        return None
+    return next((p for p in planned if p is not finding and p.key == finding.key), None)

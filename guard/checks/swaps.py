@@ -53,7 +53,6 @@ from typing import Iterator, Mapping
 import numpy as np
 import pandas as pd
 
-from guard.checks.units import unit_shifted
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding, window_rows
 from guard.kinds import FindingKind
@@ -419,7 +418,7 @@ def _some_rows(
             strict
             and share >= ctx.policy.whole_swap
             and (_all_seasons(ctx) or _a_bound(reference, low, high) or _continued_swapped(ctx, x, y, low, high))
-        ) or _unit_named(ctx, low, high):
+        ):
             return None  # broken by a little (two series crossing) or by far more (a unit change): not a swap
         if (
             ratio > ctx.policy.swap_gap_ratio[1]
@@ -488,12 +487,6 @@ def _continued_swapped(ctx: GuardContext, x: np.ndarray, y: np.ndarray, low: str
     as_came = abs(now_low - was_low) + abs(now_high - was_high)
     swapped = abs(now_high - was_low) + abs(now_low - was_high)
     return as_came > 0 and as_came >= ctx.policy.swap_continuity * swapped
-
-
-def _unit_named(ctx: GuardContext, low: str, high: str) -> bool:
-    """The units check blocks on either column: the order broke because of that, and it is named there."""
-    assert ctx.contract is not None
-    return any(unit_shifted(ctx, column) for column in (ctx.contract.column(low), ctx.contract.column(high)) if column)
 
 
 def _natural_swapped_back(ctx: GuardContext, low: str, high: str) -> bool:

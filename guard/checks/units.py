@@ -90,7 +90,6 @@ from profiles.sketches import QuantileSketch
 __all__ = [
     "check_units",
     "judge_units",
-    "unit_shifted",
     "fit_affine",
     "name_unit",
 ]
@@ -140,17 +139,6 @@ def judge_units(ctx: GuardContext, column: ColumnContract) -> Finding | None:
     assert ctx.contract is not None
     return _profile_finding(
         ctx.dataset_urn, column.name, column.unit, reference, observed, strict=column.name != ctx.contract.label_column
-    )
-
-
-def unit_shifted(ctx: GuardContext, column: ColumnContract) -> bool:
-    """True when the units check blocks on this column (its values are in another unit or rescaled):
-    range and drift checks, which judge values in the declared unit, then leave it to the units check."""
-    finding = judge_units(ctx, column)
-    return (
-        finding is not None
-        and finding.severity is Severity.BLOCK
-        and finding.kind in (FindingKind.UNIT_MISMATCH, FindingKind.SCALE_SHIFT)
     )
 
 
