@@ -26,7 +26,11 @@ IMPLEMENTATION = {
         "_SHAPE_SE",  # rough SE of the shape ratios
     },
     "units.py": {"_DIGITS"},  # rounding of conversions
-    "checks/units.py": {"_FIT_QUANTILES", "_ALL_QUANTILES"},  # which quantiles a fit reads
+    "checks/units.py": {
+        "_FIT_QUANTILES",
+        "_ALL_QUANTILES",
+        "_RESCALE_GRID",
+    },  # which quantiles a fit reads; search grid
     "checks/lineage.py": {"_HOUR_MS"},
     "checks/freshness.py": {"_HOUR_MS", "_YEAR_MS"},
     "checks/timeshift.py": {
