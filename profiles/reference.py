@@ -22,6 +22,8 @@ __all__ = ["Reference", "BatchSummary", "ColumnSummary", "build_reference", "REF
 
 REFERENCE_FORMAT = "kintsugi.reference/1"
 
+CADENCE_BATCHES = 3  # the newest batches whose spans say how long a batch is now (a median: one odd batch is outvoted)
+
 
 @dataclass(frozen=True)
 class ColumnSummary:
@@ -127,12 +129,15 @@ class Reference:
 
     @property
     def cadence_ms(self) -> float | None:
-        """The median batch span: a window's length, or the time between consecutive batches' ends."""
-        spans = [b.through_ms - b.after_ms for b in self.batches if b.after_ms is not None and b.through_ms is not None]
+        """How long a batch is now: the median span of the newest `CADENCE_BATCHES` batches (a window's length, or
+        the time between consecutive batches' ends). The newest, because the kept batches mix cadences: those
+        `kintsugi init` split the history in, the batches landed since, and the same season a year before."""
+        newest = sorted(self.batches, key=lambda b: b.end_ms if b.end_ms is not None else -1)
+        spans = [b.through_ms - b.after_ms for b in newest if b.after_ms is not None and b.through_ms is not None]
         if not spans:
-            ends = [b.end_ms for b in self.batches if b.end_ms is not None]
+            ends = [b.end_ms for b in newest if b.end_ms is not None]
             spans = [later - earlier for earlier, later in zip(ends, ends[1:])]
-        return float(statistics.median(spans)) if spans else None
+        return float(statistics.median(spans[-CADENCE_BATCHES:])) if spans else None
 
     @property
     def span_ms(self) -> int | None:
