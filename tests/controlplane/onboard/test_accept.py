@@ -23,7 +23,11 @@ from controlplane.workspace import Workspace
 from onboard_support import INIT_AT, NAME, RUN_AT, cli, copy_ws, weather
 
 REASON = "the flag is on for the whole of the new campaign, by design"
-JAN_RUN_AT, FEB_LAND_AT, FEB_RUN_AT = "2013-02-01T07:00:00+00:00", "2013-03-01T06:00:00+00:00", "2013-03-01T07:00:00+00:00"
+BLOCKED_RUN_AT, NEXT_LAND_AT, NEXT_RUN_AT = (
+    "2013-02-01T07:00:00+00:00",
+    "2013-03-01T06:00:00+00:00",
+    "2013-03-01T07:00:00+00:00",
+)
 
 
 def _with_flags(frame: pd.DataFrame, *, on: bool) -> pd.DataFrame:
@@ -69,7 +73,7 @@ def blocked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Workspace, str]:
     assert code == 0, err
     assert _run(ws, RUN_AT)[0] == 0
     _land(ws, _with_flags(weather("2013-01-01", "2013-02-01"), on=True), "first-month", "2013-02-01T06:00:00+00:00")
-    code, record = _run(ws, JAN_RUN_AT)
+    code, record = _run(ws, BLOCKED_RUN_AT)
     assert code == 1 and record["status"] == "blocked", record["outcome"]
     assert _blocks(record) == ["drift:flag", "drift:promo"]
     return ws, record["run_id"]
@@ -113,8 +117,8 @@ def test_an_accepted_block_lets_its_batch_into_the_reference_and_the_next_batch_
     assert note.by == "urn:li:corpuser:operator" and "drift on flag, drift on promo" in note.description
     assert REASON in note.description
 
-    _land(ws, _with_flags(weather("2013-02-01", "2013-03-01"), on=True), "second-month", FEB_LAND_AT)
-    code, record = _run(ws, FEB_RUN_AT)
+    _land(ws, _with_flags(weather("2013-02-01", "2013-03-01"), on=True), "second-month", NEXT_LAND_AT)
+    code, record = _run(ws, NEXT_RUN_AT)
     assert code == 0, record["outcome"]
     assert _detect(record)["findings"] == []  # unaccepted, the flags warn here (or block, batch by batch)
     assert record["status"] == "promoted", record["outcome"]
@@ -180,7 +184,10 @@ def test_undo_takes_the_batch_out_of_the_reference_and_the_block_returns(blocked
     }
     with metadata_session(ws, read_only=True) as metadata:
         notes = read_memory_links(metadata, load_spec(ws, NAME).feature_table, prefix=ACCEPTED_URL)
-    assert [n.description.split(" (")[0] for n in notes] == ["accepted as the new normal by operator", "withdrawn by operator"]
+    assert [n.description.split(" (")[0] for n in notes] == [
+        "accepted as the new normal by operator",
+        "withdrawn by operator",
+    ]
 
     code, record = _run(ws, "2013-02-01T08:00:00+00:00")  # the same rows, guarded again without them
     assert code == 1 and _blocks(record) == ["drift:flag", "drift:promo"]
