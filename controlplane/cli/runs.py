@@ -82,7 +82,9 @@ def accept(
     undo_: Annotated[
         bool,
         typer.Option(
-            "--undo", help="Take back the accepted blocks of RUN_ID: its batch leaves the reference (kept on record)."
+            "--undo",
+            help="Take back RUN_ID's accepted blocks: its batch leaves the reference; the acceptances stay on record, "
+            "marked withdrawn.",
         ),
     ] = False,
     workspace: WorkspaceOption = None,
