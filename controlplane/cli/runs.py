@@ -88,10 +88,12 @@ def accept(
         ),
     ] = False,
     workspace: WorkspaceOption = None,
+    now: NowOption = None,
 ) -> None:
     """Accept a finding as the new normal, recorded in DataHub with who and why. A warning; or a block of a run
     the guard blocked, named with --finding: its batch joins the reference and the next passport names it."""
-    record = services.accept(require_estate(workspace), run_id, reason, finding, undo=undo_)
+    ws = require_estate(workspace)
+    record = services.accept(ws, run_id, reason, finding, undo=undo_, now_ms=services.parse_now(now))
     event = record.last_event(Stage.UNDO if undo_ else Stage.APPROVE)
     typer.echo(event.summary if event is not None else record.outcome)
 

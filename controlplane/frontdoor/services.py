@@ -243,10 +243,16 @@ def reject(ws: Workspace, run_id: str, reason: str) -> RunRecord:
 
 
 def accept(
-    ws: Workspace, run_id: str, reason: str, findings: list[str] | None = None, *, undo: bool = False
+    ws: Workspace,
+    run_id: str,
+    reason: str,
+    findings: list[str] | None = None,
+    *,
+    undo: bool = False,
+    now_ms: int | None = None,
 ) -> RunRecord:
     why = check_text(reason, "the withdrawal's reason" if undo else "the acceptance's reason")
-    return accept_finding(ws, run_id, why, findings=findings, undo=undo)
+    return accept_finding(ws, run_id, why, findings=findings, undo=undo, now_ms=now_ms)
 
 
 def undo(ws: Workspace, run_id: str) -> RunRecord:

@@ -5,11 +5,13 @@ change (a flag that turns on for the first time, a real step in volume, a new ra
 names each blocking finding of the run (`kintsugi accept RUN_ID --finding KIND:COLUMN --reason TEXT`); when
 they cover every block of the run, the run's batch — profiled again from the run's pinned snapshot, never the
 live table — joins the reference exactly as a passed batch does (`controlplane.stages.publish.keep_batch`), an
-`Acceptance` per finding is kept beside the reference (`controlplane.stages.acceptances`), and DataHub's
+`Acceptance` per finding is kept beside the reference (`controlplane.stages.acceptances`), the incident the block
+raised is resolved (an open incident on the table would block every later candidate at the gate), and DataHub's
 institutional memory of the dataset says who and why. The next champion's passport names it.
 
 `--undo` takes it back: the batch leaves the reference again (only while it is the newest kept batch), each
-acceptance is marked withdrawn (kept on record), and a DataHub note says who withdrew it and why.
+acceptance is marked withdrawn (kept on record), its incident is ACTIVE again, and a DataHub note says who withdrew
+it and why.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from controlplane.datahub.incidents import read_incidents, reopen_incident, resolve_incident
 from controlplane.datahub.notes import memory_link_mcps
 from controlplane.datahub.port import MetadataPort
 from controlplane.errors import InputError, RunStateError, WorkspaceError
@@ -188,16 +191,23 @@ def accept_blocks(
                 f"run {run_id} was accepted already ({', '.join(already)})",
                 f"take it back first with `kintsugi accept {run_id} --undo --reason TEXT`",
             )
-        accepted = tuple(Acceptance(run_id, f.kind, f.column or "", by, reason, now_ms, batch.id) for f in chosen)
         status, outcome = record.status, record.outcome
         with open_run(ws, spec, record, on_error=None) as run:
             profile = _profile_batch(run, record, batch, state)
             keep_batch(run, profile, state, previous=_previous(record, batch.id))
             note = (
                 f"accepted as the new normal by {by} (run {run_id}, batch {batch.id}): "
-                + ", ".join(_said(a) for a in accepted)
+                + ", ".join(f"{f.kind.value} on {f.column or 'the dataset'}" for f in chosen)
                 + f" — {reason}"
             )
+            open_incidents = _active_incidents(run.metadata, spec.feature_table)
+            accepted = tuple(
+                Acceptance(run_id, f.kind, f.column or "", by, reason, now_ms, batch.id, open_incidents.get(f.key, ""))
+                for f in chosen
+            )
+            for urn in (a.incident for a in accepted if a.incident):
+                with run.journal.writing(LedgerKind.DATAHUB, urn, aspect="incidentInfo", state="RESOLVED"):
+                    resolve_incident(run.metadata, urn, note, now_ms)
             with run.journal.writing(LedgerKind.DATAHUB, spec.feature_table, aspect="institutionalMemory"):
                 _remember(run.metadata, spec.feature_table, f"{run_id}/{now_ms}", note, by, now_ms)
             _store(run, spec.name, [*kept, *accepted])
@@ -265,6 +275,9 @@ def withdraw(
             )
             with run.journal.writing(LedgerKind.DATAHUB, spec.feature_table, aspect="institutionalMemory"):
                 _remember(run.metadata, spec.feature_table, f"{run_id}/{now_ms}/withdrawn", note, by, now_ms)
+            for urn in (a.incident for a in standing if a.incident):
+                with run.journal.writing(LedgerKind.DATAHUB, urn, aspect="incidentInfo", state="ACTIVE"):
+                    reopen_incident(run.metadata, urn, note, now_ms)
             _store(run, spec.name, [withdrawn.get(a.key, a) for a in load_acceptances(ws, spec.name)])
             run.event(
                 Stage.UNDO,
@@ -277,6 +290,15 @@ def withdraw(
             )
             run.finish(status, outcome)
     return tuple(withdrawn.values())
+
+
+def _active_incidents(metadata: MetadataPort, dataset: str) -> dict[tuple[str, str, str], str]:
+    """The ACTIVE incidents on the dataset, by the key of the finding that raised them."""
+    return {
+        row.key: row.urn
+        for row in read_incidents(metadata)
+        if row.state == "ACTIVE" and dataset in row.datasets and row.key is not None
+    }
 
 
 def _store(run: RunContext, pipeline: str, acceptances: list[Acceptance]) -> None:

@@ -42,6 +42,7 @@ class Acceptance(Record):
     reason: str
     at_ms: int
     batch: str  # the id of the batch it let into the reference
+    incident: str = ""  # the DataHub incident the block raised, resolved by the acceptance (reopened if withdrawn)
     withdrawn: Withdrawal | None = None
 
     @property

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from controlplane.datahub.connect import metadata_session
+from controlplane.datahub.incidents import read_incidents
 from controlplane.datahub.notes import read_memory_links
 from controlplane.onboard.accept_block import ACCEPTED_URL
 from controlplane.spec import load_spec
@@ -83,8 +84,12 @@ def _copy(blocked: tuple[Workspace, str], tmp_path: Path) -> tuple[Workspace, st
     return copy_ws(blocked[0], tmp_path / "ws"), blocked[1]
 
 
+ACCEPT_AT = "2013-02-01T09:00:00+00:00"  # after the blocked run, before the next batch lands (DataHub keeps as_of)
+UNDO_AT, RERUN_AT = "2013-02-01T09:30:00+00:00", "2013-02-01T10:00:00+00:00"
+
+
 def _accept(ws: Workspace, run_id: str, *args: str) -> tuple[int, str, str]:
-    return cli("accept", run_id, "--reason", REASON, *args, workspace=ws.root)
+    return cli("accept", run_id, "--reason", REASON, "--now", ACCEPT_AT, *args, workspace=ws.root)
 
 
 def test_an_accepted_block_lets_its_batch_into_the_reference_and_the_next_batch_like_it_passes(blocked, tmp_path):
@@ -114,8 +119,11 @@ def test_an_accepted_block_lets_its_batch_into_the_reference_and_the_next_batch_
     assert flag.in_force and promo.finding == "drift:promo"
     with metadata_session(ws, read_only=True) as metadata:
         (note,) = read_memory_links(metadata, load_spec(ws, NAME).feature_table, prefix=ACCEPTED_URL)
+        incidents = {r.urn: r for r in read_incidents(metadata)}
     assert note.by == "urn:li:corpuser:operator" and "drift on flag, drift on promo" in note.description
     assert REASON in note.description
+    assert flag.incident and promo.incident and flag.incident != promo.incident
+    assert incidents[flag.incident].state == "RESOLVED" and REASON in incidents[flag.incident].message
 
     _land(ws, _with_flags(weather("2013-02-01", "2013-03-01"), on=True), "second-month", NEXT_LAND_AT)
     code, record = _run(ws, NEXT_RUN_AT)
@@ -171,7 +179,9 @@ def test_undo_takes_the_batch_out_of_the_reference_and_the_block_returns(blocked
     ws, run_id = _copy(blocked, tmp_path)
     before = load_state(ws, NAME)
     assert _accept(ws, run_id, "--finding", "drift:flag", "--finding", "drift:promo")[0] == 0
-    code, out, err = cli("accept", run_id, "--undo", "--reason", "the campaign was a mistake", workspace=ws.root)
+    code, out, err = cli(
+        "accept", run_id, "--undo", "--reason", "the campaign was a mistake", "--now", UNDO_AT, workspace=ws.root
+    )
     assert code == 0, err
     assert out.startswith(f"withdrawn by operator (run {run_id}, batch after-")
     assert out.endswith("the campaign was a mistake; the batch left the reference\n")
@@ -184,12 +194,14 @@ def test_undo_takes_the_batch_out_of_the_reference_and_the_block_returns(blocked
     }
     with metadata_session(ws, read_only=True) as metadata:
         notes = read_memory_links(metadata, load_spec(ws, NAME).feature_table, prefix=ACCEPTED_URL)
+        states = {r.urn: r.state for r in read_incidents(metadata)}
+    assert {states[a.incident] for a in acceptances} == {"ACTIVE"}  # the blocks' incidents are open again
     assert [n.description.split(" (")[0] for n in notes] == [
         "accepted as the new normal by operator",
         "withdrawn by operator",
     ]
 
-    code, record = _run(ws, "2013-02-01T08:00:00+00:00")  # the same rows, guarded again without them
+    code, record = _run(ws, RERUN_AT)  # the same rows, guarded again without them
     assert code == 1 and _blocks(record) == ["drift:flag", "drift:promo"]
 
     code, _, err = cli("accept", run_id, "--undo", "--reason", "again", workspace=ws.root)
@@ -202,3 +214,21 @@ def test_a_run_blocked_nowhere_by_the_guard_keeps_todays_warning_refusal(blocked
     code, out, err = cli("accept", first, "--reason", REASON, "--finding", "drift:flag", workspace=ws.root)
     assert (code, out) == (2, "")
     assert err.startswith(f"error: run {first} raised no warning to accept")
+
+
+def test_a_block_of_a_healed_run_is_refused_it_was_corrected_not_accepted(blocked, tmp_path):
+    ws, run_id = _copy(blocked, tmp_path)
+    assert _accept(ws, run_id, "--finding", "drift:flag", "--finding", "drift:promo")[0] == 0
+    converted = _with_flags(weather("2013-02-01", "2013-03-01"), on=True)
+    converted["temp_min"] = converted["temp_min"] * 9 / 5 + 32  # another unit on every row: the heal converts back
+    _land(ws, converted, "converted-month", NEXT_LAND_AT)
+    code, record = _run(ws, NEXT_RUN_AT)
+    assert code == 0 and _blocks(record) == ["unit_mismatch:temp_min"], record["outcome"]
+    healed, state, kept = record["run_id"], load_state(ws, NAME), load_acceptances(ws, NAME)
+    code, out, err = _accept(ws, healed, "--finding", "unit_mismatch:temp_min")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: run {healed} was healed: its blocks were corrected in the data, not a new normal; accept its "
+        f"warnings, or take the heal back with `kintsugi undo {healed}`\n"
+    )
+    assert load_state(ws, NAME) == state and load_acceptances(ws, NAME) == kept
