@@ -75,14 +75,26 @@ def accept(
         Optional[list[str]],
         typer.Option(
             "--finding",
-            help="KIND:COLUMN (or KIND) of a warning to accept; repeat it; default: every warning of the run.",
+            help="KIND:COLUMN (or KIND) of a finding to accept; repeat it. Default: every warning of the run. "
+            "A run blocked at the guard: name each of its blocking findings.",
         ),
     ] = None,
+    undo_: Annotated[
+        bool,
+        typer.Option(
+            "--undo",
+            help="Take back RUN_ID's accepted blocks: its batch leaves the reference; the acceptances stay on record, "
+            "marked withdrawn.",
+        ),
+    ] = False,
     workspace: WorkspaceOption = None,
+    now: NowOption = None,
 ) -> None:
-    """Accept a warned change as the new normal, recorded in DataHub with who and why (warnings only)."""
-    record = services.accept(require_estate(workspace), run_id, reason, finding)
-    event = record.last_event(Stage.APPROVE)
+    """Accept a finding as the new normal, recorded in DataHub with who and why. A warning; or a block of a run
+    the guard blocked, named with --finding: its batch joins the reference and the next passport names it."""
+    ws = require_estate(workspace)
+    record = services.accept(ws, run_id, reason, finding, undo=undo_, now_ms=services.parse_now(now))
+    event = record.last_event(Stage.UNDO if undo_ else Stage.APPROVE)
     typer.echo(event.summary if event is not None else record.outcome)
 
 

@@ -3,12 +3,14 @@ dataset's institutional memory keeps (a postmortem, an accepted new normal)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.port import AspectWrite, MetadataPort
 
-__all__ = ["incident_note_mcps", "read_incident_note", "memory_link_mcps"]
+__all__ = ["incident_note_mcps", "read_incident_note", "memory_link_mcps", "MemoryLink", "read_memory_links"]
 
 
 def _mine(notes: s.IncidentNotesClass | None, note_id: str) -> list[s.IncidentNoteClass]:
@@ -49,3 +51,23 @@ def memory_link_mcps(
         url=url, description=description, createStamp=s.AuditStampClass(time=at_ms, actor=by)
     )
     return [MCP(entityUrn=dataset, aspect=s.InstitutionalMemoryClass(elements=[*memory.elements, link]))]
+
+
+@dataclass(frozen=True)
+class MemoryLink:
+    """One link of a dataset's institutional memory, as DataHub holds it."""
+
+    url: str
+    description: str
+    by: str
+    at_ms: int
+
+
+def read_memory_links(port: MetadataPort, dataset: str, *, prefix: str = "") -> list[MemoryLink]:
+    """The dataset's institutional memory links whose url starts with `prefix`, oldest first."""
+    memory = port.aspect(dataset, s.InstitutionalMemoryClass)
+    return [
+        MemoryLink(e.url, e.description, e.createStamp.actor, e.createStamp.time)
+        for e in (memory.elements if memory else [])
+        if e.url.startswith(prefix)
+    ]

@@ -22,7 +22,7 @@ from controlplane.datahub.incidents import IncidentRow, active_incidents, read_i
 from controlplane.datahub.models import model_versions, models_trained_on, read_verdict, training_datasets
 from controlplane.datahub.urns import model_urn
 from controlplane.errors import Conflict, DataError, InputError, InternalError, KintsugiError, NotFound
-from controlplane.onboard.accept import accept as accept_warnings
+from controlplane.onboard.accept import accept as accept_finding
 from controlplane.onboard.contracts import apply_contract_file
 from controlplane.pipeline import approve as approve_run
 from controlplane.pipeline import reject as reject_run
@@ -242,8 +242,17 @@ def reject(ws: Workspace, run_id: str, reason: str) -> RunRecord:
     return reject_run(ws, run_id, check_text(reason, "the rejection's reason"))
 
 
-def accept(ws: Workspace, run_id: str, reason: str, findings: list[str] | None = None) -> RunRecord:
-    return accept_warnings(ws, run_id, check_text(reason, "the acceptance's reason"), findings=findings)
+def accept(
+    ws: Workspace,
+    run_id: str,
+    reason: str,
+    findings: list[str] | None = None,
+    *,
+    undo: bool = False,
+    now_ms: int | None = None,
+) -> RunRecord:
+    why = check_text(reason, "the withdrawal's reason" if undo else "the acceptance's reason")
+    return accept_finding(ws, run_id, why, findings=findings, undo=undo, now_ms=now_ms)
 
 
 def undo(ws: Workspace, run_id: str) -> RunRecord:

@@ -1,12 +1,18 @@
-"""Accept a warned change as the new normal: recorded in DataHub with who and why, so nobody re-applies a
-contract by hand to silence the guard.
+"""Accept a finding as the new normal: recorded in DataHub with who and why, so nobody re-applies a contract
+by hand to silence the guard.
 
-Only warnings can be accepted (drift, a value beyond the reference batches but plausible, a category the
-reference never saw): a block is evidence of a failure and needs a heal or a fix upstream. A run that passed
-with warnings already added its batch to the reference (so the next batch is compared with it); the
+A warning (drift, a value beyond the reference batches but plausible, a category the reference never saw) of a
+run that went on: the run already added its batch to the reference (so the next batch is compared with it); the
 acceptance records the person's word: a note on the dataset in DataHub (institutional memory: the run, the
-findings, who and why) and an event in the run. A candidate held for review by those warnings is then
-promoted with `kintsugi approve RUN_ID --reason ...`.
+findings, who and why) and an event in the run. With no --finding, every warning of the run is accepted. A
+candidate held for review by those warnings is then promoted with `kintsugi approve RUN_ID --reason ...`.
+
+A block of a run that ended BLOCKED at the guard, when it is not a failure of the data but its new normal (a
+flag that turns on for the first time, a real step in volume): each blocking finding must be named with
+--finding, and all of the run's blocks together; its batch then joins the reference as a passed batch does, an
+`Acceptance` is kept beside the reference, the block's incident is resolved and the next champion's passport names it
+(`controlplane.onboard.accept_block`). `--undo` takes such an acceptance back. A healed run's blocks were
+corrected, not accepted.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import time
 from controlplane.datahub.notes import memory_link_mcps
 from controlplane.datahub.port import MetadataPort
 from controlplane.errors import InputError, RunStateError
+from controlplane.onboard.accept_block import accept_blocks, blocks_of, withdraw
 from controlplane.runs.context import open_run
 from controlplane.runs.journal import RunRecord, load_run
 from controlplane.runs.locks import pipeline_lock
@@ -39,7 +46,7 @@ def _chosen(record: RunRecord, picks: list[str]) -> list[Finding]:
     if not warnings:
         raise RunStateError(
             f"run {record.run_id} raised no warning to accept",
-            "accept takes a warned change; a block needs a heal or a fix upstream",
+            "accept takes a warned change; a block that is the new normal is named with --finding KIND:COLUMN",
         )
     if not picks:
         return warnings
@@ -51,6 +58,13 @@ def _chosen(record: RunRecord, picks: list[str]) -> list[Finding]:
     return chosen
 
 
+def _names_a_block(record: RunRecord, picks: list[str]) -> bool:
+    """Picks that are not all warnings of the run, on a run the guard blocked: the block's way (and its refusals)."""
+    warnings = warned(record)
+    all_warnings = all(any(p in (f"{f.kind.value}:{f.column or ''}", f.kind.value) for f in warnings) for p in picks)
+    return bool(picks) and bool(blocks_of(record)) and not all_warnings
+
+
 def accept(
     ws: Workspace,
     run_id: str,
@@ -59,8 +73,16 @@ def accept(
     findings: list[str] | None = None,
     by: str = "operator",
     now_ms: int | None = None,
+    undo: bool = False,
 ) -> RunRecord:
+    """Accept the run's warnings (or the named ones), or its named blocks; `undo`: take accepted blocks back."""
     record = load_run(ws, run_id)
+    if undo:
+        withdraw(ws, run_id, reason, findings or [], by=by, now_ms=now_ms or int(time.time() * 1000))
+        return load_run(ws, run_id)
+    if _names_a_block(record, findings or []):
+        accept_blocks(ws, run_id, reason, findings or [], by=by, now_ms=now_ms or int(time.time() * 1000))
+        return load_run(ws, run_id)
     spec = load_spec(ws, record.pipeline)
     with pipeline_lock(ws, spec.name, f"accept {run_id}"):
         record = load_run(ws, run_id)

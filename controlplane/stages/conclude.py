@@ -11,12 +11,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from controlplane.datahub.models import TrainedVersion, champion_tag_mcps, model_mcps, read_model_tags
+from controlplane.datahub.models import TrainedVersion, champion_tag_mcps, model_mcps, read_model_tags, read_passport
 from controlplane.datahub.urns import model_urn
 from controlplane.models import passport_signing as passport
 from controlplane.models.gate import PromotionDecision
 from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.runs.context import RunContext, crash_point
+from controlplane.stages.acceptances import in_force_since, load_acceptances
 from controlplane.stages.train import Assessment, Trained
 from controlplane.vocab import LedgerKind, Stage, Verdict
 
@@ -171,6 +172,7 @@ def passport_body(
     approval: Approval | None,
 ) -> dict[str, Any]:
     spec = run.spec
+    accepted = _acceptances_since_champion(run, trained)
     return {
         "pipeline": spec.name,
         "version": trained.version,
@@ -210,4 +212,13 @@ def passport_body(
         "health_at_training": assessment.health,
         "unhealed_at_training": list(assessment.unhealed),
         **({"training_sample": trained.sample} if trained.sample else {}),  # over the row budget: what was fit
+        **({"acceptances": accepted} if accepted else {}),  # blocks accepted as the new normal since the champion
     }
+
+
+def _acceptances_since_champion(run: RunContext, trained: Trained) -> list[dict[str, Any]]:
+    """The acceptances in force (`controlplane.stages.acceptances`) the champion's passport did not name."""
+    champion = trained.champion_version
+    previous = read_passport(run.metadata, run.spec.name, champion) if champion is not None else None
+    body = previous.get("body") if isinstance(previous, dict) else None
+    return [a.to_dict() for a in in_force_since(load_acceptances(run.ws, run.spec.name), body)]

@@ -86,8 +86,17 @@ def detect(run: RunContext) -> Detected:
         rows=snapshot.profile.row_count,
         snapshot=pinned.table,
         content_hash=pinned.content_hash,
+        **_batch_evidence(guarded),
     )
     return Detected(pinned, guarded)
+
+
+def _batch_evidence(guarded: Guarded) -> dict[str, object]:
+    """The new batch the guard judged (its id and the rows after which it starts): what an accepted block keeps."""
+    batch = guarded.batch
+    if batch is None or batch.window is None:
+        return {}
+    return {"batch": batch.batch_id, "batch_after_ms": batch.window.after_ms}
 
 
 def _volume_limits(guarded: Guarded) -> VolumeLimits | None:

@@ -4,19 +4,27 @@ hash, previous bytes kept), resolve the incidents with heal notes, and record th
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
 from controlplane.datahub.datasets import profile_mcps
 from controlplane.datahub.incidents import IncidentRef, note_incident, read_incidents, resolve_incident
 from controlplane.runs.context import RunContext, crash_point
 from controlplane.stages.detect import TrainingView
 from controlplane.stages.heal import Healed, heal_notes, quarantine_note
-from controlplane.stages.kept_reference import load_reference, load_state, save_batch
+from controlplane.stages.kept_reference import (
+    ReferenceState,
+    forget_after,
+    load_reference,
+    load_state,
+    save_batch,
+)
 from controlplane.stages.pin import Pinned, publish_table, verify_file
 from controlplane.vocab import LedgerKind, Stage
 from controlplane.watch.memory import resolution_line
 from guard.findings import GuardReport
+from profiles.profile import BatchProfile, DatasetProfile
 
-__all__ = ["publish", "resolve", "resolve_cleared", "remember_reference"]
+__all__ = ["publish", "resolve", "resolve_cleared", "remember_reference", "keep_batch", "forget_batch"]
 
 
 def publish(run: RunContext, pinned: Pinned, healed: Healed) -> str:
@@ -100,16 +108,38 @@ def remember_reference(run: RunContext, view: TrainingView) -> None:
         return
     state = load_state(run.ws, run.spec.name)
     if state is not None and view.batch is not None:
-        with run.journal.writing(
-            LedgerKind.REFERENCE,
-            run.spec.name,
-            batch=view.batch.batch_id,
-            previous={"batches": len(state.batches), "watermark_ms": state.watermark_ms},
-        ):
-            save_batch(run.ws, run.spec.name, view.batch, state)
+        keep_batch(run, view.batch, state)
+        return
     reference = load_reference(run.ws, run.spec.name) if state is not None else None
     profile = reference.profile if reference is not None else view.profile
-    if profile is None:
-        return
+    if profile is not None:
+        _emit_profile(run, profile)
+
+
+def keep_batch(
+    run: RunContext, batch: BatchProfile, state: ReferenceState, *, previous: dict[str, Any] | None = None
+) -> None:
+    """A batch joins the reference: kept in the workspace, journaled with where the reference stood before (what
+    an undo goes back to; `previous`, when a retry finds the batch kept already), and the merged reference written
+    as DataHub's datasetProfile. The one way in, for a batch that passed and for a block accepted as the new normal."""
+    before = previous or {"batches": len(state.batches), "watermark_ms": state.watermark_ms}
+    with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, batch=batch.batch_id, previous=before):
+        save_batch(run.ws, run.spec.name, batch, state)
+    reference = load_reference(run.ws, run.spec.name)
+    if reference is not None:
+        _emit_profile(run, reference.profile)
+
+
+def forget_batch(run: RunContext, batch_id: str, previous: dict[str, Any]) -> None:
+    """A kept batch leaves the reference again (journaled): the reference goes back to where it stood before the
+    batch joined it (`previous`, as `keep_batch` recorded it), and DataHub's datasetProfile with it."""
+    with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, forget=batch_id):
+        forget_after(run.ws, run.spec.name, previous["batches"], previous["watermark_ms"])
+    reference = load_reference(run.ws, run.spec.name)
+    if reference is not None:
+        _emit_profile(run, reference.profile)
+
+
+def _emit_profile(run: RunContext, profile: DatasetProfile) -> None:
     with run.journal.writing(LedgerKind.DATAHUB, run.spec.feature_table, aspect="datasetProfile"):
         run.metadata.emit(profile_mcps(run.spec.feature_table, profile, run.now_ms), run.now_ms)
