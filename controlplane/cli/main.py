@@ -8,6 +8,7 @@ import warnings
 from importlib.metadata import entry_points
 
 import typer
+from typer.core import TyperOption
 
 from controlplane.cli import contract, datahub, models, onboard, runs, watch
 from controlplane.cli.errors import run_cli
@@ -18,7 +19,22 @@ log = logging.getLogger(__name__)
 PLUGIN_GROUP = "kintsugi.commands"
 
 
+def _flags_take_no_value() -> None:
+    """typer 0.29's help shows every flag (`--json`, `--help`) as taking a `<bool>`: a flag takes no value, so
+    it shows none."""
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "_kintsugi", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
+        return None if self.is_flag and not self.count else shown(self, ctx)
+
+    display_type_rich._kintsugi = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign,assignment]
+
+
 def build_app() -> typer.Typer:
+    _flags_take_no_value()
     app = typer.Typer(
         add_completion=False, no_args_is_help=True, help="Kintsugi: a self-healing continuous-training control plane."
     )
