@@ -22,10 +22,10 @@ from chaos.estate import write_table
 from chaos.registry import Scenario, UpstreamTarget
 from chaos.selection import Selection
 from controlplane.datahub.connect import metadata_session
-from controlplane.datahub.contracts import read_contract
 from controlplane.datahub.port import AspectWrite
 from controlplane.datahub.writes import UnreadableWrite, writes_from_json, writes_to_json
 from controlplane.errors import DataError
+from controlplane.onboard.odcs import read_contract
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.workspace import Workspace

@@ -10,11 +10,9 @@ from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import contract_urn
-from controlplane.errors import ContractError
-from controlplane.onboard.odcs import parse_odcs
 from guard.contract import Contract
 
-__all__ = ["contract_mcps", "read_contract", "read_raw_contract"]
+__all__ = ["contract_mcps", "read_raw_contract"]
 
 
 def contract_mcps(contract: Contract, raw_yaml: str) -> list[MCP]:
@@ -28,14 +26,3 @@ def contract_mcps(contract: Contract, raw_yaml: str) -> list[MCP]:
 def read_raw_contract(port: MetadataPort, dataset: str) -> str | None:
     properties = port.aspect(contract_urn(dataset), s.DataContractPropertiesClass)
     return properties.rawContract if properties is not None and properties.rawContract else None
-
-
-def read_contract(port: MetadataPort, dataset: str) -> tuple[Contract | None, str | None]:
-    """(contract, None), or (None, why) when it is missing or does not parse — the guard blocks on either."""
-    raw = read_raw_contract(port, dataset)
-    if raw is None:
-        return None, None
-    try:
-        return parse_odcs(raw, f"the contract of {dataset}"), None
-    except ContractError as exc:
-        return None, str(exc)

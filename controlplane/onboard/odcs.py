@@ -1,4 +1,5 @@
-"""Contracts as Open Data Contract Standard (ODCS v3) YAML, mapped to the guard's `Contract`.
+"""Contracts as Open Data Contract Standard (ODCS v3) YAML, mapped to the guard's `Contract`; `read_contract` reads
+the one applied to a dataset back from DataHub, where it is kept verbatim.
 
 The mapping (what ODCS lacks lives in its customProperties):
 - top-level customProperties `datahubDataset` (required): the dataset URN the contract governs;
@@ -27,13 +28,15 @@ import jsonschema.protocols
 import jsonschema.validators
 from open_data_contract_standard.model import OpenDataContractStandard, SchemaProperty
 
+from controlplane.datahub.contracts import read_raw_contract
+from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import check_dataset_urn
 from controlplane.errors import ContractError, InputError
 from controlplane.onboard.safeyaml import YamlRefused, load_yaml
 from guard.contract import LOGICAL_TYPES, ColumnContract, Contract
 from guard.units import UNITS, same_unit
 
-__all__ = ["parse_odcs", "load_odcs_document"]
+__all__ = ["read_contract", "parse_odcs", "load_odcs_document"]
 
 _HOURS = {"h": 1.0, "hour": 1.0, "hours": 1.0, "d": 24.0, "day": 24.0, "days": 24.0, "m": 1 / 60, "min": 1 / 60}
 _FIX = "fix the contract YAML (Open Data Contract Standard v3) and apply it again"
@@ -188,3 +191,14 @@ def _freshness_hours(document: OpenDataContractStandard, source: str) -> float |
 
 def _custom(properties: Any) -> dict[str, Any]:
     return {p.property: p.value for p in properties or [] if p.property}
+
+
+def read_contract(port: MetadataPort, dataset: str) -> tuple[Contract | None, str | None]:
+    """(contract, None), or (None, why) when it is missing or does not parse — the guard blocks on either."""
+    raw = read_raw_contract(port, dataset)
+    if raw is None:
+        return None, None
+    try:
+        return parse_odcs(raw, f"the contract of {dataset}"), None
+    except ContractError as exc:
+        return None, str(exc)

@@ -20,7 +20,7 @@ from chaos.estate import load_estate
 from chaos.observe import BLOCKED, PROMOTED, QUARANTINED, Observed, expected_outcome, held_correctly, judge
 from chaos.registry import register
 from controlplane.datahub.connect import metadata_session
-from controlplane.datahub.contracts import read_contract
+from controlplane.onboard.odcs import read_contract
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
