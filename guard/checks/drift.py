@@ -89,7 +89,7 @@ def _numeric_drift(
         found = _natural_distance(ctx, column.name, reference, observed)
         if found is not None and found <= 1:
             return None  # moved no further than past batches moved from one to the next
-        if found is not None and found > ctx.policy.unexplained and not ctx.spans_batches:
+        if found is not None and found > ctx.policy.unexplained and not ctx.spans_batches and not _held(ctx, column):
             severity = Severity.BLOCK  # far beyond natural variation, and (unless a cause explains it) a failure
     values = _sampled_values(ctx, column.name)
     gap, level = quantile_gap(reference, values)
@@ -117,6 +117,12 @@ def _numeric_drift(
 
 def _the_periods_value(ctx: GuardContext, name: str, observed: ColumnProfile) -> bool:
     return isinstance(ctx.reference, Reference) and ctx.reference.holds_the_periods_value(name, observed)
+
+
+def _held(ctx: GuardContext, column: ColumnContract) -> bool:
+    """Every kept batch held one value on all its rows (a flag, a period's value): a band of no width, so a move
+    is new rather than far beyond natural variation, and warns (a person may accept it as the new normal)."""
+    return isinstance(ctx.reference, Reference) and ctx.reference.held_per_batch(column.name)
 
 
 def _batch_judged(ctx: GuardContext, reference: ColumnProfile, observed: ColumnProfile) -> bool:

@@ -6,13 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from guard.checks.drift import check_drift, quantile_gap
-from guard.contract import ColumnContract
+from guard.context import GuardContext
+from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind, Severity
 from guard.runner import run_guard
+from profiles.batches import split_batches
 from profiles.profile import ColumnProfile, DatasetProfile
+from profiles.reference import build_reference
 
 import deliveries_support
 from deliveries_support import VEHICLES, context, eta_contract, eta_frame, findings, kinds_and_columns, snapshot_of
@@ -98,3 +102,32 @@ def test_drift_edges_small_sample_all_null_and_no_reference_column(tmp_path: Pat
     found = findings(check_drift, context(snapshot_of(tmp_path, eta_frame(1), "partial"), partial))
     assert kinds_and_columns(found) == [(FindingKind.REFERENCE_MISSING, "rain_mm")]
     assert found[0].severity is Severity.WARN  # as strong as the drift verdict it stands in for
+
+
+def _flag_batches(tmp_path: Path, *, flag_on_newest: bool):
+    """Eight weeks of daily rows, a level that moves and a 0/1 flag held at 0 in every kept week; in the newest
+    week the flag turns on halfway through (or stays 0)."""
+    rng = np.random.default_rng(3)
+    days = pd.date_range("2001-01-01", periods=56 * 24, freq="h", tz="UTC").astype("datetime64[ms, UTC]")
+    flag = np.zeros(len(days), dtype="int64")
+    if flag_on_newest:
+        flag[-84:] = 1
+    frame = pd.DataFrame({"at": days, "level": rng.normal(50, 5, len(days)).round(2), "flag": flag})
+    path = tmp_path / "flags.parquet"
+    frame.to_parquet(path, index=False)
+    snapshots = split_batches(path, time_column="at", cadence="week")
+    contract = Contract(
+        "urn:li:dataset:(urn:li:dataPlatform:file,flags,PROD)",
+        (ColumnContract("at", "timestamp"), ColumnContract("level", "number"), ColumnContract("flag", "integer")),
+        event_timestamp_column="at",
+    )
+    reference = build_reference([s.batch for s in snapshots[:-1]])  # type: ignore[misc]
+    newest = snapshots[-1]
+    return GuardContext(contract.dataset_urn, contract, newest, reference, (), now_ms=0)
+
+
+def test_a_flag_held_in_every_kept_batch_that_turns_on_warns_rather_than_blocks(tmp_path: Path) -> None:
+    """A band of no width has no 'far beyond' it: the move is new, a warning a person may accept as the new normal."""
+    found = findings(check_drift, _flag_batches(tmp_path, flag_on_newest=True))
+    assert [(f.kind, f.column, f.severity) for f in found] == [(FindingKind.DRIFT, "flag", Severity.WARN)]
+    assert findings(check_drift, _flag_batches(tmp_path, flag_on_newest=False)) == []
