@@ -11,13 +11,15 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from guard.checks.duplicates import check_duplicates, count_duplicate_keys, hash_rows
+from guard.checks.duplicates import check_duplicates
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind, Severity
 from guard.runner import run_guard
+from profiles.hashing import hash_rows
 from profiles.profile import DatasetProfile
 from profiles.reference import build_reference
+from profiles.repeats import count_duplicate_keys
 from profiles.snapshot import SnapshotError, read_snapshot
 from tests.profiles.batches_support import contract, month_window, table, write
 
