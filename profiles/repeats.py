@@ -1,6 +1,7 @@
 """Repeated keys of a batch, counted from the snapshot's key columns (a batch: its rows in the window; with the
-whole table's files, also the batch rows whose key the rest of the table has). The duplicates check
-(`guard.checks.duplicates`) judges the count.
+whole table's files, also the batch rows whose key the rest of the table has): `count_repeats` answers what the
+duplicates check asks (`guard.checks.duplicates.repeats_asked`) with a `profiles.repeats_types.Repeats`, which
+the check judges.
 
 The row sample cannot see a duplicated load: an original and its copy both land in a uniform
 sample of fraction p with probability p², so a 0.1% duplicate rate in 10M rows leaves about 0.25
@@ -19,7 +20,6 @@ compared: null keys are the nulls check's business.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -28,26 +28,29 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from profiles.hashing import hash_rows
+from profiles.repeats_types import KeyCount, Repeats, RepeatsAsked
 from profiles.snapshot import SnapshotError, TimeWindow, window_mask
 
-__all__ = ["count_duplicate_keys", "KeyCount", "EXACT_KEY_ROWS", "READERS"]
+__all__ = ["count_repeats", "count_duplicate_keys", "EXACT_KEY_ROWS", "READERS"]
 
 EXACT_KEY_ROWS = 16_000_000  # up to this many rows the count is exact (128 MB of hashes)
 READERS = 2  # row groups read and hashed concurrently: memory holds this many groups' key columns
-_FLAT = ("integer", "number", "string", "boolean", "timestamp", "date")  # logical types `hash_rows` hashes
 _HASH_ROWS = 1 << 18  # rows hashed at once, so the hashing temporaries stay a few MB
 
 
-@dataclass(frozen=True)
-class KeyCount:
-    rows_compared: int  # rows of the batch with a complete key that were compared
-    duplicate_rows: int  # of those, rows whose key an earlier row of the batch, or the rest of the table, had
-    exact: bool  # False when the rows compared are a sample by key hash
-    across_rows: int = 0  # of the duplicate rows, those whose key the rest of the table (history) has
-
-    @property
-    def rate(self) -> float:
-        return self.duplicate_rows / self.rows_compared if self.rows_compared else 0.0
+def count_repeats(asked: RepeatsAsked | None) -> Repeats | None:
+    """Count what the duplicates check asked for (`guard.checks.duplicates.repeats_asked`; None: nothing asked). A
+    snapshot that cannot be read, or that changed since it was profiled, is answered with the error, which the
+    check raises: the guard blocks on it, never passes."""
+    if asked is None:
+        return None
+    try:
+        count = count_duplicate_keys(
+            asked.files, asked.columns, window=asked.window, expected_rows=asked.expected_rows, history=asked.history
+        )
+    except SnapshotError as exc:
+        return Repeats(asked, error=str(exc))
+    return Repeats(asked, count)
 
 
 def count_duplicate_keys(

@@ -1,7 +1,12 @@
-"""Duplicate keys: rows repeating a primary key, counted by `profiles.repeats` from the snapshot's key columns (a
-batch: its rows in the window; with the whole table's files, also the batch rows whose key the rest of the table
-has). With no key declared, whole rows repeated in a batch whose reference holds one row per instant
-(`_repeated_rows`). Why the key columns are read again rather than the row sample: `profiles.repeats`.
+"""Duplicate keys: rows repeating a primary key (a batch: its rows in the window; with the whole table's files, also
+the batch rows whose key the rest of the table has). With no key declared, whole rows repeated in a batch whose
+reference holds one row per instant (`_repeated_rows`).
+
+The check reads no file: `repeats_asked` says what it will judge (pure, from the context), whoever builds the
+context counts exactly that with `profiles.repeats.count_repeats` and hands it in as `GuardContext.repeats`
+(`controlplane.stages.guarding.with_repeats_counted` does both), and the check judges the count. Counts missing,
+or counted for another question, raise (`GuardContext.require_repeats`): a blocking check error, never a pass.
+Why the key columns are read again rather than the row sample: `profiles.repeats`.
 """
 
 from __future__ import annotations
@@ -12,24 +17,46 @@ from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
 from guard.registry import register
-from profiles.repeats import _FLAT, KeyCount, count_duplicate_keys
+from profiles.profile import ColumnProfile
+from profiles.repeats_types import HASHED_TYPES, KeyCount, RepeatsAsked
 
-__all__ = ["check_duplicates"]
+__all__ = ["check_duplicates", "repeats_asked"]
+
+
+def repeats_asked(ctx: GuardContext) -> RepeatsAsked | None:
+    """What `check_duplicates` will judge of `ctx`'s batch, for its builder to count (`profiles.repeats`): the
+    rows repeating the declared key, in the batch and against the table's history (`ctx.table_paths`); with no
+    key, whole rows repeated, only where the reference holds one row per instant and every column has a row hash
+    (the expensive pass over every column is done only then). None: nothing to count (no snapshot or contract,
+    a key column missing, which the schema check reports)."""
+    if ctx.contract is None or ctx.snapshot is None:
+        return None
+    snapshot, keys = ctx.snapshot, ctx.contract.key_columns
+    if keys:
+        if any(k not in snapshot.profile.columns for k in keys):
+            return None  # a key column missing: the schema check reports that
+        return RepeatsAsked(
+            tuple(keys), snapshot.files, snapshot.window, snapshot.profile.row_count, history=ctx.table_paths
+        )
+    if _one_per_instant(ctx) is None:
+        return None
+    if any(c.logical_type not in HASHED_TYPES for c in snapshot.profile.columns.values()):
+        return None  # a nested column (a list, a struct) has no row hash: whole rows cannot be compared
+    columns = tuple(snapshot.profile.columns)
+    return RepeatsAsked(columns, snapshot.files, snapshot.window, snapshot.profile.row_count, whole_rows=True)
 
 
 @register("duplicates", per_column=False)
 def check_duplicates(ctx: GuardContext) -> Iterator[Finding]:
     assert ctx.contract and ctx.snapshot
-    keys = ctx.contract.key_columns
-    if not keys:
-        yield from _repeated_rows(ctx)
+    asked = repeats_asked(ctx)
+    if asked is None:
         return
-    if any(k not in ctx.snapshot.profile.columns for k in keys):
-        return  # a key column missing: the schema check reports that
-    snapshot = ctx.snapshot
-    count = count_duplicate_keys(
-        snapshot.files, keys, window=snapshot.window, expected_rows=snapshot.profile.row_count, history=ctx.table_paths
-    )
+    count = ctx.require_repeats(asked)
+    if asked.whole_rows:
+        yield from _repeated_rows(ctx, count)
+        return
+    keys = asked.columns
     if count.rate <= ctx.policy.duplicate_rate_limit:
         return
     across = f", {count.across_rows} of them a key the rest of the table has" if count.across_rows else ""
@@ -44,30 +71,35 @@ def check_duplicates(ctx: GuardContext) -> Iterator[Finding]:
     )
 
 
-def _repeated_rows(ctx: GuardContext) -> Iterator[Finding]:
+def _one_per_instant(ctx: GuardContext) -> tuple[str, ColumnProfile, float] | None:
+    """The event time, its reference profile and distinct count, when the reference holds one row per instant of it
+    (distinct times at least `policy.one_per_instant` of its rows, by its distinct-count sketch); else None."""
+    assert ctx.contract is not None
+    time, reference = ctx.contract.event_timestamp_column, ctx.reference_profile
+    known = reference.columns.get(time) if reference is not None and time is not None else None
+    distinct = known.distinct_count if known is not None else None
+    if known is None or distinct is None or not known.values or distinct < ctx.policy.one_per_instant * known.values:
+        return None
+    assert time is not None
+    return time, known, distinct
+
+
+def _repeated_rows(ctx: GuardContext, count: KeyCount) -> Iterator[Finding]:
     """No key declared: a batch loaded twice repeats whole rows. Rows of the batch identical in every column to an
     earlier one are a duplicate load when the reference holds one row per instant of the event time (distinct
     times at least `policy.one_per_instant` of its rows, by its distinct-count sketch): by the batches that passed, two rows
     of one instant are not the data's nature, and two identical ones are one row twice. Healed by dropping the
     later copies, which loses nothing."""
-    assert ctx.contract and ctx.snapshot
-    snapshot, time, reference = ctx.snapshot, ctx.contract.event_timestamp_column, ctx.reference_profile
-    known = reference.columns.get(time) if reference is not None and time is not None else None
-    distinct = known.distinct_count if known is not None else None
-    if known is None or distinct is None or not known.values or distinct < ctx.policy.one_per_instant * known.values:
-        return
-    columns = list(snapshot.profile.columns)
-    if any(c.logical_type not in _FLAT for c in snapshot.profile.columns.values()):
-        return  # a nested column (a list, a struct) has no row hash: whole rows cannot be compared
-    count = count_duplicate_keys(
-        snapshot.files, columns, window=snapshot.window, expected_rows=snapshot.profile.row_count
-    )
+    assert ctx.snapshot is not None
+    instant = _one_per_instant(ctx)
+    assert instant is not None  # whole rows are asked for only then
+    time, known, distinct = instant
     if count.rate <= ctx.policy.duplicate_rate_limit:
         return
     yield _finding(
         ctx,
         time,
-        columns,
+        list(ctx.snapshot.profile.columns),
         count,
         f"{count.rate:.2%} of rows ({count.duplicate_rows} of {count.rows_compared}) repeat an earlier row in every "
         f"column, where the reference holds one row per instant of {time!r} ({distinct:.0f} distinct in "

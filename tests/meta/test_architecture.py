@@ -209,6 +209,7 @@ PROFILES_VALUE_TYPES = (
     "profiles.relations",
     "profiles.cores",
     "profiles.snapshot_types",
+    "profiles.repeats_types",
 )
 IO_MODULES = ("tables", "pyarrow.dataset", "pyarrow.parquet", "pyspark")
 IO_CALLS = ("open", "read_text", "read_bytes", "write_text", "write_bytes")
