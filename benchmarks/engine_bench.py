@@ -13,7 +13,8 @@ the time, peak RSS = the child's VmHWM), round robin, best of --repeat.
 - arrow engine: `profiles.engines.snapshot("arrow", path, keys=("order_id",))` + every registered check, with
   the duplicates check answered from the snapshot's key hashes (`KeyHashes.duplicates`, the wiring the
   duplicates check needs, see the report) instead of rereading the key column.
-- guard today: `read_snapshot` + every registered check as registered (the duplicates check rereads keys).
+- guard today: `read_snapshot` + the repeats counted by rereading the key column (`with_repeats_counted`) + every
+  registered check as registered.
 - pandera: `pd.read_parquet` + the equivalent DataFrameSchema, validated lazily (as guard_bench).
 - history: the guard of one 1M-row batch against a reference built from N stored 1M-row batch profiles
   (loaded from JSON, merged without reading a row) and N batches' key index (duplicates across batches),
@@ -93,13 +94,18 @@ def run_engine_once(path: str, reference: str) -> dict[str, Any]:
 
 
 def run_today_once(path: str, reference: str) -> dict[str, Any]:
+    from controlplane.stages.guarding import with_repeats_counted
     from guard.context import GuardContext
     from guard.runner import run_guard
     from profiles.profile import DatasetProfile
     from profiles.snapshot import read_snapshot
 
     contract, profile = bench_contract(), DatasetProfile.from_dict(json.loads(Path(reference).read_text()))
-    return _measure(lambda: _report(run_guard(GuardContext(URN, contract, read_snapshot(path), profile, (), now_ms=0))))
+    return _measure(
+        lambda: _report(
+            run_guard(with_repeats_counted(GuardContext(URN, contract, read_snapshot(path), profile, (), now_ms=0)))
+        )
+    )
 
 
 def run_history_once(path: str, history: str) -> dict[str, Any]:

@@ -6,8 +6,9 @@ For each size, a seeded table of that many rows x 10 columns (a string key, a ti
 two categories, a numeric label; row groups of ~1M rows) is written to a temporary directory, then three
 measurements run, each in its own fresh subprocess:
 
-- guard: `read_snapshot` + `run_guard` with a contract covering all ten columns (every check registered:
-  schema, units, nulls, volume, exact duplicate keys, domain, drift, leakage…) against a reference
+- guard: `read_snapshot` + the repeats counted (`with_repeats_counted`) + `run_guard` with a contract covering
+  all ten columns (every check registered: schema, units, nulls, volume, exact duplicate keys, domain, drift,
+  leakage…) against a reference
   profiled beforehand from a 200k-row table of the same distribution (its row count set to the table's:
   the volume check compares a table with a table of its size, so a 1M table is not a 5x spike);
 - floor: pyarrow reading every column row group by row group and computing null_count and pc.min_max;
@@ -126,6 +127,7 @@ def bench_contract() -> Any:
 
 
 def run_guard_once(path: str, reference_path: str) -> dict[str, Any]:
+    from controlplane.stages.guarding import with_repeats_counted
     from guard.context import GuardContext
     from guard.runner import run_guard
     from profiles.snapshot import read_snapshot
@@ -135,7 +137,7 @@ def run_guard_once(path: str, reference_path: str) -> dict[str, Any]:
     def work() -> dict[str, Any]:
         snapshot = read_snapshot(path)
         expected = replace(reference, row_count=snapshot.profile.row_count)  # a reference of a table this size
-        report = run_guard(GuardContext(URN, contract, snapshot, expected, (), now_ms=0))
+        report = run_guard(with_repeats_counted(GuardContext(URN, contract, snapshot, expected, (), now_ms=0)))
         return {"verdict": report.verdict.value, "findings": [f"{f.kind.value}:{f.column}" for f in report.findings]}
 
     return _measure(work)

@@ -22,6 +22,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from controlplane.stages.guarding import with_repeats_counted  # noqa: E402
 from guard.context import GuardContext  # noqa: E402
 from guard.contract import ColumnContract, Contract  # noqa: E402
 from guard.runner import run_guard  # noqa: E402
@@ -87,7 +88,8 @@ def main() -> None:
             wide.to_parquet(path, index=False)
             started = time.perf_counter()
             snapshot = read_snapshot(path, time_column="time")
-            report = run_guard(GuardContext(URN, CONTRACT, snapshot, reference, (), now_ms=int(snapshot.batch.end_ms)))
+            context = GuardContext(URN, CONTRACT, snapshot, reference, (), now_ms=int(snapshot.batch.end_ms))
+            report = run_guard(with_repeats_counted(context))
             seconds = time.perf_counter() - started
             kinds = sorted(
                 {f"{f.kind.value}x{f.observed['count'] if f.params.get('grouped') else 1}" for f in report.findings}

@@ -28,6 +28,7 @@ from chaos.injectors import rename, sentinel, swap_with, target_leakage, unit_ch
 from chaos.realdata import RealDataset
 from chaos.registry import Target
 from chaos.selection import Selection
+from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.contract import Contract
 from guard.findings import Finding, GuardReport
@@ -95,7 +96,9 @@ class GuardJudge:
         built = build_reference([b.snapshot.batch for b in reference if b.snapshot.batch is not None])
         now_ms = int(candidate.snapshot.batch.end_ms or 0) if candidate.snapshot.batch else 0
         report = run_guard(
-            GuardContext(self.contract.dataset_urn, self.contract, candidate.snapshot, built, (), now_ms=now_ms)
+            with_repeats_counted(
+                GuardContext(self.contract.dataset_urn, self.contract, candidate.snapshot, built, (), now_ms=now_ms)
+            )
         )
         self.reports.append(report)
         reasons = tuple(sorted({_reason(f) for f in report.blocking if f.kind.value not in self.ignore}))
@@ -131,7 +134,9 @@ class GuardJudge:
             time_column=candidate.snapshot.batch.time_column if candidate.snapshot.batch else None,
         )
         now_ms = int(candidate.snapshot.batch.end_ms or 0) if candidate.snapshot.batch else 0
-        verified = run_guard(GuardContext(self.contract.dataset_urn, self.contract, view, built, (), now_ms=now_ms))
+        verified = run_guard(
+            with_repeats_counted(GuardContext(self.contract.dataset_urn, self.contract, view, built, (), now_ms=now_ms))
+        )
         left = {f"{f.kind.value}:{f.column or '-'}" for f in verified.blocking} - set(control.reasons)
         if left:
             return "not verified: " + ", ".join(sorted(left))

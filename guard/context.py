@@ -10,6 +10,7 @@ from guard.variation import Natural
 from profiles.cores import core, sketched
 from profiles.profile import DatasetProfile
 from profiles.reference import Reference
+from profiles.repeats_types import KeyCount, Repeats, RepeatsAsked
 from profiles.snapshot_types import Snapshot, SnapshotError
 
 __all__ = ["GuardContext", "UpstreamNode"]
@@ -37,8 +38,10 @@ class GuardContext:
     and their batch-to-batch variation) or, for compatibility, a bare `DatasetProfile` (a whole-table
     reference as DataHub's datasetProfile holds it today: one table of about the snapshot's size).
     `table_paths` are the files of the whole table the batch is appended to, for invariants that need
-    history (duplicate keys across batches); empty when the snapshot is the whole table. `policy` holds the
-    thresholds the checks judge by (`guard.policy`).
+    history (duplicate keys across batches); empty when the snapshot is the whole table. `repeats` are the
+    batch's repeated keys (or whole rows) as its builder counted them from those files, answering what the
+    duplicates check asks (`guard.checks.duplicates.repeats_asked`, counted by `profiles.repeats.count_repeats`):
+    the guard reads no file. `policy` holds the thresholds the checks judge by (`guard.policy`).
     """
 
     dataset_urn: str
@@ -51,6 +54,7 @@ class GuardContext:
     contract_error: str | None = None
     table_paths: tuple[str, ...] = ()
     policy: Policy = DEFAULT
+    repeats: Repeats | None = None
 
     @property
     def reference_profile(self) -> DatasetProfile | None:
@@ -74,6 +78,25 @@ class GuardContext:
                 f"snapshot {self.snapshot.path} has {self.snapshot.profile.row_count} rows but an empty "
                 "row sample; distributions cannot be judged: read it again with a larger sample"
             )
+
+    def require_repeats(self, asked: RepeatsAsked) -> KeyCount:
+        """The count of what the duplicates check asks; fail closed when none was handed in, when it answers
+        another question (another snapshot, key, window or history), or when it could not be counted."""
+        what = f"repeats of {list(asked.columns)} in {', '.join(asked.files)}"
+        fix = (
+            "count them with profiles.repeats.count_repeats(guard.checks.duplicates.repeats_asked(context)) and "
+            "hand them in as GuardContext.repeats (controlplane.stages.guarding.with_repeats_counted does both)"
+        )
+        if self.repeats is None:
+            raise SnapshotError(f"the duplicates check needs the {what}, but none were counted: {fix}")
+        if self.repeats.asked != asked:
+            raise SnapshotError(
+                f"the repeats handed in answer {self.repeats.asked}, not {asked}: they were counted for "
+                f"another snapshot or question; {fix}"
+            )
+        if self.repeats.count is None:
+            raise SnapshotError(self.repeats.error or f"the {what} handed in hold no count: {fix}")
+        return self.repeats.count
 
     @property
     def spans_batches(self) -> bool:

@@ -34,16 +34,18 @@ from controlplane.stages.kept_reference import (
 )
 from controlplane.stages.tableshift import pin_table_shift
 from controlplane.workspace import Workspace
+from guard.checks.duplicates import repeats_asked
 from guard.context import GuardContext
 from guard.findings import Finding, GuardReport, RowSelector, make_finding
 from guard.kinds import FindingKind
 from guard.runner import run_guard
 from profiles.profile import BatchProfile, TimeWindow
 from profiles.reference import build_reference
+from profiles.repeats import count_repeats
 from profiles.snapshot import Snapshot, SnapshotError
 from remediations.registry import playbook_for
 
-__all__ = ["Guarded", "guard_table", "context_without_snapshot", "coalesce"]
+__all__ = ["Guarded", "guard_table", "context_without_snapshot", "coalesce", "with_repeats_counted"]
 
 # what a batch that passed earlier is NOT judged on again: its age (freshness, upstream SLAs) and its size
 # against a cadence (it is compared with itself, as it was). Its share of unlabelled rows is judged again: that is
@@ -91,6 +93,14 @@ def context_without_snapshot(
     )
 
 
+def with_repeats_counted(context: GuardContext) -> GuardContext:
+    """The context with its batch's repeats counted (`profiles.repeats`), exactly what the duplicates check will
+    judge (`guard.checks.duplicates.repeats_asked`: the declared key against the table's history, or whole rows
+    only where the reference makes them a double load). Call it once the snapshot, reference and table paths are
+    set: the check refuses counts made for another context."""
+    return replace(context, repeats=count_repeats(repeats_asked(context)))
+
+
 def _with_rows(findings: tuple[Finding, ...], window: TimeWindow | None) -> tuple[Finding, ...]:
     """Each finding that names no rows of its own is about the rows of `window`, the batch it was read from."""
     if window is None:
@@ -126,6 +136,7 @@ def guard_table(
     context = context_without_snapshot(ws, metadata, spec, now_ms, snapshot)
     if state is not None and not as_batch:
         context = replace(context, table_paths=(str(table),))
+    context = with_repeats_counted(context)
     report = run_guard(context)
     findings = _with_rows(report.findings, window)
     if state is not None and not as_batch:
@@ -206,7 +217,9 @@ def _history_findings(
     history = changed_batches(ws, spec.name, table, state, read=engine.snapshot)
     found: list[Finding] = [_unguarded(context, state, history.unguarded_rows)] if history.unguarded_rows else []
     for kept, now in history.changed:
-        against_kept = replace(context, snapshot=now, reference=build_reference([kept]), lineage=(), table_paths=())
+        against_kept = with_repeats_counted(
+            replace(context, snapshot=now, reference=build_reference([kept]), lineage=(), table_paths=())
+        )
         findings = [f for f in run_guard(against_kept).findings if f.kind not in _NOT_HISTORY]
         if not any(f.severity.value == "block" for f in findings):
             findings.append(_changed(context, kept, now))

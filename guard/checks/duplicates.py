@@ -1,79 +1,62 @@
-"""Duplicate keys: rows repeating a primary key, counted from the snapshot's key columns (a batch: its rows
-in the window; with the whole table's files, also the batch rows whose key the rest of the table has). With no
-key declared, whole rows repeated in a batch whose reference holds one row per instant (`_repeated_rows`).
+"""Duplicate keys: rows repeating a primary key (a batch: its rows in the window; with the whole table's files, also
+the batch rows whose key the rest of the table has). With no key declared, whole rows repeated in a batch whose
+reference holds one row per instant (`_repeated_rows`).
 
-The row sample cannot see a duplicated load: an original and its copy both land in a uniform
-sample of fraction p with probability p², so a 0.1% duplicate rate in 10M rows leaves about 0.25
-colliding keys in a 50k-row sample. So this check reads only the key column(s) of the parquet
-snapshot, row group by row group (READERS at a time), hashes each key to 64 bits and counts repeated
-hashes after one sort: 8 bytes of memory per row, the key columns decoded once more.
-
-Exact up to 64-bit hash collisions (expected false repeats n²/2⁶⁵: 3e-6 at 10M rows). Above
-`EXACT_KEY_ROWS` rows, only the keys whose hash falls in the lowest `EXACT_KEY_ROWS / n` of the hash
-range are kept: a sample by key, not by row, so every copy of a kept key is kept too, and the
-duplicate fraction among the kept rows estimates the table's with a binomial standard error of
-sqrt(f / EXACT_KEY_ROWS) (under 1e-5 at the 0.1% limit). Rows with a null in any key column are not
-compared: null keys are the nulls check's business.
+The check reads no file: `repeats_asked` says what it will judge (pure, from the context), whoever builds the
+context counts exactly that with `profiles.repeats.count_repeats` and hands it in as `GuardContext.repeats`
+(`controlplane.stages.guarding.with_repeats_counted` does both), and the check judges the count. Counts missing,
+or counted for another question, raise (`GuardContext.require_repeats`): a blocking check error, never a pass.
+Why the key columns are read again rather than the row sample: `profiles.repeats`.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
-
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+from typing import Iterator, Sequence
 
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
 from guard.registry import register
-from profiles.hashing import hash_rows
-from profiles.snapshot import SnapshotError, TimeWindow, window_mask
+from profiles.profile import ColumnProfile
+from profiles.repeats_types import HASHED_TYPES, KeyCount, RepeatsAsked
 
-__all__ = [
-    "check_duplicates",
-    "count_duplicate_keys",
-    "hash_rows",
-    "KeyCount",
-    "EXACT_KEY_ROWS",
-    "READERS",
-]
-
-EXACT_KEY_ROWS = 16_000_000  # up to this many rows the count is exact (128 MB of hashes)
-READERS = 2  # row groups read and hashed concurrently: memory holds this many groups' key columns
-_FLAT = ("integer", "number", "string", "boolean", "timestamp", "date")  # logical types `hash_rows` hashes
-_HASH_ROWS = 1 << 18  # rows hashed at once, so the hashing temporaries stay a few MB
+__all__ = ["check_duplicates", "repeats_asked"]
 
 
-@dataclass(frozen=True)
-class KeyCount:
-    rows_compared: int  # rows of the batch with a complete key that were compared
-    duplicate_rows: int  # of those, rows whose key an earlier row of the batch, or the rest of the table, had
-    exact: bool  # False when the rows compared are a sample by key hash
-    across_rows: int = 0  # of the duplicate rows, those whose key the rest of the table (history) has
-
-    @property
-    def rate(self) -> float:
-        return self.duplicate_rows / self.rows_compared if self.rows_compared else 0.0
+def repeats_asked(ctx: GuardContext) -> RepeatsAsked | None:
+    """What `check_duplicates` will judge of `ctx`'s batch, for its builder to count (`profiles.repeats`): the
+    rows repeating the declared key, in the batch and against the table's history (`ctx.table_paths`); with no
+    key, whole rows repeated, only where the reference holds one row per instant and every column has a row hash
+    (the expensive pass over every column is done only then). None: nothing to count (no snapshot or contract,
+    a key column missing, which the schema check reports)."""
+    if ctx.contract is None or ctx.snapshot is None:
+        return None
+    snapshot, keys = ctx.snapshot, ctx.contract.key_columns
+    if keys:
+        if any(k not in snapshot.profile.columns for k in keys):
+            return None  # a key column missing: the schema check reports that
+        return RepeatsAsked(
+            tuple(keys), snapshot.files, snapshot.window, snapshot.profile.row_count, history=ctx.table_paths
+        )
+    if _one_per_instant(ctx) is None:
+        return None
+    if any(c.logical_type not in HASHED_TYPES for c in snapshot.profile.columns.values()):
+        return None  # a nested column (a list, a struct) has no row hash: whole rows cannot be compared
+    columns = tuple(snapshot.profile.columns)
+    return RepeatsAsked(columns, snapshot.files, snapshot.window, snapshot.profile.row_count, whole_rows=True)
 
 
 @register("duplicates", per_column=False)
 def check_duplicates(ctx: GuardContext) -> Iterator[Finding]:
     assert ctx.contract and ctx.snapshot
-    keys = ctx.contract.key_columns
-    if not keys:
-        yield from _repeated_rows(ctx)
+    asked = repeats_asked(ctx)
+    if asked is None:
         return
-    if any(k not in ctx.snapshot.profile.columns for k in keys):
-        return  # a key column missing: the schema check reports that
-    snapshot = ctx.snapshot
-    count = count_duplicate_keys(
-        snapshot.files, keys, window=snapshot.window, expected_rows=snapshot.profile.row_count, history=ctx.table_paths
-    )
+    count = ctx.require_repeats(asked)
+    if asked.whole_rows:
+        yield from _repeated_rows(ctx, count)
+        return
+    keys = asked.columns
     if count.rate <= ctx.policy.duplicate_rate_limit:
         return
     across = f", {count.across_rows} of them a key the rest of the table has" if count.across_rows else ""
@@ -88,30 +71,35 @@ def check_duplicates(ctx: GuardContext) -> Iterator[Finding]:
     )
 
 
-def _repeated_rows(ctx: GuardContext) -> Iterator[Finding]:
+def _one_per_instant(ctx: GuardContext) -> tuple[str, ColumnProfile, float] | None:
+    """The event time, its reference profile and distinct count, when the reference holds one row per instant of it
+    (distinct times at least `policy.one_per_instant` of its rows, by its distinct-count sketch); else None."""
+    assert ctx.contract is not None
+    time, reference = ctx.contract.event_timestamp_column, ctx.reference_profile
+    known = reference.columns.get(time) if reference is not None and time is not None else None
+    distinct = known.distinct_count if known is not None else None
+    if known is None or distinct is None or not known.values or distinct < ctx.policy.one_per_instant * known.values:
+        return None
+    assert time is not None
+    return time, known, distinct
+
+
+def _repeated_rows(ctx: GuardContext, count: KeyCount) -> Iterator[Finding]:
     """No key declared: a batch loaded twice repeats whole rows. Rows of the batch identical in every column to an
     earlier one are a duplicate load when the reference holds one row per instant of the event time (distinct
     times at least `policy.one_per_instant` of its rows, by its distinct-count sketch): by the batches that passed, two rows
     of one instant are not the data's nature, and two identical ones are one row twice. Healed by dropping the
     later copies, which loses nothing."""
-    assert ctx.contract and ctx.snapshot
-    snapshot, time, reference = ctx.snapshot, ctx.contract.event_timestamp_column, ctx.reference_profile
-    known = reference.columns.get(time) if reference is not None and time is not None else None
-    distinct = known.distinct_count if known is not None else None
-    if known is None or distinct is None or not known.values or distinct < ctx.policy.one_per_instant * known.values:
-        return
-    columns = list(snapshot.profile.columns)
-    if any(c.logical_type not in _FLAT for c in snapshot.profile.columns.values()):
-        return  # a nested column (a list, a struct) has no row hash: whole rows cannot be compared
-    count = count_duplicate_keys(
-        snapshot.files, columns, window=snapshot.window, expected_rows=snapshot.profile.row_count
-    )
+    assert ctx.snapshot is not None
+    instant = _one_per_instant(ctx)
+    assert instant is not None  # whole rows are asked for only then
+    time, known, distinct = instant
     if count.rate <= ctx.policy.duplicate_rate_limit:
         return
     yield _finding(
         ctx,
         time,
-        columns,
+        list(ctx.snapshot.profile.columns),
         count,
         f"{count.rate:.2%} of rows ({count.duplicate_rows} of {count.rows_compared}) repeat an earlier row in every "
         f"column, where the reference holds one row per instant of {time!r} ({distinct:.0f} distinct in "
@@ -148,115 +136,3 @@ def _finding(
         whole_rows=whole_rows,
         message=message,
     )
-
-
-def count_duplicate_keys(
-    paths: str | Sequence[str],
-    keys: Sequence[str],
-    *,
-    window: TimeWindow | None = None,
-    expected_rows: int | None = None,
-    exact_rows: int = EXACT_KEY_ROWS,
-    history: Sequence[str] = (),
-) -> KeyCount:
-    """Stream the key columns of a batch (files, rows in `window`) and count rows whose key repeats an
-    earlier row's, or, given `history` (the whole table's files), a key the rest of the table has."""
-    files = [paths] if isinstance(paths, str) else list(paths)
-    rest = [(f, None if f not in files else window) for f in history if f not in files or window is not None]
-    try:
-        sources = {f: pq.ParquetFile(f) for f in [*files, *(f for f, _ in rest)]}
-    except (OSError, pa.ArrowException, ValueError) as exc:
-        raise SnapshotError(f"cannot open snapshot {', '.join(files)} to count duplicate keys: {exc}") from exc
-    total = sum(sources[f].metadata.num_rows for f in files)
-    if expected_rows is not None and window is None and total != expected_rows:
-        raise SnapshotError(
-            f"snapshot {', '.join(files)} has {total} rows, but {expected_rows} were profiled: "
-            "it changed after it was read; run the guard again"
-        )
-    ceiling = _hash_ceiling(expected_rows if window is not None and expected_rows is not None else total, exact_rows)
-    try:
-        batch, rows = _hashes_of(sources, [(f, window, False) for f in files], list(keys), ceiling)
-        history_hashes, _ = _hashes_of(sources, [(f, w, w is not None) for f, w in rest], list(keys), ceiling)
-    except (OSError, pa.ArrowException, ValueError) as exc:
-        raise SnapshotError(f"cannot read key columns {list(keys)} of snapshot {', '.join(files)}: {exc}") from exc
-    if window is not None and expected_rows is not None and rows != expected_rows:
-        raise SnapshotError(
-            f"the batch {window.to_dict()} of {', '.join(files)} has {rows} rows, but "
-            f"{expected_rows} were profiled: it changed after it was read; run the guard again"
-        )
-    batch.sort()
-    repeats = int(np.count_nonzero(batch[1:] == batch[:-1]))
-    across = 0
-    if len(history_hashes):  # every copy of a key the rest of the table has is a duplicate, the first too
-        unique, counts = np.unique(batch, return_counts=True)
-        seen = np.isin(unique, history_hashes)
-        across = int(counts[seen].sum())
-        repeats += int(seen.sum())
-    return KeyCount(rows_compared=len(batch), duplicate_rows=repeats, exact=ceiling is None, across_rows=across)
-
-
-def _hash_ceiling(total_rows: int, exact_rows: int) -> np.uint64 | None:
-    """Keep keys hashing at or below this value: None (all of them) up to `exact_rows` rows."""
-    if total_rows <= exact_rows:
-        return None
-    return np.uint64(int((2**64 - 1) * (exact_rows / total_rows)))
-
-
-def _hashes_of(
-    sources: dict[str, pq.ParquetFile],
-    parts: list[tuple[str, TimeWindow | None, bool]],
-    keys: list[str],
-    ceiling: np.uint64 | None,
-) -> tuple[np.ndarray, int]:
-    """The kept key hashes of the rows of each (file, window, outside) part, and how many rows were read:
-    the rows inside the window, or outside it when `outside`, or all rows when there is no window."""
-    tasks = [(f, w, outside, g) for f, w, outside in parts for g in range(sources[f].num_row_groups)]
-    capacity = sum(sources[f].metadata.num_rows for f, _, _ in parts)
-    if ceiling is not None:
-        capacity = min(capacity, int(EXACT_KEY_ROWS * 1.05) + 4096)  # kept rows: binomial, mean exact_rows
-
-    def one(task: tuple[str, TimeWindow | None, bool, int]) -> tuple[np.ndarray, int]:
-        file, window, outside, index = task
-        columns = keys if window is None or window.column in keys else [*keys, window.column]
-        group = pq.ParquetFile(file).read_row_group(index, columns=columns, use_threads=False)
-        if window is not None:
-            mask = window_mask(group.column(window.column), window)
-            group = group.filter(pa.array(~mask if outside else mask)).select(keys)
-        pieces = [
-            _kept_hashes(group.slice(start, _HASH_ROWS), ceiling) for start in range(0, group.num_rows, _HASH_ROWS)
-        ]
-        return (np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)), group.num_rows
-
-    rows = 0
-
-    def counted(results: Iterator[tuple[np.ndarray, int]]) -> Iterator[np.ndarray]:
-        nonlocal rows
-        for hashes, read in results:
-            rows += read
-            yield hashes
-
-    with ThreadPoolExecutor(max_workers=READERS) as pool:
-        collected = _collect(counted(pool.map(one, tasks)), capacity)
-    return collected, rows
-
-
-def _collect(pieces: Iterable[np.ndarray], capacity: int) -> np.ndarray:
-    """Copy the pieces into one array allocated once (grown only if `capacity` was too small)."""
-    hashes, filled = np.empty(capacity, dtype=np.uint64), 0
-    for piece in pieces:
-        if filled + len(piece) > len(hashes):
-            hashes = np.concatenate([hashes[:filled], np.empty(max(len(piece), filled), dtype=np.uint64)])
-        hashes[filled : filled + len(piece)] = piece
-        filled += len(piece)
-    return hashes[:filled]
-
-
-def _kept_hashes(group: pa.Table, ceiling: np.uint64 | None) -> np.ndarray:
-    hashes = hash_rows(group)
-    keep = np.ones(group.num_rows, dtype=bool)
-    for column in group.columns:
-        if column.null_count:
-            keep &= pc.is_valid(column).to_numpy(zero_copy_only=False)
-    if ceiling is not None:
-        keep &= hashes <= ceiling
-    return hashes[keep]

@@ -1,9 +1,9 @@
 """Key hashes of a batch, computed in the profile's pass, so duplicate keys never need a second read.
 
-`KeyHashes` holds the 64-bit hashes (`profiles.hashing.hash_rows` over the key columns, the hash the
-duplicates check uses) of every row of a batch whose key has no null, sorted: 8 bytes a row, exact up
-to 64-bit collisions (n²/2⁶⁵ expected false repeats: 3e-6 at 10M rows). Above EXACT_KEY_ROWS rows, as
-the duplicates check does, only the keys hashing into the lowest EXACT_KEY_ROWS / n of the hash range
+`KeyHashes` holds the 64-bit hashes (`profiles.hashing.hash_rows` over the key columns, the hash
+`profiles.repeats` counts duplicates by) of every row of a batch whose key has no null, sorted: 8 bytes
+a row, exact up to 64-bit collisions (n²/2⁶⁵ expected false repeats: 3e-6 at 10M rows). Above EXACT_KEY_ROWS rows, as
+`profiles.repeats` does, only the keys hashing into the lowest EXACT_KEY_ROWS / n of the hash range
 are kept (a sample by key: every copy of a kept key is kept; `exact` is False), so memory stays at
 128 MB whatever the batch. Both engines compute it with the same function, so a batch profiled by
 Spark and one profiled by pyarrow compare.
@@ -25,7 +25,7 @@ import numpy as np
 
 __all__ = ["KeyHashes", "KeyIndex", "DuplicateCount", "EXACT_KEY_ROWS", "key_ceiling"]
 
-EXACT_KEY_ROWS = 16_000_000  # as guard.checks.duplicates: up to this many rows every key hash is kept
+EXACT_KEY_ROWS = 16_000_000  # as profiles.repeats: up to this many rows every key hash is kept
 
 
 def key_ceiling(total_rows: int, exact_rows: int = EXACT_KEY_ROWS) -> np.uint64 | None:

@@ -21,6 +21,7 @@ from chaos.observe import BLOCKED, PROMOTED, QUARANTINED, Observed, expected_out
 from chaos.registry import register
 from controlplane.datahub.connect import metadata_session
 from controlplane.onboard.odcs import read_contract
+from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind
@@ -47,10 +48,14 @@ def run(estate_guard, name: str, tmp_path: Path):  # type: ignore[no-untyped-def
     injected = scenario.table(clean, scenario.target(contract, estate.seed))
     path = tmp_path / "injected.parquet"
     injected.frame.to_parquet(path, index=False)
-    context = GuardContext(spec.feature_table, contract, read_snapshot(path), reference, (), now_ms=estate.now_ms)
+    context = with_repeats_counted(
+        GuardContext(spec.feature_table, contract, read_snapshot(path), reference, (), now_ms=estate.now_ms)
+    )
     report = run_guard(context)
     outcome = heal_copy(path, tmp_path / "sandbox", report.blocking, contract, reference)
-    verified = run_guard(dataclasses.replace(context, snapshot=read_snapshot(outcome.training_view)))
+    verified = run_guard(
+        with_repeats_counted(dataclasses.replace(context, snapshot=read_snapshot(outcome.training_view)))
+    )
     return scenario, report, outcome, verified
 
 

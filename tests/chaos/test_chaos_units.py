@@ -9,6 +9,7 @@ import pytest
 
 from chaos.injectors import unit_change
 from chaos.registry import Scenario
+from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind, Severity
@@ -59,11 +60,13 @@ def test_unit_change_is_named_by_the_guard(column, to_unit, tmp_path):
 def _context(contract: Contract, reference: pd.DataFrame, observed: pd.DataFrame, tmp_path) -> GuardContext:
     reference.to_parquet(tmp_path / "reference.parquet", index=False)
     observed.to_parquet(tmp_path / "observed.parquet", index=False)
-    return GuardContext(
-        dataset_urn=URN,
-        contract=contract,
-        snapshot=read_snapshot(tmp_path / "observed.parquet"),
-        reference=read_snapshot(tmp_path / "reference.parquet").profile,
-        lineage=(),
-        now_ms=0,
+    return with_repeats_counted(
+        GuardContext(
+            dataset_urn=URN,
+            contract=contract,
+            snapshot=read_snapshot(tmp_path / "observed.parquet"),
+            reference=read_snapshot(tmp_path / "reference.parquet").profile,
+            lineage=(),
+            now_ms=0,
+        )
     )

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.findings import Finding
@@ -69,7 +70,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> DatasetProfile:
 
 
 def context(snapshot: Snapshot, reference: DatasetProfile | None, contract: Contract | None = None) -> GuardContext:
-    return GuardContext(URN, contract or eta_contract(), snapshot, reference, (), now_ms=0)
+    return with_repeats_counted(GuardContext(URN, contract or eta_contract(), snapshot, reference, (), now_ms=0))
 
 
 def findings(check, ctx: GuardContext) -> list[Finding]:  # type: ignore[no-untyped-def]

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.runner import run_guard
@@ -56,4 +57,6 @@ def _guard(tmp_path: Path, frame: pd.DataFrame, kept: int):
     reference = build_reference([s.batch for s in snapshots[:kept]])  # type: ignore[misc]
     assert reference.periodic
     newest = snapshots[kept]
-    return run_guard(GuardContext(URN, contract, newest, reference, (), now_ms=newest.batch.end_ms + 3_600_000))  # type: ignore[union-attr]
+    return run_guard(
+        with_repeats_counted(GuardContext(URN, contract, newest, reference, (), now_ms=newest.batch.end_ms + 3_600_000))
+    )  # type: ignore[union-attr]

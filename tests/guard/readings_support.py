@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.runner import run_guard
@@ -61,7 +62,7 @@ def judge(
     rows.to_parquet(path, index=False)
     snapshot = read_snapshot(path, time_column="time")
     now = int(snapshot.batch.end_ms) if snapshot.batch and snapshot.batch.end_ms is not None else 0
-    return run_guard(GuardContext(URN, terms or contract(), snapshot, reference, (), now_ms=now))
+    return run_guard(with_repeats_counted(GuardContext(URN, terms or contract(), snapshot, reference, (), now_ms=now)))
 
 
 def week(table, index: int) -> pd.DataFrame:

@@ -11,6 +11,7 @@ import pandas as pd
 
 from chaos.falsealarms import load_batches
 from chaos.realdata import DATASETS, RealDataset
+from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.contract import Contract
 from guard.kinds import FindingKind
@@ -59,5 +60,7 @@ def blocking_on(
     frame.to_parquet(path, index=False)
     snapshot = read_snapshot(path, time_column=case.dataset.time_column, batch_id="batch")
     contract = contract or case.dataset.contract()
-    report = run_guard(GuardContext(contract.dataset_urn, contract, snapshot, case.reference, (), now_ms=0))
+    report = run_guard(
+        with_repeats_counted(GuardContext(contract.dataset_urn, contract, snapshot, case.reference, (), now_ms=0))
+    )
     return {(f.kind, f.column) for f in report.blocking}

@@ -10,6 +10,7 @@ import pytest
 
 from chaos.falsealarms import load_batches
 from chaos.realdata import DATASETS
+from controlplane.stages.guarding import with_repeats_counted
 from guard.causes import explain
 from guard.context import GuardContext
 from guard.findings import make_finding
@@ -40,7 +41,9 @@ def test_a_copy_of_the_label_is_target_leakage_and_explains_the_unexpected_colum
     tmp_path: Path, reference: Reference
 ) -> None:
     frame = orders(9).assign(eta_observed=lambda f: f["eta_minutes"])
-    report = run_guard(GuardContext(URN, CONTRACT, snap(tmp_path, frame, "copy"), reference, (), now_ms=0))
+    report = run_guard(
+        with_repeats_counted(GuardContext(URN, CONTRACT, snap(tmp_path, frame, "copy"), reference, (), now_ms=0))
+    )
     assert {(f.kind, f.column) for f in report.blocking} == {(FindingKind.TARGET_LEAKAGE, "eta_observed")}
     unexpected = [f for f in report.findings if f.kind is FindingKind.COLUMN_UNEXPECTED]
     assert [(f.severity, f.params["explained_by"]) for f in unexpected] == [
@@ -82,7 +85,9 @@ def test_a_cause_turns_the_symptoms_on_its_columns_into_warnings_and_leaves_the_
 
 def test_the_guard_names_the_swap_not_the_scale_the_units_check_sees(tmp_path: Path, reference: Reference) -> None:
     frame = swapped(orders(9), "distance_km", "prep_time_min")
-    report = run_guard(GuardContext(URN, CONTRACT, snap(tmp_path, frame, "swap"), reference, (), now_ms=0))
+    report = run_guard(
+        with_repeats_counted(GuardContext(URN, CONTRACT, snap(tmp_path, frame, "swap"), reference, (), now_ms=0))
+    )
     assert {(f.kind, f.column) for f in report.blocking} == {(FindingKind.COLUMNS_SWAPPED, "distance_km")}
     assert all(
         f.params.get("explained_by") == "columns_swapped:distance_km"
@@ -106,7 +111,9 @@ def test_no_cause_is_read_into_a_clean_real_batch(tmp_path: Path, name: str, rol
         reference = build_reference([b.snapshot.batch for b in window])
         now_ms = int(batches[i].snapshot.batch.end_ms or 0)  # type: ignore[union-attr]
         report = run_guard(
-            GuardContext(contract.dataset_urn, contract, batches[i].snapshot, reference, (), now_ms=now_ms)
+            with_repeats_counted(
+                GuardContext(contract.dataset_urn, contract, batches[i].snapshot, reference, (), now_ms=now_ms)
+            )
         )
         seen += [f"{batches[i].batch_id} {f.kind.value}:{f.column}" for f in report.findings if f.kind in CAUSES]
     assert seen == []

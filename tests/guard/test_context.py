@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from controlplane.stages.guarding import with_repeats_counted
 from guard.checks.volume import check_volume
 from guard.context import GuardContext
 from guard.findings import Verdict
@@ -19,7 +20,7 @@ def test_the_guard_judges_a_batch_against_a_reference(tmp_path: Path) -> None:
     path = write(tmp_path, table(12_000), "table")
     snapshots = split_batches(path, time_column="ts", cadence="month")
     reference = build_reference([s.batch for s in snapshots[:2]])  # type: ignore[misc]
-    report = run_guard(GuardContext(URN, contract(), snapshots[2], reference, (), now_ms=0))
+    report = run_guard(with_repeats_counted(GuardContext(URN, contract(), snapshots[2], reference, (), now_ms=0)))
     assert report.verdict is Verdict.CLEAN, [f.message for f in report.findings]
     # a batch is compared with the median batch, not with the reference's whole history
     half = read_snapshot(write(tmp_path, table(12_000).iloc[-1_500:], "thin"))

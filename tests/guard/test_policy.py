@@ -38,7 +38,6 @@ IMPLEMENTATION = {
         "MAX_WEIGHT",
         "_LAG_QUANTILES",
     },  # hours of a day; a cap on a score's weight
-    "checks/duplicates.py": {"EXACT_KEY_ROWS", "READERS", "_HASH_ROWS"},  # memory and concurrency
     "statistics.py": {"HOURS", "_SEED", "MAX_BINS"},  # hours of a day; shuffle seed; mapping score's binning
     "checks/swaps.py": {"SUMS_REL_TOL"},  # float rounding of sums added in another order
     "runner.py": {"MAX_FINDINGS_PER_KIND", "GROUP_LISTED"},  # how findings are reported, not judged

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind
@@ -47,8 +48,15 @@ def _frame(rows: int, seed: int) -> pd.DataFrame:
 def _guard(tmp_path, table: pd.DataFrame, reference: pd.DataFrame):
     reference.to_parquet(tmp_path / "ref.parquet", index=False)
     table.to_parquet(tmp_path / "now.parquet", index=False)
-    context = GuardContext(
-        URN, CONTRACT, read_snapshot(tmp_path / "now.parquet"), read_snapshot(tmp_path / "ref.parquet").profile, (), 0
+    context = with_repeats_counted(
+        GuardContext(
+            URN,
+            CONTRACT,
+            read_snapshot(tmp_path / "now.parquet"),
+            read_snapshot(tmp_path / "ref.parquet").profile,
+            (),
+            0,
+        )
     )
     return run_guard(context), context
 

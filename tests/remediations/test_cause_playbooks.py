@@ -15,6 +15,7 @@ import pytest
 
 from chaos.falsealarms import load_batches
 from chaos.realdata import DATASETS
+from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.findings import Finding, RowSelector, make_finding
@@ -347,13 +348,15 @@ def test_a_null_heavy_broken_join_publishes_every_cell_as_it_came_or_exactly_cor
     contract = dataset.contract()
     reference = build_reference([b.snapshot.batch for b in batches[:6]])
     report = run_guard(
-        GuardContext(
-            contract.dataset_urn,
-            contract,
-            read_snapshot(path, time_column="date"),
-            reference,
-            (),
-            now_ms=ms(frame["date"].max()),
+        with_repeats_counted(
+            GuardContext(
+                contract.dataset_urn,
+                contract,
+                read_snapshot(path, time_column="date"),
+                reference,
+                (),
+                now_ms=ms(frame["date"].max()),
+            )
         )
     )
     causes = {(f.kind, f.column) for f in report.blocking}

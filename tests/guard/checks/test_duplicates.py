@@ -11,13 +11,16 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from guard.checks.duplicates import check_duplicates, count_duplicate_keys, hash_rows
+from controlplane.stages.guarding import with_repeats_counted
+from guard.checks.duplicates import check_duplicates, repeats_asked
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind, Severity
 from guard.runner import run_guard
+from profiles.hashing import hash_rows
 from profiles.profile import DatasetProfile
 from profiles.reference import build_reference
+from profiles.repeats import count_duplicate_keys
 from profiles.snapshot import SnapshotError, read_snapshot
 from tests.profiles.batches_support import contract, month_window, table, write
 
@@ -105,7 +108,10 @@ def test_no_key_whole_rows_repeated_are_judged_only_where_every_column_hashes(tm
         kept = read_snapshot(tmp_path / "kept.parquet", time_column="time", batch_id="kept").batch
         assert kept is not None
         twice = read_snapshot(tmp_path / "twice.parquet", time_column="time", batch_id="twice")
-        found = findings(check_duplicates, GuardContext(URN, contract, twice, build_reference([kept]), (), now_ms=0))
+        found = findings(
+            check_duplicates,
+            with_repeats_counted(GuardContext(URN, contract, twice, build_reference([kept]), (), now_ms=0)),
+        )
         assert kinds_and_columns(found) == ([(FindingKind.DUPLICATE_KEYS, "time")] if named else []), columns
 
 
@@ -152,10 +158,14 @@ def test_duplicate_keys_across_batches_need_the_table(tmp_path: Path) -> None:
     replayed.loc[replayed.index[:200], "id"] = frame["id"].iloc[:200].to_numpy()  # January's keys again
     table_path = write(tmp_path, frame[frame.ts < pd.Timestamp("2024-03-01", tz="UTC")], "history")
     batch = read_snapshot(write(tmp_path, replayed, "march"))
-    alone = GuardContext(URN, contract(), batch, None, (), now_ms=0)
+    alone = with_repeats_counted(GuardContext(URN, contract(), batch, None, (), now_ms=0))
     assert list(check_duplicates(alone)) == []  # unique inside the batch
     found = list(
-        check_duplicates(GuardContext(URN, contract(), batch, None, (), now_ms=0, table_paths=(str(table_path),)))
+        check_duplicates(
+            with_repeats_counted(
+                GuardContext(URN, contract(), batch, None, (), now_ms=0, table_paths=(str(table_path),))
+            )
+        )
     )
     assert [f.kind for f in found] == [FindingKind.DUPLICATE_KEYS] and found[0].params["across_rows"] == 200
     whole = write(tmp_path, pd.concat([frame[frame.ts < pd.Timestamp("2024-03-01", tz="UTC")], replayed]), "whole")
@@ -163,3 +173,36 @@ def test_duplicate_keys_across_batches_need_the_table(tmp_path: Path) -> None:
         [str(whole)], ["id"], window=month_window("2024-03"), history=[str(whole)]
     )  # the batch inside the table file: history is the rest
     assert (count.duplicate_rows, count.across_rows, count.rows_compared) == (200, 200, len(replayed))
+
+
+def test_duplicates_without_counts_handed_in_fail_closed(tmp_path: Path, reference: DatasetProfile) -> None:
+    """The check reads no file: a declared key with no repeats counted, or counts made for another snapshot, is a
+    blocking check error that names the fix, never a pass."""
+    snapshot = snapshot_of(tmp_path, with_repeats(eta_frame(1), 400), "doubled")
+    bare = GuardContext(URN, deliveries_support.eta_contract(), snapshot, reference, (), now_ms=0)
+    with pytest.raises(SnapshotError, match="none were counted: count them with profiles.repeats.count_repeats"):
+        findings(check_duplicates, bare)
+    report = run_guard(bare)
+    assert [f.check for f in report.blocking if f.kind is FindingKind.CHECK_ERROR] == ["duplicates"]
+    other = context(snapshot_of(tmp_path, eta_frame(1), "other"), reference)
+    with pytest.raises(SnapshotError, match="counted for another snapshot"):
+        findings(check_duplicates, replace(bare, repeats=other.repeats))
+
+
+def test_whole_rows_are_asked_for_only_where_the_reference_holds_one_row_per_instant(tmp_path: Path) -> None:
+    hours = pd.date_range("2024-01-01", periods=96, freq="h", tz="UTC")
+    contract = Contract(
+        URN, (ColumnContract("time", "timestamp"), ColumnContract("x", "number")), event_timestamp_column="time"
+    )
+    one = pd.DataFrame({"time": hours, "x": np.arange(96.0)})
+    many = pd.DataFrame({"time": hours.repeat(4)[:96], "x": np.arange(96.0)})  # four rows an instant
+    asked = {}
+    for name, frame in (("one", one), ("many", many)):
+        frame.iloc[:48].to_parquet(tmp_path / f"{name}-kept.parquet", index=False)
+        frame.iloc[48:].to_parquet(tmp_path / f"{name}-batch.parquet", index=False)
+        kept = read_snapshot(tmp_path / f"{name}-kept.parquet", time_column="time", batch_id="kept").batch
+        assert kept is not None
+        batch = read_snapshot(tmp_path / f"{name}-batch.parquet", time_column="time", batch_id="batch")
+        asked[name] = repeats_asked(GuardContext(URN, contract, batch, build_reference([kept]), (), now_ms=0))
+    assert asked["one"] is not None and asked["one"].whole_rows and asked["one"].columns == ("time", "x")
+    assert asked["many"] is None  # repeated instants are the data's nature: whole rows are not counted

@@ -13,6 +13,7 @@ import pytest
 
 from chaos.falsealarms import load_batches
 from chaos.realdata import DATASETS
+from controlplane.stages.guarding import with_repeats_counted
 from guard.checks.timeshift import check_timestamp_shift, count_shift
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
@@ -198,7 +199,7 @@ def test_the_guard_names_the_shift_as_the_cause_and_keeps_the_future_label_as_ev
     )
     shifted = snap(tmp_path, moved(batch, 6, "time", "label_time"), "future")
     now_ms = int(batch["label_time"].max().value // 1_000_000)
-    report = run_guard(GuardContext(URN, contract, shifted, reference, (), now_ms=now_ms))
+    report = run_guard(with_repeats_counted(GuardContext(URN, contract, shifted, reference, (), now_ms=now_ms)))
     blocking = {(f.kind, f.column) for f in report.blocking}
     assert (FindingKind.TIMESTAMP_SHIFT, "time") in blocking
     future = [f for f in report.findings if f.kind is FindingKind.TIMESTAMP_UNPARSEABLE]

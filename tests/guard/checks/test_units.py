@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind, Severity
@@ -79,7 +80,7 @@ def _drift(tmp_path: Path, noise_sd: float):
         event_timestamp_column="ts",
     )
     reference = build_reference([s.batch for s in snapshots[:2]])  # type: ignore[misc]
-    report = run_guard(GuardContext(URN, contract, snapshots[2], reference, (), now_ms=0))
+    report = run_guard(with_repeats_counted(GuardContext(URN, contract, snapshots[2], reference, (), now_ms=0)))
     return [
         f for f in report.findings if f.column == "level" and f.kind in (FindingKind.DRIFT, FindingKind.SCALE_SHIFT)
     ]

@@ -9,10 +9,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from guard.checks.duplicates import count_duplicate_keys
 from profiles.engines import snapshot
 from profiles.engines.content import ContentDigest, content_hash_of_tables
 from profiles.engines.keys import KeyIndex
+from profiles.repeats import count_duplicate_keys
 from profiles.snapshot import read_snapshot
 from tests.profiles.engines.helpers import KEYS, demo_frame
 

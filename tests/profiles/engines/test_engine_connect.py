@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.runner import run_guard
 from profiles.engines import snapshot
@@ -44,7 +45,7 @@ def test_the_spark_engine_over_spark_connect_matches_the_arrow_engine(remote, tm
     assert arrow.sample["order_id"].equals(sparked.sample["order_id"])
     assert np.array_equal(arrow.keys.hashes, sparked.keys.hashes)
     reports = [
-        run_guard(GuardContext(contract.dataset_urn, contract, s, reference, (), now_ms=NOW_MS))
+        run_guard(with_repeats_counted(GuardContext(contract.dataset_urn, contract, s, reference, (), now_ms=NOW_MS)))
         for s in (arrow, sparked)
     ]
     assert [r.verdict.value for r in reports] == ["BLOCKED", "BLOCKED"]

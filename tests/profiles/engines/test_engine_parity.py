@@ -13,6 +13,7 @@ import pytest
 
 import chaos.scenarios  # noqa: F401  (registers the demo scenarios)
 from chaos.registry import SCENARIOS
+from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.runner import run_guard
 from profiles.engines import snapshot
@@ -50,7 +51,9 @@ def _findings(report) -> set[tuple[str, str | None, str]]:
 
 
 def _guard(contract, reference, snap):
-    return run_guard(GuardContext(contract.dataset_urn, contract, snap, reference, (), now_ms=NOW_MS))
+    return run_guard(
+        with_repeats_counted(GuardContext(contract.dataset_urn, contract, snap, reference, (), now_ms=NOW_MS))
+    )
 
 
 def _assert_same_snapshot(arrow, spark):

@@ -9,6 +9,7 @@ import pytest
 
 import chaos.scenarios  # noqa: F401  (registers the demo scenarios)
 from chaos.registry import SCENARIOS
+from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.findings import RowSelector, Verdict
 from guard.kinds import FindingKind as K
@@ -32,7 +33,9 @@ def estate(tmp_path_factory):
 
 
 def _guard(contract, reference, snap):
-    return run_guard(GuardContext(contract.dataset_urn, contract, snap, reference, (), now_ms=NOW_MS))
+    return run_guard(
+        with_repeats_counted(GuardContext(contract.dataset_urn, contract, snap, reference, (), now_ms=NOW_MS))
+    )
 
 
 def _arrow_hash(folder) -> str:
