@@ -8,7 +8,7 @@ findings, who and why) and an event in the run. With no --finding, every warning
 candidate held for review by those warnings is then promoted with `kintsugi approve RUN_ID --reason ...`.
 
 A block of a run that ended BLOCKED at the guard, when it is not a failure of the data but its new normal (a
-flag that turns on for the first time, a real step in volume): each blocking finding must be named with
+new tariff that steps a level up, a real step in volume): each blocking finding must be named with
 --finding, and all of the run's blocks together; its batch then joins the reference as a passed batch does, an
 `Acceptance` is kept beside the reference, the block's incident is resolved and the next champion's passport names it
 (`controlplane.onboard.accept_block`). `--undo` takes such an acceptance back. A healed run's blocks were

@@ -1,7 +1,7 @@
 """Accept a block as the new normal, and take it back: the way out of a block that is not a failure of the data.
 
 A run the guard blocked never kept its batch, so every later batch is compared with a history that lacks the
-change (a flag that turns on for the first time, a real step in volume, a new range) and blocks again. A person
+change (a new tariff that steps a level up, a real step in volume, a new range) and blocks again. A person
 names each blocking finding of the run (`kintsugi accept RUN_ID --finding KIND:COLUMN --reason TEXT`); when
 they cover every block of the run, the run's batch — profiled again from the run's pinned snapshot, never the
 live table — joins the reference exactly as a passed batch does (`controlplane.stages.publish.keep_batch`), an
