@@ -29,6 +29,9 @@ lint: install-dev   # ruff (lint and format) and mypy, configured in pyproject.t
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+architecture: install-dev   # the house in figures: import cycles, layering breaks, the guard's purity, the root's size
+	$(BIN)/python tests/meta/test_architecture.py
+
 # two workers, a test file each at a time (a file's module fixtures are built once); plain `pytest` runs it serially
 test: lint
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15

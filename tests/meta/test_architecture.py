@@ -283,3 +283,23 @@ def test_only_the_story_ends_a_run():
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "finish"
     )
     assert calls == []
+
+
+def report() -> list[str]:
+    """The house in figures, as `make architecture` prints them: each line one of the facts above."""
+    graph = _graph()
+    wrong = [(s, t) for s, ts in graph.items() for t in ts if t.split(".")[0] not in ALLOWED[s.split(".")[0]]]
+    root = sorted(p.name for p in (ROOT / "controlplane").glob("*.py"))
+    return [
+        f"modules {len(graph)}, imports between them {sum(len(t) for t in graph.values())}",
+        f"import cycles: {len(_cycles(graph))}",
+        f"imports against the house's direction: {len(wrong)}",
+        f"modules outside controlplane/datahub importing datahub.*: {len(_datahub_sdk_importers())}",
+        f"guard modules touching a file or a table: {len(_guard_io())}",
+        f"guard checks importing another check: {len(_checks_importing_checks())}",
+        f"controlplane root modules: {len(root)} (at most 8): {', '.join(root)}",
+    ]
+
+
+if __name__ == "__main__":
+    print("\n".join(report()))
