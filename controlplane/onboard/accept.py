@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import time
 
-from controlplane.datahub.notes import memory_link_mcps
-from controlplane.datahub.port import MetadataPort
 from controlplane.errors import InputError, RunStateError
-from controlplane.onboard.accept_block import accept_blocks, blocks_of, withdraw
+from controlplane.onboard.accept_block import accept_blocks, blocks_of, remember, withdraw
 from controlplane.runs.context import open_run
 from controlplane.runs.journal import RunRecord, load_run
 from controlplane.runs.locks import pipeline_lock
@@ -98,19 +96,7 @@ def accept(
         status = record.status
         with open_run(ws, spec, record, on_error=None) as run:
             with run.journal.writing(LedgerKind.DATAHUB, spec.feature_table, aspect="institutionalMemory"):
-                _remember(run.metadata, spec.feature_table, note, by, now_ms)
+                remember(run.metadata, spec.feature_table, str(now_ms), note, by, now_ms, once=False)
             run.event(Stage.APPROVE, "accepted", note, accepted=[f.to_dict() for f in chosen], reason=reason, by=by)
             run.finish(status, record.outcome)
     return record
-
-
-def _remember(metadata: MetadataPort, dataset: str, note: str, by: str, now_ms: int) -> None:
-    link = memory_link_mcps(
-        metadata,
-        dataset,
-        url=f"kintsugi://accepted/{now_ms}",
-        description=note[:2000],
-        at_ms=now_ms,
-        by=f"urn:li:corpuser:{by}",
-    )
-    metadata.emit(link, now_ms)

@@ -37,7 +37,7 @@ from guard.findings import Finding
 from guard.kinds import FindingKind
 from profiles.profile import BatchProfile, TimeWindow
 
-__all__ = ["blocks_of", "accept_blocks", "withdraw", "ACCEPTED_URL"]
+__all__ = ["blocks_of", "accept_blocks", "withdraw", "remember", "ACCEPTED_URL"]
 
 ACCEPTED_URL = "kintsugi://accepted/"  # the institutional-memory links of accepted blocks and their withdrawals
 
@@ -209,7 +209,7 @@ def accept_blocks(
                 with run.journal.writing(LedgerKind.DATAHUB, urn, aspect="incidentInfo", state="RESOLVED"):
                     resolve_incident(run.metadata, urn, note, now_ms)
             with run.journal.writing(LedgerKind.DATAHUB, spec.feature_table, aspect="institutionalMemory"):
-                _remember(run.metadata, spec.feature_table, f"{run_id}/{now_ms}", note, by, now_ms)
+                remember(run.metadata, spec.feature_table, f"{run_id}/{now_ms}", note, by, now_ms)
             _store(run, spec.name, [*kept, *accepted])
             run.event(
                 Stage.APPROVE,
@@ -274,7 +274,7 @@ def withdraw(
                 + f" is no longer taken as the new normal — {reason}"
             )
             with run.journal.writing(LedgerKind.DATAHUB, spec.feature_table, aspect="institutionalMemory"):
-                _remember(run.metadata, spec.feature_table, f"{run_id}/{now_ms}/withdrawn", note, by, now_ms)
+                remember(run.metadata, spec.feature_table, f"{run_id}/{now_ms}/withdrawn", note, by, now_ms)
             for urn in (a.incident for a in standing if a.incident):
                 with run.journal.writing(LedgerKind.DATAHUB, urn, aspect="incidentInfo", state="ACTIVE"):
                     reopen_incident(run.metadata, urn, note, now_ms)
@@ -307,7 +307,11 @@ def _store(run: RunContext, pipeline: str, acceptances: list[Acceptance]) -> Non
         save_acceptances(run.ws, pipeline, acceptances)
 
 
-def _remember(metadata: MetadataPort, dataset: str, key: str, note: str, by: str, now_ms: int) -> None:
+def remember(
+    metadata: MetadataPort, dataset: str, key: str, note: str, by: str, now_ms: int, *, once: bool = True
+) -> None:
+    """The person's word in DataHub's institutional memory of the dataset: a link `ACCEPTED_URL + key` (written
+    `once`: a retried acceptance does not repeat it)."""
     link = memory_link_mcps(
         metadata,
         dataset,
@@ -315,6 +319,6 @@ def _remember(metadata: MetadataPort, dataset: str, key: str, note: str, by: str
         description=note[:2000],
         at_ms=now_ms,
         by=f"urn:li:corpuser:{by}",
-        once=True,
+        once=once,
     )
     metadata.emit(link, now_ms)
