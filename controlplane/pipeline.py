@@ -279,9 +279,13 @@ def _rescore_if_champion_moved(run: RunContext, trained: Trained) -> tuple[Train
     store = open_store(run.ws)
     if store.champion_version(run.spec.name) == trained.champion_version:
         return trained, []
-    version, scores = score_champion(run, store, holdout_of(run, trained.view).holdout)
-    change = f"the champion moved from v{trained.champion_version} to v{version} since the pause; rescored"
-    return replace(trained, champion_version=version, champion_metrics=scores), [change]
+    candidate = store.load_model(run.spec.name, trained.version)
+    scored = score_champion(run, store, holdout_of(run, trained.view).holdout, candidate)
+    change = f"the champion moved from v{trained.champion_version} to v{scored.version} since the pause; rescored"
+    moved = replace(
+        trained, champion_version=scored.version, champion_metrics=scored.metrics, gain_error=scored.gain_error
+    )
+    return moved, [change]
 
 
 def reject(ws: Workspace, run_id: str, reason: str, *, by: str = "operator") -> RunRecord:

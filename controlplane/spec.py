@@ -14,7 +14,7 @@ from typing import Any
 
 from controlplane.datahub.urns import check_dataset_urn
 from controlplane.errors import InputError, PipelineNotFound, SpecError
-from controlplane.models.gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN, check_rules
+from controlplane.models.gate import DEFAULT_LEVEL_WITHIN, DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN, check_rules
 from controlplane.onboard.safeyaml import YamlRefused, load_yaml
 from controlplane.vocab import Policy
 from controlplane.workspace import Workspace
@@ -45,6 +45,7 @@ class PromotionRules:
     metric: str
     min_gain: float
     max_regression: float
+    level_within: float = DEFAULT_LEVEL_WITHIN  # sampling errors a shortfall may be and still be level (`gate`)
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def parse_spec(raw: Any, path: Path, ws: Workspace) -> PipelineSpec:
         raise SpecError(f"pipeline spec {path}: {exc.message}", exc.fix) from exc
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise SpecError(f"pipeline spec {path} is missing or mistypes {exc}", _EXAMPLE) from exc
-    check_rules(spec.promotion.min_gain, spec.promotion.max_regression)
+    check_rules(spec.promotion.min_gain, spec.promotion.max_regression, spec.promotion.level_within)
     check_dataset_urn(spec.feature_table, f"pipeline spec {path} feature_table")
     _check_schedule(spec.schedule, path)
     return spec
@@ -127,6 +128,7 @@ def _build(raw: dict[str, Any], path: Path, ws: Workspace) -> PipelineSpec:
         promotion["metric"],
         float(promotion.get("min_gain", DEFAULT_MIN_GAIN)),
         float(promotion.get("max_regression", DEFAULT_MAX_REGRESSION)),
+        float(promotion.get("level_within", DEFAULT_LEVEL_WITHIN)),
     )
     policy = raw.get("policy", Policy.AUTO.value)
     if policy not in {p.value for p in Policy}:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -10,24 +11,22 @@ from sklearn import metrics
 
 from training.errors import SpecError, TrainingError
 
-__all__ = ["classification_scores", "regression_scores"]
+__all__ = ["Predictions", "classification_scores", "predict", "regression_scores", "score_of", "scores_of"]
 
 
-def regression_scores(model: Any, features: pd.DataFrame, target: pd.Series) -> dict[str, float]:
-    """mae, rmse and r2 of ``model`` on the given rows."""
-    predicted = model.predict(features)
-    return {
-        "mae": float(metrics.mean_absolute_error(target, predicted)),
-        "rmse": float(metrics.root_mean_squared_error(target, predicted)),
-        "r2": float(metrics.r2_score(target, predicted)),
-    }
+@dataclass(frozen=True)
+class Predictions:
+    """What a model said about each holdout row: its label or value, and for a classifier each class's probability."""
+
+    predicted: np.ndarray
+    proba: np.ndarray | None = None
+    classes: np.ndarray | None = None
 
 
-def classification_scores(model: Any, features: pd.DataFrame, target: pd.Series) -> dict[str, float]:
-    """accuracy, f1, roc_auc and log_loss; binary f1/roc_auc score the second class.
-
-    With more than two classes f1 is macro-averaged and roc_auc is one-vs-rest.
-    """
+def predict(task: str, model: Any, features: pd.DataFrame, target: pd.Series) -> Predictions:
+    """The model's predictions on the given rows (a classifier's classes checked against ``target``'s labels)."""
+    if task == "regression":
+        return Predictions(np.asarray(model.predict(features)))
     if not hasattr(model, "predict_proba"):
         raise SpecError(
             f"{type(model).__name__} has no predict_proba, so roc_auc and log_loss cannot be computed",
@@ -35,21 +34,54 @@ def classification_scores(model: Any, features: pd.DataFrame, target: pd.Series)
         )
     classes = np.asarray(model.classes_)
     _check_labels(classes, target)
-    predicted = model.predict(features)
-    proba = np.asarray(model.predict_proba(features))
+    return Predictions(np.asarray(model.predict(features)), np.asarray(model.predict_proba(features)), classes)
+
+
+def scores_of(target: np.ndarray, said: Predictions) -> dict[str, float]:
+    """The metrics of predictions against the true target: mae/rmse/r2, or accuracy/f1/roc_auc/log_loss."""
+    names = _REGRESSION if said.proba is None else _CLASSIFICATION
+    return {name: score_of(name, target, said) for name in names}
+
+
+def score_of(metric: str, target: np.ndarray, said: Predictions) -> float:
+    """One metric of predictions against the true target (binary f1/roc_auc score the second class; with more
+    than two classes f1 is macro-averaged and roc_auc is one-vs-rest)."""
+    predicted, proba, classes = said.predicted, said.proba, said.classes
+    if metric in _REGRESSION:
+        return float(_REGRESSION[metric](target, predicted))
+    assert proba is not None and classes is not None
     binary = len(classes) == 2
-    if binary:
-        f1 = metrics.f1_score(target, predicted, pos_label=classes[1])
-        roc_auc = metrics.roc_auc_score(target == classes[1], proba[:, 1])
-    else:
-        f1 = metrics.f1_score(target, predicted, average="macro", labels=classes)
-        roc_auc = metrics.roc_auc_score(target, proba, multi_class="ovr", labels=classes)
-    return {
-        "accuracy": float(metrics.accuracy_score(target, predicted)),
-        "f1": float(f1),
-        "roc_auc": float(roc_auc),
-        "log_loss": float(metrics.log_loss(target, proba, labels=classes)),
-    }
+    if metric == "f1":
+        f1 = metrics.f1_score(target, predicted, pos_label=classes[1]) if binary else None
+        return float(f1 if f1 is not None else metrics.f1_score(target, predicted, average="macro", labels=classes))
+    if metric == "roc_auc":
+        if binary:
+            return float(metrics.roc_auc_score(target == classes[1], proba[:, 1]))
+        return float(metrics.roc_auc_score(target, proba, multi_class="ovr", labels=classes))
+    if metric == "log_loss":
+        return float(metrics.log_loss(target, proba, labels=classes))
+    return float(metrics.accuracy_score(target, predicted))
+
+
+_REGRESSION = {
+    "mae": metrics.mean_absolute_error,
+    "rmse": metrics.root_mean_squared_error,
+    "r2": metrics.r2_score,
+}
+_CLASSIFICATION = ("accuracy", "f1", "roc_auc", "log_loss")
+
+
+def regression_scores(model: Any, features: pd.DataFrame, target: pd.Series) -> dict[str, float]:
+    """mae, rmse and r2 of ``model`` on the given rows."""
+    return scores_of(np.asarray(target), predict("regression", model, features, target))
+
+
+def classification_scores(model: Any, features: pd.DataFrame, target: pd.Series) -> dict[str, float]:
+    """accuracy, f1, roc_auc and log_loss; binary f1/roc_auc score the second class.
+
+    With more than two classes f1 is macro-averaged and roc_auc is one-vs-rest.
+    """
+    return scores_of(np.asarray(target), predict("classification", model, features, target))
 
 
 def _check_labels(classes: np.ndarray, target: pd.Series) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -16,11 +17,20 @@ from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils._param_validation import InvalidParameterError
 
 from training._estimator import make_estimator
-from training._scores import classification_scores, regression_scores
+from training._scores import Predictions, classification_scores, predict, regression_scores, score_of
 from training.errors import SpecError, TrainingError
 from training.spec import TrainingSpec, metric_direction
 
-__all__ = ["build_estimator", "evaluate", "fit", "is_better", "leaned_on", "relative_gain", "time_holdout"]
+__all__ = [
+    "build_estimator",
+    "evaluate",
+    "fit",
+    "gain_error",
+    "is_better",
+    "leaned_on",
+    "relative_gain",
+    "time_holdout",
+]
 
 # A feature the model leans on holds at least this share of the holdout score the features explain between them
 # (permutation importance: the score lost when that feature's values are shuffled). With k features of equal use
@@ -29,6 +39,11 @@ __all__ = ["build_estimator", "evaluate", "fit", "is_better", "leaned_on", "rela
 LEAN_SHARE = 0.10
 IMPORTANCE_ROWS = 2000  # holdout rows the importances are measured on (evenly spaced, so deterministic)
 IMPORTANCE_REPEATS = 3
+# The gain's sampling error is the spread of the gain over this many seeded resamples of the holdout's rows (both
+# models scored on the same resample), on up to GAIN_ROWS evenly spaced holdout rows and scaled to the whole holdout
+# by the square root of the row ratio, as a mean's error scales. 200 resamples put the error of the error at about 5%.
+GAIN_RESAMPLES = 200
+GAIN_ROWS = 5000
 
 
 def time_holdout(df: pd.DataFrame, time_column: str, fraction: float) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -124,6 +139,54 @@ def leaned_on(spec: TrainingSpec, model: Any, holdout: pd.DataFrame) -> tuple[st
         return tuple(features)
     order = np.argsort(-means, kind="stable")
     return tuple(features[i] for i in order if means[i] >= LEAN_SHARE * total)
+
+
+def gain_error(spec: TrainingSpec, candidate: Any, champion: Any, holdout: pd.DataFrame) -> float:
+    """The sampling error of ``relative_gain(candidate, champion)`` on this holdout, as a fraction.
+
+    A paired bootstrap: GAIN_RESAMPLES seeded resamples of the holdout's rows, with replacement, both models
+    scored on each; the error is the standard deviation of the gain across them (on a larger holdout, that of
+    GAIN_ROWS evenly spaced rows, scaled by ``sqrt(GAIN_ROWS / rows)``). It says how far the gain could move on
+    another holdout of the same size from the same period. ``nan`` when fewer than half the resamples can be
+    scored (a class absent, a constant target): then no gain is within the error.
+    """
+    _require_columns(holdout, [*spec.features, spec.target], "the evaluation frame")
+    step = max(1, math.ceil(len(holdout) / GAIN_ROWS))
+    rows_used, holdout = len(holdout), holdout.iloc[::step]
+    target = np.asarray(holdout[spec.target])
+    fix = "check the holdout's feature types against the training data"
+    with _sklearn_errors(f"predicting with {spec.estimator} on {len(holdout)} rows", fix=fix):
+        said = [
+            predict(spec.task, model, holdout[spec.features], holdout[spec.target]) for model in (candidate, champion)
+        ]
+    rng = np.random.default_rng(spec.seed)
+    gains = []
+    for _ in range(GAIN_RESAMPLES):
+        rows = rng.integers(0, len(target), len(target))
+        gain = _gain_on(spec.metric, target[rows], [_rows_of(s, rows) for s in said])
+        if gain is not None:
+            gains.append(gain)
+    if len(gains) < GAIN_RESAMPLES / 2:
+        return math.nan
+    return float(np.std(gains, ddof=1)) * math.sqrt(len(target) / rows_used)
+
+
+def _rows_of(said: Predictions, rows: np.ndarray) -> Predictions:
+    return Predictions(said.predicted[rows], None if said.proba is None else said.proba[rows], said.classes)
+
+
+def _gain_on(metric: str, target: np.ndarray, said: list[Predictions]) -> float | None:
+    """The relative gain on one resample, or None where a score is undefined on it."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            candidate, champion = (score_of(metric, target, s) for s in said)
+        except ValueError:
+            return None
+    if not (math.isfinite(candidate) and math.isfinite(champion)):
+        return None
+    gain = relative_gain(metric, candidate, champion)
+    return gain if math.isfinite(gain) else None
 
 
 def relative_gain(metric: str, candidate: float, champion: float) -> float:

@@ -3,6 +3,14 @@
 A guard warning asks for a person only where it can change what the model does: on the label, on a feature the
 model leans on (`training.model.leaned_on`), or on the table as a whole (no column). A warning on a feature the
 model barely uses is recorded in the decision's reasons, and a clean, better candidate promotes without a person.
+
+"Better" is read against what the holdout can tell apart. The tolerance is `level_within` times the gain's sampling
+error on this holdout (`training.model.gain_error`). A candidate beats the champion by `min_gain`. Where `min_gain` is
+itself within the tolerance, the holdout cannot measure such a gain, so a candidate within the tolerance of the
+champion (and above `-max_regression`) is level with it: nothing shows the champion is better, the candidate was
+trained on newer rows, and it promotes, with the tolerance in its reasons. Where the holdout can measure `min_gain`
+(a team's stricter bar, or a large holdout), `min_gain` stands. Otherwise a person is asked; a shortfall beyond
+`max_regression` blocks. An unmeasured error makes no candidate level.
 """
 
 from __future__ import annotations
@@ -23,10 +31,14 @@ __all__ = [
     "check_rules",
     "DEFAULT_MIN_GAIN",
     "DEFAULT_MAX_REGRESSION",
+    "DEFAULT_LEVEL_WITHIN",
 ]
 
 DEFAULT_MIN_GAIN = 0.005  # a candidate must beat the champion by 0.5% to be APPROVED
 DEFAULT_MAX_REGRESSION = 0.02  # worse than the champion by more than 2% is BLOCKED
+# A shortfall under one sampling error of the gain is level with the champion. Chosen, not tuned: one standard
+# error is the least a holdout must show before it says the champion is better (a paired bootstrap's spread).
+DEFAULT_LEVEL_WITHIN = 1.0
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,7 @@ class PromotionEvidence(Record):
     snapshot_hash: str | None
     label: str | None = None
     leaned_on: tuple[str, ...] = ()  # the features the candidate leans on, most important first
+    gain_error: float | None = None  # the gain's sampling error on the holdout (`training.model.gain_error`)
 
 
 @dataclass(frozen=True)
@@ -59,17 +72,27 @@ class PromotionDecision(Record):
     gain: float | None
 
 
-def check_rules(min_gain: float, max_regression: float) -> None:
+def check_rules(min_gain: float, max_regression: float, level_within: float = DEFAULT_LEVEL_WITHIN) -> None:
     """Configuration may make the gate stricter, never looser."""
-    if min_gain < DEFAULT_MIN_GAIN or max_regression > DEFAULT_MAX_REGRESSION or max_regression < 0:
+    if (
+        min_gain < DEFAULT_MIN_GAIN
+        or max_regression > DEFAULT_MAX_REGRESSION
+        or max_regression < 0
+        or not 0 <= level_within <= DEFAULT_LEVEL_WITHIN
+    ):
         raise SpecError(
-            f"promotion rules min_gain={min_gain} max_regression={max_regression} loosen the gate",
-            f"use min_gain >= {DEFAULT_MIN_GAIN} and 0 <= max_regression <= {DEFAULT_MAX_REGRESSION}",
+            f"promotion rules min_gain={min_gain} max_regression={max_regression} level_within={level_within} "
+            "loosen the gate",
+            f"use min_gain >= {DEFAULT_MIN_GAIN}, 0 <= max_regression <= {DEFAULT_MAX_REGRESSION} and "
+            f"0 <= level_within <= {DEFAULT_LEVEL_WITHIN}",
         )
 
 
 def decide(
-    evidence: PromotionEvidence, min_gain: float = DEFAULT_MIN_GAIN, max_regression: float = DEFAULT_MAX_REGRESSION
+    evidence: PromotionEvidence,
+    min_gain: float = DEFAULT_MIN_GAIN,
+    max_regression: float = DEFAULT_MAX_REGRESSION,
+    level_within: float = DEFAULT_LEVEL_WITHIN,
 ) -> PromotionDecision:
     blocked = _blocking_reasons(evidence)
     if blocked:
@@ -82,9 +105,15 @@ def decide(
     where = f"{evidence.metric} {evidence.candidate_score:.4g} vs champion {evidence.champion_score:.4g} ({gain:+.2%})"
     if gain < -max_regression:
         return PromotionDecision(Verdict.BLOCKED, (f"candidate regresses beyond {max_regression:.1%}: {where}",), gain)
-    if gain < min_gain:
-        return PromotionDecision(Verdict.NEEDS_REVIEW, (f"gain below {min_gain:.1%}: {where}",), gain)
-    return _soft(evidence, gain, [f"beats the champion: {where}"], min_gain)
+    if gain >= min_gain:
+        return _soft(evidence, gain, [f"beats the champion: {where}"], min_gain)
+    error = evidence.gain_error
+    tolerance = level_within * error if level_within > 0 and error is not None and math.isfinite(error) else None
+    if tolerance is not None and min_gain <= tolerance and gain >= -tolerance:
+        level = f"level with the champion within the holdout's sampling error (±{tolerance:.2%}): {where}"
+        return _soft(evidence, gain, [level], min_gain)
+    measured = f" (sampling error ±{error:.2%})" if error is not None and math.isfinite(error) else ""
+    return PromotionDecision(Verdict.NEEDS_REVIEW, (f"gain below {min_gain:.1%}{measured}: {where}",), gain)
 
 
 def _soft(evidence: PromotionEvidence, gain: float | None, reasons: list[str], min_gain: float) -> PromotionDecision:

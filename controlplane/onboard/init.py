@@ -33,7 +33,7 @@ from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import check_dataset_urn, dataset_urn
 from controlplane.errors import DataError, InputError, KintsugiError, SpecError, TableChanged
 from controlplane.frontdoor import services
-from controlplane.models.gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN
+from controlplane.models.gate import DEFAULT_LEVEL_WITHIN, DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN
 from controlplane.models.modelstore import training_errors_mapped
 from controlplane.onboard.infer import KEY_TYPES, Hints, Proposal, infer_task, key_candidates, propose
 from controlplane.onboard.land import operator_urn
@@ -316,6 +316,7 @@ def spec_document(plan: InitPlan) -> dict[str, Any]:
             "metric": request.metric or _METRICS[plan.task],
             "min_gain": DEFAULT_MIN_GAIN,
             "max_regression": DEFAULT_MAX_REGRESSION,
+            "level_within": DEFAULT_LEVEL_WITHIN,
         },
         "policy": Policy.AUTO.value,
     }

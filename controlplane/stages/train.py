@@ -28,12 +28,22 @@ from controlplane.vocab import LedgerKind, Stage
 from profiles.records import Record
 from profiles.snapshot import read_frame
 from training import errors as training_errors
-from training.model import evaluate, fit, leaned_on, time_holdout
+from training.model import evaluate, fit, gain_error, leaned_on, time_holdout
 
 if TYPE_CHECKING:
     from training.registry import ModelStore
 
-__all__ = ["Trained", "Assessment", "Split", "train", "assess", "holdout_of", "labelled_of", "score_champion"]
+__all__ = [
+    "Trained",
+    "Assessment",
+    "ChampionScore",
+    "Split",
+    "train",
+    "assess",
+    "holdout_of",
+    "labelled_of",
+    "score_champion",
+]
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,7 @@ class Trained(Record):
     unsealed: str | None = None  # why the model's files could not be signed (the gate then blocks)
     sample: dict[str, Any] | None = None  # the training sample's description, when the table was over the budget
     leaned_on: tuple[str, ...] = ()  # the features the candidate leans on (`training.model.leaned_on`)
+    gain_error: float | None = None  # the gain's sampling error on the holdout (`training.model.gain_error`)
 
 
 @dataclass(frozen=True)
@@ -154,16 +165,27 @@ def _sample_source(sample: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def score_champion(run: RunContext, store: ModelStore, holdout: pd.DataFrame) -> tuple[int | None, dict[str, float]]:
+@dataclass(frozen=True)
+class ChampionScore:
+    """The champion on the candidate's holdout: its version, metrics, and the sampling error of the gain."""
+
+    version: int | None
+    metrics: dict[str, float]
+    gain_error: float | None = None
+
+
+def score_champion(run: RunContext, store: ModelStore, holdout: pd.DataFrame, candidate: Any) -> ChampionScore:
     """The champion on the candidate's holdout; an unreadable champion gives empty scores (the gate blocks)."""
     version = store.champion_version(run.spec.name)
     if version is None:
-        return None, {}
+        return ChampionScore(None, {})
     try:
-        return version, evaluate(run.spec.training, store.load_model(run.spec.name, version), holdout)
+        champion = store.load_model(run.spec.name, version)
+        scores = evaluate(run.spec.training, champion, holdout)
+        return ChampionScore(version, scores, gain_error(run.spec.training, candidate, champion, holdout))
     except training_errors.TrainingError as exc:
         run.event(Stage.TRAIN, "warning", f"champion v{version} could not be scored: {exc}")
-        return version, {}
+        return ChampionScore(version, {})
 
 
 def train(
@@ -182,7 +204,8 @@ def train(
         model = fit(spec.training, train_df)
         candidate = evaluate(spec.training, model, holdout)
         leaning = leaned_on(spec.training, model, holdout)
-        champion_version, champion = score_champion(run, store, holdout)
+        scored = score_champion(run, store, holdout, model)
+        champion_version, champion = scored.version, scored.metrics
         crash_point("train:before-log")
         with run.journal.writing(LedgerKind.MLFLOW_RUN, spec.name, experiment=spec.name) as entry:
             mlflow_run = store.log_training(
@@ -251,6 +274,7 @@ def train(
         unsealed,
         split.sample,
         leaning,
+        scored.gain_error,
     )
 
 
@@ -288,6 +312,7 @@ def assess(run: RunContext, trained: Trained, *, also_now: bool = False) -> Asse
         snapshot_hash=trained.view.table_hash,
         label=spec.training.target,
         leaned_on=trained.leaned_on,
+        gain_error=trained.gain_error,
     )
-    decision = decide(evidence, spec.promotion.min_gain, spec.promotion.max_regression)
+    decision = decide(evidence, spec.promotion.min_gain, spec.promotion.max_regression, spec.promotion.level_within)
     return Assessment(evidence, decision, lineage, health, unhealed)

@@ -18,6 +18,7 @@ from training.model import (
     build_estimator,
     evaluate,
     fit,
+    gain_error,
     is_better,
     leaned_on,
     relative_gain,
@@ -304,6 +305,19 @@ def test_missing_scores_are_never_better() -> None:
         is_better("mae", 1.0, 2.0, min_gain=-0.5)
     with pytest.raises(SpecError, match="unknown metric"):
         relative_gain("mape", 1.0, 2.0)
+
+
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_the_gains_sampling_error_shrinks_with_the_holdout_and_is_seeded(
+    deliveries: pd.DataFrame, spec_factory: SpecFactory, task: str
+) -> None:
+    spec = spec_factory(task)
+    train, holdout = time_holdout(deliveries, "event_time", 0.5)
+    candidate, champion = fit(spec, train), fit(spec_factory(task, seed=spec.seed + 1), train.iloc[::2])
+    small, large = (gain_error(spec, candidate, champion, holdout.iloc[:rows]) for rows in (40, 200))
+    assert 0 < large < small  # the error of a gain falls as the holdout grows (about 1/sqrt(rows))
+    assert gain_error(spec, candidate, champion, holdout.iloc[:40]) == small  # the same resamples every time
+    assert gain_error(spec, candidate, candidate, holdout) == 0.0  # one model against itself: no spread at all
 
 
 # -- leaned_on -----------------------------------------------------------------------------

@@ -72,6 +72,25 @@ def test_small_gain_or_warnings_need_review_and_regression_blocks():
 
 
 @pytest.mark.parametrize(
+    "candidate, error, verdict, why",
+    [
+        (2.51, 0.01, PromotionVerdict.APPROVED, "level with the champion"),  # 0.4% short, error 1%
+        (2.51, 0.003, PromotionVerdict.NEEDS_REVIEW, "gain below"),  # 0.4% short, beyond an error of 0.3%
+        (2.51, None, PromotionVerdict.NEEDS_REVIEW, "gain below"),  # no error measured: nothing is level
+        (2.51, float("nan"), PromotionVerdict.NEEDS_REVIEW, "gain below"),
+        (2.49, 0.01, PromotionVerdict.APPROVED, "level with the champion"),  # 0.4% better: not measurable either
+        (2.56, 0.5, PromotionVerdict.BLOCKED, "regresses"),  # 2.4% short: beyond max_regression whatever the error
+    ],
+)
+def test_a_shortfall_within_the_holdouts_sampling_error_is_level(candidate, error, verdict, why):
+    evidence = replace(GOOD, champion_score=2.5, candidate_score=candidate, gain_error=error)
+    decision = decide(evidence)
+    assert decision.verdict is verdict and why in " ".join(decision.reasons)
+    assert decide(evidence, level_within=0.0).verdict is not PromotionVerdict.APPROVED  # a team may turn it off
+    assert decide(evidence, min_gain=0.05).verdict is not PromotionVerdict.APPROVED  # a bar the holdout can measure
+
+
+@pytest.mark.parametrize(
     "warning, verdict",
     [
         (GuardWarning("drift", "distance"), PromotionVerdict.NEEDS_REVIEW),  # a feature the model leans on
@@ -92,10 +111,10 @@ def test_configuration_cannot_loosen_the_gate(demo_copy):
     ws, _ = demo_copy
     path = ws.pipelines / "delivery-eta.yaml"
     raw = yaml.safe_load(path.read_text())
-    raw["promotion"]["max_regression"] = 0.5
-    path.write_text(yaml.safe_dump(raw))
-    with pytest.raises(SpecError, match="loosen the gate"):
-        load_spec(ws, PIPELINE)
+    for key, value in (("max_regression", 0.5), ("level_within", 2.0)):
+        path.write_text(yaml.safe_dump({**raw, "promotion": {**raw["promotion"], key: value}}))
+        with pytest.raises(SpecError, match="loosen the gate"):
+            load_spec(ws, PIPELINE)
 
 
 def test_worse_candidate_is_not_promoted_and_the_reason_is_recorded(demo_copy):
