@@ -15,12 +15,32 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["hash_rows", "hash_array"]
+__all__ = ["hash_rows", "hash_array", "HASH_FORMAT", "HashFormatError"]
+
+# Stored beside every persisted hash (a key index, saved key hashes, a profile's distinct sketches; a content hash
+# names it in its prefix). 1: a string's hash depended on the longest value hashed beside it. 2: on the value alone.
+HASH_FORMAT = 2
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX_2 = np.uint64(0x94D049BB133111EB)
 _LOW_BYTES = np.array([(1 << (8 * m)) - 1 for m in range(9)], dtype=np.uint64)  # mask of the first m bytes
+
+
+class HashFormatError(ValueError):
+    """Stored hashes of another hash format than this version's: they cannot be compared with fresh ones.
+    `message` says what was found, `fix` what to do (the control plane maps it into its error tree)."""
+
+    def __init__(self, message: str, fix: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+    def __str__(self) -> str:
+        return f"{self.message}; {self.fix}"
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (self.message, self.fix)
 
 
 def hash_rows(table: pa.Table) -> np.ndarray:

@@ -18,6 +18,7 @@ def counting_keys(rows: int = 3_000) -> pa.Table:
 def test_the_content_hash_is_the_same_in_every_chunking() -> None:
     table = counting_keys()
     whole = ContentDigest.of(table).hash
+    assert whole.startswith("kintsugi-content/2:3000:")  # /2: the hashes of profiles.hashing.HASH_FORMAT 2
     for size in (1, 7, 1_000, 1_499, 1_500, 1_501):  # chunks that cut at, before and past the length boundary
         assert content_hash_of_tables(table.to_batches(max_chunksize=size)) == whole, size
     shuffled = table.take(pa.array(np.random.default_rng(3).permutation(table.num_rows)))
