@@ -1,8 +1,12 @@
-"""64-bit hashes of arrow values and rows: equal values hash equal whatever their encoding.
+"""64-bit hashes of arrow values and rows: a value's hash depends on the value alone.
 
-Shared by the duplicate-key count and the distinct-count sketch. splitmix64's finaliser mixes each
-value's bits (numbers, timestamps and booleans by their 64-bit value, -0.0 as 0.0; strings and binaries
-8 bytes at a time straight from the arrow buffers; dictionaries through their dictionary).
+Shared by the duplicate-key count, the key index, the content hash and the distinct-count sketch.
+splitmix64's finaliser mixes each value's bits: numbers, timestamps and booleans by their 64-bit value
+(-0.0 as 0.0); strings and binaries by their byte length and their bytes, 8 at a time straight from the
+arrow buffers, one round per word of the value's own (a value's hash never depends on the values hashed
+beside it, nor on how they are sliced, ordered or chunked); dictionaries through their dictionary. So
+equal values hash equal whatever their encoding (string or large_string, plain or dictionary, one chunk
+or many) and whichever engine hashes them. A row's hash folds its columns' value hashes in column order.
 """
 
 from __future__ import annotations
@@ -11,12 +15,32 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["hash_rows", "hash_array"]
+__all__ = ["hash_rows", "hash_array", "HASH_FORMAT", "HashFormatError"]
+
+# Stored beside every persisted hash (a key index, saved key hashes, a profile's distinct sketches; a content hash
+# names it in its prefix). 1: a string's hash depended on the longest value hashed beside it. 2: on the value alone.
+HASH_FORMAT = 2
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX_2 = np.uint64(0x94D049BB133111EB)
 _LOW_BYTES = np.array([(1 << (8 * m)) - 1 for m in range(9)], dtype=np.uint64)  # mask of the first m bytes
+
+
+class HashFormatError(ValueError):
+    """Stored hashes of another hash format than this version's: they cannot be compared with fresh ones.
+    `message` says what was found, `fix` what to do (the control plane maps it into its error tree)."""
+
+    def __init__(self, message: str, fix: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+    def __str__(self) -> str:
+        return f"{self.message}; {self.fix}"
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (self.message, self.fix)
 
 
 def hash_rows(table: pa.Table) -> np.ndarray:
@@ -28,8 +52,11 @@ def hash_rows(table: pa.Table) -> np.ndarray:
     return hashes
 
 
-def hash_array(array: pa.Array) -> np.ndarray:
+def hash_array(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A 64-bit hash of each value (a null hashes as its type's zero: mask nulls out where they matter)."""
+    if isinstance(array, pa.ChunkedArray):
+        pieces = [hash_array(chunk) for chunk in array.chunks]
+        return np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)
     kind = array.type
     if pa.types.is_dictionary(kind):
         indices = pc.fill_null(array.indices, 0).to_numpy(zero_copy_only=False).astype(np.intp)
@@ -51,7 +78,9 @@ def hash_array(array: pa.Array) -> np.ndarray:
 
 
 def _hash_bytes(array: pa.Array, offset_type: type[np.signedinteger]) -> np.ndarray:
-    """Hash variable-length values 8 bytes at a time, straight from the arrow offsets and data buffers."""
+    """Hash variable-length values 8 bytes at a time, straight from the arrow offsets and data buffers. Round w
+    mixes word w into the values longer than 8w bytes only: a value's rounds are its own words, whatever else
+    the array holds."""
     n = len(array)
     if n == 0:
         return np.empty(0, dtype=np.uint64)
@@ -67,12 +96,26 @@ def _hash_bytes(array: pa.Array, offset_type: type[np.signedinteger]) -> np.ndar
     at_byte = np.ndarray(buffer=padded, dtype="<u8", shape=(len(raw) + 9,), strides=(1,))
     starts, end = offsets[:-1] - offsets[0], len(raw)
     hashes = lengths.astype(np.uint64) * _GOLDEN
+    rows: np.ndarray | None = None  # the rows still mixing, once few: None while every row is computed on
     for word in range(-(-int(lengths.max(initial=0)) // 8)):
-        remaining = lengths - 8 * word
-        loaded = at_byte[np.minimum(starts + 8 * word, end)]
-        if int(remaining.min()) < 8:  # keep only each value's own bytes (none past its end)
-            loaded &= _LOW_BYTES[np.clip(remaining, 0, 8)]
-        hashes = _mix(hashes ^ loaded)
+        if rows is None:
+            remaining = lengths - 8 * word
+            loaded = at_byte[np.minimum(starts + 8 * word, end)]
+            if int(remaining.min()) < 8:  # keep only each value's own bytes (none past its end)
+                loaded &= _LOW_BYTES[np.clip(remaining, 0, 8)]
+            mixed = _mix(hashes ^ loaded)
+            # a value's rounds are its own words: a value without word `word` keeps its hash
+            hashes = mixed if int(remaining.min()) > 0 else np.where(remaining > 0, mixed, hashes)
+            going = remaining > 8
+            if np.count_nonzero(going) * 4 < n:  # few rows have another word: index them from here
+                rows = np.flatnonzero(going)
+        else:
+            remaining = lengths[rows] - 8 * word
+            loaded = at_byte[starts[rows] + 8 * word] & _LOW_BYTES[np.minimum(remaining, 8)]
+            hashes[rows] = _mix(hashes[rows] ^ loaded)
+            rows = rows[remaining > 8]
+            if not len(rows):
+                break
     return hashes
 
 

@@ -4,7 +4,12 @@ A `ColumnProfile` carries what the checks read (counts, exact min/max, mean/stde
 category counts) and the mergeable state behind them (moments, a KLL quantile sketch, a HyperLogLog,
 exact zero and NaN counts, hour-of-day and day-of-week histograms of timestamps). Profiles of batches
 merge into the profile of their union without rereading a row (`merge`); every profile round-trips
-through plain JSON (`to_dict` / `from_dict`), byte for byte (`canonical_json`).
+through plain JSON (`to_dict` / `from_dict`), byte for byte (`canonical_json`). A profile's JSON names the
+hash format of its distinct sketches (`hash_format`, `profiles.hashing.HASH_FORMAT`; absent: 1). Read from
+format 1, a string column's sketch is dropped (its strings hashed by their neighbours' lengths: merged with
+fresh sketches it would count values twice; the rows are not at hand to hash again), so its distinct count
+is unknown until that batch leaves the reference; numbers, times and booleans hash alike in both formats and
+keep theirs. A format this version does not know is refused (`HashFormatError`).
 
 A `BatchProfile` is one batch's identity (id, files, the time window it was cut by, the first and last
 time seen) and its `DatasetProfile`.
@@ -14,9 +19,10 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
+from profiles.hashing import HASH_FORMAT, HashFormatError
 from profiles.records import Record
 from profiles.relations import Relations
 from profiles.sketches import DistinctSketch, Moments, QuantileSketch
@@ -39,6 +45,7 @@ QUANTILES: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.9
 MAX_CATEGORIES = 200  # exact value counts up to this many distinct values; beyond, "too many" (None)
 PROFILE_FORMAT = "kintsugi.dataset-profile/1"
 BATCH_FORMAT = "kintsugi.batch-profile/1"
+_HASHED_BY_BYTES = ("string",)  # logical types whose value hashes changed from hash format 1 to 2
 
 
 def canonical_json(data: Mapping[str, Any]) -> str:
@@ -127,6 +134,7 @@ class DatasetProfile:
     def to_dict(self) -> dict[str, Any]:
         data = {
             "format": PROFILE_FORMAT,
+            "hash_format": HASH_FORMAT,
             "row_count": self.row_count,
             "columns": {name: column.to_dict() for name, column in self.columns.items()},
         }
@@ -138,6 +146,17 @@ class DatasetProfile:
     def from_dict(cls, data: Mapping[str, Any]) -> DatasetProfile:
         _expect_format(data, PROFILE_FORMAT)
         columns = {name: ColumnProfile.from_dict(name, column) for name, column in data["columns"].items()}
+        hashes = data.get("hash_format", 1)
+        if hashes == 1:  # its strings' sketches cannot merge with fresh ones (see the module's docstring)
+            columns = {
+                name: replace(c, distinct=None) if c.logical_type in _HASHED_BY_BYTES else c
+                for name, c in columns.items()
+            }
+        elif hashes != HASH_FORMAT:
+            raise HashFormatError(
+                f"the profile's distinct sketches are of hash format {hashes!r}; this version hashes with {HASH_FORMAT}",
+                "profile the batch again with this version of the guard, or run the version that wrote it",
+            )
         relations = data.get("relations")
         return cls(int(data["row_count"]), columns, None if relations is None else Relations.from_dict(relations))
 

@@ -32,6 +32,7 @@ from controlplane.stages.pin import pin_table
 from controlplane.workspace import Workspace
 from profiles.batches import split_batches
 from profiles.fingerprints import fingerprint_of_profile, fingerprint_windows
+from profiles.hashing import HashFormatError
 from profiles.profile import BatchProfile, TimeWindow
 from profiles.reference import Reference, build_reference
 from profiles.snapshot import Snapshot, SnapshotError, read_snapshot
@@ -112,6 +113,11 @@ def _load_batch(ws: Workspace, pipeline: str, batch_id: str) -> BatchProfile:
     path = _batch_path(ws, pipeline, batch_id)
     try:
         return BatchProfile.from_json(path.read_text())
+    except HashFormatError as exc:
+        raise WorkspaceError(
+            f"the reference batch {ws.rel(path)}: {exc.message}",
+            "run the kintsugi version that wrote it, or establish the reference again with `kintsugi init --force`",
+        ) from exc
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise WorkspaceError(
             f"the reference batch {ws.rel(path)} is missing or unreadable ({exc})",

@@ -7,11 +7,14 @@ days, dictionaries through their values, null as its own constant (never equal t
 order, chunking, row order, string offsets width (string/large_string) and timestamp unit (s/ms/us/ns,
 truncated to microseconds, Spark's precision) do not change a row's hash.
 
-The content hash of a table (`content_hash`) is order-independent: `kintsugi-content/1:` followed by
+The content hash of a table (`content_hash`) is order-independent: `kintsugi-content/2:` followed by
 the row count and two 64-bit lanes, each the sum modulo 2^64 of a mix of every row's hash (a multiset
 hash: duplicated rows count twice; reordering or repartitioning changes nothing). Both engines compute
 it with these functions (Spark per partition, summed on the driver), so a table healed by Spark and
-the same rows written by pandas have one content hash.
+the same rows written by pandas have one content hash. The prefix names the format: /1 hashed a string
+by the longest value in its chunk (`profiles.hashing.HASH_FORMAT` 1), so a /1 hash never equals a /2 one
+(compare a recorded /1 hash by recomputing it from the table; Spark executors still hashing /1 fail
+`probe_spark`).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from profiles.hashing import _mix, hash_array
 
 __all__ = ["canonical_row_hashes", "ContentDigest", "content_hash_of_tables", "CONTENT_FORMAT"]
 
-CONTENT_FORMAT = "kintsugi-content/1"
+CONTENT_FORMAT = "kintsugi-content/2"  # /2: value hashes of HASH_FORMAT 2
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _NULL = np.uint64(0x6A09E667F3BCC909)
 _LANE = np.uint64(0xBB67AE8584CAA73B)

@@ -13,6 +13,10 @@ filter in front of it, kept on disk (`save` / `load`, .npy files memory-mapped o
 batch at a time (`add`, when a batch is accepted). Checking a batch against it reads the batch's hashes,
 one filter byte per key and a binary search for the few keys the filter lets through: the history's
 keys are never reread from the table, and the cost barely grows with the history.
+
+Saved hashes carry their hash format (`profiles.hashing.HASH_FORMAT`, in `<name>.hash-format` beside the
+.npy; none: format 1). Hashes of another format cannot be compared with fresh ones, nor recomputed from the
+hashes alone: loading them is refused (`HashFormatError`, saying to build them again from the key columns).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+
+from profiles.hashing import HASH_FORMAT, HashFormatError
 
 __all__ = ["KeyHashes", "KeyIndex", "DuplicateCount", "EXACT_KEY_ROWS", "key_ceiling"]
 
@@ -86,9 +92,11 @@ class KeyHashes:
 
     def save(self, path: str | Path) -> None:
         np.save(path, self.hashes, allow_pickle=False)
+        _save_format(path)
 
     @classmethod
     def load(cls, path: str | Path, columns: Sequence[str]) -> KeyHashes:
+        _expect_format(path, "key hashes", "hash the batch's key columns again (its snapshot's `keys`) and save them")
         return cls(tuple(columns), np.load(path, allow_pickle=False))
 
 
@@ -149,15 +157,38 @@ class KeyIndex:
         """The sorted hashes at `path` (.npy) and the filter beside it (`<path>.filter.npy`)."""
         np.save(path, np.asarray(self.hashes), allow_pickle=False)
         np.save(_filter_path(path), np.asarray(self.filter), allow_pickle=False)
+        _save_format(path)
 
     @classmethod
     def load(cls, path: str | Path, columns: Sequence[str]) -> KeyIndex:
-        """Memory-mapped: only the pages a lookup touches are read."""
+        """Memory-mapped: only the pages a lookup touches are read. Refused when saved with another hash format."""
+        _expect_format(
+            path, "a key index", "build it again from the accepted batches' keys (KeyIndex.empty, then add each batch)"
+        )
         return cls(
             tuple(columns),
             np.load(path, mmap_mode="r", allow_pickle=False),
             np.load(_filter_path(path), mmap_mode="r", allow_pickle=False),
         )
+
+
+def _format_path(path: str | Path) -> Path:
+    path = Path(path)
+    return path.with_name(path.name.removesuffix(".npy") + ".hash-format")
+
+
+def _save_format(path: str | Path) -> None:
+    _format_path(path).write_text(f"{HASH_FORMAT}\n")
+
+
+def _expect_format(path: str | Path, what: str, fix: str) -> None:
+    """Refuse hashes saved with another hash format (none recorded: format 1, saved before formats were kept)."""
+    marker = _format_path(path)
+    if not marker.is_file() and not Path(path).is_file():
+        return  # nothing saved: the load says so
+    text = marker.read_text().strip() if marker.is_file() else "1"
+    if text != str(HASH_FORMAT):
+        raise HashFormatError(f"{path} holds {what} of hash format {text}; this version hashes with {HASH_FORMAT}", fix)
 
 
 def _filter_path(path: str | Path) -> Path:

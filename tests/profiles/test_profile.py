@@ -69,3 +69,25 @@ def test_dataset_profile_json_round_trips_profiles_without_sketches() -> None:
     )
     again = DatasetProfile.from_dict(json.loads(json.dumps(bare.to_dict())))
     assert again == bare and again.columns["x"].maximum == float("inf")
+
+
+def test_a_profile_of_the_first_hash_format_drops_only_its_strings_distinct_sketches(tmp_path: Path) -> None:
+    """Format 1 hashed a string by its neighbours' lengths: its sketch would count values twice beside a fresh one,
+    and the rows are not at hand to hash again. Numbers and times hashed alike in both formats: they keep theirs."""
+    from profiles.hashing import HASH_FORMAT, HashFormatError
+
+    batch = read_snapshot(write(tmp_path, table(), "table"), window=month_window("2024-01")).batch
+    assert batch is not None
+    data = json.loads(batch.to_json())
+    assert data["profile"]["hash_format"] == HASH_FORMAT == 2
+    fresh = BatchProfile.from_dict(data).profile.columns
+    assert all(fresh[name].distinct is not None for name in ("id", "kind", "load", "ts"))
+    assert fresh["id"].distinct == batch.profile.columns["id"].distinct
+    del data["profile"]["hash_format"]  # as format 1 wrote it
+    old = BatchProfile.from_dict(data).profile.columns
+    assert old["id"].distinct is None and old["kind"].distinct is None and old["id"].distinct_count is None
+    assert old["load"].distinct == fresh["load"].distinct and old["ts"].distinct == fresh["ts"].distinct
+    assert old["id"].row_count == fresh["id"].row_count and old["ts"].hours == fresh["ts"].hours
+    data["profile"]["hash_format"] = 3
+    with pytest.raises(HashFormatError, match="hash format 3; this version hashes with 2; profile the batch again"):
+        BatchProfile.from_dict(data)

@@ -121,3 +121,22 @@ def test_a_batch_cut_by_a_time_window_is_the_same_batch_in_both_engines(setting,
     assert 0 < arrow.profile.row_count == int(inside.sum()) < len(frame)
     _assert_same_snapshot(arrow, sparked)
     assert sparked.batch.window == window and sparked.batch.start_ms == arrow.batch.start_ms
+
+
+def test_both_engines_hash_keys_of_every_length_alike(tmp_path, spark):
+    """Keys counting up across a word boundary, read by row group (arrow) and by Spark's own batches: the same key
+    hashes and the same content hash, wherever the engines cut the rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from profiles.engines.content import content_hash_of_tables
+    from profiles.engines.spark import read_frame, spark_content_hash
+
+    values = [f"o-{n}" for n in range(998_000, 1_002_000)]
+    path = tmp_path / "counting.parquet"
+    pq.write_table(
+        pa.table({"order_id": pa.array(values), "n": pa.array(range(len(values)))}), path, row_group_size=700
+    )
+    arrow, sparked = snapshot("arrow", path, keys=KEYS), snapshot("spark", path, session=spark, keys=KEYS)
+    assert np.array_equal(arrow.keys.hashes, sparked.keys.hashes)
+    assert spark_content_hash(read_frame(spark, path)) == content_hash_of_tables(pq.ParquetFile(path).iter_batches(700))

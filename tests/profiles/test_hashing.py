@@ -1,0 +1,54 @@
+"""profiles/hashing.py: a value's hash depends on the value alone, never on the values hashed beside it, how they
+are sliced, ordered or chunked, or how arrow encodes them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from profiles.hashing import hash_array, hash_rows
+
+# keys that count up across a word boundary (8 bytes), and a few lengths either side
+KEYS = ["o-5", "o-999999", "o-1000000", "o-123456789", "", "abcdefgh", "abcdefghi", "é" * 9, "x" * 40]
+
+
+def alone(value: str) -> np.uint64:
+    return hash_array(pa.array([value], pa.string()))[0]
+
+
+def test_a_string_hashes_alike_whatever_is_hashed_beside_it() -> None:
+    one = {key: alone(key) for key in KEYS}
+    assert len(set(one.values())) == len(KEYS)
+    assert hash_array(pa.array(["o-5"]))[0] == hash_array(pa.array(["o-5", "o-123456789"]))[0]
+    together = hash_array(pa.array(KEYS))
+    assert [together[i] for i in range(len(KEYS))] == [one[k] for k in KEYS]
+    backwards = hash_array(pa.array(KEYS[::-1]))
+    assert list(backwards) == [one[k] for k in KEYS[::-1]]
+    for start in range(len(KEYS)):  # slices of one array: an offset into its buffers, fewer long values
+        sliced = hash_array(pa.array(KEYS).slice(start, 3))
+        assert list(sliced) == [one[k] for k in KEYS[start : start + 3]]
+
+
+def test_equal_strings_hash_equal_in_every_encoding() -> None:
+    expected = hash_array(pa.array(KEYS, pa.string()))
+    assert np.array_equal(hash_array(pa.array(KEYS, pa.large_string())), expected)
+    assert np.array_equal(hash_array(pa.array([k.encode() for k in KEYS], pa.binary())), expected)
+    # a dictionary holding a value longer than any the column uses
+    dictionary = pa.DictionaryArray.from_arrays(pa.array(range(len(KEYS)), pa.int32()), pa.array(KEYS))
+    assert np.array_equal(hash_array(dictionary), expected)
+    padded = pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()), pa.array(["o-5", "o-999999", "z" * 99]))
+    assert list(hash_array(padded)) == [alone("o-5"), alone("o-999999")]
+    chunked = pa.chunked_array([pa.array(KEYS[:2]), pa.array(KEYS[2:5]), pa.array(KEYS[5:])])
+    assert np.array_equal(hash_array(chunked), expected)
+
+
+def test_a_row_hashes_alike_in_any_slice_or_chunking() -> None:
+    table = pa.table({"k": pa.array(KEYS), "n": pa.array(range(len(KEYS)))})
+    whole = hash_rows(table)
+    for size in (1, 2, 4):
+        pieces = [hash_rows(table.slice(start, size)) for start in range(0, table.num_rows, size)]
+        assert np.array_equal(np.concatenate(pieces), whole)
+    chunked = pa.Table.from_batches(table.to_batches(max_chunksize=3))
+    assert chunked.column("k").num_chunks == 3 and np.array_equal(hash_rows(chunked), whole)
+    wide = pa.table({"k": pa.array(KEYS, pa.large_string()).dictionary_encode(), "n": table.column("n")})
+    assert np.array_equal(hash_rows(wide), whole)
