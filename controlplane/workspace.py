@@ -85,6 +85,11 @@ class Workspace:
 
     def ensure(self) -> Workspace:
         """Create the folders, or fail with one line naming the fix."""
+        if self.root == Path(self.root.anchor):
+            raise WorkspaceError(
+                f"{self.root} is the file system's root, not a workspace folder",
+                "pass --workspace DIR (a folder of its own) or set KINTSUGI_HOME to one",
+            )
         for folder in (self.root, self.data, self.pipelines, self.contracts, self.runs, self.artifacts):
             self._writable(folder, probe=False)
         return self.check_writable()
