@@ -4,6 +4,8 @@ default, checked with the public key only, and the evidence promotion rests on (
 from __future__ import annotations
 
 import json
+import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -127,6 +129,35 @@ def test_verification_needs_only_the_public_key(demo_copy, tmp_path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("verified (valid)")
+
+
+def _heap_limited() -> None:  # a key read without a limit (the old /dev/zero read) ends in MemoryError, not in swap
+    resource.setrlimit(resource.RLIMIT_DATA, (4 << 30, 4 << 30))
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "oversized"])
+def test_a_public_key_that_is_not_a_small_regular_file_is_refused_at_once(demo_run, tmp_path, kind):
+    ws, _ = demo_run
+    if kind == "device":
+        key = Path("/dev/zero")  # endless: read whole, it never ends
+    elif kind == "fifo":
+        key = tmp_path / "key.pem"
+        os.mkfifo(key)  # nobody writes: opened for reading, it blocks forever
+    else:
+        key = tmp_path / "key.pem"
+        key.write_bytes(b"-----BEGIN PUBLIC KEY-----\n" + b"A" * (1 << 20))
+    done = subprocess.run(
+        [sys.executable, "-m", "controlplane", "passport", "verify", PIPELINE, "-w", str(ws.root)]
+        + ["--public-key", str(key)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        preexec_fn=_heap_limited,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = "is over 65536 bytes" if kind == "oversized" else "is not a regular file"
+    assert done.stderr.strip().splitlines() == [done.stderr.strip()] and f"public key {key} {said}" in done.stderr
 
 
 def test_a_flipped_verdict_tag_or_an_edited_passport_does_not_make_a_blocked_version_promotable(demo_copy):
