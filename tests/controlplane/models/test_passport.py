@@ -28,7 +28,7 @@ from controlplane.signing import load_or_create_key, sign_passport
 from controlplane.spec import load_spec
 from controlplane.vocab import Stage
 from demo.seed import PIPELINE
-from tests.support import DEMO_NOW, champion, ms, use_estimator
+from tests.support import DEMO_NOW, champion, kintsugi, ms, use_estimator
 
 ROOT = Path(__file__).resolve().parents[3]
 MODEL_SIGNING = Path(sys.executable).parent / "model_signing"
@@ -86,6 +86,20 @@ def test_a_changed_model_file_is_named_and_model_signing_rejects_it_too(demo_cop
     assert subprocess.run(cli, capture_output=True, text=True).returncode != 0
     with pytest.raises(GateRefused, match="passport does not verify"):
         promote(ws, PIPELINE, version)
+
+
+def test_audit_checks_the_model_files_against_the_signed_passport_as_verify_does(demo_copy, monkeypatch, capsys):
+    ws, _ = demo_copy
+    version = champion(ws)
+    code, out, _ = kintsugi(monkeypatch, capsys, "audit", PIPELINE, "-w", str(ws.root))
+    assert code == 0 and f"{PIPELINE} v{version} [champion]: ok" in out, out
+    (_model_dir(ws, version) / "model.pkl").write_bytes(b"another model")  # the champion's model replaced
+    code, out, _ = kintsugi(monkeypatch, capsys, "passport", "verify", PIPELINE, "-w", str(ws.root))
+    assert code == 1 and out.startswith("NOT verified (altered)") and "model.pkl" in out, out
+    code, out, _ = kintsugi(monkeypatch, capsys, "audit", PIPELINE, "-w", str(ws.root))
+    assert code == 1, out
+    assert f"{PIPELINE} v{version} [champion]: UNSAFE signature altered" in out, out
+    assert f"{PIPELINE} v{version - 1}: ok" in out  # an earlier version's files are its own, untouched
 
 
 def test_a_passport_re_signed_with_another_key_is_untrusted(demo_copy, tmp_path):
