@@ -8,6 +8,7 @@ first opened (`controlplane.runs.identity`).
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,18 +85,35 @@ class Workspace:
 
     def ensure(self) -> Workspace:
         """Create the folders, or fail with one line naming the fix."""
-        try:
-            for folder in (self.root, self.data, self.pipelines, self.contracts, self.runs, self.artifacts):
-                folder.mkdir(parents=True, exist_ok=True)
-            probe = self.root / ".write-probe"
-            probe.write_text("ok")
-            probe.unlink()
-        except OSError as exc:
+        if self.root == Path(self.root.anchor):
             raise WorkspaceError(
-                f"workspace {self.root} is not writable ({exc.strerror or exc})",
-                "pass --workspace DIR or set KINTSUGI_HOME to a writable folder",
-            ) from exc
+                f"{self.root} is the file system's root, not a workspace folder",
+                "pass --workspace DIR (a folder of its own) or set KINTSUGI_HOME to one",
+            )
+        for folder in (self.root, self.data, self.pipelines, self.contracts, self.runs, self.artifacts):
+            self._writable(folder, probe=False)
+        return self.check_writable()
+
+    def check_writable(self) -> Workspace:
+        """Fail with one line naming the fix unless the root and runs/ take new files: what every writer checks
+        before it writes anything (the stores' journals go beside them, the locks and run records under runs/),
+        so a read-only workspace is refused whole, not half-way through a run."""
+        self._writable(self.root)
+        self._writable(self.runs)
         return self
+
+    def _writable(self, folder: Path, *, probe: bool = True) -> None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            if probe:
+                with tempfile.TemporaryFile(dir=folder):  # nameless where it can be: concurrent writers never meet
+                    pass
+        except OSError as exc:
+            why = "not a folder" if folder.exists() and not folder.is_dir() else (exc.strerror or str(exc))
+            raise WorkspaceError(
+                f"workspace {self.root} is not writable ({folder}: {why})",
+                "make it writable, or pass --workspace DIR or set KINTSUGI_HOME to a writable folder",
+            ) from exc
 
 
 def resolve_workspace(option: str | Path | None = None) -> Workspace:

@@ -84,6 +84,7 @@ from tables.tablefiles import (
     check_same_schema,
     conform,
     materialise,
+    parquet_rows,
     parquet_schema,
     partition_fields,
     plan_rewrite,
@@ -104,6 +105,7 @@ __all__ = [
     "Published",
     "Appended",
     "parse_location",
+    "batch_row_count",
     "restore",
     "verify_backup",
     "MARKER",
@@ -646,6 +648,18 @@ def _read_parts(listing: _Listing, files_dir: Path, time_columns: tuple[str, ...
 def _checked_dialect(raw: RawCsv, schema: CsvSchema, path: Path) -> FileDialect:
     rendered = render(to_table(raw, schema), schema, raw.dialect)
     return FileDialect(**{**raw.dialect.__dict__, "round_trips": rendered == path.read_bytes()})
+
+
+def batch_row_count(batch: Path) -> int:
+    """How many rows a batch file holds, read without the table (a parquet footer, or the CSV's lines after its
+    header): what `kintsugi land` checks before it writes anything."""
+    fmt = _format_of(batch.name)
+    if fmt is None or not batch.is_file():
+        raise LocationError(f"batch {batch} is not a .parquet or .csv file", "land a parquet or CSV file")
+    if fmt == "csv":
+        cells = read_raw(batch, str(batch)).cells
+        return len(next(iter(cells.values()))) if cells else 0
+    return parquet_rows(batch, str(batch))
 
 
 def _batch_rows(batch: Path, reading: _Reading, time_columns: tuple[str, ...] = ()) -> pa.Table:

@@ -27,6 +27,7 @@ __all__ = [
     "Part",
     "partition_fields",
     "parquet_schema",
+    "parquet_rows",
     "check_same_schema",
     "unify_schemas",
     "project",
@@ -76,6 +77,14 @@ def _not_parquet(name: str, exc: BaseException) -> LocationError:
 def parquet_schema(path: Path, name: str) -> pa.Schema:
     try:
         return pq.read_schema(path).remove_metadata()
+    except (pa.ArrowException, OSError) as exc:
+        raise _not_parquet(name, exc) from exc
+
+
+def parquet_rows(path: Path, name: str) -> int:
+    """The file's row count, from its footer (no column is read)."""
+    try:
+        return pq.ParquetFile(path).metadata.num_rows
     except (pa.ArrowException, OSError) as exc:
         raise _not_parquet(name, exc) from exc
 

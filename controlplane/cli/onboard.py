@@ -65,7 +65,6 @@ def init(
 ) -> None:
     """Onboard a pipeline: register the dataset in DataHub, propose and apply its contract, write its spec, and
     record the data as the reference. Asks about every guess it is unsure of (unless --yes)."""
-    ws = resolve_workspace(workspace).ensure()
     now_ms = services.parse_now(now) or int(time.time() * 1000)
     request = onboarding.InitRequest(
         name,
@@ -84,6 +83,8 @@ def init(
         owner,
         force,
     )
+    onboarding.check_request(request)  # a wrong option is refused before the workspace is made
+    ws = resolve_workspace(workspace).ensure()
     plan = onboarding.plan_init(ws, request, now_ms=now_ms, cwd=Path.cwd())
     typer.echo("\n".join(review_lines(plan)))
     if yes:

@@ -53,7 +53,7 @@ class AuditRow:
     trained_at_ms: int
     recorded: tuple[str, ...]
     recomputed: tuple[str, ...]
-    signature: str = "valid"
+    signature: str = "valid"  # the passport's check over the model's files as they are now (as `passport verify`)
 
     @property
     def disagrees(self) -> bool:
@@ -176,9 +176,14 @@ def _audit_one(ws: Workspace, metadata: MetadataPort, keys: list[PublicKey], mod
     at_ms, table = int(body["trained_at_ms"]), body["snapshot"]["dataset"]
     healed = [i["urn"] for i in body.get("incidents", [])]
     recomputed = unhealed_at(health_at(metadata, {table, *body.get("lineage", [])}, at_ms), table, healed)
-    with training_errors_mapped():
-        champion = open_store(ws).champion_version(model) == version
-    signature, _ = _checked("DataHub", found, keys, None)
+    with tempfile.TemporaryDirectory() as scratch, training_errors_mapped():
+        store = open_store(ws)
+        champion = store.champion_version(model) == version
+        try:
+            model_dir: Path | None = store.download_model(model, version, Path(scratch))
+        except RegistryError:
+            model_dir = None
+        signature = "files_unreadable" if model_dir is None else _checked("DataHub", found, keys, model_dir)[0]
     return AuditRow(
         model, version, champion, at_ms, tuple(body.get("unhealed_at_training", [])), tuple(recomputed), signature
     )

@@ -55,6 +55,7 @@ __all__ = [
     "Upstream",
     "InitPlan",
     "Onboarded",
+    "check_request",
     "plan_init",
     "apply_init",
     "features_of",
@@ -183,15 +184,35 @@ def _units(options: tuple[str, ...], profile: DatasetProfile) -> dict[str, Any]:
     return units
 
 
+def check_request(request: InitRequest) -> None:
+    """What the options alone can refuse, checked before anything is written (the workspace's folders included):
+    the name, the target against the time columns, the task, the units' spelling and the upstreams."""
+    check_pipeline_name(request.name)
+    for option, column in (("--time-column", request.time_column), ("--label-time", request.label_time)):
+        if column is not None and column == request.target:
+            raise InputError(
+                f"--target {request.target!r} is also the {option}",
+                "the target is the label the model predicts: name the label column as --target, and the time "
+                f"column as {option}",
+            )
+    if request.task is not None and request.task not in _METRICS:
+        raise InputError(f"--task {request.task!r} is not known", "use regression or classification")
+    for option in request.units:
+        column, sep, unit = option.partition("=")
+        if not sep or not column:
+            raise InputError(f"--unit {option[:80]!r} is not COLUMN=UNIT", "write it as COLUMN=UNIT, or COLUMN=none")
+        given_unit(unit)
+    for upstream in request.upstreams:
+        parse_upstream(upstream)
+
+
 def plan_init(ws: Workspace, request: InitRequest, *, now_ms: int, cwd: Path) -> InitPlan:
     """Pin and profile the table, and propose; reads only (the pin is a scratch copy, removed after)."""
-    check_pipeline_name(request.name)
+    check_request(request)
     refuse_existing(ws, request)
     data_text = resolve_data(ws, request.data, cwd)
     dataset = check_dataset_urn(request.dataset or default_dataset(data_text), "--dataset")
     upstreams = tuple(parse_upstream(u) for u in request.upstreams)
-    if request.task is not None and request.task not in _METRICS:
-        raise InputError(f"--task {request.task!r} is not known", "use regression or classification")
     scratch = Path(tempfile.mkdtemp(prefix=".init-", dir=ws.runs))
     try:
         times = (request.time_column,) + ((request.label_time,) if request.label_time else ())

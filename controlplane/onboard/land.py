@@ -31,7 +31,7 @@ from controlplane.runs.identity import check_datahub
 from controlplane.runs.journal import RunJournal, RunRecord, list_runs, new_run_id
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, load_spec
-from controlplane.stages.pin import append_batch, file_hash, live_hash
+from controlplane.stages.pin import append_batch, batch_row_count, file_hash, live_hash
 from controlplane.takeback.recovery import recover_pipeline
 from controlplane.vocab import LedgerKind, Policy, RunKind, RunStatus, Stage
 from controlplane.workspace import Workspace
@@ -55,6 +55,8 @@ def land(
     batch = Path(batch).expanduser().resolve()
     if not batch.is_file():
         raise DataError(f"batch {batch} does not exist or is not a file", "pass the path of a parquet or CSV file")
+    if batch_row_count(batch) == 0:  # a header only: an empty load is not a load, and is not recorded as one
+        raise InputError(f"batch {batch.name} has no rows; nothing was landed", "land a file with at least one row")
     for urn in upstreams:
         check_dataset_urn(urn, "--upstream")
     with pipeline_lock(ws, spec.name, f"land {batch.name}"):

@@ -25,8 +25,9 @@ def _lock_path(ws: Workspace, pipeline: str) -> Path:
 
 @contextmanager
 def pipeline_lock(ws: Workspace, pipeline: str, holder: str) -> Iterator[None]:
-    """Hold the pipeline's lock for `holder` (a run id or a command); a second writer is refused."""
-    ws.runs.mkdir(parents=True, exist_ok=True)
+    """Hold the pipeline's lock for `holder` (a run id or a command); a second writer is refused, and so is
+    every writer of a workspace that cannot be written (one line, before anything is written)."""
+    ws.check_writable()
     handle = open(_lock_path(ws, pipeline), "a+")
     try:
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ KEY_ENV = "KINTSUGI_SIGNING_KEY"
 PRIVATE_KEY_FILE = "signing-key.pem"
 PUBLIC_KEY_FILE = "signing-key.pub.pem"
 _CURVE = "secp256r1"
+MAX_KEY_BYTES = 64 * 1024  # a PEM key is a few hundred bytes
 _MAKE_KEY = (
     "make one with `openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out key.pem && chmod 600 key.pem`"
 )
@@ -105,20 +107,35 @@ def _pem_source(pem: Path | str | bytes) -> tuple[str, bytes]:
     if isinstance(pem, str) and pem.lstrip().startswith("-----BEGIN"):
         return "the given PEM", pem.encode()
     path = Path(pem).expanduser()
+    return str(path), _read_key_file(path, "public key", "check the path")
+
+
+def _read_key_file(path: Path, what: str, fix: str) -> bytes:
+    """A key file's bytes: a regular file of at most MAX_KEY_BYTES. Opened without blocking and checked on the
+    open descriptor, so a FIFO, a device (/dev/zero) or a folder is refused at once, never read forever."""
     try:
-        return str(path), path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        raise SigningError(f"cannot read public key {path}: {exc.strerror}", "check the path") from exc
+        raise SigningError(f"cannot read {what} {path}: {exc.strerror}", fix) from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SigningError(f"{what} {path} is not a regular file", f"{fix}: a key is a PEM file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(MAX_KEY_BYTES + 1)
+    except OSError as exc:
+        raise SigningError(f"cannot read {what} {path}: {exc.strerror}", fix) from exc
+    finally:
+        os.close(fd)
+    if len(data) > MAX_KEY_BYTES:
+        raise SigningError(f"{what} {path} is over {MAX_KEY_BYTES} bytes", f"{fix}: a PEM key is a few hundred bytes")
+    return data
 
 
 def load_private_key(path: Path) -> SigningKey:
     """The signing key in the PEM file at `path`: owner-only permissions, unencrypted, ECDSA P-256."""
     path = Path(path).expanduser().absolute()  # model_signing re-reads it later, maybe from another cwd
     _require_private_mode(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SigningError(f"cannot read private key {path}: {exc.strerror}", "check the path and its owner") from exc
+    data = _read_key_file(path, "private key", "check the path and its owner")
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except TypeError as exc:

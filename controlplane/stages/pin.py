@@ -27,6 +27,7 @@ __all__ = [
     "pin_table",
     "pin_location",
     "append_batch",
+    "batch_row_count",
     "verify_file",
     "live_hash",
     "publish_table",
@@ -89,6 +90,14 @@ def append_batch(ws: Workspace, spec: PipelineSpec, batch: Path) -> locations.Ap
                 f"permission denied on {exc.filename or 'the table'}",
                 "give this user write access to the table's files and folders",
             ) from exc
+
+
+def batch_row_count(batch: Path) -> int:
+    """How many rows a batch file holds (`kintsugi land` refuses none); an unreadable one is one line."""
+    try:
+        return locations.batch_row_count(batch)
+    except LocationError as exc:
+        raise DataError(exc.message, "land a readable parquet or CSV file") from exc
 
 
 def _location(ws: Workspace, spec: PipelineSpec) -> locations.TableLocation:

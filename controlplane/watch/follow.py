@@ -127,6 +127,7 @@ def watch_pass(
     ws: Workspace, *, now_ms: int | None = None, policy: Policy | None = None, start: Starter = run_now
 ) -> PassReport:
     """One reconcile pass over every pipeline."""
+    ws.check_writable()  # a pass ends writing watch.json: a read-only workspace is refused before it acts
     now_ms = now_ms or int(time.time() * 1000)
     report = PassReport(now_ms)
     specs = _specs(ws, report)

@@ -255,16 +255,18 @@ def test_a_contract_declares_an_order_between_two_columns_of_one_unit():
             lambda t: t.replace("urn:li:dataset:(urn:li:dataPlatform:file,delivery.eta_features,PROD)", "not-a-urn", 1),
             "not a DataHub dataset URN",
         ),
+        (lambda t: t + "nested: " + "[" * 5000 + "]" * 5000 + "\n", "nests deeper than 64 levels"),  # no RecursionError
+        (lambda t: t + "#" * 1_000_000 + "\n", "is over 1000000 bytes"),
     ],
 )
 def test_a_bad_contract_gets_one_line_and_changes_nothing(demo_copy, monkeypatch, capsys, tmp_path, edit, words):
     ws, _ = demo_copy
     bad = tmp_path / "contract.yaml"
     bad.write_text(edit(CONTRACT))
-    before = file_hash(ws.datahub_db)
+    before = file_hash(ws.datahub_db), sorted(ws.contracts.iterdir())
     code, _, err = kintsugi(monkeypatch, capsys, "contract", "apply", str(bad), "-w", str(ws.root))
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
-    assert file_hash(ws.datahub_db) == before
+    assert (file_hash(ws.datahub_db), sorted(ws.contracts.iterdir())) == before
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="as root, a read-only folder is still writable")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+
+import pytest
 
 from controlplane.stages.pin import file_hash as content_hash
 from tests.support import kintsugi
@@ -74,6 +77,55 @@ def test_unwritable_workspace(monkeypatch, capsys, tmp_path: Path):
     assert code == 2
     assert "is not writable" in err and "--workspace DIR" in err
     assert blocker.read_text() == "not a folder"
+
+
+def _chmod_binds(tmp_path: Path) -> bool:
+    """Whether a folder without write permission refuses this process (root, or a process with
+    CAP_DAC_OVERRIDE, writes there anyway)."""
+    folder = tmp_path / "chmod-probe"
+    folder.mkdir(mode=0o500)
+    try:
+        (folder / "x").touch()
+    except PermissionError:
+        return True
+    finally:
+        folder.chmod(0o700)
+    return False
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "delivery-eta"],
+        ["land", "delivery-eta", "{data}"],
+        ["promote", "delivery-eta", "1"],
+        ["watch", "--once"],
+    ],
+    ids=lambda c: c[0],
+)
+def test_read_only_workspace_is_refused_by_every_writer_before_it_writes(
+    monkeypatch, capsys, demo_copy, tmp_path: Path, command
+):
+    ws, _ = demo_copy
+    args = [word.format(data=ws.data / "eta_features.parquet") for word in command]
+    if _chmod_binds(tmp_path):
+        ws.root.chmod(0o555)  # `chmod -w` on the workspace: its stores' journals and new files cannot go there
+    else:  # privileged: chmod is ignored, so the folder every writer needs is made impossible to create instead
+        shutil.rmtree(ws.runs)
+        ws.runs.write_text("not a folder")
+    before = (_stores(ws), _tree(ws.root))
+    try:
+        code, out, err = kintsugi(monkeypatch, capsys, *args, "--workspace", str(ws.root))
+    finally:
+        ws.root.chmod(0o755)
+    assert code == 2, out + err
+    assert len(err.strip().splitlines()) == 1, err  # one line, no traceback
+    assert f"error: workspace {ws.root} is not writable" in err and "make it writable" in err
+    assert (_stores(ws), _tree(ws.root)) == before  # nothing written: no run record, no lock, no watch state
+
+
+def _tree(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
 
 
 def test_workspace_without_estate(monkeypatch, capsys, tmp_path: Path):

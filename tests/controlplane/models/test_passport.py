@@ -4,6 +4,8 @@ default, checked with the public key only, and the evidence promotion rests on (
 from __future__ import annotations
 
 import json
+import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -26,7 +28,7 @@ from controlplane.signing import load_or_create_key, sign_passport
 from controlplane.spec import load_spec
 from controlplane.vocab import Stage
 from demo.seed import PIPELINE
-from tests.support import DEMO_NOW, champion, ms, use_estimator
+from tests.support import DEMO_NOW, champion, kintsugi, ms, use_estimator
 
 ROOT = Path(__file__).resolve().parents[3]
 MODEL_SIGNING = Path(sys.executable).parent / "model_signing"
@@ -86,6 +88,20 @@ def test_a_changed_model_file_is_named_and_model_signing_rejects_it_too(demo_cop
         promote(ws, PIPELINE, version)
 
 
+def test_audit_checks_the_model_files_against_the_signed_passport_as_verify_does(demo_copy, monkeypatch, capsys):
+    ws, _ = demo_copy
+    version = champion(ws)
+    code, out, _ = kintsugi(monkeypatch, capsys, "audit", PIPELINE, "-w", str(ws.root))
+    assert code == 0 and f"{PIPELINE} v{version} [champion]: ok" in out, out
+    (_model_dir(ws, version) / "model.pkl").write_bytes(b"another model")  # the champion's model replaced
+    code, out, _ = kintsugi(monkeypatch, capsys, "passport", "verify", PIPELINE, "-w", str(ws.root))
+    assert code == 1 and out.startswith("NOT verified (altered)") and "model.pkl" in out, out
+    code, out, _ = kintsugi(monkeypatch, capsys, "audit", PIPELINE, "-w", str(ws.root))
+    assert code == 1, out
+    assert f"{PIPELINE} v{version} [champion]: UNSAFE signature altered" in out, out
+    assert f"{PIPELINE} v{version - 1}: ok" in out  # an earlier version's files are its own, untouched
+
+
 def test_a_passport_re_signed_with_another_key_is_untrusted(demo_copy, tmp_path):
     ws, _ = demo_copy
     version = champion(ws)
@@ -127,6 +143,35 @@ def test_verification_needs_only_the_public_key(demo_copy, tmp_path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("verified (valid)")
+
+
+def _heap_limited() -> None:  # a key read without a limit (the old /dev/zero read) ends in MemoryError, not in swap
+    resource.setrlimit(resource.RLIMIT_DATA, (4 << 30, 4 << 30))
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "oversized"])
+def test_a_public_key_that_is_not_a_small_regular_file_is_refused_at_once(demo_run, tmp_path, kind):
+    ws, _ = demo_run
+    if kind == "device":
+        key = Path("/dev/zero")  # endless: read whole, it never ends
+    elif kind == "fifo":
+        key = tmp_path / "key.pem"
+        os.mkfifo(key)  # nobody writes: opened for reading, it blocks forever
+    else:
+        key = tmp_path / "key.pem"
+        key.write_bytes(b"-----BEGIN PUBLIC KEY-----\n" + b"A" * (1 << 20))
+    done = subprocess.run(
+        [sys.executable, "-m", "controlplane", "passport", "verify", PIPELINE, "-w", str(ws.root)]
+        + ["--public-key", str(key)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        preexec_fn=_heap_limited,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = "is over 65536 bytes" if kind == "oversized" else "is not a regular file"
+    assert done.stderr.strip().splitlines() == [done.stderr.strip()] and f"public key {key} {said}" in done.stderr
 
 
 def test_a_flipped_verdict_tag_or_an_edited_passport_does_not_make_a_blocked_version_promotable(demo_copy):

@@ -4,7 +4,10 @@ the dataset, its schema (DataHub's field types) and its lineage readable in Data
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
+import pytest
 import yaml
 from datahub.metadata import schema_classes as s
 
@@ -94,6 +97,30 @@ def test_init_again_refuses_without_force_and_changes_nothing(onboarded):
     )
     assert code == 2 and err.count("\n") == 1 and "already exists" in err and "--force" in err
     assert store_hashes_of(ws) == before
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"name": "bad\x07name"}, "is not a pipeline name"),
+        ({"target": "date"}, "--target 'date' is also the --time-column"),
+        ({"unit": "wind=blorbs"}, "unit 'blorbs' is not one Kintsugi knows"),
+        ({"workspace": "/"}, "/ is the file system's root, not a workspace folder"),
+    ],
+    ids=["unprintable-name", "time-column-as-target", "unknown-unit", "filesystem-root"],
+)
+def test_init_refuses_a_wrong_option_in_one_line_before_anything_is_written(tmp_path, change, words):
+    table = tmp_path / "table.parquet"
+    weather().to_parquet(table, index=False)
+    ws_root = Path(change.get("workspace", tmp_path / "ws"))
+    top = sorted(os.listdir("/"))
+    args = ["init", change.get("name", NAME), "--data", str(table), "--target", change.get("target", "temp_max")]
+    args += ["--time-column", "date", "--unit", change.get("unit", "wind=none"), "--now", INIT_AT, "--yes"]
+    code, out, err = cli(*args, workspace=ws_root)
+    assert code == 2, out + err
+    assert err.count("\n") == 1 and err.startswith("error: ") and words in err, err
+    assert sorted(os.listdir("/")) == top  # not a folder made at the file system's root
+    assert ws_root == Path("/") or not ws_root.exists()  # not even the workspace's folders
 
 
 def store_hashes_of(ws) -> tuple[str, ...]:

@@ -66,3 +66,22 @@ def test_an_interrupted_land_is_settled_by_the_next_writer(onboarded, tmp_path):
     settled = next(r for r in list_runs(ws) if r.run_id == record.run_id)
     assert settled.status is RunStatus.RECOVERED
     assert "append data/seattle-weather.parquet may or may not have been written" in settled.outcome
+
+
+def test_a_batch_without_rows_is_refused_and_nothing_is_written(onboarded, tmp_path):
+    from controlplane.stages.pin import file_hash
+
+    ws = copy_ws(onboarded[0], tmp_path / "ws")
+    header_only, empty_parquet = tmp_path / "header-only.csv", tmp_path / "empty.parquet"
+    weather("2013-01-01", "2013-02-01").head(0).to_csv(header_only, index=False)
+    weather("2013-01-01", "2013-02-01").head(0).to_parquet(empty_parquet, index=False)
+    assert header_only.read_text().count("\n") == 1  # the header, no row
+    table = ws.root / "data" / "seattle-weather.parquet"
+    before = file_hash(table), file_hash(ws.datahub_db), sorted(p.name for p in ws.runs.iterdir())
+    for batch in (header_only, empty_parquet):
+        code, out, err = cli("land", NAME, str(batch), "--now", AT, workspace=ws.root)
+        assert code == 2, out + err
+        assert err.strip().splitlines() == [
+            f"error: batch {batch.name} has no rows; nothing was landed; land a file with at least one row"
+        ]
+    assert (file_hash(table), file_hash(ws.datahub_db), sorted(p.name for p in ws.runs.iterdir())) == before
