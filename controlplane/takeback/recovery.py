@@ -65,33 +65,34 @@ def _recover(ws: Workspace, record: RunRecord) -> RunRecord:
     undoing = record.status is RunStatus.UNDOING
     unfinished = _dangling(record) or not undoing
     spec = load_spec(ws, record.pipeline)
-    plans = plan_take_back(ws, spec, record, unfinished=unfinished)
+    verdict = None if undoing else _concluded(record)  # read, like the plan, before anything is changed
+    plan = plan_take_back(ws, spec, record, unfinished=unfinished)
     if not undoing:
         record.status = RunStatus.INTERRUPTED
     record.now_ms = int(time.time() * 1000)
     RunJournal(ws, record).save()
     with open_run(ws, spec, record, on_error=None) as run:
-        verdict = None if undoing else _concluded(record)
         if verdict is not None:
             run.event(Stage.RECOVER, "rolled-forward", f"the run had concluded {verdict.value}; its record is finished")
             run.finish(verdict.run_status, f"recovered: it concluded {verdict.value} before it was interrupted")
             return record
         why = f"undo of run {record.run_id}" if undoing else f"run {record.run_id} was interrupted"
-        retired = take_back(run, plans, retire=UNDONE_KEY if undoing else ABANDONED_KEY, why=why, unfinished=unfinished)
+        retired = take_back(run, plan, retire=UNDONE_KEY if undoing else ABANDONED_KEY, why=why, unfinished=unfinished)
         for entry in record.ledger:
             if entry.state not in ("done", ROLLED_BACK):
                 entry.state = ROLLED_BACK
+        restored = len(plan.restores)
         if undoing:
             run.finish(
                 RunStatus.UNDONE,
-                f"undone: {len(plans)} publish(es) taken back, {retired} version(s) retired, champion settled",
+                f"undone: {restored} publish(es) taken back, {retired} version(s) retired, champion settled",
             )
         else:
             last = record.events[-1].stage if record.events else "its start"
             run.event(
                 Stage.RECOVER,
                 "rolled-back",
-                f"interrupted after {last}: {len(plans)} publish(es) taken back, {retired} version(s) abandoned",
+                f"interrupted after {last}: {restored} publish(es) taken back, {retired} version(s) abandoned",
             )
             run.finish(RunStatus.RECOVERED, f"interrupted after {last}; rolled back to a consistent state")
     return record
@@ -118,7 +119,10 @@ def _concluded(record: RunRecord) -> Verdict | None:
     tags = [e for e in record.entries(LedgerKind.MLFLOW_TAGS, done_only=False) if "verdict" in e.detail]
     if not tags or not tags[-1].done:
         return None
-    verdict = Verdict(tags[-1].detail["verdict"])
+    said = tags[-1].detail["verdict"]
+    if said not in {v.value for v in Verdict}:
+        raise record.damaged(tags[-1], f"records verdict {str(said)[:40]!r}, which is none of the gate's")
+    verdict = Verdict(said)
     champion_writes = [e for e in record.ledger if e.target.endswith("@champion")]
     if verdict is Verdict.APPROVED and len(champion_writes) < 2:
         return None  # the alias (MLflow, then DataHub) had not both been written
