@@ -51,8 +51,12 @@ def _refuse_unless_undoable(record: RunRecord) -> None:
             f"run {record.run_id} is paused at a gate",
             f"reject it instead: `kintsugi reject {record.run_id} --reason ...`",
         )
-    if record.status in (RunStatus.RECOVERED, RunStatus.INTERRUPTED, RunStatus.UNDOING, RunStatus.RUNNING):
-        return  # an interrupted run or undo: recovery takes it back (or finishes it)
+    if record.status is RunStatus.RECOVERED:  # recovery took back all it had written (or settled a command)
+        raise RunStateError(
+            f"run {record.run_id} was recovered already ({record.outcome})", "nothing left to take back"
+        )
+    if record.status in (RunStatus.INTERRUPTED, RunStatus.UNDOING, RunStatus.RUNNING):
+        return  # an interrupted run or undo (the lock is ours: no process runs it): taken back, or finished
     if record.status not in _UNDOABLE:
         raise RunStateError(f"run {record.run_id} is {record.status.value}", "there is nothing to undo")
     if not (record.entries(LedgerKind.PUBLISH) or record.entries(LedgerKind.ALIAS)):

@@ -230,3 +230,37 @@ def test_an_interrupted_run_reads_as_interrupted_until_recovered(poisoned, tmp_p
     undone = services.undo(ws, run_id)  # undo works on an interrupted run: it is rolled back first
     assert undone.status.value in ("recovered", "undone"), undone.outcome
     assert load_run(ws, run_id).status.finished
+
+
+# the wedge of issue 30: a run killed after training, recovered (rolled back), then undone
+
+
+@pytest.fixture(scope="module")
+def recovered_after_training(poisoned, tmp_path_factory) -> tuple[Workspace, str]:
+    """A run killed just after training (`train:trained`), then `kintsugi recover`ed: rolled back."""
+    ws = _fork(poisoned, tmp_path_factory.mktemp("wedge") / "template")
+    killed_run = _kintsugi(ws, "run", PIPELINE, "--now", RUN_AT, crash="train:trained")
+    assert killed_run.returncode == -9, killed_run.stderr[-2000:]
+    run_id = list_runs(ws)[-1].run_id
+    done = _kintsugi(ws, "recover", run_id)
+    assert done.returncode == 0 and "rolled back to a consistent state" in done.stdout, done.stdout + done.stderr
+    return ws, run_id
+
+
+def _starts_and_answers(ws: Workspace, *args: str) -> subprocess.CompletedProcess:
+    """The command ran to its own answer: exit 0, 1 or 2, at most one line on stderr, never a traceback or a bug."""
+    done = _kintsugi(ws, *args)
+    said = done.stdout[-1000:] + done.stderr[-1000:]
+    assert done.returncode in (0, 1, 2), (args, done.returncode, said)
+    assert len(done.stderr.splitlines()) <= 1 and "Traceback" not in said and "unexpected" not in said, (args, said)
+    return done
+
+
+def test_undo_of_a_run_recover_rolled_back_says_there_is_nothing_to_undo(recovered_after_training, tmp_path):
+    ws = _fork(recovered_after_training[0], tmp_path / "ws")
+    run_id = recovered_after_training[1]
+    undone = _starts_and_answers(ws, "undo", run_id)
+    assert undone.returncode == 2 and "nothing left to take back" in undone.stderr, undone.stderr
+    assert load_run(ws, run_id).status.value == "recovered"  # refused: nothing changed, its status included
+    planned = _starts_and_answers(ws, "run", PIPELINE, "--now", UNDO_AT, "--policy", "dry-run")
+    assert planned.returncode == 0, planned.stdout[-2000:]
