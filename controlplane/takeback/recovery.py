@@ -10,8 +10,10 @@ the champion settled on the newest eligible version, the incidents it resolved r
 
 from __future__ import annotations
 
+import logging
 import time
 
+from controlplane.errors import DamagedRecord, one_line
 from controlplane.runs.context import open_run
 from controlplane.runs.journal import ROLLED_BACK, RunJournal, RunRecord, list_runs, load_run
 from controlplane.runs.locks import lock_holder, pipeline_lock
@@ -22,6 +24,7 @@ from controlplane.workspace import Workspace
 
 __all__ = ["recover_pipeline", "recover_run", "is_interrupted", "needs_recovery"]
 
+log = logging.getLogger(__name__)
 _LIVE_ON_PAPER = (RunStatus.RUNNING, RunStatus.UNDOING)
 
 
@@ -46,16 +49,30 @@ def needs_recovery(record: RunRecord) -> bool:
     )
 
 
-def recover_pipeline(ws: Workspace, pipeline: str) -> list[RunRecord]:
-    """Bring every interrupted run of a pipeline to a consistent state. The caller holds the pipeline's lock."""
-    return [_recover(ws, r) for r in list_runs(ws) if r.pipeline == pipeline and needs_recovery(r)]
+def recover_pipeline(ws: Workspace, pipeline: str, *, own: str | None = None) -> list[RunRecord]:
+    """Bring every interrupted run of a pipeline to a consistent state. The caller holds the pipeline's lock.
+
+    A run whose record is damaged (`DamagedRecord`: refused before anything was changed) is reported on one line
+    and left as it is: the command goes on — unless it is the command's `own` run, whose refusal is the command's.
+    Any other failure (a store, the table) stops the command: it concerns what every run of the pipeline shares."""
+    recovered = []
+    for record in list_runs(ws):
+        if record.pipeline != pipeline or not needs_recovery(record):
+            continue
+        try:
+            recovered.append(_recover(ws, record))
+        except DamagedRecord as exc:
+            if record.run_id == own:
+                raise
+            log.warning("%s; %s", one_line(exc.message), one_line(exc.fix))
+    return recovered
 
 
 def recover_run(ws: Workspace, run_id: str) -> RunRecord:
     """`kintsugi recover RUN_ID`: the run (and any other interrupted run of its pipeline) made consistent."""
     record = load_run(ws, run_id)
     with pipeline_lock(ws, record.pipeline, f"recover {run_id}"):
-        recover_pipeline(ws, record.pipeline)
+        recover_pipeline(ws, record.pipeline, own=run_id)
     return load_run(ws, run_id)
 
 

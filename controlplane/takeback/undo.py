@@ -39,7 +39,7 @@ def undo(ws: Workspace, run_id: str, *, now_ms: int | None = None) -> RunRecord:
         plan_take_back(ws, spec, record, unfinished=False)  # refuses before anything changes
         record.status, record.now_ms = RunStatus.UNDOING, now_ms or int(time.time() * 1000)
         RunJournal(ws, record).save()
-        recover_pipeline(ws, spec.name)  # finishes this undo (and any run of the pipeline left mid-way)
+        recover_pipeline(ws, spec.name, own=run_id)  # finishes this undo (and any run of the pipeline left mid-way)
     return load_run(ws, run_id)
 
 
