@@ -11,6 +11,7 @@
     ├── Conflict                   conflict         the current state does not allow it
     │   ├── PipelineBusy           pipeline_busy    another writer holds the pipeline's lock
     │   ├── RunStateError          run_state        the run is not in a state that allows it
+    │   │   └── DamagedRecord      run_damaged      a run's record lacks what its own writes must have recorded
     │   └── GateRefused            gate_refused     the promotion gate did not approve this version
     ├── DataError                  data             the table cannot be read or written
     │   └── TableChanged           table_changed    the table changed during a run (the run ends BLOCKED)
@@ -49,6 +50,7 @@ __all__ = [
     "Conflict",
     "PipelineBusy",
     "RunStateError",
+    "DamagedRecord",
     "GateRefused",
     "DataError",
     "TableChanged",
@@ -129,6 +131,13 @@ class PipelineBusy(Conflict):
 
 class RunStateError(Conflict):
     code = "run_state"
+
+
+class DamagedRecord(RunStateError):
+    """One run's record cannot be acted on (a ledger entry lacks a field its write records): that run is refused,
+    nothing is changed, and the pipeline's other commands go on."""
+
+    code = "run_damaged"
 
 
 class GateRefused(Conflict):

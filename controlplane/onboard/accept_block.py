@@ -170,7 +170,7 @@ def _profile_batch(run: RunContext, record: RunRecord, batch: _Batch, state: Ref
 def _previous(record: RunRecord, batch_id: str) -> dict[str, Any] | None:
     """Where the reference stood before the batch joined it, as an earlier (interrupted) acceptance recorded it."""
     kept = [e for e in record.entries(LedgerKind.REFERENCE, done_only=False) if e.detail.get("batch") == batch_id]
-    return kept[-1].detail["previous"] if kept else None
+    return record.need(kept[-1], "previous") if kept else None
 
 
 def accept_blocks(

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Self
 
-from controlplane.errors import RunNotFound, RunStateError
+from controlplane.errors import DamagedRecord, RunNotFound, RunStateError
 from controlplane.runs.facts import Impact, Pinned, Rollback, lift_facts
 from controlplane.vocab import LedgerKind, Policy, RunKind, RunStatus, Stage
 from controlplane.workspace import Workspace
@@ -124,6 +124,22 @@ class RunRecord(Record):
 
     def last_event(self, stage: Stage) -> Event | None:
         return next((e for e in reversed(self.events) if e.stage == stage.value), None)
+
+    def need(self, entry: LedgerEntry, key: str, *, result: bool = False) -> Any:
+        """A field the entry's write recorded (in its `detail`, or its `result`); a missing one is a damaged record."""
+        fields = entry.result if result else entry.detail
+        if key not in fields:
+            raise self.damaged(entry, f"lacks {'result' if result else 'detail'} {key!r}")
+        return fields[key]
+
+    def damaged(self, entry: LedgerEntry, what: str) -> DamagedRecord:
+        """The error for an entry that cannot be acted on: the run, the entry, what is wrong with it, the fix."""
+        return DamagedRecord(
+            f"the record of run {self.run_id} is damaged: ledger entry {entry.seq} ({entry.kind} {entry.target}) "
+            + what,
+            f"nothing was changed; put it right (`kintsugi runs show {self.run_id}` shows the ledger) and run "
+            f"`kintsugi recover {self.run_id}`, or move runs/{self.run_id} out of runs/ to set the run aside",
+        )
 
 
 class RunJournal:

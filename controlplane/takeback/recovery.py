@@ -10,8 +10,10 @@ the champion settled on the newest eligible version, the incidents it resolved r
 
 from __future__ import annotations
 
+import logging
 import time
 
+from controlplane.errors import DamagedRecord, one_line
 from controlplane.runs.context import open_run
 from controlplane.runs.journal import ROLLED_BACK, RunJournal, RunRecord, list_runs, load_run
 from controlplane.runs.locks import lock_holder, pipeline_lock
@@ -22,6 +24,7 @@ from controlplane.workspace import Workspace
 
 __all__ = ["recover_pipeline", "recover_run", "is_interrupted", "needs_recovery"]
 
+log = logging.getLogger(__name__)
 _LIVE_ON_PAPER = (RunStatus.RUNNING, RunStatus.UNDOING)
 
 
@@ -46,16 +49,30 @@ def needs_recovery(record: RunRecord) -> bool:
     )
 
 
-def recover_pipeline(ws: Workspace, pipeline: str) -> list[RunRecord]:
-    """Bring every interrupted run of a pipeline to a consistent state. The caller holds the pipeline's lock."""
-    return [_recover(ws, r) for r in list_runs(ws) if r.pipeline == pipeline and needs_recovery(r)]
+def recover_pipeline(ws: Workspace, pipeline: str, *, own: str | None = None) -> list[RunRecord]:
+    """Bring every interrupted run of a pipeline to a consistent state. The caller holds the pipeline's lock.
+
+    A run whose record is damaged (`DamagedRecord`: refused before anything was changed) is reported on one line
+    and left as it is: the command goes on — unless it is the command's `own` run, whose refusal is the command's.
+    Any other failure (a store, the table) stops the command: it concerns what every run of the pipeline shares."""
+    recovered = []
+    for record in list_runs(ws):
+        if record.pipeline != pipeline or not needs_recovery(record):
+            continue
+        try:
+            recovered.append(_recover(ws, record))
+        except DamagedRecord as exc:
+            if record.run_id == own:
+                raise
+            log.warning("%s; %s", one_line(exc.message), one_line(exc.fix))
+    return recovered
 
 
 def recover_run(ws: Workspace, run_id: str) -> RunRecord:
     """`kintsugi recover RUN_ID`: the run (and any other interrupted run of its pipeline) made consistent."""
     record = load_run(ws, run_id)
     with pipeline_lock(ws, record.pipeline, f"recover {run_id}"):
-        recover_pipeline(ws, record.pipeline)
+        recover_pipeline(ws, record.pipeline, own=run_id)
     return load_run(ws, run_id)
 
 
@@ -65,33 +82,34 @@ def _recover(ws: Workspace, record: RunRecord) -> RunRecord:
     undoing = record.status is RunStatus.UNDOING
     unfinished = _dangling(record) or not undoing
     spec = load_spec(ws, record.pipeline)
-    plans = plan_take_back(ws, spec, record, unfinished=unfinished)
+    verdict = None if undoing else _concluded(record)  # read, like the plan, before anything is changed
+    plan = plan_take_back(ws, spec, record, unfinished=unfinished)
     if not undoing:
         record.status = RunStatus.INTERRUPTED
     record.now_ms = int(time.time() * 1000)
     RunJournal(ws, record).save()
     with open_run(ws, spec, record, on_error=None) as run:
-        verdict = None if undoing else _concluded(record)
         if verdict is not None:
             run.event(Stage.RECOVER, "rolled-forward", f"the run had concluded {verdict.value}; its record is finished")
             run.finish(verdict.run_status, f"recovered: it concluded {verdict.value} before it was interrupted")
             return record
         why = f"undo of run {record.run_id}" if undoing else f"run {record.run_id} was interrupted"
-        retired = take_back(run, plans, retire=UNDONE_KEY if undoing else ABANDONED_KEY, why=why, unfinished=unfinished)
+        retired = take_back(run, plan, retire=UNDONE_KEY if undoing else ABANDONED_KEY, why=why, unfinished=unfinished)
         for entry in record.ledger:
             if entry.state not in ("done", ROLLED_BACK):
                 entry.state = ROLLED_BACK
+        restored = len(plan.restores)
         if undoing:
             run.finish(
                 RunStatus.UNDONE,
-                f"undone: {len(plans)} publish(es) taken back, {retired} version(s) retired, champion settled",
+                f"undone: {restored} publish(es) taken back, {retired} version(s) retired, champion settled",
             )
         else:
             last = record.events[-1].stage if record.events else "its start"
             run.event(
                 Stage.RECOVER,
                 "rolled-back",
-                f"interrupted after {last}: {len(plans)} publish(es) taken back, {retired} version(s) abandoned",
+                f"interrupted after {last}: {restored} publish(es) taken back, {retired} version(s) abandoned",
             )
             run.finish(RunStatus.RECOVERED, f"interrupted after {last}; rolled back to a consistent state")
     return record
@@ -118,7 +136,10 @@ def _concluded(record: RunRecord) -> Verdict | None:
     tags = [e for e in record.entries(LedgerKind.MLFLOW_TAGS, done_only=False) if "verdict" in e.detail]
     if not tags or not tags[-1].done:
         return None
-    verdict = Verdict(tags[-1].detail["verdict"])
+    said = tags[-1].detail["verdict"]
+    if said not in {v.value for v in Verdict}:
+        raise record.damaged(tags[-1], f"records verdict {str(said)[:40]!r}, which is none of the gate's")
+    verdict = Verdict(said)
     champion_writes = [e for e in record.ledger if e.target.endswith("@champion")]
     if verdict is Verdict.APPROVED and len(champion_writes) < 2:
         return None  # the alias (MLflow, then DataHub) had not both been written

@@ -35,6 +35,8 @@ __all__ = [
     "resolved_by",
     "plan_take_back",
     "take_back",
+    "TakeBack",
+    "Forget",
     "ABANDONED_TAG",
     "UNDONE_KEY",
     "ABANDONED_KEY",
@@ -55,10 +57,11 @@ class TableRestore:
     mixed: bool = False
 
 
-def plan_restore(ws: Workspace, spec: PipelineSpec, run_id: str, entry: LedgerEntry) -> TableRestore:
+def plan_restore(ws: Workspace, spec: PipelineSpec, record: RunRecord, entry: LedgerEntry) -> TableRestore:
     """Check a publish can be taken back — the live table is what the run published (or already restored) and
     the kept backup is whole — before anything is touched; refuse with the reason otherwise."""
-    backup, before = ws.path(entry.detail["backup"]), entry.detail["before_hash"]
+    run_id, kept = record.run_id, record.need(entry, "backup")
+    backup, before = ws.path(kept), record.need(entry, "before_hash")
     after = entry.result.get("after_hash")
     current = live_hash(ws, spec)
     if current == before:
@@ -66,7 +69,7 @@ def plan_restore(ws: Workspace, spec: PipelineSpec, run_id: str, entry: LedgerEn
     if not (backup / "manifest.json").is_file():
         if entry.done:
             raise RunStateError(
-                f"the kept bytes of run {run_id} ({entry.detail['backup']}) are gone",
+                f"the kept bytes of run {run_id} ({kept}) are gone",
                 "nothing was changed; restore the table from your own backup",
             )
         return TableRestore(backup, before, needed=False)  # interrupted before its first byte: nothing moved
@@ -156,8 +159,17 @@ def reopen_incidents(run: RunContext, urns: list[str], note: str) -> None:
             run.event(Stage.UNDO, "reopened", f"{urn} ACTIVE again", incident=urn)
 
 
-def versions_of(entries: list[LedgerEntry]) -> list[int]:
-    return [int(e.result["version"]) for e in entries if e.result.get("version") is not None]
+def versions_of(record: RunRecord, entries: list[LedgerEntry]) -> list[int]:
+    """The versions the entries registered (an entry begun and never done may name none)."""
+    versions = []
+    for entry in entries:
+        version = entry.result.get("version")
+        if version is None:
+            continue
+        if not str(version).isdigit():
+            raise record.damaged(entry, f"names version {str(version)[:40]!r}, not a number")
+        versions.append(int(version))
+    return versions
 
 
 def resolved_by(record: RunRecord) -> list[str]:
@@ -171,37 +183,73 @@ def resolved_by(record: RunRecord) -> list[str]:
     ]
 
 
-def plan_take_back(ws: Workspace, spec: PipelineSpec, record: RunRecord, *, unfinished: bool) -> list[TableRestore]:
-    """Every publish of the run (`unfinished`: also those begun and not recorded done), checked restorable."""
-    entries = record.entries(LedgerKind.PUBLISH, done_only=not unfinished)
-    return [plan_restore(ws, spec, record.run_id, e) for e in reversed(entries)]
+@dataclass(frozen=True)
+class Forget:
+    """A batch the run kept in the reference, and where the reference stood before it joined."""
+
+    batch: str
+    batches: int
+    watermark_ms: int | None
 
 
-def take_back(run: RunContext, plans: list[TableRestore], *, retire: str, why: str, unfinished: bool) -> int:
-    """Restore the tables, retire the run's versions, settle the champion, reopen what it resolved.
+@dataclass(frozen=True)
+class TakeBack:
+    """Everything a take-back will do, read from the run's record and checked before anything is touched."""
+
+    restores: tuple[TableRestore, ...]
+    versions: tuple[int, ...]  # the run's versions its ledger names (an interrupted run's MLflow may hold more)
+    forgets: tuple[Forget, ...]
+
+
+def plan_take_back(ws: Workspace, spec: PipelineSpec, record: RunRecord, *, unfinished: bool) -> TakeBack:
+    """Every publish of the run (`unfinished`: also those begun and not recorded done), checked restorable; its
+    versions; the batches it kept that are still in the reference. A record lacking what its writes recorded is
+    refused here (`DamagedRecord`), never half way through."""
+    publishes = record.entries(LedgerKind.PUBLISH, done_only=not unfinished)
+    return TakeBack(
+        tuple(plan_restore(ws, spec, record, e) for e in reversed(publishes)),
+        tuple(versions_of(record, record.entries(LedgerKind.MLFLOW_VERSION, done_only=not unfinished))),
+        _still_kept(record, unfinished),
+    )
+
+
+def _still_kept(record: RunRecord, unfinished: bool) -> tuple[Forget, ...]:
+    """The batches the run kept (`unfinished`: or began to) and has not forgotten since: a take-back forgets each
+    once, so an undo after a recovery (or a second recovery) leaves the batches later runs kept where they are."""
+    kept: dict[str, LedgerEntry] = {}
+    for entry in record.entries(LedgerKind.REFERENCE, done_only=False):
+        if "forget" in entry.detail and entry.done:
+            kept.pop(str(entry.detail["forget"]), None)
+        elif "forget" not in entry.detail and (entry.done or unfinished):
+            kept[str(record.need(entry, "batch"))] = entry
+    forgets = []
+    for batch, entry in kept.items():
+        previous = record.need(entry, "previous")
+        if not (isinstance(previous, dict) and str(previous.get("batches")).isdigit()):
+            raise record.damaged(entry, "does not say where the reference stood before its batch (previous)")
+        forgets.append(Forget(batch, int(previous["batches"]), previous.get("watermark_ms")))
+    return tuple(forgets)
+
+
+def take_back(run: RunContext, plan: TakeBack, *, retire: str, why: str, unfinished: bool) -> int:
+    """Restore the tables, retire the run's versions, settle the champion, reopen what it resolved, forget the
+    batches it kept.
 
     `unfinished` (an interrupted run): also the writes begun and never recorded done, and its MLflow runs are
     marked FAILED. Returns how many versions were retired."""
-    record = run.record
-    for plan in plans:
-        restore_table(run, plan)
-    versions = versions_of(record.entries(LedgerKind.MLFLOW_VERSION, done_only=not unfinished))
+    for restore in plan.restores:
+        restore_table(run, restore)
+    versions = list(plan.versions)
     if unfinished:
         versions += _fail_mlflow_runs(run)
     for version in dict.fromkeys(versions):
         retire_version(run, version, retire, why)
     settle_champion(run)
-    reopen_incidents(run, resolved_by(record), f"{why}: the data the incident was raised on is back")
-    _forget_batches(run, unfinished)
+    reopen_incidents(run, resolved_by(run.record), f"{why}: the data the incident was raised on is back")
+    for forget in plan.forgets:
+        with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, forget=forget.batch):
+            forget_after(run.ws, run.spec.name, forget.batches, forget.watermark_ms)
     return len(set(versions))
-
-
-def _forget_batches(run: RunContext, unfinished: bool) -> None:
-    """The batches the run added to the reference leave it (the data they were cut from is being taken back)."""
-    for entry in run.record.entries(LedgerKind.REFERENCE, done_only=not unfinished):
-        previous = entry.detail["previous"]
-        with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, forget=entry.detail["batch"]):
-            forget_after(run.ws, run.spec.name, previous["batches"], previous["watermark_ms"])
 
 
 def _fail_mlflow_runs(run: RunContext) -> list[int]:

@@ -39,7 +39,7 @@ def undo(ws: Workspace, run_id: str, *, now_ms: int | None = None) -> RunRecord:
         plan_take_back(ws, spec, record, unfinished=False)  # refuses before anything changes
         record.status, record.now_ms = RunStatus.UNDOING, now_ms or int(time.time() * 1000)
         RunJournal(ws, record).save()
-        recover_pipeline(ws, spec.name)  # finishes this undo (and any run of the pipeline left mid-way)
+        recover_pipeline(ws, spec.name, own=run_id)  # finishes this undo (and any run of the pipeline left mid-way)
     return load_run(ws, run_id)
 
 
@@ -51,8 +51,12 @@ def _refuse_unless_undoable(record: RunRecord) -> None:
             f"run {record.run_id} is paused at a gate",
             f"reject it instead: `kintsugi reject {record.run_id} --reason ...`",
         )
-    if record.status in (RunStatus.RECOVERED, RunStatus.INTERRUPTED, RunStatus.UNDOING, RunStatus.RUNNING):
-        return  # an interrupted run or undo: recovery takes it back (or finishes it)
+    if record.status is RunStatus.RECOVERED:  # recovery took back all it had written (or settled a command)
+        raise RunStateError(
+            f"run {record.run_id} was recovered already ({record.outcome})", "nothing left to take back"
+        )
+    if record.status in (RunStatus.INTERRUPTED, RunStatus.UNDOING, RunStatus.RUNNING):
+        return  # an interrupted run or undo (the lock is ours: no process runs it): taken back, or finished
     if record.status not in _UNDOABLE:
         raise RunStateError(f"run {record.run_id} is {record.status.value}", "there is nothing to undo")
     if not (record.entries(LedgerKind.PUBLISH) or record.entries(LedgerKind.ALIAS)):

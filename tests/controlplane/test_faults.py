@@ -12,6 +12,7 @@ publish and inside undo — each followed by the invariants that make a PASS mea
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -230,3 +231,96 @@ def test_an_interrupted_run_reads_as_interrupted_until_recovered(poisoned, tmp_p
     undone = services.undo(ws, run_id)  # undo works on an interrupted run: it is rolled back first
     assert undone.status.value in ("recovered", "undone"), undone.outcome
     assert load_run(ws, run_id).status.finished
+
+
+# the wedge of issue 30: a run killed after training, recovered (rolled back), then undone
+
+
+@pytest.fixture(scope="module")
+def recovered_after_training(poisoned, tmp_path_factory) -> tuple[Workspace, str]:
+    """A run killed just after training (`train:trained`), then `kintsugi recover`ed: rolled back."""
+    ws = _fork(poisoned, tmp_path_factory.mktemp("wedge") / "template")
+    killed_run = _kintsugi(ws, "run", PIPELINE, "--now", RUN_AT, crash="train:trained")
+    assert killed_run.returncode == -9, killed_run.stderr[-2000:]
+    run_id = list_runs(ws)[-1].run_id
+    done = _kintsugi(ws, "recover", run_id)
+    assert done.returncode == 0 and "rolled back to a consistent state" in done.stdout, done.stdout + done.stderr
+    return ws, run_id
+
+
+def _clean_batch(ws: Workspace, target: Path) -> Path:
+    """A day of rows after the table's last one, in its units: a batch `land` appends and the guard passes."""
+    from demo.generate import generate_eta_features
+
+    table = pd.read_parquet(load_spec(ws, PIPELINE).data)
+    generated = generate_eta_features(days=52, seed=11, anchor=LATER + timedelta(days=1))
+    batch = generated[generated["event_ts"] > table["event_ts"].max()].astype(table.dtypes.to_dict())
+    batch.to_parquet(target, index=False)
+    return target
+
+
+def _starts_and_answers(ws: Workspace, *args: str) -> subprocess.CompletedProcess:
+    """The command ran to its own answer: exit 0, 1 or 2, at most one line on stderr, never a traceback or a bug."""
+    done = _kintsugi(ws, *args)
+    said = done.stdout[-1000:] + done.stderr[-1000:]
+    assert done.returncode in (0, 1, 2), (args, done.returncode, said)
+    assert len(done.stderr.splitlines()) <= 1 and "Traceback" not in said and "unexpected" not in said, (args, said)
+    return done
+
+
+def test_undo_of_a_run_recover_rolled_back_says_there_is_nothing_to_undo(recovered_after_training, tmp_path):
+    ws = _fork(recovered_after_training[0], tmp_path / "ws")
+    run_id = recovered_after_training[1]
+    undone = _starts_and_answers(ws, "undo", run_id)
+    assert undone.returncode == 2 and "nothing left to take back" in undone.stderr, undone.stderr
+    assert load_run(ws, run_id).status.value == "recovered"  # refused: nothing changed, its status included
+    planned = _starts_and_answers(ws, "run", PIPELINE, "--now", UNDO_AT, "--policy", "dry-run")
+    assert planned.returncode == 0, planned.stdout[-2000:]
+
+
+def _leave_undoing(ws: Workspace, run_id: str, damage: tuple[str, str] | None = None) -> None:
+    """The record as the undo of a recovered run left it before the fix: `undoing`, its undo's first write begun
+    and never done (a half ledger); `damage` (kind, field): the run's first entry of that kind loses the field."""
+    path = ws.run_dir(run_id) / "run.json"
+    record = json.loads(path.read_text())
+    version = next(e["result"]["version"] for e in record["ledger"] if e["kind"] == "mlflow-version")
+    half = {"seq": len(record["ledger"]) + 1, "kind": "mlflow-tags", "target": f"{PIPELINE}/{version}"}
+    record["ledger"].append({**half, "detail": {"tag": "kintsugi.undone"}, "state": "intended", "result": {}})
+    if damage:
+        kind, name = damage
+        del next(e for e in record["ledger"] if e["kind"] == kind)["detail"][name]
+    path.write_text(json.dumps({**record, "status": "undoing"}))
+
+
+def test_a_run_left_undoing_stops_no_command_and_recover_finishes_it(recovered_after_training, tmp_path):
+    ws = _fork(recovered_after_training[0], tmp_path / "ws")
+    run_id = recovered_after_training[1]
+    _leave_undoing(ws, run_id)
+    planned = _starts_and_answers(ws, "run", PIPELINE, "--now", UNDO_AT, "--policy", "dry-run")
+    assert planned.returncode == 0, planned.stdout[-2000:]
+    assert load_run(ws, run_id).status.value == "undone"  # the dry run's recovery finished the undo
+    version = champion(ws)
+    for command in (
+        ("land", PIPELINE, str(_clean_batch(ws, tmp_path / "batch.parquet")), "--now", UNDO_AT),
+        ("promote", PIPELINE, str(version)),
+        ("watch", "--once", "--now", UNDO_AT),
+        ("recover", run_id),
+    ):
+        done = _starts_and_answers(ws, *command)
+        assert done.returncode == 0, (command, done.stdout[-2000:] + done.stderr[-2000:])
+    assert load_run(ws, run_id).status.value == "undone" and champion(ws) == version
+    assert all(_invariants(ws, {file_hash(load_spec(ws, PIPELINE).data)}).values())
+
+
+def test_a_damaged_run_record_is_reported_and_stops_no_other_command(recovered_after_training, tmp_path):
+    ws = _fork(recovered_after_training[0], tmp_path / "ws")
+    run_id = recovered_after_training[1]
+    _leave_undoing(ws, run_id, damage=("publish", "before_hash"))
+    planned = _starts_and_answers(ws, "run", PIPELINE, "--now", UNDO_AT, "--policy", "dry-run")
+    assert planned.returncode == 0, planned.stdout[-2000:]
+    assert run_id in planned.stderr and "damaged" in planned.stderr, planned.stderr  # reported, on one line
+    watched = _starts_and_answers(ws, "watch", "--once", "--now", UNDO_AT)
+    assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr
+    recovered = _starts_and_answers(ws, "recover", run_id)  # the run's own command says what is wrong and the fix
+    assert recovered.returncode == 2 and run_id in recovered.stderr and "before_hash" in recovered.stderr
+    assert load_run(ws, run_id).status.value == "undoing"  # nothing was changed
