@@ -3,6 +3,41 @@
 `run.json` is rewritten atomically after each change. A write is recorded as `intended` before it is made and
 marked `done` after, so a process killed at any instant leaves a record from which `kintsugi recover` can tell
 what happened and roll forward or back. Paths are workspace-relative.
+
+The run statuses, as the code moves them (every writer holds the pipeline's lock; a second one is refused busy):
+
+    running       a command's record from its first instant: `run` (the loop), a watch pass, `promote`,
+                  `init`, `land`; and a paused run its approve or reject has claimed. It ends:
+                    loop      planned (dry-run) | blocked (the guard, a heal that does not verify, the table
+                              changed) | paused (a ratify gate) | promoted, needs-review, blocked, rejected (the
+                              gate's verdict) | failed (an error)
+                    watch     watched | rolled-back | blocked (a champion flagged) | paused (the rollback gate)
+                    promote   promoted | failed;  init: onboarded | failed;  land: landed | failed
+    paused        at a gate: `approve` or `reject` claim it (running again) and end it as above; reject ends
+                  it rejected. `undo` refuses it (reject it instead).
+    interrupted   what `running` or `undoing` reads as once no live process holds the pipeline's lock for it
+                  (`runs`, the API); stored while a recovery works, so a recovery cut short reads the same.
+    undoing       an undo under way; a kill or an error mid-way leaves it so, and recovery finishes it.
+    promoted, needs-review, blocked, rejected, failed, rolled-back
+                  finished; `undo` takes back a run that published or moved the champion: undoing, then
+                  undone (one that did neither: refused, nothing to undo).
+    planned, watched, onboarded, landed
+                  finished, nothing to take back (`undo` refuses, one line).
+    recovered     rolled back by recovery (an init or a land: settled, run it again); `undo` refuses it:
+                  nothing is left to take back.
+    undone        taken back; `undo` refuses it: already undone.
+
+`accept` keeps the status it finds: it notes the warnings of any run but a running, undoing or interrupted one,
+and accepts the blocks of a run blocked at the guard.
+
+Recovery runs for every run left mid-way — running, undoing or interrupted, or failed with a write whose outcome
+is unknown — at the start of every writer of its pipeline (`run`, dry-run included, `promote`, `watch`, `land`,
+`init` again, `undo`) and by `kintsugi recover RUN_ID`: a loop run whose verdict was recorded is rolled forward
+to it (promoted, needs-review, blocked, rejected); any other is rolled back (recovered); an undoing run is
+finished (undone); an init or a land is settled (recovered). `undo` of a running or interrupted run is that
+recovery, its versions marked undone (undone). A run whose record is damaged (a ledger entry lacks what its write
+recorded: `RunRecord.need`) is refused before anything is changed and keeps its status: its own `recover` and
+`undo` exit 2 with one line naming the run and the fix; every other writer reports it on one line and goes on.
 """
 
 from __future__ import annotations

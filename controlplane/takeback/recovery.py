@@ -84,6 +84,7 @@ def _recover(ws: Workspace, record: RunRecord) -> RunRecord:
     spec = load_spec(ws, record.pipeline)
     verdict = None if undoing else _concluded(record)  # read, like the plan, before anything is changed
     plan = plan_take_back(ws, spec, record, unfinished=unfinished)
+    last = record.events[-1].stage if record.events else "its start"
     if not undoing:
         record.status = RunStatus.INTERRUPTED
     record.now_ms = int(time.time() * 1000)
@@ -105,7 +106,6 @@ def _recover(ws: Workspace, record: RunRecord) -> RunRecord:
                 f"undone: {restored} publish(es) taken back, {retired} version(s) retired, champion settled",
             )
         else:
-            last = record.events[-1].stage if record.events else "its start"
             run.event(
                 Stage.RECOVER,
                 "rolled-back",

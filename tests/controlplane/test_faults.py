@@ -244,7 +244,8 @@ def recovered_after_training(poisoned, tmp_path_factory) -> tuple[Workspace, str
     assert killed_run.returncode == -9, killed_run.stderr[-2000:]
     run_id = list_runs(ws)[-1].run_id
     done = _kintsugi(ws, "recover", run_id)
-    assert done.returncode == 0 and "rolled back to a consistent state" in done.stdout, done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert done.returncode == 0 and "interrupted after train; rolled back to a consistent state" in said, said
     return ws, run_id
 
 
