@@ -7,6 +7,7 @@ go to the MLflow dataset record, the run's event and the passport."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -182,7 +183,8 @@ def score_champion(run: RunContext, store: ModelStore, holdout: pd.DataFrame, ca
     try:
         champion = store.load_model(run.spec.name, version)
         scores = evaluate(run.spec.training, champion, holdout)
-        return ChampionScore(version, scores, gain_error(run.spec.training, candidate, champion, holdout))
+        error = gain_error(run.spec.training, candidate, champion, holdout)
+        return ChampionScore(version, scores, error if math.isfinite(error) else None)  # records hold no NaN
     except training_errors.TrainingError as exc:
         run.event(Stage.TRAIN, "warning", f"champion v{version} could not be scored: {exc}")
         return ChampionScore(version, {})
