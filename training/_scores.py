@@ -52,8 +52,9 @@ def score_of(metric: str, target: np.ndarray, said: Predictions) -> float:
     assert proba is not None and classes is not None
     binary = len(classes) == 2
     if metric == "f1":
-        f1 = metrics.f1_score(target, predicted, pos_label=classes[1]) if binary else None
-        return float(f1 if f1 is not None else metrics.f1_score(target, predicted, average="macro", labels=classes))
+        if binary:
+            return float(metrics.f1_score(target, predicted, pos_label=classes[1]))
+        return float(metrics.f1_score(target, predicted, average="macro", labels=classes))
     if metric == "roc_auc":
         if binary:
             return float(metrics.roc_auc_score(target == classes[1], proba[:, 1]))

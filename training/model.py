@@ -152,7 +152,7 @@ def gain_error(spec: TrainingSpec, candidate: Any, champion: Any, holdout: pd.Da
     """
     _require_columns(holdout, [*spec.features, spec.target], "the evaluation frame")
     step = max(1, math.ceil(len(holdout) / GAIN_ROWS))
-    rows_used, holdout = len(holdout), holdout.iloc[::step]
+    all_rows, holdout = len(holdout), holdout.iloc[::step]
     target = np.asarray(holdout[spec.target])
     fix = "check the holdout's feature types against the training data"
     with _sklearn_errors(f"predicting with {spec.estimator} on {len(holdout)} rows", fix=fix):
@@ -168,7 +168,7 @@ def gain_error(spec: TrainingSpec, candidate: Any, champion: Any, holdout: pd.Da
             gains.append(gain)
     if len(gains) < GAIN_RESAMPLES / 2:
         return math.nan
-    return float(np.std(gains, ddof=1)) * math.sqrt(len(target) / rows_used)
+    return float(np.std(gains, ddof=1)) * math.sqrt(len(target) / all_rows)
 
 
 def _rows_of(said: Predictions, rows: np.ndarray) -> Predictions:
