@@ -127,6 +127,8 @@ class Scenario:
             return False
         if self.upstream is not None:
             return finding.params.get("upstream") == self.upstream
+        if finding.column is None and finding.params.get("key_columns"):  # a key of several columns, named whole
+            return tuple(finding.params["key_columns"]) == tuple(self.columns)
         return finding.column in self.columns if self.columns else finding.column is None
 
     def describe(self) -> dict[str, Any]:

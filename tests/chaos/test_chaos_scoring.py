@@ -79,3 +79,21 @@ def test_stat_and_timings():
         "a": 1,
         "b": [{"c": 4}],
     }
+
+
+def test_a_duplicate_of_a_key_of_several_columns_is_named_by_the_whole_key():
+    from chaos.registry import Scenario
+    from guard.findings import make_finding
+    from guard.kinds import FindingKind
+
+    scenario = Scenario(
+        "duplicate_keys", "loaded twice", FindingKind.DUPLICATE_KEYS, ("entity", "period"), True, 0.025, "share"
+    )
+
+    def duplicates(keys: list[str]):
+        return make_finding(
+            FindingKind.DUPLICATE_KEYS, "urn:t", None, observed=0.1, expected=0.001, message="m", key_columns=keys
+        )
+
+    assert scenario.localizes(duplicates(["entity", "period"]))
+    assert not scenario.localizes(duplicates(["entity"]))
