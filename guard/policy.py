@@ -142,9 +142,16 @@ class Policy:
     # a column outside the contract equal to the label on this share of sampled labelled rows is a copy of it;
     # provenance: not measured (carried over from guard.checks.leakage)
     copy_threshold: float = 0.99
-    # sampled rows with both values needed before a leakage verdict; provenance: not measured (carried over
-    # from guard.checks.leakage)
+    # sampled rows with both values needed before an association verdict (a correlation or a mapping);
+    # provenance: not measured (carried over from guard.checks.leakage)
     leakage_min_rows: int = 30
+    # how unlikely equal values must be by chance before a column outside the contract is named a copy of the
+    # label: a column independent of the label matches it on m rows with probability at most p^m, p the
+    # largest share of one label value, so a copy needs m * ln(1/p) >= ln(1 / copy_chance) (8 rows of distinct
+    # values, 20 of a fair binary label). Measured on the development corpus (`make bench-corpus`): a copy of
+    # the label on daily and monthly batches of 12 to 31 rows was left unnamed under the 30-row rule for
+    # associations; no clean batch of its 14 tables holds a column outside its contract
+    copy_chance: float = 1e-6
     # share of rows whose value the other half saw, needed to score a mapping; provenance: not measured (carried
     # over from guard.checks.leakage)
     leakage_min_coverage: float = 0.5

@@ -14,8 +14,11 @@ Two scores, each flagged at `policy.leakage_threshold` or above:
   independent feature scores about 0 however many values it has; a deterministic mapping about 1.
 
 A column outside the contract whose values equal the label's on at least `policy.copy_threshold` of the sampled
-labelled rows is a copy of the label. Only features are tested: not the label, the keys or timestamps.
-At least `policy.leakage_min_rows` sampled rows holding both values are needed for a verdict.
+labelled rows is a copy of the label, when so many equal values could not be chance: a column independent of the
+label matches it on m rows with probability at most p^m (p the largest share of one label value), and a copy
+needs p^m <= `policy.copy_chance` (a handful of rows of distinct values; a constant label never). Only features
+are tested for an association: not the label, the keys or timestamps, and at least `policy.leakage_min_rows`
+sampled rows holding both values are needed for that verdict.
 
 Against a reference that keeps associations (`profiles.relations`: |correlation| of two numbers, the
 correlation ratio of a category and a number, with the lowest and highest value any one reference batch
@@ -152,10 +155,11 @@ def _copies_label(ctx: GuardContext, name: str, label: str) -> Finding | None:
     assert ctx.snapshot is not None
     pair = ctx.snapshot.sample[[name, label]]
     pair = pair[pair[label].notna()]
-    if len(pair) < ctx.policy.leakage_min_rows:
+    if pair.empty:
         return None
     share = _equal_share(pair[name], pair[label])
-    if share < ctx.policy.copy_threshold:
+    chance = _chance_of_matches(pair[label], round(share * len(pair)))
+    if share < ctx.policy.copy_threshold or chance > ctx.policy.copy_chance:
         return None
     return make_finding(
         FindingKind.TARGET_LEAKAGE,
@@ -165,10 +169,18 @@ def _copies_label(ctx: GuardContext, name: str, label: str) -> Finding | None:
         expected=ctx.policy.copy_threshold,
         statistic="equal_share",
         sample_rows=len(pair),
+        chance=float(f"{chance:.3g}"),
         label=label,
         message=f"column {name!r}, not in the contract, equals the label {label!r} on {share:.1%} of "
         f"{len(pair)} sampled rows: a copy of the outcome",
     )
+
+
+def _chance_of_matches(label: pd.Series, matches: int) -> float:
+    """The most a column independent of the label could match it on `matches` rows by chance: p^matches, p the
+    largest share of one label value (a column always on the label's mode matches it the most often)."""
+    mode_share = float(label.astype(str).value_counts(normalize=True).iloc[0])
+    return math.exp(matches * math.log(mode_share)) if mode_share < 1 else 1.0
 
 
 def _equal_share(column: pd.Series, label: pd.Series) -> float:

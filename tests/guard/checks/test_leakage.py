@@ -102,6 +102,24 @@ def test_leakage_reports_an_uncontracted_copy_of_the_label(tmp_path: Path, refer
     assert found[0].observed == 0.995 and found[0].params["statistic"] == "equal_share"
 
 
+def test_a_copy_of_the_label_in_a_batch_of_a_dozen_rows_is_named(tmp_path: Path, reference: DatasetProfile) -> None:
+    """Twelve rows of distinct labels equal by chance: at most (1/12)^12. Fewer rows than an association needs,
+    but no chance at all of so many equal values."""
+    frame = eta_frame(1, rows=12).assign(actual_eta=lambda f: f.eta_minutes)
+    found = findings(check_leakage, context(snapshot_of(tmp_path, frame), reference))
+    assert kinds_and_columns(found) == [(FindingKind.TARGET_LEAKAGE, "actual_eta")]
+    assert found[0].params["chance"] < 1e-6
+
+
+def test_a_column_equal_to_a_label_of_two_values_on_a_dozen_rows_may_be_chance(
+    tmp_path: Path, reference: DatasetProfile
+) -> None:
+    """A label of two values: twelve equal rows happen by chance once in 4096 tries, so no copy is named."""
+    frame = eta_frame(1, rows=12).assign(eta_minutes=lambda f: (f.index % 2).astype(float))
+    frame = frame.assign(flag=lambda f: f.eta_minutes)
+    assert findings(check_leakage, context(snapshot_of(tmp_path, frame), reference)) == []
+
+
 def test_leakage_edges_ids_empty_all_null_and_no_label(tmp_path: Path, reference: DatasetProfile) -> None:
     ids = eta_frame(1).assign(ticket=lambda f: "t-" + f.index.astype(str))  # one value per row
     assert (
