@@ -53,6 +53,12 @@ values (a month with three rainy days): UNIT_MISMATCH. Otherwise the batch is ju
 reference of that one batch: values emptied by a broken join leave a subset of the same rows, which moves
 quantiles by sampling, not by a unit.
 
+A numeric column that declares no unit has one hypothesis left, a rescaling by a factor no unit names: SCALE_SHIFT
+where dividing by one factor alone explains the change (`_rescaled_without_unit`): the same rows that passed
+earlier, every kept quantile times one factor exactly today's; or a new batch of a feature beyond
+`policy.unexplained` as it came (where the drift check blocks it anyway), its shape kept, and back inside natural
+variation divided by the factor that brings it nearest. The name is what changes, never the verdict.
+
 Against a bare whole-table profile (DataHub's datasetProfile: nine quantiles, no sketch, no batch
 history) the check fits an affine map on the 10-90% quantiles and names the unit whose factor and offset
 match within fixed tolerances (measured on 40 seeds of the demo table), as before; quantiles that tie on
@@ -114,8 +120,10 @@ def judge_units(ctx: GuardContext, column: ColumnContract) -> Finding | None:
     """The units check's finding for one column (None: nothing to report)."""
     assert ctx.snapshot is not None and ctx.reference_profile is not None
     observed = ctx.snapshot.profile.columns.get(column.name)
-    if column.unit is None or observed is None or observed.logical_type not in _NUMERIC or not observed.values:
+    if observed is None or observed.logical_type not in _NUMERIC or not observed.values:
         return None
+    if column.unit is None:
+        return _rescaled_without_unit(ctx, column, observed)
     if column.unit not in UNITS:
         raise ValueError(
             f"column {column.name!r} declares unit {column.unit!r}, which the guard cannot read: "
@@ -426,16 +434,25 @@ def _its_own(reference: Reference, batch: BatchProfile | None) -> bool:
     return batch is not None and [b.batch_id for b in reference.batches] == [batch.batch_id]
 
 
-def _same_rows_converted(urn: str, column: ColumnContract, kept: ColumnProfile, now: ColumnProfile) -> Finding | None:
-    """The same rows, every value converted: a named conversion maps each kept quantile and extreme onto today's
-    exactly (a monotone map keeps each value's rank), however few values there are beside a point mass."""
-    assert column.unit is not None
+def _kept_and_now(kept: ColumnProfile, now: ColumnProfile) -> np.ndarray | None:
+    """(kept, today's) pairs of every profiled quantile and extreme of the same rows; None when they cannot show a
+    map (fewer than two distinct kept values) or show none (every value as it was)."""
     pairs = [(k, now.quantile(q)) for q, k in kept.quantiles] + [
         (kept.minimum, now.minimum),
         (kept.maximum, now.maximum),
     ]
     known = np.array([(k, n) for k, n in pairs if k is not None and n is not None], dtype=float)
     if len(known) < 2 or len(np.unique(known[:, 0])) < 2 or np.allclose(known[:, 0], known[:, 1], rtol=1e-9, atol=0.0):
+        return None
+    return known
+
+
+def _same_rows_converted(urn: str, column: ColumnContract, kept: ColumnProfile, now: ColumnProfile) -> Finding | None:
+    """The same rows, every value converted: a named conversion maps each kept quantile and extreme onto today's
+    exactly (a monotone map keeps each value's rank), however few values there are beside a point mass."""
+    assert column.unit is not None
+    known = _kept_and_now(kept, now)
+    if known is None:
         return None
     for unit in candidates_for(column.unit):
         scale, offset = conversion(column.unit, unit)
@@ -451,6 +468,71 @@ def _same_rows_converted(urn: str, column: ColumnContract, kept: ColumnProfile, 
                 "these rows passed earlier, and every kept quantile converted is today's exactly",
             )
     return None
+
+
+# --- a column with no unit: one hypothesis, a rescaling by a factor no unit names ------------------------------
+
+
+def _rescaled_without_unit(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile) -> Finding | None:
+    """A numeric column that declares no unit has no conversion to name, but one plan still inverts a rescaling
+    (a count written per thousand, a share written as a percentage): dividing by one factor. SCALE_SHIFT (a block)
+    where that plan alone explains the change:
+    - the same rows that passed earlier (the history check): every kept quantile and extreme times one factor is
+      today's exactly;
+    - a new batch (a feature): it sits beyond `policy.unexplained` of natural variation as it came (where, with no
+      cause named, the drift check blocks it), its shape is one the reference batches had, and divided by the
+      factor that brings it nearest its natural variation it is inside it. A season moves a level by steps and
+      reshapes it; it does not multiply every value by one number."""
+    assert ctx.contract is not None and ctx.snapshot is not None and ctx.reference_profile is not None
+    reference, kept = ctx.reference, ctx.reference_profile.columns.get(column.name)
+    if not isinstance(reference, Reference) or kept is None or not kept.quantiles:
+        return None
+    if _its_own(reference, ctx.snapshot.batch):
+        return _same_rows_rescaled(ctx.dataset_urn, column.name, kept, observed)
+    features = {c.name for c in ctx.contract.features}
+    if column.name not in features or ctx.spans_batches or not (sketched(kept) and sketched(observed)):
+        return None
+    if reference.held_per_batch(column.name) or reference.holds_the_periods_value(column.name, observed):
+        return None  # one value per batch: no spread to show a rescaling by
+    assert observed.sketch is not None and kept.sketch is not None
+    natural = Natural.of(reference, kept, None, reference.shorter_by(ctx.snapshot.batch))
+    as_is = core(observed.sketch, natural.atom)
+    d0 = natural.measure(as_is)[0]
+    if d0 is None or d0 <= POLICY.unexplained or not natural.keeps_shape(as_is)[0]:
+        return None
+    rescaled = _plain_rescale(observed, core(kept.sketch, natural.atom), natural)
+    if rescaled is None or rescaled[1] > 1:
+        return None
+    factor, back = rescaled
+    return make_finding(
+        FindingKind.SCALE_SHIFT,
+        ctx.dataset_urn,
+        column.name,
+        observed={"distance": round(d0, 3), "factor": round(factor, 6), "distance_rescaled_back": round(back, 3)},
+        expected={"median": kept.quantile(0.5), "far": POLICY.unexplained},
+        message=f"{column.name!r} moved {d0:.1f}x as far as its natural variation allows and divided by {factor:.4g} "
+        f"it is back inside ({back:.2f}x the band), its shape kept: rescaled upstream? (no unit is declared to name "
+        "a conversion)",
+    )
+
+
+def _same_rows_rescaled(urn: str, name: str, kept: ColumnProfile, now: ColumnProfile) -> Finding | None:
+    """The same rows, every value times one factor: each kept quantile and extreme maps onto today's exactly."""
+    known = _kept_and_now(kept, now)
+    if known is None:
+        return None
+    factor = float(known[:, 0] @ known[:, 1] / (known[:, 0] @ known[:, 0]))
+    if factor <= 0 or not np.allclose(known[:, 1], known[:, 0] * factor, rtol=1e-6, atol=1e-9):
+        return None
+    return make_finding(
+        FindingKind.SCALE_SHIFT,
+        urn,
+        name,
+        observed={"factor": round(factor, 6), "median": now.quantile(0.5), "same_rows": True},
+        expected={"median": kept.quantile(0.5)},
+        message=f"{name!r} is x{factor:.6g} what it was: these rows passed earlier, and every kept quantile times "
+        f"{factor:.6g} is today's exactly (no unit is declared to name a conversion)",
+    )
 
 
 # --- against a bare whole-table profile -----------------------------------------------------------

@@ -148,3 +148,42 @@ def test_a_common_value_a_conversion_lands_on_a_round_number_is_no_sentinel(
     blocking = blocking_on(tmp_path, case, frame)
     assert (FindingKind.UNIT_MISMATCH, "wind") in blocking
     assert (FindingKind.SENTINEL, "wind") not in blocking
+
+
+def _unitless(tmp_path: Path, table: pd.DataFrame, *, own: bool = False) -> list:
+    """`level` declaring no unit, the last month judged against the first two (`own`: against the clean last
+    month's own kept profile, as the history check judges rows that passed earlier)."""
+    contract = Contract(
+        URN, (ColumnContract("ts", "timestamp"), ColumnContract("level", "number")), event_timestamp_column="ts"
+    )
+    clean = _months(tmp_path / "clean.parquet", _last_month_times(1.0))
+    snapshots = _months(tmp_path / "table.parquet", table)
+    reference = build_reference([clean[2].batch] if own else [s.batch for s in snapshots[:2]])  # type: ignore[misc]
+    report = run_guard(with_repeats_counted(GuardContext(URN, contract, snapshots[2], reference, (), now_ms=0)))
+    return [(f.kind, f.severity) for f in report.findings if f.column == "level" and "explained_by" not in f.params]
+
+
+def _months(path: Path, table: pd.DataFrame) -> list:
+    table.to_parquet(path, index=False, row_group_size=1_000)
+    return split_batches(path, time_column="ts", cadence="month")
+
+
+def _last_month_times(factor: float) -> pd.DataFrame:
+    """A positive quantity (the readings raised clear of zero), its last month times `factor`."""
+    table = _table(0.0).assign(level=lambda t: t["level"] + 20.0)
+    last = table["ts"] >= pd.Timestamp("2024-03-01", tz="UTC")
+    return table.assign(level=table["level"].where(~last, table["level"] * factor))
+
+
+def test_a_column_with_no_unit_rescaled_far_beyond_natural_variation_is_a_scale_shift(tmp_path: Path) -> None:
+    assert _unitless(tmp_path, _last_month_times(2.5)) == [(FindingKind.SCALE_SHIFT, Severity.BLOCK)]
+    assert _unitless(tmp_path, _last_month_times(1.0)) == []
+
+
+def test_a_column_with_no_unit_thrown_up_and_down_is_drift_not_a_rescaling(tmp_path: Path) -> None:
+    found = _unitless(tmp_path, _table(20.0))
+    assert (FindingKind.DRIFT, Severity.BLOCK) in found and FindingKind.SCALE_SHIFT not in {k for k, _ in found}
+
+
+def test_rows_that_passed_earlier_all_times_one_factor_are_a_scale_shift(tmp_path: Path) -> None:
+    assert _unitless(tmp_path, _last_month_times(2.5), own=True) == [(FindingKind.SCALE_SHIFT, Severity.BLOCK)]
