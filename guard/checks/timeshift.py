@@ -5,7 +5,9 @@ Evidence that anchors a timestamp column T to the world (where its hours should 
 - counts: the batch's rows per UTC hour of T against the reference's, circularly cross-correlated: the
   offset k whose rolled reference histogram the batch matches (total variation distance). Daily data
   (every row at 00:00) moved by 5 h puts every row at 19:00. Uninformative when the reference's
-  histogram looks like its own shifts (hourly data: one row per hour, flat);
+  histogram looks like its own shifts (hourly data: one row per hour, flat). Where the reference's rows all
+  but fall on one hour (`on_one_hour`), each row is a witness of its own, and a batch of
+  `policy.shift_min_relation_rows` rows is enough (a year of monthly rows);
 - diurnal: the batch's per-hour means of the numeric columns against the reference's (Pearson
   correlation over the 24 hours, rolled by k, averaged over the columns whose hour-of-day pattern stands
   out of the batch's noise): a reading that is zero at night, one that peaks after noon, deliveries that slow
@@ -14,7 +16,9 @@ Evidence that anchors a timestamp column T to the world (where its hours should 
 Relationships that tie columns together (learned from the reference, `profiles.relations`):
 
 - hour_of: an integer column H that is an hour of T, (H - hour(T)) mod 24 concentrated on one offset (or
-  two adjacent ones: daylight saving time); a batch whose offset moved by k means H or T moved;
+  two adjacent ones: daylight saving time); a batch whose offset moved by k means H or T moved. Not learned
+  where T's hour never varies (a table stamped at midnight): any constant or two-valued column would read as
+  an hour of it;
 - lags: a second timestamp that follows T by a typical lag; its quantiles all moved by d whole hours.
 
 Every column's shift is solved from the anchors through the relationships (a relation that did not move
@@ -85,7 +89,9 @@ def _total_variation(p: np.ndarray, q: np.ndarray) -> float:
 
 def count_shift(reference: tuple[int, ...] | None, batch: tuple[int, ...] | None) -> Evidence | None:
     """The offset k with batch[h] ~ reference[h - k], from rows per hour; None when it cannot say."""
-    if reference is None or batch is None or sum(batch) < POLICY.shift_min_count_rows or not sum(reference):
+    if reference is None or batch is None or not sum(reference):
+        return None
+    if sum(batch) < (POLICY.shift_min_relation_rows if on_one_hour(reference) else POLICY.shift_min_count_rows):
         return None
     p, q = np.asarray(reference, float) / sum(reference), np.asarray(batch, float) / sum(batch)
     if min(_total_variation(p, np.roll(p, k)) for k in range(1, HOURS)) < POLICY.shift_distinct_profile:
@@ -108,6 +114,16 @@ def count_shift(reference: tuple[int, ...] | None, batch: tuple[int, ...] | None
     if distances[0] <= POLICY.shift_count_match + POLICY.shift_count_gain:
         return Evidence("hour_counts", 0, float(distances[0]), float(distances[0]))
     return None
+
+
+def on_one_hour(hours: tuple[int, ...] | None) -> bool:
+    """The reference's rows all but fall on one hour of the day (`policy.hour_of_learned` of them: a daily, weekly or
+    monthly table stamped at midnight). Each row of a batch is then a witness of its own: ten rows off that hour
+    are as plain a move as twenty spread over the day; and no column can be an hour of that timestamp, since its
+    hour never varies (a constant column would read as one)."""
+    if not hours or not sum(hours):
+        return False
+    return max(hours) / sum(hours) >= POLICY.hour_of_learned
 
 
 def _rolled_correlations(reference: np.ndarray, batch: np.ndarray) -> np.ndarray:
@@ -229,7 +245,7 @@ def check_timestamp_shift(ctx: GuardContext) -> Iterator[Finding]:
         for c in ctx.contract.columns
         if c.logical_type == "timestamp" and c.name in batch.columns and c.name in reference.columns
     ]
-    edges = _edges(reference.relations, batch_relations, times)
+    edges = _edges(reference.relations, batch_relations, times, {t: reference.columns[t].hours for t in times})
     derived = {e.b for e in edges if e.relation == "hour_of"}
     anchors = {t: e for t in times if (e := _anchor(reference, batch, batch_relations, t, derived)) is not None}
     anchors |= {
@@ -303,9 +319,15 @@ def _corroborated(
     return None
 
 
-def _edges(reference: Relations, batch: Relations, times: list[str]) -> list[_Edge]:
+def _edges(
+    reference: Relations, batch: Relations, times: list[str], hours_of: Mapping[str, tuple[int, ...] | None]
+) -> list[_Edge]:
+    """The relations of the timestamps `times` (each with the reference's rows per hour of the day, `hours_of`)
+    and how far each moved in the batch."""
     edges = []
     for t in times:
+        if on_one_hour(hours_of.get(t)):
+            continue  # an hour column of a timestamp whose hour never varies is any constant column
         for h, counts in reference.hour_of.get(t, {}).items():
             seen = batch.hour_of.get(t, {}).get(h)
             moved = hour_of_shift(counts, seen) if seen is not None else None

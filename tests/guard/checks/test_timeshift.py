@@ -226,6 +226,30 @@ def test_daily_rows_are_named_from_two_hours_on(tmp_path: Path, hours: int, name
     )
 
 
+def test_a_dozen_monthly_rows_moved_five_hours_are_named_on_the_clock_not_on_a_flag(tmp_path: Path) -> None:
+    """Monthly rows stamped at midnight, with a 0/1 flag that switches on in the third year: the hour of the stamp
+    never varies, so the flag (0 or 1, adjacent "hours") is no hour of it; twelve rows off midnight name the clock."""
+    months = pd.DataFrame(
+        {
+            "month": pd.date_range("2001-01-01", periods=48, freq="MS", tz="UTC").astype("datetime64[ms, UTC]"),
+            "flag": np.repeat([0, 0, 1, 1], 12).astype(np.int64),
+            "count": np.random.default_rng(0).poisson(120, 48).astype(float),
+        }
+    )
+    contract = Contract(
+        URN,
+        (ColumnContract("month", "timestamp"), ColumnContract("flag", "integer"), ColumnContract("count", "number")),
+        event_timestamp_column="month",
+    )
+    years = [snap(tmp_path, months.iloc[i * 12 : (i + 1) * 12], f"y{i}", "month").batch for i in range(3)]
+    found = shifts(
+        contract, snap(tmp_path, moved(months.iloc[36:], -5, "month"), "moved", "month"), build_reference(years)
+    )
+    assert [(f.column, f.params["offset_hours"], f.playbook) for f in found] == [("month", -5, "shift_timestamps")]
+    clean = snap(tmp_path, months.iloc[36:], "clean", "month")
+    assert shifts(contract, clean, build_reference(years)) == []
+
+
 @pytest.mark.parametrize("name", ["pnw_temps", "greensboro_tmy"])
 def test_real_data_clean_days_of_hourly_data_are_never_read_as_shifted(tmp_path: Path, name: str) -> None:
     """A day of hourly rows holds one reading per hour, so its diurnal profile is noisier than a week's: on every
