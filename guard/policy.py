@@ -316,8 +316,10 @@ class Policy:
     # share of batch rows on each of two learned offsets, for the batch to hold both daylight-saving regimes;
     # provenance: not measured (carried over from guard.checks.timeshift)
     dst_regime: float = 0.05
-    # rows needed (reference and batch) to judge a timestamp relation; provenance: not measured (carried over
-    # from guard.checks.timeshift)
+    # rows needed (reference and batch) to judge a timestamp relation, and batch rows for the hour-of-day count
+    # evidence where the reference's rows all fall on one hour (each row a witness); provenance: not measured
+    # (carried over from guard.checks.timeshift); on the corpus a year of monthly rows (12) moved by 4 or 5 hours
+    # is named by it
     shift_min_relation_rows: int = 10
 
     # --- rule: relations (guard.checks.relations) ---------------------------------------------------------------
