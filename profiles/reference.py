@@ -33,7 +33,7 @@ class ColumnSummary:
     iqr: float | None  # 75th minus 25th percentile
     null_share: float
     zero_share: float | None
-    point_share: float | None  # share of the most frequent value (numbers and times)
+    point_share: float | None  # share of the most frequent value (numbers and times; text where its values are counted)
     mean: float | None
     stdev: float | None
     # the core (values off the reference's point mass, `guard.variation`): where and how wide it sat
@@ -61,11 +61,18 @@ class ColumnSummary:
             iqr=None if q25 is None or q75 is None else q75 - q25,
             null_share=column.null_fraction,
             zero_share=column.zero_share,
-            point_share=mass[1] if mass else None,
+            point_share=mass[1] if mass else _top_share(column),
             mean=column.mean,
             stdev=column.stdev,
             **_core_fields(column, atom),
         )
+
+
+def _top_share(column: ColumnProfile) -> float | None:
+    """The most frequent value's share of the values, of a column whose values are counted (text)."""
+    if not column.value_counts or column.values <= 0:
+        return None
+    return max(count for _, count in column.value_counts) / column.values
 
 
 def _core_fields(column: ColumnProfile, atom: float | None) -> dict[str, float | None]:
@@ -182,12 +189,11 @@ class Reference:
 
     def holds_the_periods_value(self, column: str, observed: ColumnProfile | None) -> bool:
         """The batch holds one value of a column every kept batch held on one value: the period's value."""
-        return (
-            observed is not None
-            and observed.minimum is not None
-            and observed.minimum == observed.maximum
-            and self.held_per_batch(column)
-        )
+        if observed is None or not self.held_per_batch(column):
+            return False
+        if observed.value_counts is not None:  # text: one value counted
+            return len(observed.value_counts) == 1
+        return observed.minimum is not None and observed.minimum == observed.maximum
 
     def variation(self, column: str) -> list[ColumnSummary]:
         """The column's summary in each batch that has it, oldest first."""

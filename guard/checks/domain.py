@@ -10,7 +10,8 @@ the exact value counts of string columns, against the contract's allowed values 
 lists none, against the values the reference has seen. A value equal to an allowed one once trimmed,
 whitespace-collapsed and case-folded is miscased (CATEGORY_CASING, healed by its mapping); any other
 unseen value is a NEW_CATEGORY — blocking against the contract, a warning against the reference (which
-records history, not law).
+records history, not law) — but for the period's name: a column every kept batch held on one value, one value
+in this batch too (a month's name in a month's batch), is new in every batch by construction.
 """
 
 from __future__ import annotations
@@ -198,8 +199,14 @@ def _category_findings(ctx: GuardContext, column: ColumnContract, observed: Colu
             f"{', '.join(f'{k!r}->{v!r}' for k, v in sorted(mapping.items()))}",
         )
     new = {value: count for value, count in unseen.items() if value not in mapping}
-    if new:
+    if new and not (source == "reference" and _the_periods_name(ctx, column.name, observed)):
         yield _new_category(ctx, column.name, new, values, source)
+
+
+def _the_periods_name(ctx: GuardContext, name: str, observed: ColumnProfile) -> bool:
+    """Every kept batch held one value of the column, and so does this one: the period's name (a month), new in
+    every batch by construction until its cycle comes round. A contract's own list still binds it."""
+    return isinstance(ctx.reference, Reference) and ctx.reference.holds_the_periods_value(name, observed)
 
 
 def _allowed_values(ctx: GuardContext, column: ColumnContract) -> tuple[frozenset[str], str] | None:

@@ -184,6 +184,8 @@ def _category_drift(
         return _no_reference(ctx, column.name, severity)
     if not is_categorical(reference):
         return None  # an identifier or free text: no mix of categories to compare
+    if _the_periods_value(ctx, column.name, observed):
+        return None  # one value per batch by construction (a period's name): every batch has another mix
     distance = category_distance(reference, observed)
     limit = _limit(observed.row_count - observed.null_count, reference.row_count - reference.null_count)
     if distance <= limit:

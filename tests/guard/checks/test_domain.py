@@ -6,14 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from guard.checks.domain import check_domain
-from guard.contract import ColumnContract
+from guard.checks.drift import check_drift
+from guard.context import GuardContext
+from guard.contract import ColumnContract, Contract
 from guard.findings import Verdict
 from guard.kinds import FindingKind, Severity
 from guard.kinds import FindingKind as K
 from profiles.profile import DatasetProfile
+from profiles.reference import build_reference
+from profiles.snapshot import read_snapshot
 
 import deliveries_support
 from deliveries_support import context, eta_contract, eta_frame, findings, kinds_and_columns, snapshot_of
@@ -104,3 +109,35 @@ def test_impossible_values_block_and_new_extremes_only_warn(tmp_path, table):
     report = judge(tmp_path, table, storm)
     assert report.verdict is Verdict.CLEAN
     assert [(f.kind, f.severity) for f in report.findings if f.column == "wind"] == [(K.OUT_OF_RANGE, Severity.WARN)]
+
+
+def test_the_periods_name_is_new_in_every_batch_and_is_no_new_category(tmp_path: Path) -> None:
+    """Monthly batches of daily rows, each naming its month: every batch brings a month the reference never saw,
+    by construction. A second value in one batch is a new category again."""
+    urn = "urn:li:dataset:(urn:li:dataPlatform:file,periods,PROD)"
+    days = pd.DataFrame({"day": pd.date_range("2024-01-01", periods=121, freq="D", tz="UTC")}).assign(
+        day=lambda f: f["day"].astype("datetime64[ms, UTC]"),
+        month=lambda f: f["day"].dt.strftime("%b"),
+        count=np.random.default_rng(0).poisson(40, 121).astype(float),
+    )
+    contract = Contract(
+        urn,
+        (ColumnContract("day", "timestamp"), ColumnContract("month", "string"), ColumnContract("count", "number")),
+        event_timestamp_column="day",
+    )
+
+    def snap(frame: pd.DataFrame, name: str):
+        path = tmp_path / f"{name}.parquet"
+        frame.to_parquet(path, index=False)
+        return read_snapshot(path, time_column="day", batch_id=name)
+
+    by_month = [days[days["day"].dt.month == m] for m in (1, 2, 3, 4)]
+    reference = build_reference([snap(f, f"m{i}").batch for i, f in enumerate(by_month[:3])])
+
+    def said(frame: pd.DataFrame, name: str) -> set:
+        ctx = GuardContext(urn, contract, snap(frame, name), reference, (), now_ms=0)
+        return {(f.kind, f.column) for check in (check_domain, check_drift) for f in check(ctx)}
+
+    assert said(by_month[3], "april") == set()
+    mixed = by_month[3].assign(month=lambda f: f["month"].where(f.index % 2 == 0, "Sept"))
+    assert (K.NEW_CATEGORY, "month") in said(mixed, "mixed")
