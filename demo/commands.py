@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import shutil
 import time
-from typing import Annotated
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from controlplane.cli.options import WorkspaceOption, echo_event
 from controlplane.datahub.config import load_gms_config
 from controlplane.errors import WorkspaceError
-from controlplane.frontdoor.render import timeline
 from controlplane.workspace import resolve_workspace
 
-__all__ = ["demo", "register"]
+if TYPE_CHECKING:
+    from demo.serving import ServedDay
+
+__all__ = ["demo", "register", "served_table"]
 
 
 def demo(
@@ -26,6 +29,7 @@ def demo(
     ] = False,
 ) -> None:
     """Seed the estate, promote a champion, inject a unit failure, heal it, and show the impact."""
+    from demo.serving import serve_next_day
     from demo.story import run_demo
 
     ws = resolve_workspace(workspace)
@@ -42,13 +46,29 @@ def demo(
     if reset and ws.root.exists():
         shutil.rmtree(ws.root)
     started = time.monotonic()
-    result = run_demo(ws.ensure(), seed=seed, say=typer.echo, listener=echo_event)
-    typer.echo("\n=== first run (clean data) ===\n" + timeline(result.first, with_ledger=False))
-    typer.echo("\n=== second run (distance written in metres) ===\n" + timeline(result.healed))
+    today = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
+    # the story ends a day back, so that the next day it serves is today: the estate is never in the future
+    result = run_demo(ws.ensure(), seed=seed, now=today - timedelta(days=1), say=typer.echo, listener=echo_event)
+    typer.echo("[6/6] the next day the feed is still broken: its batch lands, the loop runs, the models serve it")
+    served = serve_next_day(ws, result.healed, seed=seed, now=result.now, listener=echo_event)
+    typer.echo(f"  outcome: {served.run.outcome}")
     typer.echo("\n=== customer impact: holdout ETA error (MAE, minutes) ===")
     typer.echo(f"  model trained on poisoned data: {result.mae_poisoned:6.2f} min")
     typer.echo(f"  model trained on healed data:   {result.mae_healed:6.2f} min")
+    typer.echo("\n" + served_table(served))
     typer.echo(f"\nworkspace {ws.root}  ({time.monotonic() - started:.0f} s)")
+
+
+def served_table(served: ServedDay) -> str:
+    """The next day's served error of each model, as measured, in one short table."""
+    rows = [
+        ("without the gate: model trained on the poisoned data", "as the feed sent it", served.poisoned),
+        (f"with Kintsugi: the healed champion v{served.champion}", "healed by the loop", served.healed),
+        (f"clean baseline: the healed champion v{served.champion}", "as a working feed sends it", served.clean),
+    ]
+    lines = [f"=== served the next day: {served.rows} deliveries, ETA error ({served.metric.upper()}, minutes) ==="]
+    lines += [f"  {model:<54} {batch:<27} {score:6.2f} min" for model, batch, score in rows]
+    return "\n".join(lines)
 
 
 def register(app: typer.Typer) -> None:

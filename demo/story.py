@@ -20,7 +20,7 @@ from demo.generate import generate_eta_features
 from demo.seed import CANCEL_PIPELINE, INITIAL_DAYS, PIPELINE, UPSTREAMS, seed_estate
 from training.model import evaluate, fit, time_holdout
 
-__all__ = ["DemoResult", "run_demo", "land_batch", "NEW_DAYS"]
+__all__ = ["DemoResult", "run_demo", "land_batch", "ms", "NEW_DAYS"]
 
 NEW_DAYS = 10
 
@@ -31,6 +31,7 @@ class DemoResult:
     healed: RunRecord
     mae_poisoned: float
     mae_healed: float
+    now: datetime  # the instant the poisoned batch landed
 
 
 def run_demo(
@@ -43,24 +44,24 @@ def run_demo(
 ) -> DemoResult:
     now = (now or datetime.now(timezone.utc)).replace(minute=0, second=0, microsecond=0)
     first_day = now - timedelta(days=NEW_DAYS)
-    say(f"[1/5] seeding the delivery estate: {INITIAL_DAYS} days of orders up to {first_day:%Y-%m-%d}")
+    say(f"[1/6] seeding the delivery estate: {INITIAL_DAYS} days of orders up to {first_day:%Y-%m-%d}")
     seed_estate(ws, seed=seed, anchor=first_day)
     spec = load_spec(ws, PIPELINE)
-    say("[2/5] first runs on clean data: delivery-eta and cancel-risk each promote a first champion")
-    first = run_pipeline(ws, spec, now_ms=_ms(first_day + timedelta(hours=1)), listener=listener)
-    run_pipeline(ws, load_spec(ws, CANCEL_PIPELINE), now_ms=_ms(first_day + timedelta(hours=1)), listener=listener)
-    say(f"[3/5] {NEW_DAYS} days later a new batch lands; the orders service now writes distance in metres")
+    say("[2/6] first runs on clean data: delivery-eta and cancel-risk each promote a first champion")
+    first = run_pipeline(ws, spec, now_ms=ms(first_day + timedelta(hours=1)), listener=listener)
+    run_pipeline(ws, load_spec(ws, CANCEL_PIPELINE), now_ms=ms(first_day + timedelta(hours=1)), listener=listener)
+    say(f"[3/6] {NEW_DAYS} days later a new batch lands; the orders service now writes distance in metres")
     land_batch(ws, spec, seed=seed, anchor=now, metres=True)
-    say("[4/5] the loop runs on the poisoned batch")
-    healed = run_pipeline(ws, spec, now_ms=_ms(now + timedelta(minutes=5)), listener=listener)
-    say("[5/5] customer impact: a model trained on the poisoned data vs the healed one, same holdout")
+    say("[4/6] the loop runs on the poisoned batch")
+    healed = run_pipeline(ws, spec, now_ms=ms(now + timedelta(minutes=5)), listener=listener)
+    say("[5/6] customer impact: a model trained on the poisoned data vs the healed one, same holdout")
     impact = healed.impact
     if impact is not None and impact.poisoned is not None and impact.healed is not None:  # measured by the run
         mae_poisoned, mae_healed = float(impact.poisoned), float(impact.healed)
     else:
         poisoned_path = ws.run_dir(healed.run_id) / "sandbox" / "input.parquet"
         mae_poisoned, mae_healed = customer_impact(spec, poisoned_path, spec.data)
-    return DemoResult(first, healed, mae_poisoned, mae_healed)
+    return DemoResult(first, healed, mae_poisoned, mae_healed, now)
 
 
 def land_batch(
@@ -76,7 +77,7 @@ def land_batch(
         batch["distance_km"] *= 1000.0
     frame = pd.concat([table, batch], ignore_index=True)
     frame.to_parquet(spec.data, index=False, row_group_size=100_000)
-    stamp = _ms(anchor)
+    stamp = ms(anchor)
     with metadata_session(ws) as metadata:
         for urn in UPSTREAMS:
             touched = last_modified_mcps(metadata, urn, stamp)
@@ -97,5 +98,5 @@ def customer_impact(spec: PipelineSpec, poisoned: Path, healed: Path) -> tuple[f
     return scores[0], scores[1]
 
 
-def _ms(moment: datetime) -> int:
+def ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)

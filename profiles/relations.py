@@ -509,7 +509,7 @@ def informative_rows(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _identities(numbers: Mapping[str, np.ndarray]) -> dict[str, tuple[int, int]]:
-    names = [n for n in sorted(numbers) if np.nanstd(numbers[n]) > 0][:_MAX_IDENTITY_COLUMNS] if numbers else []
+    names = [n for n in sorted(numbers) if _varies(numbers[n])][:_MAX_IDENTITY_COLUMNS]
     if len(names) < 3:
         return {}
     head = np.column_stack([numbers[n][: 4 * IDENTITY_SCREEN_ROWS] for n in names])  # screened on the first rows
@@ -523,6 +523,12 @@ def _identities(numbers: Mapping[str, np.ndarray]) -> dict[str, tuple[int, int]]
                 holds = identity_holds(numbers[c][rows], numbers[a][rows], numbers[b][rows], op, tolerance)
                 found[f"{c}={a}{op}{b}"] = (int(holds.sum()), int(rows.sum()))
     return found
+
+
+def _varies(values: np.ndarray) -> bool:
+    """Whether a column's present values differ; one with none present does not (and asks numpy for no spread)."""
+    present = values[~np.isnan(values)]
+    return present.size > 0 and bool(present.std() > 0)
 
 
 def _screened(head: np.ndarray, k: int, op: str, tolerance: float) -> list[tuple[int, int]]:

@@ -145,3 +145,15 @@ def test_rows_on_an_orders_bound_are_counted_and_a_profile_written_before_reads_
     assert Relations.from_dict(stored).pairs["air|dew"] == moments
     stored["pairs"]["air|dew"] = stored["pairs"]["air|dew"][:7]  # kept before a_eq_b was
     assert Relations.from_dict(stored).pairs["air|dew"].a_eq_b == 0
+
+
+def test_a_numeric_column_with_no_value_learns_no_identity_and_asks_numpy_for_no_spread():
+    import warnings
+
+    rng = np.random.default_rng(3)
+    a, b = rng.uniform(1, 9, 400).round(2), rng.uniform(1, 9, 400).round(2)
+    frame = pd.DataFrame({"a": a, "b": b, "total": (a + b).round(2), "empty": np.full(400, np.nan)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        learned = learn_relations(frame, {c: "number" for c in frame})
+    assert "total=a+b" in learned.identities and not any("empty" in k for k in learned.identities)
