@@ -30,6 +30,7 @@ __all__ = [
     "score",
     "fit",
     "gain_error",
+    "gain_error_of",
     "is_better",
     "leaned_on",
     "relative_gain",
