@@ -44,7 +44,7 @@ from controlplane.stages.detect import TrainingView, detect
 from controlplane.stages.heal import Healed, heal, raise_incidents, verify
 from controlplane.stages.pin import Pinned, live_hash, verify_file
 from controlplane.stages.publish import publish, remember_reference, resolve, resolve_cleared
-from controlplane.stages.train import Trained, assess, holdout_of, score_champion, train
+from controlplane.stages.train import Trained, assess, rescore_champion, train
 from controlplane.takeback.recovery import recover_pipeline
 from controlplane.vocab import Policy, RunStatus, Stage, Verdict
 from controlplane.workspace import Workspace
@@ -279,8 +279,7 @@ def _rescore_if_champion_moved(run: RunContext, trained: Trained) -> tuple[Train
     store = open_store(run.ws)
     if store.champion_version(run.spec.name) == trained.champion_version:
         return trained, []
-    candidate = store.load_model(run.spec.name, trained.version)
-    scored = score_champion(run, store, holdout_of(run, trained.view).holdout, candidate)
+    scored = rescore_champion(run, store, trained.view, trained.version)
     change = f"the champion moved from v{trained.champion_version} to v{scored.version} since the pause; rescored"
     moved = replace(
         trained, champion_version=scored.version, champion_metrics=scored.metrics, gain_error=scored.gain_error

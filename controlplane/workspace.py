@@ -60,6 +60,11 @@ class Workspace:
         return self.root / "references"
 
     @property
+    def cache(self) -> Path:
+        """What can be computed again, kept to save time (the champion's holdout scores): never a record."""
+        return self.root / "cache"
+
+    @property
     def keys(self) -> Path:
         return self.root / "keys"
 

@@ -15,6 +15,7 @@ from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import contract_mcps
 from controlplane.datahub.datasets import SchemaColumn, dataset_mcps, profile_mcps
 from controlplane.datahub.port import AspectWrite
+from controlplane.models.modelstore import open_store
 from controlplane.onboard.odcs import parse_odcs
 from controlplane.runs.identity import establish_identity
 from controlplane.spec import load_spec
@@ -111,6 +112,7 @@ def seed_estate(ws: Workspace, *, seed: int, anchor: datetime, days: int = INITI
     anchor_ms = int(anchor.astimezone(timezone.utc).timestamp() * 1000)
     with metadata_session(ws) as metadata:
         establish_identity(ws, metadata, anchor_ms)
+        open_store(ws)  # the MLflow store created and marked now, as `kintsugi init` does
         for urn, (name, description, columns) in _UPSTREAM_SCHEMAS.items():
             metadata.emit(
                 dataset_mcps(

@@ -65,3 +65,6 @@ DEFAULT_SEVERITY[FindingKind.DRIFT] = Severity.WARN
 DEFAULT_SEVERITY[FindingKind.UNIT_UNCHECKED] = (
     Severity.WARN
 )  # guard-robust: says it cannot judge, never passes silently
+# a column the contract does not name is never read (training reads the contract's columns only): it is named, and
+# the contract's own columns are judged as usual; a rename (a contracted column missing beside it) still blocks
+DEFAULT_SEVERITY[FindingKind.COLUMN_UNEXPECTED] = Severity.WARN

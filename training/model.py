@@ -6,6 +6,7 @@ import math
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,15 +18,19 @@ from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils._param_validation import InvalidParameterError
 
 from training._estimator import make_estimator
-from training._scores import Predictions, classification_scores, predict, regression_scores, score_of
+from training._scores import Predictions, predict, score_of, scores_of
 from training.errors import SpecError, TrainingError
 from training.spec import TrainingSpec, metric_direction
 
 __all__ = [
+    "Predictions",
+    "Scored",
     "build_estimator",
     "evaluate",
+    "score",
     "fit",
     "gain_error",
+    "gain_error_of",
     "is_better",
     "leaned_on",
     "relative_gain",
@@ -93,8 +98,16 @@ def fit(spec: TrainingSpec, train_df: pd.DataFrame) -> Pipeline:
     return pipeline
 
 
-def evaluate(spec: TrainingSpec, model: Any, df: pd.DataFrame) -> dict[str, float]:
-    """Score ``model`` on ``df``: mae/rmse/r2, or accuracy/f1/roc_auc/log_loss."""
+@dataclass(frozen=True)
+class Scored:
+    """A model's metrics on a holdout, and the predictions they were computed from (one predict per model)."""
+
+    metrics: dict[str, float]
+    said: Predictions
+
+
+def score(spec: TrainingSpec, model: Any, df: pd.DataFrame) -> Scored:
+    """Predict ``df`` once with ``model`` and score it: mae/rmse/r2, or accuracy/f1/roc_auc/log_loss."""
     _require_columns(df, [*spec.features, spec.target], "the evaluation frame")
     if df.empty:
         raise TrainingError(
@@ -104,17 +117,20 @@ def evaluate(spec: TrainingSpec, model: Any, df: pd.DataFrame) -> dict[str, floa
     features, target = df[spec.features], df[spec.target]
     fix = "check the holdout's feature types against the training data"
     with _sklearn_errors(f"evaluating {spec.estimator} on {len(df)} rows", fix=fix):
-        if spec.task == "regression":
-            scores = regression_scores(model, features, target)
-        else:
-            scores = classification_scores(model, features, target)
+        said = predict(spec.task, model, features, target)
+        scores = scores_of(np.asarray(target), said)
     bad = sorted(name for name, value in scores.items() if not math.isfinite(value))
     if bad:
         raise TrainingError(
             f"metrics {', '.join(bad)} are not finite on {len(df)} holdout rows",
             "evaluate on a larger holdout (raise holdout_fraction or add rows)",
         )
-    return scores
+    return Scored(scores, said)
+
+
+def evaluate(spec: TrainingSpec, model: Any, df: pd.DataFrame) -> dict[str, float]:
+    """Score ``model`` on ``df``: mae/rmse/r2, or accuracy/f1/roc_auc/log_loss."""
+    return score(spec, model, df).metrics
 
 
 def leaned_on(spec: TrainingSpec, model: Any, holdout: pd.DataFrame) -> tuple[str, ...]:
@@ -151,14 +167,38 @@ def gain_error(spec: TrainingSpec, candidate: Any, champion: Any, holdout: pd.Da
     scored (a class absent, a constant target): then no gain is within the error.
     """
     _require_columns(holdout, [*spec.features, spec.target], "the evaluation frame")
-    step = max(1, math.ceil(len(holdout) / GAIN_ROWS))
-    all_rows, holdout = len(holdout), holdout.iloc[::step]
-    target = np.asarray(holdout[spec.target])
+    rows = _gain_rows(len(holdout))
+    subset = holdout.iloc[rows]
     fix = "check the holdout's feature types against the training data"
-    with _sklearn_errors(f"predicting with {spec.estimator} on {len(holdout)} rows", fix=fix):
+    with _sklearn_errors(f"predicting with {spec.estimator} on {len(subset)} rows", fix=fix):
         said = [
-            predict(spec.task, model, holdout[spec.features], holdout[spec.target]) for model in (candidate, champion)
+            predict(spec.task, model, subset[spec.features], subset[spec.target]) for model in (candidate, champion)
         ]
+    return _bootstrap(spec, np.asarray(subset[spec.target]), said, len(holdout))
+
+
+def gain_error_of(spec: TrainingSpec, holdout: pd.DataFrame, candidate: Predictions, champion: Predictions) -> float:
+    """``gain_error`` from both models' predictions on the whole holdout (as `score` made them): no predict again.
+
+    The same rows, resamples and answer as ``gain_error``: a model predicts each row on its own."""
+    _require_columns(holdout, [spec.target], "the evaluation frame")
+    for role, said in (("candidate", candidate), ("champion", champion)):
+        if len(said.predicted) != len(holdout):
+            raise TrainingError(
+                f"the {role}'s predictions cover {len(said.predicted)} rows, the holdout {len(holdout)}",
+                "score both models on the same holdout",
+            )
+    rows = _gain_rows(len(holdout))
+    target = np.asarray(holdout[spec.target])[rows]
+    return _bootstrap(spec, target, [_rows_of(candidate, rows), _rows_of(champion, rows)], len(holdout))
+
+
+def _gain_rows(rows: int) -> np.ndarray:
+    """The evenly spaced holdout rows (up to GAIN_ROWS) the gain's error is measured on."""
+    return np.arange(0, rows, max(1, math.ceil(rows / GAIN_ROWS)))
+
+
+def _bootstrap(spec: TrainingSpec, target: np.ndarray, said: list[Predictions], all_rows: int) -> float:
     rng = np.random.default_rng(spec.seed)
     gains = []
     for _ in range(GAIN_RESAMPLES):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.serialization_helper import post_json_transform
@@ -65,11 +65,12 @@ class LiteMetadata:
                 self._reader = None
             self._writer = self._open(read_only=False)
         try:
-            for mcp in mcps:
-                if at_ms is not None:
-                    mcp.systemMetadata = SystemMetadataClass(lastObserved=at_ms)
-                self._writer.write(mcp)
-                self._written.add(str(mcp.entityUrn))
+            with _one_transaction(self._writer):
+                for mcp in mcps:
+                    if at_ms is not None:
+                        mcp.systemMetadata = SystemMetadataClass(lastObserved=at_ms)
+                    self._writer.write(mcp)
+            self._written.update(str(mcp.entityUrn) for mcp in mcps)
         except Exception as exc:
             raise MetadataError(f"DataHub Lite write failed at {self.location}: {exc}", _FIX) from exc
 
@@ -133,3 +134,24 @@ class LiteMetadata:
             raise MetadataError(f"DataHub Lite browse index update failed at {self.location}: {exc}", _FIX) from exc
         finally:
             self._written.clear()
+
+
+@contextmanager
+def _one_transaction(writer: Any) -> Iterator[None]:
+    """One emit's aspects (and their browse edges) in one sqlite transaction: all of them or none, one commit.
+
+    Lite commits after every aspect and every edge (`_commit`, ~600 commits a run). Its sqlite connection opens a
+    transaction on the first write by itself, so holding `_commit` back for the emit and committing once at its end
+    makes the emit one transaction; a failed write rolls it back whole (Lite's own `_rollback`). Should a Lite
+    release commit some other way, the emit only commits more often: each write is still Lite's own.
+    """
+    commit = writer._commit
+    writer._commit = lambda: None
+    try:
+        yield
+    except BaseException:
+        writer._rollback()
+        raise
+    finally:
+        del writer._commit  # the class's own again
+    commit()

@@ -2,7 +2,9 @@
 
 A guard warning asks for a person only where it can change what the model does: on the label, on a feature the
 model leans on (`training.model.leaned_on`), or on the table as a whole (no column). A warning on a feature the
-model barely uses is recorded in the decision's reasons, and a clean, better candidate promotes without a person.
+model barely uses, or on columns the contract does not name (training never reads them, even when a wide table's
+are grouped into one finding), is recorded in the decision's reasons, and a clean, better candidate promotes
+without a person.
 
 "Better" is read against what the holdout can tell apart. The tolerance is `level_within` times the gain's sampling
 error on this holdout (`training.model.gain_error`). A candidate beats the champion by `min_gain`. Where `min_gain` is
@@ -39,6 +41,7 @@ DEFAULT_MAX_REGRESSION = 0.02  # worse than the champion by more than 2% is BLOC
 # A shortfall under one sampling error of the gain is level with the champion. Chosen, not tuned: one standard
 # error is the least a holdout must show before it says the champion is better (a paired bootstrap's spread).
 DEFAULT_LEVEL_WITHIN = 1.0
+_UNREAD = frozenset({"column_unexpected"})  # guard warnings on columns training never reads
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,7 @@ def _soft(evidence: PromotionEvidence, gain: float | None, reasons: list[str], m
         )
     if aside:
         reasons.append(
-            f"{len(aside)} guard warning(s) only on features the model does not lean on: "
+            f"{len(aside)} guard warning(s) only on columns the model does not read or lean on: "
             + ", ".join(str(w) for w in aside)
         )
     return PromotionDecision(Verdict.APPROVED, tuple(reasons), gain)
@@ -141,7 +144,9 @@ def _warnings_by_reach(evidence: PromotionEvidence) -> tuple[list[GuardWarning],
     touching: list[GuardWarning] = []
     aside: list[GuardWarning] = []
     for warning in evidence.guard_warnings:
-        reaches = warning.column is None or warning.column == evidence.label or warning.column in evidence.leaned_on
+        reaches = warning.kind not in _UNREAD and (
+            warning.column is None or warning.column == evidence.label or warning.column in evidence.leaned_on
+        )
         (touching if reaches else aside).append(warning)
     return touching, aside
 

@@ -6,8 +6,10 @@
                         the contract and the spec under the workspace (an earlier contract kept, renamed),
                         the dataset in DataHub (properties, schema in DataHub's field types with the arrow
                         type, owner, upstream lineage; unknown upstreams created with their freshness SLA),
-                        the contract (through `services.apply_contract`: a new version of the dataContract
-                        aspect, DataHub keeps the earlier ones), and the reference (`reference.establish_reference`)
+                        the MLflow store (created with its migrations and marked with the workspace's id, so
+                        the first run pays for neither; an existing store is only checked), the contract
+                        (through `services.apply_contract`: a new version of the dataContract aspect, DataHub
+                        keeps the earlier ones), and the reference (`reference.establish_reference`)
 
 Nothing is written before the plan succeeds: a location that is missing, unreadable, forbidden or in another
 format is one line naming the fix, and DataHub and MLflow are left as they were.
@@ -34,7 +36,7 @@ from controlplane.datahub.urns import check_dataset_urn, dataset_urn
 from controlplane.errors import DataError, InputError, KintsugiError, SpecError, TableChanged
 from controlplane.frontdoor import services
 from controlplane.models.gate import DEFAULT_LEVEL_WITHIN, DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN
-from controlplane.models.modelstore import training_errors_mapped
+from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.onboard.infer import KEY_TYPES, Hints, Proposal, infer_task, key_candidates, propose
 from controlplane.onboard.land import operator_urn
 from controlplane.onboard.unitguess import given_unit
@@ -411,6 +413,8 @@ def _write(
     with metadata_session(ws) as metadata:
         check_datahub(ws, metadata)
         created = _register(metadata, plan, journal, now_ms)
+    with journal.writing(LedgerKind.MLFLOW_TAGS, "workspace marker", what="the MLflow store, created and marked"):
+        open_store(ws)  # its migrations and its marker now, so that the first run pays for neither
     with journal.writing(LedgerKind.DATAHUB, plan.dataset, aspect="dataContract", file=ws.rel(contract_file)):
         services.apply_contract(ws, contract_file, None, now_ms)
     with (

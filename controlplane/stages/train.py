@@ -20,6 +20,7 @@ from controlplane.datahub.history import health_at, unhealed_at
 from controlplane.datahub.incidents import IncidentRef
 from controlplane.errors import DataError, KintsugiError
 from controlplane.models import passport_signing as passport
+from controlplane.models.champion_scores import ScoresKey, load_scores, save_scores
 from controlplane.models.gate import GuardWarning, PromotionDecision, PromotionEvidence, decide
 from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.runs.context import RunContext, crash_point
@@ -29,7 +30,7 @@ from controlplane.vocab import LedgerKind, Stage
 from profiles.records import Record
 from profiles.snapshot import read_frame
 from training import errors as training_errors
-from training.model import evaluate, fit, gain_error, leaned_on, time_holdout
+from training.model import Predictions, fit, gain_error_of, leaned_on, score, time_holdout
 
 if TYPE_CHECKING:
     from training.registry import ModelStore
@@ -44,6 +45,7 @@ __all__ = [
     "holdout_of",
     "labelled_of",
     "score_champion",
+    "rescore_champion",
 ]
 
 
@@ -175,19 +177,53 @@ class ChampionScore:
     gain_error: float | None = None
 
 
-def score_champion(run: RunContext, store: ModelStore, holdout: pd.DataFrame, candidate: Any) -> ChampionScore:
-    """The champion on the candidate's holdout; an unreadable champion gives empty scores (the gate blocks)."""
+def score_champion(
+    run: RunContext, store: ModelStore, view: TrainingView, holdout: pd.DataFrame, candidate: Predictions
+) -> ChampionScore:
+    """The champion on the candidate's holdout (`holdout` of the guarded bytes `view`), its scores kept for a later
+    run on the same table and champion; an unreadable champion gives empty scores (the gate blocks)."""
     version = store.champion_version(run.spec.name)
     if version is None:
         return ChampionScore(None, {})
+    training = run.spec.training
     try:
-        champion = store.load_model(run.spec.name, version)
-        scores = evaluate(run.spec.training, champion, holdout)
-        error = gain_error(run.spec.training, candidate, champion, holdout)
-        return ChampionScore(version, scores, error if math.isfinite(error) else None)  # records hold no NaN
+        key = _scores_key(run, store, view, version)
+        scored = load_scores(run.ws, key, len(holdout))
+        if scored is None:
+            scored = score(training, store.load_model(run.spec.name, version), holdout)
+            save_scores(run.ws, key, scored)
+        error = gain_error_of(training, holdout, candidate, scored.said)
+        return ChampionScore(version, scored.metrics, error if math.isfinite(error) else None)  # records hold no NaN
     except training_errors.TrainingError as exc:
         run.event(Stage.TRAIN, "warning", f"champion v{version} could not be scored: {exc}")
         return ChampionScore(version, {})
+
+
+def rescore_champion(run: RunContext, store: ModelStore, view: TrainingView, candidate_version: int) -> ChampionScore:
+    """The champion now against the registered candidate, on the candidate's holdout again (a resumed run whose
+    champion moved since it paused)."""
+    holdout = holdout_of(run, view).holdout
+    with training_errors_mapped():
+        candidate = score(run.spec.training, store.load_model(run.spec.name, candidate_version), holdout)
+        return score_champion(run, store, view, holdout, candidate.said)
+
+
+def _scores_key(run: RunContext, store: ModelStore, view: TrainingView, version: int) -> ScoresKey:
+    spec, training = run.spec, run.spec.training
+    return ScoresKey(
+        spec.name,
+        version,
+        store.run_for_version(spec.name, version),
+        view.table_hash,
+        training.task,
+        training.target,
+        tuple(training.features),
+        training.time_column,
+        float(training.holdout_fraction),
+        spec.row_budget,
+        training.seed,
+        run.engine.name,
+    )
 
 
 def train(
@@ -204,9 +240,10 @@ def train(
     seal, unsealed = _sealer(run)
     with training_errors_mapped():
         model = fit(spec.training, train_df)
-        candidate = evaluate(spec.training, model, holdout)
+        said = score(spec.training, model, holdout)  # the candidate predicts the holdout once
+        candidate = said.metrics
         leaning = leaned_on(spec.training, model, holdout)
-        scored = score_champion(run, store, holdout, model)
+        scored = score_champion(run, store, view, holdout, said.said)
         champion_version, champion = scored.version, scored.metrics
         crash_point("train:before-log")
         with run.journal.writing(LedgerKind.MLFLOW_RUN, spec.name, experiment=spec.name) as entry:

@@ -19,9 +19,11 @@ from training.model import (
     evaluate,
     fit,
     gain_error,
+    gain_error_of,
     is_better,
     leaned_on,
     relative_gain,
+    score,
     time_holdout,
 )
 from training.spec import TrainingSpec
@@ -332,3 +334,20 @@ def test_the_features_a_model_leans_on_are_those_whose_shuffling_costs_the_score
     assert found[0] == "distance_km"  # 4 minutes a km: most of the label's spread
     assert "weight_kg" not in found  # 0.3 minutes a kg: a feature the model could do without
     assert leaned_on(regression_spec, model, holdout) == found  # seeded: the same answer every time
+
+
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_the_gains_error_from_predictions_made_once_is_the_error_from_predicting_again(
+    deliveries: pd.DataFrame, spec_factory: SpecFactory, task: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import training.model as model
+
+    spec = spec_factory(task)
+    train, holdout = time_holdout(deliveries, "event_time", 0.5)
+    candidate, champion = fit(spec, train), fit(spec_factory(task, seed=spec.seed + 1), train.iloc[::2])
+    said = [score(spec, m, holdout).said for m in (candidate, champion)]
+    for rows in (model.GAIN_ROWS, 30):  # the whole holdout, and evenly spaced rows of it
+        monkeypatch.setattr(model, "GAIN_ROWS", rows)
+        assert gain_error_of(spec, holdout, *said) == gain_error(spec, candidate, champion, holdout)
+    with pytest.raises(TrainingError, match="predictions cover"):
+        gain_error_of(spec, holdout.iloc[:-1], *said)

@@ -110,7 +110,6 @@ CASES = [
     ("unexplained", lambda f: f.assign(distance_km=f["distance_km"] * 7.3), (K.SCALE_SHIFT, "distance_km")),
     ("rename", _rename, (K.COLUMN_RENAMED, "prep_time_min")),
     ("dropped", lambda f: f.drop(columns=["rain_mm"]), (K.COLUMN_MISSING, "rain_mm")),
-    ("extra", lambda f: f.assign(tip_eur=1.0), (K.COLUMN_UNEXPECTED, "tip_eur")),
     ("type drift", _as_strings, (K.TYPE_CHANGED, "courier_load")),
     ("null spike", _nulls, (K.NULL_LIMIT, "rain_mm")),
     ("label lag", _label_lag, (K.LABEL_IMMATURE, "eta_minutes")),
@@ -134,6 +133,15 @@ def test_each_failure_class_blocks_with_the_right_kind_and_column(
     assert report.verdict is Verdict.BLOCKED
     kind, column = expected
     assert (kind.value, column) in kinds(report), [f.message for f in report.findings]
+
+
+def test_a_column_the_contract_does_not_name_is_a_warning_that_names_it(demo_run, clean, tmp_path):
+    ws, _ = demo_run
+    report = guard_frame(ws, clean.assign(tip_eur=1.0), tmp_path)
+    assert report.verdict is Verdict.CLEAN, [f.message for f in report.blocking]
+    assert [(f.column, f.severity.value) for f in report.warnings if f.kind is K.COLUMN_UNEXPECTED] == [
+        ("tip_eur", "warn")
+    ]
 
 
 def test_a_unit_failure_names_the_actual_unit_and_a_rename_gives_the_mapping(demo_run, clean, tmp_path):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from controlplane.onboard.odcs import parse_odcs
 from controlplane.onboard.unitguess import UnitGuess, contract_unit
 from controlplane.runs.journal import list_runs
 from controlplane.stages.pin import file_hash
+from controlplane.workspace import Workspace
 from tests.support import champion
 
 from onboard_support import INIT_AT, NAME, UPSTREAM, cli, copy_ws, init_args, weather
@@ -193,3 +196,25 @@ def test_init_asks_about_every_unsure_guess_and_takes_the_answers(tmp_path, monk
     contract = parse_odcs((root / "contracts" / f"{NAME}.odcs.yaml").read_text())
     assert contract.column("wind").unit == contract_unit(UnitGuess("mph", "", True))
     assert "reviewed" in (root / "contracts" / f"{NAME}.odcs.yaml").read_text()
+
+
+def test_init_creates_the_mlflow_store_marked_for_the_workspace_so_the_first_run_migrates_nothing(tmp_path):
+    from controlplane.runs.identity import load_identity
+    from training.registry import ModelStore
+
+    ws = Workspace(tmp_path / "ws")
+    (ws.root / "data").mkdir(parents=True)
+    table = ws.root / "data" / "seattle-weather.parquet"
+    weather().to_parquet(table, index=False)
+    code, _, err = cli(*init_args(str(table)), workspace=ws.root)
+    assert code == 0, err
+    with closing(sqlite3.connect(ws.mlflow_db)) as db:  # created, its migrations run: alembic holds a revision
+        assert db.execute("SELECT version_num FROM alembic_version").fetchall()
+    identity = load_identity(ws)
+    assert identity is not None and identity.mlflow_marked
+    assert ModelStore(ws.mlflow_uri, ws.artifacts).workspace_marker() == identity.workspace_id
+    record = next(r for r in list_runs(ws) if r.kind == "init")
+    assert [e.state for e in record.ledger if e.kind == "mlflow-tags"] == ["done"]
+    code, _, err = cli(*init_args(str(table), "--force"), workspace=ws.root)  # again: the same store, only checked
+    assert code == 0, err
+    assert ModelStore(ws.mlflow_uri, ws.artifacts).workspace_marker() == identity.workspace_id
