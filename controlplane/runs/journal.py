@@ -45,10 +45,13 @@ one can no longer be champion), MLflow's alias and DataHub's tag both written. A
 moved back onto the champion it was leaving: DataHub is made to tag what MLflow's alias says.
 
 A publish whose table changed since (a producer's write, no later run's): every writer refuses the take-back, one
-line naming the ways out, the run keeps its status; `undo RUN --table restore` restores the kept bytes over the
-change (undone), `recover RUN --table keep` keeps the change and takes back the rest (recovered). A run whose record is damaged (a ledger entry lacks what its write
-recorded: `RunRecord.need`) is refused before anything is changed and keeps its status: its own `recover` and
-`undo` exit 2 with one line naming the run and the fix; every other writer reports it on one line and goes on.
+line naming the ways out, and the run keeps its status; `undo RUN --table restore` restores the kept bytes over the
+change (undone), `recover RUN --table keep` keeps the change and takes back the rest (recovered). A change a later
+run published is refused whatever is asked: undo the later runs first.
+
+A run whose record is damaged (a ledger entry lacks what its write recorded: `RunRecord.need`) is refused before
+anything is changed and keeps its status: its own `recover` and `undo` exit 2 with one line naming the run and the
+fix; every other writer reports it on one line and goes on.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ lock dies with its process). The next writer of the pipeline — or `kintsugi re
 consistent state: a run that had concluded (its verdict recorded) is rolled forward to that verdict; any other
 is rolled back: the table's previous bytes restored, its MLflow runs marked FAILED and its versions abandoned,
 the champion put back where the run found it (only if the run moved it and it is still where the run left it),
-the incidents it resolved reopened. An interrupted undo
-(a run left `undoing`) is finished the same way, its versions marked undone.
+the incidents it resolved reopened. An interrupted undo (a run left `undoing`) is finished the same way, its
+versions marked undone.
 """
 
 from __future__ import annotations

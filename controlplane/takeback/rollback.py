@@ -14,7 +14,7 @@ from controlplane.models.champion_health import rolled_back_versions
 from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.models.passport import evidence_refusal
 from controlplane.runs.context import RunContext, crash_point
-from controlplane.runs.journal import LedgerEntry, RunRecord
+from controlplane.runs.journal import LedgerEntry, RunRecord, list_runs
 from controlplane.spec import PipelineSpec
 from controlplane.stages.conclude import move_champion
 from controlplane.stages.kept_reference import forget_after
@@ -76,6 +76,16 @@ def plan_restore(
     current = live_hash(ws, spec)
     if current == before:
         return TableRestore(backup, before, needed=False)
+    over_change = entry.done and current != after
+    if over_change:
+        later = _published_later(ws, record, current)
+        if later is not None:
+            raise RunStateError(
+                f"{spec.data_text} changed after run {run_id} published it: run {later} published it since",
+                f"undo the later runs first, newest first (`kintsugi undo {later}`); nothing was changed",
+            )
+        if changed is ChangedTable.KEEP:
+            return TableRestore(backup, before, needed=False, kept=current)
     if not (backup / "manifest.json").is_file():
         if entry.done:
             raise RunStateError(
@@ -83,13 +93,10 @@ def plan_restore(
                 "nothing was changed; restore the table from your own backup",
             )
         return TableRestore(backup, before, needed=False)  # interrupted before its first byte: nothing moved
-    over_change = entry.done and current != after
-    if over_change and changed is ChangedTable.KEEP:
-        return TableRestore(backup, before, needed=False, kept=current)
     if over_change and changed is not ChangedTable.RESTORE:
         raise RunStateError(
-            f"{spec.data_text} changed after run {run_id} published it (now {current})",
-            "nothing was changed; undo any later run of the pipeline first, newest first; else "
+            f"{spec.data_text} changed after run {run_id} published it (now {current}), by no later run",
+            "nothing was changed; "
             f"`kintsugi undo {run_id} --table restore` puts the run's kept bytes back over the change, "
             f"`kintsugi recover {run_id} --table keep` takes back the rest and keeps the table as it is",
         )
@@ -101,6 +108,16 @@ def plan_restore(
             "nothing was changed; restore the table from your own backup",
         ) from exc
     return TableRestore(backup, before, needed=True, mixed=over_change or not entry.done)
+
+
+def _published_later(ws: Workspace, record: RunRecord, current: str) -> str | None:
+    """The later run of the pipeline whose publish left the table as it is now, if one did."""
+    for later in reversed(list_runs(ws)):
+        if later.pipeline != record.pipeline or (later.started_ms, later.run_id) <= (record.started_ms, record.run_id):
+            continue
+        if any(e.result.get("after_hash") == current for e in later.entries(LedgerKind.PUBLISH)):
+            return later.run_id
+    return None
 
 
 def restore_table(run: RunContext, plan: TableRestore) -> None:
