@@ -104,6 +104,14 @@ class Stage(StrEnum):
     ERROR = "error"
 
 
+class ChangedTable(StrEnum):
+    """What a take-back does with a table changed since the run published it (a producer's write, not a run's)."""
+
+    REFUSE = "refuse"  # the default: nothing is changed, the refusal names the two ways out
+    RESTORE = "restore"  # put the run's kept bytes back over the change (`undo --table restore`)
+    KEEP = "keep"  # keep the changed bytes, take back the rest (`recover --table keep`)
+
+
 class Gate(StrEnum):
     PUBLISH = "publish"
     PROMOTE = "promote"

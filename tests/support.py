@@ -40,6 +40,8 @@ __all__ = [
     "champion",
     "store_hashes",
     "kintsugi",
+    "kintsugi_process",
+    "clean_batch",
 ]
 
 DEMO_NOW = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
@@ -175,3 +177,36 @@ def whole_cli(*args: str) -> tuple[int, str, str]:
     finally:
         sys.argv = saved
     return code, out.getvalue(), err.getvalue()
+
+
+def kintsugi_process(ws: Workspace, *args: str, crash: str | None = None) -> Any:
+    """`kintsugi ARGS -w WS` in a process of its own (a `subprocess.CompletedProcess`); `crash` names the
+    test-only crash point where it is killed with SIGKILL (returncode -9)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "KINTSUGI_TEST_CRASH_AT"}
+    if crash:
+        env["KINTSUGI_TEST_CRASH_AT"] = crash
+    return subprocess.run(
+        [sys.executable, "-m", "controlplane", *args, "-w", str(ws.root)],
+        cwd=Path(__file__).resolve().parents[1],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def clean_batch(ws: Workspace, target: Path) -> Path:
+    """A day of rows after the table's last one, in its units: a batch `land` appends and the guard passes."""
+    import pandas as pd
+
+    from demo.generate import generate_eta_features
+
+    table = pd.read_parquet(load_spec(ws, PIPELINE).data)
+    generated = generate_eta_features(days=52, seed=11, anchor=LATER + timedelta(days=1))
+    batch = generated[generated["event_ts"] > table["event_ts"].max()].astype(table.dtypes.to_dict())
+    batch.to_parquet(target, index=False)
+    return target

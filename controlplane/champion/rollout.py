@@ -9,8 +9,9 @@ be rolled back (or whose rollback was rejected or undone) is flagged: the DataHu
 MLflow tag `kintsugi.flagged`.
 
 Level-based: `plan` reads the current state, `apply` writes only what differs, in a record of its own with every
-write in its ledger. A rollback record is undone by `kintsugi undo` like any run: the champion is settled on the
-newest eligible version again (a standing rollback excludes the version it left, an undone one no longer does).
+write in its ledger. A rollback record is undone by `kintsugi undo` like any run: the champion goes back to the
+version it left, if nobody moved it since (a standing rollback excludes the version it left, an undone one no
+longer does); a rollback cut short is recovered forward, never back onto the version it left.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from controlplane.cli.lazy import services, views
 from controlplane.cli.options import JsonOption, NowOption, WorkspaceOption, echo_event, require_estate
 from controlplane.frontdoor.render import outcome_lines, report_table, runs_table, timeline
 from controlplane.runs.journal import RunRecord
-from controlplane.vocab import EXIT_BLOCKED, Stage
+from controlplane.vocab import EXIT_BLOCKED, ChangedTable, Stage
 
 __all__ = ["register"]
 
@@ -98,14 +98,24 @@ def accept(
     typer.echo(event.summary if event is not None else record.outcome)
 
 
-def undo(run_id: str, workspace: WorkspaceOption = None) -> None:
+TableOption = Annotated[
+    ChangedTable,
+    typer.Option(
+        "--table",
+        help="A table changed since the run published it (a producer's write): refuse (the default), restore the "
+        "run's kept bytes over the change, or keep the change and take back the rest.",
+    ),
+]
+
+
+def undo(run_id: str, workspace: WorkspaceOption = None, table: TableOption = ChangedTable.REFUSE) -> None:
     """Take back a run: the exact bytes it replaced, its versions, the champion, the incidents it resolved."""
-    typer.echo(services.undo(require_estate(workspace), run_id).outcome)
+    typer.echo(services.undo(require_estate(workspace), run_id, table).outcome)
 
 
-def recover(run_id: str, workspace: WorkspaceOption = None) -> None:
+def recover(run_id: str, workspace: WorkspaceOption = None, table: TableOption = ChangedTable.REFUSE) -> None:
     """Bring an interrupted run (its process died) to a consistent state, forward or back."""
-    record = services.recover(require_estate(workspace), run_id)
+    record = services.recover(require_estate(workspace), run_id, table)
     typer.echo(f"{record.run_id}: {record.status.value}: {record.outcome}")
 
 

@@ -33,7 +33,7 @@ from controlplane.stages.guarding import context_without_snapshot, guard_table
 from controlplane.stages.pin import pin_table
 from controlplane.takeback.recovery import is_interrupted, recover_run
 from controlplane.takeback.undo import undo as undo_run
-from controlplane.vocab import Policy, RunStatus
+from controlplane.vocab import ChangedTable, Policy, RunStatus
 from controlplane.watch.cron import next_fire
 from controlplane.watch.follow import PassReport, Starter, run_now, watch_pass, watched_datasets
 from controlplane.watch.postmortem import build_postmortem, read_postmortem
@@ -255,12 +255,12 @@ def accept(
     return accept_finding(ws, run_id, why, findings=findings, undo=undo, now_ms=now_ms)
 
 
-def undo(ws: Workspace, run_id: str) -> RunRecord:
-    return undo_run(ws, run_id)
+def undo(ws: Workspace, run_id: str, changed: ChangedTable = ChangedTable.REFUSE) -> RunRecord:
+    return undo_run(ws, run_id, changed=changed)
 
 
-def recover(ws: Workspace, run_id: str) -> RunRecord:
-    return recover_run(ws, run_id)
+def recover(ws: Workspace, run_id: str, changed: ChangedTable = ChangedTable.REFUSE) -> RunRecord:
+    return recover_run(ws, run_id, changed=changed)
 
 
 def promote(ws: Workspace, model: str, version: int) -> RunRecord:

@@ -27,6 +27,7 @@ from controlplane.datahub.loads import last_modified_mcps
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import check_dataset_urn
 from controlplane.errors import DataError, InputError, KintsugiError
+from controlplane.runs.context import crash_point
 from controlplane.runs.identity import check_datahub
 from controlplane.runs.journal import RunJournal, RunRecord, list_runs, new_run_id
 from controlplane.runs.locks import pipeline_lock
@@ -114,6 +115,7 @@ def _land(ws: Workspace, spec: PipelineSpec, batch: Path, journal: RunJournal, u
         LedgerKind.APPEND, spec.data_text, batch=str(batch), batch_sha256=sha, before_hash=before
     ) as entry:
         appended = append_batch(ws, spec, batch)
+        crash_point("land:appended")
         entry.result.update(names=list(appended.names), rows=appended.rows, created=appended.created)
     if appended.created:
         with metadata_session(ws) as metadata:

@@ -34,10 +34,24 @@ Recovery runs for every run left mid-way — running, undoing or interrupted, or
 is unknown — at the start of every writer of its pipeline (`run`, dry-run included, `promote`, `watch`, `land`,
 `init` again, `undo`) and by `kintsugi recover RUN_ID`: a loop run whose verdict was recorded is rolled forward
 to it (promoted, needs-review, blocked, rejected); any other is rolled back (recovered); an undoing run is
-finished (undone); an init or a land is settled (recovered). `undo` of a running or interrupted run is that
-recovery, its versions marked undone (undone). A run whose record is damaged (a ledger entry lacks what its write
-recorded: `RunRecord.need`) is refused before anything is changed and keeps its status: its own `recover` and
-`undo` exit 2 with one line naming the run and the fix; every other writer reports it on one line and goes on.
+finished (undone); an init or a land is settled (recovered; a land's append begun and not recorded done is
+recorded done when the table is no longer the bytes it found, so landing the batch again changes nothing). `undo`
+of a running or interrupted run is that recovery, its versions marked undone (undone).
+
+The champion in a take-back (recovery rolling back, undo): only a run whose own alias entries (not those marked
+`restore`, a take-back's) say it moved the champion has it moved back, and only while the champion is one the run
+put there or the one it found: back to `previous` of its first alias entry (the newest eligible version when that
+one can no longer be champion), MLflow's alias and DataHub's tag both written. A watch rollback recovered is never
+moved back onto the champion it was leaving: DataHub is made to tag what MLflow's alias says.
+
+A publish whose table changed since (a producer's write, no later run's): every writer refuses the take-back, one
+line naming the ways out, and the run keeps its status; `undo RUN --table restore` restores the kept bytes over the
+change (undone), `recover RUN --table keep` keeps the change and takes back the rest (recovered). A change a later
+run published is refused whatever is asked: undo the later runs first.
+
+A run whose record is damaged (a ledger entry lacks what its write recorded: `RunRecord.need`) is refused before
+anything is changed and keeps its status: its own `recover` and `undo` exit 2 with one line naming the run and the
+fix; every other writer reports it on one line and goes on.
 """
 
 from __future__ import annotations

@@ -113,20 +113,24 @@ def _signed(
     return passport.unsigned(body, why), Verdict.BLOCKED, reasons
 
 
-def move_champion(run: RunContext, version: int | None) -> None:
-    """Point `champion` at `version` in MLflow and DataHub (journaled), keeping `previous` for the old one."""
+def move_champion(run: RunContext, version: int | None, *, restoring: bool = False) -> None:
+    """Point `champion` at `version` in MLflow and DataHub (journaled), keeping `previous` for the old one.
+
+    `restoring`: a take-back putting the champion the run found back; its entries say so (`restore`), so a
+    later take-back of the same run tells the run's own moves from its own."""
     name = run.spec.name
+    marks = {"restore": True} if restoring else {}
     with training_errors_mapped():
         store = open_store(run.ws)
         before = store.champion_version(name)
-        with run.journal.writing(LedgerKind.ALIAS, f"{name}@champion", version=version, previous=before):
+        with run.journal.writing(LedgerKind.ALIAS, f"{name}@champion", version=version, previous=before, **marks):
             crash_point("conclude:before-alias")
             if version is None:
                 store.set_champion(name, None)
             else:
                 store.promote(name, version)
     crash_point("conclude:after-alias")
-    with run.journal.writing(LedgerKind.DATAHUB, f"{name}@champion", aspect="globalTags", champion=version):
+    with run.journal.writing(LedgerKind.DATAHUB, f"{name}@champion", aspect="globalTags", champion=version, **marks):
         run.metadata.emit(champion_tag_mcps(run.metadata, name, version), run.now_ms)
 
 

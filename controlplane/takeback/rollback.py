@@ -7,20 +7,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from controlplane.datahub.incidents import reopen_incident
-from controlplane.datahub.models import UNDONE_TAG, read_model_tags, tag_mcps
+from controlplane.datahub.models import UNDONE_TAG, datahub_champion, read_model_tags, tag_mcps
 from controlplane.datahub.urns import model_urn, tag_urn
 from controlplane.errors import RunStateError, TableChanged
 from controlplane.models.champion_health import rolled_back_versions
 from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.models.passport import evidence_refusal
 from controlplane.runs.context import RunContext, crash_point
-from controlplane.runs.journal import LedgerEntry, RunRecord
+from controlplane.runs.journal import LedgerEntry, RunRecord, list_runs
 from controlplane.spec import PipelineSpec
 from controlplane.stages.conclude import move_champion
 from controlplane.stages.kept_reference import forget_after
 from controlplane.stages.pin import check_backup, live_hash
 from controlplane.stages.pin import restore_table as snapshot_restore
-from controlplane.vocab import LedgerKind, Stage, Verdict
+from controlplane.vocab import ChangedTable, LedgerKind, RunKind, RunStatus, Stage, Verdict
 from controlplane.workspace import Workspace
 
 __all__ = [
@@ -28,9 +28,10 @@ __all__ = [
     "plan_restore",
     "restore_table",
     "retire_version",
-    "settle_champion",
+    "restore_champion",
+    "champion_restore",
+    "ChampionRestore",
     "reopen_incidents",
-    "eligible_champion",
     "versions_of",
     "resolved_by",
     "plan_take_back",
@@ -49,23 +50,42 @@ ABANDONED_TAG = tag_urn("abandoned")
 @dataclass(frozen=True)
 class TableRestore:
     """Put a publish's previous bytes back: `needed` is False when they are back already (or never left);
-    `mixed` when an interrupted publish may have left the location part old, part new."""
+    `mixed` when an interrupted publish may have left the location part old, part new, or the bytes are put back
+    over a producer's change (`ChangedTable.RESTORE`); `kept`: the hash of a producer's change left in place."""
 
     backup: Path
     before_hash: str
     needed: bool
     mixed: bool = False
+    kept: str = ""
 
 
-def plan_restore(ws: Workspace, spec: PipelineSpec, record: RunRecord, entry: LedgerEntry) -> TableRestore:
+def plan_restore(
+    ws: Workspace,
+    spec: PipelineSpec,
+    record: RunRecord,
+    entry: LedgerEntry,
+    changed: ChangedTable = ChangedTable.REFUSE,
+) -> TableRestore:
     """Check a publish can be taken back — the live table is what the run published (or already restored) and
-    the kept backup is whole — before anything is touched; refuse with the reason otherwise."""
+    the kept backup is whole — before anything is touched; refuse with the reason otherwise. A table changed
+    since the run published it is refused, unless `changed` says to restore over it or keep it."""
     run_id, kept = record.run_id, record.need(entry, "backup")
     backup, before = ws.path(kept), record.need(entry, "before_hash")
     after = entry.result.get("after_hash")
     current = live_hash(ws, spec)
     if current == before:
         return TableRestore(backup, before, needed=False)
+    over_change = entry.done and current != after
+    if over_change:
+        later = _published_later(ws, record, current)
+        if later is not None:
+            raise RunStateError(
+                f"{spec.data_text} changed after run {run_id} published it: run {later} published it since",
+                f"undo the later runs first, newest first (`kintsugi undo {later}`); nothing was changed",
+            )
+        if changed is ChangedTable.KEEP:
+            return TableRestore(backup, before, needed=False, kept=current)
     if not (backup / "manifest.json").is_file():
         if entry.done:
             raise RunStateError(
@@ -73,10 +93,12 @@ def plan_restore(ws: Workspace, spec: PipelineSpec, record: RunRecord, entry: Le
                 "nothing was changed; restore the table from your own backup",
             )
         return TableRestore(backup, before, needed=False)  # interrupted before its first byte: nothing moved
-    if entry.done and current != after:
+    if over_change and changed is not ChangedTable.RESTORE:
         raise RunStateError(
-            f"{spec.data_text} changed after run {run_id} published it (now {current})",
-            "undo the later runs first, newest first; nothing was changed",
+            f"{spec.data_text} changed after run {run_id} published it (now {current}), by no later run",
+            "nothing was changed; "
+            f"`kintsugi undo {run_id} --table restore` puts the run's kept bytes back over the change, "
+            f"`kintsugi recover {run_id} --table keep` takes back the rest and keeps the table as it is",
         )
     try:
         check_backup(ws, spec, backup)
@@ -85,10 +107,22 @@ def plan_restore(ws: Workspace, spec: PipelineSpec, record: RunRecord, entry: Le
             f"the kept bytes of run {run_id} are damaged: {exc.message}",
             "nothing was changed; restore the table from your own backup",
         ) from exc
-    return TableRestore(backup, before, needed=True, mixed=not entry.done)
+    return TableRestore(backup, before, needed=True, mixed=over_change or not entry.done)
+
+
+def _published_later(ws: Workspace, record: RunRecord, current: str) -> str | None:
+    """The later run of the pipeline whose publish left the table as it is now, if one did."""
+    for later in reversed(list_runs(ws)):
+        if later.pipeline != record.pipeline or (later.started_ms, later.run_id) <= (record.started_ms, record.run_id):
+            continue
+        if any(e.result.get("after_hash") == current for e in later.entries(LedgerKind.PUBLISH)):
+            return later.run_id
+    return None
 
 
 def restore_table(run: RunContext, plan: TableRestore) -> None:
+    if plan.kept:
+        run.event(Stage.UNDO, "kept", f"{run.spec.data_text} kept as changed since the run ({plan.kept})")
     if not plan.needed:
         return
     with run.journal.writing(
@@ -111,9 +145,9 @@ def retire_version(run: RunContext, version: int, key: str, why: str) -> None:
         run.metadata.emit(tag_mcps(urn, [*read_model_tags(run.metadata, urn), tag]), run.now_ms)
 
 
-def eligible_champion(run: RunContext) -> int | None:
-    """The newest version neither undone nor abandoned nor rolled back from (by a rollback still standing)
-    whose own signed evidence says APPROVED."""
+def _eligible(run: RunContext) -> list[int]:
+    """Versions neither undone nor abandoned nor rolled back from (by a rollback still standing) whose own signed
+    evidence says APPROVED, newest first."""
     with training_errors_mapped():
         store = open_store(run.ws)
         versions = store.versions(run.spec.name)
@@ -129,26 +163,74 @@ def eligible_champion(run: RunContext) -> int | None:
         ),
         reverse=True,
     )
-    return next((v for v in candidates if evidence_refusal(run.ws, store, run.spec.name, v) is None), None)
+    return [v for v in candidates if evidence_refusal(run.ws, store, run.spec.name, v) is None]
 
 
-def settle_champion(run: RunContext) -> None:
-    """After versions were retired: `champion` on the newest eligible version (or on none, said so)."""
+@dataclass(frozen=True)
+class ChampionRestore:
+    """What a take-back does with `champion`, read from the run's own alias entries (never its take-backs'):
+    put back `previous` — the champion the run found before its first move — while the champion is one the run
+    put there (`moved`) or `previous` already; `forward` (a watch rollback recovered): never put back the unsafe
+    champion it moved away from, only make DataHub tag what MLflow's alias says."""
+
+    previous: int | None
+    moved: frozenset[int | None]
+    forward: bool = False
+
+
+def champion_restore(record: RunRecord) -> ChampionRestore | None:
+    """None when the run never moved the champion: a take-back leaves it where it is."""
+    own = [e for e in record.entries(LedgerKind.ALIAS, done_only=False) if not e.detail.get("restore")]
+    if not own:
+        return None
+    moved = frozenset(_alias_version(record, e, "version") for e in own)
+    forward = record.kind is RunKind.ROLLBACK and record.status is not RunStatus.UNDOING
+    return ChampionRestore(_alias_version(record, own[0], "previous"), moved, forward)
+
+
+def _alias_version(record: RunRecord, entry: LedgerEntry, key: str) -> int | None:
+    version = record.need(entry, key)
+    if version is not None and not str(version).isdigit():
+        raise record.damaged(entry, f"names {key} version {str(version)[:40]!r}, not a number")
+    return None if version is None else int(version)
+
+
+def restore_champion(run: RunContext, plan: ChampionRestore | None) -> None:
+    """Put back the champion the run found (still eligible; else the newest eligible), only while the champion
+    is where the run (or this take-back) left it; MLflow's alias and DataHub's tag both written, so they agree."""
+    if plan is None:
+        return
+    name = run.spec.name
     with training_errors_mapped():
-        current = open_store(run.ws).champion_version(run.spec.name)
-    target = eligible_champion(run)
-    if current != target:
-        move_champion(run, target)
+        current = open_store(run.ws).champion_version(name)
+    if plan.forward:
+        target = current
+    elif current not in plan.moved and current != plan.previous:
         run.event(
             Stage.UNDO,
             "alias",
-            f"champion of {run.spec.name} moved from "
-            + (f"v{current}" if current else "none")
-            + " to "
-            + (f"v{target}" if target else "none: no eligible version is left"),
-            version=target,
-            previous=current,
+            f"champion of {name} left on " + (f"v{current}" if current else "none") + ": moved since the run moved it",
+            version=current,
         )
+        return
+    else:
+        eligible = _eligible(run)
+        target = plan.previous if plan.previous in eligible else next(iter(eligible), None)
+    in_datahub = datahub_champion(run.metadata, name)
+    if current == target and in_datahub == ([target] if target is not None else []):
+        return
+    move_champion(run, target, restoring=True)
+    run.event(
+        Stage.UNDO,
+        "alias",
+        f"champion of {name} moved from "
+        + (f"v{current}" if current else "none")
+        + " to "
+        + (f"v{target}" if target else "none: no eligible version is left")
+        + " in MLflow and DataHub",
+        version=target,
+        previous=current,
+    )
 
 
 def reopen_incidents(run: RunContext, urns: list[str], note: str) -> None:
@@ -199,17 +281,27 @@ class TakeBack:
     restores: tuple[TableRestore, ...]
     versions: tuple[int, ...]  # the run's versions its ledger names (an interrupted run's MLflow may hold more)
     forgets: tuple[Forget, ...]
+    champion: ChampionRestore | None = None
 
 
-def plan_take_back(ws: Workspace, spec: PipelineSpec, record: RunRecord, *, unfinished: bool) -> TakeBack:
-    """Every publish of the run (`unfinished`: also those begun and not recorded done), checked restorable; its
-    versions; the batches it kept that are still in the reference. A record lacking what its writes recorded is
-    refused here (`DamagedRecord`), never half way through."""
+def plan_take_back(
+    ws: Workspace,
+    spec: PipelineSpec,
+    record: RunRecord,
+    *,
+    unfinished: bool,
+    changed: ChangedTable = ChangedTable.REFUSE,
+) -> TakeBack:
+    """Every publish of the run (`unfinished`: also those begun and not recorded done), checked restorable (a
+    table changed since: as `changed` says); its versions; the batches it kept that are still in the reference;
+    the champion to put back. A record lacking what its writes recorded is refused here (`DamagedRecord`), never
+    half way through."""
     publishes = record.entries(LedgerKind.PUBLISH, done_only=not unfinished)
     return TakeBack(
-        tuple(plan_restore(ws, spec, record, e) for e in reversed(publishes)),
+        tuple(plan_restore(ws, spec, record, e, changed) for e in reversed(publishes)),
         tuple(versions_of(record, record.entries(LedgerKind.MLFLOW_VERSION, done_only=not unfinished))),
         _still_kept(record, unfinished),
+        champion_restore(record),
     )
 
 
@@ -232,7 +324,7 @@ def _still_kept(record: RunRecord, unfinished: bool) -> tuple[Forget, ...]:
 
 
 def take_back(run: RunContext, plan: TakeBack, *, retire: str, why: str, unfinished: bool) -> int:
-    """Restore the tables, retire the run's versions, settle the champion, reopen what it resolved, forget the
+    """Restore the tables, retire the run's versions, put back the champion the run moved, reopen what it resolved, forget the
     batches it kept.
 
     `unfinished` (an interrupted run): also the writes begun and never recorded done, and its MLflow runs are
@@ -244,7 +336,7 @@ def take_back(run: RunContext, plan: TakeBack, *, retire: str, why: str, unfinis
         versions += _fail_mlflow_runs(run)
     for version in dict.fromkeys(versions):
         retire_version(run, version, retire, why)
-    settle_champion(run)
+    restore_champion(run, plan.champion)
     reopen_incidents(run, resolved_by(run.record), f"{why}: the data the incident was raised on is back")
     for forget in plan.forgets:
         with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, forget=forget.batch):

@@ -1,5 +1,6 @@
 """Undo: take back what a finished run did — the exact previous bytes of the table, its versions (marked undone,
-never champion again), the champion (onto the newest version still eligible), the incidents it resolved.
+never champion again), the champion (back to the one it found, if the run moved it and nobody has since), the
+incidents it resolved.
 
 Everything is checked before anything is touched, so a refused undo changes nothing, its run's status
 included. An undo that is interrupted leaves the run `undoing`; the next writer of the pipeline (or `kintsugi
@@ -16,7 +17,7 @@ from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import load_spec
 from controlplane.takeback.recovery import recover_pipeline
 from controlplane.takeback.rollback import plan_take_back
-from controlplane.vocab import LedgerKind, RunStatus
+from controlplane.vocab import ChangedTable, LedgerKind, RunStatus
 from controlplane.workspace import Workspace
 
 __all__ = ["undo"]
@@ -31,15 +32,19 @@ _UNDOABLE = (
 )
 
 
-def undo(ws: Workspace, run_id: str, *, now_ms: int | None = None) -> RunRecord:
+def undo(
+    ws: Workspace, run_id: str, *, now_ms: int | None = None, changed: ChangedTable = ChangedTable.REFUSE
+) -> RunRecord:
     spec = load_spec(ws, load_run(ws, run_id).pipeline)
     with pipeline_lock(ws, spec.name, f"undo {run_id}"):
         record = load_run(ws, run_id)
         _refuse_unless_undoable(record)
-        plan_take_back(ws, spec, record, unfinished=False)  # refuses before anything changes
+        plan_take_back(ws, spec, record, unfinished=False, changed=changed)  # refuses before anything changes
         record.status, record.now_ms = RunStatus.UNDOING, now_ms or int(time.time() * 1000)
         RunJournal(ws, record).save()
-        recover_pipeline(ws, spec.name, own=run_id)  # finishes this undo (and any run of the pipeline left mid-way)
+        recover_pipeline(
+            ws, spec.name, own=run_id, changed=changed
+        )  # finishes this undo (and any run of the pipeline left mid-way)
     return load_run(ws, run_id)
 
 

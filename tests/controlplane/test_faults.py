@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
@@ -34,9 +33,8 @@ from controlplane.stages.pin import file_hash
 from controlplane.takeback.recovery import recover_run
 from controlplane.workspace import Workspace
 from demo.seed import FEATURE_TABLE, PIPELINE
-from tests.support import LATER, champion, incidents_on, poison
+from tests.support import LATER, champion, clean_batch, incidents_on, kintsugi_process, poison, whole_cli
 
-ROOT = Path(__file__).resolve().parents[2]
 RUN_AT = (LATER + timedelta(minutes=5)).isoformat()
 UNDO_AT = (LATER + timedelta(minutes=30)).isoformat()
 ALL_RUN_POINTS = (
@@ -65,7 +63,22 @@ RUN_POINTS = (
     else ("verify:CLEAN", "publish:after-swap", "publish:published", "train:trained", "conclude:after-alias")
 )
 UNDO_POINTS = ALL_UNDO_POINTS if FULL else ("undo:before-restore",)
+# after its recovery, a case goes on: `undo`, `recover` again, then every command on the pipeline in a copy. A
+# representative set (a run rolled back before publish, after publish, after training, mid-alias; one rolled
+# forward), to keep `make test-faults` within minutes on two cores.
+CHAIN_POINTS = (
+    ("verify:CLEAN", "publish:published", "train:trained", "conclude:after-alias", "promote:APPROVED")
+    if FULL
+    else ("train:trained",)
+)
+# a recovery itself killed: (where the run was killed, where its recovery was), then recovered again
+RECOVER_KILLS = (
+    (("publish:published", "undo:before-restore"), ("conclude:after-alias", "conclude:after-alias"))
+    if FULL
+    else (("publish:published", "undo:before-restore"),)
+)
 INVARIANTS = ("trained-on-passed", "table-whole", "consistent", "stores-agree", "one-incident")
+COMMANDS = "commands-start"  # a dry-run run, land of a clean batch, promote, watch --once: 0, 1 or 2, one line
 
 
 @dataclass
@@ -77,17 +90,7 @@ class Killed:
 
 
 def _kintsugi(ws: Workspace, *args: str, crash: str | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "KINTSUGI_TEST_CRASH_AT"}
-    if crash:
-        env["KINTSUGI_TEST_CRASH_AT"] = crash
-    return subprocess.run(
-        [sys.executable, "-m", "controlplane", *args, "-w", str(ws.root)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return kintsugi_process(ws, *args, crash=crash)
 
 
 @pytest.fixture(scope="module")
@@ -133,9 +136,21 @@ def killed(poisoned, healed_once, tmp_path_factory) -> dict[str, Killed]:
         done = _kintsugi(ws, "undo", run_id, crash=point)
         return Killed(point, ws, done.returncode, done.stderr)
 
+    def kill_recover(points: tuple[str, str]) -> Killed:
+        ws = _fork(poisoned, root / "-".join(points).replace(":", "-"))
+        done = _kintsugi(ws, "run", PIPELINE, "--now", RUN_AT, crash=points[0])
+        assert done.returncode == -9, done.stderr[-2000:]
+        done = _kintsugi(ws, "recover", list_runs(ws)[-1].run_id, crash=points[1])
+        return Killed(_recover_label(points), ws, done.returncode, done.stderr)
+
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = list(pool.map(kill_run, RUN_POINTS)) + list(pool.map(kill_undo, UNDO_POINTS))
+        runs += list(pool.map(kill_recover, RECOVER_KILLS))
     return {k.point: k for k in runs}
+
+
+def _recover_label(points: tuple[str, str]) -> str:
+    return f"{points[0]}, its recover killed at {points[1]}"
 
 
 def _table_whole(ws: Workspace, allowed: set[str]) -> bool:
@@ -173,7 +188,8 @@ def _allowed_tables(poisoned: Workspace, healed_once: Workspace) -> set[str]:
 def _recover(case: Killed) -> None:
     assert case.returncode == -9, f"{case.point}: the process was not killed ({case.returncode}): {case.stderr[-2000:]}"
     record = list_runs(case.ws)[-1]
-    assert record.status.value in ("running", "undoing"), record.status  # as the killed process left it
+    # as the killed process left it (a recovery stores `interrupted` while it works)
+    assert record.status.value in ("running", "undoing", "interrupted"), record.status
     recovered = recover_run(case.ws, record.run_id)
     assert recovered.status.value in ("recovered", "promoted", "undone"), (case.point, recovered.outcome)
 
@@ -188,6 +204,52 @@ def test_a_killed_process_leaves_a_state_recover_makes_consistent(point, killed,
     held = _invariants(case.ws, _allowed_tables(poisoned, healed_once))
     RESULTS[point] = held
     assert all(held.values()), held
+
+
+def _answers(ws: Workspace, *args: str) -> int:
+    """`kintsugi ARGS` through the real composition root: its exit code, once it answered 0, 1 or 2 with at most
+    one line on stderr (an exception escaping it fails the test with its traceback)."""
+    code, out, err = whole_cli(*args, "-w", str(ws.root))
+    assert code in (0, 1, 2) and len(err.splitlines()) <= 1, (args, code, out[-1000:], err[-1000:])
+    assert "Traceback" not in out + err and "unexpected" not in err, (args, out[-1000:], err[-1000:])
+    return code
+
+
+def _every_command_starts(ws: Workspace, target: Path) -> bool:
+    """In a copy: a dry-run run, land of a clean batch, promote of the champion, a watch pass each answer."""
+    ws = _fork(ws, target)
+    version = champion(ws)
+    _answers(ws, "run", PIPELINE, "--now", UNDO_AT, "--policy", "dry-run")
+    _answers(ws, "land", PIPELINE, str(clean_batch(ws, target.parent / f"{target.name}.parquet")), "--now", UNDO_AT)
+    _answers(ws, "promote", PIPELINE, str(version or 1))
+    _answers(ws, "watch", "--once", "--now", UNDO_AT)
+    return True
+
+
+@pytest.mark.parametrize("point", CHAIN_POINTS)
+def test_after_recovery_undo_and_recover_again_hold_and_every_command_starts(
+    point, killed, poisoned, healed_once, tmp_path
+):
+    case = killed[point]
+    if point not in RESULTS:
+        _recover(case)
+    ws, allowed = _fork(case.ws, tmp_path / "chain"), _allowed_tables(poisoned, healed_once)
+    run_id = next(r.run_id for r in reversed(list_runs(ws)) if r.kind.value == "run")
+    for step, command in (("undo", "undo"), ("recover again", "recover")):
+        code = _answers(ws, command, run_id)
+        assert code in (0, 2), (point, step, code)  # undo of a run recovery rolled back: nothing to take back
+        RESULTS[f"{point} -> {step}"] = held = _invariants(ws, allowed)
+        assert all(held.values()), (point, step, held)
+    RESULTS[f"{point} -> recover again"][COMMANDS] = _every_command_starts(ws, tmp_path / "commands")
+
+
+@pytest.mark.parametrize("points", RECOVER_KILLS, ids=_recover_label)
+def test_a_recovery_killed_mid_way_is_finished_by_the_next(points, killed, poisoned, healed_once, tmp_path):
+    case = killed[_recover_label(points)]
+    _recover(case)
+    RESULTS[case.point] = held = _invariants(case.ws, _allowed_tables(poisoned, healed_once))
+    assert all(held.values()), held
+    held[COMMANDS] = _every_command_starts(case.ws, tmp_path / "commands")
 
 
 def test_a_run_killed_past_publish_is_rolled_back_and_the_rerun_heals_again(killed, poisoned, healed_once):
@@ -209,12 +271,14 @@ def test_a_run_killed_past_publish_is_rolled_back_and_the_rerun_heals_again(kill
 
 
 def test_the_invariant_table(killed):
-    """Printed with -s: the cases x invariants table of the closing note."""
-    assert set(RESULTS) == set(RUN_POINTS + UNDO_POINTS), "run the matrix tests first (same module)"
-    lines = ["| killed at | " + " | ".join(INVARIANTS) + " |", "|---|" + "---|" * len(INVARIANTS)]
+    """Printed with -s: the cases x invariants table of the closing note (`-` where a step does not run the
+    commands: they run after the last step of each chain, and after a killed recovery is finished)."""
+    assert set(RUN_POINTS + UNDO_POINTS) <= set(RESULTS), "run the matrix tests first (same module)"
+    columns = (*INVARIANTS, COMMANDS)
+    lines = ["| killed at -> then | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
     lines += [
-        f"| {point} | " + " | ".join("held" if RESULTS[point][i] else "BROKEN" for i in INVARIANTS) + " |"
-        for point in RUN_POINTS + UNDO_POINTS
+        f"| {row} | " + " | ".join("-" if i not in held else "held" if held[i] else "BROKEN" for i in columns) + " |"
+        for row, held in RESULTS.items()
     ]
     print("\n" + "\n".join(lines))
     assert all(all(row.values()) for row in RESULTS.values())
@@ -247,17 +311,6 @@ def recovered_after_training(poisoned, tmp_path_factory) -> tuple[Workspace, str
     said = done.stdout + done.stderr
     assert done.returncode == 0 and "interrupted after train; rolled back to a consistent state" in said, said
     return ws, run_id
-
-
-def _clean_batch(ws: Workspace, target: Path) -> Path:
-    """A day of rows after the table's last one, in its units: a batch `land` appends and the guard passes."""
-    from demo.generate import generate_eta_features
-
-    table = pd.read_parquet(load_spec(ws, PIPELINE).data)
-    generated = generate_eta_features(days=52, seed=11, anchor=LATER + timedelta(days=1))
-    batch = generated[generated["event_ts"] > table["event_ts"].max()].astype(table.dtypes.to_dict())
-    batch.to_parquet(target, index=False)
-    return target
 
 
 def _starts_and_answers(ws: Workspace, *args: str) -> subprocess.CompletedProcess:
@@ -302,7 +355,7 @@ def test_a_run_left_undoing_stops_no_command_and_recover_finishes_it(recovered_a
     assert load_run(ws, run_id).status.value == "undone"  # the dry run's recovery finished the undo
     version = champion(ws)
     for command in (
-        ("land", PIPELINE, str(_clean_batch(ws, tmp_path / "batch.parquet")), "--now", UNDO_AT),
+        ("land", PIPELINE, str(clean_batch(ws, tmp_path / "batch.parquet")), "--now", UNDO_AT),
         ("promote", PIPELINE, str(version)),
         ("watch", "--once", "--now", UNDO_AT),
         ("recover", run_id),
