@@ -5,37 +5,18 @@ on) a half-finished publish."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
 from controlplane.runs.journal import list_runs, load_run
 from controlplane.takeback.recovery import needs_recovery
-from controlplane.workspace import Workspace
 from demo.seed import PIPELINE
+from tests.controlplane.test_faults import _kintsugi  # the real CLI in its own process, killable
 from tests.support import LATER, poison
 
-ROOT = Path(__file__).resolve().parents[2]
 PAUSED_AT = (LATER + timedelta(minutes=5)).isoformat()
 KILLED_AT = (LATER + timedelta(minutes=6)).isoformat()
-
-
-def _kintsugi(ws: Workspace, *args: str, crash: str | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "KINTSUGI_TEST_CRASH_AT"}
-    if crash:
-        env["KINTSUGI_TEST_CRASH_AT"] = crash
-    return subprocess.run(
-        [sys.executable, "-m", "controlplane", *args, "-w", str(ws.root)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 @pytest.mark.parametrize("command", ["approve", "reject"])
