@@ -219,6 +219,7 @@ def approve(
     """Continue a paused run past its gate, deciding again on the current state; it may pause at the next gate."""
     spec = load_spec(ws, _paused(ws, run_id, "approve").pipeline)
     with pipeline_lock(ws, spec.name, f"approve {run_id}"):
+        recover_pipeline(ws, spec.name)  # as every writer: a run of the pipeline left mid-way is made consistent first
         record, checkpoint = _claim(ws, run_id, "approve")
         record.now_ms = now_ms or int(time.time() * 1000)
         with open_run(ws, spec, record, listener) as run, _blocked_on_change(run):
@@ -291,6 +292,7 @@ def reject(ws: Workspace, run_id: str, reason: str, *, by: str = "operator") -> 
     """Stop a paused run: nothing more is published or promoted; open incidents stay open."""
     spec = load_spec(ws, _paused(ws, run_id, "reject").pipeline)
     with pipeline_lock(ws, spec.name, f"reject {run_id}"):
+        recover_pipeline(ws, spec.name)
         record, checkpoint = _claim(ws, run_id, "reject")
         with open_run(ws, spec, record) as run:
             save_checkpoint(record, None)

@@ -76,6 +76,7 @@ def serve_command(
     """Serve the HTTP API, the MCP server (/mcp), the operator page (/), scheduled retraining and the watch."""
     import uvicorn
 
+    from controlplane.api.server import server_config
     from controlplane.watch.scheduler import Scheduler
 
     ws = require_estate(workspace)
@@ -95,7 +96,7 @@ def serve_command(
         + ")",
         err=True,
     )
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.Server(server_config(app, host=host, port=port, log_level="warning")).run()
 
 
 def server_watcher(ws: Workspace, interval_s: float) -> Any:

@@ -303,14 +303,14 @@ class TableLocation:
     def pin(self, dest: Path) -> PinnedTable:
         """Make the bytes the guard will read immutable for the run, under `dest` (a new or empty folder).
 
-        Local files are hard-linked into `dest/files/` when `dest` is on the same file system (else copied);
-        S3 objects are downloaded. A hard link is safe against writers that replace files atomically (write
-        a temporary file, then rename it over the name, as Spark, pandas-then-mv and Kintsugi's own publish
-        do): the rename points the NAME at a new inode, while the pin holds the OLD inode, whose bytes nobody
-        changes, so the pin keeps the bytes the guard passed. A writer that rewrites the file IN PLACE
-        (open for writing, truncate, write) changes the shared inode, i.e. the pinned bytes too: that is why
-        every file's sha256 is recorded here and `PinnedTable.verify()` re-hashes them; the change ends the
-        run ("the table changed during the run") instead of going unnoticed.
+        Every file is COPIED into `dest/files/` (local files and S3 objects alike, never a hard link), and its
+        sha256 is taken from the very bytes written into the copy, in the one read of the live file. The run
+        folder is written by no producer, so every later read of the pin (the guard, the heal, training) reads
+        the bytes that were hashed, whatever a writer does to the live table meanwhile: a writer that replaces
+        files atomically (write then rename) and one that rewrites a file IN PLACE (open, truncate, write, as
+        `DataFrame.to_parquet(path)` does) alike. A writer active during the copy is caught by the re-listing
+        (a moved version token: "changed while it was being pinned"). `PinnedTable.verify()` re-hashes the
+        pinned files, which still catches tampering with the run folder itself.
 
         The guard, the heal and training read ONE parquet file, `table_path`: for a single local or S3
         parquet file it is the pinned file itself; otherwise `dest/table.parquet`, every file's rows in name
@@ -332,13 +332,11 @@ class TableLocation:
         files_dir = dest / "files"
         files_dir.mkdir(parents=True)
         manifest: dict[str, ManifestEntry] = {}
-        linked = []
         for entry in listing.entries:
             target = files_dir / entry.name
             target.parent.mkdir(parents=True, exist_ok=True)
-            was_linked, sha = self.store.link_or_copy(entry.path, target)
+            sha = self.store.fetch(entry.path, target)  # a private copy, hashed as it is written
             manifest[entry.name] = ManifestEntry(target.stat().st_size, entry.version, sha)
-            linked += [entry.name] if was_linked else []
         if self._scan().versions() != listing.versions():
             raise TableChanged(
                 f"the table at {self.display} changed while it was being pinned", "retry when its writer has finished"
@@ -347,8 +345,10 @@ class TableLocation:
         table_path = dest / "table.parquet"
         if listing.fmt == "parquet" and listing.shape == "file":
             table_path = files_dir / listing.entries[0].name
+            table_sha256 = manifest[listing.entries[0].name].sha256  # hashed while it was copied
         else:
             materialise(reading.parts, reading.schema, reading.fields, reading.csv_schema, table_path)
+            table_sha256 = sha256_file(table_path)  # written here, from the private copies
         pinned = PinnedTable(
             self.text,
             self.base,
@@ -357,8 +357,7 @@ class TableLocation:
             tuple(files_dir / n for n in manifest),
             manifest,
             content_hash((n, m.sha256) for n, m in manifest.items()),
-            sha256_file(table_path),
-            tuple(linked),
+            table_sha256,
             tuple((f.name, str(f.type)) for f in reading.fields),
             reading.csv_schema,
             reading.dialects,
@@ -785,11 +784,10 @@ class PinnedTable:
     base: str
     root: Path  # the pin folder
     table_path: Path  # the ONE parquet file the guard, the heal and training read
-    files: tuple[Path, ...]  # the pinned source files (links or copies), in name order
+    files: tuple[Path, ...]  # the pinned source files (private copies), in name order
     manifest: dict[str, ManifestEntry]  # source file name -> size, version token, sha256
     content_hash: str  # over the source files: the same definition as TableLocation.current_hash()
     table_sha256: str  # of table_path's bytes
-    linked: tuple[str, ...]  # names pinned by hard link (the others were copied or downloaded)
     partition_columns: tuple[tuple[str, str], ...]  # (name, arrow type), appended after the file columns
     csv_schema: CsvSchema | None = None
     csv_dialects: dict[str, FileDialect] = field(default_factory=dict)
@@ -817,7 +815,6 @@ class PinnedTable:
             "table_path": str(self.table_path),
             "content_hash": self.content_hash,
             "table_sha256": self.table_sha256,
-            "linked": list(self.linked),
             "manifest": {n: m.__dict__ for n, m in self.manifest.items()},
             "partition_columns": [list(p) for p in self.partition_columns],
             "csv_schema": self.csv_schema.to_json() if self.csv_schema else None,

@@ -11,7 +11,6 @@ AWS_ENDPOINT_URL for an S3-compatible server (e.g. http://127.0.0.1:9000).
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import shutil
@@ -164,26 +163,6 @@ class LocalStore:
         except OSError as exc:
             raise _explain(exc, path) from exc
 
-    def link_or_copy(self, path: str, target: Path) -> tuple[bool, str]:
-        """Hard-link `path` at `target` when possible (same file system, regular file), else copy.
-
-        Returns (linked, sha256 of the target's bytes). The hash is taken through the target, so it
-        describes exactly the inode the caller will read later.
-        """
-        try:
-            os.link(path, target, follow_symlinks=True)
-            linked = True
-        except OSError as exc:
-            if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EACCES):
-                raise _explain(exc, path) from exc
-            with self.open(path) as source:
-                copy_hashing(source, target)
-            linked = False
-        try:
-            return linked, sha256_file(target)
-        except OSError as exc:
-            raise _explain(exc, path) from exc
-
     def fetch(self, path: str, target: Path) -> str:
         """An independent copy (never a link) of `path` at `target`; returns its sha256."""
         with self.open(path) as source:
@@ -317,9 +296,6 @@ class S3Store:
 
     def open(self, path: str) -> BinaryIO:
         return self._call(path, self.fs.open_input_stream, path)
-
-    def link_or_copy(self, path: str, target: Path) -> tuple[bool, str]:
-        return False, self.fetch(path, target)
 
     def fetch(self, path: str, target: Path) -> str:
         with self.open(path) as stream:

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 import uvicorn
 
+from controlplane.api.server import server_config
 from controlplane.spec import load_spec
 from controlplane.workspace import Workspace
 from demo.seed import PIPELINE
@@ -95,7 +96,7 @@ def served(app: Any) -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(server_config(app, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -4,7 +4,8 @@
 - Origin: a request that names an Origin must come from the server's own origin, so a cross-site form or
   fetch from any web page is refused (403), whatever it carries.
 - Body: at most MAX_BODY_BYTES, refused (413) from Content-Length before the body is read, and cut off when a
-  chunked body runs over.
+  chunked body runs over. A Content-Length that is not a non-negative whole number, or two that disagree, is a
+  malformed request (400), whichever server parsed it.
 - Token: routes that change something (and every route on a server bound beyond loopback) need the bearer
   token, checked in constant time before the route runs (401); a read-only server refuses writes (403).
 """
@@ -64,8 +65,18 @@ class RequestGuard:
                 f"requests from {origin[:100]!r} are refused",
                 "call the API from the operator page it serves, or from a client without Origin",
             )
-        length = headers.get("content-length", "0")
-        if not length.isdigit() or int(length) > MAX_BODY_BYTES:
+        lengths = sorted(
+            {v.decode("latin-1").strip() for k, v in scope.get("headers") or [] if k.lower() == b"content-length"}
+        )
+        length = lengths[0] if lengths else "0"
+        if len(lengths) > 1 or not (length.isascii() and length.isdigit()):
+            return error_response(
+                400,
+                "bad_request",
+                f"Content-Length {', '.join(lengths)[:60]!r} is not one non-negative whole number",
+                "send one Content-Length header with the body's size in bytes",
+            )
+        if int(length) > MAX_BODY_BYTES:
             return error_response(
                 413, "body_too_large", f"the body is {length[:20]} bytes", f"send at most {MAX_BODY_BYTES} bytes"
             )

@@ -3,8 +3,8 @@ where. Shared by both front doors.
 
 Fail closed: a server that can change runs, data or models does not start without a token, unless the
 operator says `--insecure-local` and it listens on a loopback address only. A token shorter than
-`MIN_TOKEN_LENGTH` is refused on any address but loopback (and warned about there). Bound beyond loopback,
-reads need the token too.
+`MIN_TOKEN_LENGTH` is refused, unless `--insecure-local` (loopback only), and warned about even then. Bound
+beyond loopback, reads need the token too.
 """
 
 from __future__ import annotations
@@ -93,11 +93,10 @@ def check_exposure(settings: ApiSettings) -> None:
             f"--insecure-local is for a loopback address, not {settings.host}",
             f"bind 127.0.0.1, or set {TOKEN_ENV} and drop --insecure-local",
         )
-    if settings.token is not None and len(settings.token) < MIN_TOKEN_LENGTH and not is_loopback(settings.host):
+    if settings.token is not None and len(settings.token) < MIN_TOKEN_LENGTH and not settings.insecure_local:
         raise ServerConfigError(
-            f"{TOKEN_ENV} is {len(settings.token)} characters; on {settings.host} it must be "
-            f"at least {MIN_TOKEN_LENGTH}",
-            f"set {TOKEN_ENV}=$(openssl rand -hex 32)",
+            f"{TOKEN_ENV} is {len(settings.token)} characters; it must be at least {MIN_TOKEN_LENGTH}",
+            f"set {TOKEN_ENV}=$(openssl rand -hex 32), or pass --insecure-local on 127.0.0.1 for a laptop",
         )
     if not is_loopback(settings.host) and settings.token is None:
         raise ServerConfigError(
@@ -114,7 +113,7 @@ def check_exposure(settings: ApiSettings) -> None:
 
 
 def token_warning(settings: ApiSettings) -> str | None:
-    """A warning worth printing at start: a short token on loopback."""
+    """A warning worth printing at start: a short token (only `--insecure-local` on loopback starts with one)."""
     if settings.token is not None and len(settings.token) < MIN_TOKEN_LENGTH:
         return (
             f"warning: {TOKEN_ENV} is only {len(settings.token)} characters; use at least {MIN_TOKEN_LENGTH} "

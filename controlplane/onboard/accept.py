@@ -25,6 +25,7 @@ from controlplane.runs.context import open_run
 from controlplane.runs.journal import RunRecord, load_run
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import load_spec
+from controlplane.takeback.recovery import recover_pipeline
 from controlplane.vocab import LedgerKind, RunStatus, Stage
 from controlplane.workspace import Workspace
 from guard.findings import Finding
@@ -83,6 +84,7 @@ def accept(
         return load_run(ws, run_id)
     spec = load_spec(ws, record.pipeline)
     with pipeline_lock(ws, spec.name, f"accept {run_id}"):
+        recover_pipeline(ws, spec.name)  # as every writer: a run of the pipeline left mid-way is made consistent first
         record = load_run(ws, run_id)
         if record.status in (RunStatus.RUNNING, RunStatus.UNDOING, RunStatus.INTERRUPTED):
             raise RunStateError(f"run {run_id} is {record.status.value}", "accept a run once it has finished")

@@ -31,6 +31,7 @@ from controlplane.stages.acceptances import Acceptance, acceptances_path, load_a
 from controlplane.stages.kept_reference import ReferenceState, load_state
 from controlplane.stages.pin import file_hash
 from controlplane.stages.publish import forget_batch, keep_batch
+from controlplane.takeback.recovery import recover_pipeline
 from controlplane.vocab import LedgerKind, RunStatus, Stage
 from controlplane.workspace import Workspace
 from guard.findings import Finding
@@ -180,6 +181,7 @@ def accept_blocks(
     that `picks` name blocks; everything is refused before anything is written."""
     spec = load_spec(ws, load_run(ws, run_id).pipeline)
     with pipeline_lock(ws, spec.name, f"accept {run_id}"):
+        recover_pipeline(ws, spec.name)  # as every writer: a run of the pipeline left mid-way is made consistent first
         record = load_run(ws, run_id)
         chosen, batch = _chosen(record, picks), _batch_of_run(record)
         state = _reference(ws, spec.name)
@@ -254,6 +256,7 @@ def withdraw(
     """Take back the acceptances of a run: its batch leaves the reference; each is marked withdrawn, kept."""
     spec = load_spec(ws, load_run(ws, run_id).pipeline)
     with pipeline_lock(ws, spec.name, f"accept --undo {run_id}"):
+        recover_pipeline(ws, spec.name)
         record = load_run(ws, run_id)
         standing = _withdrawn(ws, record, picks)
         batch, state = standing[0].batch, _reference(ws, spec.name)

@@ -2,10 +2,12 @@
 
 The control plane's one door to `tables.locations` (a parquet file, a folder of partitions, a glob, CSV
 files, an s3:// prefix), where its errors become the project's. At detect the table is pinned into the run
-folder (hard links where the file system allows, else copies) as ONE parquet file every later stage reads —
-the guard, the heal, training — never the live location. A writer that replaces the table's files atomically
-leaves the pin on the old bytes; one that writes in place changes them, and the hash, checked again before
-every use, catches it: the run ends BLOCKED ("the table changed during the run").
+folder as ONE parquet file every later stage reads — the guard, the heal, training — never the live location.
+The pin is a private copy, never a link: each file is read once from the live location and hashed from the very
+bytes written into the copy, and no producer writes the run folder, so whatever a writer then does to the live
+table (replace its files atomically, or rewrite them in place) the stages read the bytes that were hashed. The
+hash, checked again before every use (`verify_file`), still catches tampering with the run folder itself: the
+run ends BLOCKED ("the table changed during the run").
 """
 
 from __future__ import annotations

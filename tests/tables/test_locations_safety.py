@@ -27,30 +27,41 @@ def _one_line_with_fix(error: Exception) -> None:
 # ------------------------------------------------------------------------------------------- pins
 
 
-def test_hard_linked_pin_survives_an_atomic_replacement_of_the_source(local_backend: LocalBackend, tmp_path):
+def test_a_pin_is_a_private_copy_that_survives_an_atomic_replacement_of_the_source(
+    local_backend: LocalBackend, tmp_path
+):
     local_backend.write("table.parquet", parquet_bytes(table_rows()))
     location = parse_location("table.parquet", local_backend.base)
     pinned = location.pin(tmp_path / "pin")
-    assert pinned.linked == ("table.parquet",)  # same file system: a hard link, no copy
+    assert os.stat(pinned.table_path).st_ino != os.stat(local_backend.base / "table.parquet").st_ino  # no link
     old_rows = pq.read_table(pinned.table_path).to_pylist()
 
     local_backend.write("table.parquet", parquet_bytes(table_rows().iloc[:3]))  # write temp, then rename over
 
-    pinned.verify()  # the pin holds the old inode: still the bytes the guard read
+    pinned.verify()  # the pin is its own file: still the bytes the guard read
     assert pq.read_table(pinned.table_path).to_pylist() == old_rows
     assert location.current_hash() != pinned.content_hash  # ...and the location has moved on
 
 
-def test_in_place_overwrite_of_the_source_is_caught_by_verify(local_backend: LocalBackend, tmp_path):
-    local_backend.write("table.parquet", parquet_bytes(table_rows()))
-    pinned = parse_location("table.parquet", local_backend.base).pin(tmp_path / "pin")
-    with open(local_backend.base / "table.parquet", "r+b") as handle:  # a writer that rewrites in place
-        handle.seek(8)
-        handle.write(b"\x00\x01\x02\x03")
-    with pytest.raises(TableChanged) as changed:
-        pinned.verify()
-    assert "the table changed during the run" in str(changed.value)
-    _one_line_with_fix(changed.value)
+@pytest.mark.parametrize("data", ["table.parquet", "t", "t/*.parquet", "t.csv"])
+def test_an_in_place_rewrite_of_the_source_leaves_the_pin_on_the_bytes_it_hashed(
+    local_backend: LocalBackend, tmp_path, data
+):
+    name = {"table.parquet": "table.parquet", "t": "t/a.parquet", "t/*.parquet": "t/a.parquet", "t.csv": "t.csv"}
+    source = local_backend.base / name[data]
+    local_backend.write(name[data], csv_bytes(table_rows()) if data.endswith(".csv") else parquet_bytes(table_rows()))
+    pinned = parse_location(data, local_backend.base).pin(tmp_path / "pin")
+    old_rows = pq.read_table(pinned.table_path).to_pylist()
+    inode = source.stat().st_ino
+    shorter = csv_bytes(table_rows().iloc[:3]) if data.endswith(".csv") else parquet_bytes(table_rows().iloc[:3])
+    with open(source, "r+b") as handle:  # a writer that rewrites in place: same path, same inode
+        handle.write(shorter)
+        handle.truncate()
+    assert source.stat().st_ino == inode
+
+    pinned.verify()  # the pinned bytes did not move with the live file
+    assert pq.read_table(pinned.table_path).to_pylist() == old_rows
+    assert all(os.stat(f).st_ino != inode for f in pinned.files)
 
 
 def test_a_tampered_materialised_table_is_caught_by_verify(local_backend: LocalBackend, tmp_path):

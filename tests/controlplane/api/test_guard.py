@@ -4,6 +4,8 @@ too, beyond loopback), and answers that name no absolute path."""
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
 
 import pytest
 from fastapi.testclient import TestClient
@@ -12,7 +14,7 @@ from controlplane.api.app import create_app
 from controlplane.api.guard import MAX_BODY_BYTES
 from controlplane.errors import ServerConfigError
 from controlplane.frontdoor.access import ApiSettings, check_exposure, token_warning
-from tests.support import PIPELINE, TOKEN
+from tests.support import PIPELINE, TOKEN, served
 
 LOCAL = "http://127.0.0.1:8765"
 
@@ -68,12 +70,74 @@ def test_an_oversized_body_is_refused_before_it_is_read(demo_copy):
     assert chunked.status_code == 413
 
 
-def test_short_tokens_are_refused_beyond_loopback_and_warned_about_on_it():
+def test_short_tokens_are_refused_unless_insecure_local_and_warned_about_even_then():
+    for host in ("0.0.0.0", "127.0.0.1"):
+        with pytest.raises(ServerConfigError, match="at least 32"):
+            check_exposure(ApiSettings(token="x", host=host))
     with pytest.raises(ServerConfigError, match="at least 32"):
-        check_exposure(ApiSettings(token="x", host="0.0.0.0"))
-    assert "only 1 characters" in token_warning(ApiSettings(token="x"))
-    check_exposure(ApiSettings(token="x"))  # loopback: allowed, with the warning
+        check_exposure(ApiSettings(token="x" * 31))
+    check_exposure(ApiSettings(token="x", insecure_local=True))  # a laptop, on loopback: allowed...
+    assert "only 1 characters" in token_warning(ApiSettings(token="x", insecure_local=True))  # ...and warned
+    check_exposure(ApiSettings(token=TOKEN))
     assert token_warning(ApiSettings(token=TOKEN)) is None
+
+
+_MALFORMED = {
+    "a word": b"Content-Length: abc\r\n",
+    "negative": b"Content-Length: -5\r\n",
+    "two that disagree": b"Content-Length: 2\r\nContent-Length: 3\r\n",
+    "a list": b"Content-Length: 2, 3\r\n",
+    "a header line without a colon": b"NoColon\r\n",
+}
+
+
+def _raw_answer(url: str, headers: bytes) -> tuple[int, dict[str, str], bytes]:
+    """What the server answers on the wire to a request no HTTP client would send."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(b"POST /runs/x/reject HTTP/1.1\r\nHost: 127.0.0.1\r\n" + headers + b"\r\nabc")
+        data = b""
+        while chunk := connection.recv(65536):  # the server answers, then closes: never a dropped connection
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+    return int(status_line.split()[1]), fields, body
+
+
+@pytest.mark.parametrize("malformed", sorted(_MALFORMED))
+def test_a_malformed_header_on_the_wire_gets_a_400_with_one_line_of_json(demo_copy, malformed):
+    ws, _ = demo_copy
+    with served(create_app(ws, ApiSettings(insecure_local=True))) as url:
+        status, fields, body = _raw_answer(url, _MALFORMED[malformed])
+    assert status == 400 and fields["content-type"] == "application/json", (status, fields, body)
+    assert body.count(b"\n") <= 1 and json.loads(body)["error"]["code"] == "bad_request", body
+
+
+def test_a_content_length_the_app_cannot_use_is_a_400_whichever_server_parsed_it(demo_copy):
+    ws, _ = demo_copy
+    app = create_app(ws, ApiSettings(insecure_local=True))
+    for lengths in ([b"abc"], [b"-5"], [b"2", b"3"], [b"\xd9\xa3"]):  # the last: a digit, but not an ASCII one
+        sent: list[dict] = []
+
+        async def receive() -> dict:
+            raise AssertionError("the body was read")
+
+        async def send(message: dict, sent: list[dict] = sent) -> None:
+            sent.append(message)
+
+        headers = [(b"host", b"127.0.0.1:8765"), *((b"content-length", v) for v in lengths)]
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/runs/x/reject",
+            "raw_path": b"/",
+            "query_string": b"",
+            "headers": headers,
+        }
+        asyncio.run(app(scope, receive, send))
+        body = json.loads(b"".join(m.get("body", b"") for m in sent))
+        assert sent[0]["status"] == 400 and body["error"]["code"] == "bad_request", (lengths, sent)
 
 
 def test_reads_need_the_token_beyond_loopback(demo_copy):
