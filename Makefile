@@ -37,7 +37,7 @@ test: lint
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
 
 test-faults: install-dev   # the whole fault matrix: a run killed at every stage boundary, inside publish and undo
-	KINTSUGI_FAULT_MATRIX=full $(BIN)/python -m pytest -q -s tests/controlplane/test_faults.py
+	KINTSUGI_FAULT_MATRIX=full $(BIN)/python -m pytest -q -s tests/controlplane/test_faults.py tests/controlplane/test_pin_rewrites.py
 
 # the profile engines side by side (minutes; ~2 GB of temporary parquet, deleted as it goes): arrow vs the
 # scan floor at 1M/10M/50M rows with peak RSS, guard time vs history size, spark (local[2]) vs arrow at 10M,

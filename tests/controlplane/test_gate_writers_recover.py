@@ -12,8 +12,8 @@ import pytest
 from controlplane.runs.journal import list_runs, load_run
 from controlplane.takeback.recovery import needs_recovery
 from demo.seed import PIPELINE
-from tests.controlplane.test_faults import _kintsugi  # the real CLI in its own process, killable
 from tests.support import LATER, poison
+from tests.support import kintsugi_process as _kintsugi  # the real CLI in its own process, killable
 
 PAUSED_AT = (LATER + timedelta(minutes=5)).isoformat()
 KILLED_AT = (LATER + timedelta(minutes=6)).isoformat()
