@@ -145,8 +145,8 @@ class Policy:
     # sampled rows with both values needed before an association verdict (a correlation or a mapping);
     # provenance: not measured (carried over from guard.checks.leakage)
     leakage_min_rows: int = 30
-    # how unlikely equal values must be by chance before a column outside the contract is named a copy of the
-    # label: a column independent of the label matches it on m rows with probability at most p^m, p the
+    # on batches under `leakage_min_rows`, how unlikely equal values must be by chance before a column outside the
+    # contract is named a copy of the label: a column independent of the label matches it on m rows with probability at most p^m, p the
     # largest share of one label value, so a copy needs m * ln(1/p) >= ln(1 / copy_chance) (8 rows of distinct
     # values, 20 of a fair binary label). Measured on the development corpus (`make bench-corpus`): a copy of
     # the label on daily and monthly batches of 12 to 31 rows was left unnamed under the 30-row rule for

@@ -145,12 +145,15 @@ def _settle_command(ws: Workspace, record: RunRecord) -> RunRecord:
 
 def _settle_appends(ws: Workspace, record: RunRecord) -> list[str]:
     """A land's append begun and never recorded done: done (created) when the table is no longer the bytes it
-    found — under the lock nothing else wrote it — so landing the batch again does not put it in twice."""
+    found — under the lock nothing else wrote it — so landing the batch again does not put it in twice. An append
+    recorded without the bytes it found (an older record) stays unsure."""
     went_in = []
     for entry in record.entries(LedgerKind.APPEND, done_only=False):
         if entry.state in (DONE, ROLLED_BACK):
             continue
-        before = record.need(entry, "before_hash")
+        before = entry.detail.get("before_hash")
+        if before is None:
+            continue  # written before appends kept the bytes they found: it may or may not have gone in
         try:
             now: str | None = live_hash(ws, load_spec(ws, record.pipeline))
         except DataError:

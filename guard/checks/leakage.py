@@ -14,9 +14,10 @@ Two scores, each flagged at `policy.leakage_threshold` or above:
   independent feature scores about 0 however many values it has; a deterministic mapping about 1.
 
 A column outside the contract whose values equal the label's on at least `policy.copy_threshold` of the sampled
-labelled rows is a copy of the label, when so many equal values could not be chance: a column independent of the
-label matches it on m rows with probability at most p^m (p the largest share of one label value), and a copy
-needs p^m <= `policy.copy_chance` (a handful of rows of distinct values; a constant label never). Only features
+labelled rows is a copy of the label: on `policy.leakage_min_rows` sampled rows or more, or on fewer where so many
+equal values could not be chance (a column independent of the label matches it on m rows with probability at most
+p^m, p the largest share of one label value, and a copy needs p^m <= `policy.copy_chance`: a dozen rows of
+distinct values). Only features
 are tested for an association: not the label, the keys or timestamps, and at least `policy.leakage_min_rows`
 sampled rows holding both values are needed for that verdict.
 
@@ -159,7 +160,9 @@ def _copies_label(ctx: GuardContext, name: str, label: str) -> Finding | None:
         return None
     share = _equal_share(pair[name], pair[label])
     chance = _chance_of_matches(pair[label], round(share * len(pair)))
-    if share < ctx.policy.copy_threshold or chance > ctx.policy.copy_chance:
+    if share < ctx.policy.copy_threshold or (
+        len(pair) < ctx.policy.leakage_min_rows and chance > ctx.policy.copy_chance
+    ):
         return None
     return make_finding(
         FindingKind.TARGET_LEAKAGE,
