@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import warnings
@@ -45,7 +46,20 @@ def build_app() -> typer.Typer:
             plugin.load()(app)
         except ImportError as exc:  # a package left out of this install: its commands are simply absent
             log.warning("kintsugi commands %r not loaded: %s", plugin.name, exc)
+    _summaries_on_one_line(app)
     return app
+
+
+def _summaries_on_one_line(app: typer.Typer) -> None:
+    """typer's rich help lists a command by its docstring's first paragraph but keeps that paragraph's line breaks
+    (a sentence broken where the source wrapped it): each command's summary is that paragraph joined into one."""
+    for command in app.registered_commands:
+        if command.short_help is None and command.callback is not None and command.callback.__doc__:
+            first = inspect.cleandoc(command.callback.__doc__).split("\n\n", 1)[0]
+            command.short_help = " ".join(first.split())
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            _summaries_on_one_line(group.typer_instance)
 
 
 def _quiet_libraries() -> None:
