@@ -29,7 +29,6 @@ __all__ = [
     "evaluate",
     "score",
     "fit",
-    "gain_error",
     "gain_error_of",
     "is_better",
     "leaned_on",
@@ -157,8 +156,9 @@ def leaned_on(spec: TrainingSpec, model: Any, holdout: pd.DataFrame) -> tuple[st
     return tuple(features[i] for i in order if means[i] >= LEAN_SHARE * total)
 
 
-def gain_error(spec: TrainingSpec, candidate: Any, champion: Any, holdout: pd.DataFrame) -> float:
-    """The sampling error of ``relative_gain(candidate, champion)`` on this holdout, as a fraction.
+def gain_error_of(spec: TrainingSpec, holdout: pd.DataFrame, candidate: Predictions, champion: Predictions) -> float:
+    """The sampling error of ``relative_gain(candidate, champion)`` on this holdout, as a fraction, from both models'
+    predictions on the whole holdout (as `score` made them: no predict again).
 
     A paired bootstrap: GAIN_RESAMPLES seeded resamples of the holdout's rows, with replacement, both models
     scored on each; the error is the standard deviation of the gain across them (on a larger holdout, that of
@@ -166,21 +166,6 @@ def gain_error(spec: TrainingSpec, candidate: Any, champion: Any, holdout: pd.Da
     another holdout of the same size from the same period. ``nan`` when fewer than half the resamples can be
     scored (a class absent, a constant target): then no gain is within the error.
     """
-    _require_columns(holdout, [*spec.features, spec.target], "the evaluation frame")
-    rows = _gain_rows(len(holdout))
-    subset = holdout.iloc[rows]
-    fix = "check the holdout's feature types against the training data"
-    with _sklearn_errors(f"predicting with {spec.estimator} on {len(subset)} rows", fix=fix):
-        said = [
-            predict(spec.task, model, subset[spec.features], subset[spec.target]) for model in (candidate, champion)
-        ]
-    return _bootstrap(spec, np.asarray(subset[spec.target]), said, len(holdout))
-
-
-def gain_error_of(spec: TrainingSpec, holdout: pd.DataFrame, candidate: Predictions, champion: Predictions) -> float:
-    """``gain_error`` from both models' predictions on the whole holdout (as `score` made them): no predict again.
-
-    The same rows, resamples and answer as ``gain_error``: a model predicts each row on its own."""
     _require_columns(holdout, [spec.target], "the evaluation frame")
     for role, said in (("candidate", candidate), ("champion", champion)):
         if len(said.predicted) != len(holdout):

@@ -7,7 +7,7 @@ are grouped into one finding), is recorded in the decision's reasons, and a clea
 without a person.
 
 "Better" is read against what the holdout can tell apart. The tolerance is `level_within` times the gain's sampling
-error on this holdout (`training.model.gain_error`). A candidate beats the champion by `min_gain`. Where `min_gain` is
+error on this holdout (`training.model.gain_error_of`). A candidate beats the champion by `min_gain`. Where `min_gain` is
 itself within the tolerance, the holdout cannot measure such a gain, so a candidate within the tolerance of the
 champion (and above `-max_regression`) is level with it: nothing shows the champion is better, the candidate was
 trained on newer rows, and it promotes, with the tolerance in its reasons. Where the holdout can measure `min_gain`
@@ -65,7 +65,7 @@ class PromotionEvidence(Record):
     snapshot_hash: str | None
     label: str | None = None
     leaned_on: tuple[str, ...] = ()  # the features the candidate leans on, most important first
-    gain_error: float | None = None  # the gain's sampling error on the holdout (`training.model.gain_error`)
+    gain_error: float | None = None  # the gain's sampling error on the holdout (`training.model.gain_error_of`)
 
 
 @dataclass(frozen=True)

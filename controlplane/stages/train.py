@@ -67,7 +67,7 @@ class Trained(Record):
     unsealed: str | None = None  # why the model's files could not be signed (the gate then blocks)
     sample: dict[str, Any] | None = None  # the training sample's description, when the table was over the budget
     leaned_on: tuple[str, ...] = ()  # the features the candidate leans on (`training.model.leaned_on`)
-    gain_error: float | None = None  # the gain's sampling error on the holdout (`training.model.gain_error`)
+    gain_error: float | None = None  # the gain's sampling error on the holdout (`training.model.gain_error_of`)
 
 
 @dataclass(frozen=True)

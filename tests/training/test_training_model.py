@@ -18,7 +18,6 @@ from training.model import (
     build_estimator,
     evaluate,
     fit,
-    gain_error,
     gain_error_of,
     is_better,
     leaned_on,
@@ -316,10 +315,15 @@ def test_the_gains_sampling_error_shrinks_with_the_holdout_and_is_seeded(
     spec = spec_factory(task)
     train, holdout = time_holdout(deliveries, "event_time", 0.5)
     candidate, champion = fit(spec, train), fit(spec_factory(task, seed=spec.seed + 1), train.iloc[::2])
-    small, large = (gain_error(spec, candidate, champion, holdout.iloc[:rows]) for rows in (40, 200))
+
+    def error(rows: int, *models: object) -> float:
+        part = holdout.iloc[:rows]
+        return gain_error_of(spec, part, *(score(spec, m, part).said for m in models))
+
+    small, large = error(40, candidate, champion), error(200, candidate, champion)
     assert 0 < large < small  # the error of a gain falls as the holdout grows (about 1/sqrt(rows))
-    assert gain_error(spec, candidate, champion, holdout.iloc[:40]) == small  # the same resamples every time
-    assert gain_error(spec, candidate, candidate, holdout) == 0.0  # one model against itself: no spread at all
+    assert error(40, candidate, champion) == small  # the same resamples every time
+    assert error(len(holdout), candidate, candidate) == 0.0  # one model against itself: no spread at all
 
 
 # -- leaned_on -----------------------------------------------------------------------------
@@ -337,7 +341,7 @@ def test_the_features_a_model_leans_on_are_those_whose_shuffling_costs_the_score
 
 
 @pytest.mark.parametrize("task", ["regression", "classification"])
-def test_the_gains_error_from_predictions_made_once_is_the_error_from_predicting_again(
+def test_the_gains_error_on_evenly_spaced_rows_is_scaled_to_the_whole_holdout(
     deliveries: pd.DataFrame, spec_factory: SpecFactory, task: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import training.model as model
@@ -346,8 +350,9 @@ def test_the_gains_error_from_predictions_made_once_is_the_error_from_predicting
     train, holdout = time_holdout(deliveries, "event_time", 0.5)
     candidate, champion = fit(spec, train), fit(spec_factory(task, seed=spec.seed + 1), train.iloc[::2])
     said = [score(spec, m, holdout).said for m in (candidate, champion)]
-    for rows in (model.GAIN_ROWS, 30):  # the whole holdout, and evenly spaced rows of it
-        monkeypatch.setattr(model, "GAIN_ROWS", rows)
-        assert gain_error_of(spec, holdout, *said) == gain_error(spec, candidate, champion, holdout)
+    whole = gain_error_of(spec, holdout, *said)
+    monkeypatch.setattr(model, "GAIN_ROWS", 30)  # every n-th row, its spread scaled by sqrt(30 / rows)
+    spaced = gain_error_of(spec, holdout, *said)
+    assert 0 < spaced and abs(spaced - whole) < whole  # the same order: an estimate of the same error
     with pytest.raises(TrainingError, match="predictions cover"):
         gain_error_of(spec, holdout.iloc[:-1], *said)
