@@ -5,7 +5,7 @@ The whole-table rename (the old name gone, a new one with the same distribution)
 is the partial one, where the older rows still carry the old name. The evidence is structural: on the row sample
 the two columns never both hold a value, the new one fills the rows the old one lost, and its values are
 plausible for the old column (same type; values inside the reference's range widened by half its span, or
-inside its categories). A batch is a season, not the whole history, so its distribution is not required to
+inside its categories). A batch is a stretch of time, not the whole history, so its distribution is not required to
 match the reference's.
 """
 

@@ -63,7 +63,7 @@ LEGACY_SPELLINGS: dict[str, str] = {
     "eur_cents": "EUR_cent",
 }
 # legacy groups: a candidate is spelt the legacy way only inside the declared unit's legacy group
-_LEGACY_GROUP = {"mm_rain": "rain", "in_rain": "rain"}
+_LEGACY_GROUP = {"mm_rain": "precipitation", "in_rain": "precipitation"}
 
 # the units a value may silently arrive in, by group: every pair within a group is a nameable conversion
 CATALOGUE: dict[str, tuple[str, ...]] = {

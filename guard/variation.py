@@ -13,8 +13,8 @@ The **band** of one statistic is centred on its mean over the reference batches 
 standard deviations of natural variation: the between-batch variance (what the batches' spread shows
 beyond their own sampling noise, estimated from each batch's size: a random-effects reading) plus the
 new batch's sampling variance; never narrower than the farthest reference batch sat, plus the sketches'
-rank error. A season moving on stays inside (its months' spread is between-batch variance); a monthly
-statistic of ten rainy days is mostly sampling noise, and is not mistaken for natural variation. `Band.distance(x)` is |x - centre| / half-width: up to 1 inside the band.
+rank error. A slow cycle moving on stays inside (its months' spread is between-batch variance); a monthly
+statistic of ten non-zero values is mostly sampling noise, and is not mistaken for natural variation. `Band.distance(x)` is |x - centre| / half-width: up to 1 inside the band.
 A batch's distance is the largest over its statistics.
 
 Under a hypothesis "this batch is in unit u", the batch is first converted back (x -> (x - offset) /
@@ -87,8 +87,8 @@ def _band(
 
     `shorter`: how many times longer (in time and rows) the reference batches are than the new one. Rows
     in time are not independent (an hour is like the hour before it; a wet week is wet all week), so a
-    week varies more than 1/sqrt(rows) says; how much more the monthly batches cannot tell apart from the
-    seasons. The bound taken: all of var_between is such noise, which averages down with the span, so a
+    week varies more than 1/sqrt(rows) says; how much more the monthly batches cannot tell apart from a
+    slow cycle. The bound taken: all of var_between is such noise, which averages down with the span, so a
     batch `shorter` times shorter may vary `shorter` times as much (var_between * shorter); the farthest
     reference batch's distance widens by sqrt(shorter) alike."""
     if not history:
@@ -107,7 +107,7 @@ def _jump(
     history: Sequence[tuple[float, float]], se_new: float, extra: float, shorter: float = 1.0
 ) -> tuple[Band, float] | None:
     """The band of the step from the newest reference batch to the next (consecutive differences of the
-    statistic, their standard errors combined), and the newest batch's value. Seasons move by steps;
+    statistic, their standard errors combined), and the newest batch's value. Slow cycles move by steps;
     a unit change is a jump no step came near."""
     if len(history) < 3:
         return None  # fewer than two steps: no variation of steps to judge a jump by
@@ -262,7 +262,7 @@ def shape(quantiles: Sequence[float | None] | None) -> tuple[float, float] | Non
 
 def shape_distance(history: Sequence[Mapping[str, float | None]], batch: Core) -> float | None:
     """How far the batch's core shape sits from the reference batches' shapes (None: no shape to compare).
-    A unit conversion or any rescaling keeps the shape; weather that changes the shape is not a rescaling."""
+    A unit conversion or any rescaling keeps the shape; a real change of the shape is not a rescaling."""
     seen = shape(batch.quantiles)
     if seen is None:
         return None

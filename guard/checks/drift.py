@@ -17,7 +17,7 @@ rescaled drifts too; `guard.causes` keeps that drift as a warning explained by t
 
 Against a batch `Reference`, a numeric feature drifts only when it also left the natural variation of
 the reference batches (`guard.variation`: its core location, spread or point mass outside the band the
-past batches span, one batch-to-batch step and the noise floor included): a season moving on is not
+past batches span, one batch-to-batch step and the noise floor included): a slow cycle moving on is not
 drift. A column with a declared unit is then judged by the units check alone, which warns DRIFT itself
 when the column moved beyond natural variation without a unit to explain it.
 """

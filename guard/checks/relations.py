@@ -18,7 +18,7 @@ A bound a <= b between two columns the contract gives one unit (an order the ref
 `PairMoments.bound`: a lower series that meets its upper one at a limit; two ranges that merely did not
 overlap are no bound) is broken on a batch's sampled rows like an identity. The finding names the column of the
 two that the other columns explain worse on the broken rows than on the rest (fitted on the batch's own rows: a year
-is not the reference's season), and both in `columns`. Where, on the broken rows, that column is an exact monotone
+is not the reference's stretch of it), and both in `columns`. Where, on the broken rows, that column is an exact monotone
 function of the label (its values ordered as the label's over `policy.monotone_labels` distinct labels, or `policy.monotone_categories`
 categories taken in the order of their medians, and `policy.monotone_pairs` pairs of rows), it was computed from the outcome
 there: `target_leakage`. An order the reference held but never reached (a daily minimum and maximum that were

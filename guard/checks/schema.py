@@ -4,7 +4,7 @@ A missing column and an unexpected one are the same column renamed when the new 
 distribution; or, in a whole table that still holds the reference's own period, when its rows from that
 period carry under the new name what the reference saw under the old one (a year-long table is not
 distributed as a reference of a few weeks, but those weeks are in it); or when they are the only two, and
-the new one's values sit inside the old one's range (a season apart).
+the new one's values sit inside the old one's range (a slow cycle apart).
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def _match_renames(ctx: GuardContext, missing: list[str], unexpected: list[str])
         ]
         if len(matches) == 1:
             renames[old] = matches[0]
-    if len(missing) == 1 and len(unexpected) == 1 and not renames:  # one name gone, one new: a season apart?
+    if len(missing) == 1 and len(unexpected) == 1 and not renames:  # one name gone, one new: a slow cycle apart?
         old, new = missing[0], unexpected[0]
         reference = ctx.reference_profile.columns.get(old)
         if reference is not None and _within_reference(reference, ctx.snapshot.profile.columns[new]):
@@ -141,7 +141,7 @@ def _match(ctx: GuardContext, reference: ColumnProfile, new: str) -> str | None:
 
 def _within_reference(reference: ColumnProfile, observed: ColumnProfile) -> bool:
     """The sole new column holds what the sole missing one held: a compatible type, the same categories or its
-    middle 90% inside the range the reference saw. A season can move a batch's quantiles away from the whole
+    middle 90% inside the range the reference saw. A slow cycle can move a batch's quantiles away from the whole
     reference's; the heal's verify then judges the renamed column on every check, so a wrong pairing blocks."""
     if not types_compatible(reference.logical_type, observed.logical_type) and not types_compatible(
         observed.logical_type, reference.logical_type

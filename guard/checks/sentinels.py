@@ -101,7 +101,7 @@ def _masses(
 ) -> list[tuple[float, int]]:
     """Values held by `policy.sentinel_min_rows` and `policy.sentinel_min_share` of the rows; and a placeholder-looking value
     outside the contract's bounds, or far outside the reference's range (by more than its width), however few rows
-    hold it (a -9999 of rain is no measurement: one among thirty days is a code; a converted 60.08 past a degC bound
+    hold it (a -9999 of a non-negative amount is no measurement: one among thirty days is a code; a converted 60.08 past a degC bound
     is a measurement in another unit, left to the units check). A signed quantity has no contract bound to be
     outside of: its history's range is the scale a code stands far outside of."""
     if not len(values):

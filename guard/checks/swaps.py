@@ -4,7 +4,7 @@ Five lines of evidence, over each pair of contracted numeric columns (a, b) of o
 
 - all rows: the batch's a looks like the reference's b and its b like the reference's a (KS distance within
   noise), while each is far from its own reference (at least `policy.swap_self_distance`, and `policy.swap_cross_ratio` times further
-  than from the other's). Seasonal drift moves a column away from its own reference, but not onto another
+  than from the other's). A slow cycle moves a column away from its own reference, but not onto another
   column's, and not both columns at once;
 - some rows: an order the reference always held between two columns of one declared unit (temp_min <=
   temp_max: on at least `policy.swap_order_held` of at least `policy.swap_min_order_rows` rows) is broken on some batch rows by about
@@ -12,23 +12,23 @@ Five lines of evidence, over each pair of contracted numeric columns (a, b) of o
   high - low in the reference): swapped rows break it by a whole gap, while two series that merely cross
   as their levels drift (two series whose order reverses part of the time: 0.4 of the reference's gap when the
   reference never saw them cross) break it by less, and a unit change in one column by far more.
-  A whole swap in a season whose gaps are under 0.6 of the reference's is left to the first rule (a season
+  A whole swap in a stretch whose gaps are under 0.6 of the reference's is left to the first rule (a slow cycle
   can reverse a strict order on every row of a short batch), unless
-  the reference spans every season or the order is a bound it reached (`PairMoments.bound`: a lower series
+  the reference spans a whole cycle or the order is a bound it reached (`PairMoments.bound`: a lower series
   that runs close under its upper one, swapped, is over it by a small gap on every row). An order
   the reference held on at least `policy.swap_order_mostly` of its rows only (a lower series under its upper one, but
   for rounding in stitched data) tells a whole swap: flipped on at least `policy.swap_order_mostly` of the batch.
 - correlations: two columns of one declared unit whose correlations with the other contracted numbers are
   exchanged (the batch's sit at least three quarters of the way from the reference's profiles to those
   profiles swapped, where the reference holds them apart beyond the batch correlations' noise), while at
-  least one of them left its natural variation: a swap in a season where their values overlap;
+  least one of them left its natural variation: a swap in a stretch where their values overlap;
 - ranges: two columns of one declared unit, one of them with at least `policy.swap_range_out` of its values outside any
   value its reference showed, and read as each other's both inside their ranges (all but `policy.swap_range_back`) and
   their natural variation: a swap where the columns have no other column to correlate with;
 - exact: the batch's a profiles exactly as the reference's b and the reverse, and with every other column a
   and b exchanged their co-moments: the very rows the reference profiled, swapped. Only a reference of the
   same rows (a batch that passed earlier, against its kept profile) can say this, and it says it in any
-  season, where none of the rules above can.
+  stretch, where none of the rules above can.
 
 A swap exchanges the two columns' correlations with every other column; a rescaling or a unit change keeps
 every correlation. So where the reference tells the two apart (their correlations with the other contracted
@@ -202,7 +202,7 @@ def _exactly_exchanged(
     """The batch's a holds exactly the values the reference's b held and the reverse, and with every other column
     a and b exchanged their co-moments too: the very rows the reference profiled, with the two columns swapped.
     Only a reference of the same rows can say this (a batch that passed earlier, against its kept profile),
-    and it says it in any season, where the columns' values overlap."""
+    and it says it in any stretch, where the columns' values overlap."""
     assert ctx.snapshot is not None
     batch = ctx.snapshot.profile
     ours, theirs = batch.columns, reference.columns
@@ -298,7 +298,7 @@ def _by_correlations(
 ) -> Finding | None:
     """Two columns of one declared unit whose correlations with every other column were exchanged, while at least
     one of them sits outside its natural variation (against a bare profile, a batch that passed earlier judged
-    against itself: beyond the KS noise of its rows from it): swapped, even where their values overlap in this season."""
+    against itself: beyond the KS noise of its rows from it): swapped, even where their values overlap in this stretch."""
     assert ctx.contract is not None and ctx.snapshot is not None
     if not _same_unit(ctx, a, b):
         return None
@@ -417,7 +417,7 @@ def _some_rows(
         if not (
             strict
             and share >= ctx.policy.whole_swap
-            and (_all_seasons(ctx) or _a_bound(reference, low, high) or _continued_swapped(ctx, x, y, low, high))
+            and (_a_whole_cycle(ctx) or _a_bound(reference, low, high) or _continued_swapped(ctx, x, y, low, high))
         ):
             return None  # broken by a little (two series crossing) or by far more (a unit change): not a swap
         if (
@@ -461,14 +461,14 @@ def _not_exchanged(reference: DatasetProfile, rows: pd.DataFrame, names: list[st
     return found.telling and found.as_came <= found.exchanged
 
 
-def _all_seasons(ctx: GuardContext) -> bool:
-    """The reference spans a year or more: an order it held strictly, it held through every season."""
+def _a_whole_cycle(ctx: GuardContext) -> bool:
+    """The reference spans a year or more: an order it held strictly, it held through a whole yearly cycle."""
     span = ctx.reference.span_ms if isinstance(ctx.reference, Reference) else None
     return span is not None and span >= ctx.policy.swap_full_cycle_ms
 
 
 def _a_bound(reference: DatasetProfile, low: str, high: str) -> bool:
-    """The reference reached low <= high as well as held it (`PairMoments.bound`): a bound no season crosses."""
+    """The reference reached low <= high as well as held it (`PairMoments.bound`): a bound no slow cycle crosses."""
     moments = reference.relations.pairs.get(pair_key(low, high)) if reference.relations is not None else None
     return moments is not None and moments.bound(*sorted((low, high))) == (low, high)
 
@@ -476,7 +476,7 @@ def _a_bound(reference: DatasetProfile, low: str, high: str) -> bool:
 def _continued_swapped(ctx: GuardContext, x: np.ndarray, y: np.ndarray, low: str, high: str) -> bool:
     """Read as swapped, the two columns' batch medians sit `policy.swap_continuity` times nearer where they were in the newest
     reference batch than as they came (the sum of both moves): they jumped into each other's place, where two
-    series that cross with the seasons move on from where each was."""
+    series that cross with a slow cycle move on from where each was."""
     if not isinstance(ctx.reference, Reference):
         return False
     last = [ctx.reference.variation(name)[-1:] for name in (low, high)]

@@ -345,7 +345,7 @@ def _edges(
 def _solve(anchors: Mapping[str, Evidence], edges: list[_Edge]) -> dict[str, tuple[int, bool] | None]:
     """Each column's (shift, pinned to the hour?), propagated from the anchored timestamps through the
     relations; None where the evidence conflicts. A diurnal anchor places a shift within an hour only (a
-    broad pattern peaks an hour off when the season, or daylight saving time in the data, moves it); counts
+    broad pattern peaks an hour off when the time of year, or daylight saving time in the data, moves it); counts
     of concentrated hours and relations pin it. So a column tied to an anchor by a pinned relation, and
     anchored to nothing itself, is taken as unmoved when the anchor would move it by at most an hour, and the
     anchor's shift is then read from the relation."""

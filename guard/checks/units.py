@@ -5,7 +5,7 @@ Against a batch `Reference` (per-batch summaries of natural variation, KLL sketc
 1. The batch is summarised as `guard.variation` does (core location, core spread, share on the point
    mass) and its distance d0 from natural variation is measured (<= 1: inside): the nearer of its
    distance from the reference batches' band and of its step from the newest reference batch against
-   the steps they took (a season moving on is a run of ordinary steps).
+   the steps they took (a slow cycle moving on is a run of ordinary steps).
 2. d0 <= 1 and the batch's values on the reference's decimal grid (below): nothing to say. Otherwise every unit of the declared unit's group (`guard.units`) is tried
    as a hypothesis: the batch converted back from it (x -> (x - offset) / scale, the conversion's exact
    factor and offset) is summarised and measured the same way, d_u.
@@ -15,7 +15,7 @@ Against a batch `Reference` (per-batch summaries of natural variation, KLL sketc
    - a jump: the batch as it came sits outside natural variation (d0 > 1) and its step from the newest
      reference batch is beyond `policy.far` of the steps the reference batches took from one to the next, while
      converted back from u it is inside natural variation (d_u <= 1) and its step is an ordinary one
-     (<= 1). Seasons move by steps; a unit change is a discontinuity. (Needs three reference batches.)
+     (<= 1). Slow cycles move by steps; a unit change is a discontinuity. (Needs three reference batches.)
    and in both, converted back, its core keeps a shape the reference batches had (`guard.variation.shape`:
    where the median sits in the quartiles, the tails against the body; within `policy.far`): an affine map keeps
    shapes, so a good fit is one where the conversion alone explains the change.
@@ -23,20 +23,20 @@ Against a batch `Reference` (per-batch summaries of natural variation, KLL sketc
    left is no more than natural variation.
    The least-squares affine map of the core's quantiles (observed against reference) is reported as
    evidence beside the conversion's own factor and offset.
-   Or, from the values themselves: the reference's values sit on a decimal grid (0.1 mm of rain, whole W/m2)
+   Or, from the values themselves: the reference's values sit on a decimal grid (0.1 mm, whole W/m2)
    that most of the batch's values left, and converted back from u they are on it again, and nearer natural
    variation than they came (`_Grid`). A conversion moves values off their grid and undoing it restores it
-   exactly; no season does that. It names a unit inside natural variation (a rainy month in inches, as far
-   out as 1.02x the band) and in a batch unlike any past one (an overcast week in kW/m2).
+   exactly; no slow cycle does that. It names a unit inside natural variation (a month of small amounts in
+   inches, as far out as 1.02x the band) and in a batch unlike any past one (a week of low readings in kW/m2).
 4. Beyond `policy.far`, its shape kept (a rescaling), and no unit explains it: SCALE_SHIFT (a block: x2.5 with
    no unit).
 5. Beyond `policy.far` with a changed shape (noise added, a broken feed) and no cause named: DRIFT, a block. A change
-   twice as far as any past batch moved, that nothing explains, is evidence of a failure, not a season.
+   twice as far as any past batch moved, that nothing explains, is evidence of a failure, not a slow cycle.
 6. Otherwise (between 1 and `policy.far`): DRIFT, a warning (recorded, not a block): a change of the size or kind past
    batches show is not evidence of a failure.
 
 A snapshot covering more than `policy.multi_batch_cadences` cadences (a whole table judged against a reference of batches)
-mixes several batches' seasons: its spread is wider than any one batch's by construction. A named
+mixes several batches' stretches of a cycle: its spread is wider than any one batch's by construction. A named
 conversion still blocks it; an unexplained distance does not (DRIFT, a warning), since it is not
 evidence of a failure.
 
@@ -49,7 +49,7 @@ beside the point and nothing else to judge: UNIT_UNCHECKED, a warning that says 
 
 Against a batch's own kept profile (the history check: a batch that passed earlier, read again, its rows the
 same), a named conversion maps every kept quantile and extreme onto today's exactly, whatever the number of
-values (a month with three rainy days): UNIT_MISMATCH. Otherwise the batch is judged as above, against a
+values (a month with three non-zero days): UNIT_MISMATCH. Otherwise the batch is judged as above, against a
 reference of that one batch: values emptied by a broken join leave a subset of the same rows, which moves
 quantiles by sampling, not by a unit.
 
@@ -255,10 +255,11 @@ def _batch_finding(
 
 @dataclass(frozen=True)
 class _Grid:
-    """The decimal grid every reference value sits on (0.1 mm of rain, whole W/m2), and the batch's values that
+    """The decimal grid every reference value sits on (0.1 mm, whole W/m2), and the batch's values that
     left it. A conversion moves values off their grid, and converting back by the same factor and offset puts
-    them exactly on it again: evidence no season can give, even where the values stay within natural variation
-    (a rainy month in inches) or where the batch is unlike any past one (a week of overcast sky in kW/m2)."""
+    them exactly on it again: evidence no slow cycle can give, even where the values stay within natural variation
+    (a month of small amounts in inches) or where the batch is unlike any past one (a week of low readings in
+    kW/m2)."""
 
     step: float
     values: np.ndarray  # the batch's non-zero values (from its sketch's retained items)
@@ -281,8 +282,8 @@ class _Grid:
     def restored_by(self, tried: list[_Hypothesis], d0: float, multi: bool) -> _Hypothesis | None:
         """The nearest unit whose conversion, undone, puts `policy.grid_on` of the values back on the grid and the batch
         nearer its natural variation than it came (a finer precision read as cm is not: x10 moves it away). A
-        whole table of several batches has no natural variation of one batch to come nearer to (its seasons
-        are all there at once): there, nearer is more of its values inside the range the reference showed."""
+        whole table of several batches has no natural variation of one batch to come nearer to (its cycles'
+        stretches are all there at once): there, nearer is more of its values inside the range the reference showed."""
         for hypothesis in tried:  # nearest first
             back = (self.values - hypothesis.offset) / hypothesis.scale
             nearer = hypothesis.distance < d0 or (multi and self._inside(back) > self._inside(self.values))
@@ -306,7 +307,7 @@ def _why_not_blocked(d0: float, shape_kept: bool, multi: bool) -> str:
     if multi:
         return "; a whole table of several batches is judged for named conversions only): a change a person may accept"
     shape = "its shape changed too, so no rescaling explains it" if not shape_kept else "no cause explains it"
-    return f", over {POLICY.far:g}x; {shape}): evidence of a failure, not a season; find what changed upstream"
+    return f", over {POLICY.far:g}x; {shape}): evidence of a failure, not a slow cycle; find what changed upstream"
 
 
 def _explains(d0: float, jump0: float, best: _Hypothesis) -> bool:
@@ -481,7 +482,7 @@ def _rescaled_without_unit(ctx: GuardContext, column: ColumnContract, observed: 
       today's exactly;
     - a new batch (a feature): it sits beyond `policy.unexplained` of natural variation as it came (where, with no
       cause named, the drift check blocks it), its shape is one the reference batches had, and divided by the
-      factor that brings it nearest its natural variation it is inside it. A season moves a level by steps and
+      factor that brings it nearest its natural variation it is inside it. A slow cycle moves a level by steps and
       reshapes it; it does not multiply every value by one number."""
     assert ctx.contract is not None and ctx.snapshot is not None and ctx.reference_profile is not None
     reference, kept = ctx.reference, ctx.reference_profile.columns.get(column.name)

@@ -1,5 +1,6 @@
 """Tests are named by the mechanism they test, never by the dataset, place or season they were first seen on: no
-test file, test function, test class or fixture name under tests/ carries such a word."""
+test file, test function, test class or fixture name under tests/ carries such a word; nor does any line of the
+guard's code, comments or messages (guard/)."""
 
 from __future__ import annotations
 
@@ -61,3 +62,23 @@ def test_the_name_check_reads_words_not_letters():
 
 def test_no_test_name_carries_a_dataset_place_or_calendar_word():
     assert _offenders() == []
+
+
+GUARD = ROOT / "guard"
+# contract vocabulary the guard still reads (a unit's older spelling, `guard.units.LEGACY_SPELLINGS`), not a rule
+CONTRACT_SPELLINGS = ("mm_rain", "in_rain")
+
+
+def _guard_offenders() -> list[str]:
+    found = []
+    for path in sorted(GUARD.rglob("*.py")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for spelling in CONTRACT_SPELLINGS:
+                line = line.replace(spelling, "")
+            if any(part.startswith(WORDS) for part in re.split(r"[_\W\d]+", line.lower()) if part):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    return found
+
+
+def test_no_guard_line_carries_a_dataset_place_or_calendar_word():
+    assert _guard_offenders() == []
