@@ -132,7 +132,7 @@ def run_history_once(path: str, rows_per_day: str) -> dict[str, Any]:
         with metadata_session(ws) as metadata:
 
             def work() -> dict[str, Any]:
-                guarded = guard_table(ws, metadata, spec, pinned.path(ws), _history_now_ms())
+                guarded = guard_table(ws, metadata, spec, pinned.path(ws), _history_now_ms(), keep_caches=True)
                 batch = guarded.batch
                 return {**_report(guarded.report), "new_rows": batch.profile.row_count if batch else 0}
 
@@ -244,7 +244,8 @@ def prepare_history(folder: Path, kept: int, rows_per_day: int, days: Any) -> No
     one more day landed: the demo estate, the delivery table written a day at a time (its own row groups per day),
     the reference established from its first `kept` days and taken back by one (as `kintsugi init` leaves the
     newest day to the first run), that day guarded by the loop's guard and kept as a passed batch is
-    (`save_batch`: what a clean run's remember_reference does), then the next day landed (`kintsugi land`)."""
+    (`save_batch` with the keys its guard hashed: what a clean run's remember_reference does), then the next day
+    landed (`kintsugi land`). The caches a run's guard keeps (row groups' fingerprints, the key index) are kept."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -283,11 +284,11 @@ def prepare_history(folder: Path, kept: int, rows_per_day: int, days: Any) -> No
         if reference is not None:
             metadata.emit(profile_mcps(FEATURE_TABLE, reference.profile, now_ms), now_ms)
         pinned = pin_table(ws, spec, ws.runs / "previous" / "snapshot")
-        guarded = guard_table(ws, metadata, spec, pinned.path(ws), now_ms)
+        guarded = guard_table(ws, metadata, spec, pinned.path(ws), now_ms, keep_caches=True)  # as detect calls it
         assert guarded.batch is not None, "the previous run guarded no new batch"
         state = load_state(ws, PIPELINE)
         assert state is not None
-        save_batch(ws, PIPELINE, guarded.batch, state)
+        save_batch(ws, PIPELINE, guarded.batch, state, keys=guarded.keys)  # as remember_reference keeps it
     shutil.rmtree(ws.runs / "previous")
     landed = folder / "landed.parquet"
     pq.write_table(pa.Table.from_pandas(chosen[-1], schema=schema, preserve_index=False), landed)

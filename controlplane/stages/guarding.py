@@ -194,7 +194,6 @@ def _repeats_counted(
     if (
         asked is None
         or asked.whole_rows
-        or not state.batches
         or not history.intact
         or asked.window != new_rows_window(state)
         or (asked.files, asked.history) != (rest, rest)
