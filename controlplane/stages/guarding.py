@@ -173,7 +173,9 @@ def guard_table(
     if keep_caches:
         cache.save(fingerprint_cache_path(ws, spec.name))
     batch = snapshot.batch if window is not None else None
-    return Guarded(context, GuardReport(report.dataset, findings, report.outcomes), batch, keys if batch else None)
+    return Guarded(
+        context, GuardReport(report.dataset, findings, report.outcomes), batch, keys if batch is not None else None
+    )
 
 
 def _repeats_counted(

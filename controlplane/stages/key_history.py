@@ -129,7 +129,7 @@ def _load(ws: Workspace, pipeline: str, columns: tuple[str, ...]) -> tuple[_Mani
         if manifest.columns != tuple(columns) or manifest.hash_format != HASH_FORMAT:
             return None
         index = KeyIndex.load(folder / manifest.file, columns)
-    except (OSError, ValueError, KeyError, TypeError, RecordError, HashFormatError):
+    except (OSError, EOFError, ValueError, KeyError, TypeError, RecordError, HashFormatError):
         return None
     if index.size != manifest.keys:
         return None

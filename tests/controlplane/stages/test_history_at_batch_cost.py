@@ -154,7 +154,8 @@ def test_duplicates_across_batches_come_from_the_key_index_and_an_undo_takes_its
     ids = [*kept["order_id"].iloc[:30], *(f"o-new-{i}" for i in range(len(replayed) - 30))]  # 30 keys kept before
     replayed = replayed.assign(order_id=pd.Series(ids, index=replayed.index, dtype=kept["order_id"].dtype))
     _land(ws, replayed, tmp_path)
-    guarded = _guard(ws, at, keep_caches=False)
+    guarded = _guard(ws, at, keep_caches=True)
+    assert json.loads((index_folder(ws, PIPELINE) / "index.json").read_text()) == manifest  # used as kept
     found = _duplicates(guarded)
     assert (found["duplicate_rows"], found["across_rows"], found["rows_compared"]) == (30, 30, len(replayed))
     asked = repeats_asked(guarded.context)
