@@ -3,12 +3,26 @@ nulls and (for numbers and times) the minimum, maximum and sum.
 
 It is how history is checked cheaply: every batch the guard passed is fingerprinted at every run and compared
 with its fingerprint when it passed; only a batch whose fingerprint moved is profiled again and guarded. One
-aggregate scan of the table, at about the cost of reading it — no sketch, no sample, no Python per row.
+aggregate scan of the table, at about the cost of reading it — no sketch, no sample, no Python per row: each row
+is given its window by one binary search over the windows' sorted bounds.
+
+With a `FingerprintCache`, the scan follows the batch instead: what a row group adds to each window's fingerprint
+is kept, keyed by the row group's footer (its ordinal, rows, byte sizes, encodings and statistics, column by column,
+and the file's schema), so a row group whose footer is unchanged is not read again, and an appended table
+(more row groups, in the same file or a new one) reads only the new ones. A row group is read again when the
+windows its times meet are not the ones it was fingerprinted for (a new batch kept over it). The footer is the
+row group's identity: a rewrite that keeps every byte size and every minimum, maximum and null count of every
+column chunk of a row group is not seen; one that changes any of them (a rescale, a column swapped, rows added
+or dropped) is.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -21,7 +35,16 @@ import pyarrow.parquet as pq
 from profiles.profile import DatasetProfile, TimeWindow
 from profiles.records import Record
 
-__all__ = ["Fingerprint", "fingerprint_windows", "fingerprint_of_profile", "fingerprint_rows", "rows_in"]
+__all__ = [
+    "Fingerprint",
+    "FingerprintCache",
+    "GroupPrints",
+    "row_group_key",
+    "fingerprint_windows",
+    "fingerprint_of_profile",
+    "fingerprint_rows",
+    "rows_in",
+]
 
 _NUMERIC = ("integer", "number", "timestamp", "date")
 
@@ -81,23 +104,162 @@ def fingerprint_of_profile(profile: DatasetProfile) -> Fingerprint:
     return Fingerprint(profile.row_count, columns)
 
 
-def fingerprint_windows(path: Path, windows: Sequence[TimeWindow]) -> tuple[list[Fingerprint], int]:
+Bounds = tuple[int | None, int | None]  # a window's (after_ms, through_ms)
+
+
+@dataclass
+class GroupPrints(Record):
+    """What one row group adds to the fingerprints of the windows its times meet: the span of its times (None: all
+    null), the bounds of the windows that span meets, each such window's rows' fingerprint (rows 0: none of its
+    rows lie there), and its rows in none of them."""
+
+    column: str
+    low: float | None
+    high: float | None
+    windows: list[Bounds]
+    prints: list[Fingerprint]
+    outside: int
+
+    def fits(self, column: str, windows: Sequence[TimeWindow]) -> bool:
+        """These are the row group's prints for `windows`: it meets exactly the windows it was fingerprinted for."""
+        return column == self.column and _met(self.low, self.high, windows) == self.windows
+
+
+def _met(low: float | None, high: float | None, windows: Sequence[TimeWindow]) -> list[Bounds]:
+    if low is None or high is None:
+        return []
+    return [(w.after_ms, w.through_ms) for w in windows if not w.misses_range(low, high)]
+
+
+_CACHE_FORMAT = 1
+
+
+@dataclass
+class FingerprintCache:
+    """Row groups' prints (`GroupPrints`) by their footer, kept between runs (`load` / `save`: one JSON file).
+
+    `hits` counts the row groups answered from the cache, `reads` those read; an entry neither used since `load`
+    nor by the run that saved it last is dropped at `save`, so the file follows the table's row groups."""
+
+    entries: dict[str, GroupPrints] = field(default_factory=dict)
+    hits: int = 0
+    reads: int = 0
+    generation: int = 0  # how many saves made the file
+    seen: dict[str, int] = field(default_factory=dict)  # entry -> the last generation that used it
+
+    @classmethod
+    def load(cls, path: Path) -> FingerprintCache:
+        """The cache kept at `path`; empty when there is none, or it is unreadable or of another format (every row
+        group is then read, as without a cache)."""
+        try:
+            data = json.loads(Path(path).read_text())
+            if data.get("format") != _CACHE_FORMAT:
+                return cls()
+            kept = {key: (int(seen), GroupPrints.from_dict(part)) for key, (seen, part) in data["entries"].items()}
+            return cls(
+                {key: part for key, (_, part) in kept.items()},
+                generation=int(data["generation"]),
+                seen={key: seen for key, (seen, _) in kept.items()},
+            )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return cls()
+
+    def save(self, path: Path) -> None:
+        """Keep the entries used since `load`, and those the last save used, atomically. A cache that cannot be
+        written costs only a read of the row groups next time."""
+        generation = self.generation + 1
+        entries = {
+            key: [self.seen[key], part.to_dict()]
+            for key, part in self.entries.items()
+            if self.seen.get(key, -1) >= self.generation
+        }
+        path = Path(path)
+        temporary: str | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".fingerprints-", suffix=".json")
+            with os.fdopen(handle, "w") as out:
+                json.dump({"format": _CACHE_FORMAT, "generation": generation, "entries": entries}, out)
+            os.replace(temporary, path)
+        except OSError:
+            if temporary is not None:
+                Path(temporary).unlink(missing_ok=True)
+
+    def lookup(self, key: str, column: str, windows: Sequence[TimeWindow]) -> GroupPrints | None:
+        found = self.entries.get(key)
+        if found is None or not found.fits(column, windows):
+            return None
+        self.hits += 1
+        self.seen[key] = self.generation + 1
+        return found
+
+    def keep(self, key: str, part: GroupPrints) -> None:
+        self.reads += 1
+        self.entries[key] = part
+        self.seen[key] = self.generation + 1
+
+
+_PLACES = ("file_offset", "dictionary_page_offset", "data_page_offset", "bloom_filter_offset")
+
+
+def row_group_key(source: pq.ParquetFile, group: int, schema: str | None = None) -> str:
+    """A row group's identity from the file's footer alone: its ordinal, rows, and every column chunk's byte sizes,
+    encodings and statistics, with the file's schema (`schema`: its text, when already made). Where in the file its
+    bytes start is left out: a row group rewritten before it moves it, not its content."""
+    described = source.metadata.row_group(group).to_dict()
+    described["columns"] = [{k: v for k, v in c.items() if k not in _PLACES} for c in described["columns"]]
+    whole = {"group": group, "schema": str(source.schema_arrow) if schema is None else schema, "metadata": described}
+    return hashlib.sha256(json.dumps(whole, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def fingerprint_windows(
+    path: Path, windows: Sequence[TimeWindow], cache: FingerprintCache | None = None
+) -> tuple[list[Fingerprint], int]:
     """One fingerprint per window (rows in (after, through]), and the count of rows in none of them (a null
-    time lies in no window), in one pass over the parquet file."""
+    time lies in no window), in one pass over the parquet file; with `cache`, only the row groups it does not
+    hold for these windows are read (and then kept in it)."""
     if not windows:
         return [], 0
     column = windows[0].column
     source = pq.ParquetFile(path)
     kinds = {f.name: _kind(f.type) for f in source.schema_arrow}
     prints = [Fingerprint(0, {name: {"nulls": 0.0} for name in kinds}) for _ in windows]
-    outside = 0
+    first: dict[Bounds, int] = {}  # a window's bounds -> its first index (a row lies in the first window that holds it)
+    for index, window in enumerate(windows):
+        first.setdefault((window.after_ms, window.through_ms), index)
+    outside, schema = 0, str(source.schema_arrow)
     for group in range(source.num_row_groups):
-        table = source.read_row_group(group)
-        slot = _slots(table.column(column), windows)
-        outside += int((slot < 0).sum())
-        for index in np.unique(slot[slot >= 0]):
-            _add(prints[int(index)], table.filter(pa.array(slot == index)), kinds)
+        key = row_group_key(source, group, schema) if cache is not None else ""
+        part = cache.lookup(key, column, windows) if cache is not None else None
+        if part is None:
+            part = _group_prints(source.read_row_group(group), column, windows, kinds)
+            if cache is not None:
+                cache.keep(key, part)
+        for bounds, found in zip(part.windows, part.prints):
+            if found.rows:
+                at = first[bounds]
+                prints[at] = prints[at].merged(found)
+        outside += part.outside
     return prints, outside
+
+
+def _group_prints(table: pa.Table, column: str, windows: Sequence[TimeWindow], kinds: dict[str, str]) -> GroupPrints:
+    stamps = _epoch_ms(table.column(column))
+    known = stamps[~np.isnan(stamps)]
+    low, high = (float(known.min()), float(known.max())) if len(known) else (None, None)
+    met = _met(low, high, windows)
+    slot = _slot_of(stamps, windows)
+    position = {bounds: i for i, bounds in reversed(list(enumerate(met)))}
+    prints = [Fingerprint(0, {name: {"nulls": 0.0} for name in kinds}) for _ in met]
+    order = np.argsort(slot, kind="stable")
+    counts = np.bincount(slot + 1, minlength=len(windows) + 1)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    whole = len(slot) > 0 and int(counts[int(slot[0]) + 1]) == len(slot)  # every row in one window: no take
+    for index in np.flatnonzero(counts[1:]):
+        window = windows[int(index)]
+        rows = table if whole else table.take(order[starts[index + 1] : starts[index + 2]])
+        _add(prints[position[(window.after_ms, window.through_ms)]], rows, kinds)
+    return GroupPrints(column, low, high, met, prints, int(counts[0]))
 
 
 def fingerprint_rows(rows: pa.Table) -> Fingerprint:
@@ -131,7 +293,26 @@ def _kind(kind: pa.DataType) -> str:
 
 def _slots(times: pa.ChunkedArray, windows: Sequence[TimeWindow]) -> np.ndarray:
     """The index of the window each row falls in, or -1."""
-    stamps = _epoch_ms(times)
+    return _slot_of(_epoch_ms(times), windows)
+
+
+def _slot_of(stamps: np.ndarray, windows: Sequence[TimeWindow]) -> np.ndarray:
+    """The index of the first window holding each time (epoch ms, NaN: null), or -1. Windows that do not overlap
+    (kept batches and the rows after them) are searched at once: each time is placed among the windows' lower
+    bounds, sorted, by one binary search, then checked against that window's upper bound."""
+    after = np.array([-np.inf if w.after_ms is None else float(w.after_ms) for w in windows])
+    through = np.array([np.inf if w.through_ms is None else float(w.through_ms) for w in windows])
+    order = np.argsort(after, kind="stable")
+    after, through = after[order], through[order]
+    if np.any(through[:-1] > after[1:]):  # windows that overlap: each row goes to the first that holds it
+        return _first_slot(stamps, windows)
+    at = np.searchsorted(after, stamps, side="left") - 1  # the window of the greatest lower bound below the time
+    held = at >= 0
+    held[held] = stamps[held] <= through[at[held]]  # a NaN (null) time is held by none
+    return np.where(held, order[np.maximum(at, 0)], -1).astype(np.int64)
+
+
+def _first_slot(stamps: np.ndarray, windows: Sequence[TimeWindow]) -> np.ndarray:
     slot = np.full(len(stamps), -1, dtype=np.int64)
     for index, window in enumerate(windows):
         inside = ~np.isnan(stamps)

@@ -15,6 +15,13 @@ range are kept: a sample by key, not by row, so every copy of a kept key is kept
 duplicate fraction among the kept rows estimates the table's with a binomial standard error of
 sqrt(f / EXACT_KEY_ROWS) (under 1e-5 at the 0.1% limit). Rows with a null in any key column are not
 compared: null keys are the nulls check's business.
+
+Against a table's history, the rest of the table need not be read again: given a `profiles.engines.keys.KeyIndex`
+of the rest's keys (every complete key of the rows outside the batch's window, as the control plane keeps it
+beside the reference), `count_repeats_indexed` hashes only the batch's keys and looks them up, with the same count
+(the index holds every key, the batch's are sampled by the same ceiling), and hands the batch's hashes back so the
+index can take them when the batch is kept. Row groups whose footer statistics put their times wholly on the
+other side of a window are not read.
 """
 
 from __future__ import annotations
@@ -27,11 +34,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from profiles.engines.keys import KeyHashes, KeyIndex
 from profiles.hashing import hash_rows
 from profiles.repeats_types import KeyCount, Repeats, RepeatsAsked
-from profiles.snapshot import SnapshotError, TimeWindow, window_mask
+from profiles.snapshot import SnapshotError, TimeWindow, footer_bounds, window_mask
 
-__all__ = ["count_repeats", "count_duplicate_keys", "EXACT_KEY_ROWS", "READERS"]
+__all__ = [
+    "count_repeats",
+    "count_repeats_indexed",
+    "count_duplicate_keys",
+    "hash_keys",
+    "EXACT_KEY_ROWS",
+    "READERS",
+]
 
 EXACT_KEY_ROWS = 16_000_000  # up to this many rows the count is exact (128 MB of hashes)
 READERS = 2  # row groups read and hashed concurrently: memory holds this many groups' key columns
@@ -51,6 +66,44 @@ def count_repeats(asked: RepeatsAsked | None) -> Repeats | None:
     except SnapshotError as exc:
         return Repeats(asked, error=str(exc))
     return Repeats(asked, count)
+
+
+def count_repeats_indexed(asked: RepeatsAsked, history: KeyIndex) -> tuple[Repeats, KeyHashes | None]:
+    """`count_repeats` of a batch (`asked.window`) against its table's history, from `history`, the key index of
+    the rest of the table (rows outside the window) instead of the rest's rows; and every complete key of the
+    batch, hashed (None when they could not be read). An unreadable batch, or one whose rows are not the ones
+    profiled, is answered with the error, as `count_repeats` does."""
+    if asked.window is None or asked.whole_rows or tuple(asked.columns) != history.columns:
+        raise ValueError("an index answers a batch's declared key against the rest of its table, by that key")
+    try:
+        batch, rows = hash_keys(asked.files, asked.columns, asked.window)
+    except SnapshotError as exc:
+        return Repeats(asked, error=str(exc)), None
+    if rows != asked.expected_rows:
+        error = (
+            f"the batch {asked.window.to_dict()} of {', '.join(asked.files)} has {rows} rows, but "
+            f"{asked.expected_rows} were profiled: it changed after it was read; run the guard again"
+        )
+        return Repeats(asked, error=error), None
+    ceiling = _hash_ceiling(asked.expected_rows, EXACT_KEY_ROWS)
+    sample = batch if ceiling is None else KeyHashes(batch.columns, batch.hashes[batch.hashes <= ceiling], False)
+    count = sample.duplicates(history)
+    return Repeats(asked, KeyCount(count.rows_compared, count.duplicate_rows, count.exact, count.across_rows)), batch
+
+
+def hash_keys(
+    paths: str | Sequence[str], keys: Sequence[str], window: TimeWindow | None, *, outside: bool = False
+) -> tuple[KeyHashes, int]:
+    """Every complete key of the rows of the files inside `window` (outside it when `outside`; every row without
+    one), hashed and sorted, and how many rows that is (incomplete keys too). A file that cannot be read is a
+    SnapshotError."""
+    files = [paths] if isinstance(paths, str) else list(paths)
+    try:
+        sources = {f: pq.ParquetFile(f) for f in files}
+        hashes, rows = _hashes_of(sources, [(f, window, outside) for f in files], list(keys), None)
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        raise SnapshotError(f"cannot read key columns {list(keys)} of {', '.join(files)}: {exc}") from exc
+    return KeyHashes.of(keys, [hashes]), rows
 
 
 def count_duplicate_keys(
@@ -113,7 +166,12 @@ def _hashes_of(
 ) -> tuple[np.ndarray, int]:
     """The kept key hashes of the rows of each (file, window, outside) part, and how many rows were read:
     the rows inside the window, or outside it when `outside`, or all rows when there is no window."""
-    tasks = [(f, w, outside, g) for f, w, outside in parts for g in range(sources[f].num_row_groups)]
+    tasks = [
+        (f, w, outside, g)
+        for f, w, outside in parts
+        for g in range(sources[f].num_row_groups)
+        if not _passed_over(sources[f], g, w, outside)
+    ]
     capacity = sum(sources[f].metadata.num_rows for f, _, _ in parts)
     if ceiling is not None:
         capacity = min(capacity, int(EXACT_KEY_ROWS * 1.05) + 4096)  # kept rows: binomial, mean exact_rows
@@ -141,6 +199,20 @@ def _hashes_of(
     with ThreadPoolExecutor(max_workers=READERS) as pool:
         collected = _collect(counted(pool.map(one, tasks)), capacity)
     return collected, rows
+
+
+def _passed_over(source: pq.ParquetFile, group: int, window: TimeWindow | None, outside: bool) -> bool:
+    """The row group's footer puts every time of it where none of its rows is wanted: wholly outside the window
+    (or, when the rows outside it are wanted, wholly inside). A group without statistics, or with a null time,
+    is read."""
+    if window is None:
+        return False
+    leaves = source.metadata.schema
+    column = next((i for i in range(len(leaves)) if leaves.column(i).path == window.column), None)
+    bounds = footer_bounds(source, group, column) if column is not None else None
+    if bounds is None:
+        return False
+    return window.contains_range(*bounds) if outside else window.misses_range(*bounds)
 
 
 def _collect(pieces: Iterable[np.ndarray], capacity: int) -> np.ndarray:

@@ -39,6 +39,7 @@ __all__ = [
     "open_files",
     "profiled_snapshot",
     "read_frame",
+    "footer_bounds",
 ]
 
 DEFAULT_SAMPLE_ROWS = 50_000
@@ -218,7 +219,7 @@ def _plan(sources: list[pq.ParquetFile], schema: pa.Schema, window: TimeWindow |
             if window is None:
                 yield _Part(index, group, None, rows)
                 continue
-            bounds = _footer_bounds(source, group, schema.get_field_index(window.column))
+            bounds = footer_bounds(source, group, schema.get_field_index(window.column))
             if bounds is not None and window.misses_range(*bounds):
                 continue
             if bounds is not None and window.contains_range(*bounds):
@@ -230,7 +231,7 @@ def _plan(sources: list[pq.ParquetFile], schema: pa.Schema, window: TimeWindow |
                 yield _Part(index, group, mask, int(mask.sum()))
 
 
-def _footer_bounds(source: pq.ParquetFile, group: int, column: int) -> tuple[float, float] | None:
+def footer_bounds(source: pq.ParquetFile, group: int, column: int) -> tuple[float, float] | None:
     """[min, max] of the time column in this row group from the footer, when known and it has no nulls."""
     statistics = source.metadata.row_group(group).column(column).statistics
     if statistics is None or not statistics.has_min_max or statistics.null_count != 0:

@@ -42,6 +42,7 @@ from guard.policy import DEFAULT as POLICY
 from guard.statistics import signed
 from profiles.fingerprints import (
     Fingerprint,
+    FingerprintCache,
     fingerprint_of_profile,
     fingerprint_rows,
     fingerprint_windows,
@@ -61,16 +62,21 @@ Carried = list[tuple[int, str]]  # (time in epoch ms, row key) of each row carri
 
 
 def pin_batch_shift(
-    findings: tuple[Finding, ...], table: Path, kept: Sequence[BatchProfile], new_rows: TimeWindow
+    findings: tuple[Finding, ...],
+    table: Path,
+    kept: Sequence[BatchProfile],
+    new_rows: TimeWindow,
+    cache: FingerprintCache | None = None,
 ) -> tuple[Finding, ...]:
     """The findings with a shift of the new rows alone pinned by the kept batch it carried rows into, if there is
-    exactly one way to read it."""
+    exactly one way to read it. `cache`: the row groups' fingerprints of the kept windows, as the history check
+    left them."""
     column, watermark = new_rows.column, new_rows.after_ms
     shifts = [f for f in findings if shifts_only(f, column) and finding_window(f) == (watermark, None)]
     windows = [b.window for b in kept]
     if len(shifts) != 1 or watermark is None or not kept or any(w is None or w.column != column for w in windows):
         return findings
-    now, outside = fingerprint_windows(table, [*(w for w in windows if w is not None), new_rows])
+    now, outside = fingerprint_windows(table, [*(w for w in windows if w is not None), new_rows], cache)
     changed = [b for b, found in zip(kept, now) if not found.matches(fingerprint_of_profile(b.profile))]
     shift = shifts[0]
     if outside:

@@ -13,6 +13,7 @@ from controlplane.vocab import LedgerKind, Stage
 from guard.checks.volume import volume_limits
 from guard.context import GuardContext
 from guard.findings import GuardReport
+from profiles.engines.keys import KeyHashes
 from profiles.profile import BatchProfile, DatasetProfile
 from profiles.records import Record
 
@@ -29,8 +30,9 @@ class TrainingView(Record):
     report: GuardReport  # the guard on exactly these bytes (detect when clean, verify after a heal)
     profile: DatasetProfile | None = field(default=None, compare=False)  # their profile (not persisted)
     batch: BatchProfile | None = field(default=None, compare=False)  # their new batch, kept once it passes
+    keys: KeyHashes | None = field(default=None, compare=False)  # its keys, hashed, for the key index (`Guarded.keys`)
 
-    _omit = ("profile", "batch")  # not persisted
+    _omit = ("profile", "batch", "keys")  # not persisted
 
 
 @dataclass(frozen=True)
@@ -56,13 +58,16 @@ class Detected:
             self.report,
             profile,
             self.guarded.batch,
+            self.guarded.keys,
         )
 
 
 def detect(run: RunContext) -> Detected:
     spec = run.spec
     pinned = pin_table(run.ws, spec, run.journal.run_dir / "snapshot")
-    guarded = guard_table(run.ws, run.metadata, spec, pinned.path(run.ws), run.now_ms, engine=run.engine)
+    guarded = guard_table(
+        run.ws, run.metadata, spec, pinned.path(run.ws), run.now_ms, engine=run.engine, keep_caches=run.writes
+    )
     if guarded.context.snapshot is None:  # an unreadable table: an error before anything is written
         fix = f"replace the table at {pinned.location} with a readable one"
         if run.engine.spark:

@@ -8,6 +8,13 @@ units) are guarded against their own kept profile, so the change is named exactl
 finding names the rows it concerns (`Finding.rows`: a time window). A workspace without a kept reference
 (made before batches) is guarded as a whole table against DataHub's datasetProfile. Snapshots are computed by the
 pipeline's engine (`controlplane.runs.engine`: arrow, or spark), with the same windows and batches either way.
+
+What a guard costs follows the batch, not the history: each kept batch's JSON is read once (`KeptBatches`); the
+history's fingerprints come from the row groups' cache, so only new or changed row groups are read; and while the
+history is intact (every kept batch as it passed, no row outside them), duplicates across batches are counted
+from the new batch's keys and the key index beside the reference (`controlplane.stages.key_history`), never from
+the rest of the table's rows. The new batch's hashed keys go back with the result (`Guarded.keys`), for the index
+to take when the batch is kept. Caches are written only by a guard that may write (`keep_caches`: a run's).
 """
 
 from __future__ import annotations
@@ -24,14 +31,18 @@ from controlplane.runs.engine import TableEngine
 from controlplane.spec import PipelineSpec
 from controlplane.stages.batchshift import pin_batch_shift
 from controlplane.stages.kept_reference import (
+    History,
+    KeptBatches,
     ReferenceState,
     changed_batches,
+    fingerprint_cache_path,
     kept_batches,
     load_reference,
     load_state,
     new_rows_window,
     windows_of,
 )
+from controlplane.stages.key_history import current_index
 from controlplane.stages.tableshift import pin_table_shift
 from controlplane.workspace import Workspace
 from guard.checks.duplicates import repeats_asked
@@ -39,9 +50,12 @@ from guard.context import GuardContext
 from guard.findings import Finding, GuardReport, RowSelector, make_finding
 from guard.kinds import FindingKind
 from guard.runner import run_guard
+from profiles.engines.keys import KeyHashes
+from profiles.fingerprints import FingerprintCache
 from profiles.profile import BatchProfile, TimeWindow
 from profiles.reference import build_reference
-from profiles.repeats import count_repeats
+from profiles.repeats import count_repeats, count_repeats_indexed
+from profiles.repeats_types import Repeats
 from profiles.snapshot import Snapshot, SnapshotError
 from remediations.registry import playbook_for
 
@@ -69,6 +83,7 @@ class Guarded:
     context: GuardContext  # the new batch's (or the whole table's)
     report: GuardReport  # every finding: the new batch's and the changed history's
     batch: BatchProfile | None  # the new batch, kept in the reference when it passes; None: nothing new to keep
+    keys: KeyHashes | None = None  # every complete key of the new batch, hashed, when the key index was used
 
 
 def context_without_snapshot(
@@ -78,9 +93,10 @@ def context_without_snapshot(
     now_ms: int,
     snapshot: Snapshot | None = None,
     snapshot_error: str | None = None,
+    kept: KeptBatches | None = None,
 ) -> GuardContext:
     contract, contract_error = read_contract(metadata, spec.feature_table)
-    reference = load_reference(ws, spec.name) or read_profile(metadata, spec.feature_table)
+    reference = load_reference(ws, spec.name, kept) or read_profile(metadata, spec.feature_table)
     return GuardContext(
         dataset_urn=spec.feature_table,
         contract=contract,
@@ -117,37 +133,80 @@ def guard_table(
     *,
     as_batch: bool = False,
     engine: TableEngine | None = None,
+    keep_caches: bool = False,
 ) -> Guarded:
     """The guard over a local parquet file of the table (`as_batch`: the file IS the new batch, e.g. `guard
     --data BATCH`), profiled by `engine` (a run's; else the spec's, for this call). An unreadable file is a
-    blocking finding, never a pass; an engine that cannot start is a DataError."""
+    blocking finding, never a pass; an engine that cannot start is a DataError. `keep_caches`: the row groups'
+    fingerprints and the key index it made are kept for the next guard (a run's guard, under the pipeline's
+    lock); else they are used and not written."""
     if engine is None:
         engine = TableEngine.of(spec)
         try:
-            return guard_table(ws, metadata, spec, table, now_ms, as_batch=as_batch, engine=engine)
+            return guard_table(
+                ws, metadata, spec, table, now_ms, as_batch=as_batch, engine=engine, keep_caches=keep_caches
+            )
         finally:
             engine.close()
-    state = load_state(ws, spec.name)
+    state, kept = load_state(ws, spec.name), KeptBatches(ws, spec.name)
     try:
         snapshot, window = _read(engine, table, state, as_batch)
     except SnapshotError as exc:
-        context = context_without_snapshot(ws, metadata, spec, now_ms, None, str(exc))
+        context = context_without_snapshot(ws, metadata, spec, now_ms, None, str(exc), kept)
         return Guarded(context, run_guard(context), None)
-    context = context_without_snapshot(ws, metadata, spec, now_ms, snapshot)
-    if state is not None and not as_batch:
-        context = replace(context, table_paths=(str(table),))
-    context = with_repeats_counted(context)
+    context = context_without_snapshot(ws, metadata, spec, now_ms, snapshot, kept=kept)
+    if state is None or as_batch:
+        context = with_repeats_counted(context)
+        report = run_guard(context)
+        return Guarded(context, GuardReport(report.dataset, _with_rows(report.findings, window), report.outcomes), None)
+    context = replace(context, table_paths=(str(table),))
+    cache = FingerprintCache.load(fingerprint_cache_path(ws, spec.name))
+    history = changed_batches(ws, spec.name, table, state, read=engine.snapshot, kept=kept, cache=cache)
+    context, keys = _repeats_counted(ws, spec, table, state, context, history, kept, keep_caches)
     report = run_guard(context)
-    findings = _with_rows(report.findings, window)
-    if state is not None and not as_batch:
-        kept = kept_batches(ws, spec.name, state)
-        findings = coalesce(
-            findings + _history_findings(ws, spec, table, state, context, engine), windows_of(kept, state)
-        )
-        findings = pin_table_shift(findings, table, kept, new_rows_window(state))
-        findings = pin_batch_shift(findings, table, kept, new_rows_window(state))
+    batches = kept_batches(ws, spec.name, state, kept)
+    findings = coalesce(
+        _with_rows(report.findings, window) + _history_findings(state, context, history), windows_of(batches, state)
+    )
+    findings = pin_table_shift(findings, table, batches, new_rows_window(state))
+    findings = pin_batch_shift(findings, table, batches, new_rows_window(state), cache)
+    if keep_caches:
+        cache.save(fingerprint_cache_path(ws, spec.name))
     batch = snapshot.batch if window is not None else None
-    return Guarded(context, GuardReport(report.dataset, findings, report.outcomes), batch)
+    return Guarded(
+        context, GuardReport(report.dataset, findings, report.outcomes), batch, keys if batch is not None else None
+    )
+
+
+def _repeats_counted(
+    ws: Workspace,
+    spec: PipelineSpec,
+    table: Path,
+    state: ReferenceState,
+    context: GuardContext,
+    history: History,
+    kept: KeptBatches,
+    keep_caches: bool,
+) -> tuple[GuardContext, KeyHashes | None]:
+    """The context with its repeats counted, as `with_repeats_counted` counts them; a new batch's declared key
+    against the rest of the table from the key index (and the batch's hashed keys with it), when the index can
+    stand for the rest: the history is intact, so the rest is exactly the kept batches' rows."""
+    asked = repeats_asked(context)
+    rest = (str(table),)
+    if (
+        asked is None
+        or asked.whole_rows
+        or not history.intact
+        or asked.window != new_rows_window(state)
+        or (asked.files, asked.history) != (rest, rest)
+    ):
+        return replace(context, repeats=count_repeats(asked)), None
+    try:
+        index = current_index(ws, spec.name, table, asked.columns, kept.covered(state), save=keep_caches)
+    except SnapshotError as exc:  # the kept rows' keys cannot be read: the duplicates check blocks on it
+        return replace(context, repeats=Repeats(asked, error=str(exc))), None
+    repeats, keys = count_repeats_indexed(asked, index)
+    return replace(context, repeats=repeats), keys
 
 
 def _same_failure(finding: Finding) -> tuple[object, ...]:
@@ -209,12 +268,9 @@ def _read(
     return snapshot, window
 
 
-def _history_findings(
-    ws: Workspace, spec: PipelineSpec, table: Path, state: ReferenceState, context: GuardContext, engine: TableEngine
-) -> tuple[Finding, ...]:
+def _history_findings(state: ReferenceState, context: GuardContext, history: History) -> tuple[Finding, ...]:
     """Batches that passed earlier and whose rows changed since, guarded against their own kept profile; and
     rows in no batch at all (late rows dated before the watermark, rows with no time), which nothing guarded."""
-    history = changed_batches(ws, spec.name, table, state, read=engine.snapshot)
     found: list[Finding] = [_unguarded(context, state, history.unguarded_rows)] if history.unguarded_rows else []
     for kept, now in history.changed:
         against_kept = with_repeats_counted(

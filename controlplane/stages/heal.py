@@ -180,7 +180,7 @@ def verify(run: RunContext, healed: Healed) -> TrainingView | Blocked:
     if not path.is_file() or file_hash(path) != healed.view_hash:
         run.event(Stage.VERIFY, "failed", f"the healed copy {healed.view_path} is missing or changed after the heal")
         return Blocked(Stage.VERIFY, "BLOCKED: the healed copy could not be read (incident stays open)")
-    guarded = guard_table(run.ws, run.metadata, run.spec, path, run.now_ms, engine=run.engine)
+    guarded = guard_table(run.ws, run.metadata, run.spec, path, run.now_ms, engine=run.engine, keep_caches=run.writes)
     report = guarded.report
     run.event(
         Stage.VERIFY,
@@ -192,7 +192,7 @@ def verify(run: RunContext, healed: Healed) -> TrainingView | Blocked:
     if report.verdict is not Verdict.CLEAN:
         return Blocked(Stage.VERIFY, "BLOCKED: the heal did not verify (incident stays open)")
     profile = guarded.context.snapshot.profile if guarded.context.snapshot is not None else None
-    return TrainingView(healed.view_path, healed.view_hash, "", report, profile, guarded.batch)
+    return TrainingView(healed.view_path, healed.view_hash, "", report, profile, guarded.batch, guarded.keys)
 
 
 def heal_notes(run_id: str, healed: Healed) -> str:

@@ -9,11 +9,17 @@ batch never rescans old ones. Its merged profile is summarised in DataHub as the
 Passed batches are also how history is checked: the rows of every kept batch are fingerprinted at every run
 (one aggregate pass, `profiles.fingerprints`) and compared with what was kept when they passed; a batch
 whose rows changed since (a producer that rewrote the whole table in other units) is profiled again and
-guarded against its own kept profile, so the change is named exactly, with the rows it concerns.
+guarded against its own kept profile, so the change is named exactly, with the rows it concerns. What each row
+group adds to those fingerprints is cached by its footer (`fingerprint_cache_path`, under the workspace's cache),
+so a run reads only the row groups that are new or changed. Beside the batches, the key index of their rows
+(`controlplane.stages.key_history`) is extended when a batch is kept and dropped when one leaves.
+
+One guard reads each kept batch's JSON once (`KeptBatches`, handed to the readers here).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -28,10 +34,13 @@ from controlplane.datahub.datasets import profile_mcps
 from controlplane.datahub.port import MetadataPort
 from controlplane.errors import DataError, WorkspaceError
 from controlplane.spec import PipelineSpec
+from controlplane.stages import key_history
+from controlplane.stages.key_history import Covered
 from controlplane.stages.pin import pin_table
 from controlplane.workspace import Workspace
 from profiles.batches import split_batches
-from profiles.fingerprints import fingerprint_of_profile, fingerprint_windows
+from profiles.engines.keys import KeyHashes
+from profiles.fingerprints import FingerprintCache, fingerprint_of_profile, fingerprint_windows
 from profiles.hashing import HashFormatError
 from profiles.profile import BatchProfile, TimeWindow
 from profiles.reference import Reference, build_reference
@@ -39,7 +48,9 @@ from profiles.snapshot import Snapshot, SnapshotError, read_snapshot
 
 __all__ = [
     "ReferenceState",
+    "KeptBatches",
     "REFERENCE_BATCHES",
+    "fingerprint_cache_path",
     "load_state",
     "load_reference",
     "save_batch",
@@ -109,10 +120,49 @@ def _save_state(ws: Workspace, pipeline: str, state: ReferenceState) -> None:
     _write(state_path(ws, pipeline), json.dumps(asdict(state), indent=2, sort_keys=True))
 
 
-def _load_batch(ws: Workspace, pipeline: str, batch_id: str) -> BatchProfile:
+def fingerprint_cache_path(ws: Workspace, pipeline: str) -> Path:
+    """Where the row groups' fingerprints of the pipeline's table are cached between runs (a cache, not a record)."""
+    return ws.cache / "fingerprints" / f"{pipeline}.json"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class KeptBatches:
+    """The kept batches of a pipeline as one guard reads them: each batch's JSON read and parsed once. A cache for
+    one guard (made by it, handed to the readers below), not state: a batch kept or forgotten after it was made is
+    not seen by it."""
+
+    def __init__(self, ws: Workspace, pipeline: str) -> None:
+        self.ws, self.pipeline = ws, pipeline
+        self._read: dict[str, tuple[BatchProfile, str]] = {}
+
+    def batch(self, batch_id: str) -> BatchProfile:
+        return self._entry(batch_id)[0]
+
+    def covered(self, state: ReferenceState) -> Covered:
+        """The kept batches as a key index must cover them (`controlplane.stages.key_history`)."""
+        return Covered(state.time_column, state.watermark_ms, tuple((b, self._entry(b)[1]) for b in state.batches))
+
+    def _entry(self, batch_id: str) -> tuple[BatchProfile, str]:
+        if batch_id not in self._read:
+            self._read[batch_id] = _read_batch(self.ws, self.pipeline, batch_id)
+        return self._read[batch_id]
+
+
+def _load_batch(ws: Workspace, pipeline: str, batch_id: str, batches: KeptBatches | None = None) -> BatchProfile:
+    if batches is not None:
+        return batches.batch(batch_id)
+    return _read_batch(ws, pipeline, batch_id)[0]
+
+
+def _read_batch(ws: Workspace, pipeline: str, batch_id: str) -> tuple[BatchProfile, str]:
+    """A kept batch and the digest of its JSON."""
     path = _batch_path(ws, pipeline, batch_id)
     try:
-        return BatchProfile.from_json(path.read_text())
+        text = path.read_text()
+        return BatchProfile.from_json(text), _digest(text)
     except HashFormatError as exc:
         raise WorkspaceError(
             f"the reference batch {ws.rel(path)}: {exc.message}",
@@ -125,11 +175,13 @@ def _load_batch(ws: Workspace, pipeline: str, batch_id: str) -> BatchProfile:
         ) from exc
 
 
-def reference_batches(ws: Workspace, pipeline: str, state: ReferenceState) -> list[BatchProfile]:
+def reference_batches(
+    ws: Workspace, pipeline: str, state: ReferenceState, kept: KeptBatches | None = None
+) -> list[BatchProfile]:
     """The last REFERENCE_BATCHES passed batches, and the same season a year before the newest when kept."""
     recent = list(state.batches[-REFERENCE_BATCHES:])
-    older = [_load_batch(ws, pipeline, b) for b in state.batches[:-REFERENCE_BATCHES]]
-    batches = [_load_batch(ws, pipeline, b) for b in recent]
+    older = [_load_batch(ws, pipeline, b, kept) for b in state.batches[:-REFERENCE_BATCHES]]
+    batches = [_load_batch(ws, pipeline, b, kept) for b in recent]
     newest = max((b.end_ms for b in batches if b.end_ms is not None), default=None)
     if newest is not None:
         season = [b for b in older if b.end_ms is not None and abs(newest - _YEAR_MS - b.end_ms) <= _SEASON_MS]
@@ -137,11 +189,11 @@ def reference_batches(ws: Workspace, pipeline: str, state: ReferenceState) -> li
     return batches
 
 
-def load_reference(ws: Workspace, pipeline: str) -> Reference | None:
+def load_reference(ws: Workspace, pipeline: str, kept: KeptBatches | None = None) -> Reference | None:
     state = load_state(ws, pipeline)
     if state is None or not state.batches:
         return None
-    return build_reference(reference_batches(ws, pipeline, state))
+    return build_reference(reference_batches(ws, pipeline, state, kept))
 
 
 def new_rows_window(state: ReferenceState) -> TimeWindow:
@@ -159,14 +211,22 @@ def with_window_closed(batch: BatchProfile) -> BatchProfile:
     return replace(batch, window=replace(window, through_ms=through))
 
 
-def save_batch(ws: Workspace, pipeline: str, batch: BatchProfile, state: ReferenceState) -> ReferenceState:
-    """Keep a passed batch and move the watermark past it (idempotent for a batch already kept)."""
+def save_batch(
+    ws: Workspace, pipeline: str, batch: BatchProfile, state: ReferenceState, *, keys: KeyHashes | None = None
+) -> ReferenceState:
+    """Keep a passed batch and move the watermark past it (idempotent for a batch already kept). `keys`: every
+    complete key of the batch's rows, hashed as its guard read them, for the key index beside the reference
+    (`key_history.extend`; without them the next guard catches the index up from the table)."""
     batch = with_window_closed(batch)
-    _write(_batch_path(ws, pipeline, batch.batch_id), batch.to_json())
+    text = batch.to_json()
+    _write(_batch_path(ws, pipeline, batch.batch_id), text)
     ids = state.batches if batch.batch_id in state.batches else (*state.batches, batch.batch_id)
     marks = [m for m in (state.watermark_ms, batch.end_ms) if m is not None]
     new = replace(state, batches=ids, watermark_ms=max(marks) if marks else None)
     _save_state(ws, pipeline, new)
+    if keys is not None and ids != state.batches:
+        before = Covered(state.time_column, state.watermark_ms, tuple((b, "") for b in state.batches))
+        key_history.extend(ws, pipeline, before, (batch.batch_id, _digest(text)), new.watermark_ms, keys)
     return new
 
 
@@ -183,6 +243,7 @@ def establish(ws: Workspace, spec: PipelineSpec, table: Path, *, cadence: str = 
         )
     chosen = cadence if cadence != "auto" else _cadence_of(snapshots)
     state = ReferenceState(column, chosen, (), None)
+    key_history.drop(ws, spec.name)  # the reference taken again: so is its key index
     for snapshot in snapshots:
         assert snapshot.batch is not None
         state = save_batch(ws, spec.name, snapshot.batch, state)
@@ -200,9 +261,11 @@ def _cadence_of(snapshots: list[Snapshot]) -> str:
     return "day" if days <= 1.5 else "week" if days <= 8 else "month"
 
 
-def kept_batches(ws: Workspace, pipeline: str, state: ReferenceState) -> list[BatchProfile]:
+def kept_batches(
+    ws: Workspace, pipeline: str, state: ReferenceState, kept: KeptBatches | None = None
+) -> list[BatchProfile]:
     """Every batch that passed, oldest first."""
-    return [_load_batch(ws, pipeline, i) for i in state.batches]
+    return [_load_batch(ws, pipeline, i, kept) for i in state.batches]
 
 
 def kept_windows(ws: Workspace, pipeline: str, state: ReferenceState) -> list[TimeWindow]:
@@ -221,31 +284,49 @@ class History:
 
     changed: list[tuple[BatchProfile, Snapshot]]  # kept batches whose rows are not what passed: (as kept, as now)
     unguarded_rows: int  # rows in no kept batch and not after the watermark: late rows, or rows with no time
+    groups_read: int = 0  # row groups of the table read to fingerprint the batches
+    groups_cached: int = 0  # row groups whose fingerprints came from the cache, unread
+
+    @property
+    def intact(self) -> bool:
+        """Every row at or before the watermark is in a kept batch, and every kept batch is as it passed."""
+        return not self.changed and not self.unguarded_rows
 
 
 def changed_batches(
-    ws: Workspace, pipeline: str, table: Path, state: ReferenceState, *, read: Callable[..., Snapshot] = read_snapshot
+    ws: Workspace,
+    pipeline: str,
+    table: Path,
+    state: ReferenceState,
+    *,
+    read: Callable[..., Snapshot] = read_snapshot,
+    kept: KeptBatches | None = None,
+    cache: FingerprintCache | None = None,
 ) -> History:
     """Every kept batch whose rows in the table are no longer what passed, and the rows no batch holds. All
-    batches are fingerprinted in one aggregate pass; only those that moved are profiled again (by `read`: an
-    engine's). Every row of a table the guard passed lies in a kept batch (a split refuses rows with no time,
-    and a kept window reaches its batch's last row), so a row in none of them, dated at or before the watermark
-    or not dated, arrived since and was never guarded: the new-rows window, after the watermark, misses it."""
-    kept = [b for b in (_load_batch(ws, pipeline, i) for i in state.batches) if b.window is not None]
-    windows = [b.window for b in kept if b.window is not None]
+    batches are fingerprinted in one aggregate pass (with `cache`, of the row groups it does not hold); only
+    those that moved are profiled again (by `read`: an engine's). Every row of a table the guard passed lies in a
+    kept batch (a split refuses rows with no time, and a kept window reaches its batch's last row), so a row in
+    none of them, dated at or before the watermark or not dated, arrived since and was never guarded: the
+    new-rows window, after the watermark, misses it."""
+    batches = [b for b in (_load_batch(ws, pipeline, i, kept) for i in state.batches) if b.window is not None]
+    windows = [b.window for b in batches if b.window is not None]
+    cache = cache if cache is not None else FingerprintCache()  # none kept: counts the row groups read all the same
+    hits, reads = cache.hits, cache.reads
     try:
-        now, outside = fingerprint_windows(table, [*windows, new_rows_window(state)])
-        moved = [b for b, f in zip(kept, now) if not f.matches(fingerprint_of_profile(b.profile))]
+        now, outside = fingerprint_windows(table, [*windows, new_rows_window(state)], cache)
+        moved = [b for b, f in zip(batches, now) if not f.matches(fingerprint_of_profile(b.profile))]
         changed = [(b, read(table, window=b.window, batch_id=b.batch_id)) for b in moved]
     except (OSError, ValueError, SnapshotError, pa.ArrowException) as exc:
         raise DataError(f"cannot check the history of {table}: {exc}", "replace the table with a readable one") from exc
-    return History(changed, outside)
+    return History(changed, outside, cache.reads - reads, cache.hits - hits)
 
 
 def forget_after(ws: Workspace, pipeline: str, batches: int, watermark_ms: int | None) -> None:
     """Take the reference back to its first `batches` batches and that watermark (a rolled-back run's batch)."""
     state = load_state(ws, pipeline)
     if state is not None and len(state.batches) > batches:
+        key_history.drop(ws, pipeline)  # first: an index never holds keys of batches the reference does not keep
         _save_state(ws, pipeline, replace(state, batches=state.batches[:batches], watermark_ms=watermark_ms))
 
 

@@ -22,6 +22,7 @@ from controlplane.stages.pin import Pinned, publish_table, verify_file
 from controlplane.vocab import LedgerKind, Stage
 from controlplane.watch.memory import resolution_line
 from guard.findings import GuardReport
+from profiles.engines.keys import KeyHashes
 from profiles.profile import BatchProfile, DatasetProfile
 
 __all__ = ["publish", "resolve", "resolve_cleared", "remember_reference", "keep_batch", "forget_batch"]
@@ -108,7 +109,7 @@ def remember_reference(run: RunContext, view: TrainingView) -> None:
         return
     state = load_state(run.ws, run.spec.name)
     if state is not None and view.batch is not None:
-        keep_batch(run, view.batch, state)
+        keep_batch(run, view.batch, state, keys=view.keys)
         return
     reference = load_reference(run.ws, run.spec.name) if state is not None else None
     profile = reference.profile if reference is not None else view.profile
@@ -117,14 +118,20 @@ def remember_reference(run: RunContext, view: TrainingView) -> None:
 
 
 def keep_batch(
-    run: RunContext, batch: BatchProfile, state: ReferenceState, *, previous: dict[str, Any] | None = None
+    run: RunContext,
+    batch: BatchProfile,
+    state: ReferenceState,
+    *,
+    previous: dict[str, Any] | None = None,
+    keys: KeyHashes | None = None,
 ) -> None:
     """A batch joins the reference: kept in the workspace, journaled with where the reference stood before (what
     an undo goes back to; `previous`, when a retry finds the batch kept already), and the merged reference written
-    as DataHub's datasetProfile. The one way in, for a batch that passed and for a block accepted as the new normal."""
+    as DataHub's datasetProfile. The one way in, for a batch that passed and for a block accepted as the new normal.
+    `keys`: the batch's keys as its guard hashed them, for the key index beside the reference."""
     before = previous or {"batches": len(state.batches), "watermark_ms": state.watermark_ms}
     with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, batch=batch.batch_id, previous=before):
-        save_batch(run.ws, run.spec.name, batch, state)
+        save_batch(run.ws, run.spec.name, batch, state, keys=keys)
     reference = load_reference(run.ws, run.spec.name)
     if reference is not None:
         _emit_profile(run, reference.profile)

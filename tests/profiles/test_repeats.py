@@ -37,3 +37,55 @@ def test_keys_repeated_in_a_later_row_group_of_longer_keys_are_counted(tmp_path:
     values = short + keys(1_000_000, 995) + short[:PLANTED]
     count = count_duplicate_keys(write(tmp_path / "batch.parquet", values), ["k"])
     assert (count.duplicate_rows, count.rows_compared) == (PLANTED, len(values))
+
+
+def test_keys_the_rest_of_the_table_has_are_counted_alike_from_its_key_index(tmp_path: Path) -> None:
+    """The batch (rows after the watermark) replays keys of the kept rows and repeats one of its own: counted
+    from a key index of the rest of the table as from the rest's rows, and its hashed keys handed back whole."""
+    import numpy as np
+
+    from profiles.engines.keys import KeyIndex
+    from profiles.repeats import count_repeats, count_repeats_indexed, hash_keys
+    from profiles.repeats_types import RepeatsAsked
+    from profiles.snapshot import TimeWindow
+
+    kept, batch = keys(0, 3_000), keys(3_000, 997) + keys(10, PLANTED) + keys(3_000, 1) + [None]
+    rows = pa.table({"k": pa.array(kept + batch), "t": pa.array(np.arange(len(kept) + len(batch)), pa.int64())})
+    path = str(tmp_path / "table.parquet")
+    pq.write_table(rows.cast(pa.schema([("k", pa.string()), ("t", pa.timestamp("ms"))])), path, row_group_size=500)
+    new_rows = TimeWindow("t", len(kept) - 1, None)
+    asked = RepeatsAsked(("k",), (path,), new_rows, len(batch), history=(path,))
+    rest, read = hash_keys(path, ["k"], new_rows, outside=True)
+    assert read == len(kept) and rest.rows == len(kept)
+    indexed, hashed = count_repeats_indexed(asked, KeyIndex.empty(("k",)).add(rest))
+    assert indexed.count == count_repeats(asked).count
+    assert indexed.count is not None and (indexed.count.duplicate_rows, indexed.count.across_rows) == (
+        PLANTED + 1,
+        PLANTED,
+    )
+    assert hashed is not None and hashed.rows == len(batch) - 1  # the null key is not compared
+
+
+def test_row_groups_wholly_outside_a_window_are_not_read(tmp_path: Path) -> None:
+    """Their footer's times say so: a table whose early row groups' pages are garbage is still read for its last."""
+    import numpy as np
+    import pytest
+
+    from profiles.repeats import hash_keys
+    from profiles.snapshot import SnapshotError, TimeWindow
+
+    times = pa.array(np.arange(2_000), pa.int64()).cast(pa.timestamp("ms"))
+    path = tmp_path / "table.parquet"
+    pq.write_table(pa.table({"k": pa.array(keys(0, 2_000)), "t": times}), path, row_group_size=500)
+    footer = pq.ParquetFile(path).metadata
+    body = bytearray(path.read_bytes())
+    for group in range(3):  # every page of the first three row groups overwritten, the footer left as it was
+        for column in range(2):
+            chunk = footer.row_group(group).column(column)
+            start = chunk.dictionary_page_offset or chunk.data_page_offset
+            body[start : start + chunk.total_compressed_size] = b"\xff" * chunk.total_compressed_size
+    path.write_bytes(bytes(body))
+    hashed, read = hash_keys(str(path), ["k"], TimeWindow("t", 1_499, None))
+    assert (hashed.rows, read) == (500, 500)
+    with pytest.raises(SnapshotError):
+        hash_keys(str(path), ["k"], TimeWindow("t", 1_499, None), outside=True)
