@@ -142,10 +142,8 @@ def watch_pass(
         _guarded(report, spec.name, functools.partial(_reconcile, ws, spec, policy, now_ms, report))
     _retrain(ws, specs, lineages, now_ms, policy, start, report)
     _postmortems(ws, specs, lineages, now_ms, policy, report)
-    _save_state(
-        ws,
-        {"version": 1, "last_pass_ms": now_ms, "signals": signals, "last_pass": last_pass_json(last_pass_of(report))},
-    )
+    kept = last_pass_of(now_ms, report.champions, report.changes, report.retrains, report.errors)
+    _save_state(ws, {"version": 1, "last_pass_ms": now_ms, "signals": signals, "last_pass": last_pass_json(kept)})
     return report
 
 

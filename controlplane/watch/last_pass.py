@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
-    from controlplane.watch.follow import PassReport
+    from controlplane.champion.rollout import ChampionOutcome
 
 __all__ = ["ChampionDecision", "LastPass", "last_pass_of", "last_pass_json", "last_pass_from"]
 
@@ -40,7 +40,14 @@ class LastPass:
     errors: tuple[str, ...]
 
 
-def last_pass_of(report: PassReport) -> LastPass:
+def last_pass_of(
+    now_ms: int,
+    champions: list[ChampionOutcome],
+    changes: list[str],
+    retrains: list[dict[str, Any]],
+    errors: list[str],
+) -> LastPass:
+    """A pass's report (`controlplane.watch.follow.PassReport`'s fields) as it is kept."""
     decisions = tuple(
         ChampionDecision(
             c.pipeline,
@@ -52,10 +59,10 @@ def last_pass_of(report: PassReport) -> LastPass:
             c.record,
             c.message or c.decision.why,
         )
-        for c in report.champions
+        for c in champions
     )
-    retrains = tuple(f"{r['pipeline']}: {r['status']}" for r in report.retrains)
-    return LastPass(report.now_ms, decisions, tuple(report.changes), retrains, tuple(report.errors))
+    lines = tuple(f"{r['pipeline']}: {r['status']}" for r in retrains)
+    return LastPass(now_ms, decisions, tuple(changes), lines, tuple(errors))
 
 
 def last_pass_json(last: LastPass) -> dict[str, Any]:
