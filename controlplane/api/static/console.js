@@ -248,24 +248,33 @@ function showRun(runId) {
   $("#run-status").textContent = "following…";
   const list = $("#events");
   list.replaceChildren();
+  if (server.readsNeedToken) {  // an EventSource cannot send the token: the record's events, read once
+    runParts(runId, true);
+    return;
+  }
   source = new EventSource("/runs/" + encodeURIComponent(runId) + "/events/stream");
-  source.onmessage = (message) => {
-    const e = JSON.parse(message.data);
-    const item = el("li");
-    item.appendChild(chip(e.stage + " " + e.status, e.status));
-    item.appendChild(el("span", " " + e.summary));
-    item.appendChild(el("span", "  " + when(e.at_ms), "muted"));
-    list.appendChild(item);
-  };
+  source.onmessage = (message) => list.appendChild(eventItem(JSON.parse(message.data)));
   source.addEventListener("end", (message) => {
     const end = JSON.parse(message.data);
     $("#run-status").textContent = end.status + ": " + end.outcome;
     source.close();
     source = null;
-    loadRunParts(runId);
+    runParts(runId);
   });
   source.onerror = () => { $("#run-status").textContent = "reconnecting…"; };
-  loadRunParts(runId);
+  runParts(runId);
+}
+
+function runParts(runId, withEvents) {
+  loadRunParts(runId, withEvents).catch((error) => { $("#run-status").textContent = "the run could not be read: " + error.message; });
+}
+
+function eventItem(e) {
+  const item = el("li");
+  item.appendChild(chip(e.stage + " " + e.status, e.status));
+  item.appendChild(el("span", " " + e.summary));
+  item.appendChild(el("span", "  " + when(e.at_ms), "muted"));
+  return item;
 }
 
 function rowsText(rows) {
@@ -276,10 +285,14 @@ function rowsText(rows) {
   return rows.column + " in (" + from + ", " + to + "]" + also;
 }
 
-async function loadRunParts(runId) {
+async function loadRunParts(runId, withEvents) {
   const [record, found] = await Promise.all([
     getJSON("/runs/" + encodeURIComponent(runId)), getJSON("/runs/" + encodeURIComponent(runId) + "/findings")]);
   if (selected !== runId) return;
+  if (withEvents) {
+    $("#events").replaceChildren(...record.events.map(eventItem));
+    $("#run-status").textContent = record.status + ": " + record.outcome;
+  }
   const findings = found.stages.flatMap((stage) => {
     const verdict = chip(stage.stage + " " + (stage.verdict || ""), stage.verdict || "");
     if (!stage.findings.length) return [row([verdict, el("span", "no finding", "muted"), "—", "—", "—", "—"])];

@@ -85,6 +85,29 @@ def test_read_only_mode_lists_the_queue_without_decisions_and_shows_empty_states
             page.close()
 
 
+def test_where_reads_need_the_token_the_page_asks_for_it_once_before_it_reads(browser, at_risk_estate, demo_run):
+    ws, _ = at_risk_estate
+    with served(create_app(ws, ApiSettings(token=TOKEN, host="0.0.0.0"))) as url:
+        page = browser.new_page()
+        try:
+            page.goto(url + "/")
+            page.wait_for_selector("#token-dialog[open]")
+            assert page.get_attribute("body", "data-loaded") is None  # nothing was read without it
+            page.fill("#token-input", TOKEN)
+            page.click("#token-form button[type=submit]")
+            page.wait_for_selector("body[data-loaded=yes]", timeout=90_000)
+            assert _text(page, "#error") == "" and "delivery-eta" in _text(page, "#pipelines")
+            healed = demo_run[1].healed.run_id
+            page.locator("#runs a.run", has_text=healed).click()  # no EventSource (it cannot send the token)
+            page.wait_for_selector(f"#run[data-ready='{healed}']")
+            assert _text(page, "#events").startswith("detect BLOCKED") and "promoted" in _text(page, "#run-status")
+            page.reload()  # kept for the tab: not asked again
+            page.wait_for_selector("body[data-loaded=yes]", timeout=90_000)
+            assert page.locator("#token-dialog[open]").count() == 0
+        finally:
+            page.close()
+
+
 def test_every_view_renders_what_the_workspace_holds(browser, console, demo_run, shots):
     url, ws, proposal = console
     drill = httpx.post(
