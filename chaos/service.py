@@ -45,7 +45,8 @@ def drill(
 def _in_child_process(plan: Any, say: Callable[[str], None]) -> Any:
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    child = context.Process(target=_drill_child, args=(plan, queue), name="kintsugi-drill", daemon=True)
+    # not a daemon: the drill starts its own worker processes, which a daemonic process may not have
+    child = context.Process(target=_drill_child, args=(plan, queue), name="kintsugi-drill", daemon=False)
     child.start()
     try:
         while True:
@@ -66,6 +67,9 @@ def _in_child_process(plan: Any, say: Callable[[str], None]) -> Any:
                 raise _rebuilt(*value)
     finally:
         child.join(timeout=5)
+        if child.is_alive():  # left behind (the caller stopped waiting): it must not outlive the request
+            child.terminate()
+            child.join(timeout=5)
 
 
 def _rebuilt(code: str, message: str, fix: str) -> KintsugiError:

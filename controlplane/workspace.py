@@ -65,6 +65,11 @@ class Workspace:
         return self.root / "cache"
 
     @property
+    def drills(self) -> Path:
+        """Scoreboards kept from drills (`POST /drills`, `kintsugi drill --out <here>/NAME`): one folder each."""
+        return self.root / "drills"
+
+    @property
     def keys(self) -> Path:
         return self.root / "keys"
 

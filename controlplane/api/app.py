@@ -14,7 +14,7 @@ from importlib import resources
 from typing import Annotated, Any, AsyncIterator, Literal, Optional, Sequence
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request
-from fastapi.responses import HTMLResponse, StreamingResponse
+from fastapi.responses import HTMLResponse, Response, StreamingResponse
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel, Field
 from starlette.routing import Route
@@ -87,6 +87,7 @@ def create_app(
     )
     install_error_handlers(app)
     reads = [Depends(bearer)] if settings.reads_need_token else []
+    app.include_router(_page_routes(ws, settings))
     app.include_router(_read_routes(ws), dependencies=reads)
     app.include_router(_write_routes(ws), dependencies=[Depends(bearer)], include_in_schema=settings.mutating)
     for router in routers:
@@ -96,17 +97,39 @@ def create_app(
     return RequestGuard(app, settings)
 
 
-def _read_routes(ws: Workspace) -> APIRouter:
+def _static(name: str) -> str:
+    return resources.files("controlplane.api").joinpath(f"static/{name}").read_text(encoding="utf-8")
+
+
+def _page_routes(ws: Workspace, settings: ApiSettings) -> APIRouter:
+    """What anyone who reaches the port may read (`controlplane.api.guard.PUBLIC_PATHS`): the operator console and
+    the liveness answer, which tells the console whether it may offer writes."""
     router = APIRouter()
 
     @router.get("/", response_class=HTMLResponse, include_in_schema=False)
     def operator_page() -> str:
-        return resources.files("controlplane.api").joinpath("static/index.html").read_text(encoding="utf-8")
+        return _static("index.html")
 
-    @router.get("/health", tags=["meta"])
-    def health() -> dict[str, str]:
+    @router.get("/console.js", include_in_schema=False)
+    def console_script() -> Response:
+        return Response(_static("console.js"), media_type="text/javascript; charset=utf-8")
+
+    @router.get("/health", response_model=views.HealthOut, tags=["meta"])
+    def health() -> Any:
         identity = load_identity(ws)
-        return {"status": "ok", "workspace": identity.workspace_id if identity else "new"}
+        return {
+            "status": "ok",
+            "workspace": identity.workspace_id if identity else "new",
+            "read_only": settings.read_only,
+            "writes_need_token": settings.token is not None,
+            "reads_need_token": settings.reads_need_token,
+        }
+
+    return router
+
+
+def _read_routes(ws: Workspace) -> APIRouter:
+    router = APIRouter()
 
     @router.get("/pipelines", response_model=views.PipelineList, tags=["pipelines"])
     def list_pipelines() -> Any:
@@ -122,13 +145,20 @@ def _read_routes(ws: Workspace) -> APIRouter:
     def list_runs(
         pipeline: Annotated[Optional[str], Query(max_length=64)] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+        status: Annotated[Optional[str], Query(max_length=32, description="Only runs in this state: paused...")] = None,
     ) -> Any:
         """Runs, newest first, with their stage timeline; unreadable run records are listed apart."""
-        return views.runs_out(services.runs(ws, pipeline, limit))
+        return views.runs_out(services.runs(ws, pipeline, limit, status))
 
     @router.get("/runs/{run_id}", response_model=views.RunOut, tags=["runs"])
     def get_run(run_id: RunId) -> Any:
+        """A run: its timeline (every event with its evidence) and its ledger of external writes."""
         return views.run_out(services.get_run(ws, run_id))
+
+    @router.get("/runs/{run_id}/findings", response_model=views.RunFindings, tags=["runs"])
+    def run_findings(run_id: RunId) -> Any:
+        """What the guard found at each stage that ran it, with the rows each finding names."""
+        return views.run_findings_out(run_id, services.run_findings(ws, run_id))
 
     @router.get("/runs/{run_id}/events", response_model=views.RunEvents, tags=["runs"])
     def run_events(
@@ -160,11 +190,19 @@ def _read_routes(ws: Workspace) -> APIRouter:
 
     @router.get("/models/{model}/passport", response_model=views.PassportOut, tags=["models"])
     def get_passport(model: Name, version: Annotated[Optional[int], Query(ge=1, le=1_000_000_000)] = None) -> Any:
-        """A version's passport (default: the champion's)."""
-        from controlplane.models.passport import show_passport
+        """A version's passport (default: the champion's) and its verification now: valid, altered, untrusted_key,
+        unsigned..."""
+        return views.passport_out(services.passport(ws, model, version))
 
-        passport = show_passport(ws, model, version)
-        return {"model": model, "version": passport.get("body", {}).get("version", version), "passport": passport}
+    @router.get("/watch", response_model=views.WatchOut, tags=["watch"])
+    def watch() -> Any:
+        """The watch's last pass (its decision per champion), the versions at risk, what it rolled back or flagged."""
+        return views.watch_out(services.watch_state(ws))
+
+    @router.get("/drills/latest", response_model=views.LatestDrillOut, tags=["drills"])
+    def latest_drill() -> Any:
+        """The newest drill scoreboard kept in the workspace (under drills/), or none."""
+        return views.latest_drill_out(ws.rel(ws.drills), services.latest_drill(ws))
 
     @router.get("/lineage", response_model=views.LineageOut, tags=["lineage"])
     def lineage() -> Any:

@@ -24,7 +24,7 @@ from controlplane.frontdoor.access import ApiSettings, is_loopback, read_only_re
 __all__ = ["RequestGuard", "MAX_BODY_BYTES", "PUBLIC_PATHS"]
 
 MAX_BODY_BYTES = 1 << 20
-PUBLIC_PATHS = frozenset({"/", "/health", "/docs", "/openapi.json", "/docs/oauth2-redirect"})
+PUBLIC_PATHS = frozenset({"/", "/console.js", "/health", "/docs", "/openapi.json", "/docs/oauth2-redirect"})
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from controlplane.champion.promote import promote_version
 from controlplane.datahub.connect import metadata_session
@@ -19,26 +19,46 @@ from controlplane.datahub.contracts import read_raw_contract
 from controlplane.datahub.datasets import dataset_name, downstream_of, upstreams_of
 from controlplane.datahub.incident_records import read_incident
 from controlplane.datahub.incidents import IncidentRow, active_incidents, read_incidents
-from controlplane.datahub.models import model_versions, models_trained_on, read_verdict, training_datasets
+from controlplane.datahub.model_risk import RiskMark, risks_of
+from controlplane.datahub.models import (
+    datahub_champion,
+    model_versions,
+    models_trained_on,
+    read_verdict,
+    training_datasets,
+)
+from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import model_urn
-from controlplane.errors import Conflict, DataError, InputError, InternalError, KintsugiError, NotFound
+from controlplane.errors import (
+    Conflict,
+    DamagedRecord,
+    DataError,
+    InputError,
+    InternalError,
+    KintsugiError,
+    NotFound,
+)
+from controlplane.frontdoor.drills import DrillBoard, read_latest_drill
+from controlplane.models.passport import PassportCheck, show_passport, verify_passport
 from controlplane.onboard.accept import accept as accept_finding
 from controlplane.onboard.contracts import apply_contract_file
 from controlplane.pipeline import approve as approve_run
 from controlplane.pipeline import reject as reject_run
 from controlplane.pipeline import run_pipeline
 from controlplane.runs.journal import Event, RunRecord, UnreadableRun, list_runs, load_run, new_run_id, scan_runs
+from controlplane.signing import UNTRUSTED_KEY, SigningError
 from controlplane.spec import PipelineSpec, list_specs, load_spec
 from controlplane.stages.guarding import context_without_snapshot, guard_table
 from controlplane.stages.pin import pin_table
 from controlplane.takeback.recovery import is_interrupted, recover_run
 from controlplane.takeback.undo import undo as undo_run
-from controlplane.vocab import ChangedTable, Policy, RunStatus
+from controlplane.vocab import ChangedTable, Policy, RunKind, RunStatus, Stage
 from controlplane.watch.cron import next_fire
-from controlplane.watch.follow import PassReport, Starter, run_now, watch_pass, watched_datasets
+from controlplane.watch.follow import PassReport, Starter, read_last_pass, run_now, watch_pass, watched_datasets
+from controlplane.watch.last_pass import LastPass
 from controlplane.watch.postmortem import build_postmortem, read_postmortem
 from controlplane.workspace import Workspace
-from guard.findings import GuardReport
+from guard.findings import Finding, GuardReport
 from guard.runner import run_guard
 
 __all__ = [
@@ -71,6 +91,14 @@ __all__ = [
     "EARLIEST_NOW",
     "watch",
     "postmortem",
+    "StageFindings",
+    "run_findings",
+    "parse_status",
+    "PassportView",
+    "passport",
+    "WatchView",
+    "watch_state",
+    "latest_drill",
 ]
 
 log = logging.getLogger(__name__)
@@ -276,24 +304,74 @@ def _as_seen(ws: Workspace, record: RunRecord) -> RunRecord:
     return record
 
 
-def runs(ws: Workspace, pipeline: str | None = None, limit: int | None = None) -> RunListing:
-    """Runs, newest first, and the run folders whose record cannot be read."""
+def runs(ws: Workspace, pipeline: str | None = None, limit: int | None = None, status: str | None = None) -> RunListing:
+    """Runs, newest first (only those with `status`, as seen now, when given), and the run folders whose record
+    cannot be read."""
+    wanted = parse_status(status)
     records, unreadable = scan_runs(ws)
     chosen = [_as_seen(ws, r) for r in reversed(records) if pipeline is None or r.pipeline == pipeline]
+    chosen = [r for r in chosen if wanted is None or r.status is wanted]
     return RunListing(chosen[:limit] if limit else chosen, unreadable)
+
+
+def parse_status(status: str | None) -> RunStatus | None:
+    if status is None:
+        return None
+    try:
+        return RunStatus(status)
+    except ValueError:
+        raise InputError(
+            f"status {status[:40]!r} is not a run status",
+            f"use one of {', '.join(s.value for s in RunStatus)}, or omit it for every run",
+        ) from None
 
 
 def get_run(ws: Workspace, run_id: str) -> RunRecord:
     return _as_seen(ws, load_run(ws, run_id))
 
 
+@dataclass(frozen=True)
+class StageFindings:
+    """What the guard found at one stage of a run (detect: the data as it came; verify: the healed copy)."""
+
+    seq: int
+    stage: str
+    verdict: str | None
+    findings: tuple[Finding, ...]
+
+
+def run_findings(ws: Workspace, run_id: str) -> list[StageFindings]:
+    """The guard's findings at each stage of a run that ran it, in the order they were found."""
+    record = get_run(ws, run_id)
+    found = []
+    for event in record.events:
+        if event.stage not in (Stage.DETECT.value, Stage.VERIFY.value) or "findings" not in event.evidence:
+            continue
+        try:
+            findings = tuple(Finding.from_dict(f) for f in event.evidence["findings"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DamagedRecord(
+                f"the record of run {run_id} is damaged: the findings of event {event.seq} ({event.stage}) do "
+                f"not read back ({type(exc).__name__}: {exc})",
+                f"`kintsugi runs show {run_id}` shows the record as it is",
+            ) from exc
+        verdict = event.evidence.get("verdict")
+        found.append(StageFindings(event.seq, event.stage, str(verdict) if verdict else None, findings))
+    return found
+
+
 def incidents(ws: Workspace, *, active_only: bool = False) -> list[IncidentInfo]:
-    """DataHub's incidents, with the models downstream of each (at risk)."""
+    """DataHub's incidents, with the models downstream of each that are at risk from it: only an ACTIVE incident
+    puts a model at risk; a resolved one (healed, or cleared at its source) names none."""
     with metadata_session(ws, read_only=True) as metadata:
         rows = [r for r in read_incidents(metadata) if not active_only or r.state == "ACTIVE"]
-        return [
-            IncidentInfo(r, tuple(models_trained_on(metadata, downstream_of(metadata, set(r.datasets))))) for r in rows
-        ]
+        return [IncidentInfo(r, _at_risk(metadata, r)) for r in rows]
+
+
+def _at_risk(metadata: MetadataPort, row: IncidentRow) -> tuple[str, ...]:
+    if row.state != "ACTIVE":
+        return ()
+    return tuple(models_trained_on(metadata, downstream_of(metadata, set(row.datasets))))
 
 
 @dataclass(frozen=True)
@@ -311,6 +389,7 @@ class ModelNode:
     version: int
     verdict: str | None
     trained_on: tuple[str, ...]
+    champion: bool = False  # DataHub's champion tag is on it
 
 
 @dataclass(frozen=True)
@@ -333,10 +412,14 @@ def lineage(ws: Workspace) -> Lineage:
                     tuple(sorted(active.get(urn, []))),
                 )
             )
-        models = []
+        models, champions = [], {}
         for name, version in model_versions(metadata):
             urn = model_urn(name, version)
-            models.append(ModelNode(urn, name, version, read_verdict(metadata, urn), training_datasets(metadata, urn)))
+            if name not in champions:
+                champions[name] = datahub_champion(metadata, name)
+            trained_on = training_datasets(metadata, urn)
+            verdict = read_verdict(metadata, urn)
+            models.append(ModelNode(urn, name, version, verdict, trained_on, version in champions[name]))
     return Lineage(datasets, models)
 
 
@@ -377,3 +460,45 @@ def postmortem(ws: Workspace, incident: str) -> tuple[str, bool]:
             "resolve it (or let the loop heal it), then run `kintsugi watch --once`",
         )
     return built.markdown, False
+
+
+@dataclass(frozen=True)
+class PassportView:
+    model: str
+    version: int
+    document: dict[str, Any]
+    check: PassportCheck
+
+
+def passport(ws: Workspace, model: str, version: int | None = None) -> PassportView:
+    """A version's passport as DataHub holds it (default: the champion's) and its verification now: valid, altered,
+    untrusted_key, unsigned, legacy_hmac, copies_differ or missing (`controlplane.models.passport`). No trusted
+    key to check it with is untrusted_key: nothing vouches for it."""
+    document = show_passport(ws, model, version)
+    number = int(document.get("body", {}).get("version") or version or 0)
+    try:
+        check = verify_passport(ws, model, number)
+    except SigningError as exc:
+        check = PassportCheck(False, UNTRUSTED_KEY, (f"no trusted key: {exc.message}; {exc.fix}",))
+    return PassportView(model, number, document, check)
+
+
+@dataclass(frozen=True)
+class WatchView:
+    last: LastPass | None  # what the last pass decided; None before the first
+    at_risk: list[RiskMark]  # the model versions DataHub holds at risk (ACTIVE while the version serves)
+    records: list[RunRecord]  # the records of watch passes that wrote something, and rollbacks, newest first
+
+
+def watch_state(ws: Workspace, limit: int = 10) -> WatchView:
+    """The watch as it stands: its last pass, the versions at risk, what it rolled back or flagged."""
+    last = read_last_pass(ws)
+    with metadata_session(ws, read_only=True) as metadata:
+        marks = risks_of(metadata)
+    acted = [r for r in runs(ws).runs if r.kind in (RunKind.WATCH, RunKind.ROLLBACK)]
+    return WatchView(last, marks, acted[:limit])
+
+
+def latest_drill(ws: Workspace) -> DrillBoard | None:
+    """The newest scoreboard a drill kept under `<workspace>/drills/` (`controlplane.frontdoor.drills`)."""
+    return read_latest_drill(ws)

@@ -14,12 +14,13 @@ from pydantic import BaseModel, Field
 from controlplane.errors import KintsugiError
 from controlplane.frontdoor import services
 from controlplane.runs.journal import Event, RunRecord
-from controlplane.vocab import RunStatus
+from controlplane.vocab import RunKind, RunStatus
 from guard.findings import GuardReport
 
 __all__ = [
     "ErrorBody",
     "ErrorResponse",
+    "HealthOut",
     "Stage",
     "RunSummary",
     "EventOut",
@@ -52,6 +53,23 @@ __all__ = [
     "incidents_out",
     "lineage_out",
     "promote_out",
+    "NamedRowOut",
+    "RowsOut",
+    "RunFindingOut",
+    "StageFindingsOut",
+    "RunFindings",
+    "VerificationOut",
+    "ScenarioScoreOut",
+    "DrillBoardOut",
+    "LatestDrillOut",
+    "DecisionOut",
+    "LastPassOut",
+    "RiskOut",
+    "WatchOut",
+    "run_findings_out",
+    "passport_out",
+    "latest_drill_out",
+    "watch_out",
     "FINDING_KEYS",
 ]
 
@@ -68,6 +86,14 @@ class ErrorResponse(BaseModel):
     error: ErrorBody
 
 
+class HealthOut(BaseModel):
+    status: str
+    workspace: str = Field(description="The workspace's id ('new' before its first write)")
+    read_only: bool = Field(description="The server refuses every write")
+    writes_need_token: bool = Field(description="Writes need `Authorization: Bearer $KINTSUGI_API_TOKEN`")
+    reads_need_token: bool = Field(description="Reads need it too (a server bound beyond loopback)")
+
+
 class Stage(BaseModel):
     seq: int
     stage: str
@@ -77,6 +103,7 @@ class Stage(BaseModel):
 class RunSummary(BaseModel):
     run_id: str
     pipeline: str
+    kind: str = Field("run", description=" | ".join(k.value for k in RunKind))
     policy: str
     started_ms: int
     status: str = Field(description=" | ".join(s.value for s in RunStatus))
@@ -159,6 +186,35 @@ class FindingOut(BaseModel):
     message: str
 
 
+class NamedRowOut(BaseModel):
+    at_ms: int
+    key: str
+
+
+class RowsOut(BaseModel):
+    column: str = Field(description="The time column the window is on")
+    after_ms: Optional[int] = Field(description="Rows after this instant (None: from the first row)")
+    through_ms: Optional[int] = Field(description="...through this one (None: to the last row)")
+    also: list[NamedRowOut] = Field([], description="Rows outside the window, one by one")
+
+
+class RunFindingOut(FindingOut):
+    check: str = Field(description="The registered check that found it")
+    rows: Optional[RowsOut] = Field(description="The rows it concerns; None: every row of the table")
+
+
+class StageFindingsOut(BaseModel):
+    seq: int = Field(description="The event that recorded them")
+    stage: str = Field(description="detect (the data as it came) | verify (the healed copy)")
+    verdict: Optional[str]
+    findings: list[RunFindingOut]
+
+
+class RunFindings(BaseModel):
+    run_id: str
+    stages: list[StageFindingsOut]
+
+
 class GuardOut(BaseModel):
     dataset: str
     verdict: str = Field(description="CLEAN | BLOCKED")
@@ -180,10 +236,21 @@ class IncidentList(BaseModel):
     incidents: list[IncidentOut]
 
 
+class VerificationOut(BaseModel):
+    ok: bool
+    status: str = Field(
+        description="valid | altered | untrusted_key | unsigned | legacy_hmac | copies_differ | missing"
+    )
+    reasons: list[str]
+
+
 class PassportOut(BaseModel):
     model: str
     version: Optional[int]
     passport: dict[str, Any] = Field(description="The signed Model Passport as DataHub holds it")
+    verification: Optional[VerificationOut] = Field(
+        None, description="Both copies (DataHub's, MLflow's) checked now against the trusted key and the model files"
+    )
 
 
 class PromoteOut(BaseModel):
@@ -195,6 +262,68 @@ class PromoteOut(BaseModel):
 
 class DrillOut(BaseModel):
     drill: dict[str, Any] = Field(description="The drill's scoreboard, as chaos.drill.run_drill reports it")
+
+
+class ScenarioScoreOut(BaseModel):
+    name: str
+    recall: Optional[float] = Field(description="Share of seeds on which the failure was detected")
+    named: Optional[float] = Field(description="Share of seeds on which it was named right")
+    passed: bool
+    expected: str
+    outcomes: dict[str, int]
+
+
+class DrillBoardOut(BaseModel):
+    folder: str = Field(description="Where the scoreboard is kept, workspace-relative")
+    written_ms: int
+    pipeline: str
+    now: str
+    runs: int
+    detection_recall: Optional[float]
+    localization_rate: Optional[float]
+    controls: int
+    false_blocks: int = Field(description="Clean controls the guard blocked")
+    scenarios: list[ScenarioScoreOut]
+    failed: list[str]
+
+
+class LatestDrillOut(BaseModel):
+    scoreboard: Optional[DrillBoardOut] = Field(description="None: no drill kept in this workspace yet")
+    folder: str = Field(description="Where drills are kept: POST /drills, or `kintsugi drill --out FOLDER/NAME`")
+
+
+class DecisionOut(BaseModel):
+    pipeline: str
+    action: str = Field(description="healthy | rolled-back | proposed | waiting | flagged | reported | watched | none")
+    champion: Optional[int]
+    target: Optional[int] = Field(description="The version a rollback moves (or would move) to")
+    why: str
+    at_risk: list[str] = Field(description="'v2 <- cause urn' per version at risk")
+    record: Optional[str] = Field(description="The run record that wrote it, if it wrote anything")
+    message: str
+
+
+class LastPassOut(BaseModel):
+    at_ms: int
+    decisions: list[DecisionOut]
+    changes: list[str]
+    retrains: list[str]
+    errors: list[str]
+
+
+class RiskOut(BaseModel):
+    urn: str
+    model: str
+    version: int
+    caused_by: str
+    state: str = Field(description="ACTIVE while the version is the champion, else RESOLVED")
+    message: str
+
+
+class WatchOut(BaseModel):
+    last_pass: Optional[LastPassOut] = Field(description="None: the watch has not run in this workspace")
+    at_risk: list[RiskOut]
+    records: list[RunSummary] = Field(description="Watch passes that wrote something, and rollbacks, newest first")
 
 
 class DatasetNode(BaseModel):
@@ -210,6 +339,7 @@ class ModelNode(BaseModel):
     version: int
     verdict: Optional[str]
     trained_on: list[str]
+    champion: bool = Field(False, description="DataHub's champion tag is on this version")
 
 
 class Edge(BaseModel):
@@ -241,6 +371,7 @@ def run_summary(record: RunRecord) -> dict[str, Any]:
     return {
         "run_id": record.run_id,
         "pipeline": record.pipeline,
+        "kind": record.kind.value,
         "policy": record.policy.value,
         "started_ms": record.started_ms,
         "status": record.status.value,
@@ -343,4 +474,55 @@ def promote_out(record: RunRecord) -> dict[str, Any]:
         "version": int(event.evidence["version"]),
         "previous": event.evidence.get("previous"),
         "run_id": record.run_id,
+    }
+
+
+def run_findings_out(run_id: str, stages: list[services.StageFindings]) -> dict[str, Any]:
+    return _json(
+        {
+            "run_id": run_id,
+            "stages": [
+                {
+                    "seq": st.seq,
+                    "stage": st.stage,
+                    "verdict": st.verdict,
+                    "findings": [
+                        {**{k: f.to_dict()[k] for k in FINDING_KEYS}, "check": f.check, "rows": f.to_dict()["rows"]}
+                        for f in st.findings
+                    ],
+                }
+                for st in stages
+            ],
+        }
+    )
+
+
+def passport_out(view: services.PassportView) -> dict[str, Any]:
+    return {
+        "model": view.model,
+        "version": view.version,
+        "passport": view.document,
+        "verification": {"ok": view.check.ok, "status": view.check.status, "reasons": list(view.check.reasons)},
+    }
+
+
+def latest_drill_out(ws_folder: str, board: services.DrillBoard | None) -> dict[str, Any]:
+    return {"scoreboard": _json(asdict(board)) if board is not None else None, "folder": ws_folder}
+
+
+def watch_out(view: services.WatchView) -> dict[str, Any]:
+    return {
+        "last_pass": _json(asdict(view.last)) if view.last is not None else None,
+        "at_risk": [
+            {
+                "urn": m.urn,
+                "model": m.model,
+                "version": m.version,
+                "caused_by": m.caused_by,
+                "state": m.state,
+                "message": m.message,
+            }
+            for m in view.at_risk
+        ],
+        "records": [run_summary(r) for r in view.records],
     }

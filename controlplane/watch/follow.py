@@ -6,7 +6,8 @@ with what was already done, never on the event that woke it, so a restart reconc
 never replays a burst:
 
     observe     the signals of every watched dataset, compared with `<workspace>/watch.json` only to report
-                what changed since the last pass (the state file is rewritten after each pass)
+                what changed since the last pass (the state file is rewritten after each pass, with what the
+                pass decided: `controlplane.watch.last_pass`, which the operator console shows)
     champion    per pipeline, under its lock: versions at risk marked; an unsafe champion rolled back, proposed,
                 reported or flagged under the pipeline's policy (`controlplane.champion.rollout`); what was acted on is
                 read from the run records
@@ -40,13 +41,14 @@ from controlplane.datahub.history import failing_assertions_at
 from controlplane.datahub.incident_records import all_incidents, read_incident
 from controlplane.datahub.model_risk import AT_RISK_TYPE
 from controlplane.datahub.port import MetadataPort
-from controlplane.errors import KintsugiError, PipelineBusy
+from controlplane.errors import DataError, KintsugiError, PipelineBusy
 from controlplane.pipeline import run_pipeline
 from controlplane.runs.context import open_run
 from controlplane.runs.journal import RunRecord, list_runs, new_run_id
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, list_specs, load_spec
 from controlplane.vocab import LedgerKind, Policy, RunKind, RunStatus, Stage
+from controlplane.watch.last_pass import LastPass, last_pass_from, last_pass_json, last_pass_of
 from controlplane.watch.postmortem import Postmortem, build_postmortem, markdown_path, postmortem_mcps, write_markdown
 from controlplane.watch.retrain import due_retrains
 from controlplane.workspace import Workspace
@@ -59,6 +61,7 @@ __all__ = [
     "Starter",
     "run_now",
     "state_path",
+    "read_last_pass",
     "on_change",
     "WATCH_FILE",
 ]
@@ -139,7 +142,8 @@ def watch_pass(
         _guarded(report, spec.name, functools.partial(_reconcile, ws, spec, policy, now_ms, report))
     _retrain(ws, specs, lineages, now_ms, policy, start, report)
     _postmortems(ws, specs, lineages, now_ms, policy, report)
-    _save_state(ws, {"version": 1, "last_pass_ms": now_ms, "signals": signals})
+    kept = last_pass_of(now_ms, report.champions, report.changes, report.retrains, report.errors)
+    _save_state(ws, {"version": 1, "last_pass_ms": now_ms, "signals": signals, "last_pass": last_pass_json(kept)})
     return report
 
 
@@ -206,6 +210,27 @@ def _load_state(ws: Workspace) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}  # no state (or an unreadable one): every signal is reported as new; actions do not depend on it
     return found if isinstance(found, dict) else {}
+
+
+def read_last_pass(ws: Workspace) -> LastPass | None:
+    """What the last pass decided (`controlplane.watch.last_pass`); None before the first pass, or when the state
+    file is from before decisions were kept. A state file that does not read back is a DataError naming the fix."""
+    path = state_path(ws)
+    try:
+        found = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{WATCH_FILE} cannot be read ({exc})", _REWRITE) from exc
+    if not isinstance(found, dict) or found.get("last_pass") is None:
+        return None
+    try:
+        return last_pass_from(found["last_pass"])
+    except ValueError as exc:
+        raise DataError(f"{WATCH_FILE}: {exc}", _REWRITE) from exc
+
+
+_REWRITE = "run `kintsugi watch --once`: a pass writes it again from the current state"
 
 
 def _save_state(ws: Workspace, state: dict[str, Any]) -> None:

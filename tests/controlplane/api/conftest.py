@@ -1,4 +1,5 @@
-"""One served API over one copy of the demo workspace, shared by the API tests of a module."""
+"""One served API over one copy of the demo workspace, shared by the API tests of a module; and the estate the
+operator console is tested on: a champion put at risk by another team's incident, its rollback waiting for a person."""
 
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ import pytest
 
 from controlplane.api.app import create_app
 from controlplane.frontdoor.access import ApiSettings
+from controlplane.runs.identity import rebase_if_moved
+from controlplane.vocab import Policy
+from controlplane.watch.follow import watch_pass
 from controlplane.workspace import Workspace
-from tests.support import TOKEN, copy_workspace, served
+from tests.controlplane.watch.test_watch import WATCH_AT, raise_upstream_incident
+from tests.support import TOKEN, copy_workspace, ms, served
 
 
 @pytest.fixture(scope="module")
@@ -26,3 +31,17 @@ def api(demo_run, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ht
 @pytest.fixture
 def auth() -> dict[str, str]:
     return {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture(scope="module")
+def at_risk_estate(demo_run, tmp_path_factory: pytest.TempPathFactory) -> tuple[Workspace, str]:
+    """(workspace, rollback run id): the demo estate after an upstream incident covering v2's training instant and
+    one watch pass under ratify: v2 at risk and flagged, its rollback to v1 paused at the rollback gate."""
+    source, _ = demo_run
+    ws = copy_workspace(source, tmp_path_factory.mktemp("console") / "ws")
+    rebase_if_moved(ws)
+    raise_upstream_incident(ws)
+    report = watch_pass(ws, now_ms=ms(WATCH_AT), policy=Policy.RATIFY)
+    (proposal,) = [c.record for c in report.champions if c.action == "proposed"]
+    assert proposal is not None, report.lines()
+    return ws, proposal

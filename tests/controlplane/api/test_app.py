@@ -278,7 +278,9 @@ def test_operator_page_shows_pipelines_incident_runs_and_lineage(api, demo_run, 
     cancel = pipelines.split("cancel-risk", 1)[1].split("delivery-eta", 1)[0]
     assert re.search(r"auto\s+—\s+BLOCKED\s+promoted\s+APPROVED v1", cancel), cancel
     incidents = text.split("Incidents — open first", 1)[1].split("Latest runs", 1)[0]
-    assert "unit_mismatch on distance_km" in incidents and "delivery-eta.v1" in incidents
+    # the unit incident was healed and resolved: it puts no model at risk any more (only an open incident does)
+    assert "unit_mismatch on distance_km" in incidents and "none (resolved)" in incidents
+    assert "delivery-eta.v1" not in incidents and "delivery-eta.v2" not in incidents
     runs = text.split("Latest runs", 1)[1].split("live events", 1)[0]
     assert result.first.run_id in runs and result.healed.run_id in runs
     assert "heal healed → verify CLEAN → publish published" in runs
