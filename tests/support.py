@@ -4,6 +4,7 @@ with uvicorn on a free loopback port."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import threading
@@ -14,14 +15,21 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import uvicorn
+from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
+from datahub.metadata import schema_classes as s
+from mlflow import MlflowClient
 
 from controlplane.api.server import server_config
+from controlplane.datahub.lite import LiteMetadata
+from controlplane.datahub.models import PASSPORT_PROPERTY
+from controlplane.datahub.urns import model_urn
 from controlplane.spec import load_spec
 from controlplane.workspace import Workspace
 from demo.seed import PIPELINE
 from demo.story import land_batch
 
 __all__ = [
+    "rewrite_passport",
     "served",
     "copy_workspace",
     "iso",
@@ -211,3 +219,17 @@ def clean_batch(ws: Workspace, target: Path) -> Path:
     batch = generated[generated["event_ts"] > table["event_ts"].max()].astype(table.dtypes.to_dict())
     batch.to_parquet(target, index=False)
     return target
+
+
+def rewrite_passport(ws: Workspace, model: str, version: int, document: dict) -> None:
+    """Put `document` in both stores, as someone with write access to DataHub and MLflow could."""
+    store = LiteMetadata(ws.datahub_db)
+    urn = model_urn(model, version)
+    properties = store.aspect(urn, s.MLModelPropertiesClass)
+    properties.customProperties[PASSPORT_PROPERTY] = json.dumps(document, sort_keys=True)
+    store.emit([MCP(entityUrn=urn, aspect=properties)])
+    store.close()
+    client = MlflowClient(tracking_uri=ws.mlflow_uri)
+    run_id = client.get_model_version(model, str(version)).run_id
+    artifact = Path(client.get_run(run_id).info.artifact_uri.removeprefix("file://")) / "passport.json"
+    artifact.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")

@@ -4,18 +4,13 @@ kept in the workspace, and what the liveness answer tells the page. Only an open
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
-from datahub.metadata import schema_classes as s
 from fastapi.testclient import TestClient
 from mlflow import MlflowClient
 
 from controlplane.api.app import create_app
-from controlplane.datahub.lite import LiteMetadata
-from controlplane.datahub.models import PASSPORT_PROPERTY
 from controlplane.datahub.urns import model_urn
 from controlplane.frontdoor.access import ApiSettings
 from controlplane.models.passport_signing import unsigned
@@ -23,7 +18,7 @@ from controlplane.signing import load_or_create_key, sign_passport
 from controlplane.workspace import Workspace
 from demo.seed import CANCEL_PIPELINE, PIPELINE
 from tests.controlplane.watch.test_watch import INCIDENT, WATCH_AT
-from tests.support import TOKEN, ms
+from tests.support import TOKEN, ms, rewrite_passport
 
 
 def _client(ws: Workspace, settings: ApiSettings | None = None) -> TestClient:
@@ -100,20 +95,6 @@ def test_the_lineage_marks_each_models_champion(estate):
     assert models == {(PIPELINE, 1): False, (PIPELINE, 2): True, (CANCEL_PIPELINE, 1): True}
 
 
-def _rewrite_passport(ws: Workspace, model: str, version: int, document: dict) -> None:
-    """Put `document` in both stores, as someone with write access to DataHub and MLflow could."""
-    store = LiteMetadata(ws.datahub_db)
-    urn = model_urn(model, version)
-    properties = store.aspect(urn, s.MLModelPropertiesClass)
-    properties.customProperties[PASSPORT_PROPERTY] = json.dumps(document, sort_keys=True)
-    store.emit([MCP(entityUrn=urn, aspect=properties)])
-    store.close()
-    client = MlflowClient(tracking_uri=ws.mlflow_uri)
-    run_id = client.get_model_version(model, str(version)).run_id
-    artifact = Path(client.get_run(run_id).info.artifact_uri.removeprefix("file://")) / "passport.json"
-    artifact.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
-
-
 def _model_dir(ws: Workspace, model: str, version: int) -> Path:
     source = MlflowClient(tracking_uri=ws.mlflow_uri).get_model_version(model, str(version)).source
     return Path(source.removeprefix("file://"))
@@ -137,14 +118,14 @@ def test_the_passport_says_whether_it_is_valid_altered_signed_by_an_untrusted_ke
         **signed,
         "body": {**signed["body"], "metrics": {**signed["body"]["metrics"], "candidate": {"mae": 0.1}}},
     }
-    _rewrite_passport(ws, PIPELINE, 1, altered)
+    rewrite_passport(ws, PIPELINE, 1, altered)
     check = state(1)["verification"]
     assert (check["ok"], check["status"]) == (False, "altered")
     assert any(r.startswith("DataHub copy: altered: metrics.candidate") for r in check["reasons"]), check["reasons"]
     other = load_or_create_key(tmp_path / "another-team", env={})
-    _rewrite_passport(ws, PIPELINE, 1, sign_passport(signed["body"], _model_dir(ws, PIPELINE, 1), other))
+    rewrite_passport(ws, PIPELINE, 1, sign_passport(signed["body"], _model_dir(ws, PIPELINE, 1), other))
     assert state(1)["verification"]["status"] == "untrusted_key"
-    _rewrite_passport(ws, PIPELINE, 1, unsigned(signed["body"], "written without a key"))
+    rewrite_passport(ws, PIPELINE, 1, unsigned(signed["body"], "written without a key"))
     assert state(1)["verification"]["status"] == "unsigned"
     assert state()["verification"]["status"] == "valid"  # the others are untouched
 

@@ -13,7 +13,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
 from mlflow import MlflowClient
 
@@ -28,7 +27,7 @@ from controlplane.signing import load_or_create_key, sign_passport
 from controlplane.spec import load_spec
 from controlplane.vocab import Stage
 from demo.seed import PIPELINE
-from tests.support import DEMO_NOW, champion, kintsugi, ms, use_estimator
+from tests.support import DEMO_NOW, champion, kintsugi, ms, rewrite_passport, use_estimator
 
 ROOT = Path(__file__).resolve().parents[3]
 MODEL_SIGNING = Path(sys.executable).parent / "model_signing"
@@ -38,20 +37,6 @@ def _model_dir(ws, version: int) -> Path:
     """The version's model files in the workspace's artifact store (what MLflow serves)."""
     source = MlflowClient(tracking_uri=ws.mlflow_uri).get_model_version(PIPELINE, str(version)).source
     return Path(source.removeprefix("file://"))
-
-
-def _rewrite_passport(ws, version: int, document: dict) -> None:
-    """Put `document` in both stores, as someone with write access to DataHub and MLflow could."""
-    store = LiteMetadata(ws.datahub_db)
-    urn = model_urn(PIPELINE, version)
-    properties = store.aspect(urn, s.MLModelPropertiesClass)
-    properties.customProperties[PASSPORT_PROPERTY] = json.dumps(document, sort_keys=True)
-    store.emit([MCP(entityUrn=urn, aspect=properties)])
-    store.close()
-    client = MlflowClient(tracking_uri=ws.mlflow_uri)
-    run_id = client.get_model_version(PIPELINE, str(version)).run_id
-    artifact = Path(client.get_run(run_id).info.artifact_uri.removeprefix("file://")) / "passport.json"
-    artifact.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
 
 
 def test_the_demo_champion_verifies_with_no_key_configured(demo_run, monkeypatch):
@@ -113,7 +98,7 @@ def test_a_passport_re_signed_with_another_key_is_untrusted(demo_copy, tmp_path)
         .aspect(model_urn(PIPELINE, version), s.MLModelPropertiesClass)
         .customProperties[PASSPORT_PROPERTY]
     )["body"]
-    _rewrite_passport(ws, version, sign_passport(body, _model_dir(ws, version), other))
+    rewrite_passport(ws, PIPELINE, version, sign_passport(body, _model_dir(ws, version), other))
     check = verify_passport(ws, PIPELINE, version)
     assert not check.ok and check.status == "untrusted_key", check.reasons
 
@@ -191,7 +176,7 @@ def test_a_flipped_verdict_tag_or_an_edited_passport_does_not_make_a_blocked_ver
         .customProperties[PASSPORT_PROPERTY]
     )
     passport["body"]["verdict"]["verdict"] = "APPROVED"
-    _rewrite_passport(ws, blocked, passport)
+    rewrite_passport(ws, PIPELINE, blocked, passport)
     with pytest.raises(GateRefused, match="passport does not verify"):  # nor is an edited passport
         promote(ws, PIPELINE, blocked)
     assert champion(ws) == before
