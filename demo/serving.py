@@ -1,10 +1,12 @@
-"""The next day, served: what a user would have shipped without the gate, against what the loop shipped.
+"""The next day, served: what a team without the gate would serve, against what the loop serves.
 
 The orders service still writes distance in metres the next day, so the traffic a model serves is broken the same
-way. Three models' predictions on that day's deliveries, scored against what the deliveries really took: the model
-trained on the poisoned table, serving the batch as the feed sent it; the healed champion, serving the batch the
-loop healed when it landed; and the healed champion on the batch as a working feed would have sent it (the clean
-baseline).
+way. Each side retrains that day as it does every day and serves the day's deliveries, scored against what they
+really took: without the gate, a model retrained (the loop's trainer, the loop's time split) on the table as the
+feed sent it, serving the batch as sent; with the gate, the champion after the loop's run on that day (the version
+that serves), serving the batch the loop healed; and that champion on the batch as a working feed would have sent
+it (the clean baseline). The batch in metres is newer than a retrain's training split (`demo.story.HISTORY_DAYS`),
+so the retrain without the gate learned km only and is served metres.
 """
 
 from __future__ import annotations
@@ -21,9 +23,8 @@ from controlplane.pipeline import run_pipeline
 from controlplane.runs.journal import Event, RunRecord
 from controlplane.spec import load_spec
 from controlplane.workspace import Workspace
-from demo.generate import generate_eta_features
-from demo.seed import INITIAL_DAYS, PIPELINE
-from demo.story import NEW_DAYS, land_batch, ms
+from demo.seed import PIPELINE
+from demo.story import as_generated, broken_training_rows, land_batch, ms, new_deliveries
 from training.model import evaluate, fit, time_holdout
 
 __all__ = ["ServedDay", "serve_next_day"]
@@ -35,10 +36,12 @@ class ServedDay:
 
     metric: str
     rows: int
-    poisoned: float  # trained on the poisoned table, serving the batch as the broken feed sent it
-    healed: float  # the healed champion, serving the batch the loop healed
-    clean: float  # the healed champion, serving the batch as a working feed would have sent it
-    champion: int  # the healed champion's version
+    without_gate: float  # retrained on the table as the broken feed sent it, serving the batch as sent
+    healed: float  # the champion after the day's run, serving the batch the loop healed
+    clean: float  # that champion, serving the batch as a working feed would have sent it
+    champion: int  # the version that serves after the day's run
+    broken_in_training: int  # training rows in metres of the retrain without the gate
+    training_rows: int
     run: RunRecord  # the loop's run on the next day's batch
 
 
@@ -53,28 +56,30 @@ def serve_next_day(
     """Land the next day's broken batch, let the loop run on it, and score the three models on that day."""
     spec = load_spec(ws, PIPELINE)
     training = spec.training
-    poisoned_table = pd.read_parquet(ws.run_dir(healed_run.run_id) / "sandbox" / "input.parquet")
-    with training_errors_mapped():
-        poisoned_model = fit(training, time_holdout(poisoned_table, training.time_column, training.holdout_fraction)[0])
-        store = open_store(ws)
-        champion = store.champion_version(spec.name)
-        if champion is None:
-            raise WorkspaceError(f"{spec.name} has no champion to serve", "run the demo again with --reset")
-        healed_model = store.load_model(spec.name, champion)
-    served_after = pd.read_parquet(spec.data)[training.time_column].max()
+    history = pd.read_parquet(spec.data)
+    served_after = history[training.time_column].max()
     day = now + timedelta(days=1)
-    days = INITIAL_DAYS + NEW_DAYS + 1  # the same days as before, and one more
-    land_batch(ws, spec, seed=seed, anchor=day, metres=True, days=days)
+    as_meant = new_deliveries(history, seed=seed, anchor=day)
+    land_batch(ws, spec, seed=seed, anchor=day, metres=True)
     as_sent = _after(pd.read_parquet(spec.data), training.time_column, served_after)
     run = run_pipeline(ws, spec, now_ms=ms(day + timedelta(minutes=5)), listener=listener)
     as_healed = _after(pd.read_parquet(spec.data), training.time_column, served_after)
-    as_meant = _after(generate_eta_features(days=days, seed=seed, anchor=day), training.time_column, served_after)
+    # without the gate nothing was ever healed: the table holds the first broken batch as it came, and today's
+    sent_table = pd.concat([pd.read_parquet(ws.run_dir(healed_run.run_id) / "sandbox" / "input.parquet"), as_sent])
     with training_errors_mapped():
-        poisoned, healed, clean = (
+        train, _ = time_holdout(sent_table, training.time_column, training.holdout_fraction)
+        without_gate_model = fit(training, train)
+        store = open_store(ws)
+        champion = store.champion_version(spec.name)  # read after the run: the version that serves today
+        if champion is None:
+            raise WorkspaceError(f"{spec.name} has no champion to serve", "run the demo again with --reset")
+        champion_model = store.load_model(spec.name, champion)
+        without_gate, healed, clean = (
             evaluate(training, model, batch)[training.metric]
-            for model, batch in ((poisoned_model, as_sent), (healed_model, as_healed), (healed_model, as_meant))
+            for model, batch in ((without_gate_model, as_sent), (champion_model, as_healed), (champion_model, as_meant))
         )
-    return ServedDay(training.metric, len(as_sent), poisoned, healed, clean, champion, run)
+    broken = broken_training_rows(train, as_generated(sent_table, seed=seed, anchor=day))
+    return ServedDay(training.metric, len(as_sent), without_gate, healed, clean, champion, broken, len(train), run)
 
 
 def _after(frame: pd.DataFrame, time_column: str, moment: pd.Timestamp) -> pd.DataFrame:

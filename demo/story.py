@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -17,12 +18,27 @@ from controlplane.runs.journal import Event, RunRecord
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.workspace import Workspace
 from demo.generate import generate_eta_features
-from demo.seed import CANCEL_PIPELINE, INITIAL_DAYS, PIPELINE, UPSTREAMS, seed_estate
+from demo.seed import CANCEL_PIPELINE, PIPELINE, UPSTREAMS, seed_estate
 from training.model import evaluate, fit, time_holdout
 
-__all__ = ["DemoResult", "run_demo", "land_batch", "ms", "NEW_DAYS"]
+__all__ = [
+    "DemoResult",
+    "run_demo",
+    "land_batch",
+    "as_generated",
+    "new_deliveries",
+    "broken_training_rows",
+    "ms",
+    "NEW_DAYS",
+    "HISTORY_DAYS",
+]
 
 NEW_DAYS = 10
+# The estate the story starts from: the batch in metres is then the newest 10 of 60 days (17%), newer than the
+# newest 20% (`holdout_fraction`) a retrain holds out, so a retrain on the table as sent learns km only and is
+# served metres. With 30 days the batch was 10 of 40 (25%): two of its days fell in the training split, and the
+# boosted trees learned metres as a regime of their own from the newest rows (it served better than the healed model).
+HISTORY_DAYS = 50
 
 
 @dataclass(frozen=True)
@@ -31,6 +47,8 @@ class DemoResult:
     healed: RunRecord
     mae_poisoned: float
     mae_healed: float
+    broken_in_training: int  # training rows of the model on the poisoned data that the heal changed
+    training_rows: int
     now: datetime  # the instant the poisoned batch landed
 
 
@@ -44,8 +62,8 @@ def run_demo(
 ) -> DemoResult:
     now = (now or datetime.now(timezone.utc)).replace(minute=0, second=0, microsecond=0)
     first_day = now - timedelta(days=NEW_DAYS)
-    say(f"[1/6] seeding the delivery estate: {INITIAL_DAYS} days of orders up to {first_day:%Y-%m-%d}")
-    seed_estate(ws, seed=seed, anchor=first_day)
+    say(f"[1/6] seeding the delivery estate: {HISTORY_DAYS} days of orders up to {first_day:%Y-%m-%d}")
+    seed_estate(ws, seed=seed, anchor=first_day, days=HISTORY_DAYS)
     spec = load_spec(ws, PIPELINE)
     say("[2/6] first runs on clean data: delivery-eta and cancel-risk each promote a first champion")
     first = run_pipeline(ws, spec, now_ms=ms(first_day + timedelta(hours=1)), listener=listener)
@@ -56,23 +74,25 @@ def run_demo(
     healed = run_pipeline(ws, spec, now_ms=ms(now + timedelta(minutes=5)), listener=listener)
     say("[5/6] customer impact: a model trained on the poisoned data vs the healed one, same holdout")
     impact = healed.impact
+    poisoned_path = ws.run_dir(healed.run_id) / "sandbox" / "input.parquet"
     if impact is not None and impact.poisoned is not None and impact.healed is not None:  # measured by the run
         mae_poisoned, mae_healed = float(impact.poisoned), float(impact.healed)
     else:
-        poisoned_path = ws.run_dir(healed.run_id) / "sandbox" / "input.parquet"
         mae_poisoned, mae_healed = customer_impact(spec, poisoned_path, spec.data)
-    return DemoResult(first, healed, mae_poisoned, mae_healed, now)
+    training = spec.training
+    poisoned = pd.read_parquet(poisoned_path)
+    with training_errors_mapped():
+        poisoned_train, _ = time_holdout(poisoned, training.time_column, training.holdout_fraction)
+    broken = broken_training_rows(poisoned_train, as_generated(poisoned, seed=seed, anchor=now))
+    return DemoResult(first, healed, mae_poisoned, mae_healed, broken, len(poisoned_train), now)
 
 
-def land_batch(
-    ws: Workspace, spec: PipelineSpec, *, seed: int, anchor: datetime, metres: bool, days: int = INITIAL_DAYS + NEW_DAYS
-) -> None:
+def land_batch(ws: Workspace, spec: PipelineSpec, *, seed: int, anchor: datetime, metres: bool) -> None:
     """A new batch: the deliveries after the table's last one, up to `anchor`, appended to the rows already there
     (which stay exactly as they are, whatever `seed` made them); upstreams report fresh loads. With `metres`, the
     new rows' distance is written in metres — the orders service changed, not the past."""
     table = pd.read_parquet(spec.data)
-    generated = generate_eta_features(days=days, seed=seed, anchor=anchor)
-    batch = generated[generated["event_ts"] > table["event_ts"].max()].astype(table.dtypes.to_dict())
+    batch = new_deliveries(table, seed=seed, anchor=anchor)
     if metres:
         batch["distance_km"] *= 1000.0
     frame = pd.concat([table, batch], ignore_index=True)
@@ -83,6 +103,25 @@ def land_batch(
             touched = last_modified_mcps(metadata, urn, stamp)
             assert touched, f"upstream {urn} missing from the seeded estate"
             metadata.emit(touched, stamp)
+
+
+def as_generated(table: pd.DataFrame, *, seed: int, anchor: datetime) -> pd.DataFrame:
+    """The deliveries the generator makes over the table's days up to `anchor`, as a working feed sends them: drawn
+    from the table's first day (the estate's), so each day is the one the estate's generator made."""
+    days = math.ceil((pd.Timestamp(anchor) - table["event_ts"].min()) / pd.Timedelta(days=1))
+    return generate_eta_features(days=days, seed=seed, anchor=anchor).astype(table.dtypes.to_dict())
+
+
+def new_deliveries(table: pd.DataFrame, *, seed: int, anchor: datetime) -> pd.DataFrame:
+    """The generator's deliveries after the table's last one, up to `anchor`, as a working feed sends them."""
+    generated = as_generated(table, seed=seed, anchor=anchor)
+    return generated[generated["event_ts"] > table["event_ts"].max()].reset_index(drop=True)
+
+
+def broken_training_rows(train: pd.DataFrame, meant: pd.DataFrame) -> int:
+    """Rows of a training split whose distance is not the one the generator meant (matched by order): in metres."""
+    meant_distance = meant.set_index("order_id")["distance_km"]
+    return int((train["distance_km"].to_numpy() != meant_distance.loc[train["order_id"]].to_numpy()).sum())
 
 
 def customer_impact(spec: PipelineSpec, poisoned: Path, healed: Path) -> tuple[float, float]:

@@ -78,7 +78,7 @@ def copy_workspace(source: Workspace, target: Path) -> Workspace:
 
 def poison(ws: Workspace) -> None:
     """Ten more days of a slowing city land, with distance written in metres (as in test_gates)."""
-    land_batch(ws, load_spec(ws, PIPELINE), seed=7, anchor=LATER, metres=True, days=50)
+    land_batch(ws, load_spec(ws, PIPELINE), seed=7, anchor=LATER, metres=True)
 
 
 @contextmanager

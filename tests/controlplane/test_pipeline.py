@@ -84,10 +84,13 @@ def test_mlflow_champion_is_the_healed_version(demo_run):
     assert run.data.tags["kintsugi.dataset.content_hash"] == content_hash(ws.data / "eta_features.parquet")
 
 
-def test_healed_model_is_better_for_customers(demo_run):
-    """Only the newest batch (10 of 50 days) was in metres: the harm to a tree model is real but modest."""
+def test_a_break_newer_than_the_training_split_leaves_the_holdout_score_unchanged(demo_run):
+    """The batch in metres (10 of 60 days) is newer than the newest 20% a retrain holds out: the model trained on the
+    poisoned table trained on no row in metres, so on the healed holdout it scores as the healed one. The harm is in
+    what it is served (tests/demo/test_serving.py)."""
     _, result = demo_run
-    assert result.mae_healed < result.mae_poisoned
+    assert result.broken_in_training == 0 and result.training_rows > 0
+    assert result.mae_healed == result.mae_poisoned
 
 
 def test_healed_table_holds_kilometres_and_source_was_kept(demo_run):

@@ -43,7 +43,7 @@ def test_the_third_unit_failure_links_the_first_two_reuses_the_heal_and_is_criti
     runs = []
     for day in (0, 1):  # the demo healed the first; the orders service writes metres twice more
         anchor = LATER + timedelta(days=day)  # one more day each time: the rows already there stay as they were
-        land_batch(ws, spec, seed=7, anchor=anchor, metres=True, days=50 + day)
+        land_batch(ws, spec, seed=7, anchor=anchor, metres=True)
         runs.append(run_pipeline(ws, spec, now_ms=ms(anchor + timedelta(minutes=5))))
     assert all(r.resolved for r in runs), [r.outcome for r in runs]
     (first, one), (second, two), (third, three) = _unit_incidents(ws)
@@ -101,8 +101,8 @@ def test_the_demo_incident_postmortem_is_written_to_datahub_and_printed(demo_cop
     assert out.startswith("# Postmortem: unit_mismatch on distance_km")
     assert f"holdout mae of a model trained on the poisoned data: {impact.poisoned:.4g}" in out
     assert f"on the healed data (v2): {impact.healed:.4g}" in out
-    # only the newest batch was written in metres: the harm is real but modest (about 2.66 vs 2.59 minutes)
-    assert impact.poisoned > impact.healed
+    # the batch in metres is newer than the training split: trained on the same rows, scored the same on the holdout
+    assert impact.poisoned == impact.healed
     assert (result.mae_poisoned, result.mae_healed) == (impact.poisoned, impact.healed)  # the demo's numbers
     assert "playbook `unit_rescale` on `distance_km`" in out and "rows touched" in out
     assert f"{PIPELINE} v2 trained on the healed data: APPROVED" in out
