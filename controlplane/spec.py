@@ -2,7 +2,9 @@
 
 Beside the model and the gate, a spec names the engine that profiles and heals its table (`engine: arrow`, the
 default, in this process; `engine: spark` with `spark: {master: "local[2]" | "sc://host:port"}`) and the row budget
-of training (`training: {row_budget: N}`: more labelled rows than that train on a seeded, time-stratified sample).
+of training (`training: {row_budget: N}`: more labelled rows than that train on a seeded, time-stratified sample), and its
+governance rules (`governance: {pii_allowed_in_domain: urn:li:domain:ID, escalate: [deprecated_upstream]}`), which
+may only escalate a finding of the governance scan or record an exception (`controlplane.models.governance`).
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controlplane.datahub.urns import check_dataset_urn
+from controlplane.datahub.urns import check_dataset_urn, check_domain_urn
 from controlplane.errors import InputError, PipelineNotFound, SpecError
 from controlplane.models.gate import DEFAULT_LEVEL_WITHIN, DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN, check_rules
+from controlplane.models.governance import GovernanceKind, GovernanceRules
 from controlplane.onboard.safeyaml import YamlRefused, load_yaml
 from controlplane.vocab import Policy
 from controlplane.workspace import Workspace
@@ -64,6 +67,7 @@ class PipelineSpec:
     engine: str = "arrow"  # what profiles and heals the table: arrow (this process) or spark
     spark_master: str | None = None  # engine spark: local[N] or sc://host:port (Spark Connect)
     row_budget: int = DEFAULT_ROW_BUDGET  # labelled rows above this train on a seeded, time-stratified sample
+    governance: GovernanceRules = GovernanceRules()  # escalations and the PII exception (`models.governance`)
 
 
 def check_pipeline_name(name: str) -> str:
@@ -151,6 +155,7 @@ def _build(raw: dict[str, Any], path: Path, ws: Workspace) -> PipelineSpec:
         engine,
         master,
         _row_budget(raw.get("training"), path),
+        _governance(raw.get("governance"), path),
     )
 
 
@@ -217,6 +222,26 @@ def _row_budget(training: Any, path: Path) -> int:
             f"use a positive whole number of rows, e.g. row_budget: {DEFAULT_ROW_BUDGET}",
         )
     return budget
+
+
+def _governance(value: Any, path: Path) -> GovernanceRules:
+    """`governance: {pii_allowed_in_domain: DOMAIN_URN, escalate: [KIND, ...]}`: each key optional."""
+    example = "write governance: {pii_allowed_in_domain: urn:li:domain:ID, escalate: [deprecated_upstream]}"
+    if value is None:
+        return GovernanceRules()
+    if not isinstance(value, dict) or set(value) - {"pii_allowed_in_domain", "escalate"}:
+        raise SpecError(f"pipeline spec {path} has governance: {value!r}", example)
+    domain = value.get("pii_allowed_in_domain")
+    if domain is not None:
+        check_domain_urn(str(domain), f"pipeline spec {path} governance.pii_allowed_in_domain")
+    escalate = value.get("escalate") or []
+    kinds = {k.value for k in GovernanceKind}
+    if not isinstance(escalate, list) or not all(isinstance(k, str) and k in kinds for k in escalate):
+        raise SpecError(
+            f"pipeline spec {path} has governance escalate {escalate!r}",
+            f"list finding kinds among {', '.join(sorted(kinds))}, e.g. escalate: [deprecated_upstream]",
+        )
+    return GovernanceRules(None if domain is None else str(domain), tuple(GovernanceKind(k) for k in escalate))
 
 
 def _check_schedule(schedule: Any, path: Path) -> None:

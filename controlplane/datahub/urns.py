@@ -12,9 +12,12 @@ from datahub.metadata.urns import (
     DataPlatformUrn,
     DataProcessInstanceUrn,
     DatasetUrn,
+    DomainUrn,
     IncidentUrn,
     MlModelGroupUrn,
     MlModelUrn,
+    SchemaFieldUrn,
+    StructuredPropertyUrn,
     TagUrn,
 )
 
@@ -31,6 +34,10 @@ __all__ = [
     "parse_model_group_urn",
     "dataset_platform",
     "check_dataset_urn",
+    "check_domain_urn",
+    "schema_field_urn",
+    "parse_schema_field_urn",
+    "structured_property_urn",
     "tag_urn",
     "dataset_urn",
     "guid",
@@ -117,3 +124,32 @@ def check_dataset_urn(urn: str, where: str) -> str:
             "write it as urn:li:dataset:(urn:li:dataPlatform:PLATFORM,NAME,PROD)",
         ) from exc
     return urn
+
+
+def check_domain_urn(urn: str, where: str) -> str:
+    """The URN if it is a well-formed DataHub domain URN; one clear error otherwise."""
+    try:
+        DomainUrn.from_string(urn)
+    except Exception as exc:
+        raise InputError(
+            f"{where}: {urn[:200]!r} is not a DataHub domain URN ({type(exc).__name__})",
+            "write it as urn:li:domain:ID (the domain's URN as DataHub shows it)",
+        ) from exc
+    return urn
+
+
+def schema_field_urn(dataset: str, column: str) -> str:
+    return str(SchemaFieldUrn(dataset, column))
+
+
+def parse_schema_field_urn(urn: str) -> tuple[str, str] | None:
+    """(dataset URN, field path) of a schemaField URN, or None when it is not one."""
+    try:
+        parsed = SchemaFieldUrn.from_string(urn)
+    except Exception:
+        return None
+    return parsed.parent, parsed.field_path
+
+
+def structured_property_urn(qualified_name: str) -> str:
+    return str(StructuredPropertyUrn(qualified_name))

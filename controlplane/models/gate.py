@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 
 from controlplane.errors import SpecError
+from controlplane.models.governance import GovernanceFinding, GovernanceSeverity
 from controlplane.vocab import Verdict
 from profiles.records import Record
 from training.model import relative_gain
@@ -66,6 +67,10 @@ class PromotionEvidence(Record):
     label: str | None = None
     leaned_on: tuple[str, ...] = ()  # the features the candidate leans on, most important first
     gain_error: float | None = None  # the gain's sampling error on the holdout (`training.model.gain_error_of`)
+    governance: tuple[GovernanceFinding, ...] | None = None  # the scan of the training lineage; None: not scanned
+
+    def governed(self, severity: GovernanceSeverity) -> list[GovernanceFinding]:
+        return [f for f in self.governance or () if f.severity is severity]
 
 
 @dataclass(frozen=True)
@@ -116,21 +121,28 @@ def decide(
         level = f"level with the champion within the holdout's sampling error (±{tolerance:.2%}): {where}"
         return _soft(evidence, gain, [level], min_gain)
     measured = f" (sampling error ±{error:.2%})" if error is not None and math.isfinite(error) else ""
-    return PromotionDecision(Verdict.NEEDS_REVIEW, (f"gain below {min_gain:.1%}{measured}: {where}",), gain)
+    below = f"gain below {min_gain:.1%}{measured}: {where}"
+    return PromotionDecision(Verdict.NEEDS_REVIEW, (below, *_governance_reasons(evidence)), gain)
+
+
+def _governance_reasons(evidence: PromotionEvidence) -> list[str]:
+    """The exceptions the scan recorded, then what it asks a person to review."""
+    return [f"governance exception: {f.message}" for f in evidence.governed(GovernanceSeverity.EXCEPTION)] + [
+        f"governance asks for review: {f.message}" for f in evidence.governed(GovernanceSeverity.REVIEW)
+    ]
 
 
 def _soft(evidence: PromotionEvidence, gain: float | None, reasons: list[str], min_gain: float) -> PromotionDecision:
+    reasons += _governance_reasons(evidence)
+    review = bool(evidence.governed(GovernanceSeverity.REVIEW))
     touching, aside = _warnings_by_reach(evidence)
     if touching:
         shown = ", ".join(str(w) for w in touching)
-        return PromotionDecision(
-            Verdict.NEEDS_REVIEW,
-            (
-                *reasons,
-                f"{len(touching)} guard warning(s) on the label, a feature the model leans on or the table stand: {shown}",
-            ),
-            gain,
+        reasons.append(
+            f"{len(touching)} guard warning(s) on the label, a feature the model leans on or the table stand: {shown}"
         )
+    if review or touching:
+        return PromotionDecision(Verdict.NEEDS_REVIEW, tuple(reasons), gain)
     if aside:
         reasons.append(
             f"{len(aside)} guard warning(s) only on columns the model does not read or lean on: "
@@ -168,6 +180,9 @@ def _blocking_reasons(evidence: PromotionEvidence) -> list[str]:
         reasons.append("champion score on the holdout is missing or unreadable")
     if not evidence.snapshot_hash:
         reasons.append("content hash of the training snapshot is missing")
+    if evidence.governance is None:
+        reasons.append("the governance scan of the training lineage is missing")
+    reasons += [f"governance: {f.message}" for f in evidence.governed(GovernanceSeverity.BLOCK)]
     return reasons
 
 

@@ -23,8 +23,10 @@ from controlplane.models import passport_signing as passport
 from controlplane.models.champion_scores import ScoresKey, load_scores, save_scores
 from controlplane.models.gate import GuardWarning, PromotionDecision, PromotionEvidence, decide
 from controlplane.models.modelstore import open_store, training_errors_mapped
+from controlplane.onboard.odcs import read_contract
 from controlplane.runs.context import RunContext, crash_point
 from controlplane.stages.detect import TrainingView
+from controlplane.stages.governance import govern
 from controlplane.stages.pin import verify_file
 from controlplane.vocab import LedgerKind, Stage
 from profiles.records import Record
@@ -79,6 +81,7 @@ class Assessment(Record):
     lineage: tuple[str, ...]
     health: dict[str, list[dict[str, Any]]]
     unhealed: tuple[str, ...]
+    label_freshness: str | None = None  # the label freshness SLA the guard checked; None: the contract sets none
 
 
 @dataclass(frozen=True)
@@ -330,7 +333,8 @@ def assess(run: RunContext, trained: Trained, *, also_now: bool = False) -> Asse
     """Read the evidence from the stores now and let the pure gate decide.
 
     The data's health is read at the training instant (an incident recorded later whose window covers it
-    counts); `also_now` adds what is unhealed at the run's current instant (a resumed run's approval)."""
+    counts); `also_now` adds what is unhealed at the run's current instant (a resumed run's approval). The
+    lineage's classification (tags, terms, domains, deprecation, column lineage) is read as DataHub holds it now."""
     spec = run.spec
     lineage = tuple(node.urn for node in walk_upstream(run.metadata, spec.feature_table))
     datasets, healed = {spec.feature_table, *lineage}, [r.urn for r in trained.incidents]
@@ -352,6 +356,15 @@ def assess(run: RunContext, trained: Trained, *, also_now: bool = False) -> Asse
         label=spec.training.target,
         leaned_on=trained.leaned_on,
         gain_error=trained.gain_error,
+        governance=govern(run.metadata, spec, lineage),
     )
     decision = decide(evidence, spec.promotion.min_gain, spec.promotion.max_regression, spec.promotion.level_within)
-    return Assessment(evidence, decision, lineage, health, unhealed)
+    return Assessment(evidence, decision, lineage, health, unhealed, _label_freshness(run))
+
+
+def _label_freshness(run: RunContext) -> str | None:
+    """The label freshness the contract asks for and the guard checked (e.g. `label_ts within 24 h`), or None."""
+    contract, _ = read_contract(run.metadata, run.spec.feature_table)
+    if contract is None or contract.label_timestamp_column is None or contract.label_freshness_hours is None:
+        return None
+    return f"{contract.label_timestamp_column} within {contract.label_freshness_hours:g} h"

@@ -34,6 +34,7 @@ GOOD = PromotionEvidence(
     snapshot_hash="sha256:x",
     label="eta",
     leaned_on=("distance",),
+    governance=(),
 )
 
 
@@ -55,6 +56,7 @@ def test_gate_approves_complete_evidence_that_beats_the_champion():
         {"champion_score": None},
         {"snapshot_hash": None},
         {"unhealed_upstream_incidents": ("urn:li:incident:x",)},
+        {"governance": None},
     ],
 )
 def test_missing_or_failing_evidence_is_never_approved(missing):
