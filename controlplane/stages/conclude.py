@@ -1,5 +1,8 @@
-"""Conclude: the passport, DataHub write-back, the verdict in MLflow, and (when APPROVED) the champion alias.
+"""Conclude: the trust score, the passport, DataHub write-back, the verdict in MLflow, and (when APPROVED) the
+champion alias.
 
+The trust score (`controlplane.models.trust`) and the governance scan go into the signed passport, and the score
+into DataHub as structured properties of the version and its group, in the same journaled write as the version.
 DataHub is written before the alias moves, so a failure there promotes nothing; every write is journaled
 before it is made. Exactly one version of a model carries DataHub's `champion` tag: the alias move moves it.
 """
@@ -12,10 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from controlplane.datahub.models import TrainedVersion, champion_tag_mcps, model_mcps, read_model_tags, read_passport
+from controlplane.datahub.trust_properties import trust_mcps
 from controlplane.datahub.urns import model_urn
 from controlplane.models import passport_signing as passport
 from controlplane.models.gate import PromotionDecision
+from controlplane.models.governance import GovernanceSeverity
 from controlplane.models.modelstore import open_store, training_errors_mapped
+from controlplane.models.trust import TrustEvidence, TrustScore, trust_score
 from controlplane.runs.context import RunContext, crash_point
 from controlplane.stages.acceptances import in_force_since, load_acceptances
 from controlplane.stages.train import Assessment, Trained
@@ -59,10 +65,10 @@ def conclude(run: RunContext, trained: Trained, assessment: Assessment, approval
     with training_errors_mapped():
         store = open_store(run.ws)
         model_dir = store.download_model(name, trained.version, run.journal.run_dir / "model")
-    document, verdict, reasons = _signed(run, trained, assessment, verdict, reasons, approval, model_dir)
+    document, verdict, reasons, trust = _signed(run, trained, assessment, verdict, reasons, approval, model_dir)
     with training_errors_mapped():
         store.log_json_artifact(trained.mlflow_run, "passport.json", document)
-    _write_back(run, trained, verdict, reasons, document)
+    _write_back(run, trained, verdict, reasons, document, trust, _exceptions(assessment))
     crash_point("conclude:after-datahub")
     with run.journal.writing(LedgerKind.MLFLOW_TAGS, f"{name}/{trained.version}", verdict=verdict.value):
         with training_errors_mapped():
@@ -81,11 +87,13 @@ def conclude(run: RunContext, trained: Trained, assessment: Assessment, approval
     run.event(
         Stage.PROMOTE,
         verdict.value,
-        summary,
+        f"{summary} (trust {trust.score}/100, {trust.band.value})",
         verdict=verdict.value,
         reasons=reasons,
         version=trained.version,
         gain=assessment.decision.gain,
+        trust=trust.to_dict(),
+        governance=[f.to_dict() for f in assessment.evidence.governance or ()],
     )
     return Concluded(verdict, summary)
 
@@ -98,19 +106,52 @@ def _signed(
     reasons: list[str],
     approval: Approval | None,
     model_dir: Path,
-) -> tuple[dict[str, Any], Verdict, list[str]]:
-    """The signed passport; a candidate whose passport (or model files) could not be signed is BLOCKED."""
+) -> tuple[dict[str, Any], Verdict, list[str], TrustScore]:
+    """The signed passport and the trust it states; a candidate whose passport (or model files) could not be signed
+    is BLOCKED, and its trust says so."""
+    accepted = _acceptances_since_champion(run, trained)
     if trained.unsealed is not None:
         why = f"the model's files could not be signed: {trained.unsealed}"
     else:
+        trust = trust_of(run, trained, assessment, accepted, None)
         try:
-            body = passport_body(run, trained, assessment, verdict, reasons, approval)
-            return passport.sign(run.ws, body, model_dir), verdict, reasons
+            body = passport_body(run, trained, assessment, verdict, reasons, approval, trust, accepted)
+            return passport.sign(run.ws, body, model_dir), verdict, reasons, trust
         except passport.SigningError as exc:
             why = f"the passport could not be signed: {exc}"
     reasons = [why, *reasons]
-    body = passport_body(run, trained, assessment, Verdict.BLOCKED, reasons, approval)
-    return passport.unsigned(body, why), Verdict.BLOCKED, reasons
+    trust = trust_of(run, trained, assessment, accepted, why)
+    body = passport_body(run, trained, assessment, Verdict.BLOCKED, reasons, approval, trust, accepted)
+    return passport.unsigned(body, why), Verdict.BLOCKED, reasons, trust
+
+
+def trust_of(
+    run: RunContext,
+    trained: Trained,
+    assessment: Assessment,
+    accepted: list[dict[str, Any]],
+    unsigned: str | None,
+) -> TrustScore:
+    """The version's trust score, from the evidence the run holds (`unsigned`: why it cannot be signed)."""
+    evidence = assessment.evidence
+    return trust_score(
+        TrustEvidence(
+            guard_verdict=evidence.guard_verdict,
+            guard_warnings=evidence.guard_warnings,
+            acceptances=tuple(f"{a['kind']}:{a['column'] or '-'} by {a['by']}" for a in accepted),
+            heal_steps=tuple(f"{s.get('playbook')} on {s.get('column') or '-'}" for s in trained.remediations),
+            label_freshness=assessment.label_freshness,
+            has_champion=evidence.has_champion,
+            gain=assessment.decision.gain,
+            min_gain=run.spec.promotion.min_gain,
+            governance=evidence.governance,
+            unsigned=unsigned,
+        )
+    )
+
+
+def _exceptions(assessment: Assessment) -> list[str]:
+    return [f.message for f in assessment.evidence.governed(GovernanceSeverity.EXCEPTION)]
 
 
 def move_champion(run: RunContext, version: int | None, *, restoring: bool = False) -> None:
@@ -142,7 +183,13 @@ def _key_of(document: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _write_back(
-    run: RunContext, trained: Trained, verdict: Verdict, reasons: list[str], document: dict[str, Any]
+    run: RunContext,
+    trained: Trained,
+    verdict: Verdict,
+    reasons: list[str],
+    document: dict[str, Any],
+    trust: TrustScore,
+    exceptions: list[str],
 ) -> None:
     spec = run.spec
     version = TrainedVersion(
@@ -160,9 +207,13 @@ def _write_back(
         signing_key=_key_of(document),
     )
     tags = read_model_tags(run.metadata, model_urn(spec.name, trained.version))
-    mcps = model_mcps(version, tags)
+    mcps = model_mcps(version, tags) + trust_mcps(run.metadata, spec.name, trained.version, trust, exceptions)
     with run.journal.writing(
-        LedgerKind.DATAHUB, model_urn(spec.name, trained.version), what="mlModel+group+lineage+process", count=len(mcps)
+        LedgerKind.DATAHUB,
+        model_urn(spec.name, trained.version),
+        what="mlModel+group+lineage+process+trust",
+        count=len(mcps),
+        trust=trust.score,
     ):
         run.metadata.emit(mcps, run.now_ms)
 
@@ -174,9 +225,12 @@ def passport_body(
     verdict: Verdict,
     reasons: list[str],
     approval: Approval | None,
+    trust: TrustScore,
+    accepted: list[dict[str, Any]],
 ) -> dict[str, Any]:
+    """What the passport signs: how the version was made, on what, judged how — its governance scan and trust
+    score included (passports signed before they were added verify as they were signed)."""
     spec = run.spec
-    accepted = _acceptances_since_champion(run, trained)
     return {
         "pipeline": spec.name,
         "version": trained.version,
@@ -215,6 +269,11 @@ def passport_body(
         "lineage": list(assessment.lineage),
         "health_at_training": assessment.health,
         "unhealed_at_training": list(assessment.unhealed),
+        "governance": {
+            "rules": spec.governance.to_dict(),
+            "findings": [f.to_dict() for f in assessment.evidence.governance or ()],
+        },
+        "trust": trust.to_dict(),
         **({"training_sample": trained.sample} if trained.sample else {}),  # over the row budget: what was fit
         **({"acceptances": accepted} if accepted else {}),  # blocks accepted as the new normal since the champion
     }
