@@ -12,12 +12,12 @@ import typer
 from controlplane.cli.options import WorkspaceOption, echo_event
 from controlplane.datahub.config import load_gms_config
 from controlplane.errors import WorkspaceError
-from controlplane.workspace import resolve_workspace
+from controlplane.workspace import Workspace, resolve_workspace
 
 if TYPE_CHECKING:
     from demo.serving import ServedDay
 
-__all__ = ["demo", "register", "served_table", "in_metres"]
+__all__ = ["demo", "register", "served_table", "in_metres", "trust_line"]
 
 
 def demo(
@@ -57,6 +57,7 @@ def demo(
     typer.echo(f"  model trained on healed data:   {result.mae_healed:6.2f} min")
     typer.echo(f"  ({in_metres(result.broken_in_training, result.training_rows)})")
     typer.echo("\n" + served_table(served))
+    typer.echo("\n" + trust_line(ws, served.champion))
     typer.echo(f"\nworkspace {ws.root}  ({time.monotonic() - started:.0f} s)")
 
 
@@ -77,6 +78,21 @@ def in_metres(broken: int, rows: int) -> str:
     """How many of a model's training rows were in metres, said as measured."""
     said = f"{broken} of its {rows} training rows in metres"
     return said + (": the batch in metres is newer than the training split" if broken == 0 else "")
+
+
+def trust_line(ws: Workspace, version: int) -> str:
+    """The champion's trust score and its deductions, as DataHub's structured properties hold them."""
+    from controlplane.datahub.connect import metadata_session
+    from controlplane.datahub.trust_properties import read_trust
+    from controlplane.datahub.urns import model_urn
+    from demo.seed import PIPELINE
+
+    with metadata_session(ws, read_only=True) as metadata:
+        trust = read_trust(metadata, model_urn(PIPELINE, version))
+    if trust is None or trust.score is None:
+        return f"=== trust of the champion v{version}: not recorded ==="
+    taken = "; ".join(f"-{d.points} {d.reason}" for d in trust.deductions) or "no deduction"
+    return f"=== trust of the champion v{version}: {trust.score:.0f}/100, {trust.band} ({taken}) ==="
 
 
 def register(app: typer.Typer) -> None:

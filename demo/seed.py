@@ -1,4 +1,7 @@
-"""Seed the delivery estate into a workspace: data, pipeline spec, contract, and DataHub metadata."""
+"""Seed the delivery estate into a workspace: data, pipeline spec, contract, and DataHub metadata.
+
+One field of an upstream carries a glossary term that marks it PII (`PII_FIELD`): the couriers' id, which no model
+trains on, so the governance scan notes it and the trust score shows the deduction."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from typing import Callable
 
 import pandas as pd
 
+from controlplane.datahub.classifications import field_marker_mcps
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import contract_mcps
 from controlplane.datahub.datasets import SchemaColumn, dataset_mcps, profile_mcps
@@ -33,6 +37,7 @@ __all__ = [
     "CANCEL_PIPELINE",
     "CANCEL_TABLE",
     "TABLES",
+    "PII_FIELD",
 ]
 
 PIPELINE = "delivery-eta"
@@ -43,6 +48,7 @@ ORDERS = "urn:li:dataset:(urn:li:dataPlatform:postgres,delivery.public.orders,PR
 COURIERS = "urn:li:dataset:(urn:li:dataPlatform:postgres,delivery.public.couriers,PROD)"
 WEATHER = "urn:li:dataset:(urn:li:dataPlatform:s3,weather-feed/hourly,PROD)"
 UPSTREAMS = (ORDERS, COURIERS, WEATHER)
+PII_FIELD = (COURIERS, "courier_id", "urn:li:glossaryTerm:Classification.PII")  # dataset, field, term
 INITIAL_DAYS = 30
 _OWNER = "urn:li:corpGroup:delivery-data"
 _UPSTREAM_SCHEMAS = {
@@ -127,6 +133,7 @@ def seed_estate(ws: Workspace, *, seed: int, anchor: datetime, days: int = INITI
                 ),
                 anchor_ms,
             )
+        metadata.emit(field_marker_mcps(metadata, *PII_FIELD, anchor_ms), anchor_ms)
         for table in TABLES:
             data = ws.data / f"{table.name}.parquet"
             write_feature_table(data, table.generate(days=days, seed=seed, anchor=anchor))

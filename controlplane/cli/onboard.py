@@ -49,6 +49,14 @@ def init(
         _Many, typer.Option(help="URN[=SLA_HOURS] of a dataset this table is made from; repeat for more.")
     ] = None,
     unit: Annotated[_Many, typer.Option(help="COLUMN=UNIT (or COLUMN=none); repeat for more.")] = None,
+    column_lineage: Annotated[
+        _Many,
+        typer.Option(
+            "--column-lineage",
+            help="COLUMN=UPSTREAM_URN:COLUMN: a column made from a column of an --upstream (DataHub's column "
+            "lineage, which the gate's governance scan traces); repeat for more.",
+        ),
+    ] = None,
     estimator: Annotated[
         Optional[str], typer.Option(help="Import path (default: HistGradientBoostingRegressor/Classifier).")
     ] = None,
@@ -82,6 +90,7 @@ def init(
         label_sla,
         owner,
         force,
+        tuple(column_lineage or ()),
     )
     onboarding.check_request(request)  # a wrong option is refused before the workspace is made
     ws = resolve_workspace(workspace).ensure()
@@ -202,10 +211,23 @@ def land(
             "whose own loads nothing reports); repeat for more."
         ),
     ] = None,
+    column_lineage: Annotated[
+        _Many,
+        typer.Option(
+            "--column-lineage",
+            help="COLUMN=UPSTREAM_URN:COLUMN: record that a column of the table is made from a column of an "
+            "upstream DataHub knows (its earlier column lineage replaced); repeat for more.",
+        ),
+    ] = None,
 ) -> None:
     """Append BATCH (a parquet or CSV file) to PIPELINE's table where it lives, and record the load in DataHub."""
     landed = landing.land(
-        require_estate(workspace), pipeline, batch, now_ms=services.parse_now(now), upstreams=tuple(upstream or ())
+        require_estate(workspace),
+        pipeline,
+        batch,
+        now_ms=services.parse_now(now),
+        upstreams=tuple(upstream or ()),
+        column_lineage=tuple(column_lineage or ()),
     )
     typer.echo(landed.record.outcome)
     if landed.created:

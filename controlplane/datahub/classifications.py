@@ -1,7 +1,7 @@
 """How DataHub classifies a dataset: its tags (globalTags) and glossary terms (glossaryTerms), the tags and terms on
 its schema fields (schemaMetadata's fields, and editableSchemaMetadata where a person added them in DataHub's UI),
-its domains and its deprecation — read into one typed record; and the writes that tag a field or put a dataset in a
-domain, as a person does in DataHub's UI.
+its domains and its deprecation — read into one typed record; and the writes that tag a field (or give it a term) or
+put a dataset in a domain, as a person does in DataHub's UI.
 
 Which names mark what (PII, restricted) is the governance scan's word (`controlplane.models.governance`); this
 module only reads the names DataHub holds.
@@ -18,7 +18,7 @@ from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_fie
 
 from controlplane.datahub.port import AspectWrite, MetadataPort
 
-__all__ = ["Marker", "FieldMarker", "Classified", "read_classified", "field_tag_mcps", "domain_mcps"]
+__all__ = ["Marker", "FieldMarker", "Classified", "read_classified", "field_marker_mcps", "domain_mcps"]
 
 _ACTOR = "urn:li:corpuser:kintsugi"
 
@@ -95,20 +95,26 @@ def _simple(field_path: str) -> str:
     return get_simple_field_path_from_v2_field_path(field_path)
 
 
-def field_tag_mcps(port: MetadataPort, dataset: str, field: str, tag: str, at_ms: int) -> list[AspectWrite]:
-    """`tag` added to the field in editableSchemaMetadata (where DataHub's UI writes it) at `at_ms`, every other
-    edit kept."""
+def field_marker_mcps(port: MetadataPort, dataset: str, field: str, marker: str, at_ms: int) -> list[AspectWrite]:
+    """A tag (`urn:li:tag:...`) or glossary term (`urn:li:glossaryTerm:...`) added to the field in
+    editableSchemaMetadata, where DataHub's UI writes it, at `at_ms`; every other edit kept."""
     editable = port.aspect(dataset, s.EditableSchemaMetadataClass) or s.EditableSchemaMetadataClass(
         editableSchemaFieldInfo=[]
     )
     infos = {info.fieldPath: info for info in editable.editableSchemaFieldInfo}
     info = infos.setdefault(field, s.EditableSchemaFieldInfoClass(fieldPath=field))
-    tags = info.globalTags or s.GlobalTagsClass(tags=[])
-    if tag not in {t.tag for t in tags.tags}:
-        tags.tags.append(s.TagAssociationClass(tag))
-    info.globalTags = tags
-    editable.editableSchemaFieldInfo = [infos[name] for name in sorted(infos)]
     stamp = s.AuditStampClass(time=at_ms, actor=_ACTOR)
+    if marker.startswith("urn:li:glossaryTerm:"):
+        terms = info.glossaryTerms or s.GlossaryTermsClass(terms=[], auditStamp=stamp)
+        if marker not in {t.urn for t in terms.terms}:
+            terms.terms.append(s.GlossaryTermAssociationClass(urn=marker))
+        info.glossaryTerms = terms
+    else:
+        tags = info.globalTags or s.GlobalTagsClass(tags=[])
+        if marker not in {t.tag for t in tags.tags}:
+            tags.tags.append(s.TagAssociationClass(marker))
+        info.globalTags = tags
+    editable.editableSchemaFieldInfo = [infos[name] for name in sorted(infos)]
     editable.lastModified = stamp
     editable.created = editable.created or stamp
     return [MCP(entityUrn=dataset, aspect=editable)]

@@ -13,9 +13,20 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
 from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.port import AspectWrite, MetadataPort
-from controlplane.datahub.urns import parse_schema_field_urn, schema_field_urn
+from controlplane.datahub.urns import check_dataset_urn, parse_schema_field_urn, schema_field_urn
+from controlplane.errors import InputError
 
-__all__ = ["ColumnRef", "ColumnEdge", "read_column_lineage", "column_lineage_mcps", "fine_grained"]
+__all__ = [
+    "ColumnRef",
+    "ColumnEdge",
+    "read_column_lineage",
+    "column_lineage_mcps",
+    "fine_grained",
+    "parse_column_edge",
+    "OPTION",
+]
+
+OPTION = "--column-lineage"
 
 _UPSTREAM_FIELDS = (s.FineGrainedLineageUpstreamTypeClass.FIELD_SET,)
 _DOWNSTREAM_FIELDS = (s.FineGrainedLineageDownstreamTypeClass.FIELD, s.FineGrainedLineageDownstreamTypeClass.FIELD_SET)
@@ -38,6 +49,18 @@ class ColumnEdge:
 
     column: str
     source: ColumnRef
+
+
+def parse_column_edge(text: str) -> ColumnEdge:
+    """`COLUMN=UPSTREAM_URN:UPSTREAM_COLUMN` (as `--column-lineage` takes it) as an edge."""
+    column, sep, source = text.partition("=")
+    urn, colon, upstream_column = source.rpartition(":")
+    if not (sep and column.strip() and colon and upstream_column.strip() and urn.endswith(")")):
+        raise InputError(
+            f"{OPTION} {text[:160]!r} is not COLUMN=UPSTREAM_URN:COLUMN",
+            f"write it as {OPTION} 'FEATURE=urn:li:dataset:(urn:li:dataPlatform:PLATFORM,NAME,PROD):COLUMN'",
+        )
+    return ColumnEdge(column.strip(), ColumnRef(check_dataset_urn(urn, OPTION), upstream_column.strip()))
 
 
 def read_column_lineage(port: MetadataPort, dataset: str) -> tuple[ColumnEdge, ...]:

@@ -5,7 +5,8 @@
     apply (writes)      under the pipeline's lock, each write journaled in an `init` record under runs/:
                         the contract and the spec under the workspace (an earlier contract kept, renamed),
                         the dataset in DataHub (properties, schema in DataHub's field types with the arrow
-                        type, owner, upstream lineage; unknown upstreams created with their freshness SLA),
+                        type, owner, upstream lineage; unknown upstreams created with their freshness SLA;
+                        the column lineage declared with --column-lineage, as DataHub's fineGrainedLineages),
                         the MLflow store (created with its migrations and marked with the workspace's id, so
                         the first run pays for neither; an existing store is only checked), the contract
                         (through `services.apply_contract`: a new version of the dataContract aspect, DataHub
@@ -29,6 +30,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
+from controlplane.datahub.column_lineage import OPTION as COLUMN_LINEAGE
+from controlplane.datahub.column_lineage import ColumnEdge, column_lineage_mcps, parse_column_edge
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.datasets import SchemaColumn, dataset_mcps, upstream_mcps
 from controlplane.datahub.port import MetadataPort
@@ -92,6 +95,7 @@ class InitRequest:
     label_sla_hours: float | None = None
     owner: str | None = None
     force: bool = False
+    column_lineage: tuple[str, ...] = ()  # COLUMN=UPSTREAM_URN:COLUMN
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,7 @@ class InitPlan:
     proposal: Proposal
     task: str
     time_read: str | None = None  # how a CSV table's time column was read from its text
+    column_edges: tuple[ColumnEdge, ...] = ()  # the column lineage declared
 
     def answered(self, hints: Hints) -> InitPlan:
         """The plan proposed again with more answers."""
@@ -204,8 +209,26 @@ def check_request(request: InitRequest) -> None:
         if not sep or not column:
             raise InputError(f"--unit {option[:80]!r} is not COLUMN=UNIT", "write it as COLUMN=UNIT, or COLUMN=none")
         given_unit(unit)
-    for upstream in request.upstreams:
-        parse_upstream(upstream)
+    upstreams = {parse_upstream(u).urn for u in request.upstreams}
+    for text in request.column_lineage:
+        edge = parse_column_edge(text)
+        if edge.source.dataset not in upstreams:
+            raise InputError(
+                f"{COLUMN_LINEAGE} {text[:160]!r} names an upstream that is not an --upstream",
+                f"name {edge.source.dataset} with --upstream too (its lineage is declared with the dataset's)",
+            )
+
+
+def _column_edges(request: InitRequest, profile: DatasetProfile) -> tuple[ColumnEdge, ...]:
+    """The declared column lineage, each column one of the table's."""
+    edges = tuple(parse_column_edge(text) for text in request.column_lineage)
+    for edge in edges:
+        if edge.column not in profile.columns:
+            raise InputError(
+                f"{COLUMN_LINEAGE} names {edge.column!r}, not a column of the table",
+                f"use one of the columns: {', '.join(profile.columns)}",
+            )
+    return edges
 
 
 def plan_init(ws: Workspace, request: InitRequest, *, now_ms: int, cwd: Path) -> InitPlan:
@@ -251,6 +274,7 @@ def plan_init(ws: Workspace, request: InitRequest, *, now_ms: int, cwd: Path) ->
         proposal,
         task,
         _TIME_READ.get(kinds.get(request.time_column, "")),
+        _column_edges(request, profile),
     )
 
 
@@ -519,6 +543,15 @@ def _register(metadata: MetadataPort, plan: InitPlan, journal: RunJournal, now_m
     )
     with journal.writing(LedgerKind.DATAHUB, plan.dataset, what="dataset+schema+owner+lineage", count=len(mcps)):
         metadata.emit(mcps, now_ms)
+    edges = column_lineage_mcps(metadata, plan.dataset, plan.column_edges) if plan.column_edges else []
+    if edges:
+        with journal.writing(
+            LedgerKind.DATAHUB,
+            plan.dataset,
+            aspect="upstreamLineage",
+            columns=sorted({e.column for e in plan.column_edges}),
+        ):
+            metadata.emit(edges, now_ms)
     return created
 
 

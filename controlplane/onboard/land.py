@@ -10,7 +10,9 @@ next run's guard judges the change.
 The load is recorded as DataHub's standard `operation` aspect on the feature table (INSERT, rows, time) and as its
 `datasetProperties.lastModified`: the aspects DataHub's own ingestion writes, and the ones the guard reads for an
 upstream's freshness (the `kintsugi.freshnessSlaHours` custom property only says how fresh it must be). With
-`--upstream URN` the load is also recorded on an upstream that nothing else reports loads of.
+`--upstream URN` the load is also recorded on an upstream that nothing else reports loads of. With
+`--column-lineage COLUMN=UPSTREAM_URN:COLUMN` the table's column lineage is recorded first (DataHub's
+fineGrainedLineages: the columns named get these edges, every other edge is kept), whether or not the batch is new.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from controlplane.datahub.column_lineage import OPTION as COLUMN_LINEAGE
+from controlplane.datahub.column_lineage import ColumnEdge, column_lineage_mcps, parse_column_edge
 from controlplane.datahub.connect import metadata_session
-from controlplane.datahub.datasets import is_known, operation_mcp
+from controlplane.datahub.datasets import is_known, operation_mcp, read_schema
 from controlplane.datahub.loads import last_modified_mcps
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import check_dataset_urn
@@ -49,7 +53,13 @@ class Landed:
 
 
 def land(
-    ws: Workspace, pipeline: str, batch: Path, *, now_ms: int | None = None, upstreams: tuple[str, ...] = ()
+    ws: Workspace,
+    pipeline: str,
+    batch: Path,
+    *,
+    now_ms: int | None = None,
+    upstreams: tuple[str, ...] = (),
+    column_lineage: tuple[str, ...] = (),
 ) -> Landed:
     spec = load_spec(ws, pipeline)
     now_ms = now_ms or int(time.time() * 1000)
@@ -60,6 +70,7 @@ def land(
         raise InputError(f"batch {batch.name} has no rows; nothing was landed", "land a file with at least one row")
     for urn in upstreams:
         check_dataset_urn(urn, "--upstream")
+    edges = tuple(parse_column_edge(text) for text in column_lineage)
     with pipeline_lock(ws, spec.name, f"land {batch.name}"):
         recover_pipeline(ws, spec.name)
         record = RunRecord(
@@ -75,6 +86,8 @@ def land(
         journal = RunJournal(ws, record)
         journal.save()
         try:
+            if edges:
+                _record_column_lineage(ws, spec, journal, edges)
             return _land(ws, spec, batch, journal, upstreams)
         except Exception as exc:
             what = str(exc) if isinstance(exc, KintsugiError) else f"{type(exc).__name__}: {exc}"
@@ -165,6 +178,35 @@ def _record_load(
         )
         with journal.writing(LedgerKind.DATAHUB, urn, aspect="operation"):
             metadata.emit([load], now_ms)
+
+
+def _record_column_lineage(
+    ws: Workspace, spec: PipelineSpec, journal: RunJournal, edges: tuple[ColumnEdge, ...]
+) -> None:
+    """The declared column lineage, each column one of the table's registered schema and each upstream known."""
+    with metadata_session(ws) as metadata:
+        check_datahub(ws, metadata)
+        columns = [c.name for c in read_schema(metadata, spec.feature_table) or []]
+        for edge in edges:
+            if edge.column not in columns:
+                raise InputError(
+                    f"{COLUMN_LINEAGE} names {edge.column!r}, not a column of {spec.feature_table} in DataHub",
+                    f"use one of the columns: {', '.join(columns) or 'none registered: onboard it with `kintsugi init`'}",
+                )
+            if not is_known(metadata, edge.source.dataset):
+                raise InputError(
+                    f"{COLUMN_LINEAGE} names {edge.source.dataset}, not a dataset DataHub knows",
+                    f"register it with `kintsugi init {spec.name} --force --upstream URN ...`",
+                )
+        mcps = column_lineage_mcps(metadata, spec.feature_table, edges)
+        if mcps:
+            with journal.writing(
+                LedgerKind.DATAHUB,
+                spec.feature_table,
+                aspect="upstreamLineage",
+                columns=sorted({e.column for e in edges}),
+            ):
+                metadata.emit(mcps, journal.record.now_ms)
 
 
 def operator_urn() -> str:
