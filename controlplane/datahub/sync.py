@@ -8,7 +8,9 @@ content again writes nothing, so GMS makes no new versions. Lite's current value
 reads them.
 
 `pull`: a team's datasets — properties, schema, lineage, ownership, status, deprecation, tags — and, along
-their upstreamLineage at any depth, each upstream's properties, deprecation and lineage, into Lite.
+their upstreamLineage at any depth, each upstream's properties, deprecation and lineage, into Lite; with, for both,
+what the governance scan reads (`controlplane.models.governance`): tags, glossary terms, field edits and domains
+(and an upstream's schema, whose fields carry tags and terms).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from controlplane.errors import InternalError, MetadataError
 
 __all__ = ["DATASET_ASPECTS", "UPSTREAM_ASPECTS", "PullReport", "PushItem", "PushPlan", "plan_push", "pull", "push"]
 
+_CLASSIFICATION: tuple[type[s._Aspect], ...] = (s.GlossaryTermsClass, s.EditableSchemaMetadataClass, s.DomainsClass)
 DATASET_ASPECTS: tuple[type[s._Aspect], ...] = (
     s.DatasetPropertiesClass,
     s.SchemaMetadataClass,
@@ -40,12 +43,16 @@ DATASET_ASPECTS: tuple[type[s._Aspect], ...] = (
     s.StatusClass,
     s.DeprecationClass,
     s.GlobalTagsClass,
+    *_CLASSIFICATION,
 )
 UPSTREAM_ASPECTS: tuple[type[s._Aspect], ...] = (
     s.DatasetPropertiesClass,
     s.DeprecationClass,
     s.StatusClass,
     s.UpstreamLineageClass,
+    s.SchemaMetadataClass,
+    s.GlobalTagsClass,
+    *_CLASSIFICATION,
 )
 _LITE_FIX = "check the workspace's datahub.db (a DataHub Lite file), or start from `kintsugi demo`"
 

@@ -110,6 +110,30 @@ def test_pull_brings_datasets_lineage_and_upstream_properties_and_repeats_as_a_n
     gms.close()
 
 
+def test_pull_brings_what_the_governance_scan_reads_so_it_finds_in_lite_what_it_finds_on_gms(team_gms, tmp_path):
+    import yaml
+
+    from controlplane.models.governance import GovernanceSeverity
+    from controlplane.spec import parse_spec
+    from controlplane.stages.governance import govern
+    from demo.seed import PII_FIELD, PIPELINE
+
+    gms = _gms(team_gms)
+    lite = LiteMetadata(tmp_path / "pulled.db")
+    pull(gms, lite, [FEATURE_TABLE], NOW_MS)
+    ws = Workspace(tmp_path / "ws")
+    source = Path(__file__).resolve().parents[3] / "demo" / "pipelines" / f"{PIPELINE}.yaml"
+    spec = parse_spec(yaml.safe_load(source.read_text()), source, ws)
+    lineage = tuple(node.urn for node in walk_upstream(gms, FEATURE_TABLE))
+    found = govern(lite, spec, lineage)
+    assert found == govern(gms, spec, lineage)
+    assert [(f.severity, f.dataset, f.source_column, f.marker) for f in found] == [
+        (GovernanceSeverity.NOTED, *PII_FIELD)
+    ]
+    lite.close()
+    gms.close()
+
+
 def test_pull_of_a_urn_the_server_does_not_hold_fails_closed(team_gms, tmp_path):
     gms = _gms(team_gms)
     lite = LiteMetadata(tmp_path / "pulled.db")

@@ -198,3 +198,30 @@ def test_an_unsigned_passport_and_a_missing_scan_bring_the_score_low():
 )
 def test_the_band_starts_at_80_and_60(score, band):
     assert band_of(score) is band
+
+
+def _spec_with(tmp_path, governance):
+    from pathlib import Path
+
+    import yaml
+
+    from controlplane.spec import parse_spec
+    from controlplane.workspace import Workspace
+
+    source = Path(__file__).resolve().parents[3] / "demo" / "pipelines" / "delivery-eta.yaml"
+    raw = {**yaml.safe_load(source.read_text()), "governance": governance}
+    return parse_spec(raw, tmp_path / "p.yaml", Workspace(tmp_path))
+
+
+def test_the_specs_governance_rules_are_read_and_only_escalations_or_the_exception_are_accepted(tmp_path):
+    from controlplane.errors import InputError, SpecError
+
+    rules = _spec_with(tmp_path, {"pii_allowed_in_domain": DOMAIN, "escalate": ["deprecated_upstream"]}).governance
+    assert rules == GovernanceRules(DOMAIN, (GovernanceKind.DEPRECATED_UPSTREAM,))
+    assert _spec_with(tmp_path, None).governance == GovernanceRules()
+    with pytest.raises(SpecError, match="has governance: "):
+        _spec_with(tmp_path, {"pii_allowed": True})
+    with pytest.raises(SpecError, match="governance escalate"):
+        _spec_with(tmp_path, {"escalate": ["drift"]})
+    with pytest.raises(InputError, match="not a DataHub domain URN"):
+        _spec_with(tmp_path, {"pii_allowed_in_domain": "analytics"})
