@@ -123,6 +123,7 @@ def _corrupted_rows(clean: pd.DataFrame, copy: PipelineCopy, scope: str) -> int:
 
 def _facts(scenario: Scenario, seen: Observed, record: RunRecord) -> dict[str, Any]:
     blocking = [f for f in seen.findings if f.severity is Severity.BLOCK]
+    detect = next((e for e in record.events if e.stage == "detect"), None)
     heal = next((e for e in record.events if e.stage == "heal"), None)
     quarantine = (heal.evidence.get("quarantine") or {}) if heal is not None and seen.healed else {}
     return {
@@ -132,6 +133,8 @@ def _facts(scenario: Scenario, seen: Observed, record: RunRecord) -> dict[str, A
         "detected": bool(blocking),
         "blocking": bool(blocking),
         "localized": any(scenario.localizes(f) for f in blocking),
+        "blocked_by": [{"check": f.check, "kind": f.kind.value, "column": f.column} for f in blocking],
+        "closest_calls": list(detect.evidence.get("closest_calls", [])) if detect is not None else [],
         "healed": seen.healed,
         "verified": seen.verified,
         "quarantined": int(quarantine.get("rows") or 0),
@@ -157,6 +160,8 @@ def _errored(exc: Exception, ws: Workspace) -> dict[str, Any]:
         "detected": False,
         "blocking": False,
         "localized": False,
+        "blocked_by": [],
+        "closest_calls": [],
         "healed": False,
         "verified": False,
         "quarantined": 0,

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CheckOutcome",
+    "ClosestCall",
     "Finding",
     "GuardReport",
     "NamedRow",
@@ -200,10 +201,53 @@ class CheckOutcome:
 
 
 @dataclass(frozen=True)
+class ClosestCall:
+    """How near one threshold of `guard.policy` came to a block on this batch, recorded whether it crossed or not:
+    the statistic a check compared with the policy field `threshold`, on `column` (None: the whole batch), in the
+    field's own terms (a distance in band widths, a share of rows, a factor). `limit` is the value it was compared
+    with; `above`: a statistic above the limit crosses it (False: one below it does). `decides`: the rule's other
+    conditions held on this batch, so crossing this limit alone blocks it (False: crossing it would not, or the
+    check's verdict on the column came from something else, a named cause). Evidence for measuring the policy
+    (`benchmarks/policy_lodo.py`), never an input to a verdict."""
+
+    threshold: str
+    column: str | None
+    statistic: float
+    limit: float
+    above: bool = True
+    decides: bool = True
+    check: str = ""  # the registered check that compared it (set by the runner)
+
+    @property
+    def crossed(self) -> bool:
+        return self.statistic > self.limit if self.above else self.statistic < self.limit
+
+    @property
+    def closeness(self) -> float:
+        """The statistic relative to its limit, so that 1 is the limit and more is across it."""
+        high, low = (self.statistic, self.limit) if self.above else (self.limit, self.statistic)
+        if low == 0:
+            return math.inf if high > 0 else 1.0
+        return high / low
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finite(asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ClosestCall:
+        """A closest call read back; a non-finite statistic was written as its name ("inf")."""
+        return cls(**{**data, "statistic": float(data["statistic"]), "limit": float(data["limit"])})
+
+
+@dataclass(frozen=True)
 class GuardReport:
+    """The guard's findings, the checks that ran (`outcomes`) and how near each measured threshold came to a block
+    (`closest_calls`, nearest first)."""
+
     dataset: str
     findings: tuple[Finding, ...]
     outcomes: tuple[CheckOutcome, ...] = ()
+    closest_calls: tuple[ClosestCall, ...] = ()
 
     @property
     def verdict(self) -> Verdict:
@@ -224,6 +268,7 @@ class GuardReport:
             "verdict": self.verdict.value,
             "findings": [f.to_dict() for f in self.findings],
             "outcomes": [asdict(o) for o in self.outcomes],
+            "closest_calls": [c.to_dict() for c in self.closest_calls],
         }
 
     @classmethod
@@ -232,4 +277,5 @@ class GuardReport:
             dataset=data["dataset"],
             findings=tuple(Finding.from_dict(f) for f in data["findings"]),
             outcomes=tuple(CheckOutcome(**o) for o in data.get("outcomes", [])),
+            closest_calls=tuple(ClosestCall.from_dict(c) for c in data.get("closest_calls", [])),
         )

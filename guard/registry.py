@@ -1,4 +1,7 @@
-"""The plain registry of checks: a dict keyed by check name; registering a name twice is an error."""
+"""The plain registry of checks: a dict keyed by check name; registering a name twice is an error.
+
+A check yields its findings and, beside them, the closest calls of the thresholds it compared (`ClosestCall`: the
+statistic and the policy field, on every batch, whether it crossed or not); the runner keeps them apart."""
 
 from __future__ import annotations
 
@@ -6,11 +9,11 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from guard.context import GuardContext
-from guard.findings import Finding
+from guard.findings import ClosestCall, Finding
 
 __all__ = ["Check", "RegisteredCheck", "CHECKS", "register"]
 
-Check = Callable[[GuardContext], Iterable[Finding]]
+Check = Callable[[GuardContext], Iterable[Finding | ClosestCall]]
 
 
 @dataclass(frozen=True)

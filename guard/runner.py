@@ -4,6 +4,9 @@ Bounded output: when one kind of finding names more than MAX_FINDINGS_PER_KIND c
 columns, say), they become ONE grouped finding of that kind (column None, the first GROUP_LISTED columns
 and the count, blocking if any of them blocked, no playbook: a heal per column is not planned from a
 summary), so a wide table raises one incident per kind, not thousands.
+
+The closest calls a check yields beside its findings (`ClosestCall`) go on the report as they came, nearest first;
+a check that breaks leaves none (its CHECK_ERROR blocks).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Iterable
 import guard.checks  # noqa: F401  (registers the checks)
 from guard.causes import explain
 from guard.context import GuardContext
-from guard.findings import CheckOutcome, Finding, GuardReport, make_finding
+from guard.findings import CheckOutcome, ClosestCall, Finding, GuardReport, make_finding
 from guard.kinds import FindingKind, Severity
 from guard.registry import CHECKS, RegisteredCheck
 
@@ -31,11 +34,14 @@ def run_guard(ctx: GuardContext) -> GuardReport:
         return GuardReport(ctx.dataset_urn, tuple(blockers))
     findings: list[Finding] = []
     outcomes: list[CheckOutcome] = []
+    calls: list[ClosestCall] = []
     for check in CHECKS.values():
-        found = _run_one(check, ctx)
+        found, compared = _run_one(check, ctx)
         findings.extend(found)
         outcomes.extend(_outcomes(check, ctx, found))
-    return GuardReport(ctx.dataset_urn, tuple(group_findings(explain(findings))), tuple(outcomes))
+        calls.extend(compared)
+    nearest_first = sorted(calls, key=lambda c: -c.closeness)
+    return GuardReport(ctx.dataset_urn, tuple(group_findings(explain(findings))), tuple(outcomes), tuple(nearest_first))
 
 
 def group_findings(findings: list[Finding]) -> list[Finding]:
@@ -123,9 +129,17 @@ def _preconditions(ctx: GuardContext) -> list[Finding]:
     return blockers
 
 
-def _run_one(check: RegisteredCheck, ctx: GuardContext) -> list[Finding]:
+def _run_one(check: RegisteredCheck, ctx: GuardContext) -> tuple[list[Finding], list[ClosestCall]]:
+    """The check's findings and closest calls, each stamped with its name."""
     try:
-        return [replace(finding, check=check.name) for finding in check.run(ctx)]
+        found: list[Finding] = []
+        calls: list[ClosestCall] = []
+        for item in check.run(ctx):
+            if isinstance(item, ClosestCall):
+                calls.append(replace(item, check=check.name))
+            else:
+                found.append(replace(item, check=check.name))
+        return found, calls
     except Exception as exc:  # a check that breaks must block, never pass
         broken = make_finding(
             FindingKind.CHECK_ERROR,
@@ -135,7 +149,7 @@ def _run_one(check: RegisteredCheck, ctx: GuardContext) -> list[Finding]:
             expected="the check to complete",
             message=f"check {check.name!r} raised {type(exc).__name__}: {exc}",
         )
-        return [replace(broken, check=check.name)]
+        return [replace(broken, check=check.name)], []
 
 
 def _outcomes(check: RegisteredCheck, ctx: GuardContext, found: Iterable[Finding]) -> list[CheckOutcome]:

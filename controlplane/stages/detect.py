@@ -88,6 +88,7 @@ def detect(run: RunContext) -> Detected:
         summary(report),
         verdict=report.verdict.value,
         findings=[f.to_dict() for f in report.findings],
+        closest_calls=[c.to_dict() for c in report.closest_calls],
         rows=snapshot.profile.row_count,
         snapshot=pinned.table,
         content_hash=pinned.content_hash,

@@ -20,6 +20,10 @@ the reference batches (`guard.variation`: its core location, spread or point mas
 past batches span, one batch-to-batch step and the noise floor included): a slow cycle moving on is not
 drift. A column with a declared unit is then judged by the units check alone, which warns DRIFT itself
 when the column moved beyond natural variation without a unit to explain it.
+
+Closest call, per numeric feature judged against natural variation: its distance from it, against `unexplained`;
+deciding where the snapshot is one batch, the column was not held on one value per batch nor made drift-blocking
+by its contract, and the CDF gap or the spread found drift (a distance inside the band gets no further).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import pandas as pd
 
 from guard.context import GuardContext
 from guard.contract import ColumnContract
-from guard.findings import Finding, make_finding
+from guard.findings import ClosestCall, Finding, make_finding
 from guard.kinds import FindingKind, Severity
 from guard.policy import DEFAULT as POLICY
 from guard.registry import register
@@ -51,7 +55,7 @@ _NUMERIC = ("integer", "number")
 
 
 @register("drift", needs_reference=True)
-def check_drift(ctx: GuardContext) -> Iterator[Finding]:
+def check_drift(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     assert ctx.contract and ctx.snapshot and ctx.reference_profile is not None
     ctx.require_sample()
     for column in ctx.contract.features:
@@ -61,7 +65,9 @@ def check_drift(ctx: GuardContext) -> Iterator[Finding]:
         severity = Severity.BLOCK if column.drift_blocking else Severity.WARN
         reference = ctx.reference_profile.columns.get(column.name)
         if observed.logical_type in _NUMERIC:
-            finding = _numeric_drift(ctx, column, observed, reference, severity)
+            finding, distance_ = _numeric_drift(ctx, column, observed, reference, severity)
+            if distance_ is not None:
+                yield _unexplained_call(ctx, column, distance_, finding)
         elif observed.logical_type == "string":
             finding = _category_drift(ctx, column, observed, reference, severity)
         else:
@@ -76,21 +82,43 @@ def _numeric_drift(
     observed: ColumnProfile,
     reference: ColumnProfile | None,
     severity: Severity,
-) -> Finding | None:
+) -> tuple[Finding | None, float | None]:
+    """The column's drift finding, and its distance from natural variation where that was measured."""
     if not observed.quantiles:
-        return None  # no values: the nulls check speaks
+        return None, None  # no values: the nulls check speaks
     if reference is None or not reference.quantiles:
-        return _no_reference(ctx, column.name, severity)
+        return _no_reference(ctx, column.name, severity), None
     if _the_periods_value(ctx, column.name, observed):
-        return None  # one value per batch by construction (a period's month, year or flag): it moves every batch
+        return None, None  # one value per batch by construction (a period's month, year or flag): it moves every batch
     if column.unit is not None and _batch_judged(ctx, reference, observed):
-        return None  # the units check judges a column with a unit against natural variation
-    if _batch_judged(ctx, reference, observed):
-        found = _natural_distance(ctx, column.name, reference, observed)
-        if found is not None and found <= 1:
-            return None  # moved no further than past batches moved from one to the next
-        if found is not None and found > ctx.policy.unexplained and not ctx.spans_batches and not _held(ctx, column):
-            severity = Severity.BLOCK  # far beyond natural variation, and (unless a cause explains it) a failure
+        return None, None  # the units check judges a column with a unit against natural variation
+    found = (
+        _natural_distance(ctx, column.name, reference, observed) if _batch_judged(ctx, reference, observed) else None
+    )
+    if found is not None and found <= 1:
+        return None, found  # moved no further than past batches moved from one to the next
+    if found is not None and found > ctx.policy.unexplained and not ctx.spans_batches and not _held(ctx, column):
+        severity = Severity.BLOCK  # far beyond natural variation, and (unless a cause explains it) a failure
+    return _distribution_drift(ctx, column, observed, reference, severity), found
+
+
+def _unexplained_call(
+    ctx: GuardContext, column: ColumnContract, distance_: float, finding: Finding | None
+) -> ClosestCall:
+    """The distance against `policy.unexplained`: deciding where nothing but it stood between the column and a block."""
+    drifted = distance_ <= 1 or finding is not None
+    decides = drifted and not ctx.spans_batches and not _held(ctx, column) and not column.drift_blocking
+    return ClosestCall("unexplained", column.name, distance_, ctx.policy.unexplained, decides=decides)
+
+
+def _distribution_drift(
+    ctx: GuardContext,
+    column: ColumnContract,
+    observed: ColumnProfile,
+    reference: ColumnProfile,
+    severity: Severity,
+) -> Finding | None:
+    """DRIFT at `severity` when the CDF gap, or else the spread, moved beyond its sampling limit."""
     values = _sampled_values(ctx, column.name)
     gap, level = quantile_gap(reference, values)
     limit = _limit(len(values), _reference_size(ctx, reference))

@@ -7,6 +7,9 @@ context counts exactly that with `profiles.repeats.count_repeats` and hands it i
 (`controlplane.stages.guarding.with_repeats_counted` does both), and the check judges the count. Counts missing,
 or counted for another question, raise (`GuardContext.require_repeats`): a blocking check error, never a pass.
 Why the key columns are read again rather than the row sample: `profiles.repeats`.
+
+Closest call, on every batch it judges: the share of rows repeating a key (or a whole row) against
+`duplicate_rate_limit`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 from typing import Iterator, Sequence
 
 from guard.context import GuardContext
-from guard.findings import Finding, make_finding
+from guard.findings import ClosestCall, Finding, make_finding
 from guard.kinds import FindingKind
 from guard.registry import register
 from profiles.profile import ColumnProfile
@@ -47,12 +50,14 @@ def repeats_asked(ctx: GuardContext) -> RepeatsAsked | None:
 
 
 @register("duplicates", per_column=False)
-def check_duplicates(ctx: GuardContext) -> Iterator[Finding]:
+def check_duplicates(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     assert ctx.contract and ctx.snapshot
     asked = repeats_asked(ctx)
     if asked is None:
         return
     count = ctx.require_repeats(asked)
+    keyed = asked.columns[0] if len(asked.columns) == 1 and not asked.whole_rows else None
+    yield ClosestCall("duplicate_rate_limit", keyed, count.rate, ctx.policy.duplicate_rate_limit)
     if asked.whole_rows:
         yield from _repeated_rows(ctx, count)
         return

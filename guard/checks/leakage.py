@@ -28,6 +28,11 @@ also catches leakage in part of the rows: the batch's association must exceed th
 batch by `policy.leakage_jump`, reach `policy.leakage_jump_floor`, and be a significant rise over the merged reference's (Fisher z of at
 least `policy.leakage_jump_z`). A feature that legitimately determines the label in the reference (the hour of day of an
 hourly temperature) is then not leakage. Without those associations, the absolute rule above applies.
+
+Closest calls, per feature: its strongest score against `leakage_threshold` (the absolute rule); or, against a
+reference keeping associations, its rise over the highest batch (`leakage_jump`), the association itself
+(`leakage_jump_floor`) and the Fisher z of the rise (`leakage_jump_z`), each deciding where the other two and the
+rows needed held. A copy of the label outside the contract has none (no clean batch holds a column outside it).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from guard.context import GuardContext
-from guard.findings import Finding, make_finding
+from guard.findings import ClosestCall, Finding, make_finding
 from guard.kinds import FindingKind
 from guard.registry import register
 from guard.statistics import association, is_number
@@ -52,7 +57,7 @@ __all__ = [
 
 
 @register("leakage")
-def check_leakage(ctx: GuardContext) -> Iterator[Finding]:
+def check_leakage(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     assert ctx.contract and ctx.snapshot
     ctx.require_sample()
     label, sample = ctx.contract.label_column, ctx.snapshot.sample
@@ -62,9 +67,14 @@ def check_leakage(ctx: GuardContext) -> Iterator[Finding]:
     for column in ctx.contract.features:
         if column.name in sample:
             if learned and _comparable(learned, column.name, label):
+                yield from _jump_calls(ctx, learned, column.name, label)
                 finding = association_jump(ctx, learned, column.name, label)
             else:
-                finding = _determines_label(ctx, column.name, label)
+                scored = _scores(ctx, column.name, label)
+                if scored is not None:
+                    top = max(scored[0].values(), default=0.0)
+                    yield ClosestCall("leakage_threshold", column.name, top, ctx.policy.leakage_threshold)
+                finding = _determines_label(ctx, column.name, label, scored)
             if finding is not None:
                 yield finding
     for name in sample.columns:
@@ -74,12 +84,21 @@ def check_leakage(ctx: GuardContext) -> Iterator[Finding]:
                 yield finding
 
 
-def _determines_label(ctx: GuardContext, name: str, label: str) -> Finding | None:
+def _scores(ctx: GuardContext, name: str, label: str) -> tuple[dict[str, float], int] | None:
+    """The feature's association scores with the label and the sampled rows holding both (None: too few rows)."""
     assert ctx.snapshot is not None
     pair = ctx.snapshot.sample[[name, label]].dropna()
     if len(pair) < ctx.policy.leakage_min_rows:
         return None
-    scores = association(pair[name], pair[label])
+    return association(pair[name], pair[label]), len(pair)
+
+
+def _determines_label(
+    ctx: GuardContext, name: str, label: str, scored: tuple[dict[str, float], int] | None
+) -> Finding | None:
+    if scored is None:
+        return None
+    scores, rows = scored
     if not scores or max(scores.values()) < ctx.policy.leakage_threshold:
         return None
     strongest = max(scores, key=lambda key: scores[key])
@@ -91,10 +110,10 @@ def _determines_label(ctx: GuardContext, name: str, label: str) -> Finding | Non
         expected=ctx.policy.leakage_threshold,
         scores={k: round(v, 4) for k, v in scores.items()},
         statistic=strongest,
-        sample_rows=len(pair),
+        sample_rows=rows,
         label=label,
         message=f"{name!r} nearly determines the label {label!r} ({strongest} {scores[strongest]:.3f} over "
-        f"{len(pair)} sampled rows, limit {ctx.policy.leakage_threshold}): is it computed from the outcome?",
+        f"{rows} sampled rows, limit {ctx.policy.leakage_threshold}): is it computed from the outcome?",
     )
 
 
@@ -112,6 +131,32 @@ def _learned(ctx: GuardContext) -> tuple[Relations, Relations] | None:
 
 def _comparable(learned: tuple[Relations, Relations], name: str, label: str) -> bool:
     return all(relations.association(name, label) is not None for relations in learned)
+
+
+def _jump_calls(
+    ctx: GuardContext, learned: tuple[Relations, Relations], name: str, label: str
+) -> Iterator[ClosestCall]:
+    """The three limits `association_jump` compares, each deciding where the other two and the rows needed held."""
+    reference, batch = learned
+    before, now = reference.association(name, label), batch.association(name, label)
+    high = reference.highest_association(name, label)
+    if before is None or now is None or high is None:
+        return
+    (_, was, _), (_, seen, rows) = before, now
+    policy = ctx.policy
+    z = (_fisher(seen) - _fisher(was)) * math.sqrt(rows - 3) if rows > 3 else -math.inf
+    enough = rows >= policy.leakage_min_rows
+    over_floor, over_high, over_z = (
+        seen >= policy.leakage_jump_floor,
+        seen >= high + policy.leakage_jump,
+        z >= policy.leakage_jump_z,
+    )
+    yield ClosestCall("leakage_jump", name, seen - high, policy.leakage_jump, decides=enough and over_floor and over_z)
+    yield ClosestCall(
+        "leakage_jump_floor", name, seen, policy.leakage_jump_floor, decides=enough and over_high and over_z
+    )
+    if rows > 3:
+        yield ClosestCall("leakage_jump_z", name, z, policy.leakage_jump_z, decides=enough and over_floor and over_high)
 
 
 def association_jump(ctx: GuardContext, learned: tuple[Relations, Relations], name: str, label: str) -> Finding | None:

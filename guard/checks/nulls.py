@@ -4,6 +4,10 @@ A spike is a null share more than `policy.null_spike_min_increase` above the ref
 `policy.null_spike_factor` times it. Against a batch `Reference` the baseline is the highest share a reference batch had, plus the
 largest step between consecutive batches (a column whose nulls come and go by the week is not spiking
 when it does it again), plus three binomial standard errors of the new batch's share.
+
+Closest calls, per column: the share's rise over the baseline (against `null_spike_min_increase`) and its multiple
+of it (against `null_spike_factor`; infinite over a baseline of none), each deciding where the other holds and the
+contract's own limit does not block first.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import math
 from typing import Iterator
 
 from guard.context import GuardContext
-from guard.findings import Finding, make_finding
+from guard.findings import ClosestCall, Finding, make_finding
 from guard.kinds import FindingKind
 from guard.registry import register
 from profiles.reference import Reference
@@ -21,7 +25,7 @@ __all__ = ["check_nulls"]
 
 
 @register("nulls")
-def check_nulls(ctx: GuardContext) -> Iterator[Finding]:
+def check_nulls(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     assert ctx.contract and ctx.snapshot and ctx.reference_profile is not None
     for column in ctx.contract.columns:
         if column.name in (ctx.contract.label_column, ctx.contract.label_timestamp_column):
@@ -35,6 +39,8 @@ def check_nulls(ctx: GuardContext) -> Iterator[Finding]:
         baseline = _baseline(
             ctx, column.name, observed.row_count, reference.null_fraction if reference is not None else 0.0
         )
+        over_limit = limit is not None and fraction > limit
+        yield from _closest_calls(ctx, column.name, fraction, baseline, over_limit)
         if limit is not None and fraction > limit:
             yield make_finding(
                 FindingKind.NULL_LIMIT,
@@ -62,6 +68,16 @@ def check_nulls(ctx: GuardContext) -> Iterator[Finding]:
                 reference_null_fraction=baseline,
                 null_rows=observed.null_count,
             )
+
+
+def _closest_calls(
+    ctx: GuardContext, name: str, fraction: float, baseline: float, over_limit: bool
+) -> Iterator[ClosestCall]:
+    increase, factor = ctx.policy.null_spike_min_increase, ctx.policy.null_spike_factor
+    rise = fraction - baseline
+    multiple = fraction / baseline if baseline > 0 else (math.inf if fraction > 0 else 0.0)
+    yield ClosestCall("null_spike_min_increase", name, rise, increase, decides=not over_limit and multiple > factor)
+    yield ClosestCall("null_spike_factor", name, multiple, factor, decides=not over_limit and rise > increase)
 
 
 def _baseline(ctx: GuardContext, name: str, rows: int, merged: float) -> float:

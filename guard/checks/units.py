@@ -76,7 +76,7 @@ import numpy as np
 
 from guard.context import GuardContext
 from guard.contract import ColumnContract
-from guard.findings import Finding, make_finding
+from guard.findings import ClosestCall, Finding, make_finding
 from guard.kinds import FindingKind, Severity
 from guard.policy import DEFAULT as POLICY
 from guard.registry import register
@@ -108,22 +108,21 @@ _RESCALE_GRID = 41  # factors tried per pass of the plain-rescale search (two pa
 
 
 @register("units")
-def check_units(ctx: GuardContext) -> Iterator[Finding]:
+def check_units(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     assert ctx.contract and ctx.snapshot and ctx.reference_profile is not None
     for column in ctx.contract.columns:
-        finding = judge_units(ctx, column)
-        if finding is not None:
-            yield finding
+        yield from judge_units(ctx, column)
 
 
-def judge_units(ctx: GuardContext, column: ColumnContract) -> Finding | None:
-    """The units check's finding for one column (None: nothing to report)."""
+def judge_units(ctx: GuardContext, column: ColumnContract) -> Iterator[Finding | ClosestCall]:
+    """The units check's finding for one column, if any, and against a batch reference its closest calls."""
     assert ctx.snapshot is not None and ctx.reference_profile is not None
     observed = ctx.snapshot.profile.columns.get(column.name)
     if observed is None or observed.logical_type not in _NUMERIC or not observed.values:
-        return None
+        return
     if column.unit is None:
-        return _rescaled_without_unit(ctx, column, observed)
+        yield from _present(_rescaled_without_unit(ctx, column, observed))
+        return
     if column.unit not in UNITS:
         raise ValueError(
             f"column {column.name!r} declares unit {column.unit!r}, which the guard cannot read: "
@@ -131,7 +130,7 @@ def judge_units(ctx: GuardContext, column: ColumnContract) -> Finding | None:
         )
     reference = ctx.reference_profile.columns.get(column.name)
     if reference is None or not reference.quantiles:
-        return make_finding(
+        yield make_finding(
             FindingKind.REFERENCE_MISSING,
             ctx.dataset_urn,
             column.name,
@@ -139,17 +138,59 @@ def judge_units(ctx: GuardContext, column: ColumnContract) -> Finding | None:
             expected="reference quantiles",
             message=f"no reference profile for {column.name!r}",
         )
+        return
     if isinstance(ctx.reference, Reference) and _its_own(ctx.reference, ctx.snapshot.batch):
         converted = _same_rows_converted(ctx.dataset_urn, column, reference, observed)
         if converted is not None:
-            return converted
+            yield converted
+            return
     if isinstance(ctx.reference, Reference) and sketched(reference) and sketched(observed):
-        shorter = ctx.reference.shorter_by(ctx.snapshot.batch)
-        return _batch_finding(ctx.dataset_urn, column, ctx.reference, reference, observed, ctx.spans_batches, shorter)
+        yield from _batch_judged(ctx, column, ctx.reference, reference, observed)
+        return
     assert ctx.contract is not None
-    return _profile_finding(
-        ctx.dataset_urn, column.name, column.unit, reference, observed, strict=column.name != ctx.contract.label_column
+    yield from _present(
+        _profile_finding(
+            ctx.dataset_urn,
+            column.name,
+            column.unit,
+            reference,
+            observed,
+            strict=column.name != ctx.contract.label_column,
+        )
     )
+
+
+def _present(finding: Finding | None) -> Iterator[Finding]:
+    if finding is not None:
+        yield finding
+
+
+def _batch_judged(
+    ctx: GuardContext, column: ColumnContract, reference: Reference, ref: ColumnProfile, observed: ColumnProfile
+) -> Iterator[Finding | ClosestCall]:
+    """A column with a unit against natural variation: its closest calls (its distance as it came against `far` and
+    `unexplained`), then its finding, if any."""
+    assert ctx.snapshot is not None and observed.sketch is not None
+    natural = Natural.of(reference, ref, column.unit, reference.shorter_by(ctx.snapshot.batch))
+    as_is = core(observed.sketch, natural.atom)
+    measured = natural.measure(as_is)
+    finding = _batch_finding(ctx.dataset_urn, column, natural, ref, observed, as_is, measured, ctx.spans_batches)
+    if measured[0] is not None:
+        named = finding is not None and finding.kind is FindingKind.UNIT_MISMATCH
+        kept = natural.keeps_shape(as_is)[0]
+        yield from _closest_calls(column, measured[0], kept, ctx.spans_batches, named)
+    yield from _present(finding)
+
+
+def _closest_calls(
+    column: ColumnContract, d0: float, shape_kept: bool, multi: bool, named: bool
+) -> Iterator[ClosestCall]:
+    """d0 against `far` (crossing it blocks where the shape was kept: SCALE_SHIFT) and against `unexplained`
+    (crossing it blocks either way: a blocking DRIFT, or the SCALE_SHIFT first). Neither decides for a named
+    conversion or a whole table of several batches, nor `unexplained` for a column its contract makes drift-blocking."""
+    free = not multi and not named
+    yield ClosestCall("far", column.name, d0, POLICY.far, decides=free and shape_kept)
+    yield ClosestCall("unexplained", column.name, d0, POLICY.unexplained, decides=free and not column.drift_blocking)
 
 
 def _unit_mismatch(
@@ -189,17 +230,18 @@ class _Hypothesis:
 def _batch_finding(
     urn: str,
     column: ColumnContract,
-    reference: Reference,
+    natural: Natural,
     ref: ColumnProfile,
     observed: ColumnProfile,
+    as_is: Core,
+    measured: tuple[float | None, float],
     multi: bool,
-    shorter: float,
 ) -> Finding | None:
+    """The finding of a column with a unit, `as_is` its batch's core and `measured` its distance from `natural` and
+    jump (`Natural.measure`)."""
     assert observed.sketch is not None and ref.sketch is not None and column.unit is not None
-    natural = Natural.of(reference, ref, column.unit, shorter)
     atom = natural.atom
-    as_is = core(observed.sketch, atom)
-    d0, jump0 = natural.measure(as_is)
+    d0, jump0 = measured
     if d0 is None or (as_is.quantiles is None and as_is.count > 0 and d0 <= POLICY.far):
         return _unchecked(urn, column, as_is, d0)
     grid = _Grid.of(ref.sketch, observed.sketch)

@@ -18,6 +18,10 @@ The natural spread of the reference batches' rates widens both limits: a drop is
 spike is more than `policy.volume_spike_factor` times them (times the highest rate seen over the median, when above 1).
 volume_spike_factor = 3: twice as far above as a drop is below, on a log scale the same ratio as halving and a
 half again; a table loaded twice plus one more partition passes it, one loaded three times (or forty) does not.
+
+Closest calls, on every batch: the rows over the expected rows times the lowest rate seen over the median (a drop
+below `volume_min_row_fraction`) and times the highest (a spike above `volume_spike_factor`): the same comparison as
+the limits, since a whole number of rows is under ceil(x) exactly when it is under x.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from guard.context import GuardContext
-from guard.findings import Finding, make_finding
+from guard.findings import ClosestCall, Finding, make_finding
 from guard.kinds import FindingKind
 from guard.policy import DEFAULT as POLICY
 from guard.registry import register
@@ -46,12 +50,13 @@ class Expectation:
 
 
 @register("volume", per_column=False, needs_reference=True)
-def check_volume(ctx: GuardContext) -> Iterator[Finding]:
+def check_volume(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     assert ctx.contract and ctx.snapshot and ctx.reference is not None
     expected = expected_volume(ctx)
     if expected.rows <= 0:
         return  # nothing to expect (an empty reference)
     observed = ctx.snapshot.profile.row_count
+    yield from _closest_calls(observed, expected)
     minimum, maximum = _limits(expected)
     shown = round(expected.rows, 1)
     if observed < minimum:
@@ -81,6 +86,14 @@ def check_volume(ctx: GuardContext) -> Iterator[Finding]:
             f"({expected.basis}); at most {maximum} are expected: a table loaded more than once, or a "
             "join that fanned out?",
         )
+
+
+def _closest_calls(observed: int, expected: Expectation) -> Iterator[ClosestCall]:
+    low, high = expected.rows * expected.low, expected.rows * expected.high
+    yield ClosestCall(
+        "volume_min_row_fraction", None, observed / low if low > 0 else math.inf, POLICY.volume_min_row_fraction, False
+    )
+    yield ClosestCall("volume_spike_factor", None, observed / high, POLICY.volume_spike_factor)
 
 
 def volume_limits(ctx: GuardContext) -> tuple[int, int] | None:

@@ -74,7 +74,8 @@ def context(snapshot: Snapshot, reference: DatasetProfile | None, contract: Cont
 
 
 def findings(check, ctx: GuardContext) -> list[Finding]:  # type: ignore[no-untyped-def]
-    return list(check(ctx))
+    """The check's findings (a check also yields the closest calls of its thresholds)."""
+    return [f for f in check(ctx) if isinstance(f, Finding)]
 
 
 def kinds_and_columns(found: list[Finding]) -> list[tuple[FindingKind, str | None]]:
