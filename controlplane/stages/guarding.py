@@ -158,7 +158,7 @@ def guard_table(
     if state is None or as_batch:
         context = with_repeats_counted(context)
         report = run_guard(context)
-        return Guarded(context, GuardReport(report.dataset, _with_rows(report.findings, window), report.outcomes), None)
+        return Guarded(context, replace(report, findings=_with_rows(report.findings, window)), None)
     context = replace(context, table_paths=(str(table),))
     cache = FingerprintCache.load(fingerprint_cache_path(ws, spec.name))
     history = changed_batches(ws, spec.name, table, state, read=engine.snapshot, kept=kept, cache=cache)
@@ -173,9 +173,7 @@ def guard_table(
     if keep_caches:
         cache.save(fingerprint_cache_path(ws, spec.name))
     batch = snapshot.batch if window is not None else None
-    return Guarded(
-        context, GuardReport(report.dataset, findings, report.outcomes), batch, keys if batch is not None else None
-    )
+    return Guarded(context, replace(report, findings=findings), batch, keys if batch is not None else None)
 
 
 def _repeats_counted(
