@@ -137,13 +137,14 @@ def init_args(
 
 def run_once(table: str, pipeline: str, ws: Path, now: pd.Timestamp, label: str) -> dict[str, Any]:
     code, out, err = cli("run", pipeline, "--now", _iso(now), "--json", "--workspace", str(ws))
-    status, findings, stage, record, calls = "error", [], "", {}, []
+    status, findings, stage, record = "error", [], "", {}
+    detect: dict[str, Any] = {}
     try:
         record = json.loads(out)
         status = str(record.get("status", "error"))
         findings = sorted(set(_blocking(record)))
         stage = str((record.get("events") or [{}])[-1].get("stage", ""))
-        calls = _closest_calls(record)
+        detect = next((e.get("evidence") or {} for e in record.get("events") or [] if e.get("stage") == "detect"), {})
     except (json.JSONDecodeError, AttributeError):
         pass
     error = code not in (0, 1) or status in ("error", "failed")
@@ -154,18 +155,19 @@ def run_once(table: str, pipeline: str, ws: Path, now: pd.Timestamp, label: str)
         "findings": findings,
         "stage": stage,  # where it ended: a block at `promote` is the model gate (a regression), not the guard
         "outcome": _last_line(str(record.get("outcome", ""))),
-        "closest_calls": calls,  # the guard's statistics against its thresholds at detect (`make bench-policy-lodo`)
+        # at detect (`make bench-policy-lodo`): the blocking findings by check (a clean run may still promote, its
+        # block healed), and the guard's statistics against its thresholds
+        "detect_blocked_by": [
+            {"check": f.get("check"), "kind": f.get("kind"), "column": f.get("column")}
+            for f in detect.get("findings") or []
+            if f.get("severity") == "block"
+        ],
+        "closest_calls": list(detect.get("closest_calls") or []),
     }
     if error:
         result["error"] = _last_line(err) or _last_line(out)
     _say(table, f"run {label}: exit {code} {result['status']} at {stage} {', '.join(findings)}" + _err(result))
     return result
-
-
-def _closest_calls(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """The closest calls the guard recorded at detect (`guard.findings.ClosestCall`, as JSON)."""
-    detect = next((e for e in record.get("events") or [] if e.get("stage") == "detect"), {})
-    return list((detect.get("evidence") or {}).get("closest_calls") or [])
 
 
 def _err(result: dict[str, Any]) -> str:
