@@ -162,6 +162,8 @@ def _column_line(column: ColumnProposal) -> str:
         parts.append(f"seen {', '.join(column.categories)} (a new value warns)")
     if column.null_limit is not None:
         parts.append(f"nulls <= {column.null_limit:g}% (seen {column.nulls_seen:g}%)")
+    elif column.role not in ("label", "label_timestamp"):
+        parts.append(f"nulls against their history (seen {column.nulls_seen:g}%)")
     return " ".join(parts)
 
 

@@ -11,7 +11,10 @@ What it proposes, and from what:
   guard judges values against their batch history instead (a warning beyond it, a block far beyond it);
 - categories: none listed, for the same reason: a value the reference has not seen is a warning, not a block.
   A team that wants a closed set lists it in the contract;
-- null limits: none allowed in a key or the event time; elsewhere twice the share seen, at least 1%;
+- null limits: none allowed in a key or the event time, by definition; elsewhere no limit, for the same reason
+  as bounds: the share seen on a few init batches is an estimate with its sampling error (no null in 48 rows
+  does not rule out one in 50), and a source's null share drifts as it matures. The guard judges a column's
+  nulls against its batch history instead (`null_spike`); a team that wants a law writes one in the contract;
 - orders: two numeric columns of one unit whose names differ only in a min/max word (`temp_min`, `temp_max`; also
   minimum/maximum, low/high, lo/hi, lower/upper) and whose every row read holds low <= high: `atLeast` on the
   high one, an order by definition that the guard then holds even where the data never reached it.
@@ -46,7 +49,7 @@ __all__ = [
 
 MAX_LISTED_CATEGORIES = 50
 KEY_TYPES = ("string", "integer", "date", "timestamp")
-_NULL_MARGIN = 2.0  # allow twice the observed null share, at least 1%
+_NULL_MARGIN = 2.0  # a label's immature share allowed: twice the one seen, at least 5%
 _NUMERIC = ("number", "integer")
 _TIMES = ("timestamp", "date")
 
@@ -84,7 +87,7 @@ class ColumnProposal:
     maximum: float | None
     bounds_why: str
     categories: tuple[str, ...] | None  # the values seen of a categorical string column: a feature, not a law
-    null_limit: float | None  # percent; None for the label and its time (label freshness judges them)
+    null_limit: float | None  # percent: 0 in a key and the event time; None elsewhere (judged against history)
     nulls_seen: float  # percent
     at_least: str | None = None  # the column of a min/max pair this one is never below
 
@@ -302,7 +305,7 @@ def _column(column: ColumnProfile, roles: Roles, hints: Hints) -> ColumnProposal
     elif key or role == "event_timestamp":
         limit = 0.0
     else:
-        limit = round(max(1.0, 100 * _NULL_MARGIN * column.null_fraction), 2)
+        limit = None  # what was seen is history: the guard's null_spike judges the share against it
     return ColumnProposal(
         column.name,
         column.logical_type,
