@@ -38,6 +38,10 @@ broken on many rows is one column rescaled, not swapped: `scale_shift` on the co
 move of the two columns' mean ratio, comes nearer its natural variation (`GuardContext.natural_distance`),
 a block with nothing to heal.
 
+No column that every kept batch held on one value, and the batch too (`Reference.holds_the_periods_value`: a
+period's year or flag, constant within a batch by construction), is a candidate: a new period's flag switching
+on while the last one's switches off reads as exchanged, and a one-valued column has no spread to exchange.
+
 The finding names both columns (`params["columns"]`) and what to swap back: `scope` "all" (every row; the
 medians observed at detection let the playbook tell a swapped table from a healed one) or "order" (the rows
 where `order[0] > order[1]`).
@@ -80,7 +84,11 @@ def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding]:
     names = [
         c.name
         for c in ctx.contract.columns
-        if c.logical_type in _NUMERIC and not c.primary_key and c.name in sample and c.name in reference.columns
+        if c.logical_type in _NUMERIC
+        and not c.primary_key
+        and c.name in sample
+        and c.name in reference.columns
+        and not _holds_its_periods_value(ctx, c.name)
     ]
     values = {name: numeric_values(sample[name]) for name in names}
     own = {name: ks_distance(values[name], reference.columns[name]) for name in names}  # each column once
@@ -106,6 +114,17 @@ def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding]:
         if not columns & taken:
             taken |= columns
             yield finding
+
+
+def _holds_its_periods_value(ctx: GuardContext, name: str) -> bool:
+    """Every kept batch held the column on one value and so does the batch (a period's year or flag, constant
+    within a batch by construction): a new period's value, which no swap can be told from, and no column to
+    exchange a spread with."""
+    assert ctx.snapshot is not None
+    reference = ctx.reference
+    return isinstance(reference, Reference) and reference.holds_the_periods_value(
+        name, ctx.snapshot.profile.columns.get(name)
+    )
 
 
 class _CorrelationProfile:
