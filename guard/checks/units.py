@@ -20,7 +20,10 @@ Against a batch `Reference` (per-batch summaries of natural variation, KLL sketc
    where the median sits in the quartiles, the tails against the body; within `policy.far`): an affine map keeps
    shapes, so a good fit is one where the conversion alone explains the change.
    Then UNIT_MISMATCH names u (a block): the conversion's factor and offset explain the change; what is
-   left is no more than natural variation.
+   left is no more than natural variation. Unless the runner-up unit is a good fit too and fits less than
+   `policy.unit_margin` further (lengths in metres or in yards, 9% apart, on a short batch whose band is
+   wider than that): then the batch cannot say which, and SCALE_SHIFT blocks naming both, with nothing to
+   heal (a heal by the nearer would be a guess, and a wrong factor still verifies inside the band).
    The least-squares affine map of the core's quantiles (observed against reference) is reported as
    evidence beside the conversion's own factor and offset.
    Or, from the values themselves: the reference's values sit on a decimal grid (0.1 mm, whole W/m2)
@@ -271,7 +274,19 @@ def _batch_finding(
         evidence["plain_rescale"] = {"factor": round(rival[0], 6), "distance": round(rival[1], 3)}
     beaten = rival is not None and best is not None and rival[1] <= best.distance
     if best is not None and not beaten and _explains(d0, jump0, best) and natural.keeps_shape(best.batch)[0]:
-        return _mismatch(urn, column, typical, best, evidence)
+        runner = _runner_up(tried, d0, jump0, natural)
+        if runner is None:
+            return _mismatch(urn, column, typical, best, evidence)
+        return make_finding(
+            FindingKind.SCALE_SHIFT,
+            urn,
+            column.name,
+            observed={**evidence, "explained_by": [best.unit, runner.unit]},
+            expected=_expected(column, ref),
+            message=f"{column.name!r} is not in {column.unit}: converted back from {best.unit} (x{best.scale:.6g}) or "
+            f"from {runner.unit} (x{runner.scale:.6g}) it is inside its natural variation either way, so this "
+            "batch cannot say which; nothing is healed by a guess (a person names the unit, or a larger batch does)",
+        )
     if d0 > POLICY.far and rescaled[0] and not multi:
         return make_finding(
             FindingKind.SCALE_SHIFT,
@@ -359,6 +374,18 @@ def _explains(d0: float, jump0: float, best: _Hypothesis) -> bool:
     if d0 > POLICY.far and best.distance <= 1:
         return True
     return d0 > 1 and jump0 > POLICY.far and best.distance <= 1
+
+
+def _runner_up(tried: list[_Hypothesis], d0: float, jump0: float, natural: Natural) -> _Hypothesis | None:
+    """The next-best unit when it too is a good fit and the best fits nearer by less than `policy.unit_margin`:
+    the batch cannot tell the two apart (a short batch of lengths in metres or in yards), and a heal by the
+    nearer would be a guess. None: the best unit stands alone."""
+    best = tried[0]
+    for other in tried[1:2]:
+        near = other.distance - best.distance < POLICY.unit_margin
+        if near and _explains(d0, jump0, other) and natural.keeps_shape(other.batch)[0]:
+            return other
+    return None
 
 
 def _plain_rescale(observed: ColumnProfile, typical: Core, natural: Natural) -> tuple[float, float] | None:
