@@ -11,8 +11,9 @@ in a scratch folder, as a new user would with no code:
    no timestamp in a key: where the table's key holds its time column and init refuses it, init is run again with
    the key without it (what a user does next), and the refusal is kept in the row (`init_refused`);
 2. for every following clean batch in time order: `kintsugi land NAME BATCH.parquet` an hour after the batch ends,
-   then `kintsugi run NAME --json` an hour later. A clean run that ends BLOCKED is a false block; one that exits
-   2 (or crashes) is a run in error; `promoted` is a run promoted without a person;
+   then `kintsugi run NAME --json` an hour later. A clean batch the guard blocks at detect is a false block,
+   whatever the heal then made of it (`ended_blocked` counts the runs that end BLOCKED); one that exits 2 (or
+   crashes) is a run in error; `promoted` is a run promoted without a person;
 3. `kintsugi drill --pipeline NAME --json --scope both --controls 0`: every failure kind that applies to the
    contract, in the newest batch only and in all rows, through the real loop on scratch copies: blocked (a
    blocking finding), named right (kind, column, unit), healed (and verified) or quarantined, invented cells;
@@ -57,6 +58,7 @@ HOUR = pd.Timedelta(hours=1)
 COUNTS = (
     "clean_runs",
     "false_blocks",
+    "ended_blocked",
     "guard_blocks",
     "errors",
     "promoted",
@@ -358,7 +360,8 @@ def counts(row: dict[str, Any]) -> dict[str, int]:
     peer = row.get("peers", {})
     return {
         "clean_runs": len(runs),
-        "false_blocks": sum(r["status"] == "blocked" for r in runs),
+        "false_blocks": sum(bool(r.get("detect_blocked_by")) for r in runs),  # the guard blocked a clean batch
+        "ended_blocked": sum(r["status"] == "blocked" for r in runs),
         "guard_blocks": sum(r["status"] == "blocked" and r.get("stage") != "promote" for r in runs),
         "errors": sum(r["status"] in ("error", "failed") for r in runs) + sum(c["error"] for c in cases),
         "promoted": sum(r["status"] == "promoted" for r in runs),
