@@ -51,7 +51,9 @@ class Policy:
     # of its group when both fit (DESIGN: a cause is named by a margin over the next-best plan; lengths in m
     # and yd are 9% apart). Measured on the delivery table's batches in metres (the demo's), in slices of
     # 100, 400, 1,600 and 4,000 rows: yd came nearer than m by at most 0.28 (100 rows), m nearer by 0.30 to
-    # 0.56 at 1,600 rows and more; at 0.3 no slice names yd. Across the corpus drill: see docs/guard.md
+    # 0.56 at 1,600 rows and more; at 0.3 no slice names yd. On the corpus (14 tables, 10 domains): every
+    # injected unit change named as before (217 of 242 failures named with and without it), no clean batch
+    # blocked by it (0 of 103)
     unit_margin: float = 0.3
     # a distance from natural variation no clean batch reaches: beyond it, with no cause named, a change is a
     # failure (a blocking DRIFT). Measured as the natural distance of every clean batch of the three hourly and
