@@ -196,11 +196,26 @@ def _has_field(port: MetadataPort, dataset: str, column: str) -> bool:
 
 
 def reuse(finding: Finding, remembered: dict[str, Any] | None) -> tuple[Finding, bool]:
-    """The finding with the verified heal parameters of its last occurrence, when its fingerprint matched."""
+    """The finding with the verified heal parameters of its last occurrence, when its fingerprint matched. A finding
+    the guard could not settle alone (no playbook: a unit the batch cannot tell from its runner-up) takes the
+    playbook of that verified heal's step on its kind and column: the past names the cause the batch cannot."""
     params = (remembered or {}).get("finding_params")
     if not isinstance(params, dict) or not params:
         return finding, False
-    return replace(finding, params={**finding.params, **params}), True
+    playbook = finding.playbook or _healed_with(finding, remembered or {})
+    return replace(finding, params={**finding.params, **params}, playbook=playbook), True
+
+
+def _healed_with(finding: Finding, remembered: dict[str, Any]) -> str | None:
+    steps = [
+        st
+        for st in remembered.get("steps") or []
+        if isinstance(st, dict)
+        and st.get("finding_kind") == finding.kind.value
+        and (st.get("column") or "") == (finding.column or "")
+    ]
+    playbook = steps[0].get("playbook") if steps else None
+    return playbook if isinstance(playbook, str) else None
 
 
 def memory_fact(finding: Finding, recalled: Recall) -> dict[str, Any]:

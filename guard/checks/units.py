@@ -22,8 +22,10 @@ Against a batch `Reference` (per-batch summaries of natural variation, KLL sketc
    Then UNIT_MISMATCH names u (a block): the conversion's factor and offset explain the change; what is
    left is no more than natural variation. Unless the runner-up unit is a good fit too and fits less than
    `policy.unit_margin` further (lengths in metres or in yards, 9% apart, on a short batch whose band is
-   wider than that): then the batch cannot say which, and SCALE_SHIFT blocks naming both, with nothing to
-   heal (a heal by the nearer would be a guess, and a wrong factor still verifies inside the band).
+   wider than that): then the batch cannot say which. UNIT_MISMATCH still names the nearer (its failure
+   mode, as memory fingerprints it) with both in `explained_by`, but with no playbook: a heal by the nearer
+   alone would be a guess, and a wrong factor still verifies inside the band. What decides is the past: the
+   verified heal of this very failure mode (`controlplane.watch.memory.reuse`), else it stays blocked.
    The least-squares affine map of the core's quantiles (observed against reference) is reported as
    evidence beside the conversion's own factor and offset.
    Or, from the values themselves: the reference's values sit on a decimal grid (0.1 mm, whole W/m2)
@@ -72,7 +74,7 @@ a point mass are fitted on the distinct ones, and a reference whose quantiles al
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Mapping
 
 import numpy as np
@@ -275,17 +277,17 @@ def _batch_finding(
     beaten = rival is not None and best is not None and rival[1] <= best.distance
     if best is not None and not beaten and _explains(d0, jump0, best) and natural.keeps_shape(best.batch)[0]:
         runner = _runner_up(tried, d0, jump0, natural)
+        found = _mismatch(urn, column, typical, best, evidence)
         if runner is None:
-            return _mismatch(urn, column, typical, best, evidence)
-        return make_finding(
-            FindingKind.SCALE_SHIFT,
-            urn,
-            column.name,
-            observed={**evidence, "explained_by": [best.unit, runner.unit]},
-            expected=_expected(column, ref),
+            return found
+        return replace(
+            found,
+            observed={**found.observed, "explained_by": [best.unit, runner.unit]},
+            playbook=None,
             message=f"{column.name!r} is not in {column.unit}: converted back from {best.unit} (x{best.scale:.6g}) or "
             f"from {runner.unit} (x{runner.scale:.6g}) it is inside its natural variation either way, so this "
-            "batch cannot say which; nothing is healed by a guess (a person names the unit, or a larger batch does)",
+            f"batch cannot say which; healed only by the verified heal of {best.unit}, if this failure had one "
+            "(a person names the unit, or a larger batch does)",
         )
     if d0 > POLICY.far and rescaled[0] and not multi:
         return make_finding(
