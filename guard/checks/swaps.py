@@ -49,10 +49,11 @@ where `order[0] > order[1]`).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -93,6 +94,7 @@ def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding]:
     values = {name: numeric_values(sample[name]) for name in names}
     own = {name: ks_distance(values[name], reference.columns[name]) for name in names}  # each column once
     profile = _CorrelationProfile(reference, sample, names)
+    natural = functools.cache(ctx.natural_distance)  # each column's distance once, however many pairs it is in
     candidates: list[tuple[float, Finding]] = []
     for a, b in combinations(names, 2):
         if ctx.contract.column(a).logical_type != ctx.contract.column(b).logical_type:  # type: ignore[union-attr]
@@ -101,7 +103,7 @@ def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding]:
             _exactly_exchanged(ctx, reference, a, b, names)
             or _some_rows(ctx, reference, a, b, profile)
             or _all_rows(ctx, reference, a, b, values, own, profile)
-            or _by_correlations(ctx, a, b, profile, own)
+            or _by_correlations(ctx, a, b, profile, own, natural)
             or _by_ranges(ctx, reference, a, b, values)
         )
         if finding is not None:
@@ -138,14 +140,20 @@ class _CorrelationProfile:
         held = self.frame.notna().to_numpy(dtype=float)
         self.rows = pd.DataFrame(held.T @ held, index=names, columns=names)  # rows holding both of a pair
         self.matrix = self.frame.corr(min_periods=POLICY.swap_min_pair_rows)  # pairwise complete; NaN where undefined
+        self._at = {name: i for i, name in enumerate(names)}
+        self._reference_matrix: np.ndarray | None = None
 
-    def _reference(self, a: str, c: str) -> float | None:
-        moments = self.pairs.get(pair_key(a, c))
-        return moments.correlation if moments is not None else None
-
-    def _batch(self, a: str, c: str) -> float | None:
-        found = float(self.matrix.at[a, c])
-        return None if math.isnan(found) else found
+    def _references(self) -> np.ndarray:
+        """The reference's correlation of every pair of columns (NaN where it holds none), built once."""
+        if self._reference_matrix is None:
+            found = np.full((len(self.names), len(self.names)), np.nan)
+            for i, a in enumerate(self.names):
+                for j in range(i + 1, len(self.names)):
+                    moments = self.pairs.get(pair_key(a, self.names[j]))
+                    if moments is not None and moments.correlation is not None:
+                        found[i, j] = found[j, i] = moments.correlation
+            self._reference_matrix = found
+        return self._reference_matrix
 
     def mean_ratio_moved(self, a: str, b: str) -> float | None:
         """The batch's mean of a over mean of b, against the reference's (rows holding both): the factor one of
@@ -163,21 +171,18 @@ class _CorrelationProfile:
     def compare(self, a: str, b: str) -> _Comparison:
         """Sums of squares over the other columns c: how far apart the reference holds r(a, c) and r(b, c), and
         how far the batch's sit from the reference's as they came and exchanged."""
-        apart = as_came = exchanged = 0.0
-        terms, rows = 0, None
-        for c in self.names:
-            if c in (a, b):
-                continue
-            ra, rb, xa, xb = self._reference(a, c), self._reference(b, c), self._batch(a, c), self._batch(b, c)
-            if ra is None or rb is None or xa is None or xb is None:
-                continue
-            apart += (ra - rb) ** 2
-            as_came += (xa - ra) ** 2 + (xb - rb) ** 2
-            exchanged += (xa - rb) ** 2 + (xb - ra) ** 2
-            terms += 1
-            held = int(min(self.rows.at[a, c], self.rows.at[b, c]))
-            rows = held if rows is None else min(rows, held)
-        return _Comparison(apart, as_came, exchanged, terms, rows or 0)
+        i, j = self._at[a], self._at[b]
+        reference, batch, held = self._references(), self.matrix.to_numpy(), self.rows.to_numpy()
+        ra, rb, xa, xb = reference[i], reference[j], batch[i], batch[j]
+        others = np.ones(len(self.names), dtype=bool)
+        others[[i, j]] = False
+        used = others & ~(np.isnan(ra) | np.isnan(rb) | np.isnan(xa) | np.isnan(xb))
+        ra, rb, xa, xb = ra[used], rb[used], xa[used], xb[used]
+        apart = float(np.sum((ra - rb) ** 2))
+        as_came = float(np.sum((xa - ra) ** 2 + (xb - rb) ** 2))
+        exchanged = float(np.sum((xa - rb) ** 2 + (xb - ra) ** 2))
+        rows = int(np.minimum(held[i], held[j])[used].min()) if used.any() else 0
+        return _Comparison(apart, as_came, exchanged, int(used.sum()), rows)
 
     def says_swapped(self, a: str, b: str) -> bool | None:
         """True: the batch's correlations of a and b with the others fit the reference's swapped better than as
@@ -313,7 +318,12 @@ def _all_rows(
 
 
 def _by_correlations(
-    ctx: GuardContext, a: str, b: str, profile: _CorrelationProfile, own: dict[str, float | None]
+    ctx: GuardContext,
+    a: str,
+    b: str,
+    profile: _CorrelationProfile,
+    own: dict[str, float | None],
+    natural: Callable[[str], float | None],
 ) -> Finding | None:
     """Two columns of one declared unit whose correlations with every other column were exchanged, while at least
     one of them sits outside its natural variation (against a bare profile, a batch that passed earlier judged
@@ -321,15 +331,18 @@ def _by_correlations(
     assert ctx.contract is not None and ctx.snapshot is not None
     if not _same_unit(ctx, a, b):
         return None
+    batches = isinstance(ctx.reference, Reference)
+    far = {name: natural(name) for name in (a, b)} if batches else {}
+    if batches and not _left_natural_variation(far):  # the cheap half first: most pairs stop here
+        return None
     found = profile.compare(a, b)
     if not found.swapped:
         return None
-    far = {name: ctx.natural_distance(name) for name in (a, b)}
-    if not isinstance(ctx.reference, Reference):  # moved beyond the KS noise of its rows from what it was
+    if not batches:  # moved beyond the KS noise of its rows from what it was
         noise = ks_noise(found.rows)
         far = {name: None if own[name] is None else own[name] / noise for name in (a, b)}  # type: ignore[operator]
-    if not any(d is not None and d > 1 for d in far.values()):
-        return None
+        if not _left_natural_variation(far):
+            return None
     medians = {n: float(np.nanmedian(profile.frame[n])) for n in (a, b)}
     evidence = {
         "correlations_apart": round(found.apart, 4),
@@ -379,6 +392,10 @@ def _by_ranges(
         f"{came[worst]:.0%} of {worst!r} lies outside any value its reference showed, and read as each other's, "
         f"{a!r} and {b!r} lie inside their ranges and natural variation: written into each other's place",
     )
+
+
+def _left_natural_variation(far: Mapping[str, float | None]) -> bool:
+    return any(d is not None and d > 1 for d in far.values())
 
 
 def _same_unit(ctx: GuardContext, a: str, b: str) -> bool:
