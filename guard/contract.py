@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 __all__ = ["ColumnContract", "Contract", "LOGICAL_TYPES"]
 
@@ -35,7 +36,15 @@ class Contract:
     max_immature_label_fraction: float = 0.05
 
     def column(self, name: str) -> ColumnContract | None:
-        return next((c for c in self.columns if c.name == name), None)
+        return self._by_name.get(name)
+
+    @cached_property
+    def _by_name(self) -> dict[str, ColumnContract]:
+        """Each column by its name, the first where one repeats (a lookup per column per check is linear in them)."""
+        found: dict[str, ColumnContract] = {}
+        for c in self.columns:
+            found.setdefault(c.name, c)
+        return found
 
     @property
     def names(self) -> tuple[str, ...]:

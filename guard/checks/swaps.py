@@ -95,6 +95,8 @@ def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding]:
     own = {name: ks_distance(values[name], reference.columns[name]) for name in names}  # each column once
     profile = _CorrelationProfile(reference, sample, names)
     natural = functools.cache(ctx.natural_distance)  # each column's distance once, however many pairs it is in
+    # outside(x, y): the share of x's batch values outside y's reference range, each once
+    outside = functools.cache(lambda of, against: _outside(values[of], reference, against))
     candidates: list[tuple[float, Finding]] = []
     for a, b in combinations(names, 2):
         if ctx.contract.column(a).logical_type != ctx.contract.column(b).logical_type:  # type: ignore[union-attr]
@@ -104,7 +106,7 @@ def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding]:
             or _some_rows(ctx, reference, a, b, profile)
             or _all_rows(ctx, reference, a, b, values, own, profile)
             or _by_correlations(ctx, a, b, profile, own, natural)
-            or _by_ranges(ctx, reference, a, b, values)
+            or _by_ranges(ctx, a, b, values, outside)
         )
         if finding is not None:
             candidates.append((profile.compare(a, b).support, finding))
@@ -230,7 +232,7 @@ def _exactly_exchanged(
     assert ctx.snapshot is not None
     batch = ctx.snapshot.profile
     ours, theirs = batch.columns, reference.columns
-    if not {a, b} <= set(ours) & set(theirs) or _same_values(ours[a], theirs[a]):
+    if not all(n in ours and n in theirs for n in (a, b)) or _same_values(ours[a], theirs[a]):
         return None
     if not (_same_values(ours[a], theirs[b]) and _same_values(ours[b], theirs[a])):
         return None
@@ -364,7 +366,7 @@ def _by_correlations(
 
 
 def _by_ranges(
-    ctx: GuardContext, reference: DatasetProfile, a: str, b: str, values: dict[str, np.ndarray]
+    ctx: GuardContext, a: str, b: str, values: dict[str, np.ndarray], outside: Callable[[str, str], float]
 ) -> Finding | None:
     """Two columns of one declared unit, one of them mostly outside the range its reference ever showed, and
     swapped back both entirely inside theirs and inside natural variation: written into each other's place
@@ -372,13 +374,11 @@ def _by_ranges(
     assert ctx.contract is not None and ctx.snapshot is not None
     if not _same_unit(ctx, a, b) or min(len(values[a]), len(values[b])) < ctx.policy.swap_min_rows:
         return None
-    came = {a: _outside(values[a], reference, a), b: _outside(values[b], reference, b)}
-    back = {a: _outside(values[b], reference, a), b: _outside(values[a], reference, b)}
-    if (
-        max(came.values()) < ctx.policy.swap_range_out
-        or max(back.values()) > ctx.policy.swap_range_back
-        or not _natural_swapped_back(ctx, a, b)
-    ):
+    came = {a: outside(a, a), b: outside(b, b)}
+    if max(came.values()) < ctx.policy.swap_range_out:
+        return None
+    back = {a: outside(b, a), b: outside(a, b)}
+    if max(back.values()) > ctx.policy.swap_range_back or not _natural_swapped_back(ctx, a, b):
         return None
     medians = {a: float(np.median(values[a])), b: float(np.median(values[b]))}
     evidence = {"outside_range_as_came": came, "outside_range_swapped_back": back}
