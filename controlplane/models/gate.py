@@ -116,11 +116,6 @@ def decide(
     if gain >= min_gain:
         return _soft(evidence, gain, [f"beats the champion: {where}"], min_gain)
     error = evidence.gain_error
-    if level_within > 0 and min_gain <= DEFAULT_MIN_GAIN and gain == 0.0 and error == 0.0:
-        # no resample of the holdout tells the two apart: the champion again (trained on the same rows), nothing for
-        # a person to judge; unless the team raised the bar, which asks for a gain measured
-        same = f"level with the champion: the same score on every resample of the holdout (trained on the same rows): {where}"
-        return _soft(evidence, gain, [same], min_gain)
     tolerance = level_within * error if level_within > 0 and error is not None and math.isfinite(error) else None
     if tolerance is not None and min_gain <= tolerance and gain >= -tolerance:
         level = f"level with the champion within the holdout's sampling error (±{tolerance:.2%}): {where}"

@@ -92,20 +92,6 @@ def test_a_shortfall_within_the_holdouts_sampling_error_is_level(candidate, erro
     assert decide(evidence, min_gain=0.05).verdict is not PromotionVerdict.APPROVED  # a bar the holdout can measure
 
 
-def test_a_candidate_no_resample_of_the_holdout_tells_from_the_champion_is_level():
-    """Trained on the same rows (a panel whose holdout grew by a whole period), the candidate is the champion again:
-    nothing for a person to judge. A team that turns level off, or raises the bar, still gets asked."""
-    tie = replace(GOOD, champion_score=2.5, candidate_score=2.5, gain_error=0.0)
-    decision = decide(tie)
-    assert decision.verdict is PromotionVerdict.APPROVED and "same score on every resample" in decision.reasons[0]
-    assert decide(tie, level_within=0.0).verdict is PromotionVerdict.NEEDS_REVIEW
-    assert decide(tie, min_gain=0.05).verdict is PromotionVerdict.NEEDS_REVIEW  # a raised bar asks for a gain
-    assert decide(replace(tie, candidate_score=2.501)).verdict is PromotionVerdict.NEEDS_REVIEW  # error 0, not a tie
-    assert decide(replace(tie, guard_warnings=(GuardWarning("drift", "distance"),))).verdict is (
-        PromotionVerdict.NEEDS_REVIEW
-    )  # a warning on a feature it leans on still asks
-
-
 @pytest.mark.parametrize(
     "warning, verdict",
     [
