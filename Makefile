@@ -68,6 +68,12 @@ bench-leak-null: install-dev
 bench-loop: install-dev
 	$(BIN)/python benchmarks/loop_bench.py
 
+# init and a run against the number of columns through the real CLI (~30 min to 2,000 columns; add 5000 to
+# COLUMNS for the widest): 40 daily batches, every feature contracted; wall, CPU and peak RSS per width
+COLUMNS ?= 50,200,1000,2000
+bench-wide: install-dev
+	$(BIN)/python benchmarks/wide_loop_bench.py --columns $(COLUMNS)
+
 # what closing a writable DataHub Lite handle costs as the store grows (~3 min): Lite's own close() vs the adapter's
 bench-lite: install-dev
 	$(BIN)/python benchmarks/lite_close_bench.py
