@@ -30,7 +30,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.corpus_bench import cli  # noqa: E402
+from benchmarks.corpus_bench import _iso, cli  # noqa: E402
 
 START = pd.Timestamp("2026-01-05", tz="UTC")
 FACTORS = 6
@@ -70,23 +70,22 @@ def one_width(columns: int, days: int, rows: int) -> dict[str, Any]:
         history = pd.concat([day_rows(columns, d, rows) for d in range(days)], ignore_index=True)
         history.to_parquet(folder / "history.parquet", index=False)
         end = START + pd.Timedelta(days=days)
-        iso = lambda moment: moment.isoformat()  # noqa: E731
         common = ("--workspace", str(ws))
         found: dict[str, Any] = {"columns": columns, "days": days, "rows_per_day": rows}
         found["init"] = _timed(
             "init", "wide", "--data", str(folder), "--target", "label", "--time-column", "event_time",
-            "--now", iso(end + pd.Timedelta(hours=1)), "--yes", *common,
+            "--now", _iso(end + pd.Timedelta(hours=1)), "--yes", *common,
         )  # fmt: skip
         if found["init"]["exit"] != 0:
             return found
-        found["first_run"] = _timed("run", "wide", "--now", iso(end + pd.Timedelta(hours=2)), "--json", *common)
+        found["first_run"] = _timed("run", "wide", "--now", _iso(end + pd.Timedelta(hours=2)), "--json", *common)
         day_rows(columns, days, rows).to_parquet(Path(tmp) / "next.parquet", index=False)
         landed = end + pd.Timedelta(days=1, hours=1)
-        code, _, err = cli("land", "wide", str(Path(tmp) / "next.parquet"), "--now", iso(landed), *common)
+        code, _, err = cli("land", "wide", str(Path(tmp) / "next.parquet"), "--now", _iso(landed), *common)
         if code != 0:
             found["land"] = {"exit": code, "outcome": err.strip()[-160:]}
             return found
-        found["next_run"] = _timed("run", "wide", "--now", iso(landed + pd.Timedelta(hours=1)), "--json", *common)
+        found["next_run"] = _timed("run", "wide", "--now", _iso(landed + pd.Timedelta(hours=1)), "--json", *common)
         found["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         return found
 

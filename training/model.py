@@ -175,10 +175,9 @@ def _importances_by_groups(model: Any, X: pd.DataFrame, y: pd.Series, seed: int)
 
     def loss(group: tuple[int, ...]) -> float:
         columns = [X.columns[i] for i in group]
-        lost = []
-        for rows in shuffles:
-            mixed = X.copy()
-            mixed[columns] = X[columns].to_numpy()[rows]
+        lost, mixed, kept = [], X.copy(), X[columns].to_numpy()
+        for rows in shuffles:  # each shuffle overwrites the same columns whole
+            mixed[columns] = kept[rows]
             lost.append(base - float(model.score(mixed, y)))
         return max(float(np.nan_to_num(np.mean(lost), nan=0.0)), 0.0)
 

@@ -207,15 +207,18 @@ def reuse(finding: Finding, remembered: dict[str, Any] | None) -> tuple[Finding,
 
 
 def _healed_with(finding: Finding, remembered: dict[str, Any]) -> str | None:
-    steps = [
-        st
-        for st in remembered.get("steps") or []
-        if isinstance(st, dict)
-        and st.get("finding_kind") == finding.kind.value
-        and (st.get("column") or "") == (finding.column or "")
-    ]
+    steps = _steps_on(remembered.get("steps") or [], finding.kind.value, finding.column or "")
     playbook = steps[0].get("playbook") if steps else None
     return playbook if isinstance(playbook, str) else None
+
+
+def _steps_on(steps: list[Any], kind: str, column: str) -> list[dict[str, Any]]:
+    """The heal steps taken on one finding kind and column."""
+    return [
+        st
+        for st in steps
+        if isinstance(st, dict) and st.get("finding_kind") == kind and (st.get("column") or "") == column
+    ]
 
 
 def memory_fact(finding: Finding, recalled: Recall) -> dict[str, Any]:
@@ -259,5 +262,5 @@ def resolution_line(memory: dict[str, dict[str, Any]], urn: str, run_id: str, st
     """The heal line of one incident's resolution note: the steps on its column and its finding's parameters."""
     recalled = memory.get(urn) or {}
     key = recalled.get("key") or ["", "", ""]
-    mine = [st for st in steps if st.get("finding_kind") == key[1] and (st.get("column") or "") == key[2]]
+    mine = _steps_on(steps, key[1], key[2])
     return heal_line(run_id, mine or steps, recalled.get("finding_params") or {})

@@ -140,8 +140,9 @@ class _CorrelationProfile:
         self.pairs = reference.relations.pairs if reference.relations is not None else {}
         self.frame = pd.DataFrame({n: pd.to_numeric(sample[n], errors="coerce") for n in names}, dtype=float)
         held = self.frame.notna().to_numpy(dtype=float)
-        self.rows = pd.DataFrame(held.T @ held, index=names, columns=names)  # rows holding both of a pair
-        self.matrix = self.frame.corr(min_periods=POLICY.swap_min_pair_rows)  # pairwise complete; NaN where undefined
+        self._held = held.T @ held  # rows holding both of a pair
+        # pairwise complete; NaN where undefined
+        self._batch_matrix = self.frame.corr(min_periods=POLICY.swap_min_pair_rows).to_numpy()
         self._at = {name: i for i, name in enumerate(names)}
         self._reference_matrix: np.ndarray | None = None
 
@@ -174,7 +175,7 @@ class _CorrelationProfile:
         """Sums of squares over the other columns c: how far apart the reference holds r(a, c) and r(b, c), and
         how far the batch's sit from the reference's as they came and exchanged."""
         i, j = self._at[a], self._at[b]
-        reference, batch, held = self._references(), self.matrix.to_numpy(), self.rows.to_numpy()
+        reference, batch, held = self._references(), self._batch_matrix, self._held
         ra, rb, xa, xb = reference[i], reference[j], batch[i], batch[j]
         others = np.ones(len(self.names), dtype=bool)
         others[[i, j]] = False
