@@ -52,7 +52,6 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from itertools import combinations
 from typing import Callable, Iterator, Mapping
 
 import numpy as np
@@ -77,39 +76,14 @@ SUMS_REL_TOL = 1e-9  # sums of the same values added in another order (exact pro
 
 @register("columns_swapped", per_column=True)
 def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding]:
-    assert ctx.contract and ctx.snapshot
-    reference = ctx.reference_profile
-    if reference is None:
+    batch = _SwapBatch.of(ctx)
+    if batch is None:
         return
-    sample = ctx.snapshot.sample
-    names = [
-        c.name
-        for c in ctx.contract.columns
-        if c.logical_type in _NUMERIC
-        and not c.primary_key
-        and c.name in sample
-        and c.name in reference.columns
-        and not _holds_its_periods_value(ctx, c.name)
-    ]
-    values = {name: numeric_values(sample[name]) for name in names}
-    own = {name: ks_distance(values[name], reference.columns[name]) for name in names}  # each column once
-    profile = _CorrelationProfile(reference, sample, names)
-    natural = functools.cache(ctx.natural_distance)  # each column's distance once, however many pairs it is in
-    # outside(x, y): the share of x's batch values outside y's reference range, each once
-    outside = functools.cache(lambda of, against: _outside(values[of], reference, against))
     candidates: list[tuple[float, Finding]] = []
-    for a, b in combinations(names, 2):
-        if ctx.contract.column(a).logical_type != ctx.contract.column(b).logical_type:  # type: ignore[union-attr]
-            continue
-        finding = (
-            _exactly_exchanged(ctx, reference, a, b, names)
-            or _some_rows(ctx, reference, a, b, profile)
-            or _all_rows(ctx, reference, a, b, values, own, profile)
-            or _by_correlations(ctx, a, b, profile, own, natural)
-            or _by_ranges(ctx, a, b, values, outside)
-        )
+    for a, b in batch.pairs_to_test():
+        finding = batch.evidence(a, b)
         if finding is not None:
-            candidates.append((profile.compare(a, b).support, finding))
+            candidates.append((batch.profile.compare(a, b).support, finding))
     # one finding per column: the pair whose correlations moved furthest towards exchanged first (a swap of dni
     # and dhi also breaks dhi <= ghi; it is dni's correlations that dhi took), then the order of the pairs
     taken: set[str] = set()
@@ -118,6 +92,123 @@ def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding]:
         if not columns & taken:
             taken |= columns
             yield finding
+
+
+@dataclass
+class _SwapBatch:
+    """What every pair's evidence reads, each built once: the candidate columns (contracted numbers, not the key,
+    not a period's value), their batch values, their KS distance from their own reference, the correlation
+    profile, and cached natural distances and shares outside a range."""
+
+    ctx: GuardContext
+    reference: DatasetProfile
+    names: list[str]
+    values: dict[str, np.ndarray]
+    own: dict[str, float | None]
+    profile: _CorrelationProfile
+    natural: Callable[[str], float | None]
+    outside: Callable[[str, str], float]  # outside(x, y): the share of x's batch values outside y's reference range
+
+    @classmethod
+    def of(cls, ctx: GuardContext) -> _SwapBatch | None:
+        assert ctx.contract and ctx.snapshot
+        reference = ctx.reference_profile
+        if reference is None:
+            return None
+        sample = ctx.snapshot.sample
+        names = [
+            c.name
+            for c in ctx.contract.columns
+            if c.logical_type in _NUMERIC
+            and not c.primary_key
+            and c.name in sample
+            and c.name in reference.columns
+            and not _holds_its_periods_value(ctx, c.name)
+        ]
+        values = {name: numeric_values(sample[name]) for name in names}
+        return cls(
+            ctx,
+            reference,
+            names,
+            values,
+            {name: ks_distance(values[name], reference.columns[name]) for name in names},
+            _CorrelationProfile(reference, sample, names),
+            functools.cache(ctx.natural_distance),
+            functools.cache(lambda of, against: _outside(values[of], reference, against)),
+        )
+
+    def evidence(self, a: str, b: str) -> Finding | None:
+        """The first of the five lines of evidence that names a and b swapped (None: no line does, or the two
+        are of different logical types)."""
+        ctx, reference = self.ctx, self.reference
+        assert ctx.contract is not None
+        if ctx.contract.column(a).logical_type != ctx.contract.column(b).logical_type:  # type: ignore[union-attr]
+            return None
+        return (
+            _exactly_exchanged(ctx, reference, a, b, self.names)
+            or _some_rows(ctx, reference, a, b, self.profile)
+            or _all_rows(ctx, reference, a, b, self.values, self.own, self.profile)
+            or _by_correlations(ctx, a, b, self.profile, self.own, self.natural)
+            or _by_ranges(ctx, a, b, self.values, self.outside)
+        )
+
+    def pairs_to_test(self) -> list[tuple[str, str]]:
+        """The pairs `evidence` could name, in the order of `combinations(names, 2)`: each line needs something of
+        one column or of a pair that is cheap to find for all of them at once, so a wide table's pairs are not
+        tried one by one (5,000 columns: 12.5 million pairs, nearly all of them of columns that look like
+        themselves).
+
+        - exact: the batch's a profiles as the reference's b and the reverse (the exact fields, by a dict);
+        - some rows and correlations: both columns in the reference's pair moments (an order learned,
+          correlations with the others to compare: `profiles.relations` keeps pairs of a bounded number of columns);
+        - all rows: both columns at least `policy.swap_self_distance` from their own reference;
+        - ranges: one column with `policy.swap_range_out` of its values outside its reference's range, with any
+          column of its declared unit."""
+        ctx, reference, names = self.ctx, self.reference, self.names
+        assert ctx.contract is not None and ctx.snapshot is not None
+        at = {name: i for i, name in enumerate(names)}
+        found: set[tuple[int, int]] = set()
+
+        def add(x: str, y: str) -> None:
+            if x != y:
+                found.add((min(at[x], at[y]), max(at[x], at[y])))
+
+        def add_all(group: list[str]) -> None:
+            for i, x in enumerate(group):
+                for y in group[i + 1 :]:
+                    add(x, y)
+
+        batch = ctx.snapshot.profile.columns
+        held_as: dict[tuple[object, ...], list[str]] = {}  # the reference's columns by their exact fields
+        for name in names:
+            held_as.setdefault(_exact_fields(reference.columns[name]), []).append(name)
+        for a in (n for n in names if n in batch):
+            for b in held_as.get(_exact_fields(batch[a]), ()):
+                if b in batch and _exact_fields(batch[b]) == _exact_fields(reference.columns[a]):
+                    add(a, b)
+        add_all(self.profile.compared)
+        add_all([n for n in names if (d := self.own[n]) is not None and d >= ctx.policy.swap_self_distance])
+        by_unit: dict[str | None, list[str]] = {}
+        for name in names:
+            by_unit.setdefault(ctx.contract.column(name).unit, []).append(name)  # type: ignore[union-attr]
+        for a in names:
+            if len(self.values[a]) and self.outside(a, a) >= ctx.policy.swap_range_out:
+                for b in by_unit[ctx.contract.column(a).unit]:  # type: ignore[union-attr]
+                    add(a, b)
+        return [(names[i], names[j]) for i, j in sorted(found)]
+
+
+def _paired_columns(reference: DatasetProfile, at: Mapping[str, int]) -> list[str]:
+    """The columns among `at` that the reference holds pair moments of (a key is two names joined by '|', and a
+    name may hold one: each cut of the key is tried)."""
+    pairs = reference.relations.pairs if reference.relations is not None else {}
+    paired: set[str] = set()
+    for key in pairs:
+        for cut in (i for i, char in enumerate(key) if char == "|"):
+            first, second = key[:cut], key[cut + 1 :]
+            if first in at and second in at:
+                paired |= {first, second}
+    return sorted(paired, key=at.__getitem__)
 
 
 def _holds_its_periods_value(ctx: GuardContext, name: str) -> bool:
@@ -139,20 +230,24 @@ class _CorrelationProfile:
         self.names = names
         self.pairs = reference.relations.pairs if reference.relations is not None else {}
         self.frame = pd.DataFrame({n: pd.to_numeric(sample[n], errors="coerce") for n in names}, dtype=float)
-        held = self.frame.notna().to_numpy(dtype=float)
+        # only columns the reference holds correlations of can be compared: the matrices are theirs alone
+        self.compared = _paired_columns(reference, {name: i for i, name in enumerate(names)})
+        compared = self.frame[self.compared]
+        held = compared.notna().to_numpy(dtype=float)
         self._held = held.T @ held  # rows holding both of a pair
         # pairwise complete; NaN where undefined
-        self._batch_matrix = self.frame.corr(min_periods=POLICY.swap_min_pair_rows).to_numpy()
-        self._at = {name: i for i, name in enumerate(names)}
+        self._batch_matrix = compared.corr(min_periods=POLICY.swap_min_pair_rows).to_numpy()
+        self._at = {name: i for i, name in enumerate(self.compared)}
         self._reference_matrix: np.ndarray | None = None
 
     def _references(self) -> np.ndarray:
         """The reference's correlation of every pair of columns (NaN where it holds none), built once."""
         if self._reference_matrix is None:
-            found = np.full((len(self.names), len(self.names)), np.nan)
-            for i, a in enumerate(self.names):
-                for j in range(i + 1, len(self.names)):
-                    moments = self.pairs.get(pair_key(a, self.names[j]))
+            names = self.compared
+            found = np.full((len(names), len(names)), np.nan)
+            for i, a in enumerate(names):
+                for j in range(i + 1, len(names)):
+                    moments = self.pairs.get(pair_key(a, names[j]))
                     if moments is not None and moments.correlation is not None:
                         found[i, j] = found[j, i] = moments.correlation
             self._reference_matrix = found
@@ -173,11 +268,14 @@ class _CorrelationProfile:
 
     def compare(self, a: str, b: str) -> _Comparison:
         """Sums of squares over the other columns c: how far apart the reference holds r(a, c) and r(b, c), and
-        how far the batch's sit from the reference's as they came and exchanged."""
+        how far the batch's sit from the reference's as they came and exchanged (nothing to compare where the
+        reference holds no correlations of a or b)."""
+        if a not in self._at or b not in self._at:
+            return _Comparison(0.0, 0.0, 0.0, 0, 0)
         i, j = self._at[a], self._at[b]
         reference, batch, held = self._references(), self._batch_matrix, self._held
         ra, rb, xa, xb = reference[i], reference[j], batch[i], batch[j]
-        others = np.ones(len(self.names), dtype=bool)
+        others = np.ones(len(self.compared), dtype=bool)
         others[[i, j]] = False
         used = others & ~(np.isnan(ra) | np.isnan(rb) | np.isnan(xa) | np.isnan(xb))
         ra, rb, xa, xb = ra[used], rb[used], xa[used], xb[used]
@@ -259,13 +357,20 @@ def _exactly_exchanged(
 def _same_values(x: ColumnProfile, y: ColumnProfile) -> bool:
     """Two column profiles of the same values: counts, extremes and quantiles equal, sums equal but for the order
     they were added in (row groups cut elsewhere)."""
-    exact = ("logical_type", "row_count", "null_count", "nan_count", "zero_count", "minimum", "maximum", "quantiles")
-    if any(getattr(x, name) != getattr(y, name) for name in exact):
+    if _exact_fields(x) != _exact_fields(y):
         return False
     sums = [(x.mean, y.mean), (x.stdev, y.stdev)]
     if x.moments is not None and y.moments is not None:
         sums += [(x.moments.total, y.moments.total), (x.moments.m2, y.moments.m2)]
     return all(a == b or (a is not None and b is not None and _close(a, b)) for a, b in sums)
+
+
+_EXACT = ("logical_type", "row_count", "null_count", "nan_count", "zero_count", "minimum", "maximum", "quantiles")
+
+
+def _exact_fields(column: ColumnProfile) -> tuple[object, ...]:
+    """The fields two profiles of the same values hold equal (a tuple: a dict is keyed by it)."""
+    return tuple(getattr(column, name) for name in _EXACT)
 
 
 def _close(a: float, b: float) -> bool:

@@ -3,20 +3,25 @@ ranges or exact values, and told from a rescale of one of them (scale_shift)."""
 
 from __future__ import annotations
 
+from itertools import combinations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from chaos.falsealarms import load_batches
 from chaos.realdata import DATASETS
-from guard.checks.swaps import check_columns_swapped
+from guard.checks.swaps import _SwapBatch, check_columns_swapped
+from guard.context import GuardContext
+from guard.contract import ColumnContract, Contract
+from guard.findings import Finding
 from guard.kinds import FindingKind
 from profiles.reference import Reference, build_reference
 from profiles.snapshot import read_snapshot
 
 import orders_support
-from orders_support import found, leaked, orders, swapped
+from orders_support import CONTRACT, URN, found, leaked, orders, swapped
 from real_cases import RealCase, blocking_on
 
 
@@ -182,3 +187,73 @@ def test_a_swap_in_a_month_that_passed_earlier_is_named_by_its_exact_values(tmp_
     assert (FindingKind.COLUMNS_SWAPPED, "sf_temp") not in blocking_on(
         tmp_path, against_itself, swapped(reordered, "sf_temp", "seattle_temp")
     )
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [
+        "clean",
+        "whole swap",
+        "rows swapped",
+        "rescaled",
+        "one column shifted out of range",
+        "a batch against its own kept profile, swapped",
+    ],
+)
+def test_every_pair_a_line_of_evidence_names_is_among_the_pairs_tested(
+    tmp_path: Path, reference: Reference, batch: str
+) -> None:
+    """The pairs tried are found per column (exact fields, pair moments, own distance, share out of range), not
+    by trying all of them: every pair of columns that any line of evidence would name is among them."""
+    frame, against = orders(9), reference
+    rows = np.random.default_rng(0).random(len(frame)) < 0.1
+    if batch == "whole swap":
+        frame = swapped(frame, "distance_km", "prep_time_min")
+    elif batch == "rows swapped":
+        frame = swapped(frame, "temp_min", "temp_max", rows)
+    elif batch == "rescaled":
+        frame = frame.assign(temp_min=frame["temp_min"] * 3)
+    elif batch == "one column shifted out of range":
+        frame = frame.assign(part_a=frame["part_a"] + 100)
+    elif batch == "a batch against its own kept profile, swapped":
+        against = build_reference([orders_support.snap(tmp_path, frame, "kept").batch])
+        frame = swapped(frame, "part_a", "part_b")
+    context = GuardContext(URN, CONTRACT, orders_support.snap(tmp_path, frame, "batch"), against, (), now_ms=0)
+    swaps = _SwapBatch.of(context)
+    assert swaps is not None
+    named = {pair for pair in combinations(swaps.names, 2) if swaps.evidence(*pair) is not None}
+    tested = swaps.pairs_to_test()
+    assert named <= set(tested) and tested == sorted(
+        tested, key=lambda p: (swaps.names.index(p[0]), swaps.names.index(p[1]))
+    )
+    assert bool(named) == (batch not in ("clean", "one column shifted out of range"))  # a shift is no swap
+
+
+def test_a_wide_tables_pairs_tested_are_few_and_a_swap_beyond_the_paired_columns_is_named(tmp_path: Path) -> None:
+    """300 contracted columns (44,850 pairs; pair moments kept for 40 of them): a clean batch tries the pairs of
+    the paired columns only, and two columns of other levels swapped outside them are still named."""
+    names = [f"x{i:03d}" for i in range(300)]
+    contract = Contract(
+        URN,
+        (ColumnContract("event_ts", "timestamp"), *(ColumnContract(n, "number", unit="m") for n in names)),
+        event_timestamp_column="event_ts",
+    )
+
+    def batch(seed: int) -> pd.DataFrame:
+        rng = np.random.default_rng(seed)
+        columns = {n: rng.normal(10 * i, 1 + i % 7, 400).round(3) for i, n in enumerate(names)}
+        return pd.DataFrame({"event_ts": pd.date_range(f"2024-01-0{seed + 1}", periods=400, freq="min"), **columns})
+
+    kept = [orders_support.snap(tmp_path, batch(seed), f"b{seed}").batch for seed in range(4)]
+    reference = build_reference(kept)
+
+    def judged(frame: pd.DataFrame) -> tuple[_SwapBatch, list[str]]:
+        context = GuardContext(URN, contract, orders_support.snap(tmp_path, frame, "batch"), reference, (), now_ms=0)
+        swaps = _SwapBatch.of(context)
+        assert swaps is not None
+        return swaps, sorted(f.column for f in check_columns_swapped(context) if isinstance(f, Finding))
+
+    clean, found = judged(batch(5))
+    assert found == [] and len(clean.pairs_to_test()) <= 40 * 39 // 2
+    swaps, found = judged(swapped(batch(6), "x200", "x250"))
+    assert found == ["x200"] and ("x200", "x250") in swaps.pairs_to_test()
