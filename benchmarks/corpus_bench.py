@@ -13,7 +13,8 @@ in a scratch folder, as a new user would with no code:
 2. for every following clean batch in time order: `kintsugi land NAME BATCH.parquet` an hour after the batch ends,
    then `kintsugi run NAME --json` an hour later. A clean batch the guard blocks at detect is a false block,
    whatever the heal then made of it (`ended_blocked` counts the runs that end BLOCKED); one that exits 2 (or
-   crashes) is a run in error; `promoted` is a run promoted without a person;
+   crashes) is a run in error; `promoted` is a run promoted without a person; `unchanged` one whose candidate
+   would be fit on exactly the champion's rows and spec (the champion stands, no person asked);
 3. `kintsugi drill --pipeline NAME --json --scope both --controls 0`: every failure kind that applies to the
    contract, in the newest batch only and in all rows, through the real loop on scratch copies: blocked (a
    blocking finding), named right (kind, column, unit), healed (and verified) or quarantined, invented cells;
@@ -62,6 +63,7 @@ COUNTS = (
     "guard_blocks",
     "errors",
     "promoted",
+    "unchanged",
     "needs_review",
     "failures",
     "blocked",
@@ -365,6 +367,7 @@ def counts(row: dict[str, Any]) -> dict[str, int]:
         "guard_blocks": sum(r["status"] == "blocked" and r.get("stage") != "promote" for r in runs),
         "errors": sum(r["status"] in ("error", "failed") for r in runs) + sum(c["error"] for c in cases),
         "promoted": sum(r["status"] == "promoted" for r in runs),
+        "unchanged": sum(r["status"] == "unchanged" for r in runs),
         "needs_review": sum(r["status"] in ("needs-review", "paused") for r in runs),
         "failures": len(cases),
         "blocked": sum(c["blocked"] for c in cases),

@@ -28,10 +28,12 @@ __all__ = [
     "PROMOTED",
     "BLOCKED",
     "HELD",
+    "UNCHANGED",
     "QUARANTINED",
 ]
 
 PROMOTED, BLOCKED, HELD = "promoted", "blocked", "needs-review"
+UNCHANGED = "unchanged"  # the healed rows are exactly the champion's training rows: it stands, as promoted would
 QUARANTINED = "quarantined"  # rows set aside, incident left open; the run may train on the rest or stop
 
 
@@ -141,7 +143,7 @@ def _heal_shortfalls(seen: Observed, impact: dict[str, Any]) -> list[str]:
     if not seen.verified:
         return [f"the heal did not verify: {seen.verify_summary}"]
     reasons = []
-    if seen.status != PROMOTED:
+    if seen.status not in (PROMOTED, UNCHANGED):
         reasons.append(f"healed and verified but not promoted: {seen.outcome}")
     gap = impact.get("healed_vs_clean")
     if gap is None or abs(gap) > HARM_THRESHOLD:

@@ -8,9 +8,11 @@
 
 Each stage takes the previous stage's typed result and returns its own (`controlplane.stages`). The guard runs
 once per snapshot: on the pinned table at detect, on the healed copy at verify. Policy `ratify` pauses at both
-gates; a NEEDS_REVIEW candidate pauses at the promote gate under any policy. Every writer holds the pipeline's
-lock; every external write is journaled before it is made (`controlplane.runs.journal`), and a run whose process
-died is rolled back by the next writer (`controlplane.takeback.recovery`).
+gates; a NEEDS_REVIEW candidate pauses at the promote gate under any policy. A candidate that would be fit on
+exactly the rows and spec the champion was is not trained: the run ends UNCHANGED, the champion standing. Every
+writer holds the pipeline's lock; every external write is journaled before it is made
+(`controlplane.runs.journal`), and a run whose process died is rolled back by the next writer
+(`controlplane.takeback.recovery`).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from controlplane.stages.detect import TrainingView, detect
 from controlplane.stages.heal import Healed, heal, raise_incidents, verify
 from controlplane.stages.pin import Pinned, live_hash, verify_file
 from controlplane.stages.publish import publish, remember_reference, resolve, resolve_cleared
-from controlplane.stages.train import Trained, assess, rescore_champion, train
+from controlplane.stages.train import ChampionStands, Trained, assess, rescore_champion, train
 from controlplane.takeback.recovery import recover_pipeline
 from controlplane.vocab import Policy, RunStatus, Stage, Verdict
 from controlplane.workspace import Workspace
@@ -139,6 +141,10 @@ def _train_and_promote(
         return
     remember_reference(run, view)
     trained = train(run, view, detect_report, incidents, remediations)
+    if isinstance(trained, ChampionStands):
+        run.event(Stage.TRAIN, "unchanged", trained.summary, champion_version=trained.version)
+        run.finish(RunStatus.UNCHANGED, trained.summary)
+        return
     measure_impact(run, trained)
     assessment = assess(run, trained)
     verdict = assessment.decision.verdict

@@ -39,6 +39,7 @@ class RunStatus(StrEnum):
     RUNNING = "running"
     PAUSED = "paused"  # at a ratify gate (or a NEEDS_REVIEW candidate): `approve` or `reject`
     PROMOTED = "promoted"
+    UNCHANGED = "unchanged"  # a candidate would be fit on exactly the champion's rows and spec: the champion stands
     NEEDS_REVIEW = "needs-review"  # trained, not promoted: a soft verdict a person may approve
     PLANNED = "planned"  # dry-run
     BLOCKED = "blocked"

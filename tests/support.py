@@ -36,6 +36,7 @@ __all__ = [
     "ms",
     "poison",
     "use_estimator",
+    "reseed",
     "TOKEN",
     "GUARD_AT",
     "BLOCKED_AT",
@@ -79,6 +80,17 @@ def copy_workspace(source: Workspace, target: Path) -> Workspace:
 def poison(ws: Workspace) -> None:
     """Ten more days of a slowing city land, with distance written in metres (as in test_gates)."""
     land_batch(ws, load_spec(ws, PIPELINE), seed=7, anchor=LATER, metres=True)
+
+
+def reseed(ws: Workspace, name: str = PIPELINE, seed: int = 1) -> None:
+    """The team changes the model's seed in the spec: a run on the same rows fits a candidate again rather than
+    letting the champion stand (a candidate on exactly the champion's rows and spec is the champion)."""
+    import yaml
+
+    path = ws.pipelines / f"{name}.yaml"
+    raw = yaml.safe_load(path.read_text())
+    raw["model"]["seed"] = seed
+    path.write_text(yaml.safe_dump(raw))
 
 
 @contextmanager

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -34,6 +36,7 @@ __all__ = [
     "leaned_on",
     "relative_gain",
     "time_holdout",
+    "training_rows_key",
 ]
 
 # A feature the model leans on holds at least this share of the holdout score the features explain between them
@@ -86,6 +89,18 @@ def time_holdout(df: pd.DataFrame, time_column: str, fraction: float) -> tuple[p
             "train on rows that span more than one timestamp or lower holdout_fraction",
         )
     return ordered.iloc[:cut], ordered.iloc[cut:]
+
+
+def training_rows_key(spec: TrainingSpec, train_df: pd.DataFrame) -> str:
+    """What a fit depends on, as one digest: the spec (estimator, params, columns, seed...) and the training rows'
+    values in the columns it reads, in order. Two fits with one key are one model (`fit` is deterministic), so a
+    candidate whose key is its champion's is the champion again; a quantile holdout of a periodic table trains
+    on the same periods twice in a row about once in 1 / holdout_fraction runs."""
+    columns = [c for c in dict.fromkeys([*spec.features, spec.target, spec.time_column]) if c in train_df]
+    digest = hashlib.sha256(json.dumps(asdict(spec), sort_keys=True, default=str).encode())
+    digest.update(json.dumps(columns).encode())
+    digest.update(pd.util.hash_pandas_object(train_df[columns], index=False).to_numpy().tobytes())
+    return digest.hexdigest()
 
 
 def build_estimator(spec: TrainingSpec) -> Pipeline:

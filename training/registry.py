@@ -172,6 +172,11 @@ class ModelStore:
             )
         return str(run_id)
 
+    def run_tags(self, run_id: str) -> dict[str, str]:
+        """The tags of run ``run_id``."""
+        with self._errors(f"read the tags of run {run_id!r}"):
+            return dict(self._client.get_run(run_id).data.tags)
+
     def load_model(self, model_name: str, version: int) -> Any:
         """The fitted scikit-learn pipeline stored as ``version`` of ``model_name``."""
         with self._errors(f"load version {version} of {model_name!r}", also=_LOAD_ERRORS):

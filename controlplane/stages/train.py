@@ -22,6 +22,7 @@ from controlplane.errors import DataError, KintsugiError
 from controlplane.models import passport_signing as passport
 from controlplane.models.champion_scores import ScoresKey, load_scores, save_scores
 from controlplane.models.gate import GuardWarning, PromotionDecision, PromotionEvidence, decide
+from controlplane.models.governance import GovernanceSeverity
 from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.onboard.odcs import read_contract
 from controlplane.runs.context import RunContext, crash_point
@@ -32,13 +33,15 @@ from controlplane.vocab import LedgerKind, Stage
 from profiles.records import Record
 from profiles.snapshot import read_frame
 from training import errors as training_errors
-from training.model import Predictions, fit, gain_error_of, leaned_on, score, time_holdout
+from training.model import Predictions, fit, gain_error_of, leaned_on, score, time_holdout, training_rows_key
 
 if TYPE_CHECKING:
     from training.registry import ModelStore
 
 __all__ = [
     "Trained",
+    "ChampionStands",
+    "TRAINING_ROWS_TAG",
     "Assessment",
     "ChampionScore",
     "Split",
@@ -49,6 +52,26 @@ __all__ = [
     "score_champion",
     "rescore_champion",
 ]
+
+
+# The MLflow run tag holding `training.model.training_rows_key` of the rows and spec a version was fit on.
+TRAINING_ROWS_TAG = "kintsugi.training_rows"
+
+
+@dataclass(frozen=True)
+class ChampionStands(Record):
+    """No candidate: it would be fit on exactly the rows and spec the champion was, so it would be the champion."""
+
+    version: int  # the champion's
+    rows_key: str  # `training.model.training_rows_key` of both
+    rows: int  # the training rows
+
+    @property
+    def summary(self) -> str:
+        return (
+            f"the champion v{self.version} stands: a candidate would be fit on exactly its {self.rows} training rows "
+            "and spec, so it would be the champion again; nothing was trained or registered"
+        )
 
 
 @dataclass(frozen=True)
@@ -235,11 +258,18 @@ def train(
     detect_report: dict[str, Any],
     incidents: tuple[IncidentRef, ...],
     remediations: tuple[dict[str, Any], ...],
-) -> Trained:
+) -> Trained | ChampionStands:
+    """Fit, score and register a candidate beside the champion's scores on its holdout; or, when the candidate would
+    be fit on exactly the rows and spec the champion was and nothing the gate blocks on is open, say the champion
+    stands (a second copy of a model is no candidate, and asks no person)."""
     spec = run.spec
     split = holdout_of(run, view)
     train_df, holdout = split.train, split.holdout
     store = open_store(run.ws)
+    rows_key = training_rows_key(spec.training, train_df)
+    stands = _champion_stands(run, store, rows_key, len(train_df), incidents)
+    if stands is not None:
+        return stands
     seal, unsealed = _sealer(run)
     with training_errors_mapped():
         model = fit(spec.training, train_df)
@@ -263,7 +293,7 @@ def train(
                     "path": spec.data_text,
                     **_sample_source(split.sample),
                 },
-                tags={"kintsugi.run_id": run.run_id},
+                tags={"kintsugi.run_id": run.run_id, TRAINING_ROWS_TAG: rows_key},
                 run_name=run.run_id,
                 seal=seal,
             )
@@ -320,6 +350,41 @@ def train(
     )
 
 
+def _champion_stands(
+    run: RunContext, store: ModelStore, rows_key: str, rows: int, incidents: tuple[IncidentRef, ...]
+) -> ChampionStands | None:
+    """The champion, when its version was fit on `rows_key` and neither an unhealed upstream incident nor the
+    governance scan would block a candidate now (then a candidate is trained, and the gate says so)."""
+    with training_errors_mapped():
+        version = store.champion_version(run.spec.name)
+        if version is None:
+            return None
+        if store.run_tags(store.run_for_version(run.spec.name, version)).get(TRAINING_ROWS_TAG) != rows_key:
+            return None
+    lineage = _lineage_of(run)
+    _, unhealed = _health_at(run, lineage, run.now_ms, incidents)
+    if unhealed or any(f.severity is GovernanceSeverity.BLOCK for f in govern(run.metadata, run.spec, lineage)):
+        return None
+    return ChampionStands(version, rows_key, rows)
+
+
+def _lineage_of(run: RunContext) -> tuple[str, ...]:
+    return tuple(node.urn for node in walk_upstream(run.metadata, run.spec.feature_table))
+
+
+def _health_at(
+    run: RunContext, lineage: tuple[str, ...], at_ms: int, healed: tuple[IncidentRef, ...], also_now: bool = False
+) -> tuple[dict[str, list[dict[str, Any]]], tuple[str, ...]]:
+    """(the health of the table and its lineage at `at_ms`, the incidents on them unhealed then and not healed by
+    this run); `also_now` adds those unhealed at the run's current instant."""
+    datasets, urns = {run.spec.feature_table, *lineage}, [r.urn for r in healed]
+    health = health_at(run.metadata, datasets, at_ms)
+    found = unhealed_at(health, run.spec.feature_table, urns)
+    if also_now and run.now_ms != at_ms:
+        found += unhealed_at(health_at(run.metadata, datasets, run.now_ms), run.spec.feature_table, urns)
+    return health, tuple(dict.fromkeys(found))
+
+
 def _sealer(run: RunContext) -> tuple[Callable[[Path], None] | None, str | None]:
     """The workspace key's model-file signer, or why there is none (the gate will refuse the candidate)."""
     try:
@@ -336,13 +401,8 @@ def assess(run: RunContext, trained: Trained, *, also_now: bool = False) -> Asse
     counts); `also_now` adds what is unhealed at the run's current instant (a resumed run's approval). The
     lineage's classification (tags, terms, domains, deprecation, column lineage) is read as DataHub holds it now."""
     spec = run.spec
-    lineage = tuple(node.urn for node in walk_upstream(run.metadata, spec.feature_table))
-    datasets, healed = {spec.feature_table, *lineage}, [r.urn for r in trained.incidents]
-    health = health_at(run.metadata, datasets, trained.trained_at_ms)
-    found = unhealed_at(health, spec.feature_table, healed)
-    if also_now and run.now_ms != trained.trained_at_ms:
-        found += unhealed_at(health_at(run.metadata, datasets, run.now_ms), spec.feature_table, healed)
-    unhealed = tuple(dict.fromkeys(found))
+    lineage = _lineage_of(run)
+    health, unhealed = _health_at(run, lineage, trained.trained_at_ms, trained.incidents, also_now)
     metric = spec.training.metric
     evidence = PromotionEvidence(
         metric=metric,

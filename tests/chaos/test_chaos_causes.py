@@ -17,7 +17,17 @@ import pytest
 
 from chaos.catalog import get_scenario
 from chaos.estate import load_estate
-from chaos.observe import BLOCKED, PROMOTED, QUARANTINED, Observed, expected_outcome, held_correctly, judge
+from chaos.observe import (
+    BLOCKED,
+    HELD,
+    PROMOTED,
+    QUARANTINED,
+    UNCHANGED,
+    Observed,
+    expected_outcome,
+    held_correctly,
+    judge,
+)
 from chaos.registry import register
 from controlplane.datahub.connect import metadata_session
 from controlplane.onboard.odcs import read_contract
@@ -129,6 +139,15 @@ def test_a_quarantine_passes_whatever_the_run_did_with_the_rest_only_while_its_i
         "promoted)"
     ]
     assert held_correctly(PROMOTED, QUARANTINED, True) and not held_correctly(PROMOTED, QUARANTINED, False)
+
+
+def test_a_heal_passes_when_the_run_promotes_or_the_champion_stands_on_exactly_the_healed_rows() -> None:
+    scenario = get_scenario("unit_km_to_m")
+    unit = make_finding(FindingKind.UNIT_MISMATCH, URN, "distance_km", observed=1000, expected=1, message="metres")
+    clean = {"healed_vs_clean": 0.0}
+    assert judge(scenario, observed(PROMOTED, False, unit), clean) == []
+    assert judge(scenario, observed(UNCHANGED, False, unit), clean) == []  # the champion was fit on these rows
+    assert judge(scenario, observed(HELD, False, unit), clean) == ["healed and verified but not promoted: "]
 
 
 def test_a_scenario_cannot_be_both_healed_and_quarantined() -> None:

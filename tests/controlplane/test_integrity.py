@@ -28,7 +28,7 @@ from controlplane.takeback.undo import undo
 from controlplane.vocab import LedgerKind, Stage
 from controlplane.workspace import Workspace
 from demo.seed import PIPELINE
-from tests.support import DEMO_NOW, LATER_MS, champion, kintsugi, ms, poison
+from tests.support import DEMO_NOW, LATER_MS, champion, kintsugi, ms, poison, reseed
 
 
 def _table(ws: Workspace) -> Path:
@@ -40,6 +40,7 @@ def test_a_table_replaced_after_detect_is_not_what_training_reads(demo_copy):
     data = _table(ws)
     guarded = file_hash(data)
     leaking = pd.read_parquet(data).assign(leak=lambda f: f["eta_minutes"])
+    reseed(ws)  # a fit the champion is not: the run trains a candidate
 
     def swap(event) -> None:  # a writer replaces the table (atomically) right after the guard passed it
         if event.stage == "detect":
@@ -60,6 +61,7 @@ def test_a_table_rewritten_in_place_during_the_run_is_not_what_training_reads(de
     data = _table(ws)
     guarded = file_hash(data)
     frame = pd.read_parquet(data)
+    reseed(ws)  # a fit the champion is not: the run trains a candidate
 
     def rewrite(event) -> None:  # an in-place writer: the pin is a private copy, so it keeps the guarded bytes
         if event.stage == "detect":
@@ -97,6 +99,7 @@ def test_undo_in_any_order_leaves_the_newest_version_still_eligible_as_champion(
     poison(ws)
     first = run_pipeline(ws, load_spec(ws, PIPELINE), now_ms=LATER_MS)  # A: heals, publishes, promotes v3
     assert first.status == "promoted", first.outcome
+    reseed(ws)  # B's fit differs from A's, so B trains a candidate on the same rows
     second = run_pipeline(ws, load_spec(ws, PIPELINE), now_ms=LATER_MS + 600_000)  # B: clean, v4, needs review
     if second.status == "paused":
         second = approve(ws, second.run_id, reason="reviewed", now_ms=LATER_MS + 660_000)

@@ -27,7 +27,7 @@ from controlplane.stages import pin
 from controlplane.vocab import Stage
 from controlplane.workspace import Workspace
 from demo.seed import PIPELINE
-from tests.support import DEMO_NOW, LATER_MS, champion, ms, poison
+from tests.support import DEMO_NOW, LATER_MS, champion, ms, poison, reseed
 
 CHANGED = re.compile(r"the table( at \S+)? changed")
 
@@ -112,6 +112,8 @@ def test_an_in_place_rewrite_at_any_point_of_a_run_is_never_trained_on(demo_copy
     now_ms = LATER_MS if story == "healed" else ms(DEMO_NOW + timedelta(minutes=30))
     if story == "healed":
         poison(pristine)
+    else:
+        reseed(pristine)  # the same rows, another fit: training reads the pin rather than the champion standing
     points: list[str] = []
     baseline_ws = _fresh(pristine, tmp_path / "baseline")
     baseline = _run(baseline_ws, monkeypatch, points.append, now_ms)

@@ -106,7 +106,7 @@ def test_healed_table_holds_kilometres_and_source_was_kept(demo_run):
     assert 1.0 < healed["distance_km"].median() < 6.0
 
 
-def test_rerun_on_unchanged_data_raises_nothing_and_never_promotes_worse(demo_copy):
+def test_rerun_on_unchanged_data_raises_nothing_and_the_champion_stands_with_nothing_registered(demo_copy):
     ws, _ = demo_copy
     spec = load_spec(ws, PIPELINE)
     store = LiteMetadata(ws.datahub_db, read_only=True)
@@ -116,6 +116,7 @@ def test_rerun_on_unchanged_data_raises_nothing_and_never_promotes_worse(demo_co
     store.close()
     client = MlflowClient(tracking_uri=ws.mlflow_uri)
     champion_before = client.get_model_version_by_alias(PIPELINE, "champion").version
+    versions_before = len(client.search_model_versions(f"name = '{PIPELINE}'"))
     record = run_pipeline(ws, spec, now_ms=int((DEMO_NOW + timedelta(minutes=30)).timestamp() * 1000))
     store = LiteMetadata(ws.datahub_db, read_only=True)
     assert store.urns("incident") == incidents_before
@@ -124,9 +125,10 @@ def test_rerun_on_unchanged_data_raises_nothing_and_never_promotes_worse(demo_co
     store.close()
     assert len(events) == len(events_before) + 1 and events[-1].runId == record.run_id
     assert [e.result.type for e in events] == ["SUCCESS", "FAILURE", "SUCCESS"]
-    assert record.status in ("paused", "blocked"), record.outcome
-    if record.status == "paused":  # a NEEDS_REVIEW candidate waits at the promote gate for a person
-        assert record.checkpoint["gate"] == "promote" and record.checkpoint["verdict"] == "NEEDS_REVIEW"
+    # the same rows and spec as the champion's: no second copy of it is trained, registered or put to a person
+    assert record.status == "unchanged" and record.status.exit_code == 0, record.outcome
+    assert f"the champion v{champion_before} stands" in record.outcome
+    assert len(client.search_model_versions(f"name = '{PIPELINE}'")) == versions_before
     assert client.get_model_version_by_alias(PIPELINE, "champion").version == champion_before
     assert load_run(ws, record.run_id).events[0].status == "CLEAN"
 

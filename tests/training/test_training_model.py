@@ -24,6 +24,7 @@ from training.model import (
     relative_gain,
     score,
     time_holdout,
+    training_rows_key,
 )
 from training.spec import TrainingSpec
 
@@ -56,6 +57,36 @@ def test_rows_sharing_the_boundary_timestamp_all_go_to_the_holdout() -> None:
     train, holdout = time_holdout(df, "t", 0.5)
     assert sorted(train["x"]) == [0, 1, 2]
     assert sorted(holdout["x"]) == [3, 4, 5, 6, 7, 8, 9]
+
+
+def _periods(count: int, rows: int = 4) -> pd.DataFrame:
+    """A panel: `rows` entities, one row each per period, every row of a period on one timestamp."""
+    times = pd.date_range("2024-01-01", periods=count, freq="MS", tz="UTC").repeat(rows)
+    values = np.arange(count * rows, dtype=float)
+    return pd.DataFrame({"event_time": times, "distance_km": values, "delivery_minutes": values % 7})
+
+
+def test_a_periodic_table_one_period_longer_can_train_on_the_same_rows_and_the_key_says_so(
+    spec_factory: SpecFactory,
+) -> None:
+    spec = spec_factory(numeric_features=["distance_km"], categorical_features=[])
+    keys = [training_rows_key(spec, time_holdout(_periods(n), "event_time", 0.2)[0]) for n in (4, 5, 6, 7)]
+    # 0.8 of the periods train: 3.2, 4.0, 4.8, 5.6 -> the boundary period is the 4th, 5th, 5th, 6th
+    assert keys[1] == keys[2] and len({keys[0], keys[1], keys[3]}) == 3
+
+
+def test_the_training_rows_key_follows_every_value_their_order_and_the_spec_not_unread_columns(
+    spec_factory: SpecFactory, deliveries: pd.DataFrame
+) -> None:
+    spec = spec_factory()
+    key = training_rows_key(spec, deliveries)
+    assert training_rows_key(spec, deliveries.sort_values("event_time")) != key  # a fit can depend on the order
+    assert training_rows_key(spec, deliveries.copy()) == key
+    nudged = deliveries.copy()
+    nudged.iloc[5, nudged.columns.get_loc("weight_kg")] += 1e-9
+    assert training_rows_key(spec, nudged) != key
+    assert training_rows_key(spec_factory(seed=4), deliveries) != key
+    assert training_rows_key(spec, deliveries.assign(unread=1)) == key  # a column the spec does not read
 
 
 def test_iso_strings_split_like_timestamps(deliveries: pd.DataFrame) -> None:

@@ -21,8 +21,13 @@ from training.model import Predictions, Scored
 
 
 def _run(ws: Workspace, minutes: int) -> tuple[str, dict]:
+    """One run whose candidate differs from the champion in its fit alone (max_iter), so a candidate is trained
+    and scored beside the champion rather than the champion standing on the same rows and spec."""
     now_ms = int((DEMO_NOW + timedelta(minutes=30 + minutes)).timestamp() * 1000)
-    record = run_pipeline(ws, load_spec(ws, PIPELINE), policy="ratify", now_ms=now_ms)
+    spec = load_spec(ws, PIPELINE)
+    params = {**spec.training.params, "max_iter": int(spec.training.params.get("max_iter", 100)) + 1 + minutes}
+    spec = replace(spec, training=replace(spec.training, params=params))
+    record = run_pipeline(ws, spec, policy="ratify", now_ms=now_ms)
     trained = next((e for e in record.events if e.status == "trained"), None)
     assert trained is not None, (record.status, record.outcome)
     return record.status, trained.evidence

@@ -146,6 +146,7 @@ def test_signed_passport_verifies_and_a_tampered_one_does_not(demo_copy, monkeyp
     path = ws.pipelines / "delivery-eta.yaml"
     raw = yaml.safe_load(path.read_text())
     raw["promotion"]["min_gain"] = 0.9  # stricter: this run will not be promoted, but it is trained and signed
+    raw["model"]["seed"] = 1  # a fit the champion is not, so a candidate is trained on the same rows
     path.write_text(yaml.safe_dump(raw))
     record = run_pipeline(ws, load_spec(ws, PIPELINE), now_ms=_ms(timedelta(minutes=25)))
     assert record.status == "paused" and record.checkpoint["verdict"] == "NEEDS_REVIEW", record.outcome

@@ -12,12 +12,13 @@ from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import PASSPORT_PROPERTY
 from controlplane.datahub.urns import model_urn
 from controlplane.runs.journal import list_runs
-from tests.support import champion
+from tests.support import champion, reseed
 
 from onboard_support import NAME, cli, copy_ws
 
 
-def _paused(ws, at: str) -> str:
+def _paused(ws, at: str, seed: int) -> str:
+    reseed(ws, NAME, seed)  # the same rows, another seed: a candidate is fit again, with no gain over the champion
     code, out, err = cli("run", NAME, "--now", at, workspace=ws.root)
     record = list_runs(ws)[-1]
     assert code == 0, err  # a scheduler sees 0 for a run paused at review: nothing is wrong with the data
@@ -37,7 +38,7 @@ def _passport(ws, version: int) -> dict:
 
 def test_needs_review_is_approved_by_a_person_with_the_reason_in_the_passport_or_rejected(onboarded, tmp_path):
     ws = copy_ws(onboarded[0], tmp_path / "ws")
-    run_id = _paused(ws, "2013-01-02T07:00:00+00:00")  # the same data again: no gain over the champion
+    run_id = _paused(ws, "2013-01-02T07:00:00+00:00", seed=1)
     code, out, err = cli("approve", run_id, "--reason", "same data, checked the residuals", workspace=ws.root)
     assert code == 0 and "APPROVED v2" in out, err + out
     assert champion(ws, NAME) == 2
@@ -46,7 +47,7 @@ def test_needs_review_is_approved_by_a_person_with_the_reason_in_the_passport_or
     assert body["verdict"]["verdict"] == "APPROVED" and body["verdict"]["gate"] == "NEEDS_REVIEW"
     assert any("approved after review" in r for r in body["verdict"]["reasons"])
 
-    run_id = _paused(ws, "2013-01-02T08:00:00+00:00")
+    run_id = _paused(ws, "2013-01-02T08:00:00+00:00", seed=2)
     code, out, err = cli("reject", run_id, "--reason", "not worth a new version", workspace=ws.root)
     assert code == 0 and "REJECTED v3" in out, err + out
     assert champion(ws, NAME) == 2
