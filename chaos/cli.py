@@ -184,6 +184,7 @@ def drill_command(
     from chaos.report import markdown, write_reports
 
     names = tuple(n.strip() for value in (scenarios or []) for n in value.split(",") if n.strip())
+    keep = keep.resolve() if keep is not None else None  # the copies' specs name paths under it: never relative
     if pipeline is not None:  # progress on stderr: stdout is the scoreboard
         say: Callable[[str], None] = lambda line: typer.echo(line, err=True)  # noqa: E731
         board = _pipeline_drill(pipeline, workspace, names, seeds, controls, jobs, scope, now, keep, say)

@@ -65,9 +65,20 @@ def onboarded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def drilled(onboarded: Path) -> tuple[int, dict, str, dict[str, str], dict[str, str]]:
+def drilled(
+    onboarded: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[int, dict, str, dict[str, str], dict[str, str]]:
     before = _fingerprint(onboarded.parent)
-    code, out, err = whole_cli(
+    here = tmp_path_factory.mktemp("cwd")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(here)  # --keep relative to where the user stands
+        code, out, err = _drill(onboarded)
+    assert (here / "kept" / "copy.json").is_file(), err[-400:]
+    return code, json.loads(out), err, before, _fingerprint(onboarded.parent)
+
+
+def _drill(onboarded: Path) -> tuple[int, str, str]:
+    return whole_cli(
         "drill",
         "--pipeline",
         NAME,
@@ -82,8 +93,9 @@ def drilled(onboarded: Path) -> tuple[int, dict, str, dict[str, str], dict[str, 
         "--jobs",
         "2",
         "--json",
+        "--keep",
+        "kept",
     )
-    return code, json.loads(out), err, before, _fingerprint(onboarded.parent)
 
 
 def test_each_scenario_is_named_right_through_the_loop(drilled):
