@@ -61,8 +61,9 @@ quantiles by sampling, not by a unit.
 A numeric column that declares no unit has one hypothesis left, a rescaling by a factor no unit names: SCALE_SHIFT
 where dividing by one factor alone explains the change (`_rescaled_without_unit`): the same rows that passed
 earlier, every kept quantile times one factor exactly today's; or a new batch of a feature beyond
-`policy.unexplained` as it came (where the drift check blocks it anyway), its shape kept, and back inside natural
-variation divided by the factor that brings it nearest. The name is what changes, never the verdict.
+`policy.unexplained` as it came (where the drift check blocks it anyway), or beyond `policy.far` outside the
+contract's bounds (where the range check does), its shape kept, and back inside natural variation (and the bounds)
+divided by the factor that brings it nearest. The name is what changes, never the verdict.
 
 Against a bare whole-table profile (DataHub's datasetProfile: nine quantiles, no sketch, no batch
 history) the check fits an affine map on the 10-90% quantiles and names the unit whose factor and offset
@@ -552,9 +553,11 @@ def _rescaled_without_unit(ctx: GuardContext, column: ColumnContract, observed: 
     - the same rows that passed earlier (the history check): every kept quantile and extreme times one factor is
       today's exactly;
     - a new batch (a feature): it sits beyond `policy.unexplained` of natural variation as it came (where, with no
-      cause named, the drift check blocks it), its shape is one the reference batches had, and divided by the
-      factor that brings it nearest its natural variation it is inside it. A slow cycle moves a level by steps and
-      reshapes it; it does not multiply every value by one number."""
+      cause named, the drift check blocks it), or beyond `policy.far` with values outside the contract's bounds
+      (where the range check blocks it); its shape is one the reference batches had, and divided by the factor
+      that brings it nearest its natural variation it is inside it (and inside the bounds). A slow cycle moves a
+      level by steps and reshapes it; it does not multiply every value by one number. Either way the batch was
+      blocked already: the name is what changes, never the verdict."""
     assert ctx.contract is not None and ctx.snapshot is not None and ctx.reference_profile is not None
     reference, kept = ctx.reference, ctx.reference_profile.columns.get(column.name)
     if not isinstance(reference, Reference) or kept is None or not kept.quantiles:
@@ -570,9 +573,12 @@ def _rescaled_without_unit(ctx: GuardContext, column: ColumnContract, observed: 
     natural = Natural.of(reference, kept, None, reference.shorter_by(ctx.snapshot.batch))
     as_is = core(observed.sketch, natural.atom)
     d0 = natural.measure(as_is)[0]
-    if d0 is None or d0 <= POLICY.unexplained or not natural.keeps_shape(as_is)[0]:
+    blocked = d0 is not None and (d0 > POLICY.unexplained or (d0 > POLICY.far and _outside(column, observed)))
+    if d0 is None or not blocked or not natural.keeps_shape(as_is)[0]:
         return None
-    rescaled = _plain_rescale(observed, core(kept.sketch, natural.atom), natural)
+    rescaled = _within_bounds(
+        column, observed, natural, _plain_rescale(observed, core(kept.sketch, natural.atom), natural)
+    )
     if rescaled is None or rescaled[1] > 1:
         return None
     factor, back = rescaled
@@ -586,6 +592,55 @@ def _rescaled_without_unit(ctx: GuardContext, column: ColumnContract, observed: 
         f"it is back inside ({back:.2f}x the band), its shape kept: rescaled upstream? (no unit is declared to name "
         "a conversion)",
     )
+
+
+def _outside(column: ColumnContract, observed: ColumnProfile, factor: float = 1.0) -> bool:
+    """Whether the batch divided by `factor` has a value outside the contract's bounds (where the range check
+    blocks). Divided back, a value may miss its bound by the rounding the writer did after rescaling (half the step
+    of the batch's values, over the factor: whole weeks times 2.5 written as whole numbers), and by float rounding."""
+    assert observed.minimum is not None and observed.maximum is not None
+    written = _written(observed) if factor != 1.0 else 0.0
+
+    def slack(bound: float) -> float:
+        return written / factor + 1e-9 * max(1.0, abs(bound))
+
+    low, high = observed.minimum / factor, observed.maximum / factor
+    return (column.minimum is not None and low < column.minimum - slack(column.minimum)) or (
+        column.maximum is not None and high > column.maximum + slack(column.maximum)
+    )
+
+
+def _written(observed: ColumnProfile) -> float:
+    """Half the step the batch's values are written on (0.5 for whole numbers), from its sketch's retained items."""
+    return resolution(weighted_items(observed.sketch)[0]) if observed.sketch is not None else 0.0
+
+
+def _within_bounds(
+    column: ColumnContract, observed: ColumnProfile, natural: Natural, rescaled: tuple[float, float] | None
+) -> tuple[float, float] | None:
+    """The rescale (factor, distance) whose inverse also keeps the contract's bounds: the nearest one if it does,
+    else the nearest of the factors that keep both (positive bounds: from the maximum's over the upper bound to the
+    minimum's over the lower, each widened by the writer's rounding; tried at its ends, its middle, the search's
+    factor clamped into it and the factors that put an extreme on its bound), since the search's nearest factor is
+    only as exact as a batch of repeated values lets it be; None when no factor keeps both."""
+    if rescaled is None or not _outside(column, observed, rescaled[0]):
+        return rescaled
+    assert observed.sketch is not None and observed.minimum is not None and observed.maximum is not None
+    written, lowest, highest = _written(observed), 0.0, math.inf
+    if column.maximum is not None and column.maximum > 0 and observed.maximum > 0:
+        lowest = (observed.maximum - written) / column.maximum
+    if column.minimum is not None and column.minimum > 0 and observed.minimum > 0:
+        highest = (observed.minimum + written) / column.minimum
+    ends = [f for f in (lowest, highest) if 0 < f < math.inf]
+    extremes = ((observed.maximum, column.maximum), (observed.minimum, column.minimum))
+    onto = [value / bound for value, bound in extremes if bound]
+    tried = {min(max(rescaled[0], lowest), highest), *ends, *([sum(ends) / 2] if len(ends) == 2 else []), *onto}
+    kept = []
+    for factor in sorted(f for f in tried if f > 0 and not _outside(column, observed, f)):
+        found = natural.measure(core(observed.sketch, natural.atom, factor))[0]
+        if found is not None:
+            kept.append((factor, found))
+    return min(kept, key=lambda pair: pair[1], default=None)
 
 
 def _same_rows_rescaled(urn: str, name: str, kept: ColumnProfile, now: ColumnProfile) -> Finding | None:

@@ -4,12 +4,14 @@ unit explains as scale_shift, and an unexplained change far beyond natural varia
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from controlplane.stages.guarding import with_repeats_counted
+from guard.checks.units import _outside
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind, Severity
@@ -187,3 +189,50 @@ def test_a_column_with_no_unit_thrown_up_and_down_is_drift_not_a_rescaling(tmp_p
 
 def test_rows_that_passed_earlier_all_times_one_factor_are_a_scale_shift(tmp_path: Path) -> None:
     assert _unitless(tmp_path, _last_month_times(2.5), own=True) == [(FindingKind.SCALE_SHIFT, Severity.BLOCK)]
+
+
+def _bounded(tmp_path: Path, last_month: Callable[[pd.Series], pd.Series]) -> list:
+    """A day-of-week field (1 to 7, bounded so by the contract, no unit) on an hour's readings for six months, the
+    last month's values passed through `last_month`, judged against the five before."""
+    times = pd.date_range("2024-01-01", "2024-06-30 23:00", freq="h", tz="UTC")
+    field = pd.Series(times.dayofweek + 1, dtype="float64")
+    last = pd.Series(times >= pd.Timestamp("2024-06-01", tz="UTC"))
+    table = pd.DataFrame({"ts": times.astype("datetime64[ms, UTC]"), "weekday": field.where(~last, last_month(field))})
+    contract = Contract(
+        URN,
+        (ColumnContract("ts", "timestamp"), ColumnContract("weekday", "number", minimum=1, maximum=7)),
+        event_timestamp_column="ts",
+    )
+    snapshots = _months(tmp_path / "table.parquet", table)
+    reference = build_reference([s.batch for s in snapshots[:5]])  # type: ignore[misc]
+    report = run_guard(with_repeats_counted(GuardContext(URN, contract, snapshots[5], reference, (), now_ms=0)))
+    return [(f.kind, f.severity) for f in report.findings if f.column == "weekday" and "explained_by" not in f.params]
+
+
+def test_a_bounded_column_with_no_unit_rescaled_out_of_its_bounds_is_a_scale_shift(tmp_path: Path) -> None:
+    """Outside the contract's bounds the range check blocks anyway; divided by one factor the batch is back inside
+    them and inside natural variation, so the rescale is the name (the out-of-range finding its symptom)."""
+    assert _blocks(_bounded(tmp_path, lambda field: field * 2.5)) == [(FindingKind.SCALE_SHIFT, Severity.BLOCK)]
+
+
+def test_a_rescale_the_writer_rounded_to_whole_numbers_is_back_inside_the_bounds_divided_by_its_factor(
+    tmp_path: Path,
+) -> None:
+    """Codes 1 to 7 times 2.5 written as whole numbers (2 to 18): no factor puts both extremes back on the bounds
+    exactly, but 2.5 does within the rounding (half a step over the factor); 2 does not."""
+    times = pd.date_range("2024-01-01", "2024-01-31 23:00", freq="h", tz="UTC")
+    codes = (pd.Series(times.dayofweek + 1, dtype="float64") * 2.5).round()
+    table = pd.DataFrame({"ts": times.astype("datetime64[ms, UTC]"), "weekday": codes})
+    (month,) = _months(tmp_path / "table.parquet", table)
+    batch, bounded = month.profile.columns["weekday"], ColumnContract("weekday", "number", minimum=1, maximum=7)
+    assert (batch.minimum, batch.maximum) == (2.0, 18.0)
+    assert _outside(bounded, batch) and not _outside(bounded, batch, 2.5) and _outside(bounded, batch, 2.0)
+
+
+def test_a_bounded_column_with_a_few_values_out_of_its_bounds_is_out_of_range_not_a_rescale(tmp_path: Path) -> None:
+    found = _bounded(tmp_path, lambda field: field.where(field.index % 97 != 0, field + 7))  # a few rows beyond
+    assert (FindingKind.OUT_OF_RANGE, Severity.BLOCK) in found and FindingKind.SCALE_SHIFT not in {k for k, _ in found}
+
+
+def _blocks(found: list) -> list:
+    return [pair for pair in found if pair[1] is Severity.BLOCK]
