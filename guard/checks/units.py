@@ -620,9 +620,10 @@ def _within_bounds(
 ) -> tuple[float, float] | None:
     """The rescale (factor, distance) whose inverse also keeps the contract's bounds: the nearest one if it does,
     else the nearest of the factors that keep both (positive bounds: from the maximum's over the upper bound to the
-    minimum's over the lower, each widened by the writer's rounding; tried at its ends, its middle, the search's
-    factor clamped into it and the factors that put an extreme on its bound), since the search's nearest factor is
-    only as exact as a batch of repeated values lets it be; None when no factor keeps both."""
+    minimum's over the lower, each widened by the writer's rounding; tried at its ends and its middle, and the
+    factors that put an extreme on its bound), since the search's nearest factor is only as exact as a batch of
+    repeated values lets it be (clamped into that range it would be one of its ends); None when no factor keeps
+    both."""
     if rescaled is None or not _outside(column, observed, rescaled[0]):
         return rescaled
     assert observed.sketch is not None and observed.minimum is not None and observed.maximum is not None
@@ -634,7 +635,7 @@ def _within_bounds(
     ends = [f for f in (lowest, highest) if 0 < f < math.inf]
     extremes = ((observed.maximum, column.maximum), (observed.minimum, column.minimum))
     onto = [value / bound for value, bound in extremes if bound]
-    tried = {min(max(rescaled[0], lowest), highest), *ends, *([sum(ends) / 2] if len(ends) == 2 else []), *onto}
+    tried = {*ends, *([sum(ends) / 2] if len(ends) == 2 else []), *onto}
     kept = []
     for factor in sorted(f for f in tried if f > 0 and not _outside(column, observed, f)):
         found = natural.measure(core(observed.sketch, natural.atom, factor))[0]
