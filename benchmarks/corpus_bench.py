@@ -1,7 +1,7 @@
 """The development corpus through the real CLI: clean batches in time order, then the drill's failures.
 
     python benchmarks/corpus_bench.py [--tables a,b] [--jobs 1] [--drill-jobs 1] [--no-drill] [--no-peers]
-                                      [--json PATH]
+                                      [--json PATH] [--keep DIR]
 
 For each table of `chaos.corpus` (real public tables from many domains, shipped in pip packages, loaded offline),
 in a scratch folder, as a new user would with no code:
@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,7 +42,7 @@ import time
 import traceback
 import warnings
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from datetime import datetime, timezone
 from multiprocessing import get_context
 from pathlib import Path
@@ -331,8 +332,11 @@ def peers(table: CorpusTable, batches: list[CorpusBatch]) -> dict[str, Any]:
 # --- one table, the totals --------------------------------------------------------------------------------------
 
 
-def bench_table(name: str, drill_jobs: int, with_drill: bool, with_peers: bool, out: str) -> dict[str, Any]:
-    """One table's row; never raises."""
+def bench_table(
+    name: str, drill_jobs: int, with_drill: bool, with_peers: bool, out: str, keep: str | None = None
+) -> dict[str, Any]:
+    """One table's row; never raises. `keep`: a folder where the table's scratch folder (its workspace after the
+    clean walk, `KEEP/NAME/ws`) is kept, to drill or inspect it again; otherwise it is deleted."""
     started = time.monotonic()
     table = TABLES[name]
     row: dict[str, Any] = {"table": name, "domain": table.domain, "shape": table.shape, "cadence": table.cadence}
@@ -341,7 +345,7 @@ def bench_table(name: str, drill_jobs: int, with_drill: bool, with_peers: bool, 
         row["batches"] = len(batches)
         if with_peers:
             row["peers"] = peers(table, batches)
-        with tempfile.TemporaryDirectory(prefix=f"corpus-{name}-") as scratch:
+        with _scratch(name, keep) as scratch:
             folder, pipeline = Path(scratch), name.replace("_", "-")
             ws = folder / "ws"
             row.update(walk(table, pipeline, folder, ws, batches))
@@ -354,6 +358,19 @@ def bench_table(name: str, drill_jobs: int, with_drill: bool, with_peers: bool, 
     row["counts"] = counts(row)
     _say(name, f"done in {row['seconds']:.0f} s" + (f": {row['error']}" if row.get("error") else ""))
     return row
+
+
+@contextmanager
+def _scratch(name: str, keep: str | None) -> Iterator[str]:
+    if keep is None:
+        with tempfile.TemporaryDirectory(prefix=f"corpus-{name}-") as scratch:
+            yield scratch
+        return
+    folder = Path(keep) / name
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    yield str(folder)
 
 
 def counts(row: dict[str, Any]) -> dict[str, int]:
@@ -402,6 +419,7 @@ def main() -> None:
     parser.add_argument("--no-peers", action="store_true", help="without pandera and evidently")
     parser.add_argument("--json", type=Path, default=None, help="write every row here (default: in --out)")
     parser.add_argument("--out", type=Path, default=None, help="drill scoreboards and logs (default: a temp folder)")
+    parser.add_argument("--keep", type=Path, default=None, help="keep each table's workspace here (KEEP/NAME/ws)")
     args = parser.parse_args()
     names = [n.strip() for n in args.tables.split(",") if n.strip()]
     unknown = [n for n in names if n not in TABLES]
@@ -419,7 +437,8 @@ def main() -> None:
 
 
 def bench_all(names: list[str], args: argparse.Namespace, out: str) -> list[dict[str, Any]]:
-    jobs = (args.drill_jobs, not args.no_drill, not args.no_peers, out)
+    keep = str(args.keep.resolve()) if args.keep else None
+    jobs = (args.drill_jobs, not args.no_drill, not args.no_peers, out, keep)
     with ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=get_context("spawn")) as pool:
         futures = {name: pool.submit(bench_table, name, *jobs) for name in names}
         rows = []
