@@ -1,7 +1,8 @@
 """Root causes explain their symptoms: a finding another finding explains is kept, as a warning.
 
 One failure trips several checks. Two columns swapped look rescaled to the units check and out of range
-to the domain check (and break the orders they are in); a column converted to another unit leaves the
+to the domain check (and break the orders they are in; a whole-number column that took its partner's decimals
+changed its type); a column converted to another unit leaves the
 bounds and the distribution of the unit it declares; a sentinel 0 distorts the quantiles the units check
 fits; a timestamp written in local time puts the label in the future for the freshness check; a copy of the
 label is also a column the contract does not list. The guard names the cause (`columns_swapped`, `sentinel`,
@@ -35,7 +36,8 @@ _VALUE_SYMPTOMS = frozenset(
 )
 _UNIT_SYMPTOMS = frozenset({FindingKind.OUT_OF_RANGE, FindingKind.DRIFT, FindingKind.RELATION_BROKEN})
 SYMPTOMS: dict[FindingKind, frozenset[FindingKind]] = {
-    FindingKind.COLUMNS_SWAPPED: _VALUE_SYMPTOMS | {FindingKind.TARGET_LEAKAGE},
+    # ... and a whole-number column that holds its partner's decimals changed its type
+    FindingKind.COLUMNS_SWAPPED: _VALUE_SYMPTOMS | {FindingKind.TARGET_LEAKAGE, FindingKind.TYPE_CHANGED},
     FindingKind.SENTINEL: _VALUE_SYMPTOMS,
     FindingKind.TIMESTAMP_SHIFT: _VALUE_SYMPTOMS | {FindingKind.TIMESTAMP_UNPARSEABLE},
     FindingKind.TARGET_LEAKAGE: frozenset({FindingKind.COLUMN_UNEXPECTED}),

@@ -1,6 +1,6 @@
 """Two contracted columns written into each other's place: `columns_swapped`.
 
-Five lines of evidence, over each pair of contracted numeric columns (a, b) of one logical type:
+Five lines of evidence, over each pair of contracted numeric columns (a, b):
 
 - all rows: the batch's a looks like the reference's b and its b like the reference's a (KS distance within
   noise), while each is far from its own reference (at least `policy.swap_self_distance`, and `policy.swap_cross_ratio` times further
@@ -22,9 +22,10 @@ Five lines of evidence, over each pair of contracted numeric columns (a, b) of o
   exchanged (the batch's sit at least three quarters of the way from the reference's profiles to those
   profiles swapped, where the reference holds them apart beyond the batch correlations' noise), while at
   least one of them left its natural variation: a swap in a stretch where their values overlap;
-- ranges: two columns of one declared unit, one of them with at least `policy.swap_range_out` of its values outside any
-  value its reference showed, and read as each other's both inside their ranges (all but `policy.swap_range_back`) and
-  their natural variation: a swap where the columns have no other column to correlate with;
+- ranges: two numeric columns (of any units and types), one of them with at least `policy.swap_range_out` of its
+  values outside any value its reference showed, and read as each other's both inside their ranges (all but
+  `policy.swap_range_back`) and their natural variation: a swap where the columns have no other column to correlate
+  with, or hold different kinds of value (a flag and a measurement);
 - exact: the batch's a profiles exactly as the reference's b and the reverse, and with every other column a
   and b exchanged their co-moments: the very rows the reference profiled, swapped. Only a reference of the
   same rows (a batch that passed earlier, against its kept profile) can say this, and it says it in any
@@ -141,9 +142,6 @@ class _SwapBatch:
         """The first of the five lines of evidence that names a and b swapped (None: no line does, or the two
         are of different logical types)."""
         ctx, reference = self.ctx, self.reference
-        assert ctx.contract is not None
-        if ctx.contract.column(a).logical_type != ctx.contract.column(b).logical_type:  # type: ignore[union-attr]
-            return None
         return (
             _exactly_exchanged(ctx, reference, a, b, self.names)
             or _some_rows(ctx, reference, a, b, self.profile)
@@ -162,8 +160,8 @@ class _SwapBatch:
         - some rows and correlations: both columns in the reference's pair moments (an order learned,
           correlations with the others to compare: `profiles.relations` keeps pairs of a bounded number of columns);
         - all rows: both columns at least `policy.swap_self_distance` from their own reference;
-        - ranges: one column with `policy.swap_range_out` of its values outside its reference's range, with any
-          column of its declared unit."""
+        - ranges: one column with `policy.swap_range_out` of its values outside its reference's range, with each
+          column whose reference range holds the column's batch median."""
         ctx, reference, names = self.ctx, self.reference, self.names
         assert ctx.contract is not None and ctx.snapshot is not None
         at = {name: i for i, name in enumerate(names)}
@@ -188,13 +186,13 @@ class _SwapBatch:
                     add(a, b)
         add_all(self.profile.compared)
         add_all([n for n in names if (d := self.own[n]) is not None and d >= ctx.policy.swap_self_distance])
-        by_unit: dict[str | None, list[str]] = {}
-        for name in names:
-            by_unit.setdefault(ctx.contract.column(name).unit, []).append(name)  # type: ignore[union-attr]
         for a in names:
             if len(self.values[a]) and self.outside(a, a) >= ctx.policy.swap_range_out:
-                for b in by_unit[ctx.contract.column(a).unit]:  # type: ignore[union-attr]
-                    add(a, b)
+                median = float(np.median(self.values[a]))
+                for b in names:
+                    low, high = reference.columns[b].minimum, reference.columns[b].maximum
+                    if low is not None and high is not None and low <= median <= high:
+                        add(a, b)  # a partner's range holds what the column now holds
         return [(names[i], names[j]) for i, j in sorted(found)]
 
 
@@ -474,11 +472,12 @@ def _by_correlations(
 def _by_ranges(
     ctx: GuardContext, a: str, b: str, values: dict[str, np.ndarray], outside: Callable[[str, str], float]
 ) -> Finding | None:
-    """Two columns of one declared unit, one of them mostly outside the range its reference ever showed, and
-    swapped back both entirely inside theirs and inside natural variation: written into each other's place
-    (each column holding values only the other's range ever held)."""
-    assert ctx.contract is not None and ctx.snapshot is not None
-    if not _same_unit(ctx, a, b) or min(len(values[a]), len(values[b])) < ctx.policy.swap_min_rows:
+    """Two numeric columns, one of them mostly outside the range its reference ever showed, and swapped back both
+    entirely inside theirs and inside natural variation: written into each other's place (each column holding
+    values only the other's range ever held). Of any units and types: a whole-number column and a decimal one
+    swapped leave one of them holding decimals (its type changed) and both back home once exchanged."""
+    assert ctx.snapshot is not None
+    if min(len(values[a]), len(values[b])) < ctx.policy.swap_min_rows:
         return None
     came = {a: outside(a, a), b: outside(b, b)}
     if max(came.values()) < ctx.policy.swap_range_out:

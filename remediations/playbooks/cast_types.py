@@ -24,7 +24,7 @@ from guard.kinds import FindingKind
 from profiles.snapshot import logical_type
 from remediations.registry import HealInput, HealStep, PlaybookRefused, register
 
-__all__ = ["cast_types", "MAX_UNPARSED_FRACTION", "cast_series"]
+__all__ = ["cast_types", "MAX_UNPARSED_FRACTION", "cast_series", "logical_type_of"]
 
 MAX_UNPARSED_FRACTION = 0.05
 _EXACT_FLOAT_INT = 2**53
@@ -47,7 +47,7 @@ def cast_types(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
         raise PlaybookRefused(f"cast_types found no column {column!r} in the table; re-run the guard")
     target = _target_type(heal)
     values = table[column]
-    current = _logical_type_of(values)
+    current = logical_type_of(values)
     params: dict[str, Any] = {"from_type": current, "target_type": target}
     if types_compatible(target, current):
         return table.copy(), HealStep("cast_types", finding.kind.value, column, params, rows_touched=0)
@@ -91,7 +91,7 @@ def _target_type(heal: HealInput) -> str:
     return str(target)
 
 
-def _logical_type_of(values: pd.Series) -> str:
+def logical_type_of(values: pd.Series) -> str:
     """The logical type the guard will see once this column is written to parquet."""
     try:
         return logical_type(pa.array(values, from_pandas=True).type)

@@ -9,7 +9,9 @@ Heals COLUMNS_SWAPPED, whose finding carries `params["columns"] = [a, b]` and `p
   (`params["observed_medians"]`) than the other's; once swapped back they sit the other way round and the
   playbook changes nothing.
 
-A swap is its own inverse; no value is invented. Refuses columns of different dtypes (a swap would cast).
+A swap is its own inverse; no value is invented. Each column comes back in its contracted type: a whole-number
+column that held its partner's decimals is cast back to whole numbers, exactly, and the swap is refused where a
+value would not survive that cast.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from guard.checks.schema import types_compatible
 from guard.kinds import FindingKind
+from remediations.playbooks.cast_types import cast_series, logical_type_of
 from remediations.registry import HealInput, HealStep, PlaybookRefused, register
 from remediations.rows import describe_rows, selected_rows
 
@@ -44,9 +48,9 @@ def swap_columns(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     else:
         raise PlaybookRefused(f"swap_columns needs params['scope'] 'all' or 'order', not {scope!r}; re-run the guard")
     healed = table.copy()
-    first, second = table[a].to_numpy(), table[b].to_numpy()
-    healed[a] = pd.Series(np.where(mask, second, first), index=table.index).astype(table[a].dtype)
-    healed[b] = pd.Series(np.where(mask, first, second), index=table.index).astype(table[b].dtype)
+    for name, other in ((a, b), (b, a)):
+        swapped = pd.Series(np.where(mask, table[other].to_numpy(), table[name].to_numpy()), index=table.index)
+        healed[name] = _in_contracted_type(heal, name, swapped, same_dtype=table[a].dtype == table[b].dtype)
     params: dict[str, Any] = {
         "columns": [a, b],
         "scope": scope,
@@ -66,12 +70,26 @@ def _columns(heal: HealInput) -> tuple[str, str]:
             raise PlaybookRefused(f"swap_columns found no column {column!r} in the table; re-run the guard")
         if heal.contract.column(column) is None:
             raise PlaybookRefused(f"swap_columns only swaps contracted columns; {column!r} is not in the contract")
-    if heal.table[a].dtype != heal.table[b].dtype:
-        raise PlaybookRefused(
-            f"swap_columns will not swap {a!r} ({heal.table[a].dtype}) and {b!r} "
-            f"({heal.table[b].dtype}): the swap would cast values; heal by hand"
-        )
     return a, b
+
+
+def _in_contracted_type(heal: HealInput, name: str, values: pd.Series, *, same_dtype: bool) -> pd.Series:
+    """A column swapped back, in its contracted type: as the table held it where that type fits; else cast exactly
+    (a whole-number column that held its partner's decimals, now its own whole numbers again), refused where a
+    value would not survive the cast."""
+    contracted = heal.contract.column(name)
+    assert contracted is not None
+    if types_compatible(contracted.logical_type, logical_type_of(values)):
+        return values.astype(heal.table[name].dtype) if same_dtype else values
+    cast, _ = cast_series(values, contracted.logical_type)
+    lost = values.notna() & cast.isna()
+    if lost.any():
+        raise PlaybookRefused(
+            f"swap_columns would leave {int(lost.sum())} value(s) of {name!r} that are not {contracted.logical_type}, "
+            f"its contracted type, e.g. {values[lost].iloc[0]!r}: not a swap of these two columns; heal by hand"
+        )
+    plain = getattr(cast.dtype, "numpy_dtype", None)  # Int64 with no null left is int64, as the column came
+    return cast.astype(plain) if plain is not None and not cast.isna().any() else cast
 
 
 def _order_broken(table: pd.DataFrame, order: Any) -> np.ndarray:

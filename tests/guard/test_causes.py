@@ -96,6 +96,22 @@ def test_the_guard_names_the_swap_not_the_scale_the_units_check_sees(tmp_path: P
     )
 
 
+def test_a_whole_number_column_and_a_decimal_one_swapped_are_named_with_the_type_change_a_symptom(
+    tmp_path: Path, reference: Reference
+) -> None:
+    """A count and a duration of other units exchanged: the count holds decimals (its type changed) past its bounds,
+    the duration small whole numbers; read as each other's, both are back in their ranges and natural variation."""
+    frame = swapped(orders(9), "courier_load", "prep_time_min")
+    report = run_guard(
+        with_repeats_counted(GuardContext(URN, CONTRACT, snap(tmp_path, frame, "swap"), reference, (), now_ms=0))
+    )
+    assert {(f.kind, f.column) for f in report.blocking} == {(FindingKind.COLUMNS_SWAPPED, "prep_time_min")}
+    (swap,) = report.blocking
+    assert swap.params["columns"] == ["prep_time_min", "courier_load"]
+    symptoms = {(f.kind, f.params.get("explained_by")) for f in report.warnings if f.column == "courier_load"}
+    assert (FindingKind.TYPE_CHANGED, "columns_swapped:prep_time_min") in symptoms
+
+
 @pytest.mark.parametrize("name", sorted(DATASETS))
 @pytest.mark.parametrize("rolling", [True, False], ids=["rolling", "first-batches"])
 def test_no_cause_is_read_into_a_clean_real_batch(tmp_path: Path, name: str, rolling: bool) -> None:
