@@ -11,6 +11,7 @@ from profiles.cores import core, sketched
 from profiles.profile import DatasetProfile
 from profiles.reference import Reference
 from profiles.repeats_types import KeyCount, Repeats, RepeatsAsked
+from profiles.sketches import QuantileSketch
 from profiles.snapshot_types import Snapshot, SnapshotError
 
 __all__ = ["GuardContext", "UpstreamNode"]
@@ -112,13 +113,39 @@ class GuardContext:
         """How far the batch's column (or the batch's column `values_of`, read as if it were `name`'s), divided
         by `scale`, sits from `name`'s natural variation (<= 1: inside); None without a batch reference and
         sketches on both sides."""
+        measured = self.natural_measure(name, scale, values_of)
+        return None if measured is None else measured[0]
+
+    def natural_measure(
+        self, name: str, scale: float = 1.0, values_of: str | None = None
+    ) -> tuple[float | None, float] | None:
+        """`natural_distance` and the step from the newest reference batch against the steps the reference batches
+        took (`Natural.measure`: inf where too few batches show steps); None as for `natural_distance`."""
+        found = self._natural(name, values_of)
+        if found is None:
+            return None
+        natural, observed, _ = found
+        return natural.measure(core(observed, natural.atom, scale))
+
+    def natural_rescale(self, name: str) -> tuple[float, float] | None:
+        """The batch's column divided by the one factor that brings it nearest its natural variation: (factor,
+        distance), `Natural.plain_rescale`; None as for `natural_distance`, or with no spread to read a factor from."""
+        found = self._natural(name, None)
+        if found is None:
+            return None
+        natural, observed, reference = found
+        return natural.plain_rescale(observed, reference)
+
+    def _natural(self, name: str, values_of: str | None) -> tuple[Natural, QuantileSketch, QuantileSketch] | None:
+        """`name`'s natural variation, the batch's sketch of `values_of` (else of `name`) and the reference's sketch."""
         assert self.snapshot is not None
         reference = self.reference.columns.get(name) if isinstance(self.reference, Reference) else None
         observed = self.snapshot.profile.columns.get(values_of or name)
         if not isinstance(self.reference, Reference) or not sketched(reference) or not sketched(observed):
             return None
-        assert reference is not None and observed is not None and observed.sketch is not None
+        assert reference is not None and reference.sketch is not None
+        assert observed is not None and observed.sketch is not None
         contract = self.contract.column(name) if self.contract is not None else None
         unit = contract.unit if contract is not None else None
         natural = Natural.of(self.reference, reference, unit, self.reference.shorter_by(self.snapshot.batch))
-        return natural.measure(core(observed.sketch, natural.atom, scale))[0]
+        return natural, observed.sketch, reference.sketch

@@ -13,9 +13,9 @@ mbar are one unit). A unit is named in the contract's own vocabulary: against a 
 candidate is spelt the legacy way when one exists (declared `C` names `F`, declared `mm_rain` names
 `in_rain`); otherwise in pint's spelling.
 
-`plausible_bounds(declared)` is what physics allows a value in that unit: no negative length, area,
-volume, mass or (absolute) pressure, no temperature below absolute zero, a percentage in [0, 100] and a
-fraction in [0, 1].
+`plausible_bounds(declared)` is what physics allows a value in that unit: no negative length, area, volume, mass or
+(absolute) pressure, no temperature below absolute zero, a percentage in [0, 100] and a fraction in [0, 1].
+`limits(column)` is what a column's values must keep: the contract's bounds, else these.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 import pint
+
+from guard.contract import ColumnContract
 
 __all__ = [
     "Unit",
@@ -42,6 +44,7 @@ __all__ = [
     "is_ratio_scale",
     "same_unit",
     "plausible_bounds",
+    "limits",
     "canonical",
 ]
 
@@ -288,3 +291,22 @@ class _UnitTable(Mapping[str, Unit]):
 
 
 UNITS: Mapping[str, Unit] = _UnitTable()
+
+
+def limits(column: ColumnContract) -> tuple[float | None, float | None, str]:
+    """The bounds a value of `column` must keep, and where they come from: the contract's, else what physics
+    allows in the declared unit (side by side: a contract minimum with a physical maximum, say)."""
+    physical = plausible_bounds(column.unit) if column.unit is not None and column.unit in UNITS else (None, None)
+    low = column.minimum if column.minimum is not None else _loosened(physical[0], -1)
+    high = column.maximum if column.maximum is not None else _loosened(physical[1], +1)
+    sources = {
+        "contract" if given is not None else "physics"
+        for given, bound in ((column.minimum, low), (column.maximum, high))
+        if bound is not None
+    }
+    return low, high, "+".join(sorted(sources))
+
+
+def _loosened(bound: float | None, side: int) -> float | None:
+    """A physical bound, loosened by float rounding (absolute zero is -459.67 degF to 12 digits)."""
+    return None if bound is None else bound + side * 1e-9 * max(1.0, abs(bound))

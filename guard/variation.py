@@ -35,7 +35,7 @@ from guard.units import is_ratio_scale
 from profiles.cores import ATOM_SHARE, CORE_LEVELS, MIN_CORE, Core, atom_of, core, sketched, weighted_items
 from profiles.profile import ColumnProfile
 from profiles.reference import Reference
-from profiles.sketches import KLL_RANK_ERROR
+from profiles.sketches import KLL_RANK_ERROR, QuantileSketch
 
 __all__ = [
     "Natural",
@@ -245,6 +245,7 @@ def _diff(summary: Mapping[str, float | None], high: str, low: str) -> float | N
     return None if a is None or b is None else float(a) - float(b)
 
 
+_RESCALE_GRID = 41  # factors tried per pass of the plain-rescale search (two passes: coarse, then fine)
 _SHAPE_SE = 0.6  # rough standard error (x sqrt(n)) of the two shape ratios below, for a normal-like core
 
 
@@ -307,6 +308,26 @@ class Natural:
         stepped = stepped if stepped is not None else math.inf
         far = distance(found, batch)
         return (None if far is None else min(far, stepped)), stepped
+
+    def plain_rescale(self, sketch: QuantileSketch, reference: QuantileSketch) -> tuple[float, float] | None:
+        """The batch (its sketch) divided by the one factor that brings it nearest this natural variation: (factor,
+        distance), the plan that inverts a rescaling no unit names (None: no spread to read a factor from). Searched
+        on a log grid around the ratio of the batch's core spread to the merged reference's (`reference`: a rescale
+        moves the spread by its factor, an offset leaves it alone), then finer around the best point."""
+        spread, reference_spread = core(sketch, self.atom).spread(False), core(reference, self.atom).spread(False)
+        if not spread or not reference_spread or spread <= 0 or reference_spread <= 0:
+            return None
+        best: tuple[float, float] | None = None
+        centre, reach = math.log(spread / reference_spread), math.log(10.0)
+        for _ in range(2):
+            for log_factor in np.linspace(centre - reach, centre + reach, _RESCALE_GRID):
+                found = self.measure(core(sketch, self.atom, math.exp(log_factor)))[0]
+                if found is not None and (best is None or found < best[1]):
+                    best = (math.exp(log_factor), found)
+            if best is None:
+                return None
+            centre, reach = math.log(best[0]), 2 * reach / (_RESCALE_GRID - 1)
+        return best
 
     def keeps_shape(self, batch: Core) -> tuple[bool, float | None]:
         """(the core's shape is one the reference batches had, within `policy.far`; the distance). An affine map keeps

@@ -2,7 +2,7 @@
 
 Ranges are judged on the snapshot's exact minimum and maximum (a full scan). A value outside the
 contract's bounds blocks; so does an impossible one where the contract sets no bound on that side: what
-the declared unit allows (`guard.units.plausible_bounds`: no negative length or mass, no temperature
+the declared unit allows (`guard.units.limits`: no negative length or mass, no temperature
 below absolute zero, a percentage in [0, 100]). Against a batch `Reference`, a value beyond the
 reference batches' range by more than `policy.domain_reference_margin` of it, but possible, is a warning (OUT_OF_RANGE
 at WARN: a storm beyond the last months' maximum is news, not a failure). Categories are judged on
@@ -27,7 +27,7 @@ from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind, Severity
 from guard.registry import register
 from guard.statistics import is_categorical, normalize_category
-from guard.units import UNITS, plausible_bounds
+from guard.units import limits
 from profiles.profile import MAX_CATEGORIES, ColumnProfile
 from profiles.reference import Reference
 
@@ -65,7 +65,7 @@ def check_domain(ctx: GuardContext) -> Iterator[Finding]:
 def _range_findings(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile) -> Iterator[Finding]:
     if observed.logical_type not in _NUMERIC or observed.minimum is None or observed.maximum is None:
         return  # not a number (the schema check), or no value at all (the nulls check)
-    low, high, source = _limits(column)
+    low, high, source = limits(column)
     below = low is not None and observed.minimum < low
     above = high is not None and observed.maximum > high
     if below or above:
@@ -74,25 +74,6 @@ def _range_findings(ctx: GuardContext, column: ColumnContract, observed: ColumnP
     beyond = _beyond_reference(ctx, column, observed)
     if beyond is not None:
         yield beyond
-
-
-def _limits(column: ColumnContract) -> tuple[float | None, float | None, str]:
-    """The bounds a value must keep, and where they come from: the contract's, else what physics allows
-    in the declared unit (side by side: a contract minimum with a physical maximum, say)."""
-    physical = plausible_bounds(column.unit) if column.unit is not None and column.unit in UNITS else (None, None)
-    low = column.minimum if column.minimum is not None else _loosened(physical[0], -1)
-    high = column.maximum if column.maximum is not None else _loosened(physical[1], +1)
-    sources = {
-        "contract" if given is not None else "physics"
-        for given, bound in ((column.minimum, low), (column.maximum, high))
-        if bound is not None
-    }
-    return low, high, "+".join(sorted(sources))
-
-
-def _loosened(bound: float | None, side: int) -> float | None:
-    """A physical bound, loosened by float rounding (absolute zero is -459.67 degF to 12 digits)."""
-    return None if bound is None else bound + side * 1e-9 * max(1.0, abs(bound))
 
 
 def _out_of_range(

@@ -64,7 +64,7 @@ from guard.kinds import FindingKind
 from guard.policy import DEFAULT as POLICY
 from guard.registry import register
 from guard.statistics import ks_distance, ks_noise, numeric_values
-from guard.units import is_ratio_scale
+from guard.units import is_ratio_scale, limits
 from profiles.profile import ColumnProfile, DatasetProfile
 from profiles.reference import Reference
 from profiles.relations import pair_key
@@ -80,7 +80,7 @@ def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding]:
     batch = _SwapBatch.of(ctx)
     if batch is None:
         return
-    candidates: list[tuple[float, Finding]] = []
+    candidates: list[tuple[float, Finding]] = [(math.inf, found) for found in _by_bounds(ctx)]
     for a, b in batch.pairs_to_test():
         finding = batch.evidence(a, b)
         if finding is not None:
@@ -108,6 +108,7 @@ class _SwapBatch:
     own: dict[str, float | None]
     profile: _CorrelationProfile
     natural: Callable[[str], float | None]
+    measured: Callable[[str], tuple[float | None, float] | None]  # a column's (natural distance, step) as it came
     outside: Callable[[str, str], float]  # outside(x, y): the share of x's batch values outside y's reference range
 
     @classmethod
@@ -135,6 +136,7 @@ class _SwapBatch:
             {name: ks_distance(values[name], reference.columns[name]) for name in names},
             _CorrelationProfile(reference, sample, names),
             functools.cache(ctx.natural_distance),
+            functools.cache(ctx.natural_measure),
             functools.cache(lambda of, against: _outside(values[of], reference, against)),
         )
 
@@ -147,7 +149,8 @@ class _SwapBatch:
             or _some_rows(ctx, reference, a, b, self.profile)
             or _all_rows(ctx, reference, a, b, self.values, self.own, self.profile)
             or _by_correlations(ctx, a, b, self.profile, self.own, self.natural)
-            or _by_ranges(ctx, a, b, self.values, self.outside)
+            or _by_ranges(ctx, a, b, self.values, self.outside, self.natural)
+            or _by_steps(ctx, a, b, self.measured, self.profile)
         )
 
     def pairs_to_test(self) -> list[tuple[str, str]]:
@@ -308,9 +311,18 @@ class _Comparison:
     def telling(self) -> bool:
         """The reference holds the two profiles further apart than the batch's correlations are noisy: each
         has a variance of about 1 / rows, and a sum of 2 * terms of their squared errors is compared."""
-        return self.rows > 0 and self.apart >= max(
-            POLICY.swap_profile_apart, POLICY.swap_profile_noise * self.terms / self.rows
-        )
+        return self.rows > 0 and self.apart >= max(POLICY.swap_profile_apart, self.noise)
+
+    @property
+    def noise(self) -> float:
+        """The bound of a clean batch's misfit: twice the expected sum of the 2 * terms squared sampling errors of
+        correlations on `rows` rows (each about 1 / rows)."""
+        return POLICY.swap_profile_noise * self.terms / self.rows if self.rows > 0 else math.inf
+
+    @property
+    def left_its_noise(self) -> bool:
+        """The batch's correlations as they came sit beyond their noise from the reference's."""
+        return self.as_came > self.noise
 
     @property
     def swapped(self) -> bool:
@@ -433,17 +445,21 @@ def _by_correlations(
 ) -> Finding | None:
     """Two columns of one declared unit whose correlations with every other column were exchanged, while at least
     one of them sits outside its natural variation (against a bare profile, a batch that passed earlier judged
-    against itself: beyond the KS noise of its rows from it): swapped, even where their values overlap in this stretch."""
+    against itself: beyond the KS noise of its rows from it), or, where both stay inside it (two columns of like
+    values), the correlations as they came sit beyond their noise from the reference's and read as each other's
+    the two columns are still inside their natural variation: swapped, even where their values overlap in this
+    stretch. The correlations are the batch's statistics that left their history, and exchanging brings them back."""
     assert ctx.contract is not None and ctx.snapshot is not None
     if not _same_unit(ctx, a, b):
-        return None
-    batches = isinstance(ctx.reference, Reference)
-    far = {name: natural(name) for name in (a, b)} if batches else {}
-    if batches and not _left_natural_variation(far):  # the cheap half first: most pairs stop here
         return None
     found = profile.compare(a, b)
     if not found.swapped:
         return None
+    batches = isinstance(ctx.reference, Reference)
+    far = {name: natural(name) for name in (a, b)} if batches else {}
+    if batches and not _left_natural_variation(far):
+        if not (found.left_its_noise and _natural_swapped_back(ctx, a, b)):
+            return None
     if not batches:  # moved beyond the KS noise of its rows from what it was
         noise = ks_noise(found.rows)
         far = {name: None if own[name] is None else own[name] / noise for name in (a, b)}  # type: ignore[operator]
@@ -464,18 +480,25 @@ def _by_correlations(
         evidence,
         medians,
         f"{a!r} and {b!r} correlate with the {found.terms} other columns as the other did in the reference (misfit "
-        f"{found.exchanged:.2f} exchanged, {found.as_came:.2f} as they came), and they left their natural "
-        "variation: written into each other's place",
+        f"{found.exchanged:.2f} exchanged, {found.as_came:.2f} as they came, beyond its noise {found.noise:.2f})"
+        + (", and they left their natural variation" if _left_natural_variation(far) else "")
+        + ": written into each other's place",
     )
 
 
 def _by_ranges(
-    ctx: GuardContext, a: str, b: str, values: dict[str, np.ndarray], outside: Callable[[str, str], float]
+    ctx: GuardContext,
+    a: str,
+    b: str,
+    values: dict[str, np.ndarray],
+    outside: Callable[[str, str], float],
+    natural: Callable[[str], float | None],
 ) -> Finding | None:
     """Two numeric columns, one of them mostly outside the range its reference ever showed, and swapped back both
     entirely inside theirs and inside natural variation: written into each other's place (each column holding
-    values only the other's range ever held). Of any units and types: a whole-number column and a decimal one
-    swapped leave one of them holding decimals (its type changed) and both back home once exchanged."""
+    values only the other's range ever held), unless one column rescaled alone fits better (its runner-up). Of any
+    units and types: a whole-number column and a decimal one swapped leave one of them holding decimals (its type
+    changed) and both back home once exchanged."""
     assert ctx.snapshot is not None
     if min(len(values[a]), len(values[b])) < ctx.policy.swap_min_rows:
         return None
@@ -484,6 +507,8 @@ def _by_ranges(
         return None
     back = {a: outside(b, a), b: outside(a, b)}
     if max(back.values()) > ctx.policy.swap_range_back or not _natural_swapped_back(ctx, a, b):
+        return None
+    if _one_rescaled_fits_better(ctx, a, b, came, natural):
         return None
     medians = {a: float(np.median(values[a])), b: float(np.median(values[b]))}
     evidence = {"outside_range_as_came": came, "outside_range_swapped_back": back}
@@ -497,6 +522,104 @@ def _by_ranges(
         f"{came[worst]:.0%} of {worst!r} lies outside any value its reference showed, and read as each other's, "
         f"{a!r} and {b!r} lie inside their ranges and natural variation: written into each other's place",
     )
+
+
+def _by_bounds(ctx: GuardContext) -> Iterator[Finding]:
+    """Two columns each holding values outside its own bounds (the contract's, or what its unit allows) and, read as
+    each other's, every value inside the other's bounds: written into each other's place. No clean batch holds a
+    value its bounds forbid, so this reads a swap in any column, a period's value too (a year and a month exchanged
+    in a month's batch, each held on one value), where nothing of the spread can."""
+    assert ctx.contract is not None and ctx.snapshot is not None
+    observed = ctx.snapshot.profile.columns
+    bounded = {}
+    for column in ctx.contract.columns:
+        seen = observed.get(column.name)
+        if column.logical_type in _NUMERIC and not column.primary_key and seen is not None:
+            if seen.minimum is not None and seen.maximum is not None:
+                bounded[column.name] = ((seen.minimum, seen.maximum), limits(column)[:2])
+    out = [n for n, (seen, allowed) in bounded.items() if not _inside(seen, allowed)]
+    for i, a in enumerate(out):
+        for b in out[i + 1 :]:
+            if _inside(bounded[b][0], bounded[a][1]) and _inside(bounded[a][0], bounded[b][1]):
+                medians = {n: float(np.nanmedian(numeric_values(ctx.snapshot.sample[n]))) for n in (a, b)}
+                evidence = {n: {"spans": list(bounded[n][0]), "bounds": list(bounded[n][1])} for n in (a, b)}
+                yield _whole_swap(
+                    ctx,
+                    a,
+                    b,
+                    evidence,
+                    medians,
+                    f"{a!r} and {b!r} each hold values outside their own bounds, and every value of each lies inside "
+                    "the other's: written into each other's place",
+                )
+
+
+def _inside(span: tuple[float, float], bounds: tuple[float | None, float | None]) -> bool:
+    low, high = bounds
+    return (low is None or span[0] >= low) and (high is None or span[1] <= high)
+
+
+def _one_rescaled_fits_better(
+    ctx: GuardContext, a: str, b: str, came: Mapping[str, float], natural: Callable[[str], float | None]
+) -> bool:
+    """The runner-up of a swap where only one column left its history (its range or its natural variation): that
+    column rescaled by one factor and the other as it came. The plan that touches one column wins where it leaves
+    both nearer natural variation than the swap does (the worse of the two columns, each way): a rescale whose
+    values happen to fit a wide column's range is no swap with it."""
+    moved = [n for n in (a, b) if came[n] >= ctx.policy.swap_range_out or (natural(n) or 0.0) > 1]
+    if len(moved) != 1:
+        return False
+    alone, other = moved[0], b if moved[0] == a else a
+    rescaled, stayed = ctx.natural_rescale(alone), natural(other)
+    swapped = (ctx.natural_distance(a, values_of=b), ctx.natural_distance(b, values_of=a))
+    if rescaled is None or stayed is None or None in swapped:
+        return False
+    return max(rescaled[1], stayed) <= max(d for d in swapped if d is not None)
+
+
+def _by_steps(
+    ctx: GuardContext,
+    a: str,
+    b: str,
+    measured: Callable[[str], tuple[float | None, float] | None],
+    profile: _CorrelationProfile,
+) -> Finding | None:
+    """Both columns left their natural variation, one by a step from the newest reference batch beyond `policy.far`
+    of the steps the reference batches took (a discontinuity: a season moves by ordinary steps), and read as each
+    other's both are back inside it with ordinary steps: written into each other's place. The bands carry each
+    batch's own sampling error, so a short batch (twelve monthly rows) is judged as any other."""
+    came = [measured(a), measured(b)]
+    if any(m is None or m[0] is None or m[0] <= 1 for m in came):
+        return None
+    if max(m[1] for m in came if m is not None) <= ctx.policy.far:
+        return None
+    back = [ctx.natural_measure(a, values_of=b), ctx.natural_measure(b, values_of=a)]
+    if any(m is None or m[0] is None or m[0] > 1 or m[1] > 1 for m in back):
+        return None
+    if profile.says_swapped(a, b) is False:
+        return None  # each still correlates with the others as it did: each moved on its own
+    assert ctx.snapshot is not None
+    sample = ctx.snapshot.sample
+    medians = {n: float(np.nanmedian(numeric_values(sample[n]))) for n in (a, b)}
+    evidence = {
+        "as_came": {n: _distance_and_step(m) for n, m in zip((a, b), came) if m},
+        "swapped_back": {n: _distance_and_step(m) for n, m in zip((a, b), back) if m},
+    }
+    return _whole_swap(
+        ctx,
+        a,
+        b,
+        evidence,
+        medians,
+        f"{a!r} and {b!r} both left their natural variation, one by a step beyond {ctx.policy.far:g}x the steps past "
+        "batches took, and read as each other's both are back inside it with ordinary steps: written into each "
+        "other's place",
+    )
+
+
+def _distance_and_step(measured: tuple[float | None, float]) -> dict[str, float | None]:
+    distance, step = measured
+    return {"distance": None if distance is None else round(distance, 3), "step": round(step, 3)}
 
 
 def _left_natural_variation(far: Mapping[str, float | None]) -> bool:

@@ -110,7 +110,6 @@ __all__ = [
 _NUMERIC = ("number", "integer")
 _FIT_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 _ALL_QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
-_RESCALE_GRID = 41  # factors tried per pass of the plain-rescale search (two passes: coarse, then fine)
 
 
 @register("units")
@@ -272,7 +271,9 @@ def _batch_finding(
         return None
     rescaled = natural.keeps_shape(as_is)
     evidence["shape_distance"] = None if rescaled[1] is None else round(rescaled[1], 3)
-    rival = _plain_rescale(observed, typical, natural) if best is not None and best.offset else None
+    # the rival of a conversion with an offset (degC to degF): the one factor that brings the batch nearest natural
+    # variation; a conversion is named only where it explains the batch better (a zero-offset one is such a factor)
+    rival = natural.plain_rescale(observed.sketch, ref.sketch) if best is not None and best.offset else None
     if rival is not None:
         evidence["plain_rescale"] = {"factor": round(rival[0], 6), "distance": round(rival[1], 3)}
     beaten = rival is not None and best is not None and rival[1] <= best.distance
@@ -389,28 +390,6 @@ def _runner_up(tried: list[_Hypothesis], d0: float, jump0: float, natural: Natur
         if near and _explains(d0, jump0, other) and natural.keeps_shape(other.batch)[0]:
             return other
     return None
-
-
-def _plain_rescale(observed: ColumnProfile, typical: Core, natural: Natural) -> tuple[float, float] | None:
-    """The rival of a conversion with an offset (degC to degF): the batch divided by the one factor that brings it
-    nearest its natural variation, (factor, distance). A conversion is named only when it explains the batch better
-    than this plain rescale does; a zero-offset conversion is one of these factors, so it has no such rival. Searched
-    on a log grid around the ratio of the spreads (an offset leaves a spread alone), then around the best point."""
-    assert observed.sketch is not None
-    spread, reference = core(observed.sketch, natural.atom).spread(False), typical.spread(False)
-    if not spread or not reference or spread <= 0 or reference <= 0:
-        return None
-    best: tuple[float, float] | None = None
-    centre, reach = math.log(spread / reference), math.log(10.0)
-    for _ in range(2):
-        for log_factor in np.linspace(centre - reach, centre + reach, _RESCALE_GRID):
-            found = natural.measure(core(observed.sketch, natural.atom, math.exp(log_factor)))[0]
-            if found is not None and (best is None or found < best[1]):
-                best = (math.exp(log_factor), found)
-        if best is None:
-            return None
-        centre, reach = math.log(best[0]), 2 * reach / (_RESCALE_GRID - 1)
-    return best
 
 
 def _hypotheses(declared: str, observed: ColumnProfile, natural: Natural) -> Iterator[_Hypothesis]:
@@ -576,9 +555,7 @@ def _rescaled_without_unit(ctx: GuardContext, column: ColumnContract, observed: 
     blocked = d0 is not None and (d0 > POLICY.unexplained or (d0 > POLICY.far and _outside(column, observed)))
     if d0 is None or not blocked or not natural.keeps_shape(as_is)[0]:
         return None
-    rescaled = _within_bounds(
-        column, observed, natural, _plain_rescale(observed, core(kept.sketch, natural.atom), natural)
-    )
+    rescaled = _within_bounds(column, observed, natural, natural.plain_rescale(observed.sketch, kept.sketch))
     if rescaled is None or rescaled[1] > 1:
         return None
     factor, back = rescaled

@@ -12,11 +12,13 @@ import pytest
 
 from chaos.falsealarms import load_batches
 from chaos.realdata import DATASETS
+from controlplane.stages.guarding import with_repeats_counted
 from guard.checks.swaps import _SwapBatch, check_columns_swapped
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.findings import Finding
 from guard.kinds import FindingKind
+from guard.runner import run_guard
 from profiles.reference import Reference, build_reference
 from profiles.snapshot import read_snapshot
 
@@ -257,3 +259,134 @@ def test_a_wide_tables_pairs_tested_are_few_and_a_swap_beyond_the_paired_columns
     assert found == [] and len(clean.pairs_to_test()) <= 40 * 39 // 2
     swaps, found = judged(swapped(batch(6), "x200", "x250"))
     assert found == ["x200"] and ("x200", "x250") in swaps.pairs_to_test()
+
+
+def _judged_last(frames: list[pd.DataFrame], contract: Contract, time_column: str, tmp_path: Path) -> set:
+    """The blocking (kind, column) of the last frame judged as a batch against the others as kept batches."""
+    snaps = []
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    for i, frame in enumerate(frames):
+        path = tmp_path / f"batch-{i}.parquet"
+        frame.to_parquet(path, index=False)
+        snaps.append(read_snapshot(path, time_column=time_column, batch_id=f"batch-{i}"))
+    reference = build_reference([s.batch for s in snaps[:-1]])
+    context = with_repeats_counted(GuardContext(contract.dataset_urn, contract, snaps[-1], reference, (), now_ms=0))
+    return {(f.kind, f.column) for f in run_guard(context).blocking}
+
+
+def _years_of_months(seed: int, swap_last: bool) -> list[pd.DataFrame]:
+    """Six years of monthly rows of two declining series that never meet and one unrelated number, a batch a year."""
+    rng = np.random.default_rng(seed)
+    months = np.arange(72)
+    frame = pd.DataFrame(
+        {
+            "month": pd.date_range("2010-01-01", periods=72, freq="MS", tz="UTC").astype("datetime64[ms, UTC]"),
+            "high": (1600 - 5 * months + rng.normal(0, 120, 72)).round(),
+            "low": (850 - 3 * months + rng.normal(0, 70, 72)).round(),
+            "other": rng.normal(50, 10, 72).round(1),
+        }
+    )
+    if swap_last:
+        frame = swapped(frame, "high", "low", months >= 60)
+    return [frame.iloc[12 * year : 12 * year + 12] for year in range(6)]
+
+
+YEARLY = Contract(
+    "urn:li:dataset:(urn:li:dataPlatform:file,test.yearly,PROD)",
+    (ColumnContract("month", "timestamp"), *(ColumnContract(n, "number") for n in ("high", "low", "other"))),
+    event_timestamp_column="month",
+)
+
+
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_two_columns_exchanged_in_a_dozen_rows_are_named_by_the_step_each_took_out_of_its_place(
+    tmp_path: Path, seed: int
+) -> None:
+    """Twelve rows are too few to compare distributions, but each column's batch sits beyond the band of its own
+    history, one by a step no past batch took, and read as each other's both are back inside with ordinary steps."""
+    assert _judged_last(_years_of_months(seed, False), YEARLY, "month", tmp_path / "clean") == set()
+    swapped_year = _years_of_months(seed, True)
+    assert _judged_last(swapped_year, YEARLY, "month", tmp_path / "swap") == {(FindingKind.COLUMNS_SWAPPED, "high")}
+
+
+def _seasons(seed: int, swap_last: bool) -> list[pd.DataFrame]:
+    """Six seasons of 30 teams: points scored and allowed alike in distribution, the label following their
+    difference, one more column following each."""
+    rng = np.random.default_rng(seed)
+    seasons = []
+    for season in range(6):
+        scored, allowed = rng.normal(700, 70, 30).round(), rng.normal(700, 70, 30).round()
+        frame = pd.DataFrame(
+            {
+                "season": pd.Timestamp(f"{2001 + season}-01-01", tz="UTC"),
+                "scored": scored,
+                "allowed": allowed,
+                "power": (0.2 * scored + rng.normal(0, 10, 30)).round(),
+                "errors": (0.15 * allowed + rng.normal(0, 10, 30)).round(),
+                "wins": (81 + 0.1 * (scored - allowed) + rng.normal(0, 4, 30)).round(),
+            }
+        ).astype({"season": "datetime64[ms, UTC]"})
+        if swap_last and season == 5:
+            frame = frame.assign(scored=frame["allowed"], allowed=frame["scored"])
+        seasons.append(frame)
+    return seasons
+
+
+SEASONS = Contract(
+    "urn:li:dataset:(urn:li:dataPlatform:file,test.seasons,PROD)",
+    (
+        ColumnContract("season", "timestamp"),
+        *(ColumnContract(n, "number") for n in ("scored", "allowed", "power", "errors", "wins")),
+    ),
+    label_column="wins",
+    event_timestamp_column="season",
+)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_two_columns_of_like_values_exchanged_are_named_by_their_correlations_alone(tmp_path: Path, seed: int) -> None:
+    """Each column's values stay inside its natural variation (the two are alike), but their correlations with the
+    label and the others sit far beyond their noise from the reference's, and exchanged they fit it."""
+    assert _judged_last(_seasons(seed, False), SEASONS, "season", tmp_path / "clean") == set()
+    assert _judged_last(_seasons(seed, True), SEASONS, "season", tmp_path / "swap") == {
+        (FindingKind.COLUMNS_SWAPPED, "scored")
+    }
+
+
+CALENDAR = Contract(
+    "urn:li:dataset:(urn:li:dataPlatform:file,test.calendar,PROD)",
+    (
+        ColumnContract("day", "timestamp"),
+        ColumnContract("year", "integer", minimum=1900, maximum=2100),
+        ColumnContract("month", "integer", minimum=1, maximum=12),
+        ColumnContract("count", "number", minimum=0),
+        ColumnContract("level", "number"),
+    ),
+    label_column="level",
+    event_timestamp_column="day",
+)
+
+
+def _days(start: str, end: str, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    stamps = pd.date_range(start, end, freq="D", tz="UTC", inclusive="left")
+    count = rng.gamma(1.5, 60, len(stamps)).round()
+    return pd.DataFrame(
+        {
+            "day": stamps.astype("datetime64[ms, UTC]"),
+            "year": stamps.year.astype("int64"),
+            "month": stamps.month.astype("int64"),
+            "count": count,
+            "level": (20 + 0.05 * count + rng.normal(0, 2, len(stamps))).round(1),
+        }
+    )
+
+
+def test_a_year_and_a_month_exchanged_in_a_months_batch_are_named_by_their_bounds(tmp_path: Path) -> None:
+    """Each is held on one value by every month's batch (no spread to exchange), but each now holds a value only
+    the other's bounds allow, and exchanged both are inside theirs: no clean batch breaks a bound."""
+    months = [_days(f"2020-{m:02d}-01", f"2020-{m + 1:02d}-01", m) for m in range(1, 9)]
+    assert _judged_last(months, CALENDAR, "day", tmp_path / "clean") == set()
+    last = months[-1]
+    exchanged = [*months[:-1], last.assign(year=last["month"], month=last["year"])]
+    assert _judged_last(exchanged, CALENDAR, "day", tmp_path / "swap") == {(FindingKind.COLUMNS_SWAPPED, "year")}
