@@ -61,8 +61,9 @@ quantiles by sampling, not by a unit.
 A numeric column that declares no unit has one hypothesis left, a rescaling by a factor no unit names: SCALE_SHIFT
 where dividing by one factor alone explains the change (`_rescaled_without_unit`): the same rows that passed
 earlier, every kept quantile times one factor exactly today's; or a new batch of a feature beyond
-`policy.unexplained` as it came (where the drift check blocks it anyway), or beyond `policy.far` outside the
-contract's bounds (where the range check does), its shape kept, and back inside natural variation (and the bounds)
+`policy.unexplained` as it came (where the drift check blocks it anyway), or outside the contract's bounds (where
+the range check does) and nearer natural variation once divided, its shape kept, and back inside natural variation
+(and the bounds)
 divided by the factor that brings it nearest. The name is what changes, never the verdict.
 
 Against a bare whole-table profile (DataHub's datasetProfile: nine quantiles, no sketch, no batch
@@ -532,8 +533,12 @@ def _rescaled_without_unit(ctx: GuardContext, column: ColumnContract, observed: 
     - the same rows that passed earlier (the history check): every kept quantile and extreme times one factor is
       today's exactly;
     - a new batch (a feature): it sits beyond `policy.unexplained` of natural variation as it came (where, with no
-      cause named, the drift check blocks it), or beyond `policy.far` with values outside the contract's bounds
-      (where the range check blocks it); its shape is one the reference batches had, and divided by the factor
+      cause named, the drift check blocks it), or it has values outside the contract's bounds (where the range
+      check blocks it) and the factor that puts them back inside brings the batch nearer its natural variation too
+      (a few bad values are not every value times one factor: dividing all by the factor that fits them moves the
+      rest away; and a calendar field whose batches each hold another stretch of it varies so widely from batch
+      to batch that its band says little where its bounds say much); its shape is one the
+      reference batches had, and divided by the factor
       that brings it nearest its natural variation it is inside it (and inside the bounds). A slow cycle moves a
       level by steps and reshapes it; it does not multiply every value by one number. Either way the batch was
       blocked already: the name is what changes, never the verdict."""
@@ -552,12 +557,12 @@ def _rescaled_without_unit(ctx: GuardContext, column: ColumnContract, observed: 
     natural = Natural.of(reference, kept, None, reference.shorter_by(ctx.snapshot.batch))
     as_is = core(observed.sketch, natural.atom)
     d0 = natural.measure(as_is)[0]
-    blocked = d0 is not None and (d0 > POLICY.unexplained or (d0 > POLICY.far and _outside(column, observed)))
+    blocked = d0 is not None and (d0 > POLICY.unexplained or _outside(column, observed))
     if d0 is None or not blocked or not natural.keeps_shape(as_is)[0]:
         return None
     rescaled = _within_bounds(column, observed, natural, natural.plain_rescale(observed.sketch, kept.sketch))
-    if rescaled is None or rescaled[1] > 1:
-        return None
+    if rescaled is None or rescaled[1] > 1 or (d0 <= POLICY.unexplained and rescaled[1] >= d0):
+        return None  # out of bounds alone: the factor must bring the batch nearer natural variation too
     factor, back = rescaled
     return make_finding(
         FindingKind.SCALE_SHIFT,

@@ -20,6 +20,7 @@ from guard.policy import DEFAULT as POLICY
 from guard.runner import run_guard
 from profiles.batches import split_batches
 from profiles.reference import build_reference
+from profiles.snapshot import read_snapshot
 
 from readings_support import blocking, judge, week
 from real_cases import RealCase, blocking_on, whole_table_case
@@ -236,3 +237,39 @@ def test_a_bounded_column_with_a_few_values_out_of_its_bounds_is_out_of_range_no
 
 def _blocks(found: list) -> list:
     return [pair for pair in found if pair[1] is Severity.BLOCK]
+
+
+def test_a_calendar_field_rescaled_past_its_bounds_is_a_scale_shift_though_its_wide_band_holds_it(
+    tmp_path: Path,
+) -> None:
+    """A day of the month in ten-day batches: each batch holds another stretch of the month, so its band is wide and
+    the field x2.5 stays inside it. But it breaks the bounds, and divided by 2.5 it is back inside them and nearer
+    its natural variation: rescaled. A few values past the bounds are not (the factor that fits them moves the rest)."""
+    contract = Contract(
+        URN,
+        (ColumnContract("day", "timestamp"), ColumnContract("day_of_month", "integer", minimum=1, maximum=31)),
+        event_timestamp_column="day",
+    )
+
+    def days(start: pd.Timestamp, count: int) -> pd.DataFrame:
+        stamps = pd.date_range(start, periods=count, freq="D", tz="UTC")
+        return pd.DataFrame({"day": stamps.astype("datetime64[ms, UTC]"), "day_of_month": stamps.day.astype("int64")})
+
+    stretches = [days(start, 10) for start in pd.date_range("2020-05-02", periods=9, freq="10D")]
+    batch = days(pd.Timestamp("2020-08-01"), 14)
+
+    def judged(frame: pd.DataFrame) -> set:
+        snaps = []
+        for i, part in enumerate([*stretches, frame]):
+            path = tmp_path / f"{len(list(tmp_path.iterdir()))}.parquet"
+            part.to_parquet(path, index=False)
+            snaps.append(read_snapshot(path, time_column="day", batch_id=f"b{i}"))
+        reference = build_reference([s.batch for s in snaps[:-1]])
+        report = run_guard(with_repeats_counted(GuardContext(URN, contract, snaps[-1], reference, (), now_ms=0)))
+        return {(f.kind, f.column) for f in report.blocking}
+
+    assert judged(batch) == set()
+    rescaled = batch.assign(day_of_month=(batch["day_of_month"] * 2.5).round().astype("int64"))
+    assert judged(rescaled) == {(FindingKind.SCALE_SHIFT, "day_of_month")}
+    a_few = batch.assign(day_of_month=batch["day_of_month"].where(batch.index % 5 != 4, 40))
+    assert judged(a_few) == {(FindingKind.OUT_OF_RANGE, "day_of_month")}
