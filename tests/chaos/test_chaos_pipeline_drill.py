@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -136,8 +137,7 @@ def test_an_unknown_pipeline_is_one_line_and_exit_2(onboarded):
     assert err.count("\n") == 1 and err.startswith("error: unknown pipeline 'nope'") and NAME in err, err
 
 
-def test_scenarios_follow_the_contract():
-    from chaos.generic import generic_scenarios
+def _contract_and_spec() -> tuple[Any, Any]:
     from controlplane.spec import PipelineSpec, PromotionRules
     from controlplane.vocab import Policy
     from guard.contract import ColumnContract, Contract
@@ -174,6 +174,14 @@ def test_scenarios_follow_the_contract():
         Policy.AUTO,
         Path("p.yaml"),
     )
+    return contract, spec
+
+
+def test_scenarios_follow_the_contract():
+    from chaos.generic import generic_scenarios
+    from guard.contract import ColumnContract, Contract
+
+    contract, spec = _contract_and_spec()
     built, skipped = generic_scenarios(contract, spec)
     by_name = {s.name: s for s in built}
     assert by_name["unit_change"].columns == ("depth",) and by_name["unit_change"].unit == "ft"
@@ -191,6 +199,26 @@ def test_scenarios_follow_the_contract():
     skipped_untimed = {s.name: s.why for s in generic_scenarios(untimed, spec)[1]}
     assert skipped_untimed["duplicate_keys"] == "the contract declares no key column and no time column"
     assert set(skipped_untimed) == {"timezone_shift", "timezone_late", "duplicate_keys"}
+
+
+def test_every_scenario_changes_at_least_one_row_of_a_small_newest_batch():
+    # a share of a batch of 12 rows can round to none (2.5% of 12): a case that changes nothing is no failure
+    from chaos.generic import generic_scenarios
+    from chaos.pipeline_tasks import ALL_ROWS, BATCH, corrupt
+
+    contract, spec = _contract_and_spec()
+    months = pd.date_range("2001-01-01", periods=48, freq="MS", tz="UTC")
+    rng = np.random.default_rng(0)
+    clean = pd.DataFrame(
+        {"ts": months, "depth": rng.uniform(1, 9, 48), "count": rng.integers(0, 50, 48), "y": rng.normal(size=48)}
+    )
+    after_ms = int(months[35].value // 1_000_000)  # the newest batch: the last 12 rows
+    built, _ = generic_scenarios(contract, spec)
+    for scenario in built:
+        for scope in (BATCH, ALL_ROWS):
+            corrupted = corrupt(clean, scenario, contract, 1, scope, after_ms, "ts")
+            same = corrupted.shape == clean.shape and corrupted.reset_index(drop=True).equals(clean)
+            assert not same, f"{scenario.name}@{scope} changed no row"
 
 
 def test_a_filled_in_cell_is_invented_a_corrected_or_untouched_one_is_not():

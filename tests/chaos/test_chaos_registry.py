@@ -52,6 +52,14 @@ def test_random_rows_are_the_share_asked_for():
     assert mask.sum() == 4
 
 
+def test_a_positive_share_selects_at_least_one_row_and_a_zero_share_none():
+    # 2.5% of 8 rows rounds to none: a failure of no row is no failure
+    for selection in (Selection(), Selection("window"), Selection("window", "t")):
+        assert select_rows(FRAME, 0.025, selection, "x", np.random.default_rng(0)).sum() == 1
+        assert select_rows(FRAME, 0.0, selection, "x", np.random.default_rng(0)).sum() == 0
+    assert select_rows(FRAME.head(0), 0.025, Selection(), "x", np.random.default_rng(0)).sum() == 0
+
+
 def test_a_window_of_the_column_itself_is_contiguous_in_its_sorted_values():
     for seed in range(10):
         mask = select_rows(FRAME, 0.375, Selection("window"), "x", np.random.default_rng(seed))

@@ -209,3 +209,29 @@ def test_whole_rows_are_asked_for_only_where_the_reference_holds_one_row_per_ins
         asked[name] = repeats_asked(GuardContext(URN, contract, batch, build_reference([kept]), (), now_ms=0))
     assert asked["one"] is not None and asked["one"].whole_rows and asked["one"].columns == ("time", "x")
     assert asked["many"] is None  # repeated instants are the data's nature: whole rows are not counted
+
+
+def test_one_row_loaded_twice_in_a_batch_of_a_dozen_keyless_rows_is_named_on_the_time(tmp_path: Path) -> None:
+    """The smallest double load: one row of a batch of 12 monthly rows (1 in 13, far above the limit), where every
+    kept batch held 12 rows of one month each; the same batch loaded once is not named."""
+    months = pd.date_range("2001-01-01", periods=60, freq="MS", tz="UTC")
+    frame = pd.DataFrame({"date": months, "price": np.random.default_rng(0).lognormal(3.0, 0.2, 60)})
+    contract = Contract(
+        URN, (ColumnContract("date", "timestamp"), ColumnContract("price", "number")), event_timestamp_column="date"
+    )
+    kept = []
+    for year in range(4):
+        frame.iloc[12 * year : 12 * (year + 1)].to_parquet(tmp_path / f"kept-{year}.parquet", index=False)
+        batch = read_snapshot(tmp_path / f"kept-{year}.parquet", time_column="date", batch_id=f"kept-{year}").batch
+        assert batch is not None
+        kept.append(batch)
+    newest = frame.iloc[48:]
+    found = {}
+    for name, rows in (("clean", newest), ("twice", with_repeats(newest, 1))):
+        rows.to_parquet(tmp_path / f"{name}.parquet", index=False)
+        snapshot = read_snapshot(tmp_path / f"{name}.parquet", time_column="date", batch_id=name)
+        ctx = with_repeats_counted(GuardContext(URN, contract, snapshot, build_reference(kept), (), now_ms=0))
+        found[name] = findings(check_duplicates, ctx)
+    assert found["clean"] == []
+    assert kinds_and_columns(found["twice"]) == [(FindingKind.DUPLICATE_KEYS, "date")]
+    assert found["twice"][0].params["duplicate_rows"] == 1 and found["twice"][0].params["rows_compared"] == 13
