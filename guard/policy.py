@@ -97,7 +97,9 @@ class Policy:
 
     # --- rule: schema (renames: guard.renames, guard.checks.schema) --------------------------------------------
     # share of sampled rows where neither the old nor the new column has a value, beyond the reference's own
-    # null share, a rename may leave; provenance: not measured (carried over from guard.renames)
+    # null share, a rename may leave where the column's natural null share (guard.statistics.natural_null_share,
+    # the nulls check's baseline) allows less: a bare reference without batches, a column never empty;
+    # provenance: not measured (carried over from guard.renames)
     rename_null_slack: float = 0.01
     # least quantile tolerance of a renamed column against the old one, of its spread; provenance: not measured
     # (carried over from guard.checks.schema)

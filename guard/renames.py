@@ -7,6 +7,12 @@ the two columns never both hold a value, the new one fills the rows the old one 
 plausible for the old column (same type; values inside the reference's range widened by half its span, or
 inside its categories). A batch is a stretch of time, not the whole history, so its distribution is not required to
 match the reference's.
+
+"The rows the old one lost" are the rows it has no value in beyond its own nulls: a column that is empty in some
+rows of every clean batch keeps those rows empty under either name. So the rows neither column fills, read as the
+merged column's null share (the plan's inverse applied), must be a share a clean batch of the sample's size reaches
+(`guard.statistics.natural_null_share`: the highest batch share, its largest step and the sampling error), or at
+most `rename_null_slack` over the reference's share.
 """
 
 from __future__ import annotations
@@ -15,28 +21,35 @@ import pandas as pd
 
 from guard.contract import Contract
 from guard.policy import DEFAULT as POLICY
+from guard.statistics import natural_null_share
 from profiles.profile import ColumnProfile, DatasetProfile
+from profiles.reference import Reference
 from profiles.snapshot_types import Snapshot
 
 __all__ = ["split_renames"]
 
 
 def split_renames(
-    contract: Contract, snapshot: Snapshot, reference: DatasetProfile, unexpected: list[str]
+    contract: Contract, snapshot: Snapshot, reference: Reference | DatasetProfile, unexpected: list[str]
 ) -> dict[str, str]:
     """old -> new, for each contracted column that exactly one unexpected column completes."""
     observed = snapshot.profile.columns
+    merged = reference.profile if isinstance(reference, Reference) else reference
     found: dict[str, str] = {}
     for column in contract.columns:
-        old, before = observed.get(column.name), reference.columns.get(column.name)
+        old, before = observed.get(column.name), merged.columns.get(column.name)
         if old is None or before is None or old.null_fraction <= before.null_fraction:
             continue
+        empty = max(
+            natural_null_share(reference, column.name, len(snapshot.sample)),
+            before.null_fraction + POLICY.rename_null_slack,
+        )
         matches = [
             new
             for new in unexpected
             if new not in found.values()
             and _types_match(before, observed[new])
-            and _complements(snapshot.sample, column.name, new, before)
+            and _complements(snapshot.sample, column.name, new, empty)
             and _plausible(before, observed[new])
         ]
         if len(matches) == 1:
@@ -49,16 +62,13 @@ def _types_match(reference: ColumnProfile, new: ColumnProfile) -> bool:
     return len(kinds) == 1 or kinds == {"number", "integer"}
 
 
-def _complements(sample: pd.DataFrame, old: str, new: str, reference: ColumnProfile) -> bool:
+def _complements(sample: pd.DataFrame, old: str, new: str, empty: float) -> bool:
+    """No sampled row holds both; the new column has values; the rows neither fills are at most `empty` of them."""
     if old not in sample or new not in sample or not len(sample):
         return False
     has_old, has_new = sample[old].notna(), sample[new].notna()
     neither = float((~has_old & ~has_new).mean())
-    return (
-        bool(has_new.any())
-        and not bool((has_old & has_new).any())
-        and neither <= reference.null_fraction + POLICY.rename_null_slack
-    )
+    return bool(has_new.any()) and not bool((has_old & has_new).any()) and neither <= empty
 
 
 def _plausible(reference: ColumnProfile, new: ColumnProfile) -> bool:

@@ -2,6 +2,8 @@
 
 - distances of a batch's values from a reference column's distribution (`ks_distance`, with its sampling
   noise `ks_noise`) and the share of values the reference held (`reference_share`);
+- the highest null share a clean batch of a column reaches (`natural_null_share`): the nulls check's baseline
+  and the share of rows a partial rename may leave empty;
 - what kind of column a profile is (`is_categorical`) and the form two spellings of a category share
   (`normalize_category`);
 - the association of a feature with the label (`association`, `mapping_score`): how well one predicts the
@@ -19,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from guard.policy import DEFAULT as POLICY
-from profiles.profile import ColumnProfile
+from profiles.profile import ColumnProfile, DatasetProfile
+from profiles.reference import Reference
 
 __all__ = [
     "ks_distance",
@@ -28,6 +31,7 @@ __all__ = [
     "reference_share",
     "normalize_category",
     "is_categorical",
+    "natural_null_share",
     "association",
     "mapping_score",
     "is_number",
@@ -91,6 +95,21 @@ def reference_share(reference: ColumnProfile, value: float) -> tuple[float, bool
         return None
     inclusive, exclusive = sketch.ranks([value]), sketch.ranks([value], inclusive=False)
     return max(0.0, float(inclusive[0] - exclusive[0])), False
+
+
+def natural_null_share(reference: Reference | DatasetProfile, name: str, rows: int) -> float:
+    """The highest null share of column `name` a clean batch of `rows` rows reaches: the merged reference's share;
+    against a batch `Reference`, at least the highest share a reference batch had, plus the largest step between
+    consecutive batches (nulls that come and go by the batch), plus three binomial standard errors at `rows`."""
+    profile = reference.profile if isinstance(reference, Reference) else reference
+    column = profile.columns.get(name)
+    merged = column.null_fraction if column is not None else 0.0
+    shares = [summary.null_share for summary in reference.variation(name)] if isinstance(reference, Reference) else []
+    if not shares:
+        return merged
+    step = max((abs(b - a) for a, b in zip(shares, shares[1:])), default=0.0)
+    high = max(shares) + step
+    return max(merged, high + 3.0 * math.sqrt(high * (1 - high) / max(rows, 1)))
 
 
 def normalize_category(value: str) -> str:

@@ -3,7 +3,8 @@
 A spike is a null share more than `policy.null_spike_min_increase` above the reference's and more than
 `policy.null_spike_factor` times it. Against a batch `Reference` the baseline is the highest share a reference batch had, plus the
 largest step between consecutive batches (a column whose nulls come and go by the week is not spiking
-when it does it again), plus three binomial standard errors of the new batch's share.
+when it does it again), plus three binomial standard errors of the new batch's share
+(`guard.statistics.natural_null_share`, which a partial rename's empty rows are judged by too).
 
 Closest calls, per column: the share's rise over the baseline (against `null_spike_min_increase`) and its multiple
 of it (against `null_spike_factor`; infinite over a baseline of none), each deciding where the other holds and the
@@ -19,14 +20,14 @@ from guard.context import GuardContext
 from guard.findings import ClosestCall, Finding, make_finding
 from guard.kinds import FindingKind
 from guard.registry import register
-from profiles.reference import Reference
+from guard.statistics import natural_null_share
 
 __all__ = ["check_nulls"]
 
 
 @register("nulls")
 def check_nulls(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
-    assert ctx.contract and ctx.snapshot and ctx.reference_profile is not None
+    assert ctx.contract and ctx.snapshot and ctx.reference is not None
     for column in ctx.contract.columns:
         if column.name in (ctx.contract.label_column, ctx.contract.label_timestamp_column):
             continue  # a label not yet arrived has no arrival time either: label freshness judges both
@@ -35,10 +36,7 @@ def check_nulls(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
             continue
         fraction = observed.null_fraction
         limit = column.max_null_fraction
-        reference = ctx.reference_profile.columns.get(column.name)
-        baseline = _baseline(
-            ctx, column.name, observed.row_count, reference.null_fraction if reference is not None else 0.0
-        )
+        baseline = natural_null_share(ctx.reference, column.name, observed.row_count)
         over_limit = limit is not None and fraction > limit
         yield from _closest_calls(ctx, column.name, fraction, baseline, over_limit)
         if limit is not None and fraction > limit:
@@ -78,15 +76,3 @@ def _closest_calls(
     multiple = fraction / baseline if baseline > 0 else (math.inf if fraction > 0 else 0.0)
     yield ClosestCall("null_spike_min_increase", name, rise, increase, decides=not over_limit and multiple > factor)
     yield ClosestCall("null_spike_factor", name, multiple, factor, decides=not over_limit and rise > increase)
-
-
-def _baseline(ctx: GuardContext, name: str, rows: int, merged: float) -> float:
-    """The null share to compare with: the merged reference's, or the highest natural batch share."""
-    if not isinstance(ctx.reference, Reference):
-        return merged
-    shares = [summary.null_share for summary in ctx.reference.variation(name)]
-    if not shares:
-        return merged
-    step = max((abs(b - a) for a, b in zip(shares, shares[1:])), default=0.0)
-    high = max(shares) + step
-    return max(merged, high + 3.0 * math.sqrt(high * (1 - high) / max(rows, 1)))

@@ -36,7 +36,7 @@ def types_compatible(declared: str, observed: str) -> bool:
 
 @register("schema")
 def check_schema(ctx: GuardContext) -> Iterator[Finding]:
-    assert ctx.contract and ctx.snapshot and ctx.reference_profile is not None
+    assert ctx.contract and ctx.snapshot and ctx.reference is not None and ctx.reference_profile is not None
     urn, observed = ctx.dataset_urn, ctx.snapshot.profile.columns
     missing = [c for c in ctx.contract.columns if c.name not in observed]
     unexpected = [name for name in observed if ctx.contract.column(name) is None]
@@ -55,7 +55,7 @@ def check_schema(ctx: GuardContext) -> Iterator[Finding]:
             mapping={new: old},
         )
     rest = [name for name in unexpected if name not in renames.values()]
-    partial = split_renames(ctx.contract, ctx.snapshot, ctx.reference_profile, rest)
+    partial = split_renames(ctx.contract, ctx.snapshot, ctx.reference, rest)
     for old, new in partial.items():
         rows = observed[new].row_count - observed[new].null_count
         yield make_finding(
