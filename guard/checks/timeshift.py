@@ -92,12 +92,14 @@ def _total_variation(p: np.ndarray, q: np.ndarray) -> float:
 def count_shift(reference: tuple[int, ...] | None, batch: tuple[int, ...] | None) -> Evidence | None:
     """The offset k with batch[h] ~ reference[h - k], from rows per hour; None when it cannot say.
 
-    A reading is taken where it beats its rivals: moved by k where the batch matches the reference rolled by k
-    and beats the unshifted one by `policy.shift_count_gain`; not moved where the unshifted one beats every shift
-    that would be named (`policy.min_shift_hours` and more) by as much. Either is pinned to the hour where it beats
-    the rolls an hour either side by as much too. So the reference need only differ from the shifts it is read
-    against: a business's broad day looks like itself an hour later, never five hours later, and a move of five
-    hours is plain where the hour it starts on is not. A flat or periodic day beats nothing and says nothing."""
+    A reading is taken where it beats the readings it could be confused with: moved by k where the batch matches
+    the reference rolled by k, beats the unshifted one by `policy.shift_count_gain` and matches no roll two hours or
+    more from k (a day repeated at 00:00 and 12:00 moved five hours reads +5 or -7 alike: nothing is said); not
+    moved where the unshifted one beats every shift that would be named (`policy.min_shift_hours` and more) by the
+    gain. Either is pinned to the hour where it beats the rolls an hour either side by the gain too. So the
+    reference need not be unlike each of its own shifts: a business's broad day looks like itself an hour later,
+    never five hours later, and a move of five hours is plain where the hour it starts on is not (within an hour
+    only). A flat day beats nothing and says nothing."""
     if reference is None or batch is None or not sum(reference):
         return None
     if sum(batch) < (POLICY.shift_min_relation_rows if on_one_hour(reference) else POLICY.shift_min_count_rows):
@@ -107,10 +109,12 @@ def count_shift(reference: tuple[int, ...] | None, batch: tuple[int, ...] | None
     best = int(np.argmin(distances))
     beside = min(distances[(best - 1) % HOURS], distances[(best + 1) % HOURS])
     pinned = bool(beside - distances[best] >= POLICY.shift_count_gain)  # an hour off matches far worse
+    far = [k for k in range(HOURS) if abs(signed(k - best)) >= POLICY.min_shift_hours]  # two hours or more away
     if (
         best
         and distances[best] <= POLICY.shift_count_match
         and distances[0] - distances[best] >= POLICY.shift_count_gain
+        and distances[far].min() > POLICY.shift_count_match
     ):
         return Evidence("hour_counts", signed(best), float(distances[0]), float(distances[best]), pinned)
     named = [k for k in range(1, HOURS) if abs(signed(k)) >= POLICY.min_shift_hours]

@@ -210,15 +210,16 @@ def test_a_broad_business_day_not_moved_or_moved_an_hour_is_not_named(
 def test_a_count_reading_is_taken_against_the_shifts_it_could_be_confused_with() -> None:
     """A broad day unlike itself an hour later by less than the gain a reading needs: moved five hours it is read
     there, within an hour; not moved it is read as not moved (by 2 hours or more), within an hour. A day like itself
-    at every shift (flat) or two hours later (periodic) says nothing it cannot tell."""
+    at every shift (flat), or twelve hours later, says nothing it cannot tell."""
     day = (0,) * 10 + (3, 400, 990, 1020, 590, 450, 620, 830, 810, 640, 550, 400, 180, 10)
     early = count_shift(day, tuple(np.roll(day, -5)))
     assert early is not None and (early.offset, early.exact) == (-5, False)
     unmoved = count_shift(day, day)
     assert unmoved is not None and (unmoved.offset, unmoved.exact) == (0, False)
     assert count_shift(tuple([10] * 24), tuple(np.roll([10] * 24, 5))) is None
-    periodic = (100, 0) * 12
-    assert count_shift(periodic, periodic) is None and count_shift(periodic, tuple(np.roll(periodic, 6))) is None
+    twice = tuple([50] + [0] * 11 + [50] + [0] * 11)  # at 00:00 and 12:00: moved +5 or -7 reads alike
+    assert count_shift(twice, tuple(np.roll(twice, 5))) is None
+    assert count_shift(twice, twice) is None  # nor is it unmoved rather than moved 12 hours
 
 
 # --- the real datasets: every clean batch in order, and the same batches shifted by five hours -----------
