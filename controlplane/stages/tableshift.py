@@ -7,7 +7,10 @@ shifted by the right s hours, every kept batch's window holds exactly the rows t
 fingerprint of `profiles.fingerprints`, times moved by s), and no row is left outside every window. An hour
 off, the windows cut other rows. That is evidence for the whole table at once, so the shift findings of every
 batch (and the rows no batch held, `history_changed` on the time column) are replaced by one finding over every
-row, pinned, with the playbook that shifts it back.
+row, pinned, with the playbook that shifts it back. So is every other finding on the rows that passed earlier: each
+kept batch holds exactly its kept rows once moved back, so whatever its rows as they are now showed (a batch whose
+own check saw no shift in a day of broad hours and says it "changed in a way no check names", a category the day
+it came from had not held) is the shift.
 
 Only a table that moved whole is pinned: the new rows must be found shifted too (a finding of their own within an
 hour of s), and every kept batch must match. Anything less is left as the guard found it. It lives in the control
@@ -54,7 +57,8 @@ def pin_table_shift(
     first = min((p.columns[column]["min"] for p in prints if "min" in p.columns.get(column, {})), default=None)
     if first is None:
         return findings
-    explained = {id(f) for f in shifts} | {id(f) for f in findings if _unguarded(f, column)}
+    kept_rows = (windows[0].after_ms if windows[0] is not None else None, new_rows.after_ms)
+    explained = {id(f) for f in shifts} | {id(f) for f in findings if _unguarded(f, column) or _on(f, *kept_rows)}
     return (*(f for f in findings if id(f) not in explained), _finding(findings[0].dataset, column, hours, first, kept))
 
 
@@ -85,6 +89,15 @@ def _unguarded(finding: Finding, column: str) -> bool:
     return (
         finding.kind is FindingKind.HISTORY_CHANGED and finding.column == column and "unguarded_rows" in finding.params
     )
+
+
+def _on(finding: Finding, after: int | None, through: int | None) -> bool:
+    """The finding concerns rows that passed earlier only: its window lies in the kept batches' (after, through]."""
+    window = finding_window(finding)
+    if window is None or through is None:
+        return False
+    low, high = window
+    return isinstance(high, int) and high <= through and (after is None or (isinstance(low, int) and low >= after))
 
 
 def _kept_rows_at(

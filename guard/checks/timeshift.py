@@ -4,10 +4,12 @@ Evidence that anchors a timestamp column T to the world (where its hours should 
 
 - counts: the batch's rows per UTC hour of T against the reference's, circularly cross-correlated: the
   offset k whose rolled reference histogram the batch matches (total variation distance). Daily data
-  (every row at 00:00) moved by 5 h puts every row at 19:00. Uninformative when the reference's
-  histogram looks like its own shifts (hourly data: one row per hour, flat). Where the reference's rows all
-  but fall on one hour (`on_one_hour`), each row is a witness of its own, and a batch of
-  `policy.shift_min_relation_rows` rows is enough (a year of monthly rows);
+  (every row at 00:00) moved by 5 h puts every row at 19:00. A reading is taken only against the readings it
+  could be confused with: the reference need not be unlike all its own shifts, only unlike the one read (a
+  business's broad day looks like itself an hour later, never five: moved five hours it is read within an
+  hour). Uninformative where the reference's histogram looks like its shifts (hourly data: one row per hour,
+  flat). Where the reference's rows all but fall on one hour (`on_one_hour`), each row is a witness of its
+  own, and a batch of `policy.shift_min_relation_rows` rows is enough (a year of monthly rows);
 - diurnal: the batch's per-hour means of the numeric columns against the reference's (Pearson
   correlation over the 24 hours, rolled by k, averaged over the columns whose hour-of-day pattern stands
   out of the batch's noise): a reading that is zero at night, one that peaks after noon, deliveries that slow
@@ -88,31 +90,39 @@ def _total_variation(p: np.ndarray, q: np.ndarray) -> float:
 
 
 def count_shift(reference: tuple[int, ...] | None, batch: tuple[int, ...] | None) -> Evidence | None:
-    """The offset k with batch[h] ~ reference[h - k], from rows per hour; None when it cannot say."""
+    """The offset k with batch[h] ~ reference[h - k], from rows per hour; None when it cannot say.
+
+    A reading is taken where it beats the readings it could be confused with: moved by k where the batch matches
+    the reference rolled by k, beats the unshifted one by `policy.shift_count_gain` and matches no roll two hours or
+    more from k (a day repeated at 00:00 and 12:00 moved five hours reads +5 or -7 alike: nothing is said); not
+    moved where the unshifted one beats every shift that would be named (`policy.min_shift_hours` and more) by the
+    gain. Either is pinned to the hour where it beats the rolls an hour either side by the gain too. So the
+    reference need not be unlike each of its own shifts: a business's broad day looks like itself an hour later,
+    never five hours later, and a move of five hours is plain where the hour it starts on is not (within an hour
+    only). A flat day beats nothing and says nothing."""
     if reference is None or batch is None or not sum(reference):
         return None
     if sum(batch) < (POLICY.shift_min_relation_rows if on_one_hour(reference) else POLICY.shift_min_count_rows):
         return None
     p, q = np.asarray(reference, float) / sum(reference), np.asarray(batch, float) / sum(batch)
-    if min(_total_variation(p, np.roll(p, k)) for k in range(1, HOURS)) < POLICY.shift_distinct_profile:
-        return None  # flat (or periodic) hours: a shift looks like no shift
     distances = np.array([_total_variation(q, np.roll(p, k)) for k in range(HOURS)])
     best = int(np.argmin(distances))
+    beside = min(distances[(best - 1) % HOURS], distances[(best + 1) % HOURS])
+    pinned = bool(beside - distances[best] >= POLICY.shift_count_gain)  # an hour off matches far worse
+    far = [k for k in range(HOURS) if abs(signed(k - best)) >= POLICY.min_shift_hours]  # two hours or more away
     if (
         best
         and distances[best] <= POLICY.shift_count_match
         and distances[0] - distances[best] >= POLICY.shift_count_gain
+        and distances[far].min() > POLICY.shift_count_match
     ):
-        beside = min(distances[(best - 1) % HOURS], distances[(best + 1) % HOURS])
-        return Evidence(
-            "hour_counts",
-            signed(best),
-            float(distances[0]),
-            float(distances[best]),
-            bool(beside - distances[best] >= POLICY.shift_count_gain),
-        )  # an hour off matches far worse: pinned
-    if distances[0] <= POLICY.shift_count_match + POLICY.shift_count_gain:
-        return Evidence("hour_counts", 0, float(distances[0]), float(distances[0]))
+        return Evidence("hour_counts", signed(best), float(distances[0]), float(distances[best]), pinned)
+    named = [k for k in range(1, HOURS) if abs(signed(k)) >= POLICY.min_shift_hours]
+    if (
+        distances[0] <= POLICY.shift_count_match + POLICY.shift_count_gain
+        and distances[named].min() - distances[0] >= POLICY.shift_count_gain
+    ):
+        return Evidence("hour_counts", 0, float(distances[0]), float(distances[0]), not best and pinned)
     return None
 
 

@@ -63,3 +63,42 @@ def test_a_shifted_table_with_one_value_rewritten_pins_nothing(onboarded, tmp_pa
     code, blocking = _guard(ws, tmp_path, table.assign(date=table["date"] - EARLY))
     assert code == 1 and blocking
     assert not any(_PINNED in f["message"] for f in blocking), [f["message"][:150] for f in blocking]
+
+
+def test_every_finding_on_rows_that_passed_is_the_pinned_shift_of_the_whole_table(onboarded, tmp_path):
+    """A kept batch of broad hours may see no shift in its own rows, and say only that they changed in a way no check
+    names: once every kept batch holds exactly its kept rows moved back, that is the shift too, and leaves no block."""
+    from controlplane.stages.kept_reference import kept_batches, load_state, new_rows_window
+    from controlplane.stages.tableshift import pin_table_shift
+    from controlplane.workspace import Workspace
+    from guard.findings import RowSelector, make_finding
+    from guard.kinds import FindingKind
+
+    ws = copy_ws(onboarded[0], tmp_path / "ws")
+    table = weather("2012-01-01", "2013-02-01")
+    _guard(ws, tmp_path, table.assign(date=table["date"] - EARLY))
+    state = load_state(Workspace(ws.root), NAME)
+    assert state is not None
+    kept, new_rows = kept_batches(Workspace(ws.root), NAME, state), new_rows_window(state)
+    urn = "urn:li:dataset:(urn:li:dataPlatform:file,weather,PROD)"
+    unpinned = make_finding(
+        FindingKind.TIMESTAMP_SHIFT, urn, "date", observed={"offset_hours": -5}, expected={"offset_hours": 0},
+        message="within an hour", offset_hours=-5, shifts_hours={"date": -5}, hour_columns={}, pinned=False,
+        rows=RowSelector.of_window(new_rows),
+    )  # fmt: skip
+    changed = [
+        make_finding(
+            FindingKind.HISTORY_CHANGED,
+            urn,
+            None,
+            observed=1,
+            expected=1,
+            message=f"batch {b.batch_id} changed",
+            batch=b.batch_id,
+            rows=RowSelector.of_window(b.window),
+        )  # fmt: skip
+        for b in (kept[0], kept[5])
+        if b.window is not None
+    ]
+    (pinned,) = pin_table_shift((unpinned, *changed), ws.root / "data" / "seattle-weather.parquet", kept, new_rows)
+    assert (pinned.params["offset_hours"], pinned.params["pinned_by"]) == (-5, "kept_batches")

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from chaos.corpus import TABLES
 from chaos.falsealarms import load_batches
 from chaos.realdata import DATASETS
 from controlplane.stages.guarding import with_repeats_counted
@@ -154,6 +155,71 @@ def test_daily_rows_moved_five_hours_land_at_a_new_hour_and_are_pinned() -> None
     assert count_shift(at_midnight, at_midnight).offset == 0  # type: ignore[union-attr]
     assert count_shift(tuple([10] * 24), tuple([10] * 24)) is None  # flat hours cannot say
     assert [signed(k) for k in (0, 5, 12, 13, 19, 23)] == [0, 5, 12, -11, -5, -1]
+
+
+def orders(weeks: int, seed: int = 0) -> pd.DataFrame:
+    """Orders to the second over a business day (a few at 10:00, a lunch peak at 12:00, a dip, a dinner peak at
+    18:00, closed from midnight), about 140 a day, each with its price: a broad day that looks much like itself an
+    hour later, and nothing like itself five hours later."""
+    rng = np.random.default_rng(seed)
+    weights = np.zeros(24)
+    weights[10:24] = [0.1, 4, 10, 9, 5, 4, 6, 8, 8, 6, 5, 3, 1.5, 0.2]
+    days = pd.date_range("2024-01-01", periods=7 * weeks, freq="D", tz="UTC")
+    per_day = rng.poisson(140, len(days))
+    day = np.repeat(days.to_numpy(), per_day)
+    hour = rng.choice(24, per_day.sum(), p=weights / weights.sum())
+    second = rng.integers(0, 3600, per_day.sum())
+    time = pd.DatetimeIndex(day) + pd.to_timedelta(hour, "h") + pd.to_timedelta(second, "s")
+    frame = pd.DataFrame({"time": time.astype("datetime64[ms, UTC]"), "price": rng.gamma(8, 2.5, len(day)).round(2)})
+    return frame.sort_values("time", kind="stable").reset_index(drop=True)
+
+
+ORDERS = Contract(
+    URN, (ColumnContract("time", "timestamp"), ColumnContract("price", "number")), event_timestamp_column="time"
+)
+
+
+@pytest.fixture(scope="module")
+def orders_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, pd.DataFrame]:
+    tmp = tmp_path_factory.mktemp("orders")
+    frame = orders(weeks=5, seed=7)
+    week = frame["time"].dt.tz_localize(None).dt.to_period("W-SUN")
+    weeks = [rows for _, rows in frame.groupby(week)]
+    kept = [snap(tmp, rows, f"w{i}").batch for i, rows in enumerate(weeks[:4])]
+    return build_reference(kept), weeks[4].reset_index(drop=True)
+
+
+def test_a_broad_business_day_moved_hours_is_read_from_its_rows_per_hour(tmp_path: Path, orders_reference) -> None:
+    """The day's rows per hour look much like themselves an hour later, so no reading is pinned to the hour; but a
+    move by 4 or 5 hours is plain, and is named on the clock, for a person or the kept batches to place."""
+    reference, week = orders_reference
+    for hours in (-5, 4):
+        found = shifts(ORDERS, snap(tmp_path, moved(week, hours, "time"), f"moved{hours}"), reference)
+        assert [(f.column, f.params["pinned"], f.playbook) for f in found] == [("time", False, None)]
+        assert abs(found[0].params["offset_hours"] - hours) <= 1
+
+
+@pytest.mark.parametrize("hours", [0, 1, -1])
+def test_a_broad_business_day_not_moved_or_moved_an_hour_is_not_named(
+    tmp_path: Path, orders_reference, hours: int
+) -> None:
+    reference, week = orders_reference
+    assert shifts(ORDERS, snap(tmp_path, moved(week, hours, "time"), f"moved{hours}"), reference) == []
+
+
+def test_a_count_reading_is_taken_against_the_shifts_it_could_be_confused_with() -> None:
+    """A broad day unlike itself an hour later by less than the gain a reading needs: moved five hours it is read
+    there, within an hour; not moved it is read as not moved (by 2 hours or more), within an hour. A day like itself
+    at every shift (flat), or twelve hours later, says nothing it cannot tell."""
+    day = (0,) * 10 + (3, 400, 990, 1020, 590, 450, 620, 830, 810, 640, 550, 400, 180, 10)
+    early = count_shift(day, tuple(np.roll(day, -5)))
+    assert early is not None and (early.offset, early.exact) == (-5, False)
+    unmoved = count_shift(day, day)
+    assert unmoved is not None and (unmoved.offset, unmoved.exact) == (0, False)
+    assert count_shift(tuple([10] * 24), tuple(np.roll([10] * 24, 5))) is None
+    twice = tuple([50] + [0] * 11 + [50] + [0] * 11)  # at 00:00 and 12:00: moved +5 or -7 reads alike
+    assert count_shift(twice, tuple(np.roll(twice, 5))) is None
+    assert count_shift(twice, twice) is None  # nor is it unmoved rather than moved 12 hours
 
 
 # --- the real datasets: every clean batch in order, and the same batches shifted by five hours -----------
@@ -315,3 +381,33 @@ def test_real_data_a_local_hour_column_moved_alone_is_not_laid_on_the_clock(tmp_
     local = snap(tmp_path, frame.assign(hour_local=(frame["hour_local"] + 4) % 24), "local", dataset.time_column)
     found = shifts(dataset.contract(), local, reference)
     assert [(f.column, f.params["offset_hours"], f.params["shifts_hours"]) for f in found] == [("hour_local", 4, {})]
+
+
+@pytest.mark.parametrize("name", sorted(n for n, t in TABLES.items() if t.cadence == "hourly"))
+def test_corpus_tables_through_the_day_clean_batches_never_read_as_shifted_and_three_hours_and_more_do(
+    tmp_path: Path, name: str
+) -> None:
+    """Every clean batch of the corpus's tables whose times fall through the day (orders over a business day, an
+    hourly measurement), against every batch before it, is not named; moved 3 to 5 hours either way, every one is
+    named on the clock, within an hour."""
+    table = TABLES[name]
+    batches = table.batches()
+    kept = [snap(tmp_path, b.rows, f"kept-{i}", table.time_column).batch for i, b in enumerate(batches)]
+    types = kept[0].profile.columns  # type: ignore[union-attr]
+    contract = Contract(
+        URN,
+        tuple(ColumnContract(c, types[c].logical_type) for c in table.columns),
+        event_timestamp_column=table.time_column,
+    )
+    false, missed = [], []
+    for i in range(table.init_batches, len(batches)):
+        reference = build_reference(kept[:i])  # type: ignore[arg-type]
+        rows = batches[i].rows
+        false += shifts(contract, snap(tmp_path, rows, f"clean-{i}", table.time_column), reference)
+        for hours in (-5, -4, -3, 3, 4, 5):
+            found = shifts(
+                contract, snap(tmp_path, moved(rows, hours, table.time_column), f"m{i}", table.time_column), reference
+            )
+            if [f.column for f in found] != [table.time_column] or abs(found[0].params["offset_hours"] - hours) > 1:
+                missed.append((i, hours, [(f.column, f.params.get("offset_hours")) for f in found]))
+    assert false == [] and missed == [], (false, missed)
