@@ -6,7 +6,9 @@ For each size, a fresh subprocess seeds a throwaway workspace like `kintsugi dem
 delivery estate, its contracts and pipelines), replaces the delivery table with `generate_eta_features`
 scaled to that many rows (40 days, size/40 rows a day; its DataHub profile re-emitted so the guard's
 reference matches), then runs the `delivery-eta` pipeline twice under `auto`: once on the clean table (the
-first champion) and once more an hour later (a candidate scored against that champion).
+first champion) and once the next day, after `land` appended that day's batch (size/40 more rows, the next day
+of the same generator) and recorded its upstreams' loads: a candidate fit on the new rows and scored against
+that champion. (The same table an hour later would not be trained on at all: the champion stands.)
 
 Stage times come from the run record alone: the wall clock between consecutive journal events
 (`Event.at_ms`), each interval attributed to the stage of the event that closes it; the time before the
@@ -115,6 +117,20 @@ def seed_workspace(root: Path, rows: int, seed: int) -> Any:
     return ws
 
 
+def land_next_day(ws: Any, tmp: Path, rows: int, seed: int) -> None:
+    """The day after ANCHOR landed as `kintsugi land` does (outside the timed runs), its upstreams' loads recorded."""
+    from controlplane.onboard.land import land
+    from demo.generate import generate_eta_features
+    from demo.seed import PIPELINE, UPSTREAMS, write_feature_table
+
+    per_day = rows // DAYS
+    following = generate_eta_features(days=DAYS + 1, seed=seed, anchor=ANCHOR + timedelta(days=1), rows_per_day=per_day)
+    batch = tmp / "next-day.parquet"
+    write_feature_table(batch, following.tail(per_day))  # day d's rows depend only on (seed, d): the day after
+    landed_ms = int((ANCHOR + timedelta(days=1, minutes=30)).timestamp() * 1000)
+    land(ws, PIPELINE, batch, now_ms=landed_ms, upstreams=UPSTREAMS)
+
+
 def one_run(ws: Any, now: datetime, timings: Timings) -> dict[str, Any]:
     from controlplane.pipeline import run_pipeline
     from controlplane.spec import load_spec
@@ -161,7 +177,8 @@ def child_main(rows: int, seed: int) -> None:
     with tempfile.TemporaryDirectory(prefix="loop-bench-") as tmp:
         ws = seed_workspace(Path(tmp), rows, seed)
         first = one_run(ws, ANCHOR + timedelta(hours=1), timings)
-        again = one_run(ws, ANCHOR + timedelta(hours=2), timings)
+        land_next_day(ws, Path(tmp), rows, seed)
+        again = one_run(ws, ANCHOR + timedelta(days=1, hours=1), timings)
     print(json.dumps({"rows": rows, "runs": [first, again]}))
 
 
@@ -186,7 +203,7 @@ def best_of(rows: int, seed: int, repeat: int) -> dict[str, Any]:
 
 def table(results: list[dict[str, Any]]) -> str:
     columns = [
-        (f"{_size(r['rows'])} {label}", run) for r in results for label, run in zip(("first", "again"), r["runs"])
+        (f"{_size(r['rows'])} {label}", run) for r in results for label, run in zip(("first", "next day"), r["runs"])
     ]
     stage_names = list(dict.fromkeys(s for _, run in columns for s in run["stages"]))
     call_names = list(dict.fromkeys(c for _, run in columns for c in run["calls"]))
