@@ -16,6 +16,7 @@ import pandas as pd
 from mlflow.entities import LoggedModel
 from mlflow.models import Model, infer_signature
 
+from training._threads import one_thread
 from training.errors import SpecError
 from training.spec import TrainingSpec
 
@@ -71,7 +72,7 @@ def save_sklearn_model(model: Any, sample: pd.DataFrame, path: Path, logged: Log
     cloudpickle, not MLflow's default skops: skops took ~25x longer on a 200-tree forest
     (0.8 s vs 0.04 s), and its trusted-type list would come from the model itself anyway.
     """
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), one_thread():  # five rows through every tree: one thread is enough
         warnings.filterwarnings("ignore", message=_INTEGER_HINT, category=UserWarning)
         signature = infer_signature(sample, model.predict(sample))
     mlflow_model = Model(

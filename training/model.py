@@ -21,6 +21,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from training._estimator import make_estimator
 from training._scores import Predictions, predict, score_of, scores_of
+from training._threads import one_thread
 from training.errors import SpecError, TrainingError
 from training.spec import TrainingSpec, metric_direction
 
@@ -137,7 +138,7 @@ def score(spec: TrainingSpec, model: Any, df: pd.DataFrame) -> Scored:
         )
     features, target = df[spec.features], df[spec.target]
     fix = "check the holdout's feature types against the training data"
-    with _sklearn_errors(f"evaluating {spec.estimator} on {len(df)} rows", fix=fix):
+    with _sklearn_errors(f"evaluating {spec.estimator} on {len(df)} rows", fix=fix), one_thread():
         said = predict(spec.task, model, features, target)
         scores = scores_of(np.asarray(target), said)
     bad = sorted(name for name, value in scores.items() if not math.isfinite(value))
@@ -157,28 +158,32 @@ def evaluate(spec: TrainingSpec, model: Any, df: pd.DataFrame) -> dict[str, floa
 def leaned_on(spec: TrainingSpec, model: Any, holdout: pd.DataFrame) -> tuple[str, ...]:
     """The features the model leans on, by permutation importance on (up to IMPORTANCE_ROWS of) the holdout,
     most important first. Every feature when the importances cannot be measured (fail closed: each then counts)."""
-    from sklearn.inspection import permutation_importance
-
     features = list(spec.features)
     if len(holdout) < 2 or not features:
         return tuple(features)
     step = max(1, len(holdout) // IMPORTANCE_ROWS)
     rows = holdout.iloc[::step].iloc[:IMPORTANCE_ROWS]
     try:
-        if len(features) <= EXACT_IMPORTANCE_FEATURES:
-            found = permutation_importance(
-                model, rows[features], rows[spec.target], n_repeats=IMPORTANCE_REPEATS, random_state=spec.seed
-            )
-            means = np.clip(np.nan_to_num(found.importances_mean, nan=0.0), 0.0, None)
-            total = float(means.sum())
-        else:
-            means, total = _importances_by_groups(model, rows[features], rows[spec.target], spec.seed)
+        with one_thread():  # dozens of predictions of a few thousand rows: threads cost more than they give
+            means, total = _importances(spec, model, rows[features], rows[spec.target])
     except (ValueError, TypeError):
         return tuple(features)
     if total <= 0:
         return tuple(features)
     order = np.argsort(-means, kind="stable")
     return tuple(features[i] for i in order if means[i] >= LEAN_SHARE * total)
+
+
+def _importances(spec: TrainingSpec, model: Any, X: pd.DataFrame, y: pd.Series) -> tuple[np.ndarray, float]:
+    """(each feature's permutation importance, floored at 0; their total): each feature shuffled alone, or by
+    group testing on more than EXACT_IMPORTANCE_FEATURES features."""
+    from sklearn.inspection import permutation_importance
+
+    if X.shape[1] > EXACT_IMPORTANCE_FEATURES:
+        return _importances_by_groups(model, X, y, spec.seed)
+    found = permutation_importance(model, X, y, n_repeats=IMPORTANCE_REPEATS, random_state=spec.seed)
+    means = np.clip(np.nan_to_num(found.importances_mean, nan=0.0), 0.0, None)
+    return means, float(means.sum())
 
 
 def _importances_by_groups(model: Any, X: pd.DataFrame, y: pd.Series, seed: int) -> tuple[np.ndarray, float]:
