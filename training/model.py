@@ -6,7 +6,7 @@ import hashlib
 import json
 import math
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -31,6 +31,7 @@ __all__ = [
     "build_estimator",
     "evaluate",
     "score",
+    "scored",
     "fit",
     "gain_error_of",
     "is_better",
@@ -130,17 +131,21 @@ class Scored:
 
 def score(spec: TrainingSpec, model: Any, df: pd.DataFrame) -> Scored:
     """Predict ``df`` once with ``model`` and score it: mae/rmse/r2, or accuracy/f1/roc_auc/log_loss."""
+    return scored(spec, df, lambda rows: predict(spec.task, model, rows[spec.features], rows[spec.target]))
+
+
+def scored(spec: TrainingSpec, df: pd.DataFrame, said_of: Callable[[pd.DataFrame], Predictions]) -> Scored:
+    """Score the predictions ``said_of(df)`` makes of ``df``'s rows, checked and with errors named as `score`'s."""
     _require_columns(df, [*spec.features, spec.target], "the evaluation frame")
     if df.empty:
         raise TrainingError(
             "the evaluation frame has no rows",
             "evaluate on a non-empty holdout (check holdout_fraction and the table's time range)",
         )
-    features, target = df[spec.features], df[spec.target]
     fix = "check the holdout's feature types against the training data"
     with _sklearn_errors(f"evaluating {spec.estimator} on {len(df)} rows", fix=fix), one_thread():
-        said = predict(spec.task, model, features, target)
-        scores = scores_of(np.asarray(target), said)
+        said = said_of(df)
+        scores = scores_of(np.asarray(df[spec.target]), said)
     bad = sorted(name for name, value in scores.items() if not math.isfinite(value))
     if bad:
         raise TrainingError(
