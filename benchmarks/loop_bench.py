@@ -1,6 +1,6 @@
 """Where a loop run spends its time beside the model fit: stage wall times at 100k and 1M rows, side by side.
 
-    python benchmarks/loop_bench.py [--sizes 100000,1000000] [--seed 7] [--repeat 1]
+    python benchmarks/loop_bench.py [--sizes 100000,1000000] [--seed 7] [--repeat 1] [--against REV]
 
 For each size, a fresh subprocess seeds a throwaway workspace like `kintsugi demo` does (DataHub Lite, the
 delivery estate, its contracts and pipelines), replaces the delivery table with `generate_eta_features`
@@ -21,16 +21,20 @@ champion. "non-fit share" is (run wall time - fit time) / run wall time; the iss
 candidate) and `score_known` (the champion on the same holdout, predicting only the rows it has not predicted
 before), the other cost that grows with the model rather than with the plumbing.
 The fit is multi-threaded (OpenMP), so a busy machine slows it most: the 1-minute load average before
-each run is shown, and `--repeat N` runs N children per size and keeps each run's fastest.
+each run is shown, and `--repeat N` runs N children per size and keeps each run's fastest. Figures taken at
+different times on a shared machine do not compare: `--against REV` runs the children of commit REV (its tree
+from `git archive`, its own benchmarks/loop_bench.py) in turn with this tree's, size by size, and shows both.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections import defaultdict
@@ -187,25 +191,38 @@ def child_main(rows: int, seed: int) -> None:
 # --- parent: one subprocess per size, one table ------------------------------------------------------
 
 
-def run_child(rows: int, seed: int) -> dict[str, Any]:
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", str(rows), "--seed", str(seed)]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+def run_child(rows: int, seed: int, root: Path) -> dict[str, Any]:
+    """One child of the tree at `root` (its own loop_bench.py, importing its own code first)."""
+    command = [sys.executable, str(root / "benchmarks" / "loop_bench.py"), "--child", str(rows), "--seed", str(seed)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=root)
     if done.returncode != 0:
         sys.stderr.write(done.stderr)
-        raise SystemExit(f"the {rows}-row child failed (exit {done.returncode})")
+        raise SystemExit(f"the {rows}-row child of {root} failed (exit {done.returncode})")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def best_of(rows: int, seed: int, repeat: int) -> dict[str, Any]:
+def best_of(rows: int, seed: int, repeat: int, root: Path, label: str) -> dict[str, Any]:
     """`repeat` children for one size; for each of the two runs, the one with the least wall time."""
-    children = [run_child(rows, seed) for _ in range(repeat)]
+    children = [run_child(rows, seed, root) for _ in range(repeat)]
     runs = [min((c["runs"][i] for c in children), key=lambda run: run["wall"]) for i in range(2)]
-    return {"rows": rows, "runs": runs}
+    return {"rows": rows, "label": label, "runs": runs}
+
+
+def exported(rev: str, into: Path) -> Path:
+    """The tree of commit `rev` of this repository, written under `into`."""
+    archive = subprocess.run(["git", "archive", "--format=tar", rev], cwd=ROOT, capture_output=True)
+    if archive.returncode != 0:
+        raise SystemExit(f"--against {rev}: {archive.stderr.decode().strip()}; name a commit of this repository")
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into
 
 
 def table(results: list[dict[str, Any]]) -> str:
     columns = [
-        (f"{_size(r['rows'])} {label}", run) for r in results for label, run in zip(("first", "next day"), r["runs"])
+        (f"{_size(r['rows'])} {label} {r['label']}".rstrip(), run)
+        for r in results
+        for label, run in zip(("first", "next day"), r["runs"])
     ]
     stage_names = list(dict.fromkeys(s for _, run in columns for s in run["stages"]))
     call_names = list(dict.fromkeys(c for _, run in columns for c in run["calls"]))
@@ -246,24 +263,32 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000,1000000", help="comma-separated row counts (multiples of 40)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=1, help="children per size; each run's fastest is shown")
+    parser.add_argument("--against", metavar="REV", help="also run commit REV's children, in turn with these")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child_main(args.child, args.seed)
         return
-    results = [best_of(int(size), args.seed, args.repeat) for size in args.sizes.split(",")]
+    with tempfile.TemporaryDirectory(prefix="loop-bench-tree-") as tmp:
+        trees = [(args.against, exported(args.against, Path(tmp))), ("now", ROOT)] if args.against else [("", ROOT)]
+        results = [
+            best_of(int(size), args.seed, args.repeat, root, label)
+            for size in args.sizes.split(",")
+            for label, root in trees
+        ]
     print(table(results))
     print(
         "stage times: wall clock between journal events; 'in ...': time inside training's entry points; "
         "scoring = score (the candidate) + score_known (the champion: only rows it has not predicted before)"
     )
-    largest = max(results, key=lambda r: r["rows"])
-    share = max(_share(run) for run in largest["runs"])
-    verdict = "meets" if share <= TARGET_SHARE else "misses"
-    print(
-        f"at {_size(largest['rows'])} rows the worst non-fit share is {share:.1%}: "
-        f"{verdict} the {TARGET_SHARE:.0%} target"
-    )
+    largest = max(r["rows"] for r in results)
+    for label, _ in trees:
+        share = max(_share(run) for r in results if (r["rows"], r["label"]) == (largest, label) for run in r["runs"])
+        verdict = "meets" if share <= TARGET_SHARE else "misses"
+        print(
+            f"{label + ': ' if label else ''}at {_size(largest)} rows the worst non-fit share is {share:.1%}: "
+            f"{verdict} the {TARGET_SHARE:.0%} target"
+        )
 
 
 if __name__ == "__main__":
