@@ -6,7 +6,8 @@ Keyed strictly by what decides a row's prediction: the model and version, the ML
 replaced store with the same version number is another model), the task and the feature columns in order; rows are
 keyed by their feature values. A candidate's predictions are kept when it is registered (the next run's champion),
 a champion's whenever it predicted rows it had not seen; each version keeps the holdout it predicted last (one file,
-replaced). A file that is missing, unreadable or does not match is a miss: every row is predicted again. Only
+replaced), and only the champion's and the newest candidate's files are kept (any other version is a former
+champion or a candidate that was not promoted: predicted in full should it ever be the champion again). A file that is missing, unreadable or does not match is a miss: every row is predicted again. Only
 numeric, boolean or text predictions are kept (no pickles); a classifier with other labels predicts every time. The
 files are a cache, not a record: no run's ledger names them, and removing the folder only costs predictions.
 """
@@ -19,7 +20,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -51,8 +52,16 @@ class PredictionsKey:
         return hashlib.sha256(json.dumps(self.document(), sort_keys=True).encode()).hexdigest()
 
 
+def _folder(ws: Workspace) -> Path:
+    return ws.cache / "champion-predictions"
+
+
+def _model_tag(model: str) -> str:
+    return hashlib.sha256(model.encode()).hexdigest()[:16]
+
+
 def _path(ws: Workspace, key: PredictionsKey) -> Path:
-    return ws.cache / "champion-predictions" / f"{key.digest}.npz"
+    return _folder(ws) / f"{_model_tag(key.model)}-v{key.version}-{key.digest[:32]}.npz"
 
 
 def load_known(ws: Workspace, key: PredictionsKey) -> KnownPredictions | None:
@@ -71,18 +80,28 @@ def load_known(ws: Workspace, key: PredictionsKey) -> KnownPredictions | None:
         return None
 
 
-def save_known(ws: Workspace, key: PredictionsKey, rows: np.ndarray, said: Predictions) -> None:
-    """Keep `said` of the rows keyed `rows` under `key` (atomically, replacing the version's earlier rows);
-    predictions that need pickling to be kept are not kept."""
+def save_known(
+    ws: Workspace, key: PredictionsKey, rows: np.ndarray, said: Predictions, *, keep: Iterable[int] = ()
+) -> None:
+    """Keep `said` of the rows keyed `rows` under `key` (atomically, replacing the version's earlier rows) and drop
+    the files of the model's versions other than this one and `keep`; predictions that need pickling to be kept
+    are not kept."""
     arrays = {
         name: value
         for name in _ARRAYS
         if (value := getattr(said, name)) is not None and np.asarray(value).dtype != object
     }
-    if "predicted" not in arrays or any(getattr(said, n) is not None and n not in arrays for n in _ARRAYS):
-        return
-    known = KnownPredictions.of(rows, said)
-    _write(_path(ws, key), key, known.keys, {name: getattr(known.said, name) for name in arrays})
+    if "predicted" in arrays and all(getattr(said, n) is None or n in arrays for n in _ARRAYS):
+        known = KnownPredictions.of(rows, said)
+        _write(_path(ws, key), key, known.keys, {name: getattr(known.said, name) for name in arrays})
+    _prune(ws, key.model, {key.version, *keep})
+
+
+def _prune(ws: Workspace, model: str, versions: set[int]) -> None:
+    for path in _folder(ws).glob(f"{_model_tag(model)}-v*-*.npz"):
+        version = path.name.split("-")[1].removeprefix("v")
+        if not (version.isdigit() and int(version) in versions):
+            path.unlink(missing_ok=True)
 
 
 def _write(path: Path, key: PredictionsKey, rows: np.ndarray, arrays: dict[str, Any]) -> None:

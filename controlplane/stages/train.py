@@ -294,7 +294,8 @@ def train(
         with run.journal.writing(LedgerKind.MLFLOW_VERSION, spec.name, run=mlflow_run) as entry:
             version = store.find_version_by_run(spec.name, mlflow_run) or store.register(spec.name, mlflow_run)
             entry.result["version"] = version
-    save_known(run.ws, _predictions_key(run, version, mlflow_run), keys, said.said)  # the next run's champion's
+    keep = () if champion_version is None else (champion_version,)  # and the next run's champion, maybe
+    save_known(run.ws, _predictions_key(run, version, mlflow_run), keys, said.said, keep=keep)
     rows = {
         "train": len(train_df),
         "holdout": len(holdout),

@@ -52,7 +52,8 @@ def test_a_later_run_on_the_same_champion_reads_its_kept_predictions_and_the_can
     save_known(ws, _key(ws, version), kept.keys, Predictions(kept.said.predicted + 100.0))  # marked
     _, again = _run(ws, 1)
     assert again["champion"]["mae"] > first["champion"]["mae"] + 50  # the marked predictions were read
-    (ws.cache / "champion-predictions" / f"{_key(ws, version).digest}.npz").write_bytes(b"not kept predictions")
+    (kept_file,) = (ws.cache / "champion-predictions").glob(f"*-v{version}-*.npz")
+    kept_file.write_bytes(b"not kept predictions")
     _, third = _run(ws, 2)  # unreadable: a miss, predicted again and kept again
     assert third["champion"] == first["champion"]
     restored = load_known(ws, _key(ws, version))
@@ -72,3 +73,21 @@ def test_kept_predictions_answer_only_their_own_key(tmp_path):
     labels = Predictions(np.array(["a", None], dtype=object))
     save_known(ws, replace(key, version=5), rows[:2], labels)  # would need a pickle: not kept
     assert load_known(ws, replace(key, version=5)) is None
+
+
+def test_only_the_champions_and_the_newest_candidates_predictions_are_kept(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    rows, said = np.array([[1, 2]], dtype=np.uint64), Predictions(np.array([0.5]))
+
+    def key(model: str, version: int) -> PredictionsKey:
+        return PredictionsKey(model, version, f"run-{version}", "regression", ("x",))
+
+    save_known(ws, key("other", 1), rows, said)
+    save_known(ws, key("m", 3), rows, said)  # the champion's
+    save_known(ws, key("m", 4), rows, said, keep=(3,))  # a candidate registered beside champion v3
+    assert all(load_known(ws, key("m", v)) is not None for v in (3, 4))
+    save_known(ws, key("m", 5), rows, said, keep=(3,))  # the next candidate: v4 was not promoted
+    assert [load_known(ws, key("m", v)) is not None for v in (3, 4, 5)] == [True, False, True]
+    save_known(ws, key("m", 5), rows, said)  # v5 the champion now, predicting on its own
+    assert [load_known(ws, key("m", v)) is not None for v in (3, 5)] == [False, True]
+    assert load_known(ws, key("other", 1)) is not None  # another model's are its own
