@@ -64,9 +64,10 @@ bench-timeshift: install-dev
 bench-leak-null: install-dev
 	$(BIN)/python benchmarks/leak_null_bench.py
 
-# the wall time of each stage of two loop runs at 100k and 1M rows, and the share outside the model fit
+# the wall time of each stage of two loop runs at 100k and 1M rows, and the share outside the model fit;
+# AGAINST=REV runs commit REV's children in turn with this tree's and shows both (one machine load for both)
 bench-loop: install-dev
-	$(BIN)/python benchmarks/loop_bench.py
+	$(BIN)/python benchmarks/loop_bench.py $(if $(AGAINST),--against $(AGAINST))
 
 # init and a run against the number of columns through the real CLI (~30 min to 2,000 columns; add 5000 to
 # COLUMNS for the widest): 40 daily batches, every feature contracted; wall, CPU and peak RSS per width

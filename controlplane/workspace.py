@@ -61,7 +61,7 @@ class Workspace:
 
     @property
     def cache(self) -> Path:
-        """What can be computed again, kept to save time (the champion's holdout scores): never a record."""
+        """What can be computed again, kept to save time (model versions' holdout predictions): never a record."""
         return self.root / "cache"
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import mlflow.sklearn
+import mlflow.utils.environment as mlflow_environment
 import pandas as pd
 from mlflow.entities import LoggedModel
 from mlflow.models import Model, infer_signature
 
+from training._threads import one_thread
 from training.errors import SpecError
 from training.spec import TrainingSpec
 
@@ -31,6 +34,8 @@ MODEL_NAME = "model"
 _SIGNATURE_ROWS = 5
 _INTEGER_HINT = "Hint: Inferred schema contains integer column"
 _REQUIRED_DISTRIBUTIONS = ("scikit-learn", "pandas", "numpy", "cloudpickle")
+_MISMATCH_CHECK = "warn_dependency_requirement_mismatches"  # what mlflow.utils.environment calls on every save
+_ENVIRONMENT_SCAN_LOCK = threading.Lock()
 
 
 def training_params(spec: TrainingSpec) -> dict[str, str]:
@@ -71,7 +76,7 @@ def save_sklearn_model(model: Any, sample: pd.DataFrame, path: Path, logged: Log
     cloudpickle, not MLflow's default skops: skops took ~25x longer on a 200-tree forest
     (0.8 s vs 0.04 s), and its trusted-type list would come from the model itself anyway.
     """
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), one_thread():  # five rows through every tree: one thread is enough
         warnings.filterwarnings("ignore", message=_INTEGER_HINT, category=UserWarning)
         signature = infer_signature(sample, model.predict(sample))
     mlflow_model = Model(
@@ -80,7 +85,7 @@ def save_sklearn_model(model: Any, sample: pd.DataFrame, path: Path, logged: Log
         model_uuid=logged.model_id,
         model_id=logged.model_id,
     )
-    with _without_pickle_caution():
+    with _without_pickle_caution(), _without_environment_scan():
         mlflow.sklearn.save_model(
             model,
             str(path),
@@ -89,6 +94,31 @@ def save_sklearn_model(model: Any, sample: pd.DataFrame, path: Path, logged: Log
             signature=signature,
             pip_requirements=pip_requirements(),
         )
+
+
+@contextmanager
+def _without_environment_scan() -> Iterator[None]:
+    """Skip MLflow's check that the current environment satisfies the model's requirements, during one save.
+
+    The requirements are pinned from this very environment (`pip_requirements`, and MLflow's own pin of itself),
+    so the check cannot find a mismatch; but its first call in a process maps every installed distribution to its
+    modules (`importlib.metadata.packages_distributions`: 0.4 s on an idle machine, 1.2 s profiled on a busy one),
+    which every `kintsugi run`, a process of its own, paid. Should an MLflow release move the check, saving pays
+    it again and nothing else changes. The lock keeps concurrent saves from restoring each other's stand-in."""
+    with _ENVIRONMENT_SCAN_LOCK:
+        checked = getattr(mlflow_environment, _MISMATCH_CHECK, None)
+        if checked is None:
+            yield
+            return
+        setattr(mlflow_environment, _MISMATCH_CHECK, _requirements_from_here)
+        try:
+            yield
+        finally:
+            setattr(mlflow_environment, _MISMATCH_CHECK, checked)
+
+
+def _requirements_from_here(requirements: list[str]) -> None:
+    """Stands in for MLflow's mismatch check: requirements pinned from this environment match it."""
 
 
 @contextmanager

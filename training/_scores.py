@@ -11,7 +11,16 @@ from sklearn import metrics
 
 from training.errors import SpecError, TrainingError
 
-__all__ = ["Predictions", "classification_scores", "predict", "regression_scores", "score_of", "scores_of"]
+__all__ = [
+    "Predictions",
+    "check_labels",
+    "classification_scores",
+    "predict",
+    "predictions_of",
+    "regression_scores",
+    "score_of",
+    "scores_of",
+]
 
 
 @dataclass(frozen=True)
@@ -27,14 +36,26 @@ def predict(task: str, model: Any, features: pd.DataFrame, target: pd.Series) ->
     """The model's predictions on the given rows (a classifier's classes checked against ``target``'s labels)."""
     if task == "regression":
         return Predictions(np.asarray(model.predict(features)))
+    _require_proba(model)
+    check_labels(np.asarray(model.classes_), target)
+    return predictions_of(task, model, features)
+
+
+def predictions_of(task: str, model: Any, features: pd.DataFrame) -> Predictions:
+    """The model's predictions on the given rows, labels unchecked (`predict` checks them against a target)."""
+    if task == "regression":
+        return Predictions(np.asarray(model.predict(features)))
+    _require_proba(model)
+    classes = np.asarray(model.classes_)
+    return Predictions(np.asarray(model.predict(features)), np.asarray(model.predict_proba(features)), classes)
+
+
+def _require_proba(model: Any) -> None:
     if not hasattr(model, "predict_proba"):
         raise SpecError(
             f"{type(model).__name__} has no predict_proba, so roc_auc and log_loss cannot be computed",
             "use a classifier with predict_proba (e.g. HistGradientBoostingClassifier)",
         )
-    classes = np.asarray(model.classes_)
-    _check_labels(classes, target)
-    return Predictions(np.asarray(model.predict(features)), np.asarray(model.predict_proba(features)), classes)
 
 
 def scores_of(target: np.ndarray, said: Predictions) -> dict[str, float]:
@@ -85,7 +106,7 @@ def classification_scores(model: Any, features: pd.DataFrame, target: pd.Series)
     return scores_of(np.asarray(target), predict("classification", model, features, target))
 
 
-def _check_labels(classes: np.ndarray, target: pd.Series) -> None:
+def check_labels(classes: np.ndarray, target: pd.Series) -> None:
     """Every class of the model in the holdout, and no label the model never saw."""
     present = set(pd.unique(target))
     unseen = sorted(map(str, present - set(classes)))

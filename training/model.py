@@ -6,7 +6,7 @@ import hashlib
 import json
 import math
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -21,6 +21,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from training._estimator import make_estimator
 from training._scores import Predictions, predict, score_of, scores_of
+from training._threads import one_thread
 from training.errors import SpecError, TrainingError
 from training.spec import TrainingSpec, metric_direction
 
@@ -30,6 +31,7 @@ __all__ = [
     "build_estimator",
     "evaluate",
     "score",
+    "scored",
     "fit",
     "gain_error_of",
     "is_better",
@@ -129,17 +131,21 @@ class Scored:
 
 def score(spec: TrainingSpec, model: Any, df: pd.DataFrame) -> Scored:
     """Predict ``df`` once with ``model`` and score it: mae/rmse/r2, or accuracy/f1/roc_auc/log_loss."""
+    return scored(spec, df, lambda rows: predict(spec.task, model, rows[spec.features], rows[spec.target]))
+
+
+def scored(spec: TrainingSpec, df: pd.DataFrame, said_of: Callable[[pd.DataFrame], Predictions]) -> Scored:
+    """Score the predictions ``said_of(df)`` makes of ``df``'s rows, checked and with errors named as `score`'s."""
     _require_columns(df, [*spec.features, spec.target], "the evaluation frame")
     if df.empty:
         raise TrainingError(
             "the evaluation frame has no rows",
             "evaluate on a non-empty holdout (check holdout_fraction and the table's time range)",
         )
-    features, target = df[spec.features], df[spec.target]
     fix = "check the holdout's feature types against the training data"
-    with _sklearn_errors(f"evaluating {spec.estimator} on {len(df)} rows", fix=fix):
-        said = predict(spec.task, model, features, target)
-        scores = scores_of(np.asarray(target), said)
+    with _sklearn_errors(f"evaluating {spec.estimator} on {len(df)} rows", fix=fix), one_thread():
+        said = said_of(df)
+        scores = scores_of(np.asarray(df[spec.target]), said)
     bad = sorted(name for name, value in scores.items() if not math.isfinite(value))
     if bad:
         raise TrainingError(
@@ -157,28 +163,32 @@ def evaluate(spec: TrainingSpec, model: Any, df: pd.DataFrame) -> dict[str, floa
 def leaned_on(spec: TrainingSpec, model: Any, holdout: pd.DataFrame) -> tuple[str, ...]:
     """The features the model leans on, by permutation importance on (up to IMPORTANCE_ROWS of) the holdout,
     most important first. Every feature when the importances cannot be measured (fail closed: each then counts)."""
-    from sklearn.inspection import permutation_importance
-
     features = list(spec.features)
     if len(holdout) < 2 or not features:
         return tuple(features)
     step = max(1, len(holdout) // IMPORTANCE_ROWS)
     rows = holdout.iloc[::step].iloc[:IMPORTANCE_ROWS]
     try:
-        if len(features) <= EXACT_IMPORTANCE_FEATURES:
-            found = permutation_importance(
-                model, rows[features], rows[spec.target], n_repeats=IMPORTANCE_REPEATS, random_state=spec.seed
-            )
-            means = np.clip(np.nan_to_num(found.importances_mean, nan=0.0), 0.0, None)
-            total = float(means.sum())
-        else:
-            means, total = _importances_by_groups(model, rows[features], rows[spec.target], spec.seed)
+        with one_thread():  # dozens of predictions of a few thousand rows: threads cost more than they give
+            means, total = _importances(spec, model, rows[features], rows[spec.target])
     except (ValueError, TypeError):
         return tuple(features)
     if total <= 0:
         return tuple(features)
     order = np.argsort(-means, kind="stable")
     return tuple(features[i] for i in order if means[i] >= LEAN_SHARE * total)
+
+
+def _importances(spec: TrainingSpec, model: Any, X: pd.DataFrame, y: pd.Series) -> tuple[np.ndarray, float]:
+    """(each feature's permutation importance, floored at 0; their total): each feature shuffled alone, or by
+    group testing on more than EXACT_IMPORTANCE_FEATURES features."""
+    from sklearn.inspection import permutation_importance
+
+    if X.shape[1] > EXACT_IMPORTANCE_FEATURES:
+        return _importances_by_groups(model, X, y, spec.seed)
+    found = permutation_importance(model, X, y, n_repeats=IMPORTANCE_REPEATS, random_state=spec.seed)
+    means = np.clip(np.nan_to_num(found.importances_mean, nan=0.0), 0.0, None)
+    return means, float(means.sum())
 
 
 def _importances_by_groups(model: Any, X: pd.DataFrame, y: pd.Series, seed: int) -> tuple[np.ndarray, float]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
@@ -20,7 +21,7 @@ from controlplane.datahub.history import health_at, unhealed_at
 from controlplane.datahub.incidents import IncidentRef
 from controlplane.errors import DataError, KintsugiError
 from controlplane.models import passport_signing as passport
-from controlplane.models.champion_scores import ScoresKey, load_scores, save_scores
+from controlplane.models.champion_scores import PredictionsKey, load_known, save_known
 from controlplane.models.gate import GuardWarning, PromotionDecision, PromotionEvidence, decide
 from controlplane.models.governance import GovernanceSeverity
 from controlplane.models.modelstore import open_store, training_errors_mapped
@@ -33,6 +34,7 @@ from controlplane.vocab import LedgerKind, Stage
 from profiles.records import Record
 from profiles.snapshot import read_frame
 from training import errors as training_errors
+from training.known import row_keys, score_known
 from training.model import Predictions, fit, gain_error_of, leaned_on, score, time_holdout, training_rows_key
 
 if TYPE_CHECKING:
@@ -204,20 +206,22 @@ class ChampionScore:
 
 
 def score_champion(
-    run: RunContext, store: ModelStore, view: TrainingView, holdout: pd.DataFrame, candidate: Predictions
+    run: RunContext, store: ModelStore, holdout: pd.DataFrame, rows: np.ndarray, candidate: Predictions
 ) -> ChampionScore:
-    """The champion on the candidate's holdout (`holdout` of the guarded bytes `view`), its scores kept for a later
-    run on the same table and champion; an unreadable champion gives empty scores (the gate blocks)."""
+    """The champion on the candidate's holdout (its rows keyed `rows`), predicting only the rows it has not
+    predicted before (`training.known`), which are then kept for a later run; an unreadable champion gives empty
+    scores (the gate blocks)."""
     version = store.champion_version(run.spec.name)
     if version is None:
         return ChampionScore(None, {})
     training = run.spec.training
     try:
-        key = _scores_key(run, store, view, version)
-        scored = load_scores(run.ws, key, len(holdout))
-        if scored is None:
-            scored = score(training, store.load_model(run.spec.name, version), holdout)
-            save_scores(run.ws, key, scored)
+        key = _predictions_key(run, version, store.run_for_version(run.spec.name, version))
+        scored, predicted = score_known(
+            training, holdout, rows, load_known(run.ws, key), lambda: store.load_model(run.spec.name, version)
+        )
+        if predicted:
+            save_known(run.ws, key, rows, scored.said)
         error = gain_error_of(training, holdout, candidate, scored.said)
         return ChampionScore(version, scored.metrics, error if math.isfinite(error) else None)  # records hold no NaN
     except training_errors.TrainingError as exc:
@@ -231,25 +235,13 @@ def rescore_champion(run: RunContext, store: ModelStore, view: TrainingView, can
     holdout = holdout_of(run, view).holdout
     with training_errors_mapped():
         candidate = score(run.spec.training, store.load_model(run.spec.name, candidate_version), holdout)
-        return score_champion(run, store, view, holdout, candidate.said)
+        rows = row_keys(run.spec.training, holdout)
+        return score_champion(run, store, holdout, rows, candidate.said)
 
 
-def _scores_key(run: RunContext, store: ModelStore, view: TrainingView, version: int) -> ScoresKey:
-    spec, training = run.spec, run.spec.training
-    return ScoresKey(
-        spec.name,
-        version,
-        store.run_for_version(spec.name, version),
-        view.table_hash,
-        training.task,
-        training.target,
-        tuple(training.features),
-        training.time_column,
-        float(training.holdout_fraction),
-        spec.row_budget,
-        training.seed,
-        run.engine.name,
-    )
+def _predictions_key(run: RunContext, version: int, mlflow_run: str) -> PredictionsKey:
+    training = run.spec.training
+    return PredictionsKey(run.spec.name, version, mlflow_run, training.task, tuple(training.features))
 
 
 def train(
@@ -276,7 +268,8 @@ def train(
         said = score(spec.training, model, holdout)  # the candidate predicts the holdout once
         candidate = said.metrics
         leaning = leaned_on(spec.training, model, holdout)
-        scored = score_champion(run, store, view, holdout, said.said)
+        keys = row_keys(spec.training, holdout)
+        scored = score_champion(run, store, holdout, keys, said.said)
         champion_version, champion = scored.version, scored.metrics
         crash_point("train:before-log")
         with run.journal.writing(LedgerKind.MLFLOW_RUN, spec.name, experiment=spec.name) as entry:
@@ -301,6 +294,8 @@ def train(
         with run.journal.writing(LedgerKind.MLFLOW_VERSION, spec.name, run=mlflow_run) as entry:
             version = store.find_version_by_run(spec.name, mlflow_run) or store.register(spec.name, mlflow_run)
             entry.result["version"] = version
+    keep = () if champion_version is None else (champion_version,)  # and the next run's champion, maybe
+    save_known(run.ws, _predictions_key(run, version, mlflow_run), keys, said.said, keep=keep)
     rows = {
         "train": len(train_df),
         "holdout": len(holdout),

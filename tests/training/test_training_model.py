@@ -409,6 +409,45 @@ def test_on_many_features_group_testing_finds_the_features_shuffling_each_alone_
     assert by_groups * 2.5 <= Counted.scores, (by_groups, Counted.scores)
 
 
+def _openmp_threads() -> int:
+    """The OpenMP threads a parallel region started from this thread would use now."""
+    from threadpoolctl import threadpool_info
+
+    return max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp"), default=1)
+
+
+def test_the_holdout_and_the_importances_are_predicted_on_one_thread_with_the_same_predictions(
+    deliveries: pd.DataFrame, spec_factory: SpecFactory
+) -> None:
+    """A tree ensemble's prediction is one OpenMP region per tree, each ending at a barrier; on a busy machine
+    every barrier waits for a descheduled thread. Scoring and the permutation importances predict on one thread
+    (the predictions are the same) and the thread count is the fit's again after them."""
+    spec = spec_factory(estimator="sklearn.ensemble.HistGradientBoostingRegressor", params={"max_iter": 30})
+    train, holdout = time_holdout(deliveries, "event_time", 0.25)
+    fitted = fit(spec, train)
+    threads = _openmp_threads()
+    if threads < 2:
+        pytest.skip("OpenMP runs one thread here: there is nothing to limit")
+
+    class Watched(Pipeline):
+        seen: list[int] = []
+
+        def predict(self, X, **kwargs):  # type: ignore[no-untyped-def, override]
+            Watched.seen.append(_openmp_threads())
+            return super().predict(X, **kwargs)
+
+        def score(self, X, y=None, **kwargs):  # type: ignore[no-untyped-def, override]
+            Watched.seen.append(_openmp_threads())  # permutation importance scores through the pipeline
+            return super().score(X, y, **kwargs)
+
+    model = Watched(fitted.steps)
+    scored = score(spec, model, holdout)
+    leaned_on(spec, model, holdout)
+    assert len(Watched.seen) > 1 and set(Watched.seen) == {1}
+    assert _openmp_threads() == threads
+    assert np.array_equal(scored.said.predicted, fitted.predict(holdout[spec.features]))  # on `threads` threads
+
+
 @pytest.mark.parametrize("task", ["regression", "classification"])
 def test_the_gains_error_on_evenly_spaced_rows_is_scaled_to_the_whole_holdout(
     deliveries: pd.DataFrame, spec_factory: SpecFactory, task: str, monkeypatch: pytest.MonkeyPatch

@@ -193,6 +193,36 @@ def test_model_is_saved_with_pinned_requirements_and_a_signature(ws: Workspace) 
     assert "signature:" in mlmodel and "distance_km" in mlmodel
 
 
+def test_saving_a_model_does_not_map_every_installed_distribution(
+    ws: Workspace, deliveries: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MLflow checks a saved model's requirements against the environment, building a map of every installed
+    distribution's modules first (once a process: every `kintsugi run`); ours are pinned from this environment,
+    so the save skips the check, the map is never built, and MLflow's check is its own again afterwards."""
+    import mlflow.utils.environment as environment
+    import mlflow.utils.requirements_utils as requirements_utils
+
+    mapped: list[int] = []
+    everything = requirements_utils.importlib_metadata.packages_distributions
+
+    def counted() -> object:
+        mapped.append(1)
+        return everything()
+
+    monkeypatch.setattr(requirements_utils, "_MODULES_TO_PACKAGES", None)  # as in a new process
+    monkeypatch.setattr(requirements_utils.importlib_metadata, "packages_distributions", counted)
+    _offline_mlflow(monkeypatch)
+    monkeypatch.chdir(ws.cwd)
+    store = ModelStore(f"sqlite:///{tmp_path / 'mlflow.db'}", artifact_root=tmp_path / "artifacts")
+    train, _ = time_holdout(deliveries, "event_time", ws.spec.holdout_fraction)
+    run = _log(store, ws.spec, ws.model, train, ws.metrics, "fresh-process")
+    assert mapped == []
+    assert store.register(MODEL, run) == 1  # a model like any other
+    assert (
+        environment.warn_dependency_requirement_mismatches is requirements_utils.warn_dependency_requirement_mismatches
+    )
+
+
 def test_loaded_model_predicts_like_the_trained_one(ws: Workspace) -> None:
     loaded = ws.store.load_model(MODEL, ws.versions[1])
     features = ws.holdout[ws.spec.features]
