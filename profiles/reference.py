@@ -183,9 +183,14 @@ class Reference:
 
     def held_per_batch(self, column: str) -> bool:
         """Every kept batch held one value of the column on all its rows (a period's month, year or flag: constant
-        within a batch by construction), and at least two batches are kept."""
+        within a batch by construction), and at least two batches are kept; or the column names a calendar period
+        of the time the batches are cut on (`Relations.period_named`: a month's name in batches cut by the week,
+        which hold one or two of its values)."""
         shares = [s.point_share for s in self.variation(column)]
-        return len(shares) >= 2 and all(share == 1.0 for share in shares)
+        if len(shares) >= 2 and all(share == 1.0 for share in shares):
+            return True
+        relations = self.profile.relations
+        return bool(self.time_column and relations and relations.period_named(self.time_column, column))
 
     def holds_the_periods_value(self, column: str, observed: ColumnProfile | None) -> bool:
         """The batch holds one value of a column every kept batch held on one value: the period's value."""

@@ -19,7 +19,12 @@ batch, without rereading a row) and plain JSON:
   one merged batch showed: how much an association varies from batch to batch;
 - `identities`: exact arithmetic relations c = a + b and c = a * b (differences and ratios are the same
   relations read the other way), as (rows where it holds, rows tested); a relation is kept only while
-  every merged batch held it (merging keeps the relations both sides have).
+  every merged batch held it (merging keeps the relations both sides have);
+- `periods`: per timestamp T and low-cardinality string column C ("T|C"), the coarsest calendar period of T
+  (`year`, `month`, `day`) within which C holds one value on every row, tested on two rows of one period at
+  least (`ANY_PERIOD` where C holds one value on every row): C names the period its row falls in (a month's
+  name), so a batch cut finer than that period holds one or two of its values, and a new period brings a new one.
+  Merged, the finer period of two batches stands (a batch holding one value says nothing against a period).
 
 Learned from the batch's seeded row sample (every row when the batch has at most `sample_rows` rows), so
 the cost stays bounded whatever the batch size; merged by adding, a batch weighs by its sampled rows.
@@ -55,11 +60,14 @@ __all__ = [
 ]
 
 HOURS = 24
+_DAY_MS = 86_400_000
 MAX_GROUPS = 30  # string columns with more distinct values in the sample are not grouped by
 BOUND_HELD = 0.999  # share of rows an order must hold on to be a bound...
 BOUND_REACHED = 0.005  # ...and share of rows on it (a == b)
 BOUND_REACHED_ROWS = 3
 IDENTITY_SCREEN_ROWS = 64  # complete rows a candidate identity must hold on before it is counted
+PERIODS = ("year", "month", "day")  # calendar periods a column may name, coarsest first
+ANY_PERIOD = "any"  # a column holding one value on every row: consistent with naming any period
 _MAX_PAIR_COLUMNS = 40  # numeric columns beyond this many are left out of pairs (780 pairs at most)
 _MAX_IDENTITY_COLUMNS = 20
 _HOUR_MS = 3_600_000
@@ -193,6 +201,12 @@ class Relations:
     groups: Mapping[str, GroupMoments] = field(default_factory=dict)
     spread: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     identities: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    periods: Mapping[str, str] = field(default_factory=dict)
+
+    def period_named(self, time: str, column: str) -> str | None:
+        """The calendar period of `time` that `column` names (`PERIODS`), where the rows showed one; else None."""
+        found = self.periods.get(f"{time}|{column}")
+        return found if found in PERIODS else None
 
     def association(self, feature: str, label: str) -> tuple[str, float, int] | None:
         """(key, association in [0, 1], rows) of a feature with the label: |correlation| of two numbers, the
@@ -225,6 +239,7 @@ class Relations:
             groups=_common(self.groups, other.groups, GroupMoments.merge),
             spread=_common(self.spread, other.spread, lambda a, b: (min(a[0], b[0]), max(a[1], b[1]))),
             identities=_common(self.identities, other.identities, _add_counts),
+            periods=_common(self.periods, other.periods, _finer_period),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -244,6 +259,7 @@ class Relations:
             },
             "spread": {k: list(v) for k, v in sorted(self.spread.items())},
             "identities": {k: list(v) for k, v in sorted(self.identities.items())},
+            "periods": dict(sorted(self.periods.items())),
         }
 
     @classmethod
@@ -276,7 +292,17 @@ class Relations:
             },
             spread={k: (float(v[0]), float(v[1])) for k, v in data.get("spread", {}).items()},
             identities={k: (int(v[0]), int(v[1])) for k, v in data.get("identities", {}).items()},
+            periods={k: str(v) for k, v in data.get("periods", {}).items()},  # none before periods were kept
         )
+
+
+def _finer_period(a: str, b: str) -> str:
+    """Of two batches' readings of a period, the finer (one value on every row is consistent with any period)."""
+    if a == ANY_PERIOD:
+        return b
+    if b == ANY_PERIOD:
+        return a
+    return max(a, b, key=lambda period: PERIODS.index(period) if period in PERIODS else len(PERIODS))
 
 
 def _add_counts(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -330,7 +356,32 @@ def learn_relations(sample: pd.DataFrame, types: Mapping[str, str]) -> Relations
         groups=groups,
         spread=_spread(pairs, groups),
         identities=_identities(numbers),
+        periods=_periods(times, categories),
     )
+
+
+def _periods(times: Mapping[str, tuple[np.ndarray, np.ndarray]], categories: Mapping[str, pd.Series]) -> dict[str, str]:
+    """ "T|C" -> the coarsest calendar period of T within which C holds one value (see the module's docstring)."""
+    found: dict[str, str] = {}
+    for time, (stamps, present) in times.items():
+        if present.sum() < 2:
+            continue
+        moments = pd.to_datetime(stamps[present], unit="ms")
+        keys = {"year": moments.year, "month": moments.year * 12 + moments.month, "day": stamps[present] // _DAY_MS}
+        for column, values in categories.items():
+            labels = values[present].reset_index(drop=True)
+            if labels.isna().any():
+                continue
+            if labels.nunique() == 1:
+                found[f"{time}|{column}"] = ANY_PERIOD
+                continue
+            for period in PERIODS:
+                groups = pd.Series(np.asarray(keys[period]))
+                by_period = labels.groupby(groups)
+                if by_period.size().max() >= 2 and (by_period.nunique() == 1).all():
+                    found[f"{time}|{column}"] = period
+                    break
+    return found
 
 
 def _categories(sample: pd.DataFrame, types: Mapping[str, str]) -> dict[str, pd.Series]:

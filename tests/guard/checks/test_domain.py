@@ -142,3 +142,47 @@ def test_the_periods_name_is_new_in_every_batch_and_is_no_new_category(tmp_path:
     assert said(by_month[3], "april") == set()
     mixed = by_month[3].assign(month=lambda f: f["month"].where(f.index % 2 == 0, "Sept"))
     assert (K.NEW_CATEGORY, "month") in said(mixed, "mixed")
+
+
+def test_the_periods_name_in_batches_cut_finer_than_its_period_is_no_new_category(tmp_path: Path) -> None:
+    """Daily rows kept in ten-day batches, each naming its month: a batch holds one or two months' names, so no
+    batch held one value, but the rows show the name constant within each month. A new month's batch brings a new
+    name: no new category, no drift of its mix. A category that changes within a day is no period's name."""
+    urn = "urn:li:dataset:(urn:li:dataPlatform:file,periods,PROD)"
+    rng = np.random.default_rng(1)
+    days = pd.DataFrame({"day": pd.date_range("2024-01-01", periods=152, freq="12h", tz="UTC")}).assign(
+        day=lambda f: f["day"].astype("datetime64[ms, UTC]"),
+        month=lambda f: f["day"].dt.strftime("%b"),
+        shift=lambda f: np.where(f["day"].dt.hour == 0, "night", "day"),
+        count=rng.poisson(40, 152).astype(float),
+    )
+    contract = Contract(
+        urn,
+        (
+            ColumnContract("day", "timestamp"),
+            ColumnContract("month", "string"),
+            ColumnContract("shift", "string"),
+            ColumnContract("count", "number"),
+        ),
+        event_timestamp_column="day",
+    )
+
+    def snap(frame: pd.DataFrame, name: str):
+        path = tmp_path / f"{name}.parquet"
+        frame.to_parquet(path, index=False)
+        return read_snapshot(path, time_column="day", batch_id=name)
+
+    kept = days[days["day"] < pd.Timestamp("2024-03-01", tz="UTC")]
+    stretches = [kept.iloc[i : i + 20] for i in range(0, len(kept), 20)]
+    reference = build_reference([snap(f, f"d{i}").batch for i, f in enumerate(stretches)])
+    assert not all(f["month"].nunique() == 1 for f in stretches)
+
+    def said(frame: pd.DataFrame, name: str) -> set:
+        ctx = GuardContext(urn, contract, snap(frame, name), reference, (), now_ms=0)
+        found = [f for check in (check_domain, check_drift) for f in check(ctx)]
+        return {(f.kind, f.column) for f in found if isinstance(f, Finding)}
+
+    march = days[days["day"].dt.month == 3]
+    assert {c for _, c in said(march, "march")} & {"month"} == set()
+    relabelled = march.assign(shift="evening")
+    assert (K.NEW_CATEGORY, "shift") in said(relabelled, "evening")
