@@ -5,7 +5,8 @@ contract's bounds blocks; so does an impossible one where the contract sets no b
 the declared unit allows (`guard.units.limits`: no negative length or mass, no temperature
 below absolute zero, a percentage in [0, 100]). Against a batch `Reference`, a value beyond the
 reference batches' range by more than `policy.domain_reference_margin` of it, but possible, is a warning (OUT_OF_RANGE
-at WARN: a storm beyond the last months' maximum is news, not a failure). Categories are judged on
+at WARN: a storm beyond the last months' maximum is news, not a failure); the range moves with the batch's level
+(its median against the reference's), since a level that moved carries its extremes along (prices on a trend). Categories are judged on
 the exact value counts of string columns, against the contract's allowed values or, when the contract
 lists none, against the values the reference has seen. A value equal to an allowed one once trimmed,
 whitespace-collapsed and case-folded is miscased (CATEGORY_CASING, healed by its mapping); any other
@@ -102,7 +103,8 @@ def _out_of_range(
 
 
 def _beyond_reference(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile) -> Finding | None:
-    """A warning: values past the reference batches' range by more than `policy.domain_reference_margin` of it (plausible, new)."""
+    """A warning: values past the reference batches' range, moved by as far as the batch's level moved, by more than
+    `policy.domain_reference_margin` of it (plausible, new)."""
     if not isinstance(ctx.reference, Reference):
         return None  # a bare profile holds one table's extremes, not a range learned over batches
     reference = ctx.reference.columns.get(column.name)
@@ -111,7 +113,8 @@ def _beyond_reference(ctx: GuardContext, column: ColumnContract, observed: Colum
     assert observed.minimum is not None and observed.maximum is not None
     share = ctx.policy.domain_reference_margin * _size_factor(observed.row_count, ctx.reference.expected_rows)
     margin = share * (reference.maximum - reference.minimum)
-    low, high = reference.minimum - margin, reference.maximum + margin
+    moved = _level_moved(reference, observed)
+    low, high = reference.minimum + min(moved, 0.0) - margin, reference.maximum + max(moved, 0.0) + margin
     if low <= observed.minimum and observed.maximum <= high:
         return None
     return make_finding(
@@ -126,6 +129,14 @@ def _beyond_reference(ctx: GuardContext, column: ColumnContract, observed: Colum
         f"batches' [{reference.minimum:g}, {reference.maximum:g}] by more than {share:.0%} of "
         "it: plausible, so a warning; accept it as the new normal or look upstream",
     )
+
+
+def _level_moved(reference: ColumnProfile, observed: ColumnProfile) -> float:
+    """How far the batch's median sits from the reference's: a level that moved (a trend, a season) carries its
+    extremes with it, so the range they are judged against moves with it; a value beyond that is a new extreme
+    (a storm: one value past the rest moves no median)."""
+    before, now = reference.quantile(0.5), observed.quantile(0.5)
+    return 0.0 if before is None or now is None else now - before
 
 
 def _size_factor(rows: int, expected_rows: float) -> float:

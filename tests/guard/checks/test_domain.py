@@ -186,3 +186,35 @@ def test_the_periods_name_in_batches_cut_finer_than_its_period_is_no_new_categor
     assert {c for _, c in said(march, "march")} & {"month"} == set()
     relabelled = march.assign(shift="evening")
     assert (K.NEW_CATEGORY, "shift") in said(relabelled, "evening")
+
+
+def test_a_level_on_a_trend_carries_its_extremes_and_is_no_new_extreme(tmp_path: Path) -> None:
+    """Weekly batches of a quantity rising 10 a week: the newest week's maximum is past every kept week's by more than
+    the margin, but so is its median; judged against the range moved by the level, nothing is new. A value far
+    past the rest of its own batch still is."""
+    urn = "urn:li:dataset:(urn:li:dataPlatform:file,trend,PROD)"
+    contract = Contract(
+        urn, (ColumnContract("ts", "timestamp"), ColumnContract("level", "number")), event_timestamp_column="ts"
+    )
+    rng = np.random.default_rng(2)
+
+    def week_of(index: int) -> pd.DataFrame:
+        times = pd.date_range("2024-01-01", periods=7 * 24, freq="h", tz="UTC") + pd.Timedelta(weeks=index)
+        level = 10.0 * index + rng.uniform(-5, 5, len(times))
+        return pd.DataFrame({"ts": times.astype("datetime64[ms, UTC]"), "level": level.round(2)})
+
+    def snap(frame: pd.DataFrame, name: str):
+        path = tmp_path / f"{name}.parquet"
+        frame.to_parquet(path, index=False)
+        return read_snapshot(path, time_column="ts", batch_id=name)
+
+    reference = build_reference([snap(week_of(i), f"w{i}").batch for i in range(4)])
+
+    def ranges(frame: pd.DataFrame, name: str) -> list:
+        ctx = GuardContext(urn, contract, snap(frame, name), reference, (), now_ms=0)
+        return [f for f in check_domain(ctx) if isinstance(f, Finding) and f.kind is K.OUT_OF_RANGE]
+
+    newest = week_of(5)
+    assert newest["level"].max() > 35 + 0.25 * 40 and ranges(newest, "w5") == []
+    storm = newest.assign(level=newest["level"].where(newest.index != 7, 400.0))
+    assert [(f.column, f.severity) for f in ranges(storm, "storm")] == [("level", Severity.WARN)]
