@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
+from typing import Callable
 
 import remediations.playbooks  # noqa: F401  (registers the playbooks whose plans name a failure)
 from controlplane.datahub.datasets import read_profile, walk_upstream
@@ -47,6 +49,7 @@ from controlplane.stages.tableshift import pin_table_shift
 from controlplane.workspace import Workspace
 from guard.checks.duplicates import repeats_asked
 from guard.context import GuardContext
+from guard.contract import Contract
 from guard.findings import Finding, GuardReport, RowSelector, make_finding
 from guard.kinds import FindingKind
 from guard.runner import run_guard
@@ -59,7 +62,7 @@ from profiles.repeats_types import Repeats
 from profiles.snapshot import Snapshot, SnapshotError
 from remediations.registry import playbook_for
 
-__all__ = ["Guarded", "guard_table", "context_without_snapshot", "coalesce", "with_repeats_counted"]
+__all__ = ["Guarded", "guard_table", "context_without_snapshot", "coalesce", "with_repeats_counted", "contract_keys"]
 
 # what a batch that passed earlier is NOT judged on again: its age (freshness, upstream SLAs) and its size
 # against a cadence (it is compared with itself, as it was). Its share of unlabelled rows is judged again: that is
@@ -94,8 +97,11 @@ def context_without_snapshot(
     snapshot: Snapshot | None = None,
     snapshot_error: str | None = None,
     kept: KeptBatches | None = None,
+    contract_read: tuple[Contract | None, str | None] | None = None,
 ) -> GuardContext:
-    contract, contract_error = read_contract(metadata, spec.feature_table)
+    """The guard's context of `spec`'s table from DataHub and the kept reference; `contract_read`: the contract
+    as `read_contract` gave it already (else it is read here)."""
+    contract, contract_error = contract_read or read_contract(metadata, spec.feature_table)
     reference = load_reference(ws, spec.name, kept) or read_profile(metadata, spec.feature_table)
     return GuardContext(
         dataset_urn=spec.feature_table,
@@ -107,6 +113,17 @@ def context_without_snapshot(
         snapshot_error=snapshot_error,
         contract_error=contract_error,
     )
+
+
+def contract_keys(metadata: MetadataPort, spec: PipelineSpec) -> tuple[str, ...]:
+    """The key columns of the table's contract in DataHub (none without a contract or a key): the columns an engine
+    samples by and hashes in the profile's pass (`TableEngine.snapshot`)."""
+    contract, _ = read_contract(metadata, spec.feature_table)
+    return _keys_of(contract)
+
+
+def _keys_of(contract: Contract | None) -> tuple[str, ...]:
+    return tuple(contract.key_columns) if contract is not None else ()
 
 
 def with_repeats_counted(context: GuardContext) -> GuardContext:
@@ -149,19 +166,21 @@ def guard_table(
         finally:
             engine.close()
     state, kept = load_state(ws, spec.name), KeptBatches(ws, spec.name)
+    contract_read = read_contract(metadata, spec.feature_table)
+    read = partial(engine.snapshot, keys=_keys_of(contract_read[0]))
     try:
-        snapshot, window = _read(engine, table, state, as_batch)
+        snapshot, window = _read(read, table, state, as_batch)
     except SnapshotError as exc:
-        context = context_without_snapshot(ws, metadata, spec, now_ms, None, str(exc), kept)
+        context = context_without_snapshot(ws, metadata, spec, now_ms, None, str(exc), kept, contract_read)
         return Guarded(context, run_guard(context), None)
-    context = context_without_snapshot(ws, metadata, spec, now_ms, snapshot, kept=kept)
+    context = context_without_snapshot(ws, metadata, spec, now_ms, snapshot, kept=kept, contract_read=contract_read)
     if state is None or as_batch:
         context = with_repeats_counted(context)
         report = run_guard(context)
         return Guarded(context, replace(report, findings=_with_rows(report.findings, window)), None)
     context = replace(context, table_paths=(str(table),))
     cache = FingerprintCache.load(fingerprint_cache_path(ws, spec.name))
-    history = changed_batches(ws, spec.name, table, state, read=engine.snapshot, kept=kept, cache=cache)
+    history = changed_batches(ws, spec.name, table, state, read=read, kept=kept, cache=cache)
     context, keys = _repeats_counted(ws, spec, table, state, context, history, kept, keep_caches)
     report = run_guard(context)
     batches = kept_batches(ws, spec.name, state, kept)
@@ -252,17 +271,17 @@ def _after(finding: Finding) -> float:
 
 
 def _read(
-    engine: TableEngine, table: Path, state: ReferenceState | None, as_batch: bool
+    read: Callable[..., Snapshot], table: Path, state: ReferenceState | None, as_batch: bool
 ) -> tuple[Snapshot, TimeWindow | None]:
     if state is None:
-        return engine.snapshot(table), None
+        return read(table), None
     if as_batch:
-        return engine.snapshot(table, time_column=state.time_column, batch_id="checked"), None
+        return read(table, time_column=state.time_column, batch_id="checked"), None
     window = new_rows_window(state)
     batch_id = f"after-{state.watermark_ms}" if state.watermark_ms is not None else "first"
-    snapshot = engine.snapshot(table, window=window, batch_id=batch_id)
+    snapshot = read(table, window=window, batch_id=batch_id)
     if snapshot.profile.row_count == 0:  # nothing new since the watermark: the whole table is guarded
-        return engine.snapshot(table, time_column=state.time_column), None
+        return read(table, time_column=state.time_column), None
     return snapshot, window
 
 

@@ -61,8 +61,9 @@ class KeyHashes:
 
     @classmethod
     def of(cls, columns: Sequence[str], pieces: Sequence[np.ndarray], *, exact: bool = True) -> KeyHashes:
+        if not len(pieces):  # a batch with no rows (a window nothing reaches)
+            return cls(tuple(columns), np.empty(0, dtype=np.uint64), exact)
         hashes = np.concatenate(list(pieces)) if len(pieces) != 1 else pieces[0]
-        hashes = hashes if len(pieces) else np.empty(0, dtype=np.uint64)
         hashes.sort()
         return cls(tuple(columns), hashes, exact)
 
