@@ -9,11 +9,13 @@ finding names the rows it concerns (`Finding.rows`: a time window). A workspace 
 (made before batches) is guarded as a whole table against DataHub's datasetProfile. Snapshots are computed by the
 pipeline's engine (`controlplane.runs.engine`: arrow, or spark), with the same windows and batches either way.
 
-What a guard costs follows the batch, not the history: each kept batch's JSON is read once (`KeptBatches`); the
-history's fingerprints come from the row groups' cache, so only new or changed row groups are read; and while the
-history is intact (every kept batch as it passed, no row outside them), duplicates across batches are counted
-from the new batch's keys and the key index beside the reference (`controlplane.stages.key_history`), never from
-the rest of the table's rows. The new batch's hashed keys go back with the result (`Guarded.keys`), for the index
+What a guard costs follows the batch, not the history, and it reads the batch once: the engine samples by the
+contract's key and hashes it in the profile's pass (`TableEngine.snapshot`), so the batch's duplicate keys are
+counted from those hashes; each kept batch's JSON is read once (`KeptBatches`); the history's fingerprints come from
+the row groups' cache, so only changed row groups of kept batches are read (the new rows' by their footer, none);
+and while the history is intact (every kept batch as it passed, no row outside them), duplicates across batches
+are counted from the new batch's key hashes and the key index beside the reference
+(`controlplane.stages.key_history`), never from the rest of the table's rows. The new batch's hashed keys go back with the result (`Guarded.keys`), for the index
 to take when the batch is kept. Caches are written only by a guard that may write (`keep_caches`: a run's).
 """
 
@@ -130,8 +132,10 @@ def with_repeats_counted(context: GuardContext) -> GuardContext:
     """The context with its batch's repeats counted (`profiles.repeats`), exactly what the duplicates check will
     judge (`guard.checks.duplicates.repeats_asked`: the declared key against the table's history, or whole rows
     only where the reference makes them a double load). Call it once the snapshot, reference and table paths are
-    set: the check refuses counts made for another context."""
-    return replace(context, repeats=count_repeats(repeats_asked(context)))
+    set: the check refuses counts made for another context. The batch's own repeats come from the key hashes its
+    snapshot kept in the profile's pass (`Snapshot.keys`), with no second read of the table."""
+    hashed = context.snapshot.keys if context.snapshot is not None else None
+    return replace(context, repeats=count_repeats(repeats_asked(context), hashed))
 
 
 def _with_rows(findings: tuple[Finding, ...], window: TimeWindow | None) -> tuple[Finding, ...]:
@@ -222,7 +226,7 @@ def _repeats_counted(
         index = current_index(ws, spec.name, table, asked.columns, kept.covered(state), save=keep_caches)
     except SnapshotError as exc:  # the kept rows' keys cannot be read: the duplicates check blocks on it
         return replace(context, repeats=Repeats(asked, error=str(exc))), None
-    repeats, keys = count_repeats_indexed(asked, index)
+    repeats, keys = count_repeats_indexed(asked, index, context.snapshot.keys if context.snapshot else None)
     return replace(context, repeats=repeats), keys
 
 
