@@ -85,10 +85,14 @@ class KeyHashes:
         repeats = int(np.count_nonzero(h[1:] == h[:-1])) if len(h) else 0
         across = 0
         if history is not None and history.size:
-            unique, counts = self.unique()
-            seen = history.contains(unique)
-            across = int(counts[seen].sum())
-            repeats += int(seen.sum())
+            if repeats:
+                unique, counts = self.unique()
+                seen = history.contains(unique)
+                across = int(counts[seen].sum())
+                repeats += int(seen.sum())
+            else:  # every key once (a clean batch): the hashes are their own distinct values, one row each
+                across = int(np.count_nonzero(history.contains(h)))
+                repeats += across
         return DuplicateCount(rows_compared=len(h), duplicate_rows=repeats, across_rows=across, exact=self.exact)
 
     def save(self, path: str | Path) -> None:
@@ -101,6 +105,7 @@ class KeyHashes:
         return cls(tuple(columns), np.load(path, allow_pickle=False))
 
 
+_PROBE_SLICE = 1 << 20  # keys looked up in the filter at once
 _FILTER_BITS = 28  # the history filter: one bit per value of a hash's top 28 bits (32 MB, whatever the history)
 
 
@@ -131,7 +136,12 @@ class KeyIndex:
         found = np.zeros(len(sorted_needles), dtype=bool)
         if not self.size or not len(sorted_needles):
             return found
-        maybe = np.flatnonzero(_probe(self.filter, sorted_needles))
+        maybe = np.concatenate(  # a slice at a time: the probe's temporaries stay a few MB whatever the batch
+            [
+                np.flatnonzero(_probe(self.filter, sorted_needles[at : at + _PROBE_SLICE])) + at
+                for at in range(0, len(sorted_needles), _PROBE_SLICE)
+            ]
+        )
         needles = sorted_needles[maybe]
         at = np.searchsorted(self.hashes, needles)
         inside = at < self.size
