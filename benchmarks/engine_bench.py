@@ -13,9 +13,10 @@ then a clean batch of N rows landed with `kintsugi land`. Every measurement runs
 
 - floor: pyarrow reads every column of the row groups holding the new rows (the rows the guard must judge), row
   group by row group, and computes null_count and pc.min_max.
-- guard: the shipped guard, as `kintsugi run`'s detect calls it, on a copy of the workspace: the table pinned
-  (`pin_table`, timed apart), then `guard_table(ws, metadata, spec, pinned, now, engine=TableEngine.of(spec),
-  keep_caches=True)` (the figure: wall and CPU), then detect's `verify_file` of the pinned bytes (timed apart).
+- guard: the shipped guard, as `kintsugi run`'s detect calls it, on a copy of the workspace: the table pinned and
+  its contract parsed beside the pin (`pin_reading_contract`, timed apart), then `guard_table(ws, metadata, spec,
+  pinned, now, engine=TableEngine.of(spec), keep_caches=True, contract_read=...)` (the figure: wall and CPU), then
+  detect's `verify_file` of the pinned bytes (timed apart).
   The batch is clean: its verdict is printed, and anything but CLEAN is flagged as a failure of the bench.
 - pandera (up to 10M rows): `pd.read_parquet` of the batch + the equivalent DataFrameSchema (as guard_bench).
 - history: the loop's own guard of one new daily batch (--history-rows rows) landed after N kept daily batches,
@@ -171,8 +172,9 @@ def run_guard_once(folder: str, engine_name: str) -> dict[str, Any]:
     """The shipped guard (see the module's docstring) on a copy of the prepared workspace."""
     from controlplane.datahub.connect import metadata_session
     from controlplane.spec import load_spec
+    from controlplane.stages.detect import pin_reading_contract
     from controlplane.stages.guarding import guard_table
-    from controlplane.stages.pin import pin_table, verify_file
+    from controlplane.stages.pin import verify_file
     from controlplane.workspace import Workspace
 
     meta = json.loads((Path(folder) / "meta.json").read_text())
@@ -185,15 +187,22 @@ def run_guard_once(folder: str, engine_name: str) -> dict[str, Any]:
         if engine.spark:
             engine.session().range(1).collect()
         session_s = time.perf_counter() - started
-        started = time.perf_counter()
-        pinned = pin_table(ws, spec, ws.runs / "timed" / "snapshot")
-        pin_s = time.perf_counter() - started
         try:
             with metadata_session(ws) as metadata:
+                started = time.perf_counter()  # as detect: the contract parsed while the table is pinned
+                pinned, contract = pin_reading_contract(ws, metadata, spec, ws.runs / "timed" / "snapshot")
+                pin_s = time.perf_counter() - started
 
                 def work() -> dict[str, Any]:
                     guarded = guard_table(
-                        ws, metadata, spec, pinned.path(ws), meta["now_ms"], engine=engine, keep_caches=True
+                        ws,
+                        metadata,
+                        spec,
+                        pinned.path(ws),
+                        meta["now_ms"],
+                        engine=engine,
+                        keep_caches=True,
+                        contract_read=contract,
                     )
                     return {
                         **_report(guarded.report),
@@ -261,12 +270,12 @@ def _counts(snapshot: Any) -> dict[str, tuple[Any, ...]]:
 
 def run_history_once(path: str, _: str) -> dict[str, Any]:
     """The loop's own guard of one new batch (`controlplane.stages.guarding.guard_table`, as detect calls it) in a
-    workspace prepared by `prepare_history`: a copy of the workspace is pinned as a run pins it (not timed), then
-    the guard is timed on the pinned copy."""
+    workspace prepared by `prepare_history`: a copy of the workspace is pinned as a run pins it, its contract parsed
+    beside the pin (not timed), then the guard is timed on the pinned copy."""
     from controlplane.datahub.connect import metadata_session
     from controlplane.spec import load_spec
+    from controlplane.stages.detect import pin_reading_contract
     from controlplane.stages.guarding import guard_table
-    from controlplane.stages.pin import pin_table
     from controlplane.workspace import Workspace
     from demo.seed import PIPELINE as DEMO_PIPELINE
 
@@ -274,13 +283,15 @@ def run_history_once(path: str, _: str) -> dict[str, Any]:
         ws = Workspace(Path(tmp) / "ws")
         shutil.copytree(Path(path) / "ws", ws.root)
         spec = load_spec(ws, DEMO_PIPELINE)
-        started = time.perf_counter()
-        pinned = pin_table(ws, spec, ws.runs / "timed" / "snapshot")
-        pin_s = time.perf_counter() - started
         with metadata_session(ws) as metadata:
+            started = time.perf_counter()
+            pinned, contract = pin_reading_contract(ws, metadata, spec, ws.runs / "timed" / "snapshot")
+            pin_s = time.perf_counter() - started
 
             def work() -> dict[str, Any]:
-                guarded = guard_table(ws, metadata, spec, pinned.path(ws), _history_now_ms(), keep_caches=True)
+                guarded = guard_table(
+                    ws, metadata, spec, pinned.path(ws), _history_now_ms(), keep_caches=True, contract_read=contract
+                )
                 batch = guarded.batch
                 return {**_report(guarded.report), "new_rows": batch.profile.row_count if batch else 0}
 

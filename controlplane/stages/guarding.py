@@ -22,6 +22,7 @@ to take when the batch is kept. Caches are written only by a guard that may writ
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -155,36 +156,53 @@ def guard_table(
     as_batch: bool = False,
     engine: TableEngine | None = None,
     keep_caches: bool = False,
+    contract_read: tuple[Contract | None, str | None] | None = None,
 ) -> Guarded:
     """The guard over a local parquet file of the table (`as_batch`: the file IS the new batch, e.g. `guard
     --data BATCH`), profiled by `engine` (a run's; else the spec's, for this call). An unreadable file is a
     blocking finding, never a pass; an engine that cannot start is a DataError. `keep_caches`: the row groups'
     fingerprints and the key index it made are kept for the next guard (a run's guard, under the pipeline's
-    lock); else they are used and not written."""
+    lock); else they are used and not written. `contract_read`: the table's contract as `read_contract` gives
+    it, when the caller read it already (detect parses it while the table is pinned)."""
     if engine is None:
         engine = TableEngine.of(spec)
         try:
             return guard_table(
-                ws, metadata, spec, table, now_ms, as_batch=as_batch, engine=engine, keep_caches=keep_caches
+                ws,
+                metadata,
+                spec,
+                table,
+                now_ms,
+                as_batch=as_batch,
+                engine=engine,
+                keep_caches=keep_caches,
+                contract_read=contract_read,
             )
         finally:
             engine.close()
     state, kept = load_state(ws, spec.name), KeptBatches(ws, spec.name)
-    contract_read = read_contract(metadata, spec.feature_table)
+    contract_read = contract_read or read_contract(metadata, spec.feature_table)
     read = partial(engine.snapshot, keys=_keys_of(contract_read[0]))
-    try:
-        snapshot, window = _read(read, table, state, as_batch)
-    except SnapshotError as exc:
-        context = context_without_snapshot(ws, metadata, spec, now_ms, None, str(exc), kept, contract_read)
-        return Guarded(context, run_guard(context), None)
+    cache = FingerprintCache.load(fingerprint_cache_path(ws, spec.name))
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="guard-history") as beside:
+        # the kept batches' fingerprints need no row of the new batch: taken while the new batch is profiled
+        later = (
+            None
+            if state is None or as_batch
+            else beside.submit(changed_batches, ws, spec.name, table, state, read=read, kept=kept, cache=cache)
+        )
+        try:
+            snapshot, window = _read(read, table, state, as_batch)
+        except SnapshotError as exc:
+            context = context_without_snapshot(ws, metadata, spec, now_ms, None, str(exc), kept, contract_read)
+            return Guarded(context, run_guard(context), None)
+        history = later.result() if later is not None else None
     context = context_without_snapshot(ws, metadata, spec, now_ms, snapshot, kept=kept, contract_read=contract_read)
-    if state is None or as_batch:
+    if state is None or history is None:
         context = with_repeats_counted(context)
         report = run_guard(context)
         return Guarded(context, replace(report, findings=_with_rows(report.findings, window)), None)
     context = replace(context, table_paths=(str(table),))
-    cache = FingerprintCache.load(fingerprint_cache_path(ws, spec.name))
-    history = changed_batches(ws, spec.name, table, state, read=read, kept=kept, cache=cache)
     context, keys = _repeats_counted(ws, spec, table, state, context, history, kept, keep_caches)
     report = run_guard(context)
     batches = kept_batches(ws, spec.name, state, kept)
