@@ -499,7 +499,7 @@ class ProfileBuilder:
     def key_hashes(self) -> KeyHashes | None:
         if not self.keys:
             return None
-        hashes = KeyHashes.of(self.keys, self.key_pieces, exact=self.key_ceiling is None)
+        hashes = KeyHashes.taken(self.keys, self.key_pieces, exact=self.key_ceiling is None)
         self.key_pieces = [hashes.hashes]
         return hashes
 

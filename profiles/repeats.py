@@ -83,9 +83,16 @@ def count_repeats_indexed(
     the rest of the table (rows outside the window) instead of the rest's rows; and every complete key of the
     batch, hashed (None when they could not be read). An unreadable batch, or one whose rows are not the ones
     profiled, is answered with the error, as `count_repeats` does. `hashed`: the batch's key hashes from its
-    profile's pass, used instead of reading its key columns when they hold every complete key (`exact`)."""
+    profile's pass, used instead of reading its key columns when they hold every complete key (`exact`); above
+    EXACT_KEY_ROWS rows they are the sample by key the count takes, counted as they are, and no keys go back (the
+    index catches the batch up from the table when it is kept: `controlplane.stages.key_history`)."""
     if asked.window is None or asked.whole_rows or tuple(asked.columns) != history.columns:
         raise ValueError("an index answers a batch's declared key against the rest of its table, by that key")
+    ceiling = _hash_ceiling(asked.expected_rows, EXACT_KEY_ROWS)
+    if hashed is not None and _hashes_answer(asked, hashed) and not hashed.exact and _under(hashed, ceiling):
+        # above EXACT_KEY_ROWS the profile kept the sample by key the count takes: counted from it, and no keys for
+        # the index (it catches this batch up from the table once kept), rather than every key read again
+        return Repeats(asked, _key_count(hashed.duplicates(history))), None
     if hashed is not None and hashed.exact and _hashes_answer(asked, hashed):
         batch, rows = hashed, asked.expected_rows  # every complete key of exactly the rows profiled
     else:
@@ -99,9 +106,13 @@ def count_repeats_indexed(
             f"{asked.expected_rows} were profiled: it changed after it was read; run the guard again"
         )
         return Repeats(asked, error=error), None
-    ceiling = _hash_ceiling(asked.expected_rows, EXACT_KEY_ROWS)
     sample = batch if ceiling is None else KeyHashes(batch.columns, batch.hashes[batch.hashes <= ceiling], False)
     return Repeats(asked, _key_count(sample.duplicates(history))), batch
+
+
+def _under(hashed: KeyHashes, ceiling: np.uint64 | None) -> bool:
+    """The hashes are a sample by key at this ceiling: none above it (they are sorted)."""
+    return ceiling is not None and (not hashed.rows or bool(hashed.hashes[-1] <= ceiling))
 
 
 def _hashes_answer(asked: RepeatsAsked, hashed: KeyHashes) -> bool:

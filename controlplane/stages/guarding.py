@@ -89,7 +89,8 @@ class Guarded:
     context: GuardContext  # the new batch's (or the whole table's)
     report: GuardReport  # every finding: the new batch's and the changed history's
     batch: BatchProfile | None  # the new batch, kept in the reference when it passes; None: nothing new to keep
-    keys: KeyHashes | None = None  # every complete key of the new batch, hashed, when the key index was used
+    keys: KeyHashes | None = None  # every complete key of the new batch, hashed, when the key index was used (not
+    # above 16M rows, where the profile keeps a sample by key: the index then catches the batch up from the table)
 
 
 def context_without_snapshot(

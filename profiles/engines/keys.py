@@ -67,6 +67,18 @@ class KeyHashes:
         hashes.sort()
         return cls(tuple(columns), hashes, exact)
 
+    @classmethod
+    def taken(cls, columns: Sequence[str], pieces: list[np.ndarray], *, exact: bool = True) -> KeyHashes:
+        """`of` the pieces, emptying the list as each is copied: memory holds every hash once, not twice."""
+        hashes, at = np.empty(sum(len(p) for p in pieces), dtype=np.uint64), 0
+        pieces.reverse()
+        while pieces:
+            piece = pieces.pop()
+            hashes[at : at + len(piece)] = piece
+            at += len(piece)
+        hashes.sort()
+        return cls(tuple(columns), hashes, exact)
+
     @property
     def rows(self) -> int:
         return len(self.hashes)

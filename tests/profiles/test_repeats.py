@@ -143,3 +143,27 @@ def test_the_batch_s_keys_against_the_key_index_come_from_its_profile_when_every
     sampled = KeyHashes(snap.keys.columns, snap.keys.hashes, exact=False)  # not every key: the batch is read again
     failed, _ = count_repeats_indexed(asked, index, sampled)
     assert failed.error is not None
+
+
+def test_above_the_exact_limit_the_profile_s_sample_by_key_is_counted_as_it_is_and_no_keys_go_back(
+    tmp_path: Path,
+) -> None:
+    """A batch announced with 32M rows: its profile kept the keys hashing under the count's own ceiling; the count
+    comes from them with no read (the file is gone), and the index is left to catch the batch up from the table."""
+    from profiles.engines.keys import EXACT_KEY_ROWS, KeyHashes, KeyIndex, key_ceiling
+    from profiles.repeats import count_repeats_indexed, hash_keys
+    from profiles.repeats_types import RepeatsAsked
+
+    path, new_rows, snap = _keyed_batch(tmp_path)
+    rows = 2 * EXACT_KEY_ROWS
+    ceiling = key_ceiling(rows)
+    assert snap.keys is not None and ceiling is not None
+    sample = KeyHashes(snap.keys.columns, snap.keys.hashes[snap.keys.hashes <= ceiling], exact=False)
+    rest, _ = hash_keys(str(path), ["k"], new_rows, outside=True)
+    index = KeyIndex.empty(("k",)).add(rest)
+    path.unlink()
+    asked = RepeatsAsked(("k",), (str(path),), new_rows, rows, history=(str(path),))
+    counted, keys = count_repeats_indexed(asked, index, sample)
+    assert counted.error is None and keys is None
+    assert counted.count is not None and counted.count.rows_compared == sample.rows and not counted.count.exact
+    assert counted.count.duplicate_rows == sample.duplicates(index).duplicate_rows
