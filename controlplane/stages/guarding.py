@@ -15,8 +15,9 @@ counted from those hashes; each kept batch's JSON is read once (`KeptBatches`); 
 the row groups' cache, so only changed row groups of kept batches are read (the new rows' by their footer, none);
 and while the history is intact (every kept batch as it passed, no row outside them), duplicates across batches
 are counted from the new batch's key hashes and the key index beside the reference
-(`controlplane.stages.key_history`), never from the rest of the table's rows. The new batch's hashed keys go back with the result (`Guarded.keys`), for the index
-to take when the batch is kept. Caches are written only by a guard that may write (`keep_caches`: a run's).
+(`controlplane.stages.key_history`), never from the rest of the table's rows. The new batch's hashed keys go back
+with the result (`Guarded.keys`), for the index to take when the batch is kept. Caches are written only by a guard
+that may write (`keep_caches`: a run's).
 """
 
 from __future__ import annotations
