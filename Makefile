@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo smoke lint test test-faults install install-dev bench bench-guard bench-loop bench-realdata bench-realloop bench-corpus bench-policy-lodo bench-leak-null bench-timeshift bench-lite clean
+.PHONY: demo smoke lint test test-faults install install-dev bench bench-parity bench-guard bench-loop bench-realdata bench-realloop bench-corpus bench-policy-lodo bench-leak-null bench-timeshift bench-lite clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,11 +39,16 @@ test: lint
 test-faults: install-dev   # the whole fault matrix: a run killed at every stage boundary, inside publish and undo
 	KINTSUGI_FAULT_MATRIX=full $(BIN)/python -m pytest -q -s tests/controlplane/test_faults.py tests/controlplane/test_pin_rewrites.py
 
-# the profile engines side by side (minutes; ~2 GB of temporary parquet, deleted as it goes): arrow vs the
-# scan floor at 1M/10M/50M rows with peak RSS, guard time vs history size, spark (local[2]) vs arrow at 10M,
-# today's guard and pandera for reference
+# the profile engines side by side (minutes; ~4 GB of temporary parquet, deleted as it goes), every figure from the
+# path `kintsugi run` takes: the shipped guard of a clean batch vs the scan floor at 1M/10M/50M rows (wall, CPU, peak
+# RSS, verdict), guard time vs history size, spark (local[2]) vs arrow at 10M and whether both draw the same sample;
+# pandera for reference
 bench: install-dev
 	$(BIN)/python benchmarks/engine_bench.py
+
+# whether the arrow and spark engines draw the same sample of a 10M-row batch, as the guard reads it (~4 min)
+bench-parity: install-dev
+	$(BIN)/python benchmarks/engine_bench.py --parity-only
 
 # the historical comparison: today's guard vs the pyarrow floor vs pandera at 1M and 10M rows
 bench-guard: install-dev

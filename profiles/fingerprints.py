@@ -6,6 +6,10 @@ with its fingerprint when it passed; only a batch whose fingerprint moved is pro
 aggregate scan of the table, at about the cost of reading it — no sketch, no sample, no Python per row: each row
 is given its window by one binary search over the windows' sorted bounds.
 
+The rows after the kept batches (the new batch, `rest`) are only told apart from the rows in no window: a row group
+whose footer puts every time of it there (its time column's minimum, maximum and null count, exact in parquet) is
+not read at all, so a guard reads its new rows once, to profile them.
+
 With a `FingerprintCache`, the scan follows the batch instead: what a row group adds to each window's fingerprint
 is kept, keyed by the row group's footer (its ordinal, rows, byte sizes, encodings and statistics, column by column,
 and the file's schema), so a row group whose footer is unchanged is not read again, and an appended table
@@ -34,6 +38,7 @@ import pyarrow.parquet as pq
 
 from profiles.profile import DatasetProfile, TimeWindow
 from profiles.records import Record
+from profiles.snapshot import footer_bounds
 
 __all__ = [
     "Fingerprint",
@@ -144,6 +149,7 @@ class FingerprintCache:
     entries: dict[str, GroupPrints] = field(default_factory=dict)
     hits: int = 0
     reads: int = 0
+    footers: int = 0  # row groups answered by their footer alone (wholly among the new rows), unread
     generation: int = 0  # how many saves made the file
     seen: dict[str, int] = field(default_factory=dict)  # entry -> the last generation that used it
 
@@ -213,15 +219,23 @@ def row_group_key(source: pq.ParquetFile, group: int, schema: str | None = None)
 
 
 def fingerprint_windows(
-    path: Path, windows: Sequence[TimeWindow], cache: FingerprintCache | None = None
+    path: Path,
+    windows: Sequence[TimeWindow],
+    cache: FingerprintCache | None = None,
+    *,
+    rest: TimeWindow | None = None,
 ) -> tuple[list[Fingerprint], int]:
-    """One fingerprint per window (rows in (after, through]), and the count of rows in none of them (a null
-    time lies in no window), in one pass over the parquet file; with `cache`, only the row groups it does not
-    hold for these windows are read (and then kept in it)."""
+    """One fingerprint per window (rows in (after, through]), and the count of rows in none of them nor in `rest`
+    (a null time lies in no window), in one pass over the parquet file; with `cache`, only the row groups it does
+    not hold for these windows are read (and then kept in it). `rest` (the rows after the kept batches) is not
+    fingerprinted: a row group its footer puts wholly inside `rest`, and outside every window, is not read."""
+    given = len(windows)
+    windows = [*windows, rest] if rest is not None else list(windows)
     if not windows:
         return [], 0
     column = windows[0].column
     source = pq.ParquetFile(path)
+    time_leaf = _leaf(source, column)
     kinds = {f.name: _kind(f.type) for f in source.schema_arrow}
     prints = [Fingerprint(0, {name: {"nulls": 0.0} for name in kinds}) for _ in windows]
     first: dict[Bounds, int] = {}  # a window's bounds -> its first index (a row lies in the first window that holds it)
@@ -229,6 +243,10 @@ def fingerprint_windows(
         first.setdefault((window.after_ms, window.through_ms), index)
     outside, schema = 0, str(source.schema_arrow)
     for group in range(source.num_row_groups):
+        if rest is not None and _only_rest(source, group, time_leaf, windows[:given], rest):
+            if cache is not None:
+                cache.footers += 1
+            continue
         key = row_group_key(source, group, schema) if cache is not None else ""
         part = cache.lookup(key, column, windows) if cache is not None else None
         if part is None:
@@ -240,7 +258,24 @@ def fingerprint_windows(
                 at = first[bounds]
                 prints[at] = prints[at].merged(found)
         outside += part.outside
-    return prints, outside
+    return prints[:given], outside
+
+
+def _leaf(source: pq.ParquetFile, column: str) -> int | None:
+    """The index of a top-level column among the file's leaf columns (those the footer describes)."""
+    leaves = source.metadata.schema
+    return next((i for i in range(len(leaves)) if leaves.column(i).path == column), None)
+
+
+def _only_rest(
+    source: pq.ParquetFile, group: int, leaf: int | None, windows: Sequence[TimeWindow], rest: TimeWindow
+) -> bool:
+    """The row group's footer puts every time of it inside `rest` and outside every window (no null time: a null
+    lies in no window and must be counted)."""
+    bounds = footer_bounds(source, group, leaf) if leaf is not None else None
+    if bounds is None:
+        return False
+    return rest.contains_range(*bounds) and all(w.misses_range(*bounds) for w in windows)
 
 
 def _group_prints(table: pa.Table, column: str, windows: Sequence[TimeWindow], kinds: dict[str, str]) -> GroupPrints:

@@ -29,6 +29,8 @@ The sample (at most `sample_rows` rows; the profiled quantiles of numbers come f
 from __future__ import annotations
 
 import math
+import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -394,6 +396,28 @@ def _plain_schema(schema: pa.Schema) -> pa.Schema:
     )
 
 
+_POOL: list[ThreadPoolExecutor] = []  # the column workers, started once per process (not once per row group)
+_POOL_LOCK = threading.Lock()
+
+
+def _workers() -> ThreadPoolExecutor:
+    """The process's column workers. Their tasks never wait on the pool, so builders in several threads share it."""
+    with _POOL_LOCK:
+        if not _POOL:
+            _POOL.append(ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="profile"))
+        return _POOL[0]
+
+
+def _forget_workers() -> None:
+    """In a forked child the workers' threads are gone: it starts its own."""
+    global _POOL_LOCK
+    _POOL.clear()
+    _POOL_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_workers)
+
+
 class ProfileBuilder:
     """Accumulates exact counts, sketches, a seeded sample (and key hashes) over the tables of one batch."""
 
@@ -431,16 +455,15 @@ class ProfileBuilder:
                 f"{self.offset + table.num_rows} rows arrived for a batch announced with "
                 f"{self.total_rows}: the files changed while they were read; read them again"
             )
-        hashed = self._shared_key()
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            keyed = pool.submit(self._keys, table)  # the key column's own profile rides on its hashes
-            list(
-                pool.map(
-                    lambda name: self.columns[name].add(table.column(name)),
-                    [name for name in table.column_names if name != hashed],
-                )
+        hashed, pool = self._shared_key(), _workers()
+        keyed = pool.submit(self._keys, table)  # the key column's own profile rides on its hashes
+        list(
+            pool.map(
+                lambda name: self.columns[name].add(table.column(name)),
+                [name for name in table.column_names if name != hashed],
             )
-            scores = keyed.result()
+        )
+        scores = keyed.result()
         self.sampler.add(table, self.offset, scores)
         self.offset += table.num_rows
 
@@ -485,7 +508,7 @@ class ProfileBuilder:
     def key_hashes(self) -> KeyHashes | None:
         if not self.keys:
             return None
-        hashes = KeyHashes.of(self.keys, self.key_pieces, exact=self.key_ceiling is None)
+        hashes = KeyHashes.taken(self.keys, self.key_pieces, exact=self.key_ceiling is None)
         self.key_pieces = [hashes.hashes]
         return hashes
 

@@ -16,6 +16,10 @@ duplicate fraction among the kept rows estimates the table's with a binomial sta
 sqrt(f / EXACT_KEY_ROWS) (under 1e-5 at the 0.1% limit). Rows with a null in any key column are not
 compared: null keys are the nulls check's business.
 
+A batch's own repeats need no read at all when its snapshot hashed the asked key in the profile's pass
+(`Snapshot.keys`, `profiles.engines.keys`: the same hashes, the same ceiling): `count_repeats(asked, hashed)`
+counts those.
+
 Against a table's history, the rest of the table need not be read again: given a `profiles.engines.keys.KeyIndex`
 of the rest's keys (every complete key of the rows outside the batch's window, as the control plane keeps it
 beside the reference), `count_repeats_indexed` hashes only the batch's keys and looks them up, with the same count
@@ -34,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from profiles.engines.keys import KeyHashes, KeyIndex
+from profiles.engines.keys import DuplicateCount, KeyHashes, KeyIndex
 from profiles.hashing import hash_rows
 from profiles.repeats_types import KeyCount, Repeats, RepeatsAsked
 from profiles.snapshot import SnapshotError, TimeWindow, footer_bounds, window_mask
@@ -53,12 +57,16 @@ READERS = 2  # row groups read and hashed concurrently: memory holds this many g
 _HASH_ROWS = 1 << 18  # rows hashed at once, so the hashing temporaries stay a few MB
 
 
-def count_repeats(asked: RepeatsAsked | None) -> Repeats | None:
+def count_repeats(asked: RepeatsAsked | None, hashed: KeyHashes | None = None) -> Repeats | None:
     """Count what the duplicates check asked for (`guard.checks.duplicates.repeats_asked`; None: nothing asked). A
     snapshot that cannot be read, or that changed since it was profiled, is answered with the error, which the
-    check raises: the guard blocks on it, never passes."""
+    check raises: the guard blocks on it, never passes. `hashed`: the asked snapshot's key hashes from its
+    profile's pass (`Snapshot.keys`); when they are of the asked key and only the batch's own rows are asked
+    about, they are counted, with no read."""
     if asked is None:
         return None
+    if hashed is not None and not asked.history and _hashes_answer(asked, hashed):
+        return Repeats(asked, _key_count(hashed.duplicates()))
     try:
         count = count_duplicate_keys(
             asked.files, asked.columns, window=asked.window, expected_rows=asked.expected_rows, history=asked.history
@@ -68,27 +76,52 @@ def count_repeats(asked: RepeatsAsked | None) -> Repeats | None:
     return Repeats(asked, count)
 
 
-def count_repeats_indexed(asked: RepeatsAsked, history: KeyIndex) -> tuple[Repeats, KeyHashes | None]:
+def count_repeats_indexed(
+    asked: RepeatsAsked, history: KeyIndex, hashed: KeyHashes | None = None
+) -> tuple[Repeats, KeyHashes | None]:
     """`count_repeats` of a batch (`asked.window`) against its table's history, from `history`, the key index of
     the rest of the table (rows outside the window) instead of the rest's rows; and every complete key of the
     batch, hashed (None when they could not be read). An unreadable batch, or one whose rows are not the ones
-    profiled, is answered with the error, as `count_repeats` does."""
+    profiled, is answered with the error, as `count_repeats` does. `hashed`: the batch's key hashes from its
+    profile's pass, used instead of reading its key columns when they hold every complete key (`exact`); above
+    EXACT_KEY_ROWS rows they are the sample by key the count takes, counted as they are, and no keys go back (the
+    index catches the batch up from the table when it is kept: `controlplane.stages.key_history`)."""
     if asked.window is None or asked.whole_rows or tuple(asked.columns) != history.columns:
         raise ValueError("an index answers a batch's declared key against the rest of its table, by that key")
-    try:
-        batch, rows = hash_keys(asked.files, asked.columns, asked.window)
-    except SnapshotError as exc:
-        return Repeats(asked, error=str(exc)), None
+    ceiling = _hash_ceiling(asked.expected_rows, EXACT_KEY_ROWS)
+    if hashed is not None and _hashes_answer(asked, hashed) and not hashed.exact and _under(hashed, ceiling):
+        # above EXACT_KEY_ROWS the profile kept the sample by key the count takes: counted from it, and no keys for
+        # the index (it catches this batch up from the table once kept), rather than every key read again
+        return Repeats(asked, _key_count(hashed.duplicates(history))), None
+    if hashed is not None and hashed.exact and _hashes_answer(asked, hashed):
+        batch, rows = hashed, asked.expected_rows  # every complete key of exactly the rows profiled
+    else:
+        try:
+            batch, rows = hash_keys(asked.files, asked.columns, asked.window)
+        except SnapshotError as exc:
+            return Repeats(asked, error=str(exc)), None
     if rows != asked.expected_rows:
         error = (
             f"the batch {asked.window.to_dict()} of {', '.join(asked.files)} has {rows} rows, but "
             f"{asked.expected_rows} were profiled: it changed after it was read; run the guard again"
         )
         return Repeats(asked, error=error), None
-    ceiling = _hash_ceiling(asked.expected_rows, EXACT_KEY_ROWS)
     sample = batch if ceiling is None else KeyHashes(batch.columns, batch.hashes[batch.hashes <= ceiling], False)
-    count = sample.duplicates(history)
-    return Repeats(asked, KeyCount(count.rows_compared, count.duplicate_rows, count.exact, count.across_rows)), batch
+    return Repeats(asked, _key_count(sample.duplicates(history))), batch
+
+
+def _under(hashed: KeyHashes, ceiling: np.uint64 | None) -> bool:
+    """The hashes are a sample by key at this ceiling: none above it (they are sorted)."""
+    return ceiling is not None and (not hashed.rows or bool(hashed.hashes[-1] <= ceiling))
+
+
+def _hashes_answer(asked: RepeatsAsked, hashed: KeyHashes) -> bool:
+    """The profile's key hashes are those of the asked key (the rows are the asked snapshot's by construction)."""
+    return not asked.whole_rows and tuple(asked.columns) == tuple(hashed.columns)
+
+
+def _key_count(count: DuplicateCount) -> KeyCount:
+    return KeyCount(count.rows_compared, count.duplicate_rows, count.exact, count.across_rows)
 
 
 def hash_keys(

@@ -40,6 +40,7 @@ __all__ = [
     "profiled_snapshot",
     "read_frame",
     "footer_bounds",
+    "sampled_keys",
 ]
 
 DEFAULT_SAMPLE_ROWS = 50_000
@@ -69,11 +70,13 @@ def read_snapshot(
     """The profile and seeded sample of the rows of `paths` (inside `window`, when one is given).
 
     With `keys` (a tuple, empty for a table without a key), the key hashes are kept in the same pass
-    (`Snapshot.keys`) and the sample is drawn by hash (see `profiles.profiler`): what the engines do.
+    (`Snapshot.keys`) and the sample is drawn by hash (see `profiles.profiler`): what the engines do. Keys naming a
+    column the table lacks (the schema check reports it) sample by the whole row and hash no key (`sampled_keys`).
     """
     files = _as_files(paths)
     try:
         sources, schema = open_files(files, dictionaries=True)
+        keys = sampled_keys(keys, schema.names)
         if window is not None:
             _check_time_column(schema, window.column)
         parts = list(_plan(sources, schema, window))
@@ -85,6 +88,15 @@ def read_snapshot(
         raise SnapshotError(f"cannot read parquet snapshot {', '.join(files)}: {exc}") from exc
     clock = window.column if window is not None else time_column
     return profiled_snapshot(files, schema, profile, sample, clock, window, batch_id, keys=builder.key_hashes())
+
+
+def sampled_keys(keys: Sequence[str] | None, columns: Sequence[str]) -> tuple[str, ...] | None:
+    """The key columns a snapshot samples by and hashes: `keys`, or none (the whole row) when one of them is not a
+    column of the table (a renamed or dropped key: the schema check's finding, not an unreadable table). None: the
+    historical sample by position (`profiles.profiler`)."""
+    if keys is None:
+        return None
+    return tuple(keys) if all(k in columns for k in keys) else ()
 
 
 def _read_ahead(sources: list[pq.ParquetFile], parts: list[_Part]) -> Iterator[pa.Table]:

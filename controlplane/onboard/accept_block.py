@@ -28,6 +28,7 @@ from controlplane.runs.journal import RunRecord, load_run
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import load_spec
 from controlplane.stages.acceptances import Acceptance, acceptances_path, load_acceptances, save_acceptances
+from controlplane.stages.guarding import contract_keys
 from controlplane.stages.kept_reference import ReferenceState, load_state
 from controlplane.stages.pin import file_hash
 from controlplane.stages.publish import forget_batch, keep_batch
@@ -159,7 +160,8 @@ def _profile_batch(run: RunContext, record: RunRecord, batch: _Batch, state: Ref
             "run the pipeline again and accept the new run's block",
         )
     window = TimeWindow(state.time_column, batch.after_ms, None)
-    snapshot = run.engine.snapshot(pinned.path(run.ws), window=window, batch_id=batch.id)
+    keys = contract_keys(run.metadata, run.spec)  # sampled and hashed as the guard read the batch
+    snapshot = run.engine.snapshot(pinned.path(run.ws), keys=keys, window=window, batch_id=batch.id)
     if snapshot.batch is None or snapshot.profile.row_count != batch.rows:
         raise RunStateError(
             f"the batch of run {record.run_id} cannot be found again in its snapshot",

@@ -36,7 +36,7 @@ from controlplane.onboard.safeyaml import YamlRefused, load_yaml
 from guard.contract import LOGICAL_TYPES, ColumnContract, Contract
 from guard.units import UNITS, same_unit
 
-__all__ = ["read_contract", "parse_odcs", "load_odcs_document"]
+__all__ = ["read_contract", "contract_of", "parse_odcs", "load_odcs_document"]
 
 _HOURS = {"h": 1.0, "hour": 1.0, "hours": 1.0, "d": 24.0, "day": 24.0, "days": 24.0, "m": 1 / 60, "min": 1 / 60}
 _FIX = "fix the contract YAML (Open Data Contract Standard v3) and apply it again"
@@ -195,7 +195,11 @@ def _custom(properties: Any) -> dict[str, Any]:
 
 def read_contract(port: MetadataPort, dataset: str) -> tuple[Contract | None, str | None]:
     """(contract, None), or (None, why) when it is missing or does not parse — the guard blocks on either."""
-    raw = read_raw_contract(port, dataset)
+    return contract_of(read_raw_contract(port, dataset), dataset)
+
+
+def contract_of(raw: str | None, dataset: str) -> tuple[Contract | None, str | None]:
+    """`read_contract` of the ODCS text DataHub gave (None: no contract); no I/O, so it can run beside other work."""
     if raw is None:
         return None, None
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from controlplane.errors import DataError
 from controlplane.spec import PipelineSpec
@@ -85,11 +85,14 @@ class TableEngine:
             self._session = acquire_session(self.master)
         return self._session
 
-    def snapshot(self, table: Path, **options: Any) -> Snapshot:
-        """`profiles.snapshot.read_snapshot(table, **options)`, computed by this engine (the same windows and batch)."""
-        if not self.spark:  # the arrow engine as the control plane has always read: sample by position
-            return engines.snapshot("arrow", table, keys=None, **options)
-        return engines.snapshot("spark", table, session=self.session(), keys=(), **options)
+    def snapshot(self, table: Path, *, keys: Sequence[str], **options: Any) -> Snapshot:
+        """The snapshot of `table` (`profiles.snapshot.read_snapshot`'s options: window, batch id...) computed by this
+        engine. `keys`: the contract's key columns (empty without a key). Both engines take the sample by the same
+        rule, the rows of smallest hash of their key (of the whole row without one), and hash the keys in the same
+        pass: the same rows whichever engine reads the table, and duplicate keys counted with no second read."""
+        if not self.spark:
+            return engines.snapshot("arrow", table, keys=tuple(keys), **options)
+        return engines.snapshot("spark", table, session=self.session(), keys=tuple(keys), **options)
 
     def close(self) -> None:
         if self._session is not None and self.master is not None:

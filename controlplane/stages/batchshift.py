@@ -76,7 +76,7 @@ def pin_batch_shift(
     windows = [b.window for b in kept]
     if len(shifts) != 1 or watermark is None or not kept or any(w is None or w.column != column for w in windows):
         return findings
-    now, outside = fingerprint_windows(table, [*(w for w in windows if w is not None), new_rows], cache)
+    now, outside = fingerprint_windows(table, [w for w in windows if w is not None], cache, rest=new_rows)
     changed = [b for b, found in zip(kept, now) if not found.matches(fingerprint_of_profile(b.profile))]
     shift = shifts[0]
     if outside:

@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from controlplane.datahub.assertions import VolumeLimits, assertion_mcps
+from controlplane.datahub.contracts import read_raw_contract
+from controlplane.datahub.port import MetadataPort
 from controlplane.errors import DataError
+from controlplane.onboard.odcs import contract_of
 from controlplane.runs.context import RunContext
+from controlplane.spec import PipelineSpec
 from controlplane.stages.guarding import Guarded, guard_table
 from controlplane.stages.pin import Pinned, pin_table, verify_file
 from controlplane.vocab import LedgerKind, Stage
+from controlplane.workspace import Workspace
 from guard.checks.volume import volume_limits
 from guard.context import GuardContext
+from guard.contract import Contract
 from guard.findings import GuardReport
 from profiles.engines.keys import KeyHashes
 from profiles.profile import BatchProfile, DatasetProfile
 from profiles.records import Record
 
-__all__ = ["Detected", "TrainingView", "detect", "summary"]
+__all__ = ["Detected", "TrainingView", "detect", "summary", "pin_reading_contract"]
 
 
 @dataclass(frozen=True)
@@ -64,9 +72,16 @@ class Detected:
 
 def detect(run: RunContext) -> Detected:
     spec = run.spec
-    pinned = pin_table(run.ws, spec, run.journal.run_dir / "snapshot")
+    pinned, contract_read = pin_reading_contract(run.ws, run.metadata, spec, run.journal.run_dir / "snapshot")
     guarded = guard_table(
-        run.ws, run.metadata, spec, pinned.path(run.ws), run.now_ms, engine=run.engine, keep_caches=run.writes
+        run.ws,
+        run.metadata,
+        spec,
+        pinned.path(run.ws),
+        run.now_ms,
+        engine=run.engine,
+        keep_caches=run.writes,
+        contract_read=contract_read,
     )
     if guarded.context.snapshot is None:  # an unreadable table: an error before anything is written
         fix = f"replace the table at {pinned.location} with a readable one"
@@ -95,6 +110,18 @@ def detect(run: RunContext) -> Detected:
         **_batch_evidence(guarded),
     )
     return Detected(pinned, guarded)
+
+
+def pin_reading_contract(
+    ws: Workspace, metadata: MetadataPort, spec: PipelineSpec, into: Path
+) -> tuple[Pinned, tuple[Contract | None, str | None]]:
+    """The table pinned, and its contract as `read_contract` gives it, parsed (units looked up: a fixed cost of a
+    fresh process) while the table's bytes are copied and hashed, off the guard's critical path."""
+    raw = read_raw_contract(metadata, spec.feature_table)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="contract") as beside:
+        parsed = beside.submit(contract_of, raw, spec.feature_table)
+        pinned = pin_table(ws, spec, into)
+        return pinned, parsed.result()
 
 
 def _batch_evidence(guarded: Guarded) -> dict[str, object]:

@@ -9,19 +9,24 @@ finding names the rows it concerns (`Finding.rows`: a time window). A workspace 
 (made before batches) is guarded as a whole table against DataHub's datasetProfile. Snapshots are computed by the
 pipeline's engine (`controlplane.runs.engine`: arrow, or spark), with the same windows and batches either way.
 
-What a guard costs follows the batch, not the history: each kept batch's JSON is read once (`KeptBatches`); the
-history's fingerprints come from the row groups' cache, so only new or changed row groups are read; and while the
-history is intact (every kept batch as it passed, no row outside them), duplicates across batches are counted
-from the new batch's keys and the key index beside the reference (`controlplane.stages.key_history`), never from
-the rest of the table's rows. The new batch's hashed keys go back with the result (`Guarded.keys`), for the index
+What a guard costs follows the batch, not the history, and it reads the batch once: the engine samples by the
+contract's key and hashes it in the profile's pass (`TableEngine.snapshot`), so the batch's duplicate keys are
+counted from those hashes; each kept batch's JSON is read once (`KeptBatches`); the history's fingerprints come from
+the row groups' cache, so only changed row groups of kept batches are read (the new rows' by their footer, none);
+and while the history is intact (every kept batch as it passed, no row outside them), duplicates across batches
+are counted from the new batch's key hashes and the key index beside the reference
+(`controlplane.stages.key_history`), never from the rest of the table's rows. The new batch's hashed keys go back with the result (`Guarded.keys`), for the index
 to take when the batch is kept. Caches are written only by a guard that may write (`keep_caches`: a run's).
 """
 
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
+from typing import Callable
 
 import remediations.playbooks  # noqa: F401  (registers the playbooks whose plans name a failure)
 from controlplane.datahub.datasets import read_profile, walk_upstream
@@ -47,6 +52,7 @@ from controlplane.stages.tableshift import pin_table_shift
 from controlplane.workspace import Workspace
 from guard.checks.duplicates import repeats_asked
 from guard.context import GuardContext
+from guard.contract import Contract
 from guard.findings import Finding, GuardReport, RowSelector, make_finding
 from guard.kinds import FindingKind
 from guard.runner import run_guard
@@ -59,7 +65,7 @@ from profiles.repeats_types import Repeats
 from profiles.snapshot import Snapshot, SnapshotError
 from remediations.registry import playbook_for
 
-__all__ = ["Guarded", "guard_table", "context_without_snapshot", "coalesce", "with_repeats_counted"]
+__all__ = ["Guarded", "guard_table", "context_without_snapshot", "coalesce", "with_repeats_counted", "contract_keys"]
 
 # what a batch that passed earlier is NOT judged on again: its age (freshness, upstream SLAs) and its size
 # against a cadence (it is compared with itself, as it was). Its share of unlabelled rows is judged again: that is
@@ -83,7 +89,8 @@ class Guarded:
     context: GuardContext  # the new batch's (or the whole table's)
     report: GuardReport  # every finding: the new batch's and the changed history's
     batch: BatchProfile | None  # the new batch, kept in the reference when it passes; None: nothing new to keep
-    keys: KeyHashes | None = None  # every complete key of the new batch, hashed, when the key index was used
+    keys: KeyHashes | None = None  # every complete key of the new batch, hashed, when the key index was used (not
+    # above 16M rows, where the profile keeps a sample by key: the index then catches the batch up from the table)
 
 
 def context_without_snapshot(
@@ -94,8 +101,11 @@ def context_without_snapshot(
     snapshot: Snapshot | None = None,
     snapshot_error: str | None = None,
     kept: KeptBatches | None = None,
+    contract_read: tuple[Contract | None, str | None] | None = None,
 ) -> GuardContext:
-    contract, contract_error = read_contract(metadata, spec.feature_table)
+    """The guard's context of `spec`'s table from DataHub and the kept reference; `contract_read`: the contract
+    as `read_contract` gave it already (else it is read here)."""
+    contract, contract_error = contract_read or read_contract(metadata, spec.feature_table)
     reference = load_reference(ws, spec.name, kept) or read_profile(metadata, spec.feature_table)
     return GuardContext(
         dataset_urn=spec.feature_table,
@@ -109,12 +119,25 @@ def context_without_snapshot(
     )
 
 
+def contract_keys(metadata: MetadataPort, spec: PipelineSpec) -> tuple[str, ...]:
+    """The key columns of the table's contract in DataHub (none without a contract or a key): the columns an engine
+    samples by and hashes in the profile's pass (`TableEngine.snapshot`)."""
+    contract, _ = read_contract(metadata, spec.feature_table)
+    return _keys_of(contract)
+
+
+def _keys_of(contract: Contract | None) -> tuple[str, ...]:
+    return tuple(contract.key_columns) if contract is not None else ()
+
+
 def with_repeats_counted(context: GuardContext) -> GuardContext:
     """The context with its batch's repeats counted (`profiles.repeats`), exactly what the duplicates check will
     judge (`guard.checks.duplicates.repeats_asked`: the declared key against the table's history, or whole rows
     only where the reference makes them a double load). Call it once the snapshot, reference and table paths are
-    set: the check refuses counts made for another context."""
-    return replace(context, repeats=count_repeats(repeats_asked(context)))
+    set: the check refuses counts made for another context. The batch's own repeats come from the key hashes its
+    snapshot kept in the profile's pass (`Snapshot.keys`), with no second read of the table."""
+    hashed = context.snapshot.keys if context.snapshot is not None else None
+    return replace(context, repeats=count_repeats(repeats_asked(context), hashed))
 
 
 def _with_rows(findings: tuple[Finding, ...], window: TimeWindow | None) -> tuple[Finding, ...]:
@@ -134,34 +157,53 @@ def guard_table(
     as_batch: bool = False,
     engine: TableEngine | None = None,
     keep_caches: bool = False,
+    contract_read: tuple[Contract | None, str | None] | None = None,
 ) -> Guarded:
     """The guard over a local parquet file of the table (`as_batch`: the file IS the new batch, e.g. `guard
     --data BATCH`), profiled by `engine` (a run's; else the spec's, for this call). An unreadable file is a
     blocking finding, never a pass; an engine that cannot start is a DataError. `keep_caches`: the row groups'
     fingerprints and the key index it made are kept for the next guard (a run's guard, under the pipeline's
-    lock); else they are used and not written."""
+    lock); else they are used and not written. `contract_read`: the table's contract as `read_contract` gives
+    it, when the caller read it already (detect parses it while the table is pinned)."""
     if engine is None:
         engine = TableEngine.of(spec)
         try:
             return guard_table(
-                ws, metadata, spec, table, now_ms, as_batch=as_batch, engine=engine, keep_caches=keep_caches
+                ws,
+                metadata,
+                spec,
+                table,
+                now_ms,
+                as_batch=as_batch,
+                engine=engine,
+                keep_caches=keep_caches,
+                contract_read=contract_read,
             )
         finally:
             engine.close()
     state, kept = load_state(ws, spec.name), KeptBatches(ws, spec.name)
-    try:
-        snapshot, window = _read(engine, table, state, as_batch)
-    except SnapshotError as exc:
-        context = context_without_snapshot(ws, metadata, spec, now_ms, None, str(exc), kept)
-        return Guarded(context, run_guard(context), None)
-    context = context_without_snapshot(ws, metadata, spec, now_ms, snapshot, kept=kept)
-    if state is None or as_batch:
+    contract_read = contract_read or read_contract(metadata, spec.feature_table)
+    read = partial(engine.snapshot, keys=_keys_of(contract_read[0]))
+    cache = FingerprintCache.load(fingerprint_cache_path(ws, spec.name))
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="guard-history") as beside:
+        # the kept batches' fingerprints need no row of the new batch: taken while the new batch is profiled
+        later = (
+            None
+            if state is None or as_batch
+            else beside.submit(changed_batches, ws, spec.name, table, state, read=read, kept=kept, cache=cache)
+        )
+        try:
+            snapshot, window = _read(read, table, state, as_batch)
+        except SnapshotError as exc:
+            context = context_without_snapshot(ws, metadata, spec, now_ms, None, str(exc), kept, contract_read)
+            return Guarded(context, run_guard(context), None)
+        history = later.result() if later is not None else None
+    context = context_without_snapshot(ws, metadata, spec, now_ms, snapshot, kept=kept, contract_read=contract_read)
+    if state is None or history is None:
         context = with_repeats_counted(context)
         report = run_guard(context)
         return Guarded(context, replace(report, findings=_with_rows(report.findings, window)), None)
     context = replace(context, table_paths=(str(table),))
-    cache = FingerprintCache.load(fingerprint_cache_path(ws, spec.name))
-    history = changed_batches(ws, spec.name, table, state, read=engine.snapshot, kept=kept, cache=cache)
     context, keys = _repeats_counted(ws, spec, table, state, context, history, kept, keep_caches)
     report = run_guard(context)
     batches = kept_batches(ws, spec.name, state, kept)
@@ -203,7 +245,7 @@ def _repeats_counted(
         index = current_index(ws, spec.name, table, asked.columns, kept.covered(state), save=keep_caches)
     except SnapshotError as exc:  # the kept rows' keys cannot be read: the duplicates check blocks on it
         return replace(context, repeats=Repeats(asked, error=str(exc))), None
-    repeats, keys = count_repeats_indexed(asked, index)
+    repeats, keys = count_repeats_indexed(asked, index, context.snapshot.keys if context.snapshot else None)
     return replace(context, repeats=repeats), keys
 
 
@@ -252,17 +294,17 @@ def _after(finding: Finding) -> float:
 
 
 def _read(
-    engine: TableEngine, table: Path, state: ReferenceState | None, as_batch: bool
+    read: Callable[..., Snapshot], table: Path, state: ReferenceState | None, as_batch: bool
 ) -> tuple[Snapshot, TimeWindow | None]:
     if state is None:
-        return engine.snapshot(table), None
+        return read(table), None
     if as_batch:
-        return engine.snapshot(table, time_column=state.time_column, batch_id="checked"), None
+        return read(table, time_column=state.time_column, batch_id="checked"), None
     window = new_rows_window(state)
     batch_id = f"after-{state.watermark_ms}" if state.watermark_ms is not None else "first"
-    snapshot = engine.snapshot(table, window=window, batch_id=batch_id)
+    snapshot = read(table, window=window, batch_id=batch_id)
     if snapshot.profile.row_count == 0:  # nothing new since the watermark: the whole table is guarded
-        return engine.snapshot(table, time_column=state.time_column), None
+        return read(table, time_column=state.time_column), None
     return snapshot, window
 
 

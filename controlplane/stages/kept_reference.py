@@ -338,6 +338,7 @@ class History:
     unguarded_rows: int  # rows in no kept batch and not after the watermark: late rows, or rows with no time
     groups_read: int = 0  # row groups of the table read to fingerprint the batches
     groups_cached: int = 0  # row groups whose fingerprints came from the cache, unread
+    groups_new: int = 0  # row groups whose footer puts them wholly among the new rows: nothing to fingerprint, unread
 
     @property
     def intact(self) -> bool:
@@ -356,7 +357,8 @@ def changed_batches(
     cache: FingerprintCache | None = None,
 ) -> History:
     """Every kept batch whose rows in the table are no longer what passed, and the rows no batch holds. All
-    batches are fingerprinted in one aggregate pass (with `cache`, of the row groups it does not hold); only
+    batches are fingerprinted in one aggregate pass (with `cache`, of the row groups it does not hold; a row group
+    wholly among the new rows by its footer is not read: the guard profiles those rows); only
     those that moved are profiled again (by `read`: an engine's). Every row of a table the guard passed lies in a
     kept batch (a split refuses rows with no time, and a kept window reaches its batch's last row), so a row in
     none of them, dated at or before the watermark or not dated, arrived since and was never guarded: the
@@ -365,14 +367,14 @@ def changed_batches(
     batches = [b for b in kept_batches(ws, pipeline, state, kept) if b.window is not None]
     windows = [b.window for b in batches if b.window is not None]
     cache = cache if cache is not None else FingerprintCache()  # none kept: counts the row groups read all the same
-    hits, reads = cache.hits, cache.reads
+    hits, reads, footers = cache.hits, cache.reads, cache.footers
     try:
-        now, outside = fingerprint_windows(table, [*windows, new_rows_window(state)], cache)
+        now, outside = fingerprint_windows(table, windows, cache, rest=new_rows_window(state))
         moved = [b for b, f in zip(batches, now) if not f.matches(fingerprint_of_profile(b.profile))]
         changed = [(kept.whole(b.batch_id), read(table, window=b.window, batch_id=b.batch_id)) for b in moved]
     except (OSError, ValueError, SnapshotError, pa.ArrowException) as exc:
         raise DataError(f"cannot check the history of {table}: {exc}", "replace the table with a readable one") from exc
-    return History(changed, outside, cache.reads - reads, cache.hits - hits)
+    return History(changed, outside, cache.reads - reads, cache.hits - hits, cache.footers - footers)
 
 
 def forget_after(ws: Workspace, pipeline: str, batches: int, watermark_ms: int | None) -> None:

@@ -132,7 +132,7 @@ def _beyond_reference(ctx: GuardContext, column: ColumnContract, observed: Colum
 
 
 def _level_moved(reference: ColumnProfile, observed: ColumnProfile) -> float:
-    """How far the batch's median sits from the reference's: a level that moved (a trend, a season) carries its
+    """How far the batch's median sits from the reference's: a level that moved (a trend, a cycle) carries its
     extremes with it, so the range they are judged against moves with it; a value beyond that is a new extreme
     (a storm: one value past the rest moves no median)."""
     before, now = reference.quantile(0.5), observed.quantile(0.5)

@@ -585,7 +585,7 @@ def _by_steps(
     profile: _CorrelationProfile,
 ) -> Finding | None:
     """Both columns left their natural variation, one by a step from the newest reference batch beyond `policy.far`
-    of the steps the reference batches took (a discontinuity: a season moves by ordinary steps), and read as each
+    of the steps the reference batches took (a discontinuity: a slow cycle moves by ordinary steps), and read as each
     other's both are back inside it with ordinary steps: written into each other's place. The bands carry each
     batch's own sampling error, so a short batch (twelve monthly rows) is judged as any other."""
     came = [measured(a), measured(b)]

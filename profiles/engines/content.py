@@ -44,9 +44,13 @@ def _name_hash(name: str) -> np.uint64:
 def canonical_values(array: pa.Array) -> np.ndarray:
     """The 64-bit hash of each value in its canonical form (nulls as the null constant)."""
     kind = array.type
-    if pa.types.is_dictionary(kind):
-        array = array.dictionary_decode()
-        kind = array.type
+    if pa.types.is_dictionary(kind):  # each distinct value hashed once, then gathered by the indices
+        values = canonical_values(array.dictionary)
+        indices = pc.fill_null(array.indices, 0).to_numpy(zero_copy_only=False).astype(np.intp)
+        hashes = values[indices] if len(values) else np.full(len(array), _NULL, dtype=np.uint64)
+        if array.null_count:
+            hashes = np.where(pc.is_valid(array).to_numpy(zero_copy_only=False), hashes, _NULL)
+        return hashes
     if pa.types.is_timestamp(kind):
         raw = pc.fill_null(array.view(pa.int64()), 0).to_numpy(zero_copy_only=False)
         scale = {"s": -1_000_000, "ms": -1000, "us": 1, "ns": 1000}[kind.unit]  # negative: multiply

@@ -61,8 +61,21 @@ class KeyHashes:
 
     @classmethod
     def of(cls, columns: Sequence[str], pieces: Sequence[np.ndarray], *, exact: bool = True) -> KeyHashes:
+        if not len(pieces):  # a batch with no rows (a window nothing reaches)
+            return cls(tuple(columns), np.empty(0, dtype=np.uint64), exact)
         hashes = np.concatenate(list(pieces)) if len(pieces) != 1 else pieces[0]
-        hashes = hashes if len(pieces) else np.empty(0, dtype=np.uint64)
+        hashes.sort()
+        return cls(tuple(columns), hashes, exact)
+
+    @classmethod
+    def taken(cls, columns: Sequence[str], pieces: list[np.ndarray], *, exact: bool = True) -> KeyHashes:
+        """`of` the pieces, emptying the list as each is copied: memory holds every hash once, not twice."""
+        hashes, at = np.empty(sum(len(p) for p in pieces), dtype=np.uint64), 0
+        pieces.reverse()
+        while pieces:
+            piece = pieces.pop()
+            hashes[at : at + len(piece)] = piece
+            at += len(piece)
         hashes.sort()
         return cls(tuple(columns), hashes, exact)
 
@@ -84,10 +97,14 @@ class KeyHashes:
         repeats = int(np.count_nonzero(h[1:] == h[:-1])) if len(h) else 0
         across = 0
         if history is not None and history.size:
-            unique, counts = self.unique()
-            seen = history.contains(unique)
-            across = int(counts[seen].sum())
-            repeats += int(seen.sum())
+            if repeats:
+                unique, counts = self.unique()
+                seen = history.contains(unique)
+                across = int(counts[seen].sum())
+                repeats += int(seen.sum())
+            else:  # every key once (a clean batch): the hashes are their own distinct values, one row each
+                across = int(np.count_nonzero(history.contains(h)))
+                repeats += across
         return DuplicateCount(rows_compared=len(h), duplicate_rows=repeats, across_rows=across, exact=self.exact)
 
     def save(self, path: str | Path) -> None:
@@ -100,6 +117,7 @@ class KeyHashes:
         return cls(tuple(columns), np.load(path, allow_pickle=False))
 
 
+_PROBE_SLICE = 1 << 20  # keys looked up in the filter at once
 _FILTER_BITS = 28  # the history filter: one bit per value of a hash's top 28 bits (32 MB, whatever the history)
 
 
@@ -130,7 +148,12 @@ class KeyIndex:
         found = np.zeros(len(sorted_needles), dtype=bool)
         if not self.size or not len(sorted_needles):
             return found
-        maybe = np.flatnonzero(_probe(self.filter, sorted_needles))
+        maybe = np.concatenate(  # a slice at a time: the probe's temporaries stay a few MB whatever the batch
+            [
+                np.flatnonzero(_probe(self.filter, sorted_needles[at : at + _PROBE_SLICE])) + at
+                for at in range(0, len(sorted_needles), _PROBE_SLICE)
+            ]
+        )
         needles = sorted_needles[maybe]
         at = np.searchsorted(self.hashes, needles)
         inside = at < self.size

@@ -33,7 +33,7 @@ import pyarrow as pa
 from profiles.engines.content import ContentDigest
 from profiles.profile import TimeWindow
 from profiles.profiler import ProfileBuilder
-from profiles.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, SnapshotError, profiled_snapshot
+from profiles.snapshot import DEFAULT_SAMPLE_ROWS, Snapshot, SnapshotError, profiled_snapshot, sampled_keys
 
 __all__ = [
     "spark_session",
@@ -307,9 +307,7 @@ def spark_snapshot(
         frame = read_frame(session, source, table=table)
         if window is not None:
             frame = window_filter(frame, window)
-        missing = [k for k in keys if k not in frame.columns]
-        if missing:
-            raise SparkEngineError(f"key column(s) {missing} are not in {', '.join(files)}: fix the contract's keys")
+        keys = sampled_keys(keys, frame.columns) or ()  # a key column missing: by whole row, as the arrow engine
         total = _row_count(frame, files, local=not table and window is None)
         schema = _arrow_schema(frame)
         builder = _profile(frame, schema, total, tuple(keys), sample_rows, seed)

@@ -115,6 +115,40 @@ def test_a_row_group_meeting_other_windows_is_read_again(tmp_path: Path) -> None
     assert _same(found[0], fingerprint_windows(tmp_path / "t.parquet", _days(0, 16))[0])
 
 
+def test_row_groups_wholly_among_the_new_rows_by_their_footer_are_not_read(tmp_path: Path) -> None:
+    """Fifteen kept days in five row groups, then five days of new rows in three: the kept days' prints and the rows
+    outside every window are what a full read finds, and none of the new rows' row groups is read."""
+    rows = _rows()
+    kept_rows = rows.filter(pa.array(_ms(rows) <= START_MS + 15 * DAY_MS))
+    _write(tmp_path / "kept.parquet", kept_rows, 5)
+    with pq.ParquetWriter(tmp_path / "t.parquet", rows.schema) as writer:
+        for group in range(5):
+            writer.write_table(pq.ParquetFile(tmp_path / "kept.parquet").read_row_group(group))
+        for part in np.array_split(np.arange(kept_rows.num_rows, rows.num_rows), 3):
+            writer.write_table(rows.take(part))
+    *days, new_rows = _days(0, 15)
+    cache = FingerprintCache()
+    prints, outside = fingerprint_windows(tmp_path / "t.parquet", days, cache, rest=new_rows)
+    every, everything_outside = fingerprint_windows(tmp_path / "t.parquet", [*days, new_rows])
+    assert _same(prints, every[:-1]) and outside == everything_outside == 0
+    assert (cache.reads, cache.hits, cache.footers) == (5, 0, 3)
+
+
+def test_a_new_row_group_with_a_null_time_is_read_and_its_null_counted_outside(tmp_path: Path) -> None:
+    rows = _rows()
+    late = _ms(rows) > START_MS + 15 * DAY_MS
+    times = rows["ts"].to_pylist()
+    times[-1] = None  # the last row, in the new rows' row group, has no time
+    rows = rows.set_column(rows.schema.get_field_index("ts"), "ts", pa.array(times, rows["ts"].type))
+    with pq.ParquetWriter(tmp_path / "t.parquet", rows.schema) as writer:
+        writer.write_table(rows.filter(pa.array(~late)))
+        writer.write_table(rows.filter(pa.array(late)))
+    *days, new_rows = _days(0, 15)
+    cache = FingerprintCache()
+    _, outside = fingerprint_windows(tmp_path / "t.parquet", days, cache, rest=new_rows)
+    assert outside == 1 and (cache.reads, cache.footers) == (2, 0)
+
+
 def test_a_cache_that_cannot_be_read_is_empty(tmp_path: Path) -> None:
     (tmp_path / "cache.json").write_text("{not json")
     assert FingerprintCache.load(tmp_path / "cache.json").entries == {}

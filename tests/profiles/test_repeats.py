@@ -89,3 +89,81 @@ def test_row_groups_wholly_outside_a_window_are_not_read(tmp_path: Path) -> None
     assert (hashed.rows, read) == (500, 500)
     with pytest.raises(SnapshotError):
         hash_keys(str(path), ["k"], TimeWindow("t", 1_499, None), outside=True)
+
+
+def _keyed_batch(tmp_path: Path):
+    """A table of kept rows then a batch (after the watermark) repeating 5 kept keys and one of its own, a null key
+    too; the batch snapshot as an engine reads it (keys hashed in the profile's pass)."""
+    import numpy as np
+
+    from profiles.engines import snapshot
+    from profiles.snapshot import TimeWindow
+
+    kept, batch = keys(0, 3_000), keys(3_000, 997) + keys(10, PLANTED) + keys(3_000, 1) + [None]
+    rows = pa.table({"k": pa.array(kept + batch), "t": pa.array(np.arange(len(kept) + len(batch)), pa.int64())})
+    path = tmp_path / "table.parquet"
+    pq.write_table(rows.cast(pa.schema([("k", pa.string()), ("t", pa.timestamp("ms"))])), path, row_group_size=500)
+    new_rows = TimeWindow("t", len(kept) - 1, None)
+    return path, new_rows, snapshot("arrow", path, keys=("k",), window=new_rows)
+
+
+def test_a_batch_s_own_repeats_are_counted_from_its_profile_s_key_hashes_without_a_read(tmp_path: Path) -> None:
+    from profiles.repeats import count_repeats
+    from profiles.repeats_types import RepeatsAsked
+
+    path, new_rows, snap = _keyed_batch(tmp_path)
+    asked = RepeatsAsked(("k",), (str(path),), new_rows, snap.profile.row_count)
+    read = count_repeats(asked)
+    path.unlink()  # nothing left to read: the count comes from the hashes
+    hashed = count_repeats(asked, snap.keys)
+    assert hashed is not None and read is not None and hashed.error is None
+    assert hashed.count == read.count and read.count is not None and read.count.duplicate_rows == 1
+    other_key = RepeatsAsked(("t",), (str(path),), new_rows, snap.profile.row_count)
+    unreadable = count_repeats(other_key, snap.keys)  # hashes of another key answer nothing: read, and fail closed
+    assert unreadable is not None and unreadable.error is not None
+
+
+def test_the_batch_s_keys_against_the_key_index_come_from_its_profile_when_every_key_was_kept(tmp_path: Path) -> None:
+    from profiles.engines.keys import KeyHashes, KeyIndex
+    from profiles.repeats import count_repeats_indexed, hash_keys
+    from profiles.repeats_types import RepeatsAsked
+
+    path, new_rows, snap = _keyed_batch(tmp_path)
+    asked = RepeatsAsked(("k",), (str(path),), new_rows, snap.profile.row_count, history=(str(path),))
+    rest, _ = hash_keys(str(path), ["k"], new_rows, outside=True)
+    index = KeyIndex.empty(("k",)).add(rest)
+    read, read_keys = count_repeats_indexed(asked, index)
+    path.unlink()
+    assert snap.keys is not None and snap.keys.exact
+    counted, counted_keys = count_repeats_indexed(asked, index, snap.keys)
+    assert counted.count == read.count and read.count is not None
+    assert (read.count.duplicate_rows, read.count.across_rows) == (PLANTED + 1, PLANTED)
+    assert counted_keys is not None and read_keys is not None
+    assert counted_keys.hashes.tolist() == read_keys.hashes.tolist()
+    sampled = KeyHashes(snap.keys.columns, snap.keys.hashes, exact=False)  # not every key: the batch is read again
+    failed, _ = count_repeats_indexed(asked, index, sampled)
+    assert failed.error is not None
+
+
+def test_above_the_exact_limit_the_profile_s_sample_by_key_is_counted_as_it_is_and_no_keys_go_back(
+    tmp_path: Path,
+) -> None:
+    """A batch announced with 32M rows: its profile kept the keys hashing under the count's own ceiling; the count
+    comes from them with no read (the file is gone), and the index is left to catch the batch up from the table."""
+    from profiles.engines.keys import EXACT_KEY_ROWS, KeyHashes, KeyIndex, key_ceiling
+    from profiles.repeats import count_repeats_indexed, hash_keys
+    from profiles.repeats_types import RepeatsAsked
+
+    path, new_rows, snap = _keyed_batch(tmp_path)
+    rows = 2 * EXACT_KEY_ROWS
+    ceiling = key_ceiling(rows)
+    assert snap.keys is not None and ceiling is not None
+    sample = KeyHashes(snap.keys.columns, snap.keys.hashes[snap.keys.hashes <= ceiling], exact=False)
+    rest, _ = hash_keys(str(path), ["k"], new_rows, outside=True)
+    index = KeyIndex.empty(("k",)).add(rest)
+    path.unlink()
+    asked = RepeatsAsked(("k",), (str(path),), new_rows, rows, history=(str(path),))
+    counted, keys = count_repeats_indexed(asked, index, sample)
+    assert counted.error is None and keys is None
+    assert counted.count is not None and counted.count.rows_compared == sample.rows and not counted.count.exact
+    assert counted.count.duplicate_rows == sample.duplicates(index).duplicate_rows

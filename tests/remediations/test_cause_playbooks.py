@@ -199,22 +199,24 @@ def test_swap_by_order_swaps_exactly_the_rows_that_break_it() -> None:
     assert step.rows_touched == int(some.sum())
 
 
-def medians(frame: pd.DataFrame, *columns: str) -> dict[str, float]:
-    return {c: float(frame[c].median()) for c in columns}
+def hour_and_label_swapped(frame: pd.DataFrame) -> Finding:
+    """The finding that names hour_utc and label swapped in every row, with the medians the batch shows."""
+    observed = {c: float(frame[c].median()) for c in ("hour_utc", "label")}
+    return finding(
+        FindingKind.COLUMNS_SWAPPED,
+        "hour_utc",
+        "swap_columns",
+        columns=["hour_utc", "label"],
+        scope="all",
+        observed_medians=observed,
+    )
 
 
 def test_a_whole_number_column_and_a_decimal_one_swapped_come_back_each_in_its_contracted_type() -> None:
     clean = rows()
     swapped = clean.assign(hour_utc=clean["label"], label=clean["hour_utc"])
     assert (swapped["hour_utc"].dtype, swapped["label"].dtype) == (np.float64, np.int64)
-    found = finding(
-        FindingKind.COLUMNS_SWAPPED,
-        "hour_utc",
-        "swap_columns",
-        columns=["hour_utc", "label"],
-        scope="all",
-        observed_medians=medians(swapped, "hour_utc", "label"),
-    )
+    found = hour_and_label_swapped(swapped)
     healed, step = heal(swapped, found)
     pdt.assert_frame_equal(healed, clean)
     assert step.rows_touched == len(clean)
@@ -222,14 +224,7 @@ def test_a_whole_number_column_and_a_decimal_one_swapped_come_back_each_in_its_c
 
 def test_swap_refuses_to_leave_decimals_in_a_whole_number_column_and_a_missing_scope() -> None:
     clean = rows()
-    found = finding(
-        FindingKind.COLUMNS_SWAPPED,
-        "hour_utc",
-        "swap_columns",
-        columns=["hour_utc", "label"],
-        scope="all",
-        observed_medians=medians(clean, "hour_utc", "label"),
-    )
+    found = hour_and_label_swapped(clean)
     with pytest.raises(PlaybookRefused, match="not integer, its contracted type"):
         heal(clean, found)
     with pytest.raises(PlaybookRefused, match="'all' or 'order'"):

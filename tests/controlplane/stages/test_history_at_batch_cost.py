@@ -94,7 +94,9 @@ def _index_holds(ws: Workspace, order_ids: pd.Series) -> np.ndarray:
     return held
 
 
-def test_a_second_guard_on_an_appended_table_reads_only_its_new_row_groups(demo_copy, tmp_path):
+def test_a_second_guard_on_an_appended_table_reads_no_row_group_of_the_history_again(demo_copy, tmp_path):
+    """The kept batches' row groups come from the cache; the new rows' (two days landed, none kept yet) are read
+    by no history check at all: their footers put them wholly after the watermark, and the guard profiles them."""
     ws, _ = demo_copy
     first, at = _next_day(ws, seed=21)
     _land(ws, first, tmp_path)
@@ -106,9 +108,9 @@ def test_a_second_guard_on_an_appended_table_reads_only_its_new_row_groups(demo_
     assert state is not None
     cache = FingerprintCache.load(fingerprint_cache_path(ws, PIPELINE))
     history = changed_batches(ws, PIPELINE, _pinned(ws), state, cache=cache)
-    assert history.intact and (history.groups_read, history.groups_cached) == (1, groups)
+    assert history.intact and (history.groups_read, history.groups_cached, history.groups_new) == (0, groups - 1, 2)
     unkept = changed_batches(ws, PIPELINE, _pinned(ws), state)
-    assert (unkept.groups_read, unkept.groups_cached) == (groups + 1, 0)
+    assert (unkept.groups_read, unkept.groups_cached, unkept.groups_new) == (groups - 1, 0, 2)
 
 
 def test_a_kept_batch_rewritten_after_its_fingerprints_were_kept_is_still_caught(demo_copy, tmp_path):

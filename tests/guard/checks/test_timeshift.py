@@ -391,6 +391,7 @@ def test_corpus_tables_through_the_day_clean_batches_never_read_as_shifted_and_t
     hourly measurement), against every batch before it, is not named; moved 3 to 5 hours either way, every one is
     named on the clock, within an hour."""
     table = TABLES[name]
+    pytest.importorskip(table.source.split()[0], reason="the corpus extra: pip install -e '.[corpus]'")
     batches = table.batches()
     kept = [snap(tmp_path, b.rows, f"kept-{i}", table.time_column).batch for i, b in enumerate(batches)]
     types = kept[0].profile.columns  # type: ignore[union-attr]

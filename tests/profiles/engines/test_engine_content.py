@@ -35,3 +35,12 @@ def test_a_row_hash_is_the_same_in_any_batch() -> None:
     pieces = [canonical_row_hashes(batch) for batch in table.to_batches(max_chunksize=999)]
     assert np.array_equal(np.concatenate(pieces), whole)
     assert canonical_row_hashes(table.slice(0, 1))[0] == whole[0]  # the first, shortest key alone
+
+
+def test_a_dictionary_column_hashes_as_its_values_nulls_in_its_indices_or_its_dictionary_too() -> None:
+    indices = pa.array([0, 1, None, 2, 0, None], pa.int32())
+    encoded = pa.DictionaryArray.from_arrays(indices, pa.array(["x", None, "a longer value than a word"]))
+    table = pa.table({"k": encoded, "n": pa.array(range(6))})
+    decoded = table.set_column(0, "k", encoded.dictionary_decode())
+    assert np.array_equal(canonical_row_hashes(table), canonical_row_hashes(decoded))
+    assert len(set(canonical_row_hashes(pa.table({"k": encoded})).tolist())) == 3  # x, null, the long one

@@ -56,3 +56,13 @@ def test_keys_saved_before_hash_formats_were_kept_are_refused_with_the_fix(tmp_p
         KeyHashes.load(tmp_path / "keys.npy", KEYS)
     with pytest.raises(FileNotFoundError):  # nothing saved: the load says so, not the format
         KeyIndex.load(tmp_path / "absent.npy", KEYS)
+
+
+def test_a_window_no_row_reaches_has_no_key_hashes_and_no_repeats(tmp_path: Path) -> None:
+    from profiles.profile import TimeWindow
+
+    path = tmp_path / "t.parquet"
+    stamps = pa.array(np.arange(3) * 1000, pa.timestamp("ms", "UTC"))
+    pq.write_table(pa.table({"k": pa.array(["a", "b", "a"]), "ts": stamps}), path)
+    keys = snapshot("arrow", path, keys=KEYS, window=TimeWindow("ts", 10_000, None)).keys
+    assert keys is not None and keys.rows == 0 and keys.duplicates().duplicate_rows == 0
