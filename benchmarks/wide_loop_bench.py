@@ -8,13 +8,16 @@ For each width, in its own process (so its peak memory is its own), in a scratch
 factors plus noise each, so the features correlate as real ones do, and a label made from some of them), every
 feature contracted; a first `kintsugi run` (the first champion); then one more day landed with `kintsugi land` and
 `kintsugi run` on it (the path a daily job takes). Printed per width: wall and CPU seconds of init, of the first run
-and of the next day's run, milliseconds per column of that run, peak RSS, and how the run ended (clean batches:
-APPROVED or a level champion, never BLOCKED at detect).
+and of the next day's run, milliseconds per column of that run, the peak RSS of each of the three steps (the process's
+high-water mark is reset before each, on Linux; elsewhere each figure is the peak so far) and how the run ended (clean
+batches: APPROVED or a level champion, never BLOCKED at detect). The generated table is written and dropped before
+`init`, so the peaks are the CLI's.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import resource
 import subprocess
@@ -26,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -49,10 +53,35 @@ def day_rows(columns: int, day: int, rows: int, seed: int = 7) -> pd.DataFrame:
     return frame
 
 
+def _reset_peak() -> None:
+    """The process's peak RSS back to its current RSS (Linux: clear_refs 5), so the next peak is one step's. Arrow's
+    pool first gives back what it holds unused (the generated table's buffers, freed but kept for seconds): else the
+    first step's peak is the generator's."""
+    pa.default_memory_pool().release_unused()
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def _peak_mb() -> float:
+    """The peak RSS since the last reset (VmHWM), else since the process started."""
+    try:
+        for row in Path("/proc/self/status").read_text().splitlines():
+            if row.startswith("VmHWM:"):
+                return int(row.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _timed(*args: str) -> dict[str, Any]:
+    gc.collect()
+    _reset_peak()
     wall, cpu = time.perf_counter(), time.process_time()
     code, out, err = cli(*args)
     step: dict[str, Any] = {"exit": code, "wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu}
+    step["peak_mb"] = _peak_mb()
     try:
         record = json.loads(out)
         step["status"] = record.get("status")
@@ -69,6 +98,7 @@ def one_width(columns: int, days: int, rows: int) -> dict[str, Any]:
         folder.mkdir()
         history = pd.concat([day_rows(columns, d, rows) for d in range(days)], ignore_index=True)
         history.to_parquet(folder / "history.parquet", index=False)
+        del history  # the peaks below are the CLI's, not the generator's
         end = START + pd.Timedelta(days=days)
         common = ("--workspace", str(ws))
         found: dict[str, Any] = {"columns": columns, "days": days, "rows_per_day": rows}
@@ -86,7 +116,7 @@ def one_width(columns: int, days: int, rows: int) -> dict[str, Any]:
             found["land"] = {"exit": code, "outcome": err.strip()[-160:]}
             return found
         found["next_run"] = _timed("run", "wide", "--now", _iso(landed + pd.Timedelta(hours=1)), "--json", *common)
-        found["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        found["peak_rss_mb"] = max(found[step].get("peak_mb", 0.0) for step in ("init", "first_run", "next_run"))
         return found
 
 
@@ -95,17 +125,22 @@ def line(found: dict[str, Any]) -> str:
         got = found.get(step) or {}
         return f"{got['wall_s']:8.1f} {got['cpu_s']:8.1f}" if "wall_s" in got else f"{'-':>8} {'-':>8}"
 
+    def peak(step: str) -> str:
+        got = found.get(step) or {}
+        return f"{got['peak_mb']:7.0f}" if "peak_mb" in got else f"{'-':>7}"
+
     run = found.get("next_run") or found.get("first_run") or found.get("init") or {}
     per_column = 1000 * run["wall_s"] / found["columns"] if "wall_s" in run else float("nan")
     return (
         f"{found['columns']:>7} {cell('init')} {cell('first_run')} {cell('next_run')} {per_column:9.1f} "
-        f"{found.get('peak_rss_mb', float('nan')):8.0f}  {run.get('status') or run.get('exit')}: {run.get('outcome', '')[:70]}"
+        f"{peak('init')} {peak('first_run')} {peak('next_run')}  {run.get('status') or run.get('exit')}: "
+        f"{run.get('outcome', '')[:70]}"
     )
 
 
 HEADER = (
     f"{'columns':>7} {'init s':>8} {'init cpu':>8} {'run1 s':>8} {'run1 cpu':>8} {'next s':>8} {'next cpu':>8} "
-    f"{'ms/col':>9} {'peak MB':>8}  next run"
+    f"{'ms/col':>9} {'init MB':>7} {'run1 MB':>7} {'next MB':>7}  next run"
 )
 
 

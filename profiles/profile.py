@@ -39,6 +39,8 @@ __all__ = [
     "canonical_json",
     "json_number",
     "parse_number",
+    "expect_format",
+    "check_hash_format",
 ]
 
 QUANTILES: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
@@ -144,7 +146,7 @@ class DatasetProfile:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> DatasetProfile:
-        _expect_format(data, PROFILE_FORMAT)
+        expect_format(data, PROFILE_FORMAT)
         columns = {name: ColumnProfile.from_dict(name, column) for name, column in data["columns"].items()}
         hashes = data.get("hash_format", 1)
         if hashes == 1:  # its strings' sketches cannot merge with fresh ones (see the module's docstring)
@@ -152,11 +154,8 @@ class DatasetProfile:
                 name: replace(c, distinct=None) if c.logical_type in _HASHED_BY_BYTES else c
                 for name, c in columns.items()
             }
-        elif hashes != HASH_FORMAT:
-            raise HashFormatError(
-                f"the profile's distinct sketches are of hash format {hashes!r}; this version hashes with {HASH_FORMAT}",
-                "profile the batch again with this version of the guard, or run the version that wrote it",
-            )
+        else:
+            check_hash_format(hashes)
         relations = data.get("relations")
         return cls(int(data["row_count"]), columns, None if relations is None else Relations.from_dict(relations))
 
@@ -196,12 +195,15 @@ class BatchProfile:
     window: TimeWindow | None = None
     start_ms: int | None = None
     end_ms: int | None = None
+    outlined: bool = False  # `profiles.outline`: only its columns' counts and bounds; never stored, never merged
 
     @property
     def row_count(self) -> int:
         return self.profile.row_count
 
     def to_dict(self) -> dict[str, Any]:
+        if self.outlined:
+            raise ValueError(f"batch {self.batch_id} is an outline (no sketches): store the batch as it was profiled")
         return {
             "format": BATCH_FORMAT,
             "batch_id": self.batch_id,
@@ -219,7 +221,7 @@ class BatchProfile:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BatchProfile:
-        _expect_format(data, BATCH_FORMAT)
+        expect_format(data, BATCH_FORMAT)
         window = data.get("window")
         return cls(
             batch_id=data["batch_id"],
@@ -374,9 +376,18 @@ def parse_number(value: float | str | None) -> float | None:
     return None if value is None else float(value)
 
 
-def _expect_format(data: Mapping[str, Any], expected: str) -> None:
+def expect_format(data: Mapping[str, Any], expected: str) -> None:
     if data.get("format") != expected:
         raise ValueError(
             f"expected a {expected} document, got format {data.get('format')!r}: "
             "profile the batch again with this version of the guard"
+        )
+
+
+def check_hash_format(hashes: object) -> None:
+    """Refuse distinct sketches of a hash format this version does not know (1, read without them, and this one)."""
+    if hashes not in (1, HASH_FORMAT):
+        raise HashFormatError(
+            f"the profile's distinct sketches are of hash format {hashes!r}; this version hashes with {HASH_FORMAT}",
+            "profile the batch again with this version of the guard, or run the version that wrote it",
         )

@@ -139,10 +139,18 @@ class _Column:
     high: float | None = None
     moments: Moments = field(default_factory=Moments)
     sketch: QuantileSketch = field(default_factory=QuantileSketch)
-    distinct: DistinctSketch = field(default_factory=DistinctSketch)
+    distinct: DistinctSketch | None = None  # only for the types whose values are counted distinct (_DISTINCT)
     counts: dict[str, int] | None = None
     hours: np.ndarray = field(default_factory=lambda: np.zeros(24, dtype=np.int64))
     weekdays: np.ndarray = field(default_factory=lambda: np.zeros(7, dtype=np.int64))
+
+    def __post_init__(self) -> None:
+        if self.distinct is None and self.kind in _DISTINCT:  # 4 KiB a column: none for floats (never read)
+            self.distinct = DistinctSketch()
+
+    def _distinct(self, hashes: np.ndarray) -> None:
+        assert self.distinct is not None, f"{self.kind} values are not counted distinct"
+        self.distinct.update_hashes(hashes)
 
     def add(self, column: pa.ChunkedArray, value_hashes: np.ndarray | None = None) -> None:
         self.nulls += column.null_count
@@ -155,10 +163,10 @@ class _Column:
         if self.counts is None and self.kind in _HASHED:
             if value_hashes is not None:  # the key's value hashes, computed once for both
                 valid = pc.is_valid(column).to_numpy(zero_copy_only=False) if column.null_count else None
-                self.distinct.update_hashes(value_hashes if valid is None else value_hashes[valid])
+                self._distinct(value_hashes if valid is None else value_hashes[valid])
             else:
                 for chunk in pc.drop_null(column).chunks if column.null_count else column.chunks:
-                    self.distinct.update_hashes(hash_array(chunk))
+                    self._distinct(hash_array(chunk))
 
     def _bounds(self, low: float, high: float) -> None:
         self.low = low if self.low is None else min(self.low, low)
@@ -182,7 +190,7 @@ class _Column:
         self.moments = self.moments.merge(Moments.of(values))
         self.sketch.update(values)
         if self.kind == "integer":  # codes, counts, identifiers: distinct counts tell them apart
-            self.distinct.update_hashes(hash_array(pa.array(_distinct_integers(raw))))
+            self._distinct(hash_array(pa.array(_distinct_integers(raw))))
 
     def _times(self, column: pa.ChunkedArray) -> None:
         stamps = epoch_ms(column)
@@ -192,7 +200,7 @@ class _Column:
         self._bounds(float(low), float(high))
         self._calendar(stamps, low, high)
         self.sketch.update(stamps.astype(np.float64))
-        self.distinct.update_hashes(_mix(stamps.view(np.uint64).copy()))  # = hash_array of the int64 ms
+        self._distinct(_mix(stamps.view(np.uint64).copy()))  # = hash_array of the int64 ms
 
     def _calendar(self, stamps: np.ndarray, low: int, high: int) -> None:
         """Hour-of-day and weekday histograms: one division and one bincount per row (rows per hour since
@@ -240,11 +248,11 @@ class _Column:
             self._tally(dictionary.take(pa.array(used)), tally[used].tolist())
 
     def _hash_values(self, values: pa.Array) -> None:
-        self.distinct.update_hashes(hash_array(values))
+        self._distinct(hash_array(values))
 
     def _tally(self, values: pa.Array, counts: list[int]) -> None:
         assert self.counts is not None
-        self.distinct.update_hashes(hash_array(values))  # the distinct values only: a few hashes
+        self._distinct(hash_array(values))  # the distinct values only: a few hashes
         for value, count in zip(values.to_pylist(), counts):
             self.counts[str(value)] = self.counts.get(str(value), 0) + count
         if len(self.counts) > MAX_CATEGORIES:
@@ -257,7 +265,8 @@ class _Column:
             self._bounds(other.low, other.high)
         self.moments = self.moments.merge(other.moments)
         self.sketch = self.sketch.merge(other.sketch)
-        self.distinct = self.distinct.merge(other.distinct)
+        if self.distinct is not None and other.distinct is not None:
+            self.distinct = self.distinct.merge(other.distinct)
         if self.counts is not None and other.counts is not None:
             for value, count in other.counts.items():
                 self.counts[value] = self.counts.get(value, 0) + count

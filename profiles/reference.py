@@ -6,6 +6,8 @@ median, the interquartile range, the null share, the zero share and the share of
 value, and the quantiles of its core and its share on the reference's point mass (`guard.variation`);
 per batch its rows and time span, from which the cadence and the expected batch size follow.
 Pure and deterministic: the same batches in the same order give the same reference, byte for byte.
+`reference_of` builds the same reference from batches read one at a time (twice), so a reference of many wide
+batches never holds more than one of them.
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from profiles.cores import atom_of, core, sketched
 from profiles.profile import BatchProfile, ColumnProfile, DatasetProfile, canonical_json, json_number, parse_number
 
-__all__ = ["Reference", "BatchSummary", "ColumnSummary", "build_reference", "REFERENCE_FORMAT"]
+__all__ = ["Reference", "BatchSummary", "ColumnSummary", "build_reference", "reference_of", "REFERENCE_FORMAT"]
 
 REFERENCE_FORMAT = "kintsugi.reference/1"
 
@@ -235,35 +237,60 @@ class Reference:
 
 def build_reference(batch_profiles: Sequence[BatchProfile]) -> Reference:
     """Merge the batches (in the order given: oldest first) into one reference."""
-    if not batch_profiles:
+    return reference_of(lambda: iter(batch_profiles))
+
+
+def reference_of(read: Callable[[], Iterator[BatchProfile]]) -> Reference:
+    """`build_reference` of batches read one at a time, twice: each call of `read` gives them again, oldest first
+    (from where they are kept). The first reading merges them; the second summarises each against the merge (its
+    point masses). Held at once: the merge, the summaries and the batch being read, whatever the number of batches.
+    The same batches give the same reference, byte for byte, as `build_reference` of them in a list."""
+    merged, ids, clock = _merged(read())
+    atoms = {name: atom_of(column) if sketched(column) else None for name, column in merged.columns.items()}
+    summaries = []
+    for position, batch in enumerate(read()):
+        if position >= len(ids) or batch.batch_id != ids[position]:
+            raise ValueError(_CHANGED)
+        summaries.append(_summary(batch, atoms))
+    if len(summaries) != len(ids):
+        raise ValueError(_CHANGED)
+    return Reference(profile=merged, batches=tuple(summaries), time_column=clock)
+
+
+_CHANGED = "the batches changed while the reference was built from them: build it again"
+
+
+def _merged(batches: Iterator[BatchProfile]) -> tuple[DatasetProfile, list[str], str | None]:
+    """The batches' merged profile, their ids in order and their time column, checked as `build_reference` does."""
+    merged: DatasetProfile | None = None
+    ids: list[str] = []
+    clocks: set[str] = set()
+    for batch in batches:
+        if batch.outlined:
+            raise ValueError(f"batch {batch.batch_id} is an outline (no sketches): build a reference of whole profiles")
+        ids.append(batch.batch_id)
+        if batch.time_column is not None:
+            clocks.add(batch.time_column)
+        merged = batch.profile if merged is None else merged.merge(batch.profile)
+    if merged is None:
         raise ValueError(
             "a reference needs at least one clean batch: profile one with read_snapshot or split_batches first"
         )
-    clocks = {b.time_column for b in batch_profiles if b.time_column is not None}
     if len(clocks) > 1:
         raise ValueError(
             f"the batches were cut on different time columns ({', '.join(sorted(clocks))}): "
             "build a reference from batches of one table"
         )
-    ids = [b.batch_id for b in batch_profiles]
     if len(set(ids)) != len(ids):
         raise ValueError(
             f"batch ids repeat ({', '.join(sorted({i for i in ids if ids.count(i) > 1}))}): "
             "a batch counted twice would weigh twice; pass each batch once"
         )
-    merged = batch_profiles[0].profile
-    for batch in batch_profiles[1:]:
-        merged = merged.merge(batch.profile)
-    return Reference(
-        profile=merged,
-        batches=tuple(_summary(b, merged) for b in batch_profiles),
-        time_column=clocks.pop() if clocks else None,
-    )
+    return merged, ids, clocks.pop() if clocks else None
 
 
-def _summary(batch: BatchProfile, merged: DatasetProfile) -> BatchSummary:
+def _summary(batch: BatchProfile, atoms: Mapping[str, float | None]) -> BatchSummary:
     window = batch.window
-    atoms = {name: atom_of(column) if sketched(column) else None for name, column in merged.columns.items()}
     return BatchSummary(
         batch_id=batch.batch_id,
         rows=batch.row_count,

@@ -14,7 +14,11 @@ group adds to those fingerprints is cached by its footer (`fingerprint_cache_pat
 so a run reads only the row groups that are new or changed. Beside the batches, the key index of their rows
 (`controlplane.stages.key_history`) is extended when a batch is kept and dropped when one leaves.
 
-One guard reads each kept batch's JSON once (`KeptBatches`, handed to the readers here).
+One guard holds each kept batch's outline (`KeptBatches`, handed to the readers here: its window, rows, and per column
+the counts and bounds a fingerprint reads), never every whole profile at once: the reference is merged from the
+batches read one at a time (`profiles.reference.reference_of`), and a batch whose rows changed is read whole again.
+`kintsugi init` cuts the table into batches one at a time too (`profiles.batches.iter_batches`), each stored as
+soon as it is profiled.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import shutil
 import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -38,12 +42,13 @@ from controlplane.stages import key_history
 from controlplane.stages.key_history import Covered
 from controlplane.stages.pin import pin_table
 from controlplane.workspace import Workspace
-from profiles.batches import split_batches
+from profiles.batches import iter_batches
 from profiles.engines.keys import KeyHashes
 from profiles.fingerprints import FingerprintCache, fingerprint_of_profile, fingerprint_windows
 from profiles.hashing import HashFormatError
+from profiles.outline import outline, outline_from_json
 from profiles.profile import BatchProfile, TimeWindow
-from profiles.reference import Reference, build_reference
+from profiles.reference import Reference, reference_of
 from profiles.snapshot import Snapshot, SnapshotError, read_snapshot
 
 __all__ = [
@@ -61,7 +66,7 @@ __all__ = [
     "windows_of",
     "changed_batches",
     "History",
-    "reference_batches",
+    "reference_ids",
     "state_path",
     "with_window_closed",
     "forget_after",
@@ -91,8 +96,12 @@ def state_path(ws: Workspace, pipeline: str) -> Path:
 
 
 def _batch_path(ws: Workspace, pipeline: str, batch_id: str) -> Path:
+    return _folder(ws, pipeline) / "batches" / _batch_path_name(batch_id)
+
+
+def _batch_path_name(batch_id: str) -> str:
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in batch_id)
-    return _folder(ws, pipeline) / "batches" / f"{safe}.json"
+    return f"{safe}.json"
 
 
 def load_state(ws: Workspace, pipeline: str) -> ReferenceState | None:
@@ -130,39 +139,49 @@ def _digest(text: str) -> str:
 
 
 class KeptBatches:
-    """The kept batches of a pipeline as one guard reads them: each batch's JSON read and parsed once. A cache for
-    one guard (made by it, handed to the readers below), not state: a batch kept or forgotten after it was made is
-    not seen by it."""
+    """The kept batches of a pipeline as one guard reads them: each batch's outline (`BatchProfile.outline`) and the
+    digest of its JSON, kept from its first reading; a whole profile is read again when asked for and not kept. A
+    cache for one guard (made by it, handed to the readers below), not state: a batch kept or forgotten after it was
+    made is not seen by it."""
 
     def __init__(self, ws: Workspace, pipeline: str) -> None:
         self.ws, self.pipeline = ws, pipeline
         self._read: dict[str, tuple[BatchProfile, str]] = {}
 
     def batch(self, batch_id: str) -> BatchProfile:
-        return self._entry(batch_id)[0]
+        """The batch's outline (`profiles.outline`): its identity, window, rows and per column the counts and bounds."""
+        if batch_id not in self._read:
+            self._read[batch_id] = _read_batch(self.ws, self.pipeline, batch_id, outline_from_json)
+        return self._read[batch_id][0]
+
+    def whole(self, batch_id: str) -> BatchProfile:
+        """The batch as it was kept, sketches and all, read from its JSON (not kept here)."""
+        batch, digest = _read_batch(self.ws, self.pipeline, batch_id)
+        if batch_id not in self._read:
+            self._read[batch_id] = (outline(batch), digest)
+        elif self._read[batch_id][1] != digest:
+            raise WorkspaceError(
+                f"the reference batch {self.ws.rel(_batch_path(self.ws, self.pipeline, batch_id))} changed while a "
+                "guard read it",
+                "run again; only one writer may change the workspace at a time (its lock)",
+            )
+        return batch
 
     def covered(self, state: ReferenceState) -> Covered:
         """The kept batches as a key index must cover them (`controlplane.stages.key_history`)."""
-        return Covered(state.time_column, state.watermark_ms, tuple((b, self._entry(b)[1]) for b in state.batches))
-
-    def _entry(self, batch_id: str) -> tuple[BatchProfile, str]:
-        if batch_id not in self._read:
-            self._read[batch_id] = _read_batch(self.ws, self.pipeline, batch_id)
-        return self._read[batch_id]
+        for batch_id in state.batches:
+            self.batch(batch_id)
+        return Covered(state.time_column, state.watermark_ms, tuple((b, self._read[b][1]) for b in state.batches))
 
 
-def _load_batch(ws: Workspace, pipeline: str, batch_id: str, batches: KeptBatches | None = None) -> BatchProfile:
-    if batches is not None:
-        return batches.batch(batch_id)
-    return _read_batch(ws, pipeline, batch_id)[0]
-
-
-def _read_batch(ws: Workspace, pipeline: str, batch_id: str) -> tuple[BatchProfile, str]:
-    """A kept batch and the digest of its JSON."""
+def _read_batch(
+    ws: Workspace, pipeline: str, batch_id: str, parse: Callable[[str], BatchProfile] = BatchProfile.from_json
+) -> tuple[BatchProfile, str]:
+    """A kept batch (whole, or as `parse` reads it) and the digest of its JSON."""
     path = _batch_path(ws, pipeline, batch_id)
     try:
         text = path.read_text()
-        return BatchProfile.from_json(text), _digest(text)
+        return parse(text), _digest(text)
     except HashFormatError as exc:
         raise WorkspaceError(
             f"the reference batch {ws.rel(path)}: {exc.message}",
@@ -175,25 +194,24 @@ def _read_batch(ws: Workspace, pipeline: str, batch_id: str) -> tuple[BatchProfi
         ) from exc
 
 
-def reference_batches(
-    ws: Workspace, pipeline: str, state: ReferenceState, kept: KeptBatches | None = None
-) -> list[BatchProfile]:
+def reference_ids(state: ReferenceState, kept: KeptBatches) -> list[str]:
     """The last REFERENCE_BATCHES passed batches, and the same season a year before the newest when kept."""
     recent = list(state.batches[-REFERENCE_BATCHES:])
-    older = [_load_batch(ws, pipeline, b, kept) for b in state.batches[:-REFERENCE_BATCHES]]
-    batches = [_load_batch(ws, pipeline, b, kept) for b in recent]
-    newest = max((b.end_ms for b in batches if b.end_ms is not None), default=None)
-    if newest is not None:
-        season = [b for b in older if b.end_ms is not None and abs(newest - _YEAR_MS - b.end_ms) <= _SEASON_MS]
-        batches = season + batches
-    return batches
+    newest = max((e for e in (kept.batch(b).end_ms for b in recent) if e is not None), default=None)
+    if newest is None:
+        return recent
+    older = [(b, kept.batch(b).end_ms) for b in state.batches[:-REFERENCE_BATCHES]]
+    return [b for b, end in older if end is not None and abs(newest - _YEAR_MS - end) <= _SEASON_MS] + recent
 
 
 def load_reference(ws: Workspace, pipeline: str, kept: KeptBatches | None = None) -> Reference | None:
+    """The reference of the kept batches (`reference_ids`), each read whole from its JSON one at a time."""
     state = load_state(ws, pipeline)
     if state is None or not state.batches:
         return None
-    return build_reference(reference_batches(ws, pipeline, state, kept))
+    batches = kept if kept is not None else KeptBatches(ws, pipeline)
+    ids = reference_ids(state, batches)
+    return reference_of(lambda: (batches.whole(b) for b in ids))
 
 
 def new_rows_window(state: ReferenceState) -> TimeWindow:
@@ -220,40 +238,72 @@ def save_batch(
     batch = with_window_closed(batch)
     text = batch.to_json()
     _write(_batch_path(ws, pipeline, batch.batch_id), text)
-    ids = state.batches if batch.batch_id in state.batches else (*state.batches, batch.batch_id)
-    marks = [m for m in (state.watermark_ms, batch.end_ms) if m is not None]
-    new = replace(state, batches=ids, watermark_ms=max(marks) if marks else None)
+    new = _kept(state, batch)
     _save_state(ws, pipeline, new)
-    if keys is not None and ids != state.batches:
+    if keys is not None and new.batches != state.batches:
         before = Covered(state.time_column, state.watermark_ms, tuple((b, "") for b in state.batches))
         key_history.extend(ws, pipeline, before, (batch.batch_id, _digest(text)), new.watermark_ms, keys)
     return new
 
 
+def _kept(state: ReferenceState, batch: BatchProfile) -> ReferenceState:
+    """The state with the batch kept and the watermark moved past it."""
+    ids = state.batches if batch.batch_id in state.batches else (*state.batches, batch.batch_id)
+    marks = [m for m in (state.watermark_ms, batch.end_ms) if m is not None]
+    return replace(state, batches=ids, watermark_ms=max(marks) if marks else None)
+
+
 def establish(ws: Workspace, spec: PipelineSpec, table: Path, *, cadence: str = "auto") -> Reference:
     """Cut the table into batches by its time column and keep them all as the reference (a new pipeline)."""
-    column = spec.training.time_column
-    try:
-        snapshots = split_batches(table, time_column=column, cadence=cadence)
-    except SnapshotError as exc:
-        raise DataError(str(exc), f"check `time_column: {column}` in {spec.source} and the table") from exc
-    if not snapshots:
-        raise DataError(
-            f"the table of {spec.name!r} has no rows to make a reference from", "land at least one batch first"
-        )
-    chosen = cadence if cadence != "auto" else _cadence_of(snapshots)
-    state = ReferenceState(column, chosen, (), None)
-    key_history.drop(ws, spec.name)  # the reference taken again: so is its key index
-    for snapshot in snapshots:
-        assert snapshot.batch is not None
-        state = save_batch(ws, spec.name, snapshot.batch, state)
+    _cut(ws, spec, table, cadence)
     reference = load_reference(ws, spec.name)
     assert reference is not None
     return reference
 
 
-def _cadence_of(snapshots: list[Snapshot]) -> str:
-    batch = snapshots[0].batch
+def _cut(ws: Workspace, spec: PipelineSpec, table: Path, cadence: str) -> ReferenceState:
+    """The table cut into batches, each stored as soon as it is profiled, in a folder of their own until the last
+    one is: then they replace the kept ones and the state names them (a table that cannot be cut whole keeps
+    nothing, and the reference that was there stays)."""
+    column = spec.training.time_column
+    folder = _folder(ws, spec.name)
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".batches-", dir=folder))
+    try:
+        state = _stage(staging, iter_batches(table, time_column=column, cadence=cadence), column, cadence)
+        if state is None:
+            raise DataError(
+                f"the table of {spec.name!r} has no rows to make a reference from", "land at least one batch first"
+            )
+        key_history.drop(ws, spec.name)  # the reference taken again: so is its key index
+        for batch_id in state.batches:
+            target = _batch_path(ws, spec.name, batch_id)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / target.name, target)
+        _save_state(ws, spec.name, state)
+    except SnapshotError as exc:
+        raise DataError(str(exc), f"check `time_column: {column}` in {spec.source} and the table") from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return state
+
+
+def _stage(staging: Path, snapshots: Iterator[Snapshot], column: str, cadence: str) -> ReferenceState | None:
+    """Each batch written to `staging` as it comes (its window closed at its last row), and the state naming them."""
+    state: ReferenceState | None = None
+    for snapshot in snapshots:
+        assert snapshot.batch is not None
+        if state is None:
+            state = ReferenceState(column, cadence if cadence != "auto" else _cadence_of(snapshot), (), None)
+        batch = with_window_closed(snapshot.batch)
+        del snapshot  # its sample and profile go with it: one batch at a time
+        (staging / _batch_path_name(batch.batch_id)).write_text(batch.to_json())
+        state = _kept(state, batch)
+    return state
+
+
+def _cadence_of(first: Snapshot) -> str:
+    batch = first.batch
     window = batch.window if batch is not None else None
     if window is None or window.after_ms is None or window.through_ms is None:
         return "auto"
@@ -264,8 +314,10 @@ def _cadence_of(snapshots: list[Snapshot]) -> str:
 def kept_batches(
     ws: Workspace, pipeline: str, state: ReferenceState, kept: KeptBatches | None = None
 ) -> list[BatchProfile]:
-    """Every batch that passed, oldest first."""
-    return [_load_batch(ws, pipeline, i, kept) for i in state.batches]
+    """Every batch that passed, oldest first, as outlines (`BatchProfile.outline`: identity, window, rows, and per
+    column the counts and bounds a fingerprint reads)."""
+    batches = kept if kept is not None else KeptBatches(ws, pipeline)
+    return [batches.batch(i) for i in state.batches]
 
 
 def kept_windows(ws: Workspace, pipeline: str, state: ReferenceState) -> list[TimeWindow]:
@@ -282,7 +334,7 @@ def windows_of(kept: Sequence[BatchProfile], state: ReferenceState) -> list[Time
 class History:
     """What became of the rows that passed earlier, read from the table as it is now."""
 
-    changed: list[tuple[BatchProfile, Snapshot]]  # kept batches whose rows are not what passed: (as kept, as now)
+    changed: list[tuple[BatchProfile, Snapshot]]  # kept batches whose rows are not what passed: (as kept, whole; now)
     unguarded_rows: int  # rows in no kept batch and not after the watermark: late rows, or rows with no time
     groups_read: int = 0  # row groups of the table read to fingerprint the batches
     groups_cached: int = 0  # row groups whose fingerprints came from the cache, unread
@@ -311,14 +363,15 @@ def changed_batches(
     kept batch (a split refuses rows with no time, and a kept window reaches its batch's last row), so a row in
     none of them, dated at or before the watermark or not dated, arrived since and was never guarded: the
     new-rows window, after the watermark, misses it."""
-    batches = [b for b in (_load_batch(ws, pipeline, i, kept) for i in state.batches) if b.window is not None]
+    kept = kept if kept is not None else KeptBatches(ws, pipeline)
+    batches = [b for b in kept_batches(ws, pipeline, state, kept) if b.window is not None]
     windows = [b.window for b in batches if b.window is not None]
     cache = cache if cache is not None else FingerprintCache()  # none kept: counts the row groups read all the same
     hits, reads, footers = cache.hits, cache.reads, cache.footers
     try:
         now, outside = fingerprint_windows(table, windows, cache, rest=new_rows_window(state))
         moved = [b for b, f in zip(batches, now) if not f.matches(fingerprint_of_profile(b.profile))]
-        changed = [(b, read(table, window=b.window, batch_id=b.batch_id)) for b in moved]
+        changed = [(kept.whole(b.batch_id), read(table, window=b.window, batch_id=b.batch_id)) for b in moved]
     except (OSError, ValueError, SnapshotError, pa.ArrowException) as exc:
         raise DataError(f"cannot check the history of {table}: {exc}", "replace the table with a readable one") from exc
     return History(changed, outside, cache.reads - reads, cache.hits - hits, cache.footers - footers)
@@ -348,12 +401,12 @@ def establish_reference(ws: Workspace, spec: PipelineSpec, metadata: MetadataPor
     folder = Path(tempfile.mkdtemp(prefix=".reference-", dir=ws.runs))
     try:
         pinned = pin_table(ws, spec, folder / "pin")
-        reference = establish(ws, spec, pinned.path(ws))
-        state = load_state(ws, spec.name)
-        if state is not None and len(state.batches) > 1:
-            before_newest = _load_batch(ws, spec.name, state.batches[-2])
+        state = _cut(ws, spec, pinned.path(ws), "auto")
+        if len(state.batches) > 1:
+            before_newest = KeptBatches(ws, spec.name).batch(state.batches[-2])
             forget_after(ws, spec.name, len(state.batches) - 1, before_newest.end_ms)
-            reference = load_reference(ws, spec.name) or reference
+        reference = load_reference(ws, spec.name)
+        assert reference is not None
         metadata.emit(profile_mcps(spec.feature_table, reference.profile, now_ms), now_ms)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -1,16 +1,30 @@
 """controlplane/stages/kept_reference.py: kept batch profiles whose distinct sketches are of a hash format this
-version does not know are refused as a workspace error naming the fix; the first format's still load."""
+version does not know are refused as a workspace error naming the fix; the first format's still load. A reference of
+many kept batches is read one batch at a time, and a guard holds every kept batch as an outline only."""
 
 from __future__ import annotations
 
+import gc
 import json
+import tracemalloc
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
 from controlplane.errors import WorkspaceError
-from controlplane.stages.kept_reference import ReferenceState, load_reference, save_batch
+from controlplane.stages.kept_reference import (
+    REFERENCE_BATCHES,
+    KeptBatches,
+    ReferenceState,
+    kept_batches,
+    load_reference,
+    save_batch,
+)
 from controlplane.workspace import Workspace
+from profiles.batches import iter_batches
+from profiles.outline import outline
+from profiles.profile import BatchProfile
 from profiles.snapshot import read_snapshot
 from tests.profiles.batches_support import month_window, table, write
 
@@ -37,3 +51,34 @@ def test_a_kept_batch_of_an_unknown_hash_format_is_refused_with_the_fix(tmp_path
         "hashes with 2; run the kintsugi version that wrote it, or establish the reference again with "
         "`kintsugi init --force`"
     )
+
+
+def _peak(make: Callable[[], object]) -> int:
+    """The most memory (bytes traced) that `make` held at once while it ran."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        make()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_reference_of_many_kept_batches_is_read_one_batch_at_a_time(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path / "ws")
+    state = ReferenceState("ts", "day", (), None)
+    for snapshot in iter_batches(write(tmp_path, table(), "table"), time_column="ts", cadence="day"):
+        assert snapshot.batch is not None
+        state = save_batch(ws, "p", snapshot.batch, state)
+    assert len(state.batches) == 91 > REFERENCE_BATCHES
+    newest = ws.references / "p" / "batches" / f"{state.batches[-1]}.json"
+    one = _peak(lambda: BatchProfile.from_json(newest.read_text()))
+    # every kept batch whole at once (as a guard held them) is 44 times one batch; the merge, one batch and the 91
+    # outlines (a twenty-fifth of a batch each) under 6 and 4
+    assert _peak(lambda: load_reference(ws, "p")) < 10 * one
+    kept = KeptBatches(ws, "p")
+    assert _peak(lambda: [kept.batch(b) for b in state.batches]) < 10 * one
+    outlines = kept_batches(ws, "p", state, kept)
+    assert all(b.outlined and b.profile.columns["rain"].sketch is None for b in outlines)
+    whole = kept.whole(state.batches[-1])
+    assert whole.profile.columns["rain"].sketch is not None and outline(whole) == outlines[-1]
