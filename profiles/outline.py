@@ -23,7 +23,6 @@ from profiles.profile import (
     TimeWindow,
     check_hash_format,
     expect_format,
-    parse_number,
 )
 
 __all__ = ["outline", "outline_from_json"]
@@ -62,16 +61,9 @@ def outline_from_json(text: str) -> BatchProfile:
     )
 
 
+# what an outline holds of a column: its counts and bounds, no sketch, quantile or value count
+_OUTLINE_KEYS = ("logical_type", "rows", "nulls", "min", "max", "mean", "stdev", "nans", "zeros")
+
+
 def _column(name: str, d: Mapping[str, Any]) -> ColumnProfile:
-    return ColumnProfile(
-        name=name,
-        logical_type=d["logical_type"],
-        row_count=int(d["rows"]),
-        null_count=int(d["nulls"]),
-        minimum=parse_number(d.get("min")),
-        maximum=parse_number(d.get("max")),
-        mean=parse_number(d.get("mean")),
-        stdev=parse_number(d.get("stdev")),
-        nan_count=int(d.get("nans") or 0),
-        zero_count=d.get("zeros"),
-    )
+    return ColumnProfile.from_dict(name, {k: d[k] for k in _OUTLINE_KEYS if k in d})
