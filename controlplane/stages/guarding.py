@@ -11,8 +11,8 @@ pipeline's engine (`controlplane.runs.engine`: arrow, or spark), with the same w
 
 What a guard costs follows the batch, not the history, and it reads the batch once: the engine samples by the
 contract's key and hashes it in the profile's pass (`TableEngine.snapshot`), so the batch's duplicate keys are
-counted from those hashes; each kept batch's JSON is read once (`KeptBatches`); the history's fingerprints come from
-the row groups' cache, so only changed row groups of kept batches are read (the new rows' by their footer, none);
+counted from those hashes; each kept batch's JSON is read once (`KeptBatches`), and the reference merged from them
+comes from its cache (merged when the last batch was kept); the history's fingerprints come from the row groups' cache, so only changed row groups of kept batches are read (the new rows' by their footer, none);
 and while the history is intact (every kept batch as it passed, no row outside them), duplicates across batches
 are counted from the new batch's key hashes and the key index beside the reference
 (`controlplane.stages.key_history`), never from the rest of the table's rows. The new batch's hashed keys go back
@@ -103,11 +103,13 @@ def context_without_snapshot(
     snapshot_error: str | None = None,
     kept: KeptBatches | None = None,
     contract_read: tuple[Contract | None, str | None] | None = None,
+    keep_cache: bool = False,
 ) -> GuardContext:
     """The guard's context of `spec`'s table from DataHub and the kept reference; `contract_read`: the contract
-    as `read_contract` gave it already (else it is read here)."""
+    as `read_contract` gave it already (else it is read here); `keep_cache`: a reference merged here is cached
+    for the next guard (a writer's, under the pipeline's lock)."""
     contract, contract_error = contract_read or read_contract(metadata, spec.feature_table)
-    reference = load_reference(ws, spec.name, kept) or read_profile(metadata, spec.feature_table)
+    reference = load_reference(ws, spec.name, kept, keep_cache=keep_cache) or read_profile(metadata, spec.feature_table)
     return GuardContext(
         dataset_urn=spec.feature_table,
         contract=contract,
@@ -196,10 +198,14 @@ def guard_table(
         try:
             snapshot, window = _read(read, table, state, as_batch)
         except SnapshotError as exc:
-            context = context_without_snapshot(ws, metadata, spec, now_ms, None, str(exc), kept, contract_read)
+            context = context_without_snapshot(
+                ws, metadata, spec, now_ms, None, str(exc), kept, contract_read, keep_cache=keep_caches
+            )
             return Guarded(context, run_guard(context), None)
         history = later.result() if later is not None else None
-    context = context_without_snapshot(ws, metadata, spec, now_ms, snapshot, kept=kept, contract_read=contract_read)
+    context = context_without_snapshot(
+        ws, metadata, spec, now_ms, snapshot, kept=kept, contract_read=contract_read, keep_cache=keep_caches
+    )
     if state is None or history is None:
         context = with_repeats_counted(context)
         report = run_guard(context)

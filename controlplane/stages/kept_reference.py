@@ -4,7 +4,9 @@ A table grows by batches. Each batch the guard passed is kept as its profile —
 rows — under `references/<pipeline>/batches/`, with `state.json` naming them in order and the watermark (the
 latest time a passed batch covered). The reference is built from the last `REFERENCE_BATCHES` of them (plus,
 when the history has it, the same season a year earlier), so natural variation is inside it and guarding a
-batch never rescans old ones. Its merged profile is summarised in DataHub as the dataset's datasetProfile.
+batch never rescans old ones. Its merged profile is summarised in DataHub as the dataset's datasetProfile. The
+merged reference is cached under the digest of the batches it was merged from (`reference_cache_path`): merged once
+where the batches change (a batch kept, the reference established), read by every guard after.
 
 Passed batches are also how history is checked: the rows of every kept batch are fingerprinted at every run
 (one aggregate pass, `profiles.fingerprints`) and compared with what was kept when they passed; a batch
@@ -67,6 +69,7 @@ __all__ = [
     "changed_batches",
     "History",
     "reference_ids",
+    "reference_cache_path",
     "state_path",
     "with_window_closed",
     "forget_after",
@@ -167,11 +170,16 @@ class KeptBatches:
             )
         return batch
 
+    def digest(self, batch_id: str) -> str:
+        """The digest of the batch's JSON as this guard first read it."""
+        self.batch(batch_id)
+        return self._read[batch_id][1]
+
     def covered(self, state: ReferenceState) -> Covered:
         """The kept batches as a key index must cover them (`controlplane.stages.key_history`)."""
         for batch_id in state.batches:
             self.batch(batch_id)
-        return Covered(state.time_column, state.watermark_ms, tuple((b, self._read[b][1]) for b in state.batches))
+        return Covered(state.time_column, state.watermark_ms, tuple((b, self.digest(b)) for b in state.batches))
 
 
 def _read_batch(
@@ -204,14 +212,52 @@ def reference_ids(state: ReferenceState, kept: KeptBatches) -> list[str]:
     return [b for b, end in older if end is not None and abs(newest - _YEAR_MS - end) <= _SEASON_MS] + recent
 
 
-def load_reference(ws: Workspace, pipeline: str, kept: KeptBatches | None = None) -> Reference | None:
-    """The reference of the kept batches (`reference_ids`), each read whole from its JSON one at a time."""
+def load_reference(
+    ws: Workspace, pipeline: str, kept: KeptBatches | None = None, *, keep_cache: bool = False
+) -> Reference | None:
+    """The reference of the kept batches (`reference_ids`): from the cache when it was merged from exactly these
+    batches (their ids and the digests of their JSON), else merged from each read whole one at a time, and cached
+    when `keep_cache` (a writer's: under the pipeline's lock)."""
     state = load_state(ws, pipeline)
     if state is None or not state.batches:
         return None
     batches = kept if kept is not None else KeptBatches(ws, pipeline)
     ids = reference_ids(state, batches)
-    return reference_of(lambda: (batches.whole(b) for b in ids))
+    key = _digest(json.dumps([[b, batches.digest(b)] for b in ids]))
+    cached = _cached_reference(ws, pipeline, key)
+    if cached is not None:
+        return cached
+    reference = reference_of(lambda: (batches.whole(b) for b in ids))
+    if keep_cache:
+        _cache_reference(ws, pipeline, key, reference)
+    return reference
+
+
+def reference_cache_path(ws: Workspace, pipeline: str, key: str) -> Path:
+    """Where the reference merged from the kept batches `key` names is cached (a cache, not a record: its name is
+    the digest of the batches it was merged from, so a batch kept, forgotten or changed is a miss, never a stale
+    reference)."""
+    return ws.cache / "references" / pipeline / f"{key}.json"
+
+
+def _cached_reference(ws: Workspace, pipeline: str, key: str) -> Reference | None:
+    """The cached reference of `key`, or None when there is none or it cannot be read (then it is merged again)."""
+    try:
+        return Reference.from_json(reference_cache_path(ws, pipeline, key).read_text())
+    except (OSError, ValueError, KeyError, TypeError, HashFormatError):
+        return None
+
+
+def _cache_reference(ws: Workspace, pipeline: str, key: str, reference: Reference) -> None:
+    """Cache the reference under `key`, in place of any other (the batches move on: one is read again at most)."""
+    path = reference_cache_path(ws, pipeline, key)
+    try:
+        _write(path, reference.to_json())
+        for other in path.parent.glob("*.json"):
+            if other != path:
+                other.unlink(missing_ok=True)
+    except OSError:
+        pass  # a cache that cannot be written costs a merge next time
 
 
 def new_rows_window(state: ReferenceState) -> TimeWindow:
@@ -243,6 +289,7 @@ def save_batch(
     if keys is not None and new.batches != state.batches:
         before = Covered(state.time_column, state.watermark_ms, tuple((b, "") for b in state.batches))
         key_history.extend(ws, pipeline, before, (batch.batch_id, _digest(text)), new.watermark_ms, keys)
+    load_reference(ws, pipeline, keep_cache=True)  # merged once here, where it changes: the next guard reads it
     return new
 
 
@@ -256,7 +303,7 @@ def _kept(state: ReferenceState, batch: BatchProfile) -> ReferenceState:
 def establish(ws: Workspace, spec: PipelineSpec, table: Path, *, cadence: str = "auto") -> Reference:
     """Cut the table into batches by its time column and keep them all as the reference (a new pipeline)."""
     _cut(ws, spec, table, cadence)
-    reference = load_reference(ws, spec.name)
+    reference = load_reference(ws, spec.name, keep_cache=True)
     assert reference is not None
     return reference
 
@@ -405,7 +452,7 @@ def establish_reference(ws: Workspace, spec: PipelineSpec, metadata: MetadataPor
         if len(state.batches) > 1:
             before_newest = KeptBatches(ws, spec.name).batch(state.batches[-2])
             forget_after(ws, spec.name, len(state.batches) - 1, before_newest.end_ms)
-        reference = load_reference(ws, spec.name)
+        reference = load_reference(ws, spec.name, keep_cache=True)
         assert reference is not None
         metadata.emit(profile_mcps(spec.feature_table, reference.profile, now_ms), now_ms)
     finally:

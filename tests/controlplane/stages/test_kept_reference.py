@@ -1,11 +1,13 @@
 """controlplane/stages/kept_reference.py: kept batch profiles whose distinct sketches are of a hash format this
 version does not know are refused as a workspace error naming the fix; the first format's still load. A reference of
-many kept batches is read one batch at a time, and a guard holds every kept batch as an outline only."""
+many kept batches is read one batch at a time, and a guard holds every kept batch as an outline only. The merged
+reference is cached where its batches change, read from the cache after, and merged again when a batch differs."""
 
 from __future__ import annotations
 
 import gc
 import json
+import shutil
 import tracemalloc
 from pathlib import Path
 from typing import Callable
@@ -19,12 +21,14 @@ from controlplane.stages.kept_reference import (
     ReferenceState,
     kept_batches,
     load_reference,
+    reference_ids,
     save_batch,
 )
 from controlplane.workspace import Workspace
 from profiles.batches import iter_batches
 from profiles.outline import outline
 from profiles.profile import BatchProfile
+from profiles.reference import Reference, build_reference, reference_of
 from profiles.snapshot import read_snapshot
 from tests.profiles.batches_support import month_window, table, write
 
@@ -72,6 +76,7 @@ def test_a_reference_of_many_kept_batches_is_read_one_batch_at_a_time(tmp_path: 
         state = save_batch(ws, "p", snapshot.batch, state)
     assert len(state.batches) == 91 > REFERENCE_BATCHES
     newest = ws.references / "p" / "batches" / f"{state.batches[-1]}.json"
+    shutil.rmtree(ws.cache / "references")  # merged, not read from the cache the last save_batch wrote
     one = _peak(lambda: BatchProfile.from_json(newest.read_text()))
     # every kept batch whole at once (as a guard held them) is 44 times one batch; the merge, one batch and the 91
     # outlines (a twenty-fifth of a batch each) under 6 and 4
@@ -82,3 +87,43 @@ def test_a_reference_of_many_kept_batches_is_read_one_batch_at_a_time(tmp_path: 
     assert all(b.outlined and b.profile.columns["rain"].sketch is None for b in outlines)
     whole = kept.whole(state.batches[-1])
     assert whole.profile.columns["rain"].sketch is not None and outline(whole) == outlines[-1]
+
+
+def _kept_days(tmp_path: Path) -> tuple[Workspace, ReferenceState]:
+    ws = Workspace(tmp_path / "ws")
+    state = ReferenceState("ts", "day", (), None)
+    for snapshot in iter_batches(write(tmp_path, table(), "table"), time_column="ts", cadence="day"):
+        assert snapshot.batch is not None
+        state = save_batch(ws, "p", snapshot.batch, state)
+    return ws, state
+
+
+def test_the_reference_is_cached_where_its_batches_change_and_read_from_the_cache_until_one_differs(
+    tmp_path: Path,
+) -> None:
+    ws, state = _kept_days(tmp_path)
+    kept = KeptBatches(ws, "p")
+    ids = reference_ids(state, kept)
+    merged = reference_of(lambda: (kept.whole(b) for b in ids)).to_json()
+    folder = ws.cache / "references" / "p"
+    (cached,) = folder.glob("*.json")  # the last save_batch's: each replaced the one before
+    assert Reference.from_json(cached.read_text()).to_json() == merged  # read back, the same byte for byte
+
+    other = build_reference([kept.whole(ids[-1])]).to_json()  # a reference that is not these batches' merge
+    cached.write_text(other)
+    loaded = load_reference(ws, "p")
+    assert loaded is not None and loaded.to_json() == other  # what the cache holds: no batch was merged
+
+    newest = ws.references / "p" / "batches" / f"{ids[-1]}.json"
+    newest.write_text(newest.read_text() + "\n")  # the same profile, other bytes: not the batches it was merged from
+    loaded = load_reference(ws, "p")
+    assert loaded is not None and loaded.to_json() == merged
+    assert [p.name for p in folder.glob("*.json")] == [cached.name]  # a reader merges and writes no cache
+
+    loaded = load_reference(ws, "p", keep_cache=True)
+    (recached,) = folder.glob("*.json")
+    assert loaded is not None and recached != cached and recached.read_text() == merged
+
+    recached.write_text("{")  # unreadable: merged again, never an error
+    loaded = load_reference(ws, "p")
+    assert loaded is not None and loaded.to_json() == merged
