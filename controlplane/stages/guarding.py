@@ -12,8 +12,9 @@ pipeline's engine (`controlplane.runs.engine`: arrow, or spark), with the same w
 What a guard costs follows the batch, not the history, and it reads the batch once: the engine samples by the
 contract's key and hashes it in the profile's pass (`TableEngine.snapshot`), so the batch's duplicate keys are
 counted from those hashes; each kept batch's JSON is read once (`KeptBatches`), and the reference merged from them
-comes from its cache (merged when the last batch was kept); the history's fingerprints come from the row groups' cache, so only changed row groups of kept batches are read (the new rows' by their footer, none);
-and while the history is intact (every kept batch as it passed, no row outside them), duplicates across batches
+comes from its cache (merged when the last batch was kept); the history's fingerprints come from the row groups'
+cache, so only changed row groups of kept batches are read (the new rows' by their footer, none); and while the
+history is intact (every kept batch as it passed, no row outside them), duplicates across batches
 are counted from the new batch's key hashes and the key index beside the reference
 (`controlplane.stages.key_history`), never from the rest of the table's rows. The new batch's hashed keys go back
 with the result (`Guarded.keys`), for the index to take when the batch is kept. Caches are written only by a guard

@@ -50,7 +50,7 @@ from profiles.fingerprints import FingerprintCache, fingerprint_of_profile, fing
 from profiles.hashing import HashFormatError
 from profiles.outline import outline, outline_from_json
 from profiles.profile import BatchProfile, TimeWindow
-from profiles.reference import Reference, reference_of
+from profiles.reference import REFERENCE_FORMAT, Reference, reference_of
 from profiles.snapshot import Snapshot, SnapshotError, read_snapshot
 
 __all__ = [
@@ -223,7 +223,7 @@ def load_reference(
         return None
     batches = kept if kept is not None else KeptBatches(ws, pipeline)
     ids = reference_ids(state, batches)
-    key = _digest(json.dumps([[b, batches.digest(b)] for b in ids]))
+    key = _digest(json.dumps([REFERENCE_FORMAT, *([b, batches.digest(b)] for b in ids)]))
     cached = _cached_reference(ws, pipeline, key)
     if cached is not None:
         return cached
