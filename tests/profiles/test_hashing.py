@@ -1,12 +1,15 @@
 """profiles/hashing.py: a value's hash depends on the value alone, never on the values hashed beside it, how they
-are sliced, ordered or chunked, or how arrow encodes them."""
+are sliced, ordered or chunked, or how arrow encodes them; and the hashes of HASH_FORMAT are the ones stored in
+workspaces (key indexes, distinct sketches), digit for digit."""
 
 from __future__ import annotations
+
+import hashlib
 
 import numpy as np
 import pyarrow as pa
 
-from profiles.hashing import hash_array, hash_rows
+from profiles.hashing import HASH_FORMAT, hash_array, hash_rows
 
 # keys that count up across a word boundary (8 bytes), and a few lengths either side
 KEYS = ["o-5", "o-999999", "o-1000000", "o-123456789", "", "abcdefgh", "abcdefghi", "é" * 9, "x" * 40]
@@ -52,3 +55,23 @@ def test_a_row_hashes_alike_in_any_slice_or_chunking() -> None:
     assert chunked.column("k").num_chunks == 3 and np.array_equal(hash_rows(chunked), whole)
     wide = pa.table({"k": pa.array(KEYS, pa.large_string()).dictionary_encode(), "n": table.column("n")})
     assert np.array_equal(hash_rows(wide), whole)
+
+
+def test_the_hashes_of_this_format_are_the_ones_workspaces_store() -> None:
+    # stored key indexes and distinct sketches compare with fresh hashes: a faster hash must give the same digits,
+    # else HASH_FORMAT moves on (and kept references are refused with the fix)
+    rng = np.random.default_rng(7)
+    alphabet = list("abcdefghijklmnopqrstuvwxyz0123456789-_ éü中")
+    values = ["".join(rng.choice(alphabet, size=int(n))) for n in rng.integers(0, 40, size=5000)]
+    values += ["", "a", "o-259200", "o-10259200", "x" * 64]
+    strings = pa.array(values)
+    hashes = [
+        hash_array(strings),
+        hash_array(strings.cast(pa.large_string())),
+        hash_array(pa.array(values[:3] + [None] + values[3:10])),
+        hash_array(pa.array(np.arange(-5, 5, dtype=np.int64))),
+        hash_array(pa.array([0.0, -0.0, 1.5, np.nan, 1e300])),
+        hash_rows(pa.table({"s": strings, "n": pa.array(np.arange(len(values)))})),
+    ]
+    digest = hashlib.sha256(b"".join(h.tobytes() for h in hashes)).hexdigest()
+    assert (HASH_FORMAT, digest) == (2, "0350b1d7b0fcad048bd3ebc1bc3c671b2dcc899890d56b82999e2d572c15fd09")
