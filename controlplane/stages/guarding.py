@@ -188,14 +188,9 @@ def guard_table(
     state, kept = load_state(ws, spec.name), KeptBatches(ws, spec.name)
     contract_read = contract_read or read_contract(metadata, spec.feature_table)
     read = partial(engine.snapshot, keys=_keys_of(contract_read[0]))
-    cache = FingerprintCache.load(fingerprint_cache_path(ws, spec.name))
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="guard-history") as beside:
-        # the kept batches' fingerprints need no row of the new batch: taken while the new batch is profiled
-        later = (
-            None
-            if state is None or as_batch
-            else beside.submit(changed_batches, ws, spec.name, table, state, read=read, kept=kept, cache=cache)
-        )
+        # the kept batches' fingerprints (and their cache) need no row of the new batch: taken while it is profiled
+        later = None if state is None or as_batch else beside.submit(_history, ws, spec.name, table, state, read, kept)
         try:
             snapshot, window = _read(read, table, state, as_batch)
         except SnapshotError as exc:
@@ -203,7 +198,7 @@ def guard_table(
                 ws, metadata, spec, now_ms, None, str(exc), kept, contract_read, keep_cache=keep_caches
             )
             return Guarded(context, run_guard(context), None)
-        history = later.result() if later is not None else None
+        history, cache = later.result() if later is not None else (None, FingerprintCache())
     context = context_without_snapshot(
         ws, metadata, spec, now_ms, snapshot, kept=kept, contract_read=contract_read, keep_cache=keep_caches
     )
@@ -224,6 +219,14 @@ def guard_table(
         cache.save(fingerprint_cache_path(ws, spec.name))
     batch = snapshot.batch if window is not None else None
     return Guarded(context, replace(report, findings=findings), batch, keys if batch is not None else None)
+
+
+def _history(
+    ws: Workspace, pipeline: str, table: Path, state: ReferenceState, read: Callable[..., Snapshot], kept: KeptBatches
+) -> tuple[History, FingerprintCache]:
+    """What became of the kept batches (`changed_batches`), with the row groups' fingerprint cache it read from."""
+    cache = FingerprintCache.load(fingerprint_cache_path(ws, pipeline))
+    return changed_batches(ws, pipeline, table, state, read=read, kept=kept, cache=cache), cache
 
 
 def _repeats_counted(
