@@ -64,6 +64,12 @@ class Policy:
     # domain; chosen without each domain 2.4 (without economics, whose 5.6 then blocks one of its clean batches)
     # to 6.9; 10 blocks no held-out clean batch; failures blocked 235 of 242 at the chosen values, 234 at 10
     unexplained: float = 10.0
+    # the least |correlation| two numeric columns showed in every reference batch for the scale of one against the
+    # other (`profiles.relations` "k:a|b") to say which of them was rescaled (guard.checks.units); chosen, not
+    # tuned: r = 0.95 leaves 10% of one column's variance unexplained by the other, so the log ratio of their spreads
+    # moves by sampling and by what the other does not explain, and not by the columns' levels; measured on the
+    # corpus (`make bench-corpus`): see docs/benchmarks.md
+    pair_scale_correlation: float = 0.95
     # cadences a snapshot may span and still be judged as one batch: a longer one holds several batches'
     # natural variation at once, and an unexplained distance only warns; provenance: not measured (carried
     # over from guard.checks.units)

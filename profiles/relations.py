@@ -16,7 +16,9 @@ batch, without rereading a row) and plain JSON:
 - `groups`: per low-cardinality string column C and numeric column X, the moments of X per value of C:
   the correlation ratio (eta) of a category and a number;
 - `spread`: per association (numeric pair "r:a|b", group "eta:c|x"), the lowest and the highest value any
-  one merged batch showed: how much an association varies from batch to batch;
+  one merged batch showed: how much an association varies from batch to batch; and per numeric pair ("k:a|b")
+  the same of log(sd b / sd a), the scale of one column against the other (stable where they move together, even
+  where each one's own level is not; a rescaling of one moves it by the factor's log);
 - `identities`: exact arithmetic relations c = a + b and c = a * b (differences and ratios are the same
   relations read the other way), as (rows where it holds, rows tested); a relation is kept only while
   every merged batch held it (merging keeps the relations both sides have);
@@ -521,6 +523,7 @@ def _spread(pairs: Mapping[str, PairMoments], groups: Mapping[str, GroupMoments]
     for key, moments in pairs.items():
         if moments.correlation is not None:
             spread[f"r:{key}"] = (abs(moments.correlation),) * 2
+            spread[f"k:{key}"] = (0.5 * math.log(moments.m2_b / moments.m2_a),) * 2  # both spreads > 0: correlated
     for key, grouped in groups.items():
         if grouped.eta is not None:
             spread[f"eta:{key}"] = (grouped.eta,) * 2

@@ -64,7 +64,12 @@ earlier, every kept quantile times one factor exactly today's; or a new batch of
 `policy.unexplained` as it came (where the drift check blocks it anyway), or outside the contract's bounds (where
 the range check does) and nearer natural variation once divided, its shape kept, and back inside natural variation
 (and the bounds)
-divided by the factor that brings it nearest. The name is what changes, never the verdict.
+divided by the factor that brings it nearest: there the name is what changes, not the verdict. A batch of a feature
+that nothing blocks as it came is a SCALE_SHIFT, a block, when a partner it followed in every reference batch says it
+was rescaled: their scale against each other moved beyond `policy.far`, the factor of that move brings the column
+nearer its natural variation (and inside it), and the same factor would take the partner further from its own
+(`_rescaled_against_partner`). A column whose own level varies widely from batch to batch (a panel of entities of
+every size) hides a rescaling inside its band; against a column it moves with, the same rescaling is far outside.
 
 Against a bare whole-table profile (DataHub's datasetProfile: nine quantiles, no sketch, no batch
 history) the check fits an affine map on the 10-90% quantiles and names the unit whose factor and offset
@@ -98,7 +103,7 @@ from guard.variation import (
 )
 from profiles.profile import BatchProfile, ColumnProfile
 from profiles.reference import Reference
-from profiles.relations import resolution
+from profiles.relations import Relations, resolution
 from profiles.sketches import QuantileSketch
 
 __all__ = [
@@ -541,7 +546,9 @@ def _rescaled_without_unit(ctx: GuardContext, column: ColumnContract, observed: 
       reference batches had, and divided by the factor
       that brings it nearest its natural variation it is inside it (and inside the bounds). A slow cycle moves a
       level by steps and reshapes it; it does not multiply every value by one number. Either way the batch was
-      blocked already: the name is what changes, never the verdict."""
+      blocked already: the name is what changes, never the verdict;
+    - a new batch of a feature not blocked as it came: rescaled against a partner (`_rescaled_against_partner`),
+      a block."""
     assert ctx.contract is not None and ctx.snapshot is not None and ctx.reference_profile is not None
     reference, kept = ctx.reference, ctx.reference_profile.columns.get(column.name)
     if not isinstance(reference, Reference) or kept is None or not kept.quantiles:
@@ -558,8 +565,10 @@ def _rescaled_without_unit(ctx: GuardContext, column: ColumnContract, observed: 
     as_is = core(observed.sketch, natural.atom)
     d0 = natural.measure(as_is)[0]
     blocked = d0 is not None and (d0 > POLICY.unexplained or _outside(column, observed))
-    if d0 is None or not blocked or not natural.keeps_shape(as_is)[0]:
+    if d0 is None or not natural.keeps_shape(as_is)[0]:
         return None
+    if not blocked:
+        return _rescaled_against_partner(ctx, column.name, observed, natural, d0)
     rescaled = _within_bounds(column, observed, natural, natural.plain_rescale(observed.sketch, kept.sketch))
     if rescaled is None or rescaled[1] > 1 or (d0 <= POLICY.unexplained and rescaled[1] >= d0):
         return None  # out of bounds alone: the factor must bring the batch nearer natural variation too
@@ -574,6 +583,83 @@ def _rescaled_without_unit(ctx: GuardContext, column: ColumnContract, observed: 
         f"it is back inside ({back:.2f}x the band), its shape kept: rescaled upstream? (no unit is declared to name "
         "a conversion)",
     )
+
+
+def _rescaled_against_partner(
+    ctx: GuardContext, name: str, observed: ColumnProfile, natural: Natural, d0: float
+) -> Finding | None:
+    """SCALE_SHIFT (a block) for a feature not blocked as it came, when a partner says it was rescaled: a column it
+    followed in every reference batch (|correlation| at least `policy.pair_scale_correlation`), against which its
+    scale (`profiles.relations` "k:a|b", log(sd b / sd a)) moved beyond `policy.far` of the band those batches span
+    (their range, one more such range, the largest step it allows, and three sampling errors of the batch's own
+    ratio). Two plans invert that move: the column divided by its factor, or the partner multiplied by it. The column
+    is named when its plan brings it nearer its natural variation (and inside it) while the partner's would take the
+    partner further from its own; otherwise the batch cannot say which of the two moved, and nothing is named. A
+    level that drifts moves both columns of a pair that moves together; a rescaling of one moves it alone."""
+    assert ctx.snapshot is not None and ctx.reference_profile is not None and observed.sketch is not None
+    reference = ctx.reference
+    kept, now = ctx.reference_profile.relations, ctx.snapshot.profile.relations
+    if kept is None or now is None or not isinstance(reference, Reference) or len(reference.batches) < 3:
+        return None
+    moves = sorted(_scale_moves(kept, now, name), key=lambda move: -move[2])
+    if not moves or moves[0][2] <= POLICY.far:
+        return None
+    partner, factor, distance = moves[0]
+    back = natural.measure(core(observed.sketch, natural.atom, factor))[0]
+    rival = _distances(ctx, reference, partner, 1 / factor)
+    if back is None or back > 1 or back >= d0 or rival is None or rival[1] <= rival[0]:
+        return None
+    return make_finding(
+        FindingKind.SCALE_SHIFT,
+        ctx.dataset_urn,
+        name,
+        observed={
+            "distance": round(d0, 3),
+            "partner": partner,
+            "scale_distance": round(distance, 3),
+            "factor": round(factor, 6),
+            "distance_rescaled_back": round(back, 3),
+            "partner_distance": [round(rival[0], 3), round(rival[1], 3)],
+        },
+        expected={"far": POLICY.far, "correlation_at_least": POLICY.pair_scale_correlation},
+        message=f"{name!r} against {partner!r}, which it followed in every reference batch, moved {distance:.1f}x as far "
+        f"as those batches allow (limit {POLICY.far:g}); divided by {factor:.4g}, {name!r} comes back from {d0:.2f}x to "
+        f"{back:.2f}x its natural variation, while {partner!r} multiplied by it would leave its own ({rival[0]:.2f}x to "
+        f"{rival[1]:.2f}x): rescaled upstream?",
+    )
+
+
+def _scale_moves(kept: Relations, now: Relations, name: str) -> Iterator[tuple[str, float, float]]:
+    """(partner, factor, distance) for each numeric column whose pair with `name` held |correlation| at least
+    `policy.pair_scale_correlation` in every reference batch: the factor `name` would have been multiplied by to move
+    the pair's scale as far as the batch did, and that move in bands (see `_rescaled_against_partner`)."""
+    for key, pair in now.pairs.items():
+        a, b = key.split("|")
+        if name not in (a, b) or pair.correlation is None or pair.n < 3:
+            continue
+        held, scale = kept.spread.get(f"r:{key}"), kept.spread.get(f"k:{key}")
+        if held is None or scale is None or held[0] < POLICY.pair_scale_correlation:
+            continue
+        low, high = scale
+        error = math.sqrt(max(1.0 - pair.correlation**2, 0.0) / (pair.n - 2))  # of a log ratio of two spreads
+        band = 1.5 * (high - low) + 3 * error
+        if band <= 0:
+            continue
+        ratio = 0.5 * math.log(pair.m2_b / pair.m2_a)
+        moved = ratio - (low + high) / 2
+        yield (b if name == a else a), math.exp(-moved if name == a else moved), abs(moved) / band
+
+
+def _distances(ctx: GuardContext, reference: Reference, name: str, factor: float) -> tuple[float, float] | None:
+    """A numeric column's distance from its natural variation as it came and divided by `factor` (None: unknown)."""
+    assert ctx.snapshot is not None and ctx.reference_profile is not None
+    observed, kept = ctx.snapshot.profile.columns.get(name), ctx.reference_profile.columns.get(name)
+    if observed is None or kept is None or not (sketched(observed) and sketched(kept)) or observed.sketch is None:
+        return None
+    natural = Natural.of(reference, kept, None, reference.shorter_by(ctx.snapshot.batch))
+    as_is = natural.measure(core(observed.sketch, natural.atom))[0]
+    moved = natural.measure(core(observed.sketch, natural.atom, factor))[0]
+    return None if as_is is None or moved is None else (as_is, moved)
 
 
 def _outside(column: ColumnContract, observed: ColumnProfile, factor: float = 1.0) -> bool:

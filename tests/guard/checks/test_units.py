@@ -273,3 +273,48 @@ def test_a_calendar_field_rescaled_past_its_bounds_is_a_scale_shift_though_its_w
     assert judged(rescaled) == {(FindingKind.SCALE_SHIFT, "day_of_month")}
     a_few = batch.assign(day_of_month=batch["day_of_month"].where(batch.index % 5 != 4, 40))
     assert judged(a_few) == {(FindingKind.OUT_OF_RANGE, "day_of_month")}
+
+
+def _panel(rescaled: dict[str, float], seed: int = 5) -> pd.DataFrame:
+    """A monthly panel: each month, 30 of 300 entities whose sizes span three orders of magnitude report their count
+    and last month's (`previous`, a feature that follows the count within a few percent); a month's level depends on
+    which entities report, so it varies widely from month to month. The last month's columns in `rescaled` are
+    multiplied by their factor."""
+    rng = np.random.default_rng(seed)
+    sizes = np.exp(rng.uniform(np.log(10.0), np.log(10_000.0), 300))
+    frames = []
+    for month in range(6):
+        chosen = rng.choice(300, 30, replace=False)
+        previous = sizes[chosen] * rng.uniform(0.9, 1.1, 30)
+        count = previous * rng.normal(1.01, 0.02, 30)
+        when = pd.Timestamp("2024-01-01", tz="UTC") + pd.DateOffset(months=month)
+        frame = pd.DataFrame({"ts": when, "count": count.round(1), "previous": previous.round(1)})
+        if month == 5:
+            frame = frame.assign(**{c: frame[c] * factor for c, factor in rescaled.items()})
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True).assign(ts=lambda t: t["ts"].astype("datetime64[ms, UTC]"))
+
+
+def _panel_findings(tmp_path: Path, rescaled: dict[str, float]) -> list:
+    contract = Contract(
+        URN,
+        (ColumnContract("ts", "timestamp"), ColumnContract("previous", "number"), ColumnContract("count", "number")),
+        event_timestamp_column="ts",
+        label_column="count",
+    )
+    snapshots = _months(tmp_path / "panel.parquet", _panel(rescaled))
+    reference = build_reference([s.batch for s in snapshots[:-1]])
+    report = run_guard(with_repeats_counted(GuardContext(URN, contract, snapshots[-1], reference, (), now_ms=0)))
+    return [(f.kind, f.column, f.severity) for f in report.findings if "explained_by" not in f.params]
+
+
+def test_a_feature_rescaled_inside_its_wide_band_is_named_by_the_column_it_follows(tmp_path: Path) -> None:
+    # x2.5 stays inside what months of other entities showed; against the count it follows, it is far outside
+    found = _panel_findings(tmp_path, {"previous": 2.5})
+    assert (FindingKind.SCALE_SHIFT, "previous", Severity.BLOCK) in found, found
+    assert _panel_findings(tmp_path, {}) == []
+
+
+def test_a_pair_that_moves_together_is_no_rescaling_of_either(tmp_path: Path) -> None:
+    found = _panel_findings(tmp_path, {"previous": 2.5, "count": 2.5})
+    assert not [f for f in found if f[0] is FindingKind.SCALE_SHIFT or f[2] is Severity.BLOCK], found
