@@ -149,6 +149,11 @@ class PairMoments:
         return self.co_m2 / scale if scale > 0 else None
 
     @property
+    def log_scale(self) -> float | None:
+        """log(sd b / sd a): the scale of b against a (None where either column is constant)."""
+        return 0.5 * math.log(self.m2_b / self.m2_a) if self.m2_a > 0 and self.m2_b > 0 else None
+
+    @property
     def b_le_a(self) -> int:
         """Rows with b <= a: every row but those with a < b (a tie holds both orders)."""
         return self.n - self.a_le_b + self.a_eq_b
@@ -523,7 +528,8 @@ def _spread(pairs: Mapping[str, PairMoments], groups: Mapping[str, GroupMoments]
     for key, moments in pairs.items():
         if moments.correlation is not None:
             spread[f"r:{key}"] = (abs(moments.correlation),) * 2
-            spread[f"k:{key}"] = (0.5 * math.log(moments.m2_b / moments.m2_a),) * 2  # both spreads > 0: correlated
+        if moments.log_scale is not None:
+            spread[f"k:{key}"] = (moments.log_scale,) * 2
     for key, grouped in groups.items():
         if grouped.eta is not None:
             spread[f"eta:{key}"] = (grouped.eta,) * 2

@@ -601,10 +601,10 @@ def _rescaled_against_partner(
     kept, now = ctx.reference_profile.relations, ctx.snapshot.profile.relations
     if kept is None or now is None or not isinstance(reference, Reference) or len(reference.batches) < 3:
         return None
-    moves = sorted(_scale_moves(kept, now, name), key=lambda move: -move[2])
-    if not moves or moves[0][2] <= POLICY.far:
+    farthest = max(_scale_moves(kept, now, name), key=lambda move: move[2], default=None)
+    if farthest is None or farthest[2] <= POLICY.far:
         return None
-    partner, factor, distance = moves[0]
+    partner, factor, distance = farthest
     back = natural.measure(core(observed.sketch, natural.atom, factor))[0]
     rival = _distances(ctx, reference, partner, 1 / factor)
     if back is None or back > 1 or back >= d0 or rival is None or rival[1] <= rival[0]:
@@ -635,7 +635,8 @@ def _scale_moves(kept: Relations, now: Relations, name: str) -> Iterator[tuple[s
     the pair's scale as far as the batch did, and that move in bands (see `_rescaled_against_partner`)."""
     for key, pair in now.pairs.items():
         a, b = key.split("|")
-        if name not in (a, b) or pair.correlation is None or pair.n < 3:
+        ratio = pair.log_scale
+        if name not in (a, b) or pair.correlation is None or ratio is None or pair.n < 3:
             continue
         held, scale = kept.spread.get(f"r:{key}"), kept.spread.get(f"k:{key}")
         if held is None or scale is None or held[0] < POLICY.pair_scale_correlation:
@@ -645,7 +646,6 @@ def _scale_moves(kept: Relations, now: Relations, name: str) -> Iterator[tuple[s
         band = 1.5 * (high - low) + 3 * error
         if band <= 0:
             continue
-        ratio = 0.5 * math.log(pair.m2_b / pair.m2_a)
         moved = ratio - (low + high) / 2
         yield (b if name == a else a), math.exp(-moved if name == a else moved), abs(moved) / band
 
