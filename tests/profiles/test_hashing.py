@@ -9,7 +9,7 @@ import hashlib
 import numpy as np
 import pyarrow as pa
 
-from profiles.hashing import HASH_FORMAT, hash_array, hash_rows
+from profiles.hashing import _MIX_BLOCK, HASH_FORMAT, hash_array, hash_rows
 
 # keys that count up across a word boundary (8 bytes), and a few lengths either side
 KEYS = ["o-5", "o-999999", "o-1000000", "o-123456789", "", "abcdefgh", "abcdefghi", "é" * 9, "x" * 40]
@@ -55,6 +55,18 @@ def test_a_row_hashes_alike_in_any_slice_or_chunking() -> None:
     assert chunked.column("k").num_chunks == 3 and np.array_equal(hash_rows(chunked), whole)
     wide = pa.table({"k": pa.array(KEYS, pa.large_string()).dictionary_encode(), "n": table.column("n")})
     assert np.array_equal(hash_rows(wide), whole)
+
+
+def test_values_hash_alike_whichever_block_of_a_long_array_they_fall_in() -> None:
+    # a long array is hashed a block at a time: a value's hash is the one it has in an array of its own
+    rng = np.random.default_rng(3)
+    rows = 2 * _MIX_BLOCK + 77
+    values = [KEYS[i] for i in rng.integers(0, len(KEYS), size=rows)]
+    strings, numbers = pa.array(values), pa.array(rng.integers(-(2**40), 2**40, size=rows))
+    for array in (strings, numbers, strings.slice(_MIX_BLOCK - 3, _MIX_BLOCK + 10)):
+        pieces = [hash_array(array.slice(start, 1000)) for start in range(0, len(array), 1000)]
+        assert np.array_equal(hash_array(array), np.concatenate(pieces))
+    assert list(hash_array(strings)[-len(KEYS) :]) == [alone(v) for v in values[-len(KEYS) :]]
 
 
 def test_the_hashes_of_this_format_are_the_ones_workspaces_store() -> None:
