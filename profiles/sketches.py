@@ -48,6 +48,7 @@ KLL_M = 8
 KLL_RANK_ERROR = 0.0133  # DataSketches' normalised rank error for k=200 (99% confidence)
 SAMPLER_ITEMS = 1 << 15  # an update keeps at most about this many values (one per block of 2^j)
 HLL_LG_K = 12
+_RAISERS = 16  # hashes a register expects of the ranks that can raise it, before the rest are counted
 HLL_RELATIVE_ERROR = 1.04 / math.sqrt(1 << HLL_LG_K)
 
 _FAMILY_KLL = 15
@@ -285,6 +286,18 @@ class DistinctSketch:
         self.registers = np.zeros(self._BUCKETS, dtype=np.uint8) if registers is None else registers
 
     def update_hashes(self, hashes: np.ndarray) -> None:
+        """The registers with `hashes` counted in. Among many hashes, only those of a high rank can raise a
+        register: those are counted first, and the rest only where a register stayed low enough for one of them
+        to raise it (rarely: each bucket expects `_RAISERS` hashes of that rank), so the registers are exact."""
+        rank = int(math.log2(max(len(hashes) / (self._BUCKETS * _RAISERS), 1)))  # ranks up to it are left out
+        if rank < 2:  # few hashes a bucket: leaving out ranks 1 and 2 would not pay
+            self._count(hashes)
+            return
+        self._count(hashes[(hashes & np.uint64((1 << self._LOW_BITS) - 1)) < np.uint64(1 << (self._LOW_BITS - rank))])
+        if int(self.registers.min()) < rank:
+            self._count(hashes)
+
+    def _count(self, hashes: np.ndarray) -> None:
         if not len(hashes):
             return
         buckets = (hashes >> np.uint64(self._LOW_BITS)).astype(np.intp)

@@ -66,3 +66,31 @@ def test_distinct_sketch_estimates_and_merges() -> None:
     merged = a.merge(b)
     assert abs(merged.estimate() / 100_000 - 1) < 0.05
     assert DistinctSketch.from_base64(merged.to_base64()) == merged
+
+
+def _registers_by_definition(hashes: np.ndarray) -> np.ndarray:
+    """HyperLogLog's registers as defined: per bucket (the top 12 bits), the largest rank (leading zeros + 1) of
+    the 52 bits below them."""
+    registers = np.zeros(4096, dtype=np.uint8)
+    low = (hashes & np.uint64((1 << 52) - 1)).astype(np.float64)
+    np.maximum.at(registers, (hashes >> np.uint64(52)).astype(np.intp), (53 - np.frexp(low)[1]).astype(np.uint8))
+    return registers
+
+
+def test_distinct_sketch_counts_many_hashes_exactly_as_defined() -> None:
+    # among many hashes only the high ranks are counted first: the registers must still be exact, also where a
+    # bucket holds nothing but low ranks (the rest are then counted too)
+    rng = np.random.default_rng(5)
+    hashes = rng.integers(0, 2**64 - 1, size=1_500_000, dtype=np.uint64, endpoint=True)
+    starved = hashes.copy()
+    in_first = (starved >> np.uint64(52)) == 0
+    starved[in_first] |= np.uint64(1 << 51)  # bucket 0: rank 1 only
+    for case in (hashes, starved, hashes[:1000]):
+        sketch = DistinctSketch()
+        sketch.update_hashes(case)
+        assert np.array_equal(sketch.registers, _registers_by_definition(case))
+    earlier = DistinctSketch(_registers_by_definition(hashes[:50]))  # registers already set by an earlier batch
+    earlier.update_hashes(starved)
+    assert np.array_equal(
+        earlier.registers, np.maximum(_registers_by_definition(hashes[:50]), _registers_by_definition(starved))
+    )
