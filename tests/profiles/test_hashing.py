@@ -57,6 +57,15 @@ def test_a_row_hashes_alike_in_any_slice_or_chunking() -> None:
     assert np.array_equal(hash_rows(wide), whole)
 
 
+def test_values_of_one_width_hash_as_they_do_beside_values_of_other_widths() -> None:
+    # an array whose values share one width is read word by word at a stride, not gathered: the same hashes
+    for width in (1, 7, 8, 9, 16, 23):
+        same = [f"{i:0{width}d}"[-width:] for i in range(50)]
+        mixed = hash_array(pa.array(same + ["x" * (width + 1)]))[:-1]
+        assert np.array_equal(hash_array(pa.array(same)), mixed)
+        assert np.array_equal(hash_array(pa.array(same).slice(3, 20)), mixed[3:23])
+
+
 def test_values_hash_alike_whichever_block_of_a_long_array_they_fall_in() -> None:
     # a long array is hashed a block at a time: a value's hash is the one it has in an array of its own
     rng = np.random.default_rng(3)
