@@ -176,19 +176,20 @@ class _Column:
         present = _plain(pc.drop_null(column) if column.null_count else column)
         raw = present.to_numpy(zero_copy_only=False)
         values = raw.astype(np.float64, copy=False)
-        if self.kind == "number":
-            nan = np.isnan(values)
-            found = int(np.count_nonzero(nan))
-            if found:
-                self.nans += found
-                values = values[~nan]
-                raw = values
         if not len(values):
             return
-        self._bounds(float(raw.min()), float(raw.max()))
+        low, high = float(raw.min()), float(raw.max())
+        if math.isnan(low) or math.isnan(high):  # a NaN carries through min and max: none, when neither is one
+            nan = np.isnan(values)
+            self.nans += int(np.count_nonzero(nan))
+            values = raw = values[~nan]
+            if not len(values):
+                return
+            low, high = float(raw.min()), float(raw.max())
+        self._bounds(low, high)
         self.zeros += int(np.count_nonzero(values == 0))
         self.moments = self.moments.merge(Moments.of(values))
-        self.sketch.update(values)
+        self.sketch.update(values, bounds=(low, high))
         if self.kind == "integer":  # codes, counts, identifiers: distinct counts tell them apart
             self._distinct(hash_array(pa.array(_distinct_integers(raw))))
 
@@ -199,7 +200,7 @@ class _Column:
         low, high = int(stamps.min()), int(stamps.max())
         self._bounds(float(low), float(high))
         self._calendar(stamps, low, high)
-        self.sketch.update(stamps.astype(np.float64))
+        self.sketch.update(stamps.astype(np.float64), bounds=(float(low), float(high)))
         self._distinct(_mix(stamps.view(np.uint64).copy()))  # = hash_array of the int64 ms
 
     def _calendar(self, stamps: np.ndarray, low: int, high: int) -> None:

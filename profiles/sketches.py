@@ -92,13 +92,15 @@ class QuantileSketch:
 
     # --- building ---------------------------------------------------------------------------------
 
-    def update(self, values: np.ndarray) -> None:
-        """Add float64 values in bulk (one sort; a sampler first when there are many)."""
+    def update(self, values: np.ndarray, bounds: tuple[float, float] | None = None) -> None:
+        """Add float64 values in bulk (one sort; a sampler first when there are many). `bounds`: their minimum and
+        maximum, when the caller has them (two passes over the values fewer)."""
         values = np.asarray(values, dtype=np.float64)
         if not len(values):
             return
-        self.minimum = min(self.minimum, float(values.min()))
-        self.maximum = max(self.maximum, float(values.max()))
+        low, high = bounds if bounds is not None else (float(values.min()), float(values.max()))
+        self.minimum = min(self.minimum, low)
+        self.maximum = max(self.maximum, high)
         shift = max(0, math.ceil(math.log2(len(values) / SAMPLER_ITEMS))) if len(values) > SAMPLER_ITEMS else 0
         seed = _splitmix(self.n ^ (len(values) << 20))
         self.n += len(values)
