@@ -22,6 +22,7 @@ relative standard error 1.04 / sqrt(4096) = 1.6%; merged by taking the larger re
 from __future__ import annotations
 
 import base64
+import functools
 import math
 import struct
 import zlib
@@ -63,6 +64,7 @@ def _splitmix(value: int) -> int:
     return value ^ (value >> 31)
 
 
+@functools.cache  # a few dozen distinct arguments, asked thousands of times a batch by `_compress`
 def _level_capacity(k: int, levels: int, height: int, m: int = KLL_M) -> int:
     """DataSketches' kll_helper::level_capacity: k * (2/3)^depth, rounded as the library does."""
     depth = levels - height - 1
@@ -74,6 +76,7 @@ def _level_capacity(k: int, levels: int, height: int, m: int = KLL_M) -> int:
     return max(m, capacity)
 
 
+@functools.cache
 def _total_capacity(k: int, levels: int) -> int:
     return sum(_level_capacity(k, levels, h) for h in range(levels))
 
