@@ -178,20 +178,22 @@ class _Column:
         values = raw.astype(np.float64, copy=False)
         if not len(values):
             return
-        low, high = float(raw.min()), float(raw.max())
+        first, last = raw.min(), raw.max()  # integers as they are (exact beyond 2**53), for the distinct values
+        low, high = float(first), float(last)
         if math.isnan(low) or math.isnan(high):  # a NaN carries through min and max: none, when neither is one
             nan = np.isnan(values)
             self.nans += int(np.count_nonzero(nan))
             values = raw = values[~nan]
             if not len(values):
                 return
-            low, high = float(raw.min()), float(raw.max())
+            first, last = raw.min(), raw.max()
+            low, high = float(first), float(last)
         self._bounds(low, high)
         self.zeros += int(np.count_nonzero(values == 0))
         self.moments = self.moments.merge(Moments.of(values))
         self.sketch.update(values, bounds=(low, high))
         if self.kind == "integer":  # codes, counts, identifiers: distinct counts tell them apart
-            self._distinct(hash_array(pa.array(_distinct_integers(raw))))
+            self._distinct(hash_array(pa.array(_distinct_integers(raw, int(first), int(last)))))
 
     def _times(self, column: pa.ChunkedArray) -> None:
         stamps = epoch_ms(column)
@@ -307,10 +309,12 @@ class _Column:
         )
 
 
-def _distinct_integers(values: np.ndarray) -> np.ndarray:
-    """The distinct values of an integer column as int64: one bincount when they span a small range."""
+def _distinct_integers(values: np.ndarray, low: int, high: int) -> np.ndarray:
+    """The distinct values of an integer column (from `low` to `high`) as int64: one bincount when they span a
+    small range."""
     values = values.astype(np.int64, copy=False)
-    low, high = int(values.min()), int(values.max())
+    if 0 <= low and high < _SMALL_RANGE:  # counted as they are, without shifting every value
+        return np.flatnonzero(np.bincount(values, minlength=high + 1))
     if high - low < _SMALL_RANGE:
         return np.flatnonzero(np.bincount(values - low, minlength=high - low + 1)) + low
     head = values[:_PROBE_ROWS]
