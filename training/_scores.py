@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from sklearn import metrics
 
+from training._threads import in_parts
 from training.errors import SpecError, TrainingError
 
 __all__ = [
@@ -35,7 +36,7 @@ class Predictions:
 def predict(task: str, model: Any, features: pd.DataFrame, target: pd.Series) -> Predictions:
     """The model's predictions on the given rows (a classifier's classes checked against ``target``'s labels)."""
     if task == "regression":
-        return Predictions(np.asarray(model.predict(features)))
+        return Predictions(in_parts(model.predict, features))
     _require_proba(model)
     check_labels(np.asarray(model.classes_), target)
     return predictions_of(task, model, features)
@@ -44,10 +45,10 @@ def predict(task: str, model: Any, features: pd.DataFrame, target: pd.Series) ->
 def predictions_of(task: str, model: Any, features: pd.DataFrame) -> Predictions:
     """The model's predictions on the given rows, labels unchecked (`predict` checks them against a target)."""
     if task == "regression":
-        return Predictions(np.asarray(model.predict(features)))
+        return Predictions(in_parts(model.predict, features))
     _require_proba(model)
     classes = np.asarray(model.classes_)
-    return Predictions(np.asarray(model.predict(features)), np.asarray(model.predict_proba(features)), classes)
+    return Predictions(in_parts(model.predict, features), in_parts(model.predict_proba, features), classes)
 
 
 def _require_proba(model: Any) -> None:

@@ -449,6 +449,38 @@ def test_the_holdout_and_the_importances_are_predicted_on_one_thread_with_the_sa
 
 
 @pytest.mark.parametrize("task", ["regression", "classification"])
+def test_a_large_holdout_is_predicted_in_parts_one_per_core_with_the_same_predictions(
+    deliveries: pd.DataFrame, spec_factory: SpecFactory, task: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past PART_ROWS rows a part, the holdout is cut into one part per core, each predicted in its own thread on
+    one OpenMP thread; the predictions are the whole holdout's, in its order."""
+    import os
+    import threading
+
+    import training._threads as threads
+
+    spec = spec_factory(task)
+    train, holdout = time_holdout(deliveries, "event_time", 0.25)
+    fitted = fit(spec, train)
+    seen: set[tuple[str, int]] = set()
+
+    class Watched(Pipeline):
+        def predict(self, X, **kwargs):  # type: ignore[no-untyped-def, override]
+            seen.add((threading.current_thread().name, _openmp_threads()))
+            return super().predict(X, **kwargs)
+
+    monkeypatch.setattr(threads, "PART_ROWS", len(holdout) // 8)
+    scored = score(spec, Watched(fitted.steps), holdout)
+    features = holdout[spec.features]
+    assert np.array_equal(scored.said.predicted, fitted.predict(features))
+    if task == "classification":
+        assert scored.said.proba is not None and np.array_equal(scored.said.proba, fitted.predict_proba(features))
+    cores = len(os.sched_getaffinity(0))
+    assert {openmp for _, openmp in seen} == {1}
+    assert len({name for name, _ in seen}) == min(cores, 8)  # a thread a part (one part: the caller's)
+
+
+@pytest.mark.parametrize("task", ["regression", "classification"])
 def test_the_gains_error_on_evenly_spaced_rows_is_scaled_to_the_whole_holdout(
     deliveries: pd.DataFrame, spec_factory: SpecFactory, task: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
