@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-__all__ = ["one_thread", "in_parts", "PART_ROWS"]
+__all__ = ["one_thread", "in_parts", "cores", "PART_ROWS"]
 
 PART_ROWS = 50_000  # fewer rows a part would cost more in threads than they give
 
@@ -37,10 +37,15 @@ def one_thread() -> Iterator[None]:
         yield
 
 
+def cores() -> int:
+    """The cores this process may run on (its affinity, where the platform says it)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def in_parts(method: Callable[[pd.DataFrame], Any], rows: pd.DataFrame) -> np.ndarray:
     """``method(rows)`` (a model's predict or predict_proba), each part of the rows in its own thread on one OpenMP
     thread, the parts' answers in row order: the same array, since a row's prediction is its own."""
-    parts = min(len(os.sched_getaffinity(0)), len(rows) // PART_ROWS)
+    parts = min(cores(), len(rows) // PART_ROWS)
     if parts <= 1:
         with one_thread():
             return np.asarray(method(rows))

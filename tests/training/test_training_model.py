@@ -454,7 +454,6 @@ def test_a_large_holdout_is_predicted_in_parts_one_per_core_with_the_same_predic
 ) -> None:
     """Past PART_ROWS rows a part, the holdout is cut into one part per core, each predicted in its own thread on
     one OpenMP thread; the predictions are the whole holdout's, in its order."""
-    import os
     import threading
 
     import training._threads as threads
@@ -475,9 +474,8 @@ def test_a_large_holdout_is_predicted_in_parts_one_per_core_with_the_same_predic
     assert np.array_equal(scored.said.predicted, fitted.predict(features))
     if task == "classification":
         assert scored.said.proba is not None and np.array_equal(scored.said.proba, fitted.predict_proba(features))
-    cores = len(os.sched_getaffinity(0))
     assert {openmp for _, openmp in seen} == {1}
-    assert len({name for name, _ in seen}) == min(cores, 8)  # a thread a part (one part: the caller's)
+    assert len({name for name, _ in seen}) == min(threads.cores(), 8)  # a thread a part (one part: the caller's)
 
 
 @pytest.mark.parametrize("task", ["regression", "classification"])
