@@ -112,11 +112,10 @@ def _hash_words(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     for word in range(-(-int(lengths.max(initial=0)) // 8)):
         if rows is None:
             remaining = lengths - 8 * word
-            at = starts if word == 0 else np.minimum(starts + 8 * word, end)  # a word 0 starts inside the data
             if width is not None:  # the values' words sit `width` bytes apart: a strided copy, not a gather
                 mixed = np.ndarray(buffer=padded, dtype="<u8", shape=(n,), offset=8 * word, strides=(width,)).copy()
-            else:
-                mixed = at_byte[at]  # a fresh array: loaded, then mixed in place
+            else:  # a fresh array: loaded, then mixed in place (a word 0 starts inside the data)
+                mixed = at_byte[starts if word == 0 else np.minimum(starts + 8 * word, end)]
             if int(remaining.min()) < 8:  # keep only each value's own bytes (none past its end)
                 mixed &= _LOW_BYTES[np.clip(remaining, 0, 8)]
             mixed ^= hashes
