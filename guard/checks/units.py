@@ -590,9 +590,9 @@ def _rescaled_against_partner(
 ) -> Finding | None:
     """SCALE_SHIFT (a block) for a feature not blocked as it came, when a partner says it was rescaled: a column it
     followed in every reference batch (|correlation| at least `policy.pair_scale_correlation`), against which its
-    scale (`profiles.relations` "k:a|b", log(sd b / sd a)) moved beyond `policy.far` of the band those batches span
-    (their range, one more such range, the largest step it allows, and three sampling errors of the batch's own
-    ratio). Two plans invert that move: the column divided by its factor, or the partner multiplied by it. The column
+    scale (`profiles.relations` "k:a|b", log(sd b / sd a)) moved from the middle of the range those batches span by
+    more than `policy.far` bands (a band: one and a half times that range, and three sampling errors of the batch's
+    own ratio). Two plans invert that move: the column divided by its factor, or the partner multiplied by it. The column
     is named when its plan brings it nearer its natural variation (and inside it) while the partner's would take the
     partner further from its own; otherwise the batch cannot say which of the two moved, and nothing is named. A
     level that drifts moves both columns of a pair that moves together; a rescaling of one moves it alone."""
