@@ -426,12 +426,14 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"no corpus table(s) {', '.join(unknown)}: choose among {', '.join(TABLES)}")
     out = args.out or Path(tempfile.mkdtemp(prefix="corpus-bench-"))
+    out.mkdir(parents=True, exist_ok=True)  # the totals are written there at the end, with or without boards
+    path = args.json or out / "corpus_bench.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     print(f"corpus bench: {len(names)} tables; {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; out {out}", flush=True)
     rows = bench_all(names, args, str(out))
     seconds = time.monotonic() - started
     print("\n".join(report(rows)) + f"\n\nwall time {seconds / 60:.1f} min", flush=True)
-    path = args.json or out / "corpus_bench.json"
     path.write_text(json.dumps({"seconds": round(seconds, 1), "out": str(out), "tables": rows}, indent=2, default=str))
     print(f"wrote {path}")
 
