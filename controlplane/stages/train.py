@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -38,6 +38,7 @@ from training.known import row_keys, score_known
 from training.model import Predictions, fit, gain_error_of, leaned_on, score, time_holdout, training_rows_key
 
 if TYPE_CHECKING:
+    from guard.findings import GuardReport
     from training.registry import ModelStore
 
 __all__ = [
@@ -93,7 +94,9 @@ class Trained(Record):
     trained_at_ms: int
     unsealed: str | None = None  # why the model's files could not be signed (the gate then blocks)
     sample: dict[str, Any] | None = None  # the training sample's description, when the table was over the budget
-    leaned_on: tuple[str, ...] = ()  # the features the candidate leans on (`training.model.leaned_on`)
+    # the features the candidate leans on (`training.model.leaned_on`), measured where a guard warning names a
+    # feature: the gate reads them for nothing else (`controlplane.models.gate`), so () where none does
+    leaned_on: tuple[str, ...] = ()
     gain_error: float | None = None  # the gain's sampling error on the holdout (`training.model.gain_error_of`)
 
 
@@ -267,7 +270,8 @@ def train(
         model = fit(spec.training, train_df)
         said = score(spec.training, model, holdout)  # the candidate predicts the holdout once
         candidate = said.metrics
-        leaning = leaned_on(spec.training, model, holdout)
+        warned = _warns_of_a_feature(view.report, spec.training.features)
+        leaning = leaned_on(spec.training, model, holdout) if warned else ()
         keys = row_keys(spec.training, holdout)
         scored = score_champion(run, store, holdout, keys, said.said)
         champion_version, champion = scored.version, scored.metrics
@@ -343,6 +347,12 @@ def train(
         leaning,
         scored.gain_error,
     )
+
+
+def _warns_of_a_feature(report: GuardReport, features: Sequence[str]) -> bool:
+    """Whether a guard warning on the bytes training reads names one of the features: only then does the gate ask
+    which features the candidate leans on (a permutation importance per feature: ~0.4 s of a 1M-row run)."""
+    return any(warning.column in features for warning in report.warnings)
 
 
 def _champion_stands(
