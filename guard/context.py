@@ -109,6 +109,17 @@ class GuardContext:
             return False
         return batch.end_ms - batch.start_ms > self.policy.multi_batch_cadences * cadence
 
+    @property
+    def cadences_spanned(self) -> float | None:
+        """The reference cadences the snapshot spans (what `spans_batches` compares with
+        `policy.multi_batch_cadences`); None where a batch reference, the snapshot's times or a cadence are missing."""
+        if self.snapshot is None or not isinstance(self.reference, Reference):
+            return None
+        batch, cadence = self.snapshot.batch, self.reference.cadence_ms
+        if batch is None or batch.start_ms is None or batch.end_ms is None or not cadence:
+            return None
+        return (batch.end_ms - batch.start_ms) / cadence
+
     def natural_distance(self, name: str, scale: float = 1.0, values_of: str | None = None) -> float | None:
         """How far the batch's column (or the batch's column `values_of`, read as if it were `name`'s), divided
         by `scale`, sits from `name`'s natural variation (<= 1: inside); None without a batch reference and

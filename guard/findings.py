@@ -19,6 +19,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Mapping
 
 from guard.kinds import DEFAULT_SEVERITY, FindingKind, Severity
+from guard.policy import Policy
 
 if TYPE_CHECKING:
     from profiles.profile import TimeWindow
@@ -26,12 +27,15 @@ if TYPE_CHECKING:
 __all__ = [
     "CheckOutcome",
     "ClosestCall",
+    "Condition",
     "Finding",
     "GuardReport",
     "NamedRow",
     "RowSelector",
     "Verdict",
     "make_finding",
+    "moved_across",
+    "rule_calls",
     "window_rows",
 ]
 
@@ -237,6 +241,48 @@ class ClosestCall:
     def from_dict(cls, data: Mapping[str, Any]) -> ClosestCall:
         """A closest call read back; a non-finite statistic was written as its name ("inf")."""
         return cls(**{**data, "statistic": float(data["statistic"]), "limit": float(data["limit"])})
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One comparison of a rule with a policy field, as the rule makes it: the statistic in the field's terms, the
+    field's value, its direction (`above`: a statistic above the limit is across it), and whether it holds as the
+    rule compares it (`holds`: at or across the limit, where the rule counts the limit itself as across)."""
+
+    threshold: str
+    statistic: float
+    limit: float
+    holds: bool
+    above: bool = True
+
+
+def rule_calls(column: str | None, *conditions: Condition, when: bool = True) -> list[ClosestCall]:
+    """The closest calls of a rule that blocks where all its `conditions` hold and `when` (what it asks that is no
+    policy field's): each deciding where every other condition, and `when`, held on this batch."""
+    return [
+        ClosestCall(
+            c.threshold,
+            column,
+            c.statistic,
+            c.limit,
+            c.above,
+            decides=when and all(o.holds for o in conditions if o is not c),
+        )
+        for c in conditions
+    ]
+
+
+def moved_across(policy: Policy, field: str, statistic: float, above: bool, index: int | None = None) -> Policy:
+    """`policy` with one threshold (or one end of a pair of them, `index`) just across `statistic`: what a rule
+    judges where crossing that threshold alone is asked of it (`above`: a statistic above the limit is across)."""
+    across = math.nextafter(statistic, -math.inf if above else math.inf)
+    if index is None:
+        changes: dict[str, Any] = {field: across}
+    else:
+        ends = list(getattr(policy, field))
+        ends[index] = across
+        changes = {field: tuple(ends)}
+    return replace(policy, **changes)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import pandas as pd
 
 from guard.contract import Contract
+from guard.findings import ClosestCall
 from guard.policy import DEFAULT as POLICY
 from guard.statistics import natural_null_share
 from profiles.profile import ColumnProfile, DatasetProfile
@@ -30,9 +31,16 @@ __all__ = ["split_renames"]
 
 
 def split_renames(
-    contract: Contract, snapshot: Snapshot, reference: Reference | DatasetProfile, unexpected: list[str]
+    contract: Contract,
+    snapshot: Snapshot,
+    reference: Reference | DatasetProfile,
+    unexpected: list[str],
+    calls: list[ClosestCall] | None = None,
 ) -> dict[str, str]:
-    """old -> new, for each contracted column that exactly one unexpected column completes."""
+    """old -> new, for each contracted column that exactly one unexpected column completes. Into `calls`, if given:
+    for each candidate pair, the share of sampled rows neither column fills over the reference's null share, against
+    `policy.rename_null_slack` (crossing it completes the pair where the natural null share allows less), deciding
+    where everything else a rename asks holds and no other column completes the old one."""
     observed = snapshot.profile.columns
     merged = reference.profile if isinstance(reference, Reference) else reference
     found: dict[str, str] = {}
@@ -44,17 +52,32 @@ def split_renames(
             natural_null_share(reference, column.name, len(snapshot.sample)),
             before.null_fraction + POLICY.rename_null_slack,
         )
-        matches = [
+        candidates = [
             new
             for new in unexpected
-            if new not in found.values()
-            and _types_match(before, observed[new])
-            and _complements(snapshot.sample, column.name, new, empty)
-            and _plausible(before, observed[new])
+            if new not in found.values() and _types_match(before, observed[new]) and _plausible(before, observed[new])
         ]
+        matches = [new for new in candidates if _complements(snapshot.sample, column.name, new, empty)]
+        if calls is not None:
+            for new in candidates:
+                neither = _neither(snapshot.sample, column.name, new)
+                if neither is not None:
+                    alone = not [other for other in matches if other != new]
+                    decides = alone and _complements(snapshot.sample, column.name, new, 1.0)
+                    slack = neither - before.null_fraction
+                    calls.append(
+                        ClosestCall("rename_null_slack", column.name, slack, POLICY.rename_null_slack, False, decides)
+                    )
         if len(matches) == 1:
             found[column.name] = matches[0]
     return found
+
+
+def _neither(sample: pd.DataFrame, old: str, new: str) -> float | None:
+    """The share of sampled rows where neither column has a value (None: a column not sampled, or no rows)."""
+    if old not in sample or new not in sample or not len(sample):
+        return None
+    return float((sample[old].isna() & sample[new].isna()).mean())
 
 
 def _types_match(reference: ColumnProfile, new: ColumnProfile) -> bool:

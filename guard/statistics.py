@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from guard.policy import DEFAULT as POLICY
+from guard.policy import Policy
 from profiles.profile import ColumnProfile, DatasetProfile
 from profiles.reference import Reference
 
@@ -33,12 +34,17 @@ __all__ = [
     "is_categorical",
     "natural_null_share",
     "association",
+    "association_fit",
+    "covered",
+    "mapping_fit",
     "mapping_score",
     "is_number",
     "MAX_BINS",
     "HOURS",
     "learned_offsets",
+    "learned_share",
     "hour_of_shift",
+    "hour_of_shares",
     "signed",
 ]
 
@@ -129,12 +135,28 @@ MAX_BINS = 100  # numeric features with more distinct values are binned by quant
 
 def association(feature: pd.Series, label: pd.Series, *, seed: int = _SEED) -> dict[str, float]:
     """The leakage scores of feature -> label; undefined ones (a constant side) are left out."""
-    scores = {"mapping": mapping_score(feature, label, seed=seed)}
+    scores, coverage = association_fit(feature, label, seed=seed)
+    return covered(scores, coverage)
+
+
+def association_fit(feature: pd.Series, label: pd.Series, *, seed: int = _SEED) -> tuple[dict[str, float], float]:
+    """The leakage scores of feature -> label with the mapping scored whatever the share of rows its halves cover
+    (undefined ones left out), and that share: `association` is `covered` of it."""
+    mapping, coverage = mapping_fit(feature, label, seed=seed)
+    scores = {"mapping": mapping}
     if is_number(feature) and is_number(label):
         x, y = feature.astype(float), label.astype(float)
         pearson, spearman = _pearson(x.to_numpy(), y.to_numpy()), _pearson(x.rank().to_numpy(), y.rank().to_numpy())
         scores["correlation"] = max(abs(pearson), abs(spearman))
-    return {key: float(value) for key, value in scores.items() if not math.isnan(value)}
+    return {key: float(value) for key, value in scores.items() if not math.isnan(value)}, coverage
+
+
+def covered(scores: dict[str, float], coverage: float) -> dict[str, float]:
+    """The scores of `association_fit` as `association` gives them: the mapping 0 where its halves cover less than
+    `policy.leakage_min_coverage` of the rows (an identifier has no mapping to learn)."""
+    if coverage < POLICY.leakage_min_coverage:
+        return {"mapping": 0.0, **{key: value for key, value in scores.items() if key != "mapping"}}
+    return dict(scores)
 
 
 def _pearson(x: np.ndarray, y: np.ndarray) -> float:
@@ -145,15 +167,29 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float:
 
 def mapping_score(feature: pd.Series, label: pd.Series, *, seed: int = _SEED) -> float:
     """Out-of-sample predictability of the label from the feature's value: ~0 unrelated, ~1 determined."""
+    score, coverage = mapping_fit(feature, label, seed=seed)
+    if coverage < POLICY.leakage_min_coverage:
+        return 0.0  # most values are new to the other half (an identifier): no mapping to learn
+    return score
+
+
+def mapping_fit(feature: pd.Series, label: pd.Series, *, seed: int = _SEED) -> tuple[float, float]:
+    """(the mapping score over the rows whose value the other half saw, whatever their share; that share): the
+    score `mapping_score` gives where the share reaches `policy.leakage_min_coverage`."""
     keys = pd.Series(_categories(feature))
     half = np.random.default_rng(seed).permutation(len(keys)) % 2 == 0
     numeric = is_number(label)
     y = pd.Series(label.to_numpy(dtype=float, na_value=np.nan) if numeric else label.astype(str).to_numpy())
     guess = pd.concat([_predict(keys, y, half, numeric), _predict(keys, y, ~half, numeric)]).sort_index()
     seen = guess.notna().to_numpy()
-    if seen.mean() < POLICY.leakage_min_coverage:
-        return 0.0  # most values are new to the other half (an identifier): no mapping to learn
-    y, guess = y[seen], guess[seen]
+    coverage = float(seen.mean()) if len(seen) else math.nan
+    if len(seen) and not seen.any():
+        return math.nan, coverage  # no value seen in both halves: nothing to score
+    return _fitted(y[seen], guess[seen], numeric), coverage
+
+
+def _fitted(y: pd.Series, guess: pd.Series, numeric: bool) -> float:
+    """How much better the guesses are than no feature: sqrt(R²) for a number, the error removed over the mode."""
     if numeric:
         total = float(((y - y.mean()) ** 2).sum())
         return math.sqrt(max(0.0, 1.0 - float(((y - guess) ** 2).sum()) / total)) if total else math.nan
@@ -183,21 +219,52 @@ def _categories(feature: pd.Series) -> np.ndarray:
 HOURS = 24
 
 
-def learned_offsets(counts: tuple[int, ...]) -> set[int] | None:
+def learned_offsets(counts: tuple[int, ...], least: float | None = None) -> set[int] | None:
     """The offsets (H - hour(T)) mod 24 the reference holds: one, or two adjacent ones (DST); None if H is not
-    an hour of T."""
+    an hour of T (`least`: the share of rows they must hold, `policy.hour_of_learned` unless given)."""
+    found = _learned_pair(counts)
+    if found is None or found[1] < (POLICY.hour_of_learned if least is None else least):
+        return None
+    pair, _ = found
+    hours = np.asarray(counts[:HOURS], float)
+    total = hours.sum()
+    return {k for k in (pair, (pair + 1) % HOURS) if hours[k] / total >= 0.005}
+
+
+def learned_share(counts: tuple[int, ...]) -> float | None:
+    """The share of the reference's rows on its most held offset and the adjacent one it shares most with: what
+    `learned_offsets` compares with `policy.hour_of_learned`; None where H cannot be an hour of T (a value off the
+    hours, or fewer rows than hours)."""
+    found = _learned_pair(counts)
+    return None if found is None else found[1]
+
+
+def _learned_pair(counts: tuple[int, ...]) -> tuple[int, float] | None:
     hours, outside = np.asarray(counts[:HOURS], float), counts[HOURS]
     total = hours.sum()
     if outside or total < HOURS:
         return None
     best = int(np.argmax(hours))
     pair = best if hours[(best - 1) % HOURS] < hours[(best + 1) % HOURS] else (best - 1) % HOURS
-    if (hours[pair] + hours[(pair + 1) % HOURS]) / total < POLICY.hour_of_learned:
+    return pair, float((hours[pair] + hours[(pair + 1) % HOURS]) / total)
+
+
+def hour_of_shares(learned: set[int], batch: tuple[int, ...]) -> tuple[float, float, float] | None:
+    """(the batch's rows, their share within an hour of the `learned` offsets, the largest share within an hour of
+    those offsets moved by any k, 0 included): what `hour_of_shift` compares with `policy.shift_min_relation_rows`,
+    `policy.hour_of_holds` and `policy.hour_of_moved`; None for a batch of no rows."""
+    observed = np.asarray(batch[:HOURS], float)
+    total = observed.sum() + batch[HOURS]
+    if not total:
         return None
-    return {k for k in (pair, (pair + 1) % HOURS) if hours[k] / total >= 0.005}
+    tolerant = {(k + d) % HOURS for k in learned for d in (-1, 0, 1)}
+    moved = max(observed[list({(k + m + d) % HOURS for k in learned for d in (-1, 0, 1)})].sum() for m in range(HOURS))
+    return float(total), float(observed[list(tolerant)].sum() / total), float(moved / total)
 
 
-def hour_of_shift(reference: tuple[int, ...], batch: tuple[int, ...]) -> tuple[int, bool] | None:
+def hour_of_shift(
+    reference: tuple[int, ...], batch: tuple[int, ...], *, policy: Policy = POLICY
+) -> tuple[int, bool] | None:
     """(how far (H - hour(T)) moved, in hours mod 24 as -11..12 (0: holds), pinned to the hour?); None when not
     a learned relation or the batch is too small or moved only in part.
 
@@ -205,27 +272,27 @@ def hour_of_shift(reference: tuple[int, ...], batch: tuple[int, ...]) -> tuple[i
     hour from the reference's, so a move read from one offset is known within an hour only. It is pinned when
     the hour column is the UTC hour (offset 0: no daylight saving), or when the reference and the batch both
     hold the two offsets of both regimes (k, k + 1: the move maps one pair onto the other)."""
-    learned = learned_offsets(reference)
+    learned = learned_offsets(reference, least=policy.hour_of_learned)
     observed = np.asarray(batch[:HOURS], float)
     total = observed.sum() + batch[HOURS]
-    if learned is None or total < POLICY.shift_min_relation_rows:
+    if learned is None or total < policy.shift_min_relation_rows:
         return None
     tolerant = {(k + d) % HOURS for k in learned for d in (-1, 0, 1)}
-    if observed[list(tolerant)].sum() / total >= POLICY.hour_of_holds:
+    if observed[list(tolerant)].sum() / total >= policy.hour_of_holds:
         return 0, True
 
     def share(move: int, reach: tuple[int, ...]) -> float:
         return observed[list({(k + move + d) % HOURS for k in learned for d in reach})].sum() / total
 
-    tolerated = [share(move, (-1, 0, 1)) >= POLICY.hour_of_moved for move in range(HOURS)]  # DST moves an hour
+    tolerated = [share(move, (-1, 0, 1)) >= policy.hour_of_moved for move in range(HOURS)]  # DST moves an hour
     exact = [share(move, (0,)) if ok else -1.0 for move, ok in enumerate(tolerated)]
     move = int(np.argmax(exact))
     if not tolerated[move]:
         return None
     both_regimes = (
         len(learned) == 2
-        and exact[move] >= POLICY.hour_of_moved
-        and min(observed[(k + move) % HOURS] for k in learned) >= POLICY.dst_regime * total
+        and exact[move] >= policy.hour_of_moved
+        and min(observed[(k + move) % HOURS] for k in learned) >= policy.dst_regime * total
     )
     return signed(move), bool(learned == {0} or both_regimes)
 

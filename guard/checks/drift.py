@@ -23,7 +23,12 @@ when the column moved beyond natural variation without a unit to explain it.
 
 Closest call, per numeric feature judged against natural variation: its distance from it, against `unexplained`;
 deciding where the snapshot is one batch, the column was not held on one value per batch nor made drift-blocking
-by its contract, and the CDF gap or the spread found drift (a distance inside the band gets no further).
+by its contract, and the CDF gap or the spread found drift (a distance inside the band gets no further); and the
+cadences the snapshot spans, against `multi_batch_cadences`, deciding where that distance is beyond `unexplained`
+with a drift found. Per feature whose distribution is compared: the CDF gap (a total variation for a category)
+against `drift_threshold` and, over sqrt(1/n + 1/m), against `ks_critical`, and the spread ratio against
+`stdev_ratio_limit`; each deciding where the drift would block (the contract makes the column drift-blocking, or
+it is beyond `unexplained` as one batch) and the rest of its limit is passed.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import pandas as pd
 
 from guard.context import GuardContext
 from guard.contract import ColumnContract
-from guard.findings import ClosestCall, Finding, make_finding
+from guard.findings import ClosestCall, Condition, Finding, make_finding, rule_calls
 from guard.kinds import FindingKind, Severity
 from guard.policy import DEFAULT as POLICY
 from guard.registry import register
@@ -64,14 +69,17 @@ def check_drift(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
             continue  # reported by the schema check as a missing column
         severity = Severity.BLOCK if column.drift_blocking else Severity.WARN
         reference = ctx.reference_profile.columns.get(column.name)
+        calls: list[ClosestCall] = []
         if observed.logical_type in _NUMERIC:
-            finding, distance_ = _numeric_drift(ctx, column, observed, reference, severity)
+            finding, distance_ = _numeric_drift(ctx, column, observed, reference, severity, calls)
             if distance_ is not None:
                 yield _unexplained_call(ctx, column, distance_, finding)
+                yield from _cadences_call(ctx, column, distance_, finding)
         elif observed.logical_type == "string":
-            finding = _category_drift(ctx, column, observed, reference, severity)
+            finding = _category_drift(ctx, column, observed, reference, severity, calls)
         else:
             finding = None
+        yield from calls
         if finding is not None:
             yield finding
 
@@ -82,8 +90,10 @@ def _numeric_drift(
     observed: ColumnProfile,
     reference: ColumnProfile | None,
     severity: Severity,
+    calls: list[ClosestCall],
 ) -> tuple[Finding | None, float | None]:
-    """The column's drift finding, and its distance from natural variation where that was measured."""
+    """The column's drift finding, and its distance from natural variation where that was measured; the closest calls
+    of the drift limits it compared go to `calls`."""
     if not observed.quantiles:
         return None, None  # no values: the nulls check speaks
     if reference is None or not reference.quantiles:
@@ -99,7 +109,7 @@ def _numeric_drift(
         return None, found  # moved no further than past batches moved from one to the next
     if found is not None and found > ctx.policy.unexplained and not ctx.spans_batches and not _held(ctx, column):
         severity = Severity.BLOCK  # far beyond natural variation, and (unless a cause explains it) a failure
-    return _distribution_drift(ctx, column, observed, reference, severity), found
+    return _distribution_drift(ctx, column, observed, reference, severity, calls), found
 
 
 def _unexplained_call(
@@ -111,20 +121,39 @@ def _unexplained_call(
     return ClosestCall("unexplained", column.name, distance_, ctx.policy.unexplained, decides=decides)
 
 
+def _cadences_call(
+    ctx: GuardContext, column: ColumnContract, distance_: float, finding: Finding | None
+) -> Iterator[ClosestCall]:
+    """The cadences the snapshot spans against `policy.multi_batch_cadences` (fewer: one batch, whose distance beyond
+    `unexplained` blocks): deciding where that distance, a drift found and nothing else would block the column."""
+    spanned = ctx.cadences_spanned
+    if spanned is None:
+        return
+    decides = (
+        distance_ > ctx.policy.unexplained
+        and finding is not None
+        and not _held(ctx, column)
+        and not column.drift_blocking
+    )
+    yield ClosestCall("multi_batch_cadences", column.name, spanned, ctx.policy.multi_batch_cadences, False, decides)
+
+
 def _distribution_drift(
     ctx: GuardContext,
     column: ColumnContract,
     observed: ColumnProfile,
     reference: ColumnProfile,
     severity: Severity,
+    calls: list[ClosestCall],
 ) -> Finding | None:
     """DRIFT at `severity` when the CDF gap, or else the spread, moved beyond its sampling limit."""
     values = _sampled_values(ctx, column.name)
     gap, level = quantile_gap(reference, values)
     limit = _limit(len(values), _reference_size(ctx, reference))
+    calls += _gap_calls(column.name, gap, len(values), _reference_size(ctx, reference), severity)
     if gap <= limit:
         return _dispersion_drift(
-            ctx, column, observed, reference, severity, len(values), _reference_size(ctx, reference)
+            ctx, column, observed, reference, severity, len(values), _reference_size(ctx, reference), calls
         )
     return make_finding(
         FindingKind.DRIFT,
@@ -175,13 +204,23 @@ def _dispersion_drift(
     severity: Severity,
     n: int,
     m: int,
+    calls: list[ClosestCall],
 ) -> Finding | None:
     """Quantiles of a discrete column hide extra noise (ties absorb it); its standard deviation does not.
-    The limit widens for small samples: ~4 standard errors of a log stdev ratio, sqrt(1/2n + 1/2m)."""
+    The limit widens for small samples: ~4 standard errors of a log stdev ratio, sqrt(1/2n + 1/2m). Its closest
+    call: the ratio (or its inverse) against `policy.stdev_ratio_limit`, deciding where the drift would block and
+    the small-sample limit is passed too."""
     if not observed.stdev or not reference.stdev or n <= 1 or m <= 1:
         return None
     ratio = observed.stdev / reference.stdev
-    limit = max(ctx.policy.stdev_ratio_limit, math.exp(4.0 * math.sqrt(1 / (2 * n) + 1 / (2 * m))))
+    small = math.exp(4.0 * math.sqrt(1 / (2 * n) + 1 / (2 * m)))
+    limit = max(ctx.policy.stdev_ratio_limit, small)
+    spread = max(ratio, 1 / ratio)
+    calls += rule_calls(
+        column.name,
+        Condition("stdev_ratio_limit", spread, ctx.policy.stdev_ratio_limit, spread > ctx.policy.stdev_ratio_limit),
+        when=severity is Severity.BLOCK and spread > small,
+    )
     if max(ratio, 1 / ratio) <= limit:
         return None
     return make_finding(
@@ -205,6 +244,7 @@ def _category_drift(
     observed: ColumnProfile,
     reference: ColumnProfile | None,
     severity: Severity,
+    calls: list[ClosestCall],
 ) -> Finding | None:
     if observed.value_counts is None or observed.row_count == observed.null_count:
         return None  # too many values to count (the domain check's), or none (the nulls check's)
@@ -215,7 +255,9 @@ def _category_drift(
     if _the_periods_value(ctx, column.name, observed):
         return None  # one value per batch by construction (a period's name): every batch has another mix
     distance = category_distance(reference, observed)
-    limit = _limit(observed.row_count - observed.null_count, reference.row_count - reference.null_count)
+    n, m = observed.row_count - observed.null_count, reference.row_count - reference.null_count
+    limit = _limit(n, m)
+    calls += _gap_calls(column.name, distance, n, m, severity)
     if distance <= limit:
         return None
     return make_finding(
@@ -276,6 +318,21 @@ def _reference_size(ctx: GuardContext, reference: ColumnProfile) -> int:
     if len(ctx.snapshot.sample) < ctx.snapshot.profile.row_count:
         size = min(size, len(ctx.snapshot.sample))  # the reference was sampled like this snapshot
     return size
+
+
+def _gap_calls(name: str, gap: float, n: int, m: int, severity: Severity) -> list[ClosestCall]:
+    """A CDF gap (or a total variation) against `policy.drift_threshold` and, over the two samples' size term
+    sqrt(1/n + 1/m), against `policy.ks_critical`: the drift is over its limit where both are crossed, and blocks
+    where its severity is a block (drift-blocking by contract, or beyond `unexplained` as one batch)."""
+    if n <= 0 or m <= 0:
+        return []
+    size = math.sqrt(1 / n + 1 / m)
+    return rule_calls(
+        name,
+        Condition("drift_threshold", gap, POLICY.drift_threshold, gap > POLICY.drift_threshold),
+        Condition("ks_critical", gap / size, POLICY.ks_critical, gap > POLICY.ks_critical * size),
+        when=severity is Severity.BLOCK,
+    )
 
 
 def _limit(n: int, m: int) -> float:

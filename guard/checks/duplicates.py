@@ -9,7 +9,8 @@ or counted for another question, raise (`GuardContext.require_repeats`): a block
 Why the key columns are read again rather than the row sample: `profiles.repeats`.
 
 Closest call, on every batch it judges: the share of rows repeating a key (or a whole row) against
-`duplicate_rate_limit`.
+`duplicate_rate_limit`; with no key, the reference's distinct event times over its rows against `one_per_instant`,
+deciding where whole rows were counted and repeat beyond the limit.
 """
 
 from __future__ import annotations
@@ -54,10 +55,13 @@ def check_duplicates(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     assert ctx.contract and ctx.snapshot
     asked = repeats_asked(ctx)
     if asked is None:
+        yield from _instants_call(ctx, None)
         return
     count = ctx.require_repeats(asked)
     keyed = asked.columns[0] if len(asked.columns) == 1 and not asked.whole_rows else None
     yield ClosestCall("duplicate_rate_limit", keyed, count.rate, ctx.policy.duplicate_rate_limit)
+    if asked.whole_rows:
+        yield from _instants_call(ctx, count)
     if asked.whole_rows:
         yield from _repeated_rows(ctx, count)
         return
@@ -73,6 +77,20 @@ def check_duplicates(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
         f"{count.rate:.2%} of rows ({count.duplicate_rows} of {count.rows_compared}"
         f"{'' if count.exact else ', a sample by key'}{across}) repeat a key of {list(keys)}; "
         f"the limit is {ctx.policy.duplicate_rate_limit:.1%}: a duplicated load?",
+    )
+
+
+def _instants_call(ctx: GuardContext, count: KeyCount | None) -> Iterator[ClosestCall]:
+    """No key declared: the reference's distinct event times over its rows against `policy.one_per_instant`, deciding
+    where whole rows were counted and repeat beyond `duplicate_rate_limit` (not counted, nothing can say)."""
+    assert ctx.contract is not None
+    time, reference = ctx.contract.event_timestamp_column, ctx.reference_profile
+    known = reference.columns.get(time) if reference is not None and time is not None else None
+    if ctx.contract.key_columns or known is None or known.distinct_count is None or not known.values:
+        return
+    decides = count is not None and count.rate > ctx.policy.duplicate_rate_limit
+    yield ClosestCall(
+        "one_per_instant", time, known.distinct_count / known.values, ctx.policy.one_per_instant, True, decides
     )
 
 

@@ -1,5 +1,8 @@
 """Label freshness: the label watermark's lag against the SLA, and the share of rows still unlabelled;
-and timestamps that no clock could have written for this table (the epoch, centuries away)."""
+and timestamps that no clock could have written for this table (the epoch, centuries away).
+
+Closest calls: the hours the newest label lies past now, against `clock_skew_hours`; per timestamp column, the
+horizons its times reach beyond the reference's (or now), against `plausible_horizons`. Crossing either blocks."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from datetime import datetime, timezone
 from typing import Iterator
 
 from guard.context import GuardContext
-from guard.findings import Finding, make_finding
+from guard.findings import ClosestCall, Finding, make_finding
 from guard.kinds import FindingKind
 from guard.policy import DEFAULT as POLICY
 from guard.registry import register
@@ -18,7 +21,7 @@ _HOUR_MS = 3_600_000
 
 
 @register("label_freshness", per_column=False)
-def check_label_freshness(ctx: GuardContext) -> Iterator[Finding]:
+def check_label_freshness(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     contract, snapshot, urn = ctx.contract, ctx.snapshot, ctx.dataset_urn
     assert contract and snapshot
     yield from _immature(ctx)
@@ -40,6 +43,8 @@ def check_label_freshness(ctx: GuardContext) -> Iterator[Finding]:
         )
         return
     lag_hours = (ctx.now_ms - stamps.maximum) / _HOUR_MS
+    # closest call: the hours the newest label lies past now, against the skew a clock may have (crossing it blocks)
+    yield ClosestCall("clock_skew_hours", stamp_column, -lag_hours, ctx.policy.clock_skew_hours)
     if -lag_hours > ctx.policy.clock_skew_hours:
         yield make_finding(
             FindingKind.TIMESTAMP_UNPARSEABLE,
@@ -88,7 +93,7 @@ def _immature(ctx: GuardContext) -> Iterator[Finding]:
 
 
 @register("timestamp_range", needs_reference=True)
-def check_timestamp_range(ctx: GuardContext) -> Iterator[Finding]:
+def check_timestamp_range(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     """Timestamps no clock could have written for this table: the epoch (zeroed bytes read as times), or
     further from the reference's times than `policy.plausible_horizons` times its span (at least a year). Blocks as
     OUT_OF_RANGE on the time column: every row-level judgement keyed on those times would be wrong."""
@@ -107,6 +112,7 @@ def check_timestamp_range(ctx: GuardContext) -> Iterator[Finding]:
         ):
             continue
         low, high = plausible_times(reference.minimum, reference.maximum, ctx.now_ms)
+        yield _horizons_call(column.name, observed.minimum, observed.maximum, reference.minimum, reference.maximum, ctx)
         if low <= observed.minimum and observed.maximum <= high:
             continue
         yield make_finding(
@@ -122,6 +128,16 @@ def check_timestamp_range(ctx: GuardContext) -> Iterator[Finding]:
 
 
 _YEAR_MS = 365 * 24 * _HOUR_MS
+
+
+def _horizons_call(
+    name: str, first: float, last: float, reference_min: float, reference_max: float, ctx: GuardContext
+) -> ClosestCall:
+    """How many horizons (the reference's span, at least a year) the column's times reach before the reference's or
+    after it (or now, if later), against `policy.plausible_horizons`: crossing it blocks (the epoch's own rule aside)."""
+    horizon = max(reference_max - reference_min, _YEAR_MS)
+    reach = max((reference_min - first) / horizon, (last - max(reference_max, float(ctx.now_ms))) / horizon)
+    return ClosestCall("plausible_horizons", name, reach, POLICY.plausible_horizons)
 
 
 def plausible_times(reference_min: float, reference_max: float, now_ms: int) -> tuple[float, float]:

@@ -32,7 +32,10 @@ hourly temperature) is then not leakage. Without those associations, the absolut
 Closest calls, per feature: its strongest score against `leakage_threshold` (the absolute rule); or, against a
 reference keeping associations, its rise over the highest batch (`leakage_jump`), the association itself
 (`leakage_jump_floor`) and the Fisher z of the rise (`leakage_jump_z`), each deciding where the other two and the
-rows needed held. A copy of the label outside the contract has none (no clean batch holds a column outside it).
+rows needed held. With the absolute rule, also the rows holding both values against `leakage_min_rows` and the
+share of rows the mapping's halves cover against `leakage_min_coverage`; with the jump, the rows against
+`leakage_min_rows`. A column outside the contract: its share equal to the label against `copy_threshold`, its rows
+against `leakage_min_rows` and, on fewer, the chance of so many equal values against `copy_chance`.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from guard.context import GuardContext
 from guard.findings import ClosestCall, Finding, make_finding
 from guard.kinds import FindingKind
 from guard.registry import register
-from guard.statistics import association, is_number
+from guard.statistics import association_fit, covered, is_number
 from profiles.relations import Relations, learn_relations
 
 __all__ = [
@@ -70,7 +73,11 @@ def check_leakage(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
                 yield from _jump_calls(ctx, learned, column.name, label)
                 finding = association_jump(ctx, learned, column.name, label)
             else:
-                scored = _scores(ctx, column.name, label)
+                fit = _fit(ctx, column.name, label)
+                yield from _absolute_calls(ctx, column.name, fit)
+                scored = (
+                    (covered(*fit[:2]), fit[2]) if fit is not None and fit[2] >= ctx.policy.leakage_min_rows else None
+                )
                 if scored is not None:
                     top = max(scored[0].values(), default=0.0)
                     yield ClosestCall("leakage_threshold", column.name, top, ctx.policy.leakage_threshold)
@@ -79,18 +86,43 @@ def check_leakage(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
                 yield finding
     for name in sample.columns:
         if ctx.contract.column(name) is None:
+            yield from _copy_calls(ctx, name, label)
             finding = _copies_label(ctx, name, label)
             if finding is not None:
                 yield finding
 
 
-def _scores(ctx: GuardContext, name: str, label: str) -> tuple[dict[str, float], int] | None:
-    """The feature's association scores with the label and the sampled rows holding both (None: too few rows)."""
+def _fit(ctx: GuardContext, name: str, label: str) -> tuple[dict[str, float], float, int] | None:
+    """The feature's association scores with the label, its mapping scored whatever the share of rows its halves
+    cover, that share, and the sampled rows holding both (`statistics.association_fit`); None under three rows. The
+    absolute rule reads `covered` scores, and only on `policy.leakage_min_rows` rows or more."""
     assert ctx.snapshot is not None
     pair = ctx.snapshot.sample[[name, label]].dropna()
-    if len(pair) < ctx.policy.leakage_min_rows:
+    if len(pair) < 3:
         return None
-    return association(pair[name], pair[label]), len(pair)
+    scores, coverage = association_fit(pair[name], pair[label])
+    return scores, coverage, len(pair)
+
+
+def _absolute_calls(
+    ctx: GuardContext, name: str, fit: tuple[dict[str, float], float, int] | None
+) -> Iterator[ClosestCall]:
+    """The absolute rule's other two limits: the rows holding both values against `policy.leakage_min_rows` (deciding
+    where the scores reach `leakage_threshold`), and the share of rows the mapping's halves cover against
+    `policy.leakage_min_coverage` (deciding where the mapping, scored anyway, reaches it, with the rows needed and no
+    correlation reaching it already)."""
+    if fit is None:
+        return
+    scores, coverage, rows = fit
+    policy = ctx.policy
+    enough = rows >= policy.leakage_min_rows
+    top = max(covered(scores, coverage).values(), default=0.0)
+    yield ClosestCall("leakage_min_rows", name, rows, policy.leakage_min_rows, decides=top >= policy.leakage_threshold)
+    if not math.isnan(coverage):
+        mapped = scores.get("mapping", 0.0) >= policy.leakage_threshold
+        correlated = scores.get("correlation", 0.0) >= policy.leakage_threshold
+        decides = enough and mapped and not correlated
+        yield ClosestCall("leakage_min_coverage", name, coverage, policy.leakage_min_coverage, decides=decides)
 
 
 def _determines_label(
@@ -153,6 +185,9 @@ def _jump_calls(
     )
     yield ClosestCall("leakage_jump", name, seen - high, policy.leakage_jump, decides=enough and over_floor and over_z)
     yield ClosestCall(
+        "leakage_min_rows", name, rows, policy.leakage_min_rows, decides=over_floor and over_high and over_z
+    )
+    yield ClosestCall(
         "leakage_jump_floor", name, seen, policy.leakage_jump_floor, decides=enough and over_high and over_z
     )
     if rows > 3:
@@ -195,6 +230,29 @@ def association_jump(ctx: GuardContext, learned: tuple[Relations, Relations], na
 
 def _fisher(value: float) -> float:
     return math.atanh(min(value, 0.999999))
+
+
+def _copy_calls(ctx: GuardContext, name: str, label: str) -> Iterator[ClosestCall]:
+    """A column outside the contract: its share equal to the label against `policy.copy_threshold`, and what else a
+    copy needs, `policy.leakage_min_rows` labelled rows or, on fewer, a chance of so many equal values at most
+    `policy.copy_chance` (either suffices: each of the two decides where the other does not hold)."""
+    assert ctx.snapshot is not None
+    pair = ctx.snapshot.sample[[name, label]]
+    pair = pair[pair[label].notna()]
+    if pair.empty:
+        return
+    policy = ctx.policy
+    share = _equal_share(pair[name], pair[label])
+    chance = _chance_of_matches(pair[label], round(share * len(pair)))
+    equal, enough, unlikely = (
+        share >= policy.copy_threshold,
+        len(pair) >= policy.leakage_min_rows,
+        chance <= policy.copy_chance,
+    )
+    yield ClosestCall("copy_threshold", name, share, policy.copy_threshold, decides=enough or unlikely)
+    yield ClosestCall("leakage_min_rows", name, len(pair), policy.leakage_min_rows, decides=equal and not unlikely)
+    if not enough:
+        yield ClosestCall("copy_chance", name, chance, policy.copy_chance, False, decides=equal)
 
 
 def _copies_label(ctx: GuardContext, name: str, label: str) -> Finding | None:

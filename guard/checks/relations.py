@@ -26,20 +26,30 @@ never equal) may be two series that have not crossed yet, so its break alone is 
 same exact monotone function of the label on its broken rows is leakage too, when the label is neither column.
 Unless the contract declares it (`ColumnContract.at_least`, ODCS `atLeast`): a declared order is judged as a bound,
 with or without a reference, since its owner says it holds on every row.
+
+Closest calls, on the column a finding would name, for every relation the reference keeps (learned or not): how it
+was learned (`relation_min_rows`, `relation_held`, `hour_of_learned`), how far the batch breaks it
+(`relation_min_broken`, `relation_broken_share` or `relation_departed_share`; for an hour column, also its share
+still holding it, `hour_of_holds`, and moved as a whole, `hour_of_moved`), and for an order merely held, the label
+groups and pairs of rows its broken rows follow the label over (`monotone_labels` or `monotone_categories`,
+`monotone_pairs`); each deciding where the rest of its rule held. `relation_fit_rows` and `relation_leak_rows` decide
+which column, and which kind, a broken relation names, never whether it blocks: they have none.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 import pandas as pd
 
 from guard.context import GuardContext
-from guard.findings import Finding, make_finding
+from guard.findings import ClosestCall, Condition, Finding, make_finding, rule_calls
 from guard.kinds import FindingKind
+from guard.policy import Policy
 from guard.registry import register
-from guard.statistics import association, hour_of_shift, learned_offsets
+from guard.statistics import association, hour_of_shares, hour_of_shift, learned_offsets, learned_share
 from guard.units import same_unit
 from profiles.relations import (
     HOURS,
@@ -66,35 +76,56 @@ def parse_identity(key: str) -> tuple[str, str, str, str]:
 
 
 @register("relations", per_column=True)
-def check_relations(ctx: GuardContext) -> Iterator[Finding]:
+def check_relations(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     assert ctx.contract and ctx.snapshot
     reference = ctx.reference_profile
     relations = reference.relations if reference is not None else None
     sample = ctx.snapshot.sample
     for key, (holds, tested) in (relations.identities if relations else {}).items():
         c, a, op, b = parse_identity(key)
-        if (
-            tested < ctx.policy.relation_min_rows
-            or holds / tested < ctx.policy.relation_held
-            or not {a, b, c} <= set(sample.columns)
-        ):
+        if not tested or not {a, b, c} <= set(sample.columns):
             continue
-        finding = _judge(ctx, key, _floats(sample[c]), _floats(sample[a]), _floats(sample[b]), op, c)
-        if finding is not None:
-            yield finding
+        learned = [
+            Condition(
+                "relation_min_rows", tested, ctx.policy.relation_min_rows, tested >= ctx.policy.relation_min_rows
+            ),
+            Condition(
+                "relation_held", holds / tested, ctx.policy.relation_held, holds / tested >= ctx.policy.relation_held
+            ),
+        ]
+        found = _judge(ctx, key, _floats(sample[c]), _floats(sample[a]), _floats(sample[b]), op, c, learned)
+        yield from found
     declared = ctx.contract.declared_orders  # judged with or without a reference
-    learned = (_learned_order(ctx, key, moments) for key, moments in (relations.pairs if relations else {}).items())
-    orders = [(low, high, "declared") for low, high in declared]
-    for low, high, how in [*orders, *(o for o in learned if o is not None and o[:2] not in declared)]:
-        finding = _broken_order(ctx, low, high, how)
-        if finding is not None:
-            yield finding
+    learned_orders = [
+        (order, moments.n)
+        for key, moments in (relations.pairs if relations else {}).items()
+        if (order := _learned_order(ctx, key, moments, enough=0)) is not None and order[:2] not in declared
+    ]
+    orders = [((low, high, "declared"), None) for low, high in declared]
+    for (low, high, how), rows in [*orders, *learned_orders]:
+        learned = [] if rows is None else [_enough_rows(ctx, rows)]
+        yield from _broken_order(ctx, low, high, how, learned)
     for t, columns in (relations.hour_of if relations else {}).items():
         for h, counts in columns.items():
             if t in sample and h in sample:
-                finding = _departed_hours(ctx, t, h, counts)
-                if finding is not None:
-                    yield finding
+                yield from _departed_hours(ctx, t, h, counts)
+
+
+def _enough_rows(ctx: GuardContext, rows: int) -> Condition:
+    """The reference's rows behind a learned relation against `policy.relation_min_rows`."""
+    return Condition("relation_min_rows", rows, ctx.policy.relation_min_rows, rows >= ctx.policy.relation_min_rows)
+
+
+def _broken(ctx: GuardContext, broken: int, tested: int, share_field: str = "relation_broken_share") -> list[Condition]:
+    """Rows a relation is broken on against `policy.relation_min_broken`, and their share of the tested rows against
+    the share field (`relation_broken_share`, or `relation_departed_share` for an hour column)."""
+    share = getattr(ctx.policy, share_field)
+    return [
+        Condition(
+            "relation_min_broken", broken, ctx.policy.relation_min_broken, broken >= ctx.policy.relation_min_broken
+        ),
+        Condition(share_field, broken / tested if tested else 0.0, share, broken >= share * tested),
+    ]
 
 
 def _floats(values: pd.Series) -> np.ndarray:
@@ -102,17 +133,30 @@ def _floats(values: pd.Series) -> np.ndarray:
 
 
 def _judge(
-    ctx: GuardContext, key: str, c: np.ndarray, a: np.ndarray, b: np.ndarray, op: str, target: str
-) -> Finding | None:
+    ctx: GuardContext,
+    key: str,
+    c: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    op: str,
+    target: str,
+    learned: list[Condition],
+) -> Iterator[Finding | ClosestCall]:
+    """The identity's closest calls (how it was learned, `learned`, and how far it is broken), and its finding where
+    it was learned and is broken on enough rows."""
     rows = informative_rows(c, a, b)
     if not rows.any():
-        return None
+        return
     holds = identity_holds(c[rows], a[rows], b[rows], op, resolution(c))
     broken = int((~holds).sum())
     share = broken / int(rows.sum())
+    conditions = [*learned, *_broken(ctx, broken, int(rows.sum()))]
+    yield from rule_calls(target, *conditions)
+    if not all(condition.holds for condition in learned):
+        return
     if broken < ctx.policy.relation_min_broken or share < ctx.policy.relation_broken_share:
-        return None
-    return make_finding(
+        return
+    yield make_finding(
         FindingKind.RELATION_BROKEN,
         ctx.dataset_urn,
         target,
@@ -127,22 +171,24 @@ def _judge(
     )
 
 
-def _departed_hours(ctx: GuardContext, t: str, h: str, counts: tuple[int, ...]) -> Finding | None:
-    """A finding when the hour column h departs from the hour of t on part of the sampled rows."""
+def _departed_hours(ctx: GuardContext, t: str, h: str, counts: tuple[int, ...]) -> Iterator[Finding | ClosestCall]:
+    """A finding when the hour column h departs from the hour of t on part of the sampled rows, after the closest
+    calls of the limits that decide it."""
     assert ctx.snapshot is not None and ctx.contract is not None
     learned = learned_offsets(counts)
     stamps, present = epoch_ms_of(ctx.snapshot.sample[t])
     values = _floats(ctx.snapshot.sample[h])
     rows = present & ~np.isnan(values)
     offsets = hour_offsets(stamps[rows], values[rows])
+    yield from _hour_calls(ctx, h, counts, offsets)
     if learned is None or hour_of_shift(counts, hour_offset_counts(offsets)) is not None:
-        return None  # not an hour of t, too few rows, holding, or moved as a whole (a timestamp shift)
+        return  # not an hour of t, too few rows, holding, or moved as a whole (a timestamp shift)
     usual = max(learned, key=lambda k: counts[k])
     tolerated = [(k + d) % HOURS for k in learned for d in (-1, 0, 1)]
     departed = ~np.isin(offsets, tolerated)
     broken, tested = int(departed.sum()), len(offsets)
     if broken < ctx.policy.relation_min_broken or broken < ctx.policy.relation_departed_share * tested:
-        return None
+        return
     stated = (
         f"{h!r} is the hour of {t!r} (offset {usual} h) on every reference row; on {broken} of {tested} sampled rows "
         f"({broken / tested:.0%}) it is not"
@@ -160,7 +206,7 @@ def _departed_hours(ctx: GuardContext, t: str, h: str, counts: tuple[int, ...]) 
         ]
         if rose:
             key = max(rose, key=lambda k: now[k] - was.get(k, 0.0))
-            return make_finding(
+            yield make_finding(
                 FindingKind.TARGET_LEAKAGE,
                 ctx.dataset_urn,
                 h,
@@ -174,7 +220,8 @@ def _departed_hours(ctx: GuardContext, t: str, h: str, counts: tuple[int, ...]) 
                 message=f"{stated}; there it determines the label {label!r} ({key} {now[key]:.3f}, where the hour of "
                 f"{t!r} gives {was.get(key, 0.0):.3f}): computed from the outcome on those rows?",
             )
-    return make_finding(
+            return
+    yield make_finding(
         FindingKind.RELATION_BROKEN,
         ctx.dataset_urn,
         h,
@@ -188,19 +235,45 @@ def _departed_hours(ctx: GuardContext, t: str, h: str, counts: tuple[int, ...]) 
     )
 
 
+def _hour_calls(ctx: GuardContext, h: str, counts: tuple[int, ...], offsets: np.ndarray) -> list[ClosestCall]:
+    """An hour column's relation with its timestamp: how the reference learned it (its rows on one offset, or two
+    adjacent ones, against `policy.hour_of_learned`), the batch's rows off those offsets (against
+    `policy.relation_min_broken` and `policy.relation_departed_share`) and, on enough rows
+    (`policy.shift_min_relation_rows`) to read the relation at all, its share still holding it (`policy.hour_of_holds`)
+    and the largest share on the offsets moved as a whole (`policy.hour_of_moved`): below both, neither holding nor a
+    timestamp shift, the relation is broken there."""
+    share = learned_share(counts)
+    learned = learned_offsets(counts, least=0.0)  # the offsets it holds most, learned or not
+    if share is None or learned is None:
+        return []
+    conditions = [Condition("hour_of_learned", share, ctx.policy.hour_of_learned, share >= ctx.policy.hour_of_learned)]
+    tolerated = [(k + d) % HOURS for k in learned for d in (-1, 0, 1)]
+    conditions += _broken(ctx, int((~np.isin(offsets, tolerated)).sum()), len(offsets), "relation_departed_share")
+    read = hour_of_shares(learned, hour_offset_counts(offsets))
+    if read is not None and read[0] >= ctx.policy.shift_min_relation_rows:
+        _, holding, moved = read
+        conditions += [
+            Condition("hour_of_holds", holding, ctx.policy.hour_of_holds, holding < ctx.policy.hour_of_holds, False),
+            Condition("hour_of_moved", moved, ctx.policy.hour_of_moved, moved < ctx.policy.hour_of_moved, False),
+        ]
+    return rule_calls(h, *conditions)
+
+
 def _scores(feature: pd.Series, label: pd.Series) -> dict[str, float]:
     """The leakage scores of feature -> label over the rows holding both (each compared with its own kind)."""
     both = feature.notna().to_numpy() & label.notna().to_numpy()
     return association(feature[both].reset_index(drop=True), label[both].reset_index(drop=True))
 
 
-def _learned_order(ctx: GuardContext, key: str, moments: PairMoments) -> tuple[str, str, str] | None:
+def _learned_order(
+    ctx: GuardContext, key: str, moments: PairMoments, enough: int | None = None
+) -> tuple[str, str, str] | None:
     """(low, high, how) of an order a <= b of two columns of one unit the reference learned: a bound it reached
     ("reached"), or an order it held without reaching it ("held", judged as leakage only, and only with the label
-    in neither column)."""
+    in neither column); from `enough` reference rows (`policy.relation_min_rows` unless given)."""
     assert ctx.contract is not None
     a, b = key.split("|")
-    if moments.n < ctx.policy.relation_min_rows or not _one_unit(ctx, a, b):
+    if moments.n < (ctx.policy.relation_min_rows if enough is None else enough) or not _one_unit(ctx, a, b):
         return None
     bound = moments.bound(a, b)
     if bound is not None:
@@ -209,19 +282,34 @@ def _learned_order(ctx: GuardContext, key: str, moments: PairMoments) -> tuple[s
     return None if order is None else (*order, "held")
 
 
-def _broken_order(ctx: GuardContext, low: str, high: str, how: str) -> Finding | None:
+def _broken_order(
+    ctx: GuardContext, low: str, high: str, how: str, learned: list[Condition]
+) -> Iterator[Finding | ClosestCall]:
     """A finding when an order low <= high is broken on part of the sampled rows: one the contract declares
-    (`atLeast`) or the reference reached, or (as leakage only) one it merely held."""
+    (`atLeast`) or the reference reached, or (as leakage only) one it merely held; `learned`: how the reference
+    learned it (none for a declared order), which must hold too. First the closest calls of its limits: the rows
+    broken, and for an order merely held (a break is a finding only where the changed column follows the label
+    there) the label groups and pairs of rows it follows the label over."""
     assert ctx.snapshot is not None and ctx.contract is not None
     if not {low, high} <= set(ctx.snapshot.sample.columns):
-        return None  # a missing column is the schema check's finding
+        return  # a missing column is the schema check's finding
     x, y = _floats(ctx.snapshot.sample[low]), _floats(ctx.snapshot.sample[high])
     rows = ~np.isnan(x) & ~np.isnan(y)
     off = rows & order_broken(x, y)
     broken, tested = int(off.sum()), int(rows.sum())
+    conditions = [*learned, *_broken(ctx, broken, tested)]
+    judged = broken >= ctx.policy.relation_min_broken
+    changed, unlike = _changed_column(ctx, low, high, off) if judged else (high, None)
+    monotone = _monotone(ctx, changed, off) if broken else None
+    leak = monotone.follows(ctx.policy) if monotone is not None else None
+    yield from rule_calls(changed, *conditions, when=how != "held" or leak is not None)
+    if how == "held" and monotone is not None:
+        enough = all(condition.holds for condition in conditions)
+        yield from rule_calls(changed, *monotone.conditions(ctx.policy), when=enough and monotone.ordered)
+    if not all(condition.holds for condition in learned):
+        return
     if broken < ctx.policy.relation_min_broken or broken < ctx.policy.relation_broken_share * tested:
-        return None
-    changed, unlike = _changed_column(ctx, low, high, off)
+        return
     relation = f"{low}<={high}"
     stated = {
         "declared": f"the contract declares {relation} ({high!r} atLeast {low!r})",
@@ -229,10 +317,9 @@ def _broken_order(ctx: GuardContext, low: str, high: str, how: str) -> Finding |
         "held": f"{relation} held on every reference row, though none reached it",
     }[how]
     stated += f"; it is broken on {broken} of {tested} sampled rows ({broken / tested:.1%})"
-    leak = _follows_label(ctx, changed, off)
     if leak is not None:
         label, groups = leak
-        return make_finding(
+        yield make_finding(
             FindingKind.TARGET_LEAKAGE,
             ctx.dataset_urn,
             changed,
@@ -248,14 +335,15 @@ def _broken_order(ctx: GuardContext, low: str, high: str, how: str) -> Finding |
             f"{groups} distinct labels, each label's values in an interval of their own, the intervals in order): "
             "computed from the outcome on those rows?",
         )
+        return
     if how == "held":  # two series that never crossed in the reference may cross now: no evidence of a failure
-        return None
+        return
     why = (
         f"{changed!r} changed (the other columns explain it {unlike:.1f}x worse there than on the rest)"
         if unlike is not None
         else "one of them changed"
     )
-    return make_finding(
+    yield make_finding(
         FindingKind.RELATION_BROKEN,
         ctx.dataset_urn,
         changed,
@@ -270,8 +358,36 @@ def _broken_order(ctx: GuardContext, low: str, high: str, how: str) -> Finding |
     )
 
 
-def _follows_label(ctx: GuardContext, column: str, rows: np.ndarray) -> tuple[str, int] | None:
-    """(label, distinct labels) when, on these rows, the column is a monotone function of the label: grouped by
+@dataclass(frozen=True)
+class _Monotone:
+    """A column grouped by the label on some rows: the groups (distinct labels, or categories), the distinct values
+    of the column there, the pairs of rows whose labels differ, and whether every group lies at or beyond the last."""
+
+    label: str
+    numeric: bool
+    groups: int
+    values: int
+    pairs: int
+    ordered: bool
+
+    def conditions(self, policy: Policy) -> list[Condition]:
+        """The groups (and distinct values) against `policy.monotone_labels` (`monotone_categories` for a category)
+        and the pairs of rows against `policy.monotone_pairs`."""
+        field = "monotone_labels" if self.numeric else "monotone_categories"
+        needed, spread = getattr(policy, field), min(self.groups, self.values)
+        return [
+            Condition(field, spread, needed, spread >= needed),
+            Condition("monotone_pairs", self.pairs, policy.monotone_pairs, self.pairs >= policy.monotone_pairs),
+        ]
+
+    def follows(self, policy: Policy) -> tuple[str, int] | None:
+        """(label, groups) where the column follows the label over enough groups and pairs of rows."""
+        enough = all(condition.holds for condition in self.conditions(policy))
+        return (self.label, self.groups) if enough and self.ordered else None
+
+
+def _monotone(ctx: GuardContext, column: str, rows: np.ndarray) -> _Monotone | None:
+    """The column grouped by the label on these rows; it is a monotone function of the label there when grouped by
     label, each group's values all at or above (or all at or below) the previous group's, over at least
     `policy.monotone_labels` groups and `policy.monotone_pairs` pairs of rows, and the column not constant there (a placeholder
     orders nothing). A numeric label's groups come in its order. A category has none, so its groups are taken in
@@ -297,12 +413,10 @@ def _follows_label(ctx: GuardContext, column: str, rows: np.ndarray) -> tuple[st
         groups = groups.sort_values("median", kind="stable")
     sizes = groups["size"].to_numpy()
     pairs = (sizes.sum() ** 2 - (sizes**2).sum()) // 2  # pairs of rows whose labels differ
-    needed = ctx.policy.monotone_labels if numeric else ctx.policy.monotone_categories
-    if len(groups) < needed or np.unique(values[both]).size < needed or pairs < ctx.policy.monotone_pairs:
-        return None
     low, high = groups["min"].to_numpy(), groups["max"].to_numpy()
     rising, falling = np.all(high[:-1] <= low[1:]), np.all(low[:-1] >= high[1:])
-    return (label, len(groups)) if rising or falling else None
+    distinct = int(np.unique(values[both]).size)
+    return _Monotone(label, bool(numeric), len(groups), distinct, int(pairs), bool(rising or falling))
 
 
 def _separates_nothing(ctx: GuardContext, column: str, label: str) -> bool:

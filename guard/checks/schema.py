@@ -5,6 +5,10 @@ distribution; or, in a whole table that still holds the reference's own period, 
 period carry under the new name what the reference saw under the old one (a year-long table is not
 distributed as a reference of a few weeks, but those weeks are in it); or when they are the only two, and
 the new one's values sit inside the old one's range (a slow cycle apart).
+
+Closest calls: for a column gone and one new, `rename_tolerance`, `rename_sampling` and `rename_min_period_rows`,
+which name a rename but decide no block (the column gone blocks either way); for a column a batch left empty where a
+new one has values, `rename_null_slack` (`guard.renames`), which decides one where the rest of the rename held.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from guard.context import GuardContext
-from guard.findings import Finding, make_finding
+from guard.findings import ClosestCall, Finding, make_finding
 from guard.kinds import FindingKind
 from guard.policy import DEFAULT as POLICY
 from guard.registry import register
@@ -35,12 +39,13 @@ def types_compatible(declared: str, observed: str) -> bool:
 
 
 @register("schema")
-def check_schema(ctx: GuardContext) -> Iterator[Finding]:
+def check_schema(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     assert ctx.contract and ctx.snapshot and ctx.reference is not None and ctx.reference_profile is not None
     urn, observed = ctx.dataset_urn, ctx.snapshot.profile.columns
     missing = [c for c in ctx.contract.columns if c.name not in observed]
     unexpected = [name for name in observed if ctx.contract.column(name) is None]
     matched = _match_renames(ctx, [c.name for c in missing], unexpected)
+    yield from _rename_calls(ctx, [c.name for c in missing], unexpected)
     renames = {old: new for old, (new, _) in matched.items()}
     for old, (new, evidence) in matched.items():
         yield make_finding(
@@ -55,7 +60,9 @@ def check_schema(ctx: GuardContext) -> Iterator[Finding]:
             mapping={new: old},
         )
     rest = [name for name in unexpected if name not in renames.values()]
-    partial = split_renames(ctx.contract, ctx.snapshot, ctx.reference, rest)
+    calls: list[ClosestCall] = []
+    partial = split_renames(ctx.contract, ctx.snapshot, ctx.reference, rest, calls)
+    yield from calls
     for old, new in partial.items():
         rows = observed[new].row_count - observed[new].null_count
         yield make_finding(
@@ -105,6 +112,47 @@ def check_schema(ctx: GuardContext) -> Iterator[Finding]:
                 playbook="cast_types",
                 target_type=column.logical_type,
             )
+
+
+def _rename_calls(ctx: GuardContext, missing: list[str], unexpected: list[str]) -> Iterator[ClosestCall]:
+    """A column gone and one new: how far the new one's inner quantiles sit from the old one's, over the old one's
+    spread, against `policy.rename_tolerance`, and times the square root of its values against
+    `policy.rename_sampling` (within either: the same distribution); and the new one's sampled rows inside the
+    reference's period against `policy.rename_min_period_rows`. They decide whether the rename is named, not whether
+    the batch blocks (a contracted column gone blocks either way): none decides."""
+    assert ctx.snapshot is not None and ctx.reference_profile is not None
+    for old in missing:
+        reference = ctx.reference_profile.columns.get(old)
+        if reference is None or not reference.quantiles:
+            continue
+        spread = abs((reference.quantile(0.9) or 0.0) - (reference.quantile(0.1) or 0.0)) or 1.0
+        for new in unexpected:
+            observed = ctx.snapshot.profile.columns[new]
+            inner = [(r, observed.quantile(q)) for q, r in reference.quantiles if 0.05 <= q <= 0.95]
+            if not observed.quantiles or not inner or any(o is None for _, o in inner):
+                continue
+            off = max(abs(r - o) for r, o in inner if o is not None) / spread
+            yield ClosestCall("rename_tolerance", old, off, POLICY.rename_tolerance, False, False)
+            yield ClosestCall(
+                "rename_sampling", old, off * max(observed.values, 1) ** 0.5, POLICY.rename_sampling, False, False
+            )
+            rows = _period_rows(ctx, new)
+            if rows is not None:
+                yield ClosestCall("rename_min_period_rows", old, rows, ctx.policy.rename_min_period_rows, True, False)
+
+
+def _period_rows(ctx: GuardContext, new: str) -> float | None:
+    """The new column's sampled values inside the reference batches' windows of time (None: no batch reference)."""
+    assert ctx.snapshot is not None
+    sample, known = ctx.snapshot.sample, ctx.reference
+    if not isinstance(known, Reference) or known.time_column not in sample or new not in sample:
+        return None
+    stamps, present = epoch_ms_of(sample[known.time_column])
+    inside = np.zeros(len(sample), dtype=bool)
+    for batch in known.batches:
+        if batch.start_ms is not None and batch.end_ms is not None:
+            inside |= present & (stamps >= batch.start_ms) & (stamps <= batch.end_ms)
+    return float(sample[new][inside].notna().sum())
 
 
 def _match_renames(ctx: GuardContext, missing: list[str], unexpected: list[str]) -> dict[str, tuple[str, str]]:

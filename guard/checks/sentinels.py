@@ -33,17 +33,22 @@ is a new state (a flag switching on), not a code.
 
 The heal cannot know the value that was replaced: the rows holding the sentinel are quarantined
 (`params["value"]`), never filled in.
+
+Closest calls, per value judged (every mass, and every placeholder-looking value or one code outside the bounds or
+far outside the range, on fewer rows too): each rule's limits in their own terms (`_Judged`), each deciding where
+the rest of its rule held. `sentinel_adjacent_window` sets how wide the reference's share near an edge is read,
+which the call of `sentinel_near_factor` measures: it has no statistic of its own.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Iterator
+from typing import Iterator, Mapping
 
 import numpy as np
 
 from guard.context import GuardContext
-from guard.findings import Finding, make_finding, window_rows
+from guard.findings import ClosestCall, Condition, Finding, make_finding, rule_calls, window_rows
 from guard.kinds import FindingKind
 from guard.policy import DEFAULT as POLICY
 from guard.registry import register
@@ -71,7 +76,7 @@ def looks_like_placeholder(value: float) -> bool:
 
 
 @register("sentinels")
-def check_sentinels(ctx: GuardContext) -> Iterator[Finding]:
+def check_sentinels(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     assert ctx.contract and ctx.snapshot
     reference = ctx.reference_profile
     if reference is None:
@@ -83,7 +88,9 @@ def check_sentinels(ctx: GuardContext) -> Iterator[Finding]:
         if known is None or _the_periods_value(ctx, column.name):
             continue
         values = numeric_values(ctx.snapshot.sample[column.name])
-        for value, count in _masses(values, column.minimum, column.maximum, known):
+        masses = _masses(values, column.minimum, column.maximum, known)
+        yield from _closest_calls(ctx, column.name, known, values, masses)
+        for value, count in masses:
             finding = _judge(ctx, column.name, known, value, count, values)
             if finding is not None:
                 yield finding
@@ -274,6 +281,295 @@ def _rest_in_place(reference: ColumnProfile, values: np.ndarray, value: float) -
     return (
         int((values == value).sum()) >= POLICY.sentinel_one_code * outside
     )  # one code, not a spread of impossible values
+
+
+# --- closest calls ---------------------------------------------------------------------------------------------
+
+
+def _closest_calls(
+    ctx: GuardContext, name: str, reference: ColumnProfile, values: np.ndarray, masses: list[tuple[float, int]]
+) -> Iterator[ClosestCall]:
+    """The limits each rule of this check compared, per value it judged (a mass) and per value it would judge were
+    the point-mass limits lower: a placeholder-looking value, or one code of the values outside the contract's
+    bounds or the reference's range (`sentinel_one_code` of them: a spread of such values holds none), on fewer
+    rows. Each call decides where the rest of its rule held (`_Judged`)."""
+    assert ctx.contract is not None
+    low, high = _contract_bounds(ctx, name)
+    if not len(values):
+        return
+    found, counts = np.unique(values, return_counts=True)
+    judged = dict(masses)
+    impossible = int(_outside(values, low, high).sum())
+    beyond = (
+        int(((values < reference.minimum) | (values > reference.maximum)).sum())
+        if reference.minimum is not None and reference.maximum is not None
+        else 0
+    )
+    one_code = ctx.policy.sentinel_one_code
+    whole = (found == np.round(found)) & ((np.abs(found) >= 9) | (found == 0) | (found == -1))  # may look like one
+    coded = _outside(found, low, high) & (counts >= one_code * impossible)
+    if reference.minimum is not None and reference.maximum is not None:
+        width = reference.maximum - reference.minimum
+        far = (found < reference.minimum - width) | (found > reference.maximum + width)
+        coded |= far & (width > 0) & (counts >= one_code * beyond)
+    for i in np.flatnonzero(coded | whole):
+        value, count = float(found[i]), int(counts[i])
+        if value not in judged and (coded[i] or looks_like_placeholder(value)):
+            judged[value] = count
+    runs = _runs(ctx, name) if isinstance(ctx.reference, Reference) and len(values) else {}
+    for value, count in judged.items():
+        yield from _Judged(ctx, name, reference, values, value, count, low, high, runs, (found, counts)).calls()
+
+
+def _call(name: str, condition: Condition, decides: bool) -> ClosestCall:
+    return ClosestCall(condition.threshold, name, condition.statistic, condition.limit, condition.above, decides)
+
+
+def _runs(ctx: GuardContext, name: str) -> Mapping[float, float]:
+    """Each value's longest run in event-time order, as a share of the sampled values (`_longest_run`, for every
+    value at once)."""
+    assert ctx.contract is not None and ctx.snapshot is not None
+    time, sample = ctx.contract.event_timestamp_column, ctx.snapshot.sample
+    if time is None or time not in sample:
+        return {}
+    ordered = numeric_values(sample[[time, name]].dropna().sort_values(time, kind="stable")[name])
+    if not len(ordered):
+        return {}
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    lengths = np.diff(np.concatenate([starts, [len(ordered)]]))
+    longest: dict[float, float] = {}
+    for value, length in zip(ordered[starts].tolist(), lengths.tolist()):
+        longest[value] = max(longest.get(value, 0.0), length / len(ordered))
+    return longest
+
+
+class _Judged:
+    """One value of a column as `_judge` judges it, in the terms of each policy field it compares: a rule (impossible,
+    new, grown, frozen) blocks where all its conditions hold, so each call decides where the rest of its rule held."""
+
+    def __init__(
+        self,
+        ctx: GuardContext,
+        name: str,
+        reference: ColumnProfile,
+        values: np.ndarray,
+        value: float,
+        count: int,
+        low: float | None,
+        high: float | None,
+        runs: Mapping[float, float],
+        found: tuple[np.ndarray, np.ndarray],
+    ) -> None:
+        self.ctx, self.name, self.reference, self.values = ctx, name, reference, values
+        self.value, self.count, self.low, self.high, self.runs = value, count, low, high, runs
+        self.share = count / len(values)
+        self.placeholder = looks_like_placeholder(value)
+        self.found = found
+        self._near: tuple[float, float, float] | None = None
+
+    def calls(self) -> list[ClosestCall]:
+        known = reference_share(self.reference, self.value)
+        if known is None:
+            return []
+        was, exact = known
+        policy, gate = self.ctx.policy, self._gate()
+        calls: list[ClosestCall] = []
+        fired = False  # a rule before the frozen one names the value
+        if _impossible(self.ctx, self.name, self.value):
+            outside = int(_outside(self.values, self.low, self.high).sum())
+            one = Condition(
+                "sentinel_one_code", self.count / outside, policy.sentinel_one_code, self._one_code(outside)
+            )
+            calls += rule_calls(self.name, *gate, one)
+            fired = all(c.holds for c in [*gate, one])
+        else:
+            new = was == 0.0 if exact else was <= policy.sentinel_new_share
+            if new or not exact:  # the reference held it exactly: not new at any limit
+                news = [] if exact else [Condition("sentinel_new_share", was, policy.sentinel_new_share, new, False)]
+                coded, stands, when = self._coded()
+                rule = [*gate, *news, *coded]
+                calls += rule_calls(self.name, *rule, when=when and all(c.holds for c in stands))
+                calls += [_call(self.name, c, when and all(o.holds for o in rule)) for c in stands]
+                calls += self._adjacent([*gate, *news], when)
+                fired = new and when and all(c.holds for c in [*rule, *stands])
+            if not new and self.placeholder:
+                rule = [*gate, *self._grown(was)]
+                calls += rule_calls(self.name, *rule)
+                fired = all(c.holds for c in rule)
+        return calls + self._frozen(gate, was, fired)
+
+    def _gate(self) -> list[Condition]:
+        """A value counts as a point mass on `policy.sentinel_min_rows` rows and `policy.sentinel_min_share` of them,
+        unless it is placeholder-looking and outside the contract's bounds or far outside the reference's range."""
+        kept = self.placeholder and (
+            bool(_outside(np.array([self.value]), self.low, self.high)[0]) or _far_outside(self.reference, self.value)
+        )
+        if kept:
+            return []
+        policy = self.ctx.policy
+        return [
+            Condition(
+                "sentinel_min_rows", self.count, policy.sentinel_min_rows, self.count >= policy.sentinel_min_rows
+            ),
+            Condition(
+                "sentinel_min_share", self.share, policy.sentinel_min_share, self.share >= policy.sentinel_min_share
+            ),
+        ]
+
+    def _one_code(self, outside: int) -> bool:
+        return self.count >= self.ctx.policy.sentinel_one_code * outside
+
+    def _coded(self) -> tuple[list[Condition], list[Condition], bool]:
+        """The new rule's conditions, those of a code's stand-out from its neighbours, and its gates that are no
+        policy field's (`_coded`). For a placeholder-looking value: its share over the reference's near its edge
+        (`sentinel_near_factor` times it plus `sentinel_near_margin`), and, standing out, its rows over the most of
+        its `sentinel_neighbours` nearest values each side within `sentinel_neighbour_reach` of the reference's
+        width (`sentinel_near_factor` times them), read three ways, each the one its field moves (the three hold
+        together: each decides where the rest of the rule held). Else: far outside the reference's range (a gate)
+        with the rest of the values in place (`sentinel_rest_distance`) and one code (`sentinel_one_code`)."""
+        policy = self.ctx.policy
+        if not self.placeholder:
+            rest = self.values[self.values != self.value]
+            distance = ks_distance(rest, self.reference)
+            low, high = self.reference.minimum, self.reference.maximum
+            if distance is None or low is None or high is None:
+                return [], [], False
+            placed = distance <= max(policy.sentinel_rest_distance, ks_noise(len(rest)))
+            outside = int(((self.values < low) | (self.values > high)).sum())
+            held = self.count / outside if outside else math.inf
+            conditions = [
+                Condition("sentinel_rest_distance", distance, policy.sentinel_rest_distance, placed, False),
+                Condition("sentinel_one_code", held, policy.sentinel_one_code, self._one_code(outside)),
+            ]
+            return conditions, [], _far_outside(self.reference, self.value)
+        near = _near_share(self.reference, self.values, self.value)
+        if near is None:
+            return [], [], False
+        factor, margin = policy.sentinel_near_factor, policy.sentinel_near_margin
+        over = self.share >= factor * near + margin
+        outweighs, neighbours, reach = self._neighbourhood()
+        count, reach_limit = policy.sentinel_neighbours, policy.sentinel_neighbour_reach
+        return (
+            [
+                Condition("sentinel_near_factor", (self.share - margin) / near if near else math.inf, factor, over),
+                Condition("sentinel_near_margin", self.share - factor * near, margin, over),
+            ],
+            [
+                Condition("sentinel_near_factor", outweighs, factor, outweighs >= factor),
+                Condition("sentinel_neighbours", neighbours, count, neighbours >= count),
+                Condition("sentinel_neighbour_reach", reach, reach_limit, reach > reach_limit),
+            ],
+            True,
+        )
+
+    def _neighbourhood(self) -> tuple[float, float, float]:
+        """(the mass's rows over the most of its `sentinel_neighbours` nearest values each side within
+        `sentinel_neighbour_reach` of the reference's width, inf for none: `_stands_out`'s reading; how many nearest
+        values within that reach each side it outweighs `sentinel_near_factor` times before one it does not, inf for
+        all; the nearest of the `sentinel_neighbours` nearest each side it does not outweigh, in reference widths,
+        inf for none)."""
+        if self._near is not None:
+            return self._near
+        policy = self.ctx.policy
+        width = (self.reference.maximum or 0.0) - (self.reference.minimum or 0.0)
+        found, counts = self.found
+        at = int(np.searchsorted(found, self.value))
+        others: list[int] = []
+        runs: list[float] = []
+        nearest: list[float] = []
+        for side, held in ((found[:at][::-1], counts[:at][::-1]), (found[at + 1 :], counts[at + 1 :])):
+            distance = np.abs(side - self.value)
+            within = held[distance <= policy.sentinel_neighbour_reach * width]
+            others += within[: policy.sentinel_neighbours].tolist()
+            heavy = self.count < policy.sentinel_near_factor * within
+            runs.append(float(np.argmax(heavy)) if heavy.any() else math.inf)
+            first = self.count < policy.sentinel_near_factor * held[: policy.sentinel_neighbours]
+            if width > 0:
+                nearest += (distance[: policy.sentinel_neighbours][first] / width).tolist()
+            elif first.any():
+                nearest.append(math.inf)
+        outweighs = self.count / max(others) if others else math.inf
+        self._near = (outweighs, min(runs), min(nearest, default=math.inf))
+        return self._near
+
+    def _adjacent(self, gate: list[Condition], when: bool) -> list[ClosestCall]:
+        """A placeholder-looking new value's distance from the reference's range, in its widths, against
+        `policy.sentinel_adjacent`: beyond it (and one step) the reference's share near the edge counts as none, so
+        the value is a code on `sentinel_near_margin` of the rows; deciding where it then is one."""
+        low, high = self.reference.minimum, self.reference.maximum
+        if not self.placeholder or low is None or high is None:
+            return []
+        policy = self.ctx.policy
+        width = max(high - low, 0.0)
+        step = 2 * resolution(self.values) if self.reference.logical_type == "number" else 1.0
+        distance = abs(self.value - min(max(self.value, low), high))
+        apart = distance / width if width > 0 else (math.inf if distance > 0 else 0.0)
+        outweighs, neighbours, reach = self._neighbourhood()
+        stands = (
+            outweighs >= policy.sentinel_near_factor
+            and neighbours >= policy.sentinel_neighbours
+            and reach > policy.sentinel_neighbour_reach
+        )
+        decides = (
+            when
+            and all(c.holds for c in gate)
+            and distance > step
+            and self.share >= policy.sentinel_near_margin
+            and stands
+        )
+        return [ClosestCall("sentinel_adjacent", self.name, apart, policy.sentinel_adjacent, decides=decides)]
+
+    def _grown(self, was: float) -> list[Condition]:
+        """A placeholder-looking value the reference held rarely (under `policy.sentinel_growth_base`) now holding
+        `sentinel_growth_factor` times its share plus `sentinel_growth_margin`, and the margin over any one batch."""
+        policy = self.ctx.policy
+        factor, margin = policy.sentinel_growth_factor, policy.sentinel_growth_margin
+        batch = _batch_high(self.ctx, self.name, self.value, self.reference)
+        grew = self.share >= factor * was + margin
+        return [
+            Condition(
+                "sentinel_growth_base", was, policy.sentinel_growth_base, was < policy.sentinel_growth_base, False
+            ),
+            Condition("sentinel_growth_factor", (self.share - margin) / was if was else math.inf, factor, grew),
+            Condition(
+                "sentinel_growth_margin",
+                self.share - max(factor * was, batch),
+                margin,
+                grew and self.share >= batch + margin,
+            ),
+        ]
+
+    def _frozen(self, gate: list[Condition], was: float, fired: bool) -> list[ClosestCall]:
+        """Where no other rule named the value, against a batch reference: the sampled values against
+        `policy.frozen_rows`, the reference's share under `sentinel_growth_base`, the share (or the share and the
+        longest run) against `policy.frozen_share` (`policy.frozen_run_share`), and the highest share any kept batch's
+        most frequent value held against `policy.frozen_batch_high`. The two shares are alternatives: each decides
+        where the other does not hold."""
+        if fired or not isinstance(self.ctx.reference, Reference):
+            return []
+        highs = [s.point_share for s in self.ctx.reference.variation(self.name)]
+        if not highs or None in highs:
+            return []
+        policy = self.ctx.policy
+        batch_high = max(h for h in highs if h is not None)
+        run = min(self.share, self.runs.get(self.value, 0.0))
+        rows = len(self.values)
+        common = [
+            *gate,
+            Condition("frozen_rows", rows, policy.frozen_rows, rows >= policy.frozen_rows),
+            Condition(
+                "sentinel_growth_base", was, policy.sentinel_growth_base, was < policy.sentinel_growth_base, False
+            ),
+            Condition(
+                "frozen_batch_high", batch_high, policy.frozen_batch_high, batch_high <= policy.frozen_batch_high, False
+            ),
+        ]
+        whole = Condition("frozen_share", self.share, policy.frozen_share, self.share >= policy.frozen_share)
+        stuck = Condition("frozen_run_share", run, policy.frozen_run_share, run >= policy.frozen_run_share)
+        calls = rule_calls(self.name, *common, whole, when=not stuck.holds)[-1:]
+        calls += rule_calls(self.name, *common, stuck, when=not whole.holds)[-1:]
+        either = rule_calls(self.name, *common, when=whole.holds or stuck.holds)
+        return calls + either
 
 
 def _batch_high(ctx: GuardContext, name: str, value: float, reference: ColumnProfile) -> float:

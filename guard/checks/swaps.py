@@ -46,22 +46,27 @@ on while the last one's switches off reads as exchanged, and a one-valued column
 The finding names both columns (`params["columns"]`) and what to swap back: `scope` "all" (every row; the
 medians observed at detection let the playbook tell a swapped table from a healed one) or "order" (the rows
 where `order[0] > order[1]`).
+
+Closest calls, per pair tested (on its first column): each threshold the lines of evidence compare, in its own terms
+(`_pair_statistics`). The lines branch on several of them at once, so a call's `decides` is read by judging the pair
+again with that one threshold moved just across the statistic (`_SwapBatch.closest_calls`).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import AbstractSet, Callable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
 
 from guard.context import GuardContext
-from guard.findings import Finding, make_finding, window_rows
+from guard.findings import ClosestCall, Finding, make_finding, moved_across, window_rows
 from guard.kinds import FindingKind
 from guard.policy import DEFAULT as POLICY
+from guard.policy import Policy
 from guard.registry import register
 from guard.statistics import ks_distance, ks_noise, numeric_values
 from guard.units import is_ratio_scale, limits
@@ -76,15 +81,16 @@ SUMS_REL_TOL = 1e-9  # sums of the same values added in another order (exact pro
 
 
 @register("columns_swapped", per_column=True)
-def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding]:
+def check_columns_swapped(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     batch = _SwapBatch.of(ctx)
     if batch is None:
         return
     candidates: list[tuple[float, Finding]] = [(math.inf, found) for found in _by_bounds(ctx)]
     for a, b in batch.pairs_to_test():
         finding = batch.evidence(a, b)
+        yield from batch.closest_calls(a, b, finding is not None)
         if finding is not None:
-            candidates.append((batch.profile.compare(a, b).support, finding))
+            candidates.append((batch.profile.compare(a, b, ctx.policy).support, finding))
     # one finding per column: the pair whose correlations moved furthest towards exchanged first (a swap of dni
     # and dhi also breaks dhi <= ghi; it is dni's correlations that dhi took), then the order of the pairs
     taken: set[str] = set()
@@ -110,6 +116,7 @@ class _SwapBatch:
     natural: Callable[[str], float | None]
     measured: Callable[[str], tuple[float | None, float] | None]  # a column's (natural distance, step) as it came
     outside: Callable[[str, str], float]  # outside(x, y): the share of x's batch values outside y's reference range
+    cross: Callable[[str, str], float | None]  # cross(x, y): the KS distance of x's batch values from y's reference
 
     @classmethod
     def of(cls, ctx: GuardContext) -> _SwapBatch | None:
@@ -138,20 +145,60 @@ class _SwapBatch:
             functools.cache(ctx.natural_distance),
             functools.cache(ctx.natural_measure),
             functools.cache(lambda of, against: _outside(values[of], reference, against)),
+            functools.cache(lambda of, against: ks_distance(values[of], reference.columns[against])),
         )
 
     def evidence(self, a: str, b: str) -> Finding | None:
         """The first of the five lines of evidence that names a and b swapped (None: no line does, or the two
         are of different logical types)."""
         ctx, reference = self.ctx, self.reference
-        return (
-            _exactly_exchanged(ctx, reference, a, b, self.names)
-            or _some_rows(ctx, reference, a, b, self.profile)
-            or _all_rows(ctx, reference, a, b, self.values, self.own, self.profile)
-            or _by_correlations(ctx, a, b, self.profile, self.own, self.natural)
-            or _by_ranges(ctx, a, b, self.values, self.outside, self.natural)
-            or _by_steps(ctx, a, b, self.measured, self.profile)
+        return _exactly_exchanged(ctx, reference, a, b, self.names) or next(
+            (found for line in self._lines(ctx) if (found := line(a, b)) is not None), None
         )
+
+    def _lines(
+        self, ctx: GuardContext, fields: AbstractSet[str] | None = None
+    ) -> list[Callable[[str, str], Finding | None]]:
+        """The lines of evidence with thresholds, in `evidence`'s order, judged under `ctx`'s policy (those reading one
+        of `fields` only, when given)."""
+        reference = self.reference
+        lines: list[tuple[frozenset[str], Callable[[str, str], Finding | None]]] = [
+            (_ORDER | _PROFILE, lambda a, b: _some_rows(ctx, reference, a, b, self.profile)),
+            (
+                _KS | _PROFILE,
+                lambda a, b: _all_rows(ctx, reference, a, b, self.values, self.own, self.profile, self.cross),
+            ),
+            (_PROFILE, lambda a, b: _by_correlations(ctx, a, b, self.profile, self.own, self.natural)),
+            (_RANGES, lambda a, b: _by_ranges(ctx, a, b, self.values, self.outside, self.natural)),
+            (_PROFILE, lambda a, b: _by_steps(ctx, a, b, self.measured, self.profile)),
+        ]
+        return [line for reads, line in lines if fields is None or reads & fields]
+
+    def closest_calls(self, a: str, b: str, named: bool) -> list[ClosestCall]:
+        """The closest calls of a tested pair (`_pair_statistics`: each threshold's statistic on it, in the field's
+        terms), on column a (the column a finding of the pair names). A call across its limit decides where the pair
+        was named; one short of it, where the pair was not named and the lines that read its field name it with the
+        field moved just across the statistic (crossing it alone would block, every other threshold as shipped)."""
+        calls = []
+        for field, index, statistic, above in _pair_statistics(self, a, b):
+            shipped = getattr(self.ctx.policy, field)
+            limit = float(shipped[index] if index is not None else shipped)
+            crossed = statistic > limit if above else statistic < limit
+            if crossed or named or not math.isfinite(statistic):
+                decides = crossed and named
+            else:
+                moved = replace(self.ctx, policy=moved_across(self.ctx.policy, field, statistic, above, index))
+                batch = self
+                if field == "swap_min_pair_rows":  # the batch's correlations read again on fewer rows
+                    assert moved.snapshot is not None
+                    pair_rows = moved.policy.swap_min_pair_rows
+                    batch = replace(
+                        self, profile=_CorrelationProfile(self.reference, moved.snapshot.sample, self.names, pair_rows)
+                    )
+                decides = any(line(a, b) is not None for line in batch._lines(moved, {field}))
+            name = field if index is None else f"{field}[{index}]"
+            calls.append(ClosestCall(name, a, statistic, limit, above, decides))
+        return calls
 
     def pairs_to_test(self) -> list[tuple[str, str]]:
         """The pairs `evidence` could name, in the order of `combinations(names, 2)`: each line needs something of
@@ -199,6 +246,109 @@ class _SwapBatch:
         return [(names[i], names[j]) for i, j in sorted(found)]
 
 
+_KS = frozenset({"swap_min_rows", "swap_self_distance", "swap_cross_ratio"})
+_RANGES = frozenset({"swap_min_rows", "swap_range_out", "swap_range_back"})
+_PROFILE = frozenset({"swap_profile_apart", "swap_profile_noise", "swap_min_pair_rows"})
+_ORDER = frozenset(
+    {
+        "swap_min_order_rows",
+        "swap_order_held",
+        "swap_order_mostly",
+        "swap_min_broken_rows",
+        "swap_gap_ratio",
+        "whole_swap",
+        "swap_continuity",
+        "swap_full_cycle_ms",
+    }
+)
+
+
+def _pair_statistics(batch: _SwapBatch, a: str, b: str) -> list[tuple[str, int | None, float, bool]]:
+    """(field, its index in a pair of limits, statistic, above) for each threshold the lines of evidence compare on
+    the pair, in the field's terms: the fewer batch values of the two (`swap_min_rows`), the nearer of the two to its
+    own reference (`swap_self_distance`), the smaller of each's distance from its own over its distance from the
+    other's (`swap_cross_ratio`), the larger share outside its own range (`swap_range_out`) and outside the other's
+    read swapped back (`swap_range_back`, from above), how far apart the reference holds their correlations with the
+    others (`swap_profile_apart`) and that over its noise per unit (`swap_profile_noise`); and where the two share a
+    unit and the reference an order between them, the order's rows and the share holding it (`swap_min_order_rows`,
+    `swap_order_held`, `swap_order_mostly`) and the batch's rows breaking it, their share, their break over the
+    reference's gap, how much nearer the newest reference batch they sit swapped back, and the reference's span."""
+    ctx, policy = batch.ctx, batch.ctx.policy
+    found: list[tuple[str, int | None, float, bool]] = []
+    x, y = batch.values[a], batch.values[b]
+    found.append(("swap_min_rows", None, float(min(len(x), len(y))), True))
+    own_a, own_b = batch.own[a], batch.own[b]
+    if own_a is not None and own_b is not None:
+        found.append(("swap_self_distance", None, min(own_a, own_b), True))
+        cross_a, cross_b = batch.cross(a, b), batch.cross(b, a)
+        if cross_a is not None and cross_b is not None:
+            ratios = [own / cross if cross else math.inf for own, cross in ((own_a, cross_a), (own_b, cross_b))]
+            found.append(("swap_cross_ratio", None, min(ratios), True))
+    if len(x) and len(y):
+        found.append(("swap_range_out", None, max(batch.outside(a, a), batch.outside(b, b)), True))
+        found.append(("swap_range_back", None, max(batch.outside(b, a), batch.outside(a, b)), False))
+    fewest = batch.profile.fewest_rows(a, b)
+    if fewest is not None:
+        found.append(("swap_min_pair_rows", None, fewest, True))
+    compared = batch.profile.compare(a, b, policy)
+    if compared.terms:
+        found.append(("swap_profile_apart", None, compared.apart, True))
+        if compared.rows:
+            found.append(("swap_profile_noise", None, compared.apart * compared.rows / compared.terms, True))
+    found += _order_statistics(ctx, batch.reference, a, b)
+    return found
+
+
+def _order_statistics(
+    ctx: GuardContext, reference: DatasetProfile, a: str, b: str
+) -> list[tuple[str, int | None, float, bool]]:
+    """The order fields' statistics of a pair of one declared unit whose pair moments the reference keeps."""
+    assert ctx.contract is not None and ctx.snapshot is not None
+    units = {ctx.contract.column(a).unit, ctx.contract.column(b).unit}  # type: ignore[union-attr]
+    moments = reference.relations.pairs.get(pair_key(a, b)) if reference.relations is not None else None
+    if len(units) != 1 or None in units or moments is None or not moments.n:
+        return []
+    first, second = sorted((a, b))
+    share, reversed_share = moments.a_le_b / moments.n, moments.b_le_a / moments.n
+    held = max(share, reversed_share)
+    low, high, gap = (
+        (first, second, moments.mean_b - moments.mean_a)
+        if share >= reversed_share
+        else (
+            second,
+            first,
+            moments.mean_a - moments.mean_b,
+        )
+    )
+    found: list[tuple[str, int | None, float, bool]] = [
+        ("swap_min_order_rows", None, float(moments.n), True),
+        ("swap_order_held", None, held, True),
+        ("swap_order_mostly", None, held, True),
+    ]
+    if isinstance(ctx.reference, Reference) and ctx.reference.span_ms is not None:
+        found.append(("swap_full_cycle_ms", None, float(ctx.reference.span_ms), True))
+    sample = ctx.snapshot.sample
+    x = pd.to_numeric(sample[low], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    y = pd.to_numeric(sample[high], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    broken = x > y
+    rows = int(broken.sum())
+    if not rows or gap <= 0:  # no row breaks it: no break to read at any number of rows
+        return found
+    found.append(("swap_min_broken_rows", None, float(rows), True))
+    ratio = float(np.mean(x[broken] - y[broken])) / gap
+    broken_share = rows / max(int((x != y).sum() - (np.isnan(x) | np.isnan(y)).sum()), 1)
+    found += [
+        ("swap_order_mostly", None, broken_share, True),
+        ("whole_swap", None, broken_share, True),
+        ("swap_gap_ratio", 0, ratio, True),
+        ("swap_gap_ratio", 1, ratio, False),
+    ]
+    continuity = _continuity(ctx, x, y, low, high)
+    if continuity is not None:
+        found.append(("swap_continuity", None, continuity, True))
+    return found
+
+
 def _paired_columns(reference: DatasetProfile, at: Mapping[str, int]) -> list[str]:
     """The columns among `at` that the reference holds pair moments of (a key is two names joined by '|', and a
     name may hold one: each cut of the key is tried)."""
@@ -227,8 +377,15 @@ class _CorrelationProfile:
     """Each column's correlations with the other contracted numbers: the reference's (merged pair moments) and
     the batch's (its sample)."""
 
-    def __init__(self, reference: DatasetProfile, sample: pd.DataFrame, names: list[str]) -> None:
+    def __init__(
+        self,
+        reference: DatasetProfile,
+        sample: pd.DataFrame,
+        names: list[str],
+        pair_rows: float = POLICY.swap_min_pair_rows,
+    ) -> None:
         self.names = names
+        self.pair_rows = pair_rows  # batch rows holding both of a pair, for their correlation
         self.pairs = reference.relations.pairs if reference.relations is not None else {}
         self.frame = pd.DataFrame({n: pd.to_numeric(sample[n], errors="coerce") for n in names}, dtype=float)
         # only columns the reference holds correlations of can be compared: the matrices are theirs alone
@@ -237,7 +394,7 @@ class _CorrelationProfile:
         held = compared.notna().to_numpy(dtype=float)
         self._held = held.T @ held  # rows holding both of a pair
         # pairwise complete; NaN where undefined
-        self._batch_matrix = compared.corr(min_periods=POLICY.swap_min_pair_rows).to_numpy()
+        self._batch_matrix = compared.corr(min_periods=math.ceil(pair_rows)).to_numpy()
         self._at = {name: i for i, name in enumerate(self.compared)}
         self._reference_matrix: np.ndarray | None = None
 
@@ -259,7 +416,7 @@ class _CorrelationProfile:
         them was rescaled by (a's, or 1 / b's)."""
         moments = self.pairs.get(pair_key(a, b))
         both = self.frame[[a, b]].dropna()
-        if moments is None or len(both) < POLICY.swap_min_pair_rows:
+        if moments is None or len(both) < self.pair_rows:
             return None
         mean_a, mean_b = (moments.mean_a, moments.mean_b) if a == min(a, b) else (moments.mean_b, moments.mean_a)
         seen_a, seen_b = float(both[a].mean()), float(both[b].mean())
@@ -267,12 +424,12 @@ class _CorrelationProfile:
             return None
         return round((seen_a / seen_b) / (mean_a / mean_b), 6)
 
-    def compare(self, a: str, b: str) -> _Comparison:
+    def compare(self, a: str, b: str, policy: Policy = POLICY) -> _Comparison:
         """Sums of squares over the other columns c: how far apart the reference holds r(a, c) and r(b, c), and
         how far the batch's sit from the reference's as they came and exchanged (nothing to compare where the
-        reference holds no correlations of a or b)."""
+        reference holds no correlations of a or b); judged by `policy`."""
         if a not in self._at or b not in self._at:
-            return _Comparison(0.0, 0.0, 0.0, 0, 0)
+            return _Comparison(0.0, 0.0, 0.0, 0, 0, policy)
         i, j = self._at[a], self._at[b]
         reference, batch, held = self._references(), self._batch_matrix, self._held
         ra, rb, xa, xb = reference[i], reference[j], batch[i], batch[j]
@@ -284,13 +441,23 @@ class _CorrelationProfile:
         as_came = float(np.sum((xa - ra) ** 2 + (xb - rb) ** 2))
         exchanged = float(np.sum((xa - rb) ** 2 + (xb - ra) ** 2))
         rows = int(np.minimum(held[i], held[j])[used].min()) if used.any() else 0
-        return _Comparison(apart, as_came, exchanged, int(used.sum()), rows)
+        return _Comparison(apart, as_came, exchanged, int(used.sum()), rows, policy)
 
-    def says_swapped(self, a: str, b: str) -> bool | None:
+    def fewest_rows(self, a: str, b: str) -> float | None:
+        """The fewest batch rows holding a, or b, and another compared column: what `policy.swap_min_pair_rows` asks
+        of each correlation the two are compared by (None: the reference holds no correlations of a or b)."""
+        if a not in self._at or b not in self._at or len(self.compared) < 3:
+            return None
+        i, j = self._at[a], self._at[b]
+        others = np.ones(len(self.compared), dtype=bool)
+        others[[i, j]] = False
+        return float(np.minimum(self._held[i], self._held[j])[others].min())
+
+    def says_swapped(self, a: str, b: str, policy: Policy = POLICY) -> bool | None:
         """True: the batch's correlations of a and b with the others fit the reference's swapped better than as
         they came; False: as they came (a swap would have exchanged them); None: the reference cannot tell."""
-        found = self.compare(a, b)
-        return None if found.apart < POLICY.swap_profile_apart else found.exchanged < found.as_came
+        found = self.compare(a, b, policy)
+        return None if found.apart < policy.swap_profile_apart else found.exchanged < found.as_came
 
 
 @dataclass(frozen=True)
@@ -300,6 +467,7 @@ class _Comparison:
     exchanged: float
     terms: int  # other columns compared
     rows: int  # the fewest batch rows behind one of the batch's correlations
+    policy: Policy = POLICY
 
     @property
     def support(self) -> float:
@@ -311,13 +479,13 @@ class _Comparison:
     def telling(self) -> bool:
         """The reference holds the two profiles further apart than the batch's correlations are noisy: each
         has a variance of about 1 / rows, and a sum of 2 * terms of their squared errors is compared."""
-        return self.rows > 0 and self.apart >= max(POLICY.swap_profile_apart, self.noise)
+        return self.rows > 0 and self.apart >= max(self.policy.swap_profile_apart, self.noise)
 
     @property
     def noise(self) -> float:
         """The bound of a clean batch's misfit: twice the expected sum of the 2 * terms squared sampling errors of
         correlations on `rows` rows (each about 1 / rows)."""
-        return POLICY.swap_profile_noise * self.terms / self.rows if self.rows > 0 else math.inf
+        return self.policy.swap_profile_noise * self.terms / self.rows if self.rows > 0 else math.inf
 
     @property
     def left_its_noise(self) -> bool:
@@ -395,6 +563,7 @@ def _all_rows(
     values: dict[str, np.ndarray],
     own: dict[str, float | None],
     profile: _CorrelationProfile,
+    cross: Callable[[str, str], float | None],
 ) -> Finding | None:
     assert ctx.snapshot is not None
     x, y = values[a], values[b]
@@ -406,7 +575,7 @@ def _all_rows(
         or min(self_a, self_b) < ctx.policy.swap_self_distance
     ):
         return None  # a column that still looks like its own reference was not swapped away
-    cross_a, cross_b = ks_distance(x, reference.columns[b]), ks_distance(y, reference.columns[a])
+    cross_a, cross_b = cross(a, b), cross(b, a)
     if cross_a is None or cross_b is None:
         return None
     noise = ks_noise(min(len(x), len(y)))
@@ -416,7 +585,7 @@ def _all_rows(
         for own, cross in ((self_a, cross_a), (self_b, cross_b))
     ):
         return None
-    if profile.says_swapped(a, b) is False:
+    if profile.says_swapped(a, b, ctx.policy) is False:
         return None  # each still correlates with the others as it did: moved on its own, not into the other's place
     evidence = {
         "ks_own": {a: round(self_a, 4), b: round(self_b, 4)},
@@ -452,7 +621,7 @@ def _by_correlations(
     assert ctx.contract is not None and ctx.snapshot is not None
     if not _same_unit(ctx, a, b):
         return None
-    found = profile.compare(a, b)
+    found = profile.compare(a, b, ctx.policy)
     if not found.swapped:
         return None
     batches = isinstance(ctx.reference, Reference)
@@ -596,7 +765,7 @@ def _by_steps(
     back = [ctx.natural_measure(a, values_of=b), ctx.natural_measure(b, values_of=a)]
     if any(m is None or m[0] is None or m[0] > 1 or m[1] > 1 for m in back):
         return None
-    if profile.says_swapped(a, b) is False:
+    if profile.says_swapped(a, b, ctx.policy) is False:
         return None  # each still correlates with the others as it did: each moved on its own
     assert ctx.snapshot is not None
     sample = ctx.snapshot.sample
@@ -693,9 +862,9 @@ def _some_rows(
     if not strict and share < ctx.policy.swap_order_mostly:
         return None  # a mostly-held order tells a whole flip only
     whole = not strict or share >= ctx.policy.whole_swap  # most rows broken: the columns, not some rows, are swapped
-    if whole and profile.says_swapped(low, high) is False:
+    if whole and profile.says_swapped(low, high, ctx.policy) is False:
         return _rescaled(ctx, profile, low, high, rows, len(x), share) if strict else None
-    if not whole and _not_exchanged(reference, sample[broken], profile.names, low, high):
+    if not whole and _not_exchanged(reference, sample[broken], profile.names, low, high, ctx.policy):
         return None  # the broken rows kept each column's own correlations: changed values, not swapped ones
     estimated = int(ctx.snapshot.profile.row_count) if whole else round(share * ctx.snapshot.profile.row_count)
     medians = {low: float(np.nanmedian(x)), high: float(np.nanmedian(y))}
@@ -719,9 +888,11 @@ def _some_rows(
     )
 
 
-def _not_exchanged(reference: DatasetProfile, rows: pd.DataFrame, names: list[str], low: str, high: str) -> bool:
+def _not_exchanged(
+    reference: DatasetProfile, rows: pd.DataFrame, names: list[str], low: str, high: str, policy: Policy
+) -> bool:
     """On these rows alone, the two columns' correlations with the rest tell and fit them as they came."""
-    found = _CorrelationProfile(reference, rows, names).compare(low, high)
+    found = _CorrelationProfile(reference, rows, names).compare(low, high, policy)
     return found.telling and found.as_came <= found.exchanged
 
 
@@ -741,16 +912,31 @@ def _continued_swapped(ctx: GuardContext, x: np.ndarray, y: np.ndarray, low: str
     """Read as swapped, the two columns' batch medians sit `policy.swap_continuity` times nearer where they were in the newest
     reference batch than as they came (the sum of both moves): they jumped into each other's place, where two
     series that cross with a slow cycle move on from where each was."""
-    if not isinstance(ctx.reference, Reference):
+    moves = _moves(ctx, x, y, low, high)
+    if moves is None:
         return False
+    as_came, swapped = moves
+    return as_came > 0 and as_came >= ctx.policy.swap_continuity * swapped
+
+
+def _moves(ctx: GuardContext, x: np.ndarray, y: np.ndarray, low: str, high: str) -> tuple[float, float] | None:
+    """The two columns' batch medians' moves from the newest reference batch's, summed, as they came and swapped."""
+    if not isinstance(ctx.reference, Reference):
+        return None
     last = [ctx.reference.variation(name)[-1:] for name in (low, high)]
     if not all(last) or last[0][0].median is None or last[1][0].median is None:
-        return False
+        return None
     was_low, was_high = last[0][0].median, last[1][0].median
     now_low, now_high = float(np.nanmedian(x)), float(np.nanmedian(y))
-    as_came = abs(now_low - was_low) + abs(now_high - was_high)
-    swapped = abs(now_high - was_low) + abs(now_low - was_high)
-    return as_came > 0 and as_came >= ctx.policy.swap_continuity * swapped
+    return abs(now_low - was_low) + abs(now_high - was_high), abs(now_high - was_low) + abs(now_low - was_high)
+
+
+def _continuity(ctx: GuardContext, x: np.ndarray, y: np.ndarray, low: str, high: str) -> float | None:
+    """As they came over swapped back (`_moves`): what `_continued_swapped` compares with `policy.swap_continuity`."""
+    moves = _moves(ctx, x, y, low, high)
+    if moves is None or not moves[0]:
+        return None
+    return moves[0] / moves[1] if moves[1] else math.inf
 
 
 def _natural_swapped_back(ctx: GuardContext, low: str, high: str) -> bool:

@@ -31,21 +31,28 @@ where the relation's move puts it (`_corroborated`). A shift is named only when 
 one hour is what daylight saving time does, legitimately, to local activity recorded in UTC. Counts and
 diurnal evidence give the offset modulo 24 h (reported in -11..12; 12 is ambiguous and not healed).
 Conflicting evidence names nothing.
+
+Closest calls, on the whole batch: what the readings and relations compared, in each threshold's terms
+(`_statistics`); the evidence is solved across columns, so a call's `decides` is read by judging the batch again with
+that one threshold moved just across the statistic. `dst_regime` decides whether a move is pinned to the hour (and
+healed), never whether it blocks: it has none.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import AbstractSet, Iterator, Mapping
 
 import numpy as np
 
 from guard.context import GuardContext
-from guard.findings import Finding, make_finding, window_rows
+from guard.findings import ClosestCall, Finding, make_finding, moved_across, window_rows
 from guard.kinds import FindingKind
 from guard.policy import DEFAULT as POLICY
+from guard.policy import Policy
 from guard.registry import register
-from guard.statistics import HOURS, hour_of_shift, learned_offsets, signed
+from guard.statistics import HOURS, hour_of_shares, hour_of_shift, learned_offsets, learned_share, signed
 from profiles.profile import DatasetProfile
 from profiles.relations import Diurnal, Relations, learn_relations
 from profiles.sketches import QuantileSketch
@@ -89,7 +96,9 @@ def _total_variation(p: np.ndarray, q: np.ndarray) -> float:
     return float(np.abs(p - q).sum() / 2)
 
 
-def count_shift(reference: tuple[int, ...] | None, batch: tuple[int, ...] | None) -> Evidence | None:
+def count_shift(
+    reference: tuple[int, ...] | None, batch: tuple[int, ...] | None, *, policy: Policy = POLICY
+) -> Evidence | None:
     """The offset k with batch[h] ~ reference[h - k], from rows per hour; None when it cannot say.
 
     A reading is taken where it beats the readings it could be confused with: moved by k where the batch matches
@@ -102,41 +111,43 @@ def count_shift(reference: tuple[int, ...] | None, batch: tuple[int, ...] | None
     only). A flat day beats nothing and says nothing."""
     if reference is None or batch is None or not sum(reference):
         return None
-    if sum(batch) < (POLICY.shift_min_relation_rows if on_one_hour(reference) else POLICY.shift_min_count_rows):
+    if sum(batch) < (
+        policy.shift_min_relation_rows if on_one_hour(reference, policy=policy) else policy.shift_min_count_rows
+    ):
         return None
     p, q = np.asarray(reference, float) / sum(reference), np.asarray(batch, float) / sum(batch)
     distances = np.array([_total_variation(q, np.roll(p, k)) for k in range(HOURS)])
     best = int(np.argmin(distances))
     beside = min(distances[(best - 1) % HOURS], distances[(best + 1) % HOURS])
-    pinned = bool(beside - distances[best] >= POLICY.shift_count_gain)  # an hour off matches far worse
-    far = [k for k in range(HOURS) if abs(signed(k - best)) >= POLICY.min_shift_hours]  # two hours or more away
+    pinned = bool(beside - distances[best] >= policy.shift_count_gain)  # an hour off matches far worse
+    far = [k for k in range(HOURS) if abs(signed(k - best)) >= policy.min_shift_hours]  # two hours or more away
     if (
         best
-        and distances[best] <= POLICY.shift_count_match
-        and distances[0] - distances[best] >= POLICY.shift_count_gain
-        and distances[far].min() > POLICY.shift_count_match
+        and distances[best] <= policy.shift_count_match
+        and distances[0] - distances[best] >= policy.shift_count_gain
+        and distances[far].min() > policy.shift_count_match
     ):
         return Evidence("hour_counts", signed(best), float(distances[0]), float(distances[best]), pinned)
-    named = [k for k in range(1, HOURS) if abs(signed(k)) >= POLICY.min_shift_hours]
+    named = [k for k in range(1, HOURS) if abs(signed(k)) >= policy.min_shift_hours]
     if (
-        distances[0] <= POLICY.shift_count_match + POLICY.shift_count_gain
-        and distances[named].min() - distances[0] >= POLICY.shift_count_gain
+        distances[0] <= policy.shift_count_match + policy.shift_count_gain
+        and distances[named].min() - distances[0] >= policy.shift_count_gain
     ):
         return Evidence("hour_counts", 0, float(distances[0]), float(distances[0]), not best and pinned)
     return None
 
 
-def on_one_hour(hours: tuple[int, ...] | None) -> bool:
+def on_one_hour(hours: tuple[int, ...] | None, *, policy: Policy = POLICY) -> bool:
     """The reference's rows all but fall on one hour of the day (`policy.hour_of_learned` of them: a daily, weekly or
     monthly table stamped at midnight). Each row of a batch is then a witness of its own: ten rows off that hour
     are as plain a move as twenty spread over the day; and no column can be an hour of that timestamp, since its
     hour never varies (a constant column would read as one)."""
     if not hours or not sum(hours):
         return False
-    return max(hours) / sum(hours) >= POLICY.hour_of_learned
+    return max(hours) / sum(hours) >= policy.hour_of_learned
 
 
-def _rolled_correlations(reference: np.ndarray, batch: np.ndarray) -> np.ndarray:
+def _rolled_correlations(reference: np.ndarray, batch: np.ndarray, *, policy: Policy = POLICY) -> np.ndarray:
     """Pearson correlation of the batch's hourly means with the reference's rolled by k, for k = 0..23, over the
     hours both hold (NaN where fewer than `policy.shift_min_diurnal_hours`, or a side is constant)."""
     rolled = np.vstack([np.roll(reference, k) for k in range(HOURS)])  # row k: reference[h - k]
@@ -148,7 +159,7 @@ def _rolled_correlations(reference: np.ndarray, batch: np.ndarray) -> np.ndarray
         dx = np.where(both, x - (x.sum(axis=1) / count)[:, None], 0.0)
         dy = np.where(both, y - (y.sum(axis=1) / count)[:, None], 0.0)
         scores = (dx * dy).sum(axis=1) / np.sqrt((dx * dx).sum(axis=1) * (dy * dy).sum(axis=1))
-    scores[(count < POLICY.shift_min_diurnal_hours) | ~np.isfinite(scores)] = np.nan
+    scores[(count < policy.shift_min_diurnal_hours) | ~np.isfinite(scores)] = np.nan
     return scores
 
 
@@ -159,11 +170,11 @@ def _noise(profile: Diurnal) -> float:
     return profile.within_variance() / float(np.mean(counts[covered])) if covered.any() else np.nan
 
 
-def signal_to_noise(reference: Diurnal, batch: Diurnal) -> float:
+def signal_to_noise(reference: Diurnal, batch: Diurnal, *, policy: Policy = POLICY) -> float:
     """How far the reference's hour-of-day pattern stands out of noise: the variance of its hourly means over
     the noise of an hourly mean, in the reference and in the batch (the smaller of the two)."""
     means = reference.means()
-    if np.sum(~np.isnan(means)) < POLICY.shift_min_diurnal_hours:
+    if np.sum(~np.isnan(means)) < policy.shift_min_diurnal_hours:
         return 0.0
     between = float(np.nanvar(means))
     ratios = [
@@ -175,35 +186,43 @@ def signal_to_noise(reference: Diurnal, batch: Diurnal) -> float:
 
 
 def diurnal_shift(
-    reference: Mapping[str, Diurnal], batch: Mapping[str, Diurnal], skip: AbstractSet[str] = frozenset()
+    reference: Mapping[str, Diurnal],
+    batch: Mapping[str, Diurnal],
+    skip: AbstractSet[str] = frozenset(),
+    *,
+    policy: Policy = POLICY,
 ) -> Evidence | None:
     """The offset k whose rolled reference hour-of-day means the batch's match: correlations averaged over the
     columns whose pattern stands out of noise, weighted by how far it does (a sharp pattern, one that turns on and off at
     dawn and dusk, places the offset better than a broad one); None when no column has one."""
-    scored = diurnal_scores(reference, batch, skip)
+    scored = diurnal_scores(reference, batch, skip, policy=policy)
     if scored is None:
         return None
     score, source = scored
     best = int(np.argmax(score))
-    if best and score[best] >= POLICY.shift_diurnal_match and score[best] - score[0] >= POLICY.shift_diurnal_gain:
+    if best and score[best] >= policy.shift_diurnal_match and score[best] - score[0] >= policy.shift_diurnal_gain:
         return Evidence(source, signed(best), float(score[0]), float(score[best]), exact=False)
-    if score[0] >= POLICY.shift_diurnal_match and best in (0, 1, HOURS - 1):
+    if score[0] >= policy.shift_diurnal_match and best in (0, 1, HOURS - 1):
         return Evidence(source, 0, float(score[0]), float(score[0]))
     return None
 
 
 def diurnal_scores(
-    reference: Mapping[str, Diurnal], batch: Mapping[str, Diurnal], skip: AbstractSet[str] = frozenset()
+    reference: Mapping[str, Diurnal],
+    batch: Mapping[str, Diurnal],
+    skip: AbstractSet[str] = frozenset(),
+    *,
+    policy: Policy = POLICY,
 ) -> tuple[np.ndarray, str] | None:
     """The weighted mean correlation of the batch's hour-of-day means with the reference's rolled by k, for
     k = 0..23, and the source's name; None when no column's pattern stands out of noise."""
     rows, weights = [], []
     for name in sorted(set(reference) & set(batch) - skip):
-        if sum(1 for n in batch[name].counts if n > 0) < POLICY.shift_min_diurnal_hours:
+        if sum(1 for n in batch[name].counts if n > 0) < policy.shift_min_diurnal_hours:
             continue
-        weight = signal_to_noise(reference[name], batch[name])
-        scores = _rolled_correlations(reference[name].means(), batch[name].means())
-        if weight >= POLICY.shift_min_signal_to_noise and not np.isnan(scores).any():
+        weight = signal_to_noise(reference[name], batch[name], policy=policy)
+        scores = _rolled_correlations(reference[name].means(), batch[name].means(), policy=policy)
+        if weight >= policy.shift_min_signal_to_noise and not np.isnan(scores).any():
             rows.append(scores)
             weights.append(min(weight, MAX_WEIGHT))
     if not rows:
@@ -214,9 +233,9 @@ def diurnal_scores(
 # --- relations ---------------------------------------------------------------------------------------
 
 
-def lag_shift(reference: QuantileSketch, batch: QuantileSketch) -> int | None:
+def lag_shift(reference: QuantileSketch, batch: QuantileSketch, *, policy: Policy = POLICY) -> int | None:
     """Whole hours every quantile of the lag b - a moved by (0: not moved); None when not a uniform move."""
-    if reference.n < POLICY.shift_min_relation_rows or batch.n < POLICY.shift_min_relation_rows:
+    if reference.n < policy.shift_min_relation_rows or batch.n < policy.shift_min_relation_rows:
         return None
     ref = np.asarray(reference.quantiles(_LAG_QUANTILES), float) / _HOUR_MS
     seen = np.asarray(batch.quantiles(_LAG_QUANTILES), float) / _HOUR_MS
@@ -244,26 +263,131 @@ class _Edge:
 
 
 @register("timestamp_shift")
-def check_timestamp_shift(ctx: GuardContext) -> Iterator[Finding]:
+def check_timestamp_shift(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     assert ctx.contract and ctx.snapshot
     reference = ctx.reference_profile
     if reference is None or reference.relations is None:
         return  # a reference without hour-of-day profiles (e.g. DataHub's datasetProfile) cannot say
-    batch, batch_relations = ctx.snapshot.profile, _relations(ctx)
-    times = [
+    batch_relations = _relations(ctx)
+    found = _judged(ctx, batch_relations, ctx.policy)
+    yield from _closest_calls(ctx, batch_relations, bool(found))
+    yield from found
+
+
+def _judged(ctx: GuardContext, batch_relations: Relations, policy: Policy) -> list[Finding]:
+    """The check's findings with its thresholds at `policy`."""
+    assert ctx.contract is not None and ctx.snapshot is not None and ctx.reference_profile is not None
+    reference, batch = ctx.reference_profile, ctx.snapshot.profile
+    assert reference.relations is not None
+    times = _times(ctx)
+    hours_of = {t: reference.columns[t].hours for t in times}
+    edges = _edges(reference.relations, batch_relations, times, hours_of, policy)
+    derived = {e.b for e in edges if e.relation == "hour_of"}
+    anchors = {t: e for t in times if (e := _anchor(reference, batch, batch_relations, t, derived, policy)) is not None}
+    anchors |= {
+        t: e
+        for t in times
+        if t not in anchors
+        and (e := _corroborated(reference, batch, batch_relations, t, derived, edges, policy)) is not None
+    }
+    return list(_findings(ctx, _solve(anchors, edges), anchors, edges, batch, policy))
+
+
+def _times(ctx: GuardContext) -> list[str]:
+    """The contracted timestamps the batch and the reference both profile."""
+    assert ctx.contract is not None and ctx.snapshot is not None and ctx.reference_profile is not None
+    batch, reference = ctx.snapshot.profile, ctx.reference_profile
+    return [
         c.name
         for c in ctx.contract.columns
         if c.logical_type == "timestamp" and c.name in batch.columns and c.name in reference.columns
     ]
-    edges = _edges(reference.relations, batch_relations, times, {t: reference.columns[t].hours for t in times})
-    derived = {e.b for e in edges if e.relation == "hour_of"}
-    anchors = {t: e for t in times if (e := _anchor(reference, batch, batch_relations, t, derived)) is not None}
-    anchors |= {
-        t: e
-        for t in times
-        if t not in anchors and (e := _corroborated(reference, batch, batch_relations, t, derived, edges)) is not None
-    }
-    yield from _findings(ctx, _solve(anchors, edges), anchors, edges, batch)
+
+
+def _closest_calls(ctx: GuardContext, batch_relations: Relations, named: bool) -> list[ClosestCall]:
+    """The check's thresholds against what it read of the batch (`_statistics`), on the whole batch (a shift is
+    named on the event time, or on whichever column the readings move). A call across its limit decides where a
+    shift was named; one short of it, where none was and the check names one with that threshold moved just across
+    the statistic, every other at its value (crossing it alone would block)."""
+    calls = []
+    for field, statistic, above in _statistics(ctx, batch_relations):
+        limit = float(getattr(ctx.policy, field))
+        crossed = statistic > limit if above else statistic < limit
+        if crossed or named or not math.isfinite(statistic):
+            decides = crossed and named
+        else:
+            decides = bool(_judged(ctx, batch_relations, moved_across(ctx.policy, field, statistic, above)))
+        calls.append(ClosestCall(field, None, statistic, limit, above, decides))
+    return calls
+
+
+def _statistics(ctx: GuardContext, batch_relations: Relations) -> list[tuple[str, float, bool]]:
+    """(field, statistic, above) for what the check compares, in each field's terms. Per timestamp: its rows per
+    hour against the reference's, where their best roll k moved it (k != 0): the batch's rows
+    (`shift_min_count_rows`, or `shift_min_relation_rows` where the reference's rows all but fall on one hour, which
+    is the share of them on their hour against `hour_of_learned`), the distance at k (`shift_count_match`, from
+    above), its gain over k = 0 (`shift_count_gain`) and |k| (`min_shift_hours`); its diurnal columns' hours covered
+    (`shift_min_diurnal_hours`) and pattern over noise (`shift_min_signal_to_noise`), and where their rolls read a
+    move k, the score at k (`shift_diurnal_match`), its gain over k = 0 (`shift_diurnal_gain`,
+    `shift_corroborated_gain`) and |k|. Per relation: an hour column's reference share on its offsets
+    (`hour_of_learned`), the batch's rows (`shift_min_relation_rows`), its share still within them (`hour_of_holds`,
+    from above) and the most on them moved by any k (`hour_of_moved`); a lag's fewer rows of the two sides."""
+    assert ctx.snapshot is not None and ctx.reference_profile is not None
+    reference, batch = ctx.reference_profile, ctx.snapshot.profile
+    assert reference.relations is not None
+    policy, times = ctx.policy, _times(ctx)
+    edges = _edges(reference.relations, batch_relations, times, {t: reference.columns[t].hours for t in times}, policy)
+    derived = {e.b for e in edges if e.relation == "hour_of"}  # read as hours of a timestamp, not as its pattern
+    found: list[tuple[str, float, bool]] = []
+    for t in times:
+        hours, seen = reference.columns[t].hours, batch.columns[t].hours
+        if hours and seen and sum(hours) and sum(seen):
+            one = max(hours) / sum(hours)
+            found.append(("hour_of_learned", one, True))
+            rows_field = "shift_min_relation_rows" if one >= policy.hour_of_learned else "shift_min_count_rows"
+            found.append((rows_field, float(sum(seen)), True))
+            p, q = np.asarray(hours, float) / sum(hours), np.asarray(seen, float) / sum(seen)
+            distances = np.array([_total_variation(q, np.roll(p, k)) for k in range(HOURS)])
+            best = int(np.argmax(-distances))
+            if best:
+                found += [
+                    ("shift_count_match", float(distances[best]), False),
+                    ("shift_count_gain", float(distances[0] - distances[best]), True),
+                    ("min_shift_hours", float(abs(signed(best))), True),
+                ]
+        ours, theirs = reference.relations.diurnal.get(t, {}), batch_relations.diurnal.get(t, {})
+        for name in sorted(set(ours) & set(theirs) - derived):
+            found.append(("shift_min_diurnal_hours", float(sum(1 for n in theirs[name].counts if n > 0)), True))
+            found.append(("shift_min_signal_to_noise", signal_to_noise(ours[name], theirs[name]), True))
+        scored = diurnal_scores(ours, theirs, derived)
+        if scored is not None:
+            score = scored[0]
+            best = int(np.argmax(score))
+            if best:
+                gain = float(score[best] - score[0])
+                found += [
+                    ("shift_diurnal_match", float(score[best]), True),
+                    ("shift_diurnal_gain", gain, True),
+                    ("shift_corroborated_gain", gain, True),
+                    ("min_shift_hours", float(abs(signed(best))), True),
+                ]
+        for h, counts in reference.relations.hour_of.get(t, {}).items():
+            share, learned = learned_share(counts), learned_offsets(counts, least=0.0)
+            now = batch_relations.hour_of.get(t, {}).get(h)
+            if share is None or learned is None or now is None:
+                continue
+            found.append(("hour_of_learned", share, True))
+            read = hour_of_shares(learned, now)
+            if read is not None:
+                found += [
+                    ("shift_min_relation_rows", read[0], True),
+                    ("hour_of_holds", read[1], False),
+                    ("hour_of_moved", read[2], True),
+                ]
+    for key, sketch in reference.relations.lags.items():
+        if key in batch_relations.lags:
+            found.append(("shift_min_relation_rows", float(min(sketch.n, batch_relations.lags[key].n)), True))
+    return found
 
 
 def _relations(ctx: GuardContext) -> Relations:
@@ -275,15 +399,22 @@ def _relations(ctx: GuardContext) -> Relations:
 
 
 def _anchor(
-    reference: DatasetProfile, batch: DatasetProfile, relations: Relations, column: str, derived: set[str]
+    reference: DatasetProfile,
+    batch: DatasetProfile,
+    relations: Relations,
+    column: str,
+    derived: set[str],
+    policy: Policy,
 ) -> Evidence | None:
     """What the counts and the diurnal profile say of a column; None when they cannot say or disagree."""
     assert reference.relations is not None
     found = [
         e
         for e in (
-            count_shift(reference.columns[column].hours, batch.columns[column].hours),
-            diurnal_shift(reference.relations.diurnal.get(column, {}), relations.diurnal.get(column, {}), derived),
+            count_shift(reference.columns[column].hours, batch.columns[column].hours, policy=policy),
+            diurnal_shift(
+                reference.relations.diurnal.get(column, {}), relations.diurnal.get(column, {}), derived, policy=policy
+            ),
         )
         if e is not None
     ]
@@ -300,6 +431,7 @@ def _corroborated(
     column: str,
     derived: set[str],
     edges: list[_Edge],
+    policy: Policy,
 ) -> Evidence | None:
     """The diurnal reading of a column whose relation moved, when the two agree: one relation of the column moved
     by k hours (so the column or its partner moved), and the hour-of-day profile peaks at k, give or take an
@@ -310,43 +442,60 @@ def _corroborated(
     implied = {
         signed(-e.move if e.a == column else e.move)
         for e in edges
-        if column in (e.a, e.b) and abs(signed(e.move)) >= POLICY.min_shift_hours
+        if column in (e.a, e.b) and abs(signed(e.move)) >= policy.min_shift_hours
     }
-    if len(implied) != 1 or count_shift(reference.columns[column].hours, batch.columns[column].hours) is not None:
+    hours = (reference.columns[column].hours, batch.columns[column].hours)
+    if len(implied) != 1 or count_shift(*hours, policy=policy) is not None:
         return None
-    scored = diurnal_scores(reference.relations.diurnal.get(column, {}), relations.diurnal.get(column, {}), derived)
+    scored = diurnal_scores(
+        reference.relations.diurnal.get(column, {}), relations.diurnal.get(column, {}), derived, policy=policy
+    )
     if scored is None:
         return None
     score, source = scored
     best, (moved,) = int(np.argmax(score)), implied
-    agrees = abs(signed(best - moved)) <= 1 and abs(signed(best)) >= POLICY.min_shift_hours
+    agrees = abs(signed(best - moved)) <= 1 and abs(signed(best)) >= policy.min_shift_hours
     if (
         agrees
-        and score[best] >= POLICY.shift_diurnal_match
-        and score[best] - score[0] >= POLICY.shift_corroborated_gain
+        and score[best] >= policy.shift_diurnal_match
+        and score[best] - score[0] >= policy.shift_corroborated_gain
     ):
         return Evidence(f"{source}+relation", signed(best), float(score[0]), float(score[best]), exact=False)
     return None
 
 
 def _edges(
-    reference: Relations, batch: Relations, times: list[str], hours_of: Mapping[str, tuple[int, ...] | None]
+    reference: Relations,
+    batch: Relations,
+    times: list[str],
+    hours_of: Mapping[str, tuple[int, ...] | None],
+    policy: Policy,
 ) -> list[_Edge]:
     """The relations of the timestamps `times` (each with the reference's rows per hour of the day, `hours_of`)
     and how far each moved in the batch."""
     edges = []
     for t in times:
-        if on_one_hour(hours_of.get(t)):
+        if on_one_hour(hours_of.get(t), policy=policy):
             continue  # an hour column of a timestamp whose hour never varies is any constant column
         for h, counts in reference.hour_of.get(t, {}).items():
             seen = batch.hour_of.get(t, {}).get(h)
-            moved = hour_of_shift(counts, seen) if seen is not None else None
+            moved = hour_of_shift(counts, seen, policy=policy) if seen is not None else None
             if moved is not None:
-                edges.append(_Edge(t, h, moved[0], True, "hour_of", sorted(learned_offsets(counts) or ()), moved[1]))
+                edges.append(
+                    _Edge(
+                        t,
+                        h,
+                        moved[0],
+                        True,
+                        "hour_of",
+                        sorted(learned_offsets(counts, least=policy.hour_of_learned) or ()),
+                        moved[1],
+                    )
+                )
     for key, sketch in reference.lags.items():
         a, b = key.split("|")
         if a in times and b in times and key in batch.lags:
-            move = lag_shift(sketch, batch.lags[key])
+            move = lag_shift(sketch, batch.lags[key], policy=policy)
             if move is not None:
                 edges.append(_Edge(a, b, move, False, "lag"))
     return edges
@@ -387,15 +536,16 @@ def _findings(
     anchors: Mapping[str, Evidence],
     edges: list[_Edge],
     batch: DatasetProfile,
+    policy: Policy,
 ) -> Iterator[Finding]:
-    moved = {c: s for c, s in shifts.items() if s is not None and abs(signed(s[0])) >= ctx.policy.min_shift_hours}
+    moved = {c: s for c, s in shifts.items() if s is not None and abs(signed(s[0])) >= policy.min_shift_hours}
     if moved:
         yield _anchored(ctx, moved, anchors, edges, batch)
         return
     for edge in edges:  # a relation moved, and nothing says which of its columns did
         if (
             edge.move
-            and abs(signed(edge.move)) >= ctx.policy.min_shift_hours
+            and abs(signed(edge.move)) >= policy.min_shift_hours
             and edge.a not in shifts
             and edge.b not in shifts
         ):

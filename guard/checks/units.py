@@ -71,6 +71,12 @@ nearer its natural variation (and inside it), and the same factor would take the
 (`_rescaled_against_partner`). A column whose own level varies widely from batch to batch (a panel of entities of
 every size) hides a rescaling inside its band; against a column it moves with, the same rescaling is far outside.
 
+Closest calls, per column with a unit against natural variation: d0 against `far` and `unexplained`, the cadences
+the snapshot spans against `multi_batch_cadences`, and where the reference's values sit on a grid, the grid's
+three limits (`_grid_calls`); against a bare profile, the fit's scale and offset against their tolerances
+(`_profile_calls`). `unit_margin` and `match_scale_tolerance` decide which unit is named and whether it is healed,
+never whether the batch blocks: they have none.
+
 Against a bare whole-table profile (DataHub's datasetProfile: nine quantiles, no sketch, no batch
 history) the check fits an affine map on the 10-90% quantiles and names the unit whose factor and offset
 match within fixed tolerances (measured on 40 seeds of the demo table), as before; quantiles that tie on
@@ -82,13 +88,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 import numpy as np
 
 from guard.context import GuardContext
 from guard.contract import ColumnContract
-from guard.findings import ClosestCall, Finding, make_finding
+from guard.findings import ClosestCall, Condition, Finding, make_finding, rule_calls
 from guard.kinds import FindingKind, Severity
 from guard.policy import DEFAULT as POLICY
 from guard.registry import register
@@ -159,6 +165,7 @@ def judge_units(ctx: GuardContext, column: ColumnContract) -> Iterator[Finding |
         yield from _batch_judged(ctx, column, ctx.reference, reference, observed)
         return
     assert ctx.contract is not None
+    yield from _profile_calls(column.name, reference, observed, strict=column.name != ctx.contract.label_column)
     yield from _present(
         _profile_finding(
             ctx.dataset_urn,
@@ -185,11 +192,16 @@ def _batch_judged(
     natural = Natural.of(reference, ref, column.unit, reference.shorter_by(ctx.snapshot.batch))
     as_is = core(observed.sketch, natural.atom)
     measured = natural.measure(as_is)
-    finding = _batch_finding(ctx.dataset_urn, column, natural, ref, observed, as_is, measured, ctx.spans_batches)
+    grid_calls: list[ClosestCall] = []
+    finding = _batch_finding(
+        ctx.dataset_urn, column, natural, ref, observed, as_is, measured, ctx.spans_batches, grid_calls
+    )
     if measured[0] is not None:
         named = finding is not None and finding.kind is FindingKind.UNIT_MISMATCH
         kept = natural.keeps_shape(as_is)[0]
         yield from _closest_calls(column, measured[0], kept, ctx.spans_batches, named)
+        yield from _cadences_call(ctx, column, measured[0], kept, named)
+    yield from grid_calls
     yield from _present(finding)
 
 
@@ -202,6 +214,19 @@ def _closest_calls(
     free = not multi and not named
     yield ClosestCall("far", column.name, d0, POLICY.far, decides=free and shape_kept)
     yield ClosestCall("unexplained", column.name, d0, POLICY.unexplained, decides=free and not column.drift_blocking)
+
+
+def _cadences_call(
+    ctx: GuardContext, column: ColumnContract, d0: float, shape_kept: bool, named: bool
+) -> Iterator[ClosestCall]:
+    """The cadences the snapshot spans against `policy.multi_batch_cadences` (fewer: one batch): deciding where, no
+    unit named, the distance would block one batch (beyond `far` with its shape kept, or beyond `unexplained`)."""
+    spanned = ctx.cadences_spanned
+    if spanned is None:
+        return
+    blocks = (d0 > POLICY.far and shape_kept) or (d0 > POLICY.unexplained and not column.drift_blocking)
+    decides = not named and blocks
+    yield ClosestCall("multi_batch_cadences", column.name, spanned, POLICY.multi_batch_cadences, False, decides)
 
 
 def _unit_mismatch(
@@ -247,19 +272,30 @@ def _batch_finding(
     as_is: Core,
     measured: tuple[float | None, float],
     multi: bool,
+    calls: list[ClosestCall],
 ) -> Finding | None:
     """The finding of a column with a unit, `as_is` its batch's core and `measured` its distance from `natural` and
-    jump (`Natural.measure`)."""
+    jump (`Natural.measure`); the closest calls of the grid's limits go to `calls`."""
     assert observed.sketch is not None and ref.sketch is not None and column.unit is not None
     atom = natural.atom
     d0, jump0 = measured
     if d0 is None or (as_is.quantiles is None and as_is.count > 0 and d0 <= POLICY.far):
         return _unchecked(urn, column, as_is, d0)
     grid = _Grid.of(ref.sketch, observed.sketch)
+    hypotheses: list[_Hypothesis] = []
+    declared = column.unit
+
+    def tried_units() -> list[_Hypothesis]:
+        """Every unit of the declared one's group, converted back and measured, nearest first (tried once)."""
+        if not hypotheses:
+            hypotheses.extend(sorted(_hypotheses(declared, observed, natural), key=lambda h: (h.distance, h.unit)))
+        return hypotheses
+
+    calls += _grid_calls(column.name, ref.sketch, observed.sketch, tried_units, d0, multi)
     if d0 <= 1 and grid is None:
         return None
     typical = core(ref.sketch, atom)
-    tried = sorted(_hypotheses(column.unit, observed, natural), key=lambda h: (h.distance, h.unit))
+    tried = tried_units()
     best = tried[0] if tried else None
     evidence = {
         "distance": round(d0, 3),
@@ -360,6 +396,48 @@ class _Grid:
 
     def _inside(self, values: np.ndarray) -> float:
         return float(np.mean((values >= self.low) & (values <= self.high)))
+
+
+def _grid_calls(
+    name: str,
+    reference: QuantileSketch,
+    batch: QuantileSketch,
+    tried: Callable[[], list[_Hypothesis]],
+    d0: float,
+    multi: bool,
+) -> list[ClosestCall]:
+    """The grid's three limits as `_Grid` compares them, where the reference's values sit on a step: the fewer of the
+    reference's and the batch's non-zero values against `policy.min_grid_values`, the batch's share off the grid
+    against `policy.grid_off`, and the most any unit that brings the batch nearer puts back on it against
+    `policy.grid_on` (0 with no such unit); each deciding where the other two held (a UNIT_MISMATCH). A batch with
+    every value on the grid has nothing a conversion could restore: its share off decides nothing."""
+    known = weighted_items(reference)[0]
+    known = known[known != 0]
+    values = weighted_items(batch)[0]
+    values = values[values != 0]
+    step = 2 * resolution(known) if len(known) else 0.0
+    if not step or not len(values):
+        return []
+    off = 1.0 - _share_on(values, step)
+    back = 0.0
+    if off > 0:
+        grid = _Grid(step, values, off, float(known.min()), float(known.max()))
+        back = max(
+            (
+                _share_on((values - h.offset) / h.scale, step)
+                for h in tried()
+                if h.distance < d0 or (multi and grid._inside((values - h.offset) / h.scale) > grid._inside(values))
+            ),
+            default=0.0,
+        )
+    enough = float(min(len(known), len(values)))
+    calls = rule_calls(
+        name,
+        Condition("min_grid_values", enough, POLICY.min_grid_values, enough >= POLICY.min_grid_values),
+        Condition("grid_off", off, POLICY.grid_off, off >= POLICY.grid_off),
+        Condition("grid_on", back, POLICY.grid_on, back >= POLICY.grid_on),
+    )
+    return [c if off > 0 or c.threshold != "grid_off" else replace(c, decides=False) for c in calls]
 
 
 def _share_on(values: np.ndarray, step: float) -> float:
@@ -755,11 +833,35 @@ def fit_affine(reference: ColumnProfile, observed: ColumnProfile) -> tuple[float
 def _is_identity(scale: float, offset: float, spread: float, reference: ColumnProfile, strict: bool) -> bool:
     """Within noise of the reference. `strict` (features, not the label, whose scale drifts with the world)
     tightens the tolerance for continuous columns: their fitted quantiles are exact to a few percent."""
-    fitted = [reference.quantile(q) for q in _FIT_QUANTILES]
-    tight = strict and len(set(fitted)) == len(fitted)
-    scale_tolerance = POLICY.feature_scale_tolerance if tight else POLICY.identity_scale_tolerance
-    offset_tolerance = POLICY.feature_offset_tolerance if tight else POLICY.offset_tolerance
+    (scale_field, scale_tolerance), (offset_field, offset_tolerance) = _tolerances(reference, strict)
     return abs(scale - 1) <= scale_tolerance and abs(offset) <= offset_tolerance * spread
+
+
+def _tolerances(reference: ColumnProfile, strict: bool) -> tuple[tuple[str, float], tuple[str, float]]:
+    """The policy fields (and values) of the scale and offset tolerances a column is fitted with."""
+    fitted = [reference.quantile(q) for q in _FIT_QUANTILES]
+    if strict and len(set(fitted)) == len(fitted):
+        return ("feature_scale_tolerance", POLICY.feature_scale_tolerance), (
+            "feature_offset_tolerance",
+            POLICY.feature_offset_tolerance,
+        )
+    return ("identity_scale_tolerance", POLICY.identity_scale_tolerance), ("offset_tolerance", POLICY.offset_tolerance)
+
+
+def _profile_calls(
+    name: str, reference: ColumnProfile, observed: ColumnProfile, *, strict: bool
+) -> Iterator[ClosestCall]:
+    """Against a bare profile: the fit's |scale - 1| against its scale tolerance and |offset| over the reference's
+    spread against its offset tolerance. Either crossed blocks (a named unit or a SCALE_SHIFT), so each decides where
+    the other was not crossed."""
+    fit = fit_affine(reference, observed)
+    if fit is None:
+        return
+    scale, offset, spread = fit
+    (scale_field, scale_tolerance), (offset_field, offset_tolerance) = _tolerances(reference, strict)
+    moved, shifted = abs(scale - 1), abs(offset) / spread
+    yield ClosestCall(scale_field, name, moved, scale_tolerance, decides=abs(offset) <= offset_tolerance * spread)
+    yield ClosestCall(offset_field, name, shifted, offset_tolerance, decides=moved <= scale_tolerance)
 
 
 def name_unit(declared: str, scale: float, offset: float, spread: float) -> str | None:
