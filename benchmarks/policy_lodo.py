@@ -55,16 +55,25 @@ class Measured:
     """A policy field the guard records closest calls for: the tightest value its meaning allows, and the findings
     (check, kind) it decides."""
 
-    field: str
+    field: str  # a policy field, or one end of a pair of them ("swap_gap_ratio[1]")
     tightest: float
     governs: frozenset[tuple[str, str]]
 
     @property
     def shipped(self) -> float:
-        return float(getattr(DEFAULT, self.field))
+        name, _, index = self.field.partition("[")
+        value = getattr(DEFAULT, name)
+        return float(value[int(index.rstrip("]"))] if index else value)
 
 
 _LEAKAGE = frozenset({("leakage", "target_leakage")})
+_DRIFT = frozenset({("drift", "drift")})
+_UNITS = frozenset({("units", "unit_mismatch"), ("units", "scale_shift")})
+_RELATIONS = frozenset({("relations", "relation_broken"), ("relations", "target_leakage")})
+_SHIFT = frozenset({("timestamp_shift", "timestamp_shift")})
+_SENTINEL = frozenset({("sentinels", "sentinel")})
+_SWAP = frozenset({("columns_swapped", "columns_swapped"), ("columns_swapped", "scale_shift")})
+_NAMES = frozenset[tuple[str, str]]()  # decides the name of a failure, never whether it blocks
 MEASURED = (
     Measured("unexplained", DEFAULT.far, frozenset({("drift", "drift"), ("units", "drift")})),  # no nearer than `far`
     Measured("far", 1.0, frozenset({("units", "scale_shift")})),  # the band's edge
@@ -73,10 +82,95 @@ MEASURED = (
     Measured("null_spike_min_increase", 0.0, frozenset({("nulls", "null_spike")})),  # no rise at all
     Measured("null_spike_factor", 1.0, frozenset({("nulls", "null_spike")})),  # the baseline itself
     Measured("duplicate_rate_limit", 0.0, frozenset({("duplicates", "duplicate_keys")})),  # no repeat at all
+    Measured("one_per_instant", 0.5, frozenset({("duplicates", "duplicate_keys")})),  # two rows an instant read 0.5
     Measured("leakage_threshold", 0.0, _LEAKAGE),
     Measured("leakage_jump", 0.0, _LEAKAGE),
     Measured("leakage_jump_floor", 0.0, _LEAKAGE),
     Measured("leakage_jump_z", 0.0, _LEAKAGE),
+    Measured("leakage_min_rows", 3.0, _LEAKAGE),  # a correlation needs three rows
+    Measured("leakage_min_coverage", 0.0, _LEAKAGE),  # any row seen by both halves
+    Measured("copy_threshold", 0.5, _LEAKAGE),  # equal on most rows
+    Measured("copy_chance", 1.0, _LEAKAGE),  # any chance (from above)
+    # drift: a CDF gap, its KS size term, a spread ratio; a snapshot judged as one batch
+    Measured("drift_threshold", 0.0, _DRIFT),  # any mass moved
+    Measured("ks_critical", 0.0, _DRIFT),
+    Measured("stdev_ratio_limit", 1.0, _DRIFT),  # the spread itself
+    Measured("multi_batch_cadences", math.inf, _DRIFT | _UNITS | {("units", "drift")}),  # every snapshot one batch
+    # units: the decimal grid, and the fit against a bare profile
+    Measured("min_grid_values", 2.0, _UNITS),  # a step needs two values
+    Measured("grid_off", 0.0, _UNITS),
+    Measured("grid_on", 0.5, _UNITS),  # most values back on the grid
+    Measured("identity_scale_tolerance", 0.0, _UNITS),
+    Measured("feature_scale_tolerance", 0.0, _UNITS),
+    Measured("offset_tolerance", 0.0, _UNITS),
+    Measured("feature_offset_tolerance", 0.0, _UNITS),
+    # freshness: a clock ahead of now; times further than horizons from the reference's
+    Measured("clock_skew_hours", 0.0, frozenset({("label_freshness", "timestamp_unparseable")})),  # none ahead
+    Measured("plausible_horizons", 0.0, frozenset({("timestamp_range", "out_of_range")})),  # none beyond
+    # relations: identities, bounds and orders, hour columns
+    Measured("relation_held", 0.5, _RELATIONS),  # held on most rows
+    Measured("relation_min_rows", 3.0, _RELATIONS),
+    Measured("relation_min_broken", 1.0, _RELATIONS),  # one row broken
+    Measured("relation_broken_share", 0.0, _RELATIONS),
+    Measured("relation_departed_share", 0.0, _RELATIONS),
+    Measured("monotone_labels", 2.0, _RELATIONS),  # an order needs two groups
+    Measured("monotone_categories", 2.0, _RELATIONS),
+    Measured("monotone_pairs", 1.0, _RELATIONS),
+    Measured("hour_of_learned", 0.5, _RELATIONS | _SHIFT),  # most rows on those offsets
+    Measured("hour_of_holds", 1.0, _RELATIONS | _SHIFT),  # every row (from above)
+    Measured("hour_of_moved", 0.5, _RELATIONS | _SHIFT),  # most rows moved as one
+    # timestamp shifts: the count and diurnal readings, and the relations between timestamps
+    Measured("min_shift_hours", 1.0, _SHIFT),  # one hour
+    Measured("shift_min_count_rows", 1.0, _SHIFT),
+    Measured("shift_min_relation_rows", 1.0, _SHIFT),
+    Measured("shift_count_match", 1.0, _SHIFT),  # any distance (from above)
+    Measured("shift_count_gain", 0.0, _SHIFT),
+    Measured("shift_min_diurnal_hours", 3.0, _SHIFT),  # a correlation needs three hours
+    Measured("shift_min_signal_to_noise", 1.0, _SHIFT),  # a pattern as large as its noise
+    Measured("shift_diurnal_match", 0.0, _SHIFT),
+    Measured("shift_diurnal_gain", 0.0, _SHIFT),
+    Measured("shift_corroborated_gain", 0.0, _SHIFT),
+    # sentinels: point masses, new and grown placeholders, codes far outside, frozen feeds
+    Measured("sentinel_min_rows", 1.0, _SENTINEL),
+    Measured("sentinel_min_share", 0.0, _SENTINEL),
+    Measured("sentinel_new_share", 0.0165, _SENTINEL),  # the sketch's error of a share (from above)
+    Measured("sentinel_growth_factor", 1.0, _SENTINEL),
+    Measured("sentinel_growth_margin", 0.0, _SENTINEL),
+    Measured("sentinel_growth_base", 1.0, _SENTINEL),  # any share the reference held (from above)
+    Measured("sentinel_adjacent", 0.0, _SENTINEL),
+    Measured("sentinel_near_factor", 1.0, _SENTINEL),
+    Measured("sentinel_near_margin", 0.0, _SENTINEL),
+    Measured("sentinel_neighbours", 1.0, _SENTINEL),
+    Measured("sentinel_neighbour_reach", 0.0, _SENTINEL),
+    Measured("sentinel_one_code", 0.5, _SENTINEL),  # most of the values outside
+    Measured("sentinel_rest_distance", 1.0, _SENTINEL),  # any distance (from above)
+    Measured("frozen_share", 0.5, _SENTINEL),  # most rows
+    Measured("frozen_rows", 1.0, _SENTINEL),
+    Measured("frozen_run_share", 0.0, _SENTINEL),
+    Measured("frozen_batch_high", 1.0, _SENTINEL),  # any column (from above)
+    # swaps: distributions, ranges, correlation profiles, orders
+    Measured("swap_min_rows", 3.0, _SWAP),
+    Measured("swap_self_distance", 0.0, _SWAP),
+    Measured("swap_cross_ratio", 1.0, _SWAP),  # nearer the other's than its own
+    Measured("swap_range_out", 0.0, _SWAP),
+    Measured("swap_range_back", 1.0, _SWAP),  # any share (from above)
+    Measured("swap_profile_apart", 0.0, _SWAP),
+    Measured("swap_profile_noise", 0.0, _SWAP),
+    Measured("swap_min_pair_rows", 3.0, _SWAP),  # a correlation needs three rows
+    Measured("swap_min_order_rows", 3.0, _SWAP),
+    Measured("swap_order_held", 0.5, _SWAP),  # held on most rows
+    Measured("swap_order_mostly", 0.5, _SWAP),
+    Measured("swap_min_broken_rows", 1.0, _SWAP),
+    Measured("whole_swap", 0.0, _SWAP),
+    Measured("swap_gap_ratio[0]", 0.0, _SWAP),
+    Measured("swap_gap_ratio[1]", math.inf, _SWAP),  # any break (from above)
+    Measured("swap_continuity", 1.0, _SWAP),
+    Measured("swap_full_cycle_ms", 0.0, _SWAP),
+    # renames: they name a failure (a column gone blocks either way), except where a batch left a column empty
+    Measured("rename_tolerance", math.inf, _NAMES),
+    Measured("rename_sampling", math.inf, _NAMES),
+    Measured("rename_min_period_rows", 1.0, _NAMES),
+    Measured("rename_null_slack", 1.0, frozenset({("schema", "column_renamed")})),  # any share (from above)
 )
 
 
