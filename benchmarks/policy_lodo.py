@@ -173,6 +173,21 @@ MEASURED = (
     Measured("rename_null_slack", 1.0, frozenset({("schema", "column_renamed")})),  # any share (from above)
 )
 
+# the policy fields that decide no block, or have no statistic of their own to compare: why each is not measured
+UNMEASURED = {
+    "band_sigmas": "the unit `far` and `unexplained` are measured in (a band of this many standard deviations, and "
+    "at least as wide as the farthest kept batch): measured through them",
+    "sentinel_adjacent_window": "how wide the reference's share near an edge is read: measured through "
+    "`sentinel_near_factor`'s call on that share",
+    "unit_margin": "whether a named unit is healed, not whether the batch blocks (UNIT_MISMATCH blocks either way)",
+    "match_scale_tolerance": "which unit a bare profile's fit names (a named unit or a SCALE_SHIFT: a block either way)",
+    "dst_regime": "whether a timestamp's move is pinned to the hour (and healed), not whether it blocks",
+    "relation_leak_rows": "whether a departed hour column is named leakage or a broken relation: a block either way",
+    "relation_fit_rows": "which column of a broken order is named (and, for an order merely held, tested against the "
+    "label): its call would be the label's, `monotone_*`",
+    "domain_reference_margin": "it warns only",
+}
+
 
 @dataclass(frozen=True)
 class Blocker:

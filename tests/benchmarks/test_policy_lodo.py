@@ -3,8 +3,20 @@ domain's clean batches and failures are judged at the value chosen without it.""
 
 from __future__ import annotations
 
-from benchmarks.policy_lodo import MEASURED, Batch, Blocker, blocks_failure, chosen_limit, joint, leave_one_out
+import dataclasses
+
+from benchmarks.policy_lodo import (
+    MEASURED,
+    UNMEASURED,
+    Batch,
+    Blocker,
+    blocks_failure,
+    chosen_limit,
+    joint,
+    leave_one_out,
+)
 from guard.findings import ClosestCall
+from guard.policy import DEFAULT, Policy
 
 FAR = next(m for m in MEASURED if m.field == "far")  # tightest 1 (the band's edge), shipped 2
 
@@ -66,3 +78,14 @@ def test_a_failure_stays_blocked_by_what_the_moved_threshold_does_not_govern() -
     assert not blocks_failure(alone, {"far": 3.0}) and blocks_failure(alone, {"far": 2.0})
     renamed = failure("a", (far(2.5),), (SHIFT, Blocker("schema", "column_renamed", "y")))
     assert blocks_failure(renamed, {"far": 3.0})
+
+
+def test_every_policy_field_is_measured_or_says_why_not() -> None:
+    measured = [m.field.partition("[")[0] for m in MEASURED]
+    fields = {f.name for f in dataclasses.fields(Policy)}
+    assert set(measured) | set(UNMEASURED) == fields and not set(measured) & set(UNMEASURED)
+    assert len({m.field for m in MEASURED}) == len(MEASURED)
+    gap = next(m for m in MEASURED if m.field == "swap_gap_ratio[1]")  # one end of a pair of limits
+    assert gap.shipped == DEFAULT.swap_gap_ratio[1]
+    for m in MEASURED:  # a field whose tightest value is its shipped one would leave nothing to choose
+        assert m.tightest != m.shipped, m.field
