@@ -77,6 +77,8 @@ _NAMES = frozenset[tuple[str, str]]()  # decides the name of a failure, never wh
 MEASURED = (
     Measured("unexplained", DEFAULT.far, frozenset({("drift", "drift"), ("units", "drift")})),  # no nearer than `far`
     Measured("far", 1.0, frozenset({("units", "scale_shift")})),  # the band's edge
+    # a partner the column follows more than not (|r| of a half)
+    Measured("pair_scale_correlation", 0.5, frozenset({("units", "scale_shift")})),
     Measured("volume_min_row_fraction", 1.0, frozenset({("volume", "volume_drop")})),  # every expected row
     Measured("volume_spike_factor", 1.0, frozenset({("volume", "volume_spike")})),  # the expected rows
     Measured("null_spike_min_increase", 0.0, frozenset({("nulls", "null_spike")})),  # no rise at all

@@ -138,7 +138,9 @@ def judge_units(ctx: GuardContext, column: ColumnContract) -> Iterator[Finding |
     if observed is None or observed.logical_type not in _NUMERIC or not observed.values:
         return
     if column.unit is None:
-        yield from _present(_rescaled_without_unit(ctx, column, observed))
+        calls: list[ClosestCall] = []
+        yield from _present(_rescaled_without_unit(ctx, column, observed, calls))
+        yield from calls
         return
     if column.unit not in UNITS:
         raise ValueError(
@@ -609,7 +611,9 @@ def _same_rows_converted(urn: str, column: ColumnContract, kept: ColumnProfile, 
 # --- a column with no unit: one hypothesis, a rescaling by a factor no unit names ------------------------------
 
 
-def _rescaled_without_unit(ctx: GuardContext, column: ColumnContract, observed: ColumnProfile) -> Finding | None:
+def _rescaled_without_unit(
+    ctx: GuardContext, column: ColumnContract, observed: ColumnProfile, calls: list[ClosestCall]
+) -> Finding | None:
     """A numeric column that declares no unit has no conversion to name, but one plan still inverts a rescaling
     (a count written per thousand, a share written as a percentage): dividing by one factor. SCALE_SHIFT (a block)
     where that plan alone explains the change:
@@ -625,8 +629,8 @@ def _rescaled_without_unit(ctx: GuardContext, column: ColumnContract, observed: 
       that brings it nearest its natural variation it is inside it (and inside the bounds). A slow cycle moves a
       level by steps and reshapes it; it does not multiply every value by one number. Either way the batch was
       blocked already: the name is what changes, never the verdict;
-    - a new batch of a feature not blocked as it came: rescaled against a partner (`_rescaled_against_partner`),
-      a block."""
+    - a new batch of a feature not blocked as it came: rescaled against a partner (`_rescaled_against_partner`,
+      whose closest calls go to `calls`), a block."""
     assert ctx.contract is not None and ctx.snapshot is not None and ctx.reference_profile is not None
     reference, kept = ctx.reference, ctx.reference_profile.columns.get(column.name)
     if not isinstance(reference, Reference) or kept is None or not kept.quantiles:
@@ -646,7 +650,7 @@ def _rescaled_without_unit(ctx: GuardContext, column: ColumnContract, observed: 
     if d0 is None or not natural.keeps_shape(as_is)[0]:
         return None
     if not blocked:
-        return _rescaled_against_partner(ctx, column.name, observed, natural, d0)
+        return _rescaled_against_partner(ctx, column.name, observed, natural, d0, calls)
     rescaled = _within_bounds(column, observed, natural, natural.plain_rescale(observed.sketch, kept.sketch))
     if rescaled is None or rescaled[1] > 1 or (d0 <= POLICY.unexplained and rescaled[1] >= d0):
         return None  # out of bounds alone: the factor must bring the batch nearer natural variation too
@@ -664,7 +668,7 @@ def _rescaled_without_unit(ctx: GuardContext, column: ColumnContract, observed: 
 
 
 def _rescaled_against_partner(
-    ctx: GuardContext, name: str, observed: ColumnProfile, natural: Natural, d0: float
+    ctx: GuardContext, name: str, observed: ColumnProfile, natural: Natural, d0: float, calls: list[ClosestCall]
 ) -> Finding | None:
     """SCALE_SHIFT (a block) for a feature not blocked as it came, when a partner says it was rescaled: a column it
     followed in every reference batch (|correlation| at least `policy.pair_scale_correlation`), against which its
@@ -673,20 +677,35 @@ def _rescaled_against_partner(
     own ratio). Two plans invert that move: the column divided by its factor, or the partner multiplied by it. The column
     is named when its plan brings it nearer its natural variation (and inside it) while the partner's would take the
     partner further from its own; otherwise the batch cannot say which of the two moved, and nothing is named. A
-    level that drifts moves both columns of a pair that moves together; a rescaling of one moves it alone."""
+    level that drifts moves both columns of a pair that moves together; a rescaling of one moves it alone.
+
+    Closest calls, per partner whose scale against the column moved: the least |correlation| its pair held over the
+    reference batches against `pair_scale_correlation`, and the move against `far`, each deciding where the other
+    held and the partner's plan named the column (read partner by partner, the farthest among those held named)."""
     assert ctx.snapshot is not None and ctx.reference_profile is not None and observed.sketch is not None
     reference = ctx.reference
     kept, now = ctx.reference_profile.relations, ctx.snapshot.profile.relations
     if kept is None or now is None or not isinstance(reference, Reference) or len(reference.batches) < 3:
         return None
-    farthest = max(_scale_moves(kept, now, name), key=lambda move: move[2], default=None)
+    moves = list(_scale_moves(kept, now, name))
+    for partner, factor, distance, held in moves:
+        follows, moved = held >= POLICY.pair_scale_correlation, distance > POLICY.far
+        named = (follows or moved) and _named_by(ctx, reference, observed, natural, d0, partner, factor) is not None
+        calls += rule_calls(  # neither held: no call decides, and the plans are not tried
+            name,
+            Condition("pair_scale_correlation", held, POLICY.pair_scale_correlation, follows),
+            Condition("far", distance, POLICY.far, moved),
+            when=named,
+        )
+    followed = [move for move in moves if move[3] >= POLICY.pair_scale_correlation]
+    farthest = max(followed, key=lambda move: move[2], default=None)
     if farthest is None or farthest[2] <= POLICY.far:
         return None
-    partner, factor, distance = farthest
-    back = natural.measure(core(observed.sketch, natural.atom, factor))[0]
-    rival = _distances(ctx, reference, partner, 1 / factor)
-    if back is None or back > 1 or back >= d0 or rival is None or rival[1] <= rival[0]:
+    partner, factor, distance, _ = farthest
+    plans = _named_by(ctx, reference, observed, natural, d0, partner, factor)
+    if plans is None:
         return None
+    back, rival = plans
     return make_finding(
         FindingKind.SCALE_SHIFT,
         ctx.dataset_urn,
@@ -707,17 +726,38 @@ def _rescaled_against_partner(
     )
 
 
-def _scale_moves(kept: Relations, now: Relations, name: str) -> Iterator[tuple[str, float, float]]:
-    """(partner, factor, distance) for each numeric column whose pair with `name` held |correlation| at least
-    `policy.pair_scale_correlation` in every reference batch: the factor `name` would have been multiplied by to move
-    the pair's scale as far as the batch did, and that move in bands (see `_rescaled_against_partner`)."""
+def _named_by(
+    ctx: GuardContext,
+    reference: Reference,
+    observed: ColumnProfile,
+    natural: Natural,
+    d0: float,
+    partner: str,
+    factor: float,
+) -> tuple[float, tuple[float, float]] | None:
+    """(the column's distance divided by `factor`, the partner's as it came and multiplied by it) where the column's
+    plan brings it nearer its natural variation and inside it while the partner's would take the partner further
+    from its own; None where the batch cannot say which of the two moved."""
+    assert observed.sketch is not None
+    back = natural.measure(core(observed.sketch, natural.atom, factor))[0]
+    rival = _distances(ctx, reference, partner, 1 / factor)
+    if back is None or back > 1 or back >= d0 or rival is None or rival[1] <= rival[0]:
+        return None
+    return back, rival
+
+
+def _scale_moves(kept: Relations, now: Relations, name: str) -> Iterator[tuple[str, float, float, float]]:
+    """(partner, factor, distance, held) for each numeric column paired with `name`: the factor `name` would have
+    been multiplied by to move the pair's scale as far as the batch did, that move in bands (see
+    `_rescaled_against_partner`), and the least |correlation| the pair held over the reference batches (a partner
+    is followed at `policy.pair_scale_correlation` or more)."""
     for key, pair in now.pairs.items():
         a, b = key.split("|")
         ratio = pair.log_scale
         if name not in (a, b) or pair.correlation is None or ratio is None or pair.n < 3:
             continue
         held, scale = kept.spread.get(f"r:{key}"), kept.spread.get(f"k:{key}")
-        if held is None or scale is None or held[0] < POLICY.pair_scale_correlation:
+        if held is None or scale is None:
             continue
         low, high = scale
         error = math.sqrt(max(1.0 - pair.correlation**2, 0.0) / (pair.n - 2))  # of a log ratio of two spreads
@@ -725,7 +765,7 @@ def _scale_moves(kept: Relations, now: Relations, name: str) -> Iterator[tuple[s
         if band <= 0:
             continue
         moved = ratio - (low + high) / 2
-        yield (b if name == a else a), math.exp(-moved if name == a else moved), abs(moved) / band
+        yield (b if name == a else a), math.exp(-moved if name == a else moved), abs(moved) / band, held[0]
 
 
 def _distances(ctx: GuardContext, reference: Reference, name: str, factor: float) -> tuple[float, float] | None:

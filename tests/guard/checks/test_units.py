@@ -14,6 +14,7 @@ from controlplane.stages.guarding import with_repeats_counted
 from guard.checks.units import _outside
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
+from guard.findings import GuardReport
 from guard.kinds import FindingKind, Severity
 from guard.kinds import FindingKind as K
 from guard.policy import DEFAULT as POLICY
@@ -295,7 +296,7 @@ def _panel(rescaled: dict[str, float], seed: int = 5) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True).assign(ts=lambda t: t["ts"].astype("datetime64[ms, UTC]"))
 
 
-def _panel_findings(tmp_path: Path, rescaled: dict[str, float]) -> list:
+def _panel_report(tmp_path: Path, rescaled: dict[str, float]) -> GuardReport:
     contract = Contract(
         URN,
         (ColumnContract("ts", "timestamp"), ColumnContract("previous", "number"), ColumnContract("count", "number")),
@@ -304,7 +305,11 @@ def _panel_findings(tmp_path: Path, rescaled: dict[str, float]) -> list:
     )
     snapshots = _months(tmp_path / "panel.parquet", _panel(rescaled))
     reference = build_reference([s.batch for s in snapshots[:-1]])
-    report = run_guard(with_repeats_counted(GuardContext(URN, contract, snapshots[-1], reference, (), now_ms=0)))
+    return run_guard(with_repeats_counted(GuardContext(URN, contract, snapshots[-1], reference, (), now_ms=0)))
+
+
+def _panel_findings(tmp_path: Path, rescaled: dict[str, float]) -> list:
+    report = _panel_report(tmp_path, rescaled)
     return [(f.kind, f.column, f.severity) for f in report.findings if "explained_by" not in f.params]
 
 
@@ -313,6 +318,18 @@ def test_a_feature_rescaled_inside_its_wide_band_is_named_by_the_column_it_follo
     found = _panel_findings(tmp_path, {"previous": 2.5})
     assert (FindingKind.SCALE_SHIFT, "previous", Severity.BLOCK) in found, found
     assert _panel_findings(tmp_path, {}) == []
+
+
+def test_a_rescaling_read_against_a_partner_records_its_correlation_and_its_move_as_closest_calls(
+    tmp_path: Path,
+) -> None:
+    # the rule blocks where the pair held its correlation and its scale moved beyond `far`: each call decides
+    rescaled = [c for c in _panel_report(tmp_path, {"previous": 2.5}).closest_calls if c.column == "previous"]
+    by_field = {c.threshold: c for c in rescaled if c.threshold in ("pair_scale_correlation", "far") and c.decides}
+    assert set(by_field) == {"pair_scale_correlation", "far"}, rescaled
+    assert all(c.crossed for c in by_field.values())
+    clean = [c for c in _panel_report(tmp_path, {}).closest_calls if c.threshold == "pair_scale_correlation"]
+    assert clean and not any(c.crossed and c.decides for c in clean)
 
 
 def test_a_pair_that_moves_together_is_no_rescaling_of_either(tmp_path: Path) -> None:
