@@ -316,7 +316,7 @@ def _closest_calls(
         value, count = float(found[i]), int(counts[i])
         if value not in judged and (coded[i] or looks_like_placeholder(value)):
             judged[value] = count
-    runs = _runs(ctx, name) if isinstance(ctx.reference, Reference) and len(values) else {}
+    runs = _runs(ctx, name, list(judged)) if isinstance(ctx.reference, Reference) and len(values) else {}
     for value, count in judged.items():
         yield from _Judged(ctx, name, reference, values, value, count, low, high, runs, (found, counts)).calls()
 
@@ -325,9 +325,9 @@ def _call(name: str, condition: Condition, decides: bool) -> ClosestCall:
     return ClosestCall(condition.threshold, name, condition.statistic, condition.limit, condition.above, decides)
 
 
-def _runs(ctx: GuardContext, name: str) -> Mapping[float, float]:
-    """Each value's longest run in event-time order, as a share of the sampled values (`_longest_run`, for every
-    value at once)."""
+def _runs(ctx: GuardContext, name: str, wanted: list[float]) -> Mapping[float, float]:
+    """The `wanted` values' longest runs in event-time order, as a share of the sampled values (`_longest_run`, for
+    those values at once)."""
     assert ctx.contract is not None and ctx.snapshot is not None
     time, sample = ctx.contract.event_timestamp_column, ctx.snapshot.sample
     if time is None or time not in sample:
@@ -337,8 +337,10 @@ def _runs(ctx: GuardContext, name: str) -> Mapping[float, float]:
         return {}
     starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
     lengths = np.diff(np.concatenate([starts, [len(ordered)]]))
+    firsts = ordered[starts]
+    kept = np.isin(firsts, wanted)  # a judged value's runs only: a continuous column has a run per row
     longest: dict[float, float] = {}
-    for value, length in zip(ordered[starts].tolist(), lengths.tolist()):
+    for value, length in zip(firsts[kept].tolist(), lengths[kept].tolist()):
         longest[value] = max(longest.get(value, 0.0), length / len(ordered))
     return longest
 
