@@ -15,6 +15,7 @@ A check reads these; no check imports another check (`guard.causes` alone settle
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -26,6 +27,7 @@ from profiles.profile import ColumnProfile, DatasetProfile
 from profiles.reference import Reference
 
 __all__ = [
+    "SortedValues",
     "ks_distance",
     "ks_noise",
     "numeric_values",
@@ -58,17 +60,27 @@ def numeric_values(values: pd.Series) -> np.ndarray:
     return floats[np.isfinite(floats)]
 
 
-def ks_distance(values: np.ndarray, reference: ColumnProfile) -> float | None:
+class SortedValues:
+    """A column's values sorted, and their percentiles when first asked: what `ks_distance` reads of them, taken
+    once for a column compared with several references."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.ordered = np.sort(values)
+
+    @functools.cached_property
+    def percentiles(self) -> np.ndarray:
+        return np.quantile(self.ordered, _GRID)
+
+
+def ks_distance(values: np.ndarray | SortedValues, reference: ColumnProfile) -> float | None:
     """The largest gap between the values' empirical CDF and the reference's (from its quantile sketch, or its
     profiled quantiles), over the reference's and the values' percentiles; None without either."""
-    if not len(values):
+    sample = values if isinstance(values, SortedValues) else SortedValues(values)
+    if not len(sample.ordered):
         return None
-    ordered = np.sort(values)
     if reference.sketch is not None and reference.sketch.n:
         points = np.unique(
-            np.concatenate(
-                [np.asarray(reference.sketch.quantiles(_GRID), dtype=np.float64), np.quantile(ordered, _GRID)]
-            )
+            np.concatenate([np.asarray(reference.sketch.quantiles(_GRID), dtype=np.float64), sample.percentiles])
         )
         expected = reference.sketch.ranks(points)
     elif reference.quantiles:
@@ -76,7 +88,7 @@ def ks_distance(values: np.ndarray, reference: ColumnProfile) -> float | None:
         expected = np.array([q for q, _ in reference.quantiles], float)
     else:
         return None
-    seen = np.searchsorted(ordered, points, side="right") / len(ordered)
+    seen = np.searchsorted(sample.ordered, points, side="right") / len(sample.ordered)
     return float(np.max(np.abs(seen - expected)))
 
 

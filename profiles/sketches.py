@@ -179,16 +179,13 @@ class QuantileSketch:
         if self.n == 0:
             return [None for _ in ranks]
         values, cumulative = self._weighted()
-        out: list[float | None] = []
-        for rank in ranks:
-            if rank <= 0:
-                out.append(self.minimum)
-            elif rank >= 1:
-                out.append(self.maximum)
-            else:
-                index = int(np.searchsorted(cumulative, rank * self.n, side="left"))
-                out.append(float(values[min(index, len(values) - 1)]))
-        return out
+        asked = np.asarray(ranks, dtype=np.float64)
+        index = np.minimum(np.searchsorted(cumulative, asked * self.n, side="left"), len(values) - 1)
+        found = values[index].tolist()
+        return [
+            self.minimum if rank <= 0 else self.maximum if rank >= 1 else value
+            for rank, value in zip(asked.tolist(), found)
+        ]
 
     def rank(self, value: float, *, inclusive: bool = True) -> float:
         """Estimated share of values <= `value` (< `value` when not inclusive)."""

@@ -68,7 +68,7 @@ from guard.kinds import FindingKind
 from guard.policy import DEFAULT as POLICY
 from guard.policy import Policy
 from guard.registry import register
-from guard.statistics import ks_distance, ks_noise, numeric_values
+from guard.statistics import SortedValues, ks_distance, ks_noise, numeric_values
 from guard.units import is_ratio_scale, limits
 from profiles.profile import ColumnProfile, DatasetProfile
 from profiles.reference import Reference
@@ -135,17 +135,19 @@ class _SwapBatch:
             and not _holds_its_periods_value(ctx, c.name)
         ]
         values = {name: numeric_values(sample[name]) for name in names}
+        # each column is read against several references: sorted, and its percentiles taken, once
+        ordered = {name: SortedValues(column) for name, column in values.items()}
         return cls(
             ctx,
             reference,
             names,
             values,
-            {name: ks_distance(values[name], reference.columns[name]) for name in names},
+            {name: ks_distance(ordered[name], reference.columns[name]) for name in names},
             _CorrelationProfile(reference, sample, names),
             functools.cache(ctx.natural_distance),
             functools.cache(ctx.natural_measure),
             functools.cache(lambda of, against: _outside(values[of], reference, against)),
-            functools.cache(lambda of, against: ks_distance(values[of], reference.columns[against])),
+            functools.cache(lambda of, against: ks_distance(ordered[of], reference.columns[against])),
         )
 
     def evidence(self, a: str, b: str) -> Finding | None:
