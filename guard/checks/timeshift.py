@@ -40,6 +40,7 @@ healed), never whether it blocks: it has none.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import AbstractSet, Iterator, Mapping
@@ -92,8 +93,14 @@ class Evidence:
 # --- anchors -----------------------------------------------------------------------------------------
 
 
-def _total_variation(p: np.ndarray, q: np.ndarray) -> float:
-    return float(np.abs(p - q).sum() / 2)
+@functools.lru_cache(maxsize=1024)
+def _hour_distances(reference: tuple[int, ...], batch: tuple[int, ...]) -> np.ndarray:
+    """The total variation between the batch's share of rows per hour and the reference's rolled by k, for
+    k = 0..23. It depends on no threshold, so a rule judged again with one threshold moved reads it once."""
+    p, q = np.asarray(reference, float) / sum(reference), np.asarray(batch, float) / sum(batch)
+    distances = np.array([float(np.abs(q - np.roll(p, k)).sum() / 2) for k in range(HOURS)])
+    distances.flags.writeable = False
+    return distances
 
 
 def count_shift(
@@ -115,8 +122,7 @@ def count_shift(
         policy.shift_min_relation_rows if on_one_hour(reference, policy=policy) else policy.shift_min_count_rows
     ):
         return None
-    p, q = np.asarray(reference, float) / sum(reference), np.asarray(batch, float) / sum(batch)
-    distances = np.array([_total_variation(q, np.roll(p, k)) for k in range(HOURS)])
+    distances = _hour_distances(reference, batch)
     best = int(np.argmin(distances))
     beside = min(distances[(best - 1) % HOURS], distances[(best + 1) % HOURS])
     pinned = bool(beside - distances[best] >= policy.shift_count_gain)  # an hour off matches far worse
@@ -147,11 +153,19 @@ def on_one_hour(hours: tuple[int, ...] | None, *, policy: Policy = POLICY) -> bo
     return max(hours) / sum(hours) >= policy.hour_of_learned
 
 
-def _rolled_correlations(reference: np.ndarray, batch: np.ndarray, *, policy: Policy = POLICY) -> np.ndarray:
+def _rolled_correlations(reference: Diurnal, batch: Diurnal, *, policy: Policy = POLICY) -> np.ndarray:
     """Pearson correlation of the batch's hourly means with the reference's rolled by k, for k = 0..23, over the
     hours both hold (NaN where fewer than `policy.shift_min_diurnal_hours`, or a side is constant)."""
-    rolled = np.vstack([np.roll(reference, k) for k in range(HOURS)])  # row k: reference[h - k]
-    seen = np.broadcast_to(batch, rolled.shape)
+    scores, count = _correlations(reference, batch)
+    return np.where(count < policy.shift_min_diurnal_hours, np.nan, scores)
+
+
+@functools.lru_cache(maxsize=1024)
+def _correlations(reference: Diurnal, batch: Diurnal) -> tuple[np.ndarray, np.ndarray]:
+    """The rolled correlations (NaN where a side is constant) and the hours each k's correlation is over. They
+    depend on no threshold, so a rule judged again with one threshold moved (`_closest_calls`) reads them once."""
+    rolled = np.vstack([np.roll(reference.means(), k) for k in range(HOURS)])  # row k: reference[h - k]
+    seen = np.broadcast_to(batch.means(), rolled.shape)
     both = ~np.isnan(rolled) & ~np.isnan(seen)
     count = both.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -159,10 +173,12 @@ def _rolled_correlations(reference: np.ndarray, batch: np.ndarray, *, policy: Po
         dx = np.where(both, x - (x.sum(axis=1) / count)[:, None], 0.0)
         dy = np.where(both, y - (y.sum(axis=1) / count)[:, None], 0.0)
         scores = (dx * dy).sum(axis=1) / np.sqrt((dx * dx).sum(axis=1) * (dy * dy).sum(axis=1))
-    scores[(count < policy.shift_min_diurnal_hours) | ~np.isfinite(scores)] = np.nan
-    return scores
+    scores[~np.isfinite(scores)] = np.nan
+    scores.flags.writeable = count.flags.writeable = False
+    return scores, count
 
 
+@functools.lru_cache(maxsize=1024)
 def _noise(profile: Diurnal) -> float:
     """The variance of one hour's mean: within-hour variance over the rows an hour holds."""
     counts = np.asarray(profile.counts, float)
@@ -173,10 +189,15 @@ def _noise(profile: Diurnal) -> float:
 def signal_to_noise(reference: Diurnal, batch: Diurnal, *, policy: Policy = POLICY) -> float:
     """How far the reference's hour-of-day pattern stands out of noise: the variance of its hourly means over
     the noise of an hourly mean, in the reference and in the batch (the smaller of the two)."""
-    means = reference.means()
-    if np.sum(~np.isnan(means)) < policy.shift_min_diurnal_hours:
+    if np.sum(~np.isnan(reference.means())) < policy.shift_min_diurnal_hours:
         return 0.0
-    between = float(np.nanvar(means))
+    return _signal_to_noise(reference, batch)
+
+
+@functools.lru_cache(maxsize=1024)
+def _signal_to_noise(reference: Diurnal, batch: Diurnal) -> float:
+    """`signal_to_noise` past its gate: it depends on no threshold, so a rule judged again reads it once."""
+    between = float(np.nanvar(reference.means()))
     ratios = [
         between / noise if noise > 0 else (np.inf if between > 0 else 0.0)
         for noise in (_noise(reference), _noise(batch))
@@ -221,7 +242,7 @@ def diurnal_scores(
         if sum(1 for n in batch[name].counts if n > 0) < policy.shift_min_diurnal_hours:
             continue
         weight = signal_to_noise(reference[name], batch[name], policy=policy)
-        scores = _rolled_correlations(reference[name].means(), batch[name].means(), policy=policy)
+        scores = _rolled_correlations(reference[name], batch[name], policy=policy)
         if weight >= policy.shift_min_signal_to_noise and not np.isnan(scores).any():
             rows.append(scores)
             weights.append(min(weight, MAX_WEIGHT))
@@ -346,8 +367,7 @@ def _statistics(ctx: GuardContext, batch_relations: Relations) -> list[tuple[str
             found.append(("hour_of_learned", one, True))
             rows_field = "shift_min_relation_rows" if one >= policy.hour_of_learned else "shift_min_count_rows"
             found.append((rows_field, float(sum(seen)), True))
-            p, q = np.asarray(hours, float) / sum(hours), np.asarray(seen, float) / sum(seen)
-            distances = np.array([_total_variation(q, np.roll(p, k)) for k in range(HOURS)])
+            distances = _hour_distances(hours, seen)
             best = int(np.argmax(-distances))
             if best:
                 found += [
