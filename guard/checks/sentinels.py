@@ -46,6 +46,7 @@ import math
 from typing import Iterator, Mapping
 
 import numpy as np
+import pandas as pd
 
 from guard.context import GuardContext
 from guard.findings import ClosestCall, Condition, Finding, make_finding, rule_calls, window_rows
@@ -81,6 +82,7 @@ def check_sentinels(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     reference = ctx.reference_profile
     if reference is None:
         return
+    order = _time_order(ctx) if isinstance(ctx.reference, Reference) else None  # once, for every column
     for column in ctx.contract.columns:
         if column.logical_type not in _NUMERIC or column.primary_key or column.name not in ctx.snapshot.sample:
             continue
@@ -89,7 +91,7 @@ def check_sentinels(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
             continue
         values = numeric_values(ctx.snapshot.sample[column.name])
         masses = _masses(values, column.minimum, column.maximum, known)
-        yield from _closest_calls(ctx, column.name, known, values, masses)
+        yield from _closest_calls(ctx, column.name, known, values, masses, order)
         for value, count in masses:
             finding = _judge(ctx, column.name, known, value, count, values)
             if finding is not None:
@@ -287,7 +289,12 @@ def _rest_in_place(reference: ColumnProfile, values: np.ndarray, value: float) -
 
 
 def _closest_calls(
-    ctx: GuardContext, name: str, reference: ColumnProfile, values: np.ndarray, masses: list[tuple[float, int]]
+    ctx: GuardContext,
+    name: str,
+    reference: ColumnProfile,
+    values: np.ndarray,
+    masses: list[tuple[float, int]],
+    order: np.ndarray | None,
 ) -> Iterator[ClosestCall]:
     """The limits each rule of this check compared, per value it judged (a mass) and per value it would judge were
     the point-mass limits lower: a placeholder-looking value, or one code of the values outside the contract's
@@ -316,7 +323,7 @@ def _closest_calls(
         value, count = float(found[i]), int(counts[i])
         if value not in judged and (coded[i] or looks_like_placeholder(value)):
             judged[value] = count
-    runs = _runs(ctx, name, list(judged)) if isinstance(ctx.reference, Reference) and len(values) else {}
+    runs = _runs(ctx, name, list(judged), order) if isinstance(ctx.reference, Reference) and len(values) else {}
     for value, count in judged.items():
         yield from _Judged(ctx, name, reference, values, value, count, low, high, runs, (found, counts)).calls()
 
@@ -325,24 +332,34 @@ def _call(name: str, condition: Condition, decides: bool) -> ClosestCall:
     return ClosestCall(condition.threshold, name, condition.statistic, condition.limit, condition.above, decides)
 
 
-def _runs(ctx: GuardContext, name: str, wanted: list[float]) -> Mapping[float, float]:
-    """The `wanted` values' longest runs in event-time order, as a share of the sampled values (`_longest_run`, for
-    those values at once)."""
+def _time_order(ctx: GuardContext) -> np.ndarray | None:
+    """The sample's rows with an event time, in event-time order (ties as sampled); None without an event time."""
     assert ctx.contract is not None and ctx.snapshot is not None
     time, sample = ctx.contract.event_timestamp_column, ctx.snapshot.sample
     if time is None or time not in sample:
+        return None
+    timed = sample[time].notna().to_numpy()
+    return np.flatnonzero(timed)[sample[time][timed].argsort(kind="stable").to_numpy()]
+
+
+def _runs(ctx: GuardContext, name: str, wanted: list[float], order: np.ndarray | None) -> Mapping[float, float]:
+    """The `wanted` values' longest runs in event-time order (`order`, `_time_order`), as a share of the sampled
+    values (`_longest_run`, for those values at once)."""
+    assert ctx.snapshot is not None
+    if order is None:
         return {}
-    ordered = numeric_values(sample[[time, name]].dropna().sort_values(time, kind="stable")[name])
+    floats = pd.to_numeric(ctx.snapshot.sample[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[order]
+    ordered = floats[np.isfinite(floats)]
     if not len(ordered):
         return {}
     starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
     lengths = np.diff(np.concatenate([starts, [len(ordered)]]))
     firsts = ordered[starts]
     kept = np.isin(firsts, wanted)  # a judged value's runs only: a continuous column has a run per row
-    longest: dict[float, float] = {}
-    for value, length in zip(firsts[kept].tolist(), lengths[kept].tolist()):
-        longest[value] = max(longest.get(value, 0.0), length / len(ordered))
-    return longest
+    held, at = np.unique(firsts[kept], return_inverse=True)
+    longest = np.zeros(len(held), dtype=np.int64)
+    np.maximum.at(longest, at, lengths[kept])
+    return dict(zip(held.tolist(), (longest / len(ordered)).tolist()))
 
 
 class _Judged:
@@ -431,6 +448,8 @@ class _Judged:
         with the rest of the values in place (`sentinel_rest_distance`) and one code (`sentinel_one_code`)."""
         policy = self.ctx.policy
         if not self.placeholder:
+            if not _far_outside(self.reference, self.value):
+                return [], [], False  # the gate no field sets: the rule is not in play
             rest = self.values[self.values != self.value]
             distance = ks_distance(rest, self.reference)
             low, high = self.reference.minimum, self.reference.maximum
@@ -443,7 +462,7 @@ class _Judged:
                 Condition("sentinel_rest_distance", distance, policy.sentinel_rest_distance, placed, False),
                 Condition("sentinel_one_code", held, policy.sentinel_one_code, self._one_code(outside)),
             ]
-            return conditions, [], _far_outside(self.reference, self.value)
+            return conditions, [], True
         near = _near_share(self.reference, self.values, self.value)
         if near is None:
             return [], [], False
