@@ -69,7 +69,8 @@ class Policy:
     # tuned: r = 0.95 leaves 10% of one column's variance unexplained by the other, so the log ratio of their spreads
     # moves by sampling and by what the other does not explain, and not by the columns' levels. Corpus (`make
     # bench-corpus`, b967464): blocks none of 103 clean batches and names one more failure (a panel's feature x2.5
-    # inside its own band); LODO: not measured (the rule records no closest call yet)
+    # inside its own band); LODO (`benchmarks/policy_lodo.py`): no clean batch of any domain came to the rest of
+    # the rule, so nothing chooses it and the shipped value stands
     pair_scale_correlation: float = 0.95
     # cadences a snapshot may span and still be judged as one batch: a longer one holds several batches'
     # natural variation at once, and an unexplained distance only warns; provenance: not measured (carried
