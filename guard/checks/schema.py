@@ -143,6 +143,13 @@ def _rename_calls(ctx: GuardContext, missing: list[str], unexpected: list[str]) 
 
 def _period_rows(ctx: GuardContext, new: str) -> float | None:
     """The new column's sampled values inside the reference batches' windows of time (None: no batch reference)."""
+    values = _in_reference_periods(ctx, new)
+    return None if values is None else float(values.notna().sum())
+
+
+def _in_reference_periods(ctx: GuardContext, new: str) -> pd.Series | None:
+    """The new column's sampled rows from the reference batches' own windows of time (None: no batch reference, or
+    the sample holds no such column or times)."""
     assert ctx.snapshot is not None
     sample, known = ctx.snapshot.sample, ctx.reference
     if not isinstance(known, Reference) or known.time_column not in sample or new not in sample:
@@ -152,7 +159,7 @@ def _period_rows(ctx: GuardContext, new: str) -> float | None:
     for batch in known.batches:
         if batch.start_ms is not None and batch.end_ms is not None:
             inside |= present & (stamps >= batch.start_ms) & (stamps <= batch.end_ms)
-    return float(sample[new][inside].notna().sum())
+    return sample[new][inside]
 
 
 def _match_renames(ctx: GuardContext, missing: list[str], unexpected: list[str]) -> dict[str, tuple[str, str]]:
@@ -228,16 +235,10 @@ def _same_quantiles(reference: ColumnProfile, quantile: Callable[[float], float 
 def _holds_reference_period(ctx: GuardContext, reference: ColumnProfile, new: str) -> bool:
     """The sampled rows from the reference batches' own windows of time carry, under `new`, the values the
     reference saw: a whole table renamed, history included."""
-    assert ctx.snapshot is not None
-    sample, known = ctx.snapshot.sample, ctx.reference
-    if not isinstance(known, Reference) or known.time_column not in sample or new not in sample:
+    period = _in_reference_periods(ctx, new)
+    if period is None:
         return False
-    stamps, present = epoch_ms_of(sample[known.time_column])
-    inside = np.zeros(len(sample), dtype=bool)
-    for batch in known.batches:
-        if batch.start_ms is not None and batch.end_ms is not None:
-            inside |= present & (stamps >= batch.start_ms) & (stamps <= batch.end_ms)
-    values = sample[new][inside].dropna()
+    values = period.dropna()
     if len(values) < ctx.policy.rename_min_period_rows:
         return False
     if reference.value_counts is not None:

@@ -14,12 +14,13 @@ from chaos.realdata import DATASETS, RealDataset
 from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.contract import Contract
+from guard.findings import GuardReport
 from guard.kinds import FindingKind
 from guard.runner import run_guard
 from profiles.reference import Reference, build_reference
 from profiles.snapshot import read_snapshot
 
-__all__ = ["RealCase", "real_case", "whole_table_case", "blocking_on"]
+__all__ = ["RealCase", "real_case", "whole_table_case", "guarded_on", "blocking_on"]
 
 
 @dataclass(frozen=True)
@@ -51,16 +52,20 @@ def whole_table_case(name: str, workdir: Path, reference: slice) -> RealCase:
     return RealCase(dataset, build_reference(kept), pd.concat([b.frame for b in batches], ignore_index=True))
 
 
-def blocking_on(
-    tmp_path: Path, case: RealCase, frame: pd.DataFrame, contract: Contract | None = None
-) -> set[tuple[FindingKind, str | None]]:
-    """(kind, column) of every blocking finding when `frame` arrives as the case's batch (under the dataset's
-    contract unless another is given)."""
+def guarded_on(tmp_path: Path, case: RealCase, frame: pd.DataFrame, contract: Contract | None = None) -> GuardReport:
+    """The guard's report when `frame` arrives as the case's batch (under the dataset's contract unless another is
+    given)."""
     path = tmp_path / "batch.parquet"
     frame.to_parquet(path, index=False)
     snapshot = read_snapshot(path, time_column=case.dataset.time_column, batch_id="batch")
     contract = contract or case.dataset.contract()
-    report = run_guard(
+    return run_guard(
         with_repeats_counted(GuardContext(contract.dataset_urn, contract, snapshot, case.reference, (), now_ms=0))
     )
-    return {(f.kind, f.column) for f in report.blocking}
+
+
+def blocking_on(
+    tmp_path: Path, case: RealCase, frame: pd.DataFrame, contract: Contract | None = None
+) -> set[tuple[FindingKind, str | None]]:
+    """(kind, column) of every blocking finding when `frame` arrives as the case's batch (`guarded_on`)."""
+    return {(f.kind, f.column) for f in guarded_on(tmp_path, case, frame, contract).blocking}

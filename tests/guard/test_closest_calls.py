@@ -6,27 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
-from controlplane.stages.guarding import with_repeats_counted
-from guard.context import GuardContext
-from guard.findings import Condition, GuardReport, Verdict, moved_across, rule_calls
+from guard.findings import Condition, Verdict, moved_across, rule_calls
 from guard.policy import DEFAULT
-from guard.runner import run_guard
-from profiles.snapshot import read_snapshot
 
-from real_cases import RealCase
-
-
-def _guarded(tmp_path: Path, case: RealCase, frame: pd.DataFrame) -> GuardReport:
-    path = tmp_path / "batch.parquet"
-    frame.to_parquet(path, index=False)
-    snapshot = read_snapshot(path, time_column=case.dataset.time_column, batch_id="batch")
-    contract = case.dataset.contract()
-    return run_guard(
-        with_repeats_counted(GuardContext(contract.dataset_urn, contract, snapshot, case.reference, (), now_ms=0))
-    )
+from real_cases import RealCase, guarded_on
 
 
 def test_a_rule_call_decides_where_every_other_condition_of_the_rule_held() -> None:
@@ -49,7 +34,7 @@ def test_a_threshold_moved_across_a_statistic_is_just_across_it() -> None:
 def test_a_clean_batch_records_every_rule_in_play_and_crosses_none_that_decides(
     tmp_path: Path, daily_newest_month: RealCase
 ) -> None:
-    report = _guarded(tmp_path, daily_newest_month, daily_newest_month.frame)
+    report = guarded_on(tmp_path, daily_newest_month, daily_newest_month.frame)
     assert report.verdict is Verdict.CLEAN, [f.message for f in report.findings]
     thresholds = {c.threshold for c in report.closest_calls}
     assert thresholds >= {
@@ -85,6 +70,6 @@ def test_a_failure_crosses_the_call_of_the_rule_that_blocked_it(
         frame = frame.assign(temp_max=frame["temp_min"], temp_min=frame["temp_max"])
     else:
         frame = frame.assign(wind=frame["wind"].mask(frame.index % 3 == 0, -1.0))
-    report = _guarded(tmp_path, daily_newest_month, frame)
+    report = guarded_on(tmp_path, daily_newest_month, frame)
     assert report.verdict is Verdict.BLOCKED
     assert crossed in {(c.check, c.threshold) for c in report.closest_calls if c.decides and c.crossed}

@@ -10,20 +10,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from controlplane.stages.guarding import with_repeats_counted
-from guard.context import GuardContext
 from guard.findings import GuardReport, Verdict
 from guard.kinds import FindingKind, Severity
 from guard.kinds import FindingKind as K
 from guard.policy import DEFAULT
 from guard.runner import MAX_FINDINGS_PER_KIND, run_guard
 from profiles.profile import DatasetProfile
-from profiles.snapshot import read_snapshot
 
 import deliveries_support
 from deliveries_support import context, eta_frame, snapshot_of
 from readings_support import blocking, judge, week
-from real_cases import RealCase
+from real_cases import RealCase, guarded_on
 
 
 @pytest.fixture(scope="module")
@@ -77,20 +74,10 @@ def test_thousands_of_unexpected_columns_give_one_grouped_finding(tmp_path, tabl
     assert [(f.column, f.severity) for f in few.findings if f.kind is K.COLUMN_UNEXPECTED] == [("extra", Severity.WARN)]
 
 
-def _guarded(tmp_path: Path, case: RealCase, frame: pd.DataFrame) -> GuardReport:
-    path = tmp_path / "batch.parquet"
-    frame.to_parquet(path, index=False)
-    snapshot = read_snapshot(path, time_column=case.dataset.time_column, batch_id="batch")
-    contract = case.dataset.contract()
-    return run_guard(
-        with_repeats_counted(GuardContext(contract.dataset_urn, contract, snapshot, case.reference, (), now_ms=0))
-    )
-
-
 def test_a_clean_batch_records_how_near_each_deciding_threshold_came(
     tmp_path: Path, daily_newest_month: RealCase
 ) -> None:
-    report = _guarded(tmp_path, daily_newest_month, daily_newest_month.frame)
+    report = guarded_on(tmp_path, daily_newest_month, daily_newest_month.frame)
     assert report.verdict is Verdict.CLEAN, [f.message for f in report.findings]
     calls = report.closest_calls
     assert {c.threshold for c in calls} >= {
@@ -114,7 +101,7 @@ def test_the_call_a_failing_batch_crossed_is_the_one_that_blocked_it(
     tmp_path: Path, daily_newest_month: RealCase
 ) -> None:
     frame = daily_newest_month.frame
-    report = _guarded(tmp_path, daily_newest_month, frame.iloc[::4])  # a partial load: one day in four
+    report = guarded_on(tmp_path, daily_newest_month, frame.iloc[::4])  # a partial load: one day in four
     assert [f.kind for f in report.blocking] == [FindingKind.VOLUME_DROP]
     crossed = [(c.check, c.threshold) for c in report.closest_calls if c.decides and c.crossed]
     assert crossed == [("volume", "volume_min_row_fraction")]
