@@ -43,7 +43,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import AbstractSet, Iterator, Mapping
+from typing import AbstractSet, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -62,6 +62,7 @@ __all__ = [
     "check_timestamp_shift",
     "count_shift",
     "diurnal_shift",
+    "DiurnalReadings",
     "lag_shift",
     "Evidence",
 ]
@@ -153,13 +154,6 @@ def on_one_hour(hours: tuple[int, ...] | None, *, policy: Policy = POLICY) -> bo
     return max(hours) / sum(hours) >= policy.hour_of_learned
 
 
-def _rolled_correlations(reference: Diurnal, batch: Diurnal, *, policy: Policy = POLICY) -> np.ndarray:
-    """Pearson correlation of the batch's hourly means with the reference's rolled by k, for k = 0..23, over the
-    hours both hold (NaN where fewer than `policy.shift_min_diurnal_hours`, or a side is constant)."""
-    scores, count = _correlations(reference, batch)
-    return np.where(count < policy.shift_min_diurnal_hours, np.nan, scores)
-
-
 @functools.lru_cache(maxsize=1024)
 def _correlations(reference: Diurnal, batch: Diurnal) -> tuple[np.ndarray, np.ndarray]:
     """The rolled correlations (NaN where a side is constant) and the hours each k's correlation is over. They
@@ -216,7 +210,10 @@ def diurnal_shift(
     """The offset k whose rolled reference hour-of-day means the batch's match: correlations averaged over the
     columns whose pattern stands out of noise, weighted by how far it does (a sharp pattern, one that turns on and off at
     dawn and dusk, places the offset better than a broad one); None when no column has one."""
-    scored = diurnal_scores(reference, batch, skip, policy=policy)
+    return _diurnal_evidence(DiurnalReadings.of(reference, batch, skip).scored(policy), policy)
+
+
+def _diurnal_evidence(scored: tuple[np.ndarray, str] | None, policy: Policy) -> Evidence | None:
     if scored is None:
         return None
     score, source = scored
@@ -237,18 +234,49 @@ def diurnal_scores(
 ) -> tuple[np.ndarray, str] | None:
     """The weighted mean correlation of the batch's hour-of-day means with the reference's rolled by k, for
     k = 0..23, and the source's name; None when no column's pattern stands out of noise."""
-    rows, weights = [], []
-    for name in sorted(set(reference) & set(batch) - skip):
-        if sum(1 for n in batch[name].counts if n > 0) < policy.shift_min_diurnal_hours:
-            continue
-        weight = signal_to_noise(reference[name], batch[name], policy=policy)
-        scores = _rolled_correlations(reference[name], batch[name], policy=policy)
-        if weight >= policy.shift_min_signal_to_noise and not np.isnan(scores).any():
-            rows.append(scores)
-            weights.append(min(weight, MAX_WEIGHT))
-    if not rows:
-        return None
-    return np.average(np.vstack(rows), axis=0, weights=weights), f"diurnal({len(rows)} columns)"
+    return DiurnalReadings.of(reference, batch, skip).scored(policy)
+
+
+@dataclass(frozen=True)
+class DiurnalReadings:
+    """What a batch's hour-of-day means say against the reference's before any threshold, per column (by name): the
+    hours the batch holds rows in, the hours the reference's means cover, the pattern's signal over noise, and the
+    correlations rolled by k = 0..23 (NaN where a side is constant) with the hours each is over. `scored` applies a
+    policy to them in a few array operations, so the rule judged again with one threshold moved (`_closest_calls`,
+    once per threshold and column) costs as much at 5,000 columns as the rest of the check."""
+
+    covered: np.ndarray  # (columns,)
+    held: np.ndarray  # (columns,)
+    weights: np.ndarray  # (columns,): `_signal_to_noise`, 0 where the reference's means cover no hour
+    correlations: np.ndarray  # (columns, HOURS)
+    overlaps: np.ndarray  # (columns, HOURS)
+
+    @classmethod
+    def of(
+        cls, reference: Mapping[str, Diurnal], batch: Mapping[str, Diurnal], skip: AbstractSet[str] = frozenset()
+    ) -> DiurnalReadings:
+        names = sorted(set(reference) & set(batch) - skip)
+        held = [int(np.sum(~np.isnan(reference[name].means()))) for name in names]
+        pairs = [_correlations(reference[name], batch[name]) for name in names]
+        return cls(
+            np.array([sum(1 for n in batch[name].counts if n > 0) for name in names], dtype=np.int64),
+            np.array(held, dtype=np.int64),
+            np.array([_signal_to_noise(reference[x], batch[x]) if h else 0.0 for x, h in zip(names, held)], float),
+            np.vstack([c for c, _ in pairs]) if pairs else np.empty((0, HOURS)),
+            np.vstack([o for _, o in pairs]) if pairs else np.empty((0, HOURS), dtype=np.int64),
+        )
+
+    def scored(self, policy: Policy = POLICY) -> tuple[np.ndarray, str] | None:
+        """`diurnal_scores` at `policy`: the columns with rows in `policy.shift_min_diurnal_hours` hours, a pattern
+        over `policy.shift_min_signal_to_noise` and every roll over that many hours, weighted (capped); None if none."""
+        least = policy.shift_min_diurnal_hours
+        weights = np.where(self.held >= least, self.weights, 0.0)  # `signal_to_noise`'s gate
+        complete = ~(np.isnan(self.correlations) | (self.overlaps < least)).any(axis=1)
+        used = (self.covered >= least) & (weights >= policy.shift_min_signal_to_noise) & complete
+        if not used.any():
+            return None
+        capped = np.minimum(weights[used], MAX_WEIGHT)
+        return np.average(self.correlations[used], axis=0, weights=capped), f"diurnal({int(used.sum())} columns)"
 
 
 # --- relations ---------------------------------------------------------------------------------------
@@ -290,12 +318,21 @@ def check_timestamp_shift(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     if reference is None or reference.relations is None:
         return  # a reference without hour-of-day profiles (e.g. DataHub's datasetProfile) cannot say
     batch_relations = _relations(ctx)
-    found = _judged(ctx, batch_relations, ctx.policy)
-    yield from _closest_calls(ctx, batch_relations, bool(found))
+    kept = reference.relations
+
+    @functools.cache
+    def readings(column: str, skip: frozenset[str]) -> DiurnalReadings:
+        return DiurnalReadings.of(kept.diurnal.get(column, {}), batch_relations.diurnal.get(column, {}), skip)
+
+    found = _judged(ctx, batch_relations, ctx.policy, readings)
+    yield from _closest_calls(ctx, batch_relations, bool(found), readings)
     yield from found
 
 
-def _judged(ctx: GuardContext, batch_relations: Relations, policy: Policy) -> list[Finding]:
+_Readings = Callable[[str, frozenset[str]], DiurnalReadings]  # a timestamp's readings, skipping derived columns
+
+
+def _judged(ctx: GuardContext, batch_relations: Relations, policy: Policy, readings: _Readings) -> list[Finding]:
     """The check's findings with its thresholds at `policy`."""
     assert ctx.contract is not None and ctx.snapshot is not None and ctx.reference_profile is not None
     reference, batch = ctx.reference_profile, ctx.snapshot.profile
@@ -303,13 +340,13 @@ def _judged(ctx: GuardContext, batch_relations: Relations, policy: Policy) -> li
     times = _times(ctx)
     hours_of = {t: reference.columns[t].hours for t in times}
     edges = _edges(reference.relations, batch_relations, times, hours_of, policy)
-    derived = {e.b for e in edges if e.relation == "hour_of"}
-    anchors = {t: e for t in times if (e := _anchor(reference, batch, batch_relations, t, derived, policy)) is not None}
+    derived = frozenset(e.b for e in edges if e.relation == "hour_of")
+    anchors = {t: e for t in times if (e := _anchor(reference, batch, t, policy, readings(t, derived))) is not None}
     anchors |= {
         t: e
         for t in times
         if t not in anchors
-        and (e := _corroborated(reference, batch, batch_relations, t, derived, edges, policy)) is not None
+        and (e := _corroborated(reference, batch, t, edges, policy, readings(t, derived))) is not None
     }
     return list(_findings(ctx, _solve(anchors, edges), anchors, edges, batch, policy))
 
@@ -325,24 +362,32 @@ def _times(ctx: GuardContext) -> list[str]:
     ]
 
 
-def _closest_calls(ctx: GuardContext, batch_relations: Relations, named: bool) -> list[ClosestCall]:
+def _closest_calls(
+    ctx: GuardContext, batch_relations: Relations, named: bool, readings: _Readings
+) -> list[ClosestCall]:
     """The check's thresholds against what it read of the batch (`_statistics`), on the whole batch (a shift is
     named on the event time, or on whichever column the readings move). A call across its limit decides where a
     shift was named; one short of it, where none was and the check names one with that threshold moved just across
-    the statistic, every other at its value (crossing it alone would block)."""
+    the statistic, every other at its value (crossing it alone would block). Columns that read alike move the
+    threshold to the same value: the check is judged once per value."""
+
+    @functools.cache
+    def names_one(policy: Policy) -> bool:
+        return bool(_judged(ctx, batch_relations, policy, readings))
+
     calls = []
-    for field, statistic, above in _statistics(ctx, batch_relations):
+    for field, statistic, above in _statistics(ctx, batch_relations, readings):
         limit = float(getattr(ctx.policy, field))
         crossed = statistic > limit if above else statistic < limit
         if crossed or named or not math.isfinite(statistic):
             decides = crossed and named
         else:
-            decides = bool(_judged(ctx, batch_relations, moved_across(ctx.policy, field, statistic, above)))
+            decides = names_one(moved_across(ctx.policy, field, statistic, above))
         calls.append(ClosestCall(field, None, statistic, limit, above, decides))
     return calls
 
 
-def _statistics(ctx: GuardContext, batch_relations: Relations) -> list[tuple[str, float, bool]]:
+def _statistics(ctx: GuardContext, batch_relations: Relations, readings: _Readings) -> list[tuple[str, float, bool]]:
     """(field, statistic, above) for what the check compares, in each field's terms. Per timestamp: its rows per
     hour against the reference's, where their best roll k moved it (k != 0): the batch's rows
     (`shift_min_count_rows`, or `shift_min_relation_rows` where the reference's rows all but fall on one hour, which
@@ -358,7 +403,7 @@ def _statistics(ctx: GuardContext, batch_relations: Relations) -> list[tuple[str
     assert reference.relations is not None
     policy, times = ctx.policy, _times(ctx)
     edges = _edges(reference.relations, batch_relations, times, {t: reference.columns[t].hours for t in times}, policy)
-    derived = {e.b for e in edges if e.relation == "hour_of"}  # read as hours of a timestamp, not as its pattern
+    derived = frozenset(e.b for e in edges if e.relation == "hour_of")  # read as hours of a timestamp, not a pattern
     found: list[tuple[str, float, bool]] = []
     for t in times:
         hours, seen = reference.columns[t].hours, batch.columns[t].hours
@@ -379,7 +424,7 @@ def _statistics(ctx: GuardContext, batch_relations: Relations) -> list[tuple[str
         for name in sorted(set(ours) & set(theirs) - derived):
             found.append(("shift_min_diurnal_hours", float(sum(1 for n in theirs[name].counts if n > 0)), True))
             found.append(("shift_min_signal_to_noise", signal_to_noise(ours[name], theirs[name]), True))
-        scored = diurnal_scores(ours, theirs, derived)
+        scored = readings(t, derived).scored(policy)
         if scored is not None:
             score = scored[0]
             best = int(np.argmax(score))
@@ -419,22 +464,15 @@ def _relations(ctx: GuardContext) -> Relations:
 
 
 def _anchor(
-    reference: DatasetProfile,
-    batch: DatasetProfile,
-    relations: Relations,
-    column: str,
-    derived: set[str],
-    policy: Policy,
+    reference: DatasetProfile, batch: DatasetProfile, column: str, policy: Policy, diurnal: DiurnalReadings
 ) -> Evidence | None:
-    """What the counts and the diurnal profile say of a column; None when they cannot say or disagree."""
-    assert reference.relations is not None
+    """What the counts and the diurnal profile (`diurnal`: the column's readings) say of a column; None when they
+    cannot say or disagree."""
     found = [
         e
         for e in (
             count_shift(reference.columns[column].hours, batch.columns[column].hours, policy=policy),
-            diurnal_shift(
-                reference.relations.diurnal.get(column, {}), relations.diurnal.get(column, {}), derived, policy=policy
-            ),
+            _diurnal_evidence(diurnal.scored(policy), policy),
         )
         if e is not None
     ]
@@ -447,18 +485,16 @@ def _anchor(
 def _corroborated(
     reference: DatasetProfile,
     batch: DatasetProfile,
-    relations: Relations,
     column: str,
-    derived: set[str],
     edges: list[_Edge],
     policy: Policy,
+    diurnal: DiurnalReadings,
 ) -> Evidence | None:
     """The diurnal reading of a column whose relation moved, when the two agree: one relation of the column moved
     by k hours (so the column or its partner moved), and the hour-of-day profile peaks at k, give or take an
     hour, matching there and better than unshifted by `policy.shift_corroborated_gain`. Alone, a broad pattern moved 2 or 3
     hours gains too little over its unshifted score to name a shift (`policy.shift_diurnal_gain`: a search over 24 offsets);
     here it only says which of the two columns the relation's move belongs to. None otherwise."""
-    assert reference.relations is not None
     implied = {
         signed(-e.move if e.a == column else e.move)
         for e in edges
@@ -467,9 +503,7 @@ def _corroborated(
     hours = (reference.columns[column].hours, batch.columns[column].hours)
     if len(implied) != 1 or count_shift(*hours, policy=policy) is not None:
         return None
-    scored = diurnal_scores(
-        reference.relations.diurnal.get(column, {}), relations.diurnal.get(column, {}), derived, policy=policy
-    )
+    scored = diurnal.scored(policy)
     if scored is None:
         return None
     score, source = scored
