@@ -5,8 +5,9 @@ columns, say), they become ONE grouped finding of that kind (column None, the fi
 and the count, blocking if any of them blocked, no playbook: a heal per column is not planned from a
 summary), so a wide table raises one incident per kind, not thousands.
 
-The closest calls a check yields beside its findings (`ClosestCall`) go on the report as they came, nearest first;
-a check that breaks leaves none (its CHECK_ERROR blocks).
+The closest calls a check yields beside its findings (`ClosestCall`) go on the report nearest first, bounded by the
+columns, not by the values and pairs a check read (`kept_calls`); a check that breaks leaves none (its CHECK_ERROR
+blocks).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from guard.findings import CheckOutcome, ClosestCall, Finding, GuardReport, make
 from guard.kinds import FindingKind, Severity
 from guard.registry import CHECKS, RegisteredCheck
 
-__all__ = ["run_guard", "group_findings", "MAX_FINDINGS_PER_KIND", "GROUP_LISTED"]
+__all__ = ["run_guard", "group_findings", "kept_calls", "MAX_FINDINGS_PER_KIND", "GROUP_LISTED"]
 
 MAX_FINDINGS_PER_KIND = 20  # more columns than this with one kind of finding are reported as one group
 GROUP_LISTED = 20  # columns listed by name in a grouped finding
@@ -40,8 +41,29 @@ def run_guard(ctx: GuardContext) -> GuardReport:
         findings.extend(found)
         outcomes.extend(_outcomes(check, ctx, found))
         calls.extend(compared)
-    nearest_first = sorted(calls, key=lambda c: -c.closeness)
+    nearest_first = sorted(kept_calls(calls), key=lambda c: -c.closeness)
     return GuardReport(ctx.dataset_urn, tuple(group_findings(explain(findings))), tuple(outcomes), tuple(nearest_first))
+
+
+def kept_calls(calls: Iterable[ClosestCall]) -> list[ClosestCall]:
+    """Of the calls a check compared, what the report keeps: per check, threshold and column, the deciding call whose
+    statistic went furthest toward its limit or across it (every other deciding call on the column crosses any limit
+    only after it: what `benchmarks/policy_lodo.py` reads of a batch, a field's edge and a blocking call per column),
+    and per check and threshold the nearest call that decides nothing. A 1,000-column batch compares tens of
+    thousands of values and pairs; its report keeps a few calls a column."""
+    kept: dict[tuple[object, ...], ClosestCall] = {}
+    for call in calls:
+        key = (call.check, call.threshold, call.above, call.decides, call.column if call.decides else None)
+        held = kept.get(key)
+        if held is None or _further(call, held):
+            kept[key] = call
+    return list(kept.values())
+
+
+def _further(call: ClosestCall, held: ClosestCall) -> bool:
+    if not call.decides:
+        return call.closeness > held.closeness
+    return call.statistic > held.statistic if call.above else call.statistic < held.statistic
 
 
 def group_findings(findings: list[Finding]) -> list[Finding]:

@@ -105,3 +105,31 @@ def test_the_call_a_failing_batch_crossed_is_the_one_that_blocked_it(
     assert [f.kind for f in report.blocking] == [FindingKind.VOLUME_DROP]
     crossed = [(c.check, c.threshold) for c in report.closest_calls if c.decides and c.crossed]
     assert crossed == [("volume", "volume_min_row_fraction")]
+
+
+def test_a_report_keeps_per_column_the_deciding_call_furthest_toward_its_limit_and_one_nearest_call_that_decides_nothing():
+    from guard.findings import ClosestCall
+    from guard.runner import kept_calls
+
+    def call(column: str, statistic: float, decides: bool = True, above: bool = True) -> ClosestCall:
+        return ClosestCall("sentinel_min_share", column, statistic, 0.1, above, decides, check="sentinels")
+
+    kept = kept_calls(
+        [
+            call("a", 0.02),
+            call("a", 0.07),  # a's deciding edge: any limit a's other values cross, this crosses first
+            call("a", 0.05),
+            call("b", 0.2),  # b's, across the limit
+            call("c", 0.03, decides=False),
+            call("d", 0.09, decides=False),  # the nearest that decides nothing, whatever its column
+            ClosestCall("far", "a", 1.5, 2.0, check="units"),  # another check's threshold stands apart
+        ]
+    )
+    assert sorted((c.check, c.column, c.statistic, c.decides) for c in kept) == [
+        ("sentinels", "a", 0.07, True),
+        ("sentinels", "b", 0.2, True),
+        ("sentinels", "d", 0.09, False),
+        ("units", "a", 1.5, True),
+    ]
+    below = kept_calls([call("a", 0.3, above=False), call("a", 0.12, above=False), call("a", 0.2, above=False)])
+    assert [c.statistic for c in below] == [0.12]  # a limit crossed from above: the lowest goes furthest
