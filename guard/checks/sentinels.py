@@ -174,16 +174,7 @@ def _frozen(ctx: GuardContext, name: str, value: float, share: float, was: float
 def _longest_run(ctx: GuardContext, name: str, value: float) -> float:
     """The longest run of `value` in event-time order, as a share of the sampled values (0 with no event time). A
     row sample keeps a stuck stretch in one run: every sampled row inside it holds the value."""
-    assert ctx.contract is not None and ctx.snapshot is not None
-    time, sample = ctx.contract.event_timestamp_column, ctx.snapshot.sample
-    if time is None or time not in sample:
-        return 0.0
-    ordered = sample[[time, name]].dropna().sort_values(time, kind="stable")
-    held = numeric_values(ordered[name]) == value
-    if not held.any():
-        return 0.0
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], held.astype(np.int8), [0]])))
-    return float((edges[1::2] - edges[::2]).max()) / len(held)
+    return _runs(ctx, name, [value], _time_order(ctx)).get(value, 0.0)
 
 
 def _contract_bounds(ctx: GuardContext, name: str) -> tuple[float | None, float | None]:
@@ -344,7 +335,7 @@ def _time_order(ctx: GuardContext) -> np.ndarray | None:
 
 def _runs(ctx: GuardContext, name: str, wanted: list[float], order: np.ndarray | None) -> Mapping[float, float]:
     """The `wanted` values' longest runs in event-time order (`order`, `_time_order`), as a share of the sampled
-    values (`_longest_run`, for those values at once)."""
+    values: what the frozen rule reads (`_longest_run`), for those values at once."""
     assert ctx.snapshot is not None
     if order is None:
         return {}
