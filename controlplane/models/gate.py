@@ -12,7 +12,8 @@ itself within the tolerance, the holdout cannot measure such a gain, so a candid
 champion (and above `-max_regression`) is level with it: nothing shows the champion is better, the candidate was
 trained on newer rows, and it promotes, with the tolerance in its reasons. Where the holdout can measure `min_gain`
 (a team's stricter bar, or a large holdout), `min_gain` stands. Otherwise a person is asked; a shortfall beyond
-`max_regression` blocks. An unmeasured error makes no candidate level.
+`max_regression` blocks, whatever the error (the team's bound; its reason names the error, so a reader can tell a
+regression the holdout measures from one within its noise). An unmeasured error makes no candidate level.
 """
 
 from __future__ import annotations
@@ -111,16 +112,17 @@ def decide(
     assert evidence.champion_score is not None
     gain = relative_gain(evidence.metric, evidence.candidate_score, evidence.champion_score)
     where = f"{evidence.metric} {evidence.candidate_score:.4g} vs champion {evidence.champion_score:.4g} ({gain:+.2%})"
+    error = evidence.gain_error
+    measured = f" (sampling error ±{error:.2%})" if error is not None and math.isfinite(error) else ""
     if gain < -max_regression:
-        return PromotionDecision(Verdict.BLOCKED, (f"candidate regresses beyond {max_regression:.1%}: {where}",), gain)
+        regresses = f"candidate regresses beyond {max_regression:.1%}{measured}: {where}"
+        return PromotionDecision(Verdict.BLOCKED, (regresses,), gain)
     if gain >= min_gain:
         return _soft(evidence, gain, [f"beats the champion: {where}"], min_gain)
-    error = evidence.gain_error
     tolerance = level_within * error if level_within > 0 and error is not None and math.isfinite(error) else None
     if tolerance is not None and min_gain <= tolerance and gain >= -tolerance:
         level = f"level with the champion within the holdout's sampling error (±{tolerance:.2%}): {where}"
         return _soft(evidence, gain, [level], min_gain)
-    measured = f" (sampling error ±{error:.2%})" if error is not None and math.isfinite(error) else ""
     below = f"gain below {min_gain:.1%}{measured}: {where}"
     return PromotionDecision(Verdict.NEEDS_REVIEW, (below, *_governance_reasons(evidence)), gain)
 

@@ -81,7 +81,9 @@ def test_small_gain_or_warnings_need_review_and_regression_blocks():
         (2.51, None, PromotionVerdict.NEEDS_REVIEW, "gain below"),  # no error measured: nothing is level
         (2.51, float("nan"), PromotionVerdict.NEEDS_REVIEW, "gain below"),
         (2.49, 0.01, PromotionVerdict.APPROVED, "level with the champion"),  # 0.4% better: not measurable either
-        (2.56, 0.5, PromotionVerdict.BLOCKED, "regresses"),  # 2.4% short: beyond max_regression whatever the error
+        (2.56, 0.5, PromotionVerdict.BLOCKED, "regresses beyond 2.0% (sampling error ±50.00%)"),  # 2.4% short:
+        # beyond max_regression whatever the error, and the reason says how far the holdout can tell
+        (2.56, None, PromotionVerdict.BLOCKED, "regresses beyond 2.0%: mae"),
     ],
 )
 def test_a_shortfall_within_the_holdouts_sampling_error_is_level(candidate, error, verdict, why):
