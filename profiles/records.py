@@ -50,7 +50,12 @@ def to_record(value: Any, *, omit: tuple[str, ...] = ()) -> dict[str, Any]:
     return {f.name: _out(getattr(value, f.name)) for f in dataclasses.fields(value) if f.name not in omit}
 
 
+_AS_IS = frozenset({int, float, str, bool, type(None)})  # written as they are (an exact type: a subclass is looked at)
+
+
 def _out(value: Any) -> Any:
+    if type(value) in _AS_IS:
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         own = getattr(value, "to_dict", None)
         return own() if callable(own) else to_record(value)
@@ -67,6 +72,8 @@ def _out(value: Any) -> Any:
 
 def _plain(value: Any) -> Any:
     """Untyped content (evidence, parameters) as `dataclasses.asdict` gives it: dataclasses by their fields."""
+    if type(value) in _AS_IS:
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, (tuple, list)):
@@ -101,8 +108,24 @@ def _fields(cls: type) -> tuple[dict[str, dataclasses.Field[Any]], dict[str, Any
     return fields, {name: hints[name] for name in fields}
 
 
+@cache
+def _shape(kind: Any) -> tuple[Any, tuple[Any, ...]]:
+    return typing.get_origin(kind), typing.get_args(kind)
+
+
+# A primitive's values read as they are, by their exact type: a container of them is checked in one pass, and only
+# one that fails the pass is read again item by item, for the message naming the item (a subclass, an int for a
+# float but no bool, is accepted there as `_scalar` accepts it).
+_PRIMITIVE: dict[Any, tuple[type, ...]] = {float: (float, int), int: (int,), str: (str,), bool: (bool,)}
+
+
+def _all_primitive(kind: Any, values: Any) -> bool:
+    exact = _PRIMITIVE.get(kind)
+    return exact is not None and all(type(v) in exact for v in values)
+
+
 def _in(kind: Any, value: Any, where: str) -> Any:
-    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    origin, args = _shape(kind)
     if kind is Any or kind is object:
         return value
     if origin in (Union, types.UnionType):
@@ -115,16 +138,23 @@ def _in(kind: Any, value: Any, where: str) -> Any:
     if origin is tuple:
         items = _sequence(value, where)
         if len(args) == 2 and args[1] is Ellipsis:
+            if _all_primitive(args[0], items):
+                return tuple(items)
             return tuple(_in(args[0], v, f"{where}[{i}]") for i, v in enumerate(items))
         if len(items) != len(args):
             raise RecordError(f"{where}: expected {len(args)} items, got {_shown(value)}")
         return tuple(_in(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, items)))
     if origin is list:
-        return [_in(args[0] if args else Any, v, f"{where}[{i}]") for i, v in enumerate(_sequence(value, where))]
+        items = _sequence(value, where)
+        if not args or args[0] is Any or _all_primitive(args[0], items):
+            return items
+        return [_in(args[0], v, f"{where}[{i}]") for i, v in enumerate(items)]
     if origin in (dict, Mapping) or kind is dict:
         if not isinstance(value, Mapping):
             raise RecordError(f"{where}: expected an object, got {_shown(value)}")
         values = args[1] if args else Any
+        if values is Any or _all_primitive(values, value.values()):
+            return dict(value)
         return {k: _in(values, v, f"{where}[{k!r}]") for k, v in value.items()}
     return _scalar(kind, value, where)
 

@@ -32,9 +32,22 @@ class Outer:
     score: float
     evidence: dict[str, object] = field(default_factory=dict)
     note: str = ""
+    counts: dict[str, float] = field(default_factory=dict)
+    sizes: tuple[int, ...] = ()
+    names: list[str] = field(default_factory=list)
 
 
-OUTER = Outer(Colour.BLUE, (Inner("a", 1), Inner("b")), ("x", "y"), Path("runs/r"), 2, {"rows": [1, 2]})
+OUTER = Outer(
+    Colour.BLUE,
+    (Inner("a", 1), Inner("b")),
+    ("x", "y"),
+    Path("runs/r"),
+    2,
+    {"rows": [1, 2]},
+    counts={"a": 1.5, "b": 2},
+    sizes=(3, 4),
+    names=["p", "q"],
+)
 
 
 def test_a_dataclass_round_trips_through_plain_json_values():
@@ -47,8 +60,12 @@ def test_a_dataclass_round_trips_through_plain_json_values():
         "score": 2,
         "evidence": {"rows": [1, 2]},
         "note": "",
+        "counts": {"a": 1.5, "b": 2},
+        "sizes": [3, 4],
+        "names": ["p", "q"],
     }
-    assert list(data) == ["colour", "inners", "key", "path", "score", "evidence", "note"]  # declaration order
+    order = ["colour", "inners", "key", "path", "score", "evidence", "note", "counts", "sizes", "names"]
+    assert list(data) == order  # declaration order
     assert from_record(Outer, data) == OUTER
 
 
@@ -66,6 +83,10 @@ def test_a_missing_field_takes_its_default_and_omitted_fields_are_not_written():
         ({"score": "high"}, "Outer.score: expected float, got 'high'"),
         ({"inners": [{"name": "a", "at": True}]}, "Outer.inners[0].at: expected int, got True"),
         ({"extra": 1}, "Outer: no field 'extra'"),
+        # containers of primitives are read in one pass; one that does not fit still names its item
+        ({"counts": {"a": 1.0, "b": True}}, "Outer.counts['b']: expected float, got True"),
+        ({"sizes": [1, 2.5]}, "Outer.sizes[1]: expected int, got 2.5"),
+        ({"names": ["p", None]}, "Outer.names[1]: expected str, got None"),
     ],
 )
 def test_a_record_that_does_not_fit_is_refused_naming_the_field(change, named):
