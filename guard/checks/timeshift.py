@@ -61,7 +61,6 @@ from profiles.sketches import QuantileSketch
 __all__ = [
     "check_timestamp_shift",
     "count_shift",
-    "diurnal_shift",
     "DiurnalReadings",
     "lag_shift",
     "Evidence",
@@ -180,17 +179,11 @@ def _noise(profile: Diurnal) -> float:
     return profile.within_variance() / float(np.mean(counts[covered])) if covered.any() else np.nan
 
 
-def signal_to_noise(reference: Diurnal, batch: Diurnal, *, policy: Policy = POLICY) -> float:
-    """How far the reference's hour-of-day pattern stands out of noise: the variance of its hourly means over
-    the noise of an hourly mean, in the reference and in the batch (the smaller of the two)."""
-    if np.sum(~np.isnan(reference.means())) < policy.shift_min_diurnal_hours:
-        return 0.0
-    return _signal_to_noise(reference, batch)
-
-
 @functools.lru_cache(maxsize=1024)
 def _signal_to_noise(reference: Diurnal, batch: Diurnal) -> float:
-    """`signal_to_noise` past its gate: it depends on no threshold, so a rule judged again reads it once."""
+    """How far the reference's hour-of-day pattern stands out of noise: the variance of its hourly means over
+    the noise of an hourly mean, in the reference and in the batch (the smaller of the two). Before its gate
+    (`DiurnalReadings.signal_to_noise`): it depends on no threshold, so a rule judged again reads it once."""
     between = float(np.nanvar(reference.means()))
     ratios = [
         between / noise if noise > 0 else (np.inf if between > 0 else 0.0)
@@ -200,20 +193,10 @@ def _signal_to_noise(reference: Diurnal, batch: Diurnal) -> float:
     return min(ratios) if ratios else 0.0
 
 
-def diurnal_shift(
-    reference: Mapping[str, Diurnal],
-    batch: Mapping[str, Diurnal],
-    skip: AbstractSet[str] = frozenset(),
-    *,
-    policy: Policy = POLICY,
-) -> Evidence | None:
-    """The offset k whose rolled reference hour-of-day means the batch's match: correlations averaged over the
-    columns whose pattern stands out of noise, weighted by how far it does (a sharp pattern, one that turns on and off at
-    dawn and dusk, places the offset better than a broad one); None when no column has one."""
-    return _diurnal_evidence(DiurnalReadings.of(reference, batch, skip).scored(policy), policy)
-
-
 def _diurnal_evidence(scored: tuple[np.ndarray, str] | None, policy: Policy) -> Evidence | None:
+    """The offset k whose rolled reference hour-of-day means the batch's match (`scored`: correlations averaged over
+    the columns whose pattern stands out of noise, weighted by how far it does: a sharp pattern, one that turns on and
+    off at dawn and dusk, places the offset better than a broad one); None when no column has one."""
     if scored is None:
         return None
     score, source = scored
@@ -245,7 +228,7 @@ class DiurnalReadings:
     policy to them in a few array operations, so the rule judged again with one threshold moved (`_closest_calls`,
     once per threshold and column) costs as much at 5,000 columns as the rest of the check."""
 
-    covered: np.ndarray  # (columns,)
+    covered: np.ndarray  # (columns,), sorted by name
     held: np.ndarray  # (columns,)
     weights: np.ndarray  # (columns,): `_signal_to_noise`, 0 where the reference's means cover no hour
     correlations: np.ndarray  # (columns, HOURS)
@@ -266,11 +249,16 @@ class DiurnalReadings:
             np.vstack([o for _, o in pairs]) if pairs else np.empty((0, HOURS), dtype=np.int64),
         )
 
+    def signal_to_noise(self, policy: Policy = POLICY) -> np.ndarray:
+        """Each column's pattern over noise (`_signal_to_noise`), 0 where the reference's means cover fewer than
+        `policy.shift_min_diurnal_hours` hours."""
+        return np.where(self.held >= policy.shift_min_diurnal_hours, self.weights, 0.0)
+
     def scored(self, policy: Policy = POLICY) -> tuple[np.ndarray, str] | None:
         """`diurnal_scores` at `policy`: the columns with rows in `policy.shift_min_diurnal_hours` hours, a pattern
         over `policy.shift_min_signal_to_noise` and every roll over that many hours, weighted (capped); None if none."""
         least = policy.shift_min_diurnal_hours
-        weights = np.where(self.held >= least, self.weights, 0.0)  # `signal_to_noise`'s gate
+        weights = self.signal_to_noise(policy)
         complete = ~(np.isnan(self.correlations) | (self.overlaps < least)).any(axis=1)
         used = (self.covered >= least) & (weights >= policy.shift_min_signal_to_noise) & complete
         if not used.any():
@@ -420,11 +408,11 @@ def _statistics(ctx: GuardContext, batch_relations: Relations, readings: _Readin
                     ("shift_count_gain", float(distances[0] - distances[best]), True),
                     ("min_shift_hours", float(abs(signed(best))), True),
                 ]
-        ours, theirs = reference.relations.diurnal.get(t, {}), batch_relations.diurnal.get(t, {})
-        for name in sorted(set(ours) & set(theirs) - derived):
-            found.append(("shift_min_diurnal_hours", float(sum(1 for n in theirs[name].counts if n > 0)), True))
-            found.append(("shift_min_signal_to_noise", signal_to_noise(ours[name], theirs[name]), True))
-        scored = readings(t, derived).scored(policy)
+        diurnal = readings(t, derived)
+        for covered, over_noise in zip(diurnal.covered, diurnal.signal_to_noise(policy)):
+            found.append(("shift_min_diurnal_hours", float(covered), True))
+            found.append(("shift_min_signal_to_noise", float(over_noise), True))
+        scored = diurnal.scored(policy)
         if scored is not None:
             score = scored[0]
             best = int(np.argmax(score))
