@@ -126,8 +126,8 @@ def natural_null_share(reference: Reference | DatasetProfile, name: str, rows: i
     if not shares:
         return merged
     step = max((abs(b - a) for a, b in zip(shares, shares[1:])), default=0.0)
-    high = max(shares) + step
-    return max(merged, high + 3.0 * math.sqrt(high * (1 - high) / max(rows, 1)))
+    high = min(1.0, max(shares) + step)  # a share: a column null on every row of some batch reaches 1, no further
+    return min(1.0, max(merged, high + 3.0 * math.sqrt(high * (1 - high) / max(rows, 1))))
 
 
 def normalize_category(value: str) -> str:
