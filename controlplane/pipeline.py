@@ -161,7 +161,7 @@ def _train_and_promote(
 
 
 def _end(run: RunContext, concluded: Concluded) -> None:
-    run.finish(concluded.verdict.run_status, concluded.summary)
+    run.finish(concluded.run_status, concluded.summary)
 
 
 def _stop(run: RunContext, blocked: Blocked) -> None:
@@ -217,12 +217,13 @@ def approve(
     ws: Workspace,
     run_id: str,
     *,
-    reason: str = "",
+    reason: str,
+    by: str,
     now_ms: int | None = None,
     listener: Listener | None = None,
-    by: str = "operator",
 ) -> RunRecord:
-    """Continue a paused run past its gate, deciding again on the current state; it may pause at the next gate."""
+    """Continue a paused run past its gate, deciding again on the current state; it may pause at the next gate.
+    `reason` and `by` are a person's, checked by the front door's service layer."""
     spec = load_spec(ws, _paused(ws, run_id, "approve").pipeline)
     with pipeline_lock(ws, spec.name, f"approve {run_id}"):
         recover_pipeline(ws, spec.name)  # as every writer: a run of the pipeline left mid-way is made consistent first
@@ -233,7 +234,7 @@ def approve(
             run.event(
                 Stage.APPROVE,
                 "approved",
-                f"approved at the {checkpoint.gate.value} gate by {by}" + (f": {reason}" if reason else ""),
+                f"approved at the {checkpoint.gate.value} gate by {by}: {reason}",
                 reason=reason,
                 by=by,
             )
@@ -294,7 +295,7 @@ def _rescore_if_champion_moved(run: RunContext, trained: Trained) -> tuple[Train
     return moved, [change]
 
 
-def reject(ws: Workspace, run_id: str, reason: str, *, by: str = "operator") -> RunRecord:
+def reject(ws: Workspace, run_id: str, reason: str, *, by: str) -> RunRecord:
     """Stop a paused run: nothing more is published or promoted; open incidents stay open."""
     spec = load_spec(ws, _paused(ws, run_id, "reject").pipeline)
     with pipeline_lock(ws, spec.name, f"reject {run_id}"):

@@ -18,10 +18,12 @@ __all__ = [
     "EXIT_BLOCKED",
     "EXIT_ERROR",
     "EXIT_INTERRUPTED",
+    "EXIT_DECIDE",
 ]
 
 EXIT_BLOCKED = 1  # a verdict: the guard or the gate blocked; a scheduler should not retry
 EXIT_ERROR = 2  # an error: bad input, a store down, a bug...; the message says what to do
+EXIT_DECIDE = 3  # a person must decide: a run paused at a gate, a candidate that needs review
 EXIT_INTERRUPTED = 130  # Ctrl-C (the shell's 128 + SIGINT): not a verdict either; a run it cut short is recovered
 
 
@@ -39,6 +41,7 @@ class RunStatus(StrEnum):
     RUNNING = "running"
     PAUSED = "paused"  # at a ratify gate (or a NEEDS_REVIEW candidate): `approve` or `reject`
     PROMOTED = "promoted"
+    KEPT = "kept"  # the gate kept the champion: the candidate lost to it on complete evidence (a decision)
     UNCHANGED = "unchanged"  # a candidate would be fit on exactly the champion's rows and spec: the champion stands
     NEEDS_REVIEW = "needs-review"  # trained, not promoted: a soft verdict a person may approve
     PLANNED = "planned"  # dry-run
@@ -56,11 +59,14 @@ class RunStatus(StrEnum):
 
     @property
     def exit_code(self) -> int:
-        """What a scheduler sees: 0 nothing wrong with the data, 1 blocked, 2 an error."""
+        """What a scheduler sees, one question each: 0 decided (promoted, the champion kept, nothing to do),
+        1 the data is blocked, 2 an error, 3 a person must decide."""
         if self in (RunStatus.BLOCKED, RunStatus.REJECTED):
             return EXIT_BLOCKED
         if self in (RunStatus.FAILED, RunStatus.INTERRUPTED, RunStatus.RUNNING, RunStatus.UNDOING):
             return EXIT_ERROR
+        if self in (RunStatus.PAUSED, RunStatus.NEEDS_REVIEW):
+            return EXIT_DECIDE
         return 0
 
     @property
@@ -147,8 +153,11 @@ class Verdict(StrEnum):
         """The DataHub tag a version carries (`champion` is separate: exactly one version holds it)."""
         return "urn:li:tag:" + self.value.lower().replace("_", "-")
 
-    @property
-    def run_status(self) -> RunStatus:
+    def run_status(self, champion_kept: bool = False) -> RunStatus:
+        """How a run that concluded with this verdict ends: a candidate BLOCKED only because it lost to the champion
+        on complete evidence keeps the champion (a decision), not a block of the data."""
+        if champion_kept and self is Verdict.BLOCKED:
+            return RunStatus.KEPT
         return {
             Verdict.APPROVED: RunStatus.PROMOTED,
             Verdict.NEEDS_REVIEW: RunStatus.NEEDS_REVIEW,

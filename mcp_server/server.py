@@ -29,12 +29,12 @@ from controlplane.models.passport import show_passport
 from controlplane.runs.journal import Event
 from controlplane.workspace import Workspace
 
-__all__ = ["build_server", "error_result", "unexpected_result", "READ_ONLY_TOOLS", "MUTATING_TOOLS"]
+__all__ = ["build_server", "client_actor", "error_result", "unexpected_result", "READ_ONLY_TOOLS", "MUTATING_TOOLS"]
 
 log = logging.getLogger(__name__)
 
-READ_ONLY_TOOLS = ("list_pipelines", "list_runs", "get_run", "guard", "list_incidents", "get_passport")
-MUTATING_TOOLS = ("approve", "drill", "promote", "recover", "reject", "run", "undo")
+READ_ONLY_TOOLS = ("list_pipelines", "list_runs", "get_run", "guard", "list_incidents", "get_passport", "get_trust")
+MUTATING_TOOLS = ("accept", "approve", "drill", "promote", "recover", "reject", "run", "undo")
 
 INSTRUCTIONS = (
     "Kintsugi guards the data a retrain uses and promotes only a model version its deterministic gate APPROVED. "
@@ -90,6 +90,13 @@ def _mapped(fn: Callable[..., Any]) -> Callable[..., Any]:
             return unexpected_result(exc, fn.__name__)
 
     return call
+
+
+def client_actor(ctx: Context[Any, Any]) -> str:
+    """Who decides over MCP: the client's own name from `initialize` (empty when it gave none: refused)."""
+    params = ctx.session.client_params
+    name = params.client_info.name if params is not None and params.client_info is not None else ""
+    return f"mcp:{name}" if name.strip() else ""
 
 
 def _notifier(ctx: Context[Any, Any]) -> Callable[[float, str], None]:
@@ -171,7 +178,15 @@ def _read_tools(ws: Workspace) -> list[Callable[..., Any]]:
             {"model": model, "passport": passport, "version": passport.get("body", {}).get("version", version)}
         )
 
-    return [list_pipelines, list_runs, get_run, guard, list_incidents, get_passport]
+    def get_trust(
+        model: Annotated[str, Field(max_length=64, description="Model (pipeline) name")],
+        version: Annotated[Optional[int], Field(ge=1)] = None,
+    ) -> views.TrustOut:
+        """A version's trust score (default: the champion's) with its named deductions, as its signed passport
+        states it, and whether that passport verifies now."""
+        return views.TrustOut.model_validate(views.trust_out(services.trust(ws, model, version)))
+
+    return [list_pipelines, list_runs, get_run, guard, list_incidents, get_passport, get_trust]
 
 
 def _write_tools(ws: Workspace) -> list[Callable[..., Any]]:
@@ -181,22 +196,43 @@ def _write_tools(ws: Workspace) -> list[Callable[..., Any]]:
         record = services.run(ws, pipeline, policy, services.parse_now(now), listener=_progress(ctx))
         return views.RunOut.model_validate(views.run_out(record))
 
-    def approve(run_id: RunId, ctx: Context[Any, Any], reason: Reason = "", now: Now = None) -> views.RunOut:
-        """Continue a run paused at a gate. The current state (the table's hash, the champion, incidents) is read
-        again and the gate decides anew; the reason is kept in the passport. It may pause at the next gate."""
-        record = services.approve(ws, run_id, reason, services.parse_now(now), listener=_progress(ctx))
+    def approve(run_id: RunId, reason: Reason, ctx: Context[Any, Any], now: Now = None) -> views.RunOut:
+        """Continue a run paused at a gate, with a reason (an empty one is refused); the client's name is kept as
+        who approved. The current state (the table's hash, the champion, incidents) is read again and the gate
+        decides anew; the reason is kept in the passport. It may pause at the next gate."""
+        now_ms = services.parse_now(now)
+        record = services.approve(ws, run_id, reason, now_ms, listener=_progress(ctx), actor=client_actor(ctx))
         return views.RunOut.model_validate(views.run_out(record))
 
-    def reject(run_id: RunId, reason: Reason) -> views.RunOut:
-        """Stop a run paused at a gate: nothing more is published or promoted."""
-        return views.RunOut.model_validate(views.run_out(services.reject(ws, run_id, reason)))
+    def reject(run_id: RunId, reason: Reason, ctx: Context[Any, Any]) -> views.RunOut:
+        """Stop a run paused at a gate, with a reason: nothing more is published or promoted."""
+        record = services.reject(ws, run_id, reason, actor=client_actor(ctx))
+        return views.RunOut.model_validate(views.run_out(record))
+
+    def accept(
+        run_id: RunId,
+        reason: Reason,
+        ctx: Context[Any, Any],
+        findings: Annotated[
+            Optional[list[str]],
+            Field(max_length=100, description="KIND:COLUMN (or KIND) of each finding; default: every warning"),
+        ] = None,
+    ) -> views.RunOut:
+        """Accept a run's warnings (or its named blocks) as the new normal, with a reason; kept in DataHub with
+        the client's name and the reason, and named in the next passport."""
+        record = services.accept(ws, run_id, reason, findings, actor=client_actor(ctx))
+        return views.RunOut.model_validate(views.run_out(record))
 
     def promote(
         model: Annotated[str, Field(max_length=64, description="Model (pipeline) name")],
         version: Annotated[int, Field(ge=1, description="The version to make champion")],
+        reason: Reason,
+        ctx: Context[Any, Any],
     ) -> views.PromoteOut:
-        """Make a version the champion, only if the promotion gate APPROVED it and it was not undone."""
-        return views.PromoteOut.model_validate(views.promote_out(services.promote(ws, model, version)))
+        """Make a version the champion, with a reason, only if the promotion gate APPROVED it and it was not
+        undone."""
+        record = services.promote(ws, model, version, reason, actor=client_actor(ctx))
+        return views.PromoteOut.model_validate(views.promote_out(record))
 
     def undo(run_id: RunId) -> views.RunOut:
         """Take back a run: the previous bytes of the table (checked before anything is touched), its versions
@@ -220,4 +256,4 @@ def _write_tools(ws: Workspace) -> list[Callable[..., Any]]:
         board = run_drill(scenarios, seeds, controls, sweep_seeds, _say(ctx))
         return views.DrillOut.model_validate({"drill": board})
 
-    return [run, approve, reject, promote, undo, recover, drill]
+    return [run, approve, reject, accept, promote, undo, recover, drill]

@@ -29,7 +29,17 @@ from controlplane.frontdoor.services import MAX_TEXT
 from controlplane.runs.identity import load_identity
 from controlplane.workspace import Workspace
 
-__all__ = ["create_app", "RunRequest", "ApproveRequest", "RejectRequest", "bearer", "RunId", "Name"]
+__all__ = [
+    "create_app",
+    "RunRequest",
+    "ApproveRequest",
+    "RejectRequest",
+    "AcceptRequest",
+    "PromoteRequest",
+    "bearer",
+    "RunId",
+    "Name",
+]
 
 bearer = HTTPBearer(
     auto_error=False,
@@ -47,12 +57,24 @@ class RunRequest(BaseModel):
 
 
 class ApproveRequest(BaseModel):
-    reason: str = Field("", max_length=MAX_TEXT, description="Why it may go on (kept in the passport)")
+    reason: str = Field(max_length=MAX_TEXT, description="Why it may go on (kept in the run, the passport and DataHub)")
     now: Optional[str] = Field(None, max_length=64, description="Evaluate as of this ISO-8601 instant (default: now)")
 
 
 class RejectRequest(BaseModel):
-    reason: str = Field(min_length=1, max_length=MAX_TEXT, description="Why the run is stopped")
+    reason: str = Field(max_length=MAX_TEXT, description="Why the run is stopped")
+
+
+class AcceptRequest(BaseModel):
+    reason: str = Field(max_length=MAX_TEXT, description="Why this is the new normal")
+    findings: Optional[list[Annotated[str, Field(max_length=200)]]] = Field(
+        None, max_length=100, description="KIND:COLUMN (or KIND) of each finding; default: every warning of the run"
+    )
+    undo: bool = Field(False, description="Take back the run's accepted blocks")
+
+
+class PromoteRequest(BaseModel):
+    reason: str = Field(max_length=MAX_TEXT, description="Why this version should serve")
 
 
 def create_app(
@@ -89,7 +111,9 @@ def create_app(
     reads = [Depends(bearer)] if settings.reads_need_token else []
     app.include_router(_page_routes(ws, settings))
     app.include_router(_read_routes(ws), dependencies=reads)
-    app.include_router(_write_routes(ws), dependencies=[Depends(bearer)], include_in_schema=settings.mutating)
+    app.include_router(
+        _write_routes(ws, settings.actor), dependencies=[Depends(bearer)], include_in_schema=settings.mutating
+    )
     for router in routers:
         app.include_router(router, dependencies=[Depends(bearer)], include_in_schema=settings.mutating)
     for path, endpoint in endpoints:  # an ASGI endpoint at one path, e.g. the MCP server at /mcp
@@ -194,6 +218,11 @@ def _read_routes(ws: Workspace) -> APIRouter:
         unsigned..."""
         return views.passport_out(services.passport(ws, model, version))
 
+    @router.get("/models/{model}/trust", response_model=views.TrustOut, tags=["models"])
+    def get_trust(model: Name, version: Annotated[Optional[int], Query(ge=1, le=1_000_000_000)] = None) -> Any:
+        """A version's trust score (default: the champion's) and its deductions, as its signed passport states it."""
+        return views.trust_out(services.trust(ws, model, version))
+
     @router.get("/watch", response_model=views.WatchOut, tags=["watch"])
     def watch() -> Any:
         """The watch's last pass (its decision per champion), the versions at risk, what it rolled back or flagged."""
@@ -212,7 +241,8 @@ def _read_routes(ws: Workspace) -> APIRouter:
     return router
 
 
-def _write_routes(ws: Workspace) -> APIRouter:
+def _write_routes(ws: Workspace, actor: str) -> APIRouter:
+    """Routes that change something; a decision's actor is the token's holder (`ApiSettings.actor`)."""
     router = APIRouter()
 
     @router.post("/pipelines/{name}/runs", response_model=views.RunStarted, status_code=202, tags=["pipelines"])
@@ -230,14 +260,20 @@ def _write_routes(ws: Workspace) -> APIRouter:
         }
 
     @router.post("/runs/{run_id}/approve", response_model=views.RunOut, tags=["runs"])
-    def approve(run_id: RunId, body: Optional[ApproveRequest] = None) -> Any:
+    def approve(run_id: RunId, body: ApproveRequest) -> Any:
         """Continue a run paused at a gate, deciding again on the current state; it may pause at the next gate."""
-        body = body or ApproveRequest()
-        return views.run_out(services.approve(ws, run_id, body.reason, services.parse_now(body.now)))
+        now_ms = services.parse_now(body.now)
+        return views.run_out(services.approve(ws, run_id, body.reason, now_ms, actor=actor))
 
     @router.post("/runs/{run_id}/reject", response_model=views.RunOut, tags=["runs"])
     def reject(run_id: RunId, body: RejectRequest) -> Any:
-        return views.run_out(services.reject(ws, run_id, body.reason))
+        return views.run_out(services.reject(ws, run_id, body.reason, actor=actor))
+
+    @router.post("/runs/{run_id}/accept", response_model=views.RunOut, tags=["runs"])
+    def accept(run_id: RunId, body: AcceptRequest) -> Any:
+        """Accept a run's warnings (or its named blocks) as the new normal, kept in DataHub with who and why."""
+        record = services.accept(ws, run_id, body.reason, body.findings, actor=actor, undo=body.undo)
+        return views.run_out(record)
 
     @router.post("/runs/{run_id}/undo", response_model=views.RunOut, tags=["runs"])
     def undo(run_id: RunId) -> Any:
@@ -249,8 +285,8 @@ def _write_routes(ws: Workspace) -> APIRouter:
         return views.run_out(services.recover(ws, run_id))
 
     @router.post("/models/{model}/versions/{version}/promote", response_model=views.PromoteOut, tags=["models"])
-    def promote(model: Name, version: Version) -> Any:
+    def promote(model: Name, version: Version, body: PromoteRequest) -> Any:
         """Make a version champion, only if the gate APPROVED it; 409 otherwise."""
-        return views.promote_out(services.promote(ws, model, version))
+        return views.promote_out(services.promote(ws, model, version, body.reason, actor=actor))
 
     return router

@@ -16,7 +16,7 @@ from controlplane.errors import GateRefused, VersionNotFound
 from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.models.passport import evidence_refusal
 from controlplane.runs.context import open_run
-from controlplane.runs.journal import RunJournal, RunRecord, new_run_id
+from controlplane.runs.journal import RunJournal, RunRecord, list_runs, new_run_id
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import load_spec
 from controlplane.stages.conclude import move_champion
@@ -41,7 +41,23 @@ def refusal(ws: Workspace, store: ModelStore, tags: dict[str, str], model: str, 
     return None if why is None else f"{model} v{version}: {why}"
 
 
-def promote_version(ws: Workspace, model: str, version: int, *, now_ms: int | None = None) -> RunRecord:
+def _refuse_if_waiting(ws: Workspace, model: str, version: int) -> None:
+    """A version whose run waits at the promote gate is a person's decision on that run, not a promotion by hand."""
+    for record in list_runs(ws):
+        pause = record.last_event(Stage.PROMOTE) if record.status is RunStatus.PAUSED else None
+        if record.pipeline == model and pause is not None and pause.evidence.get("version") == version:
+            verdict = pause.evidence.get("verdict", "paused")
+            raise GateRefused(
+                f"{model} v{version} is {verdict}: run {record.run_id} waits at the promote gate for a person",
+                f"decide that run: `kintsugi approve {record.run_id} --reason ...` or "
+                f"`kintsugi reject {record.run_id} --reason ...`",
+            )
+
+
+def promote_version(
+    ws: Workspace, model: str, version: int, *, reason: str, by: str, now_ms: int | None = None
+) -> RunRecord:
+    """Move `champion` to an APPROVED version by a person's word (`reason` and `by`, checked by the service layer)."""
     spec = load_spec(ws, model)
     with pipeline_lock(ws, spec.name, f"promote {model} v{version}"):
         recover_pipeline(ws, spec.name)
@@ -52,6 +68,7 @@ def promote_version(ws: Workspace, model: str, version: int, *, now_ms: int | No
             raise VersionNotFound(
                 f"{model} has no version {version}", f"list its versions with `kintsugi audit {model}`"
             )
+        _refuse_if_waiting(ws, model, version)
         why = refusal(ws, store, tags, model, version)
         if why is not None:
             raise GateRefused(
@@ -75,9 +92,11 @@ def promote_version(ws: Workspace, model: str, version: int, *, now_ms: int | No
             run.event(
                 Stage.PROMOTE,
                 Verdict.APPROVED.value,
-                f"v{version} made champion by hand" + (f" (v{before} is previous)" if before else ""),
+                f"v{version} made champion by {by}: {reason}" + (f" (v{before} is previous)" if before else ""),
                 version=version,
                 previous=before,
+                reason=reason,
+                by=by,
             )
             run.finish(
                 RunStatus.PROMOTED, f"{model} v{version} is champion" + (f" (v{before} is previous)" if before else "")

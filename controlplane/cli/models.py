@@ -1,4 +1,5 @@
-"""`kintsugi passport show | verify`, `kintsugi audit` and `kintsugi incidents`: models and what they rest on."""
+"""`kintsugi passport show | verify`, `kintsugi trust`, `kintsugi audit` and `kintsugi incidents`: models and what they
+rest on."""
 
 from __future__ import annotations
 
@@ -50,6 +51,23 @@ def passport_key(workspace: WorkspaceOption = None) -> None:
     typer.echo(f"key id {key.keyid}\n{key.pem.decode()}", nl=False)
 
 
+def trust(
+    model: str, version: Annotated[Optional[int], typer.Argument()] = None, workspace: WorkspaceOption = None
+) -> None:
+    """A version's trust score (default: the champion's) with its named deductions, as its signed passport states
+    it, and whether that passport verifies now. Exit 1 if it does not."""
+    view = services.trust(require_estate(workspace), model, version)
+    score = view.trust
+    typer.echo(
+        f"{view.model} v{view.version}: trust {score.score}/100 ({score.band.value}); passport {view.check.status}"
+    )
+    for deduction in score.deductions:
+        typer.echo(f"  -{deduction.points:<3} {deduction.reason}: {deduction.evidence}")
+    if not score.deductions:
+        typer.echo("  no deductions")
+    raise typer.Exit(0 if view.check.ok else EXIT_BLOCKED)
+
+
 def audit(
     model: Annotated[Optional[str], typer.Argument(help="A model name; omit with --all.")] = None,
     all_models: Annotated[bool, typer.Option("--all", help="Audit every model.")] = False,
@@ -99,4 +117,5 @@ def incidents(
 def register(app: typer.Typer) -> None:
     app.add_typer(passport_app, name="passport")
     app.command()(audit)
+    app.command()(trust)
     app.command()(incidents)

@@ -1,7 +1,8 @@
-"""What every command shares: the --workspace and --now options and the check that an estate lives there."""
+"""What every command shares: the --workspace, --now and --as options and the check that an estate lives there."""
 
 from __future__ import annotations
 
+import getpass
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -13,7 +14,17 @@ from controlplane.frontdoor.render import event_line
 from controlplane.runs.journal import Event
 from controlplane.workspace import Workspace, resolve_workspace
 
-__all__ = ["WorkspaceOption", "NowOption", "JsonOption", "require_estate", "echo_event"]
+__all__ = [
+    "WorkspaceOption",
+    "UnreadWorkspaceOption",
+    "NowOption",
+    "JsonOption",
+    "ActorOption",
+    "ReasonOption",
+    "actor",
+    "require_estate",
+    "echo_event",
+]
 
 WorkspaceOption = Annotated[
     Optional[Path],
@@ -21,11 +32,41 @@ WorkspaceOption = Annotated[
         "--workspace", "-w", help="Workspace folder (default: $KINTSUGI_HOME or ./.kintsugi).", show_default=False
     ),
 ]
+UnreadWorkspaceOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--workspace",
+        "-w",
+        help="Accepted as by every command; this one reads no workspace (its answer is the same in each).",
+        show_default=False,
+    ),
+]
 NowOption = Annotated[
     Optional[str],
     typer.Option("--now", help="Evaluate as of this ISO-8601 instant (default: the current time).", show_default=False),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+ActorOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--as",
+        help="Who decides (default: the OS user); kept in the run, the passport and DataHub.",
+        show_default=False,
+    ),
+]
+ReasonOption = Annotated[
+    str, typer.Option("--reason", help="Why, in a few words (kept in the run, the passport and DataHub).")
+]
+
+
+def actor(option: str | None) -> str:
+    """The person deciding through the CLI: `--as NAME`, else the OS user (empty when the system names nobody)."""
+    if option is not None:
+        return option
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return ""
 
 
 def require_estate(option: Path | None) -> Workspace:

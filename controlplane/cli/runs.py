@@ -9,14 +9,21 @@ from typing import Annotated, Optional
 import typer
 
 from controlplane.cli.lazy import services, views
-from controlplane.cli.options import JsonOption, NowOption, WorkspaceOption, echo_event, require_estate
+from controlplane.cli.options import (
+    ActorOption,
+    JsonOption,
+    NowOption,
+    ReasonOption,
+    WorkspaceOption,
+    actor,
+    echo_event,
+    require_estate,
+)
 from controlplane.frontdoor.render import outcome_lines, report_table, runs_table, timeline
 from controlplane.runs.journal import RunRecord
 from controlplane.vocab import EXIT_BLOCKED, ChangedTable, Stage
 
 __all__ = ["register"]
-
-ReasonOption = Annotated[str, typer.Option("--reason", help="Why (kept in the run, the passport and DataHub).")]
 
 
 def _finish(record: RunRecord, json_out: bool) -> None:
@@ -53,19 +60,22 @@ def guard(
 
 def approve(
     run_id: str,
+    reason: ReasonOption,
     workspace: WorkspaceOption = None,
-    reason: ReasonOption = "",
     now: NowOption = None,
+    as_: ActorOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Continue a run paused at a gate; the current state is read again and the gate decides anew."""
     ws = require_estate(workspace)
-    _finish(services.approve(ws, run_id, reason, services.parse_now(now), None if json_out else echo_event), json_out)
+    listener = None if json_out else echo_event
+    record = services.approve(ws, run_id, reason, services.parse_now(now), listener, actor=actor(as_))
+    _finish(record, json_out)
 
 
-def reject(run_id: str, reason: ReasonOption, workspace: WorkspaceOption = None) -> None:
+def reject(run_id: str, reason: ReasonOption, workspace: WorkspaceOption = None, as_: ActorOption = None) -> None:
     """Stop a run paused at a gate: nothing more is published or promoted."""
-    typer.echo(services.reject(require_estate(workspace), run_id, reason).outcome)
+    typer.echo(services.reject(require_estate(workspace), run_id, reason, actor=actor(as_)).outcome)
 
 
 def accept(
@@ -89,11 +99,13 @@ def accept(
     ] = False,
     workspace: WorkspaceOption = None,
     now: NowOption = None,
+    as_: ActorOption = None,
 ) -> None:
     """Accept a finding as the new normal, recorded in DataHub with who and why. A warning; or a block of a run
     the guard blocked, named with --finding: its batch joins the reference and the next passport names it."""
     ws = require_estate(workspace)
-    record = services.accept(ws, run_id, reason, finding, undo=undo_, now_ms=services.parse_now(now))
+    now_ms = services.parse_now(now)
+    record = services.accept(ws, run_id, reason, finding, actor=actor(as_), undo=undo_, now_ms=now_ms)
     event = record.last_event(Stage.UNDO if undo_ else Stage.APPROVE)
     typer.echo(event.summary if event is not None else record.outcome)
 
@@ -119,9 +131,11 @@ def recover(run_id: str, workspace: WorkspaceOption = None, table: TableOption =
     typer.echo(f"{record.run_id}: {record.status.value}: {record.outcome}")
 
 
-def promote(model: str, version: int, workspace: WorkspaceOption = None) -> None:
+def promote(
+    model: str, version: int, reason: ReasonOption, workspace: WorkspaceOption = None, as_: ActorOption = None
+) -> None:
     """Make VERSION the champion — only if the gate APPROVED it."""
-    typer.echo(services.promote(require_estate(workspace), model, version).outcome)
+    typer.echo(services.promote(require_estate(workspace), model, version, reason, actor=actor(as_)).outcome)
 
 
 runs_app = typer.Typer(help="List runs and show a run's timeline.", invoke_without_command=True)

@@ -11,7 +11,7 @@ import typer
 
 from controlplane.cli.lazy import services
 from controlplane.cli.options import JsonOption, NowOption, WorkspaceOption, require_estate
-from controlplane.vocab import EXIT_BLOCKED
+from controlplane.vocab import EXIT_BLOCKED, EXIT_ERROR
 
 if TYPE_CHECKING:
     from controlplane.watch.follow import PassReport
@@ -30,7 +30,8 @@ def watch(
     json_out: JsonOption = False,
 ) -> None:
     """Follow DataHub: mark models at risk, roll an unsafe champion back (under the policy), retrain when the
-    cause is resolved, write postmortems. With --once: exit 1 if a champion stays unsafe, else 0."""
+    cause is resolved, write postmortems. With --once: exit 1 if a champion stays unsafe, 2 if a pipeline could not
+    be watched (busy, or its spec unreadable), else 0."""
     ws = require_estate(workspace)
     now_ms = services.parse_now(now)
     try:
@@ -41,7 +42,7 @@ def watch(
             else:
                 typer.echo("\n".join(report.lines()))
             if once:
-                raise typer.Exit(EXIT_BLOCKED if report.unsafe else 0)
+                raise typer.Exit(EXIT_BLOCKED if report.unsafe else EXIT_ERROR if report.errors else 0)
             time.sleep(interval)
     except KeyboardInterrupt:  # Ctrl-C between passes (or in one: its records are finished by the next writer)
         raise typer.Exit(0) from None

@@ -25,11 +25,13 @@ __all__ = [
     "is_loopback",
     "token_warning",
     "TOKEN_ENV",
+    "TOKEN_NAME_ENV",
     "READ_ONLY_ENV",
     "MIN_TOKEN_LENGTH",
 ]
 
 TOKEN_ENV = "KINTSUGI_API_TOKEN"
+TOKEN_NAME_ENV = "KINTSUGI_API_TOKEN_NAME"  # whose token it is: the actor of every decision made with it
 READ_ONLY_ENV = "KINTSUGI_READ_ONLY"
 MIN_TOKEN_LENGTH = 32
 _TRUE = {"1", "true", "yes", "on"}
@@ -48,6 +50,12 @@ class ApiSettings:
     read_only: bool = False
     insecure_local: bool = False
     host: str = "127.0.0.1"
+    token_name: str = "api-token"
+
+    @property
+    def actor(self) -> str:
+        """Who decides through this server: the token's holder, or the laptop's user on an --insecure-local one."""
+        return f"http:{self.token_name}" if self.token is not None else "http:insecure-local"
 
     @property
     def mutating(self) -> bool:
@@ -73,7 +81,11 @@ def resolve_settings(
     """Flags win; the token and read-only mode also come from the environment."""
     token = environ.get(TOKEN_ENV, "").strip() or None
     return ApiSettings(
-        token=token, read_only=read_only or env_read_only(environ), insecure_local=insecure_local, host=host
+        token=token,
+        read_only=read_only or env_read_only(environ),
+        insecure_local=insecure_local,
+        host=host,
+        token_name=environ.get(TOKEN_NAME_ENV, "").strip() or ApiSettings.token_name,
     )
 
 

@@ -40,6 +40,7 @@ from controlplane.errors import (
 )
 from controlplane.frontdoor.drills import DrillBoard, read_latest_drill
 from controlplane.models.passport import PassportCheck, show_passport, verify_passport
+from controlplane.models.trust import TrustScore
 from controlplane.onboard.accept import accept as accept_finding
 from controlplane.onboard.contracts import apply_contract_file
 from controlplane.pipeline import approve as approve_run
@@ -68,6 +69,8 @@ __all__ = [
     "parse_now",
     "parse_policy",
     "check_text",
+    "check_actor",
+    "MAX_ACTOR",
     "pipelines",
     "guard",
     "run",
@@ -96,6 +99,8 @@ __all__ = [
     "parse_status",
     "PassportView",
     "passport",
+    "TrustView",
+    "trust",
     "WatchView",
     "watch_state",
     "latest_drill",
@@ -104,6 +109,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MAX_TEXT = 2000  # a reason, a note: longer text is refused, never truncated silently
+MAX_ACTOR = 120  # who decided: a user, a token's name, an MCP client's name
 EARLIEST_NOW = datetime(1990, 1, 1, tzinfo=timezone.utc)
 _LATEST_AHEAD = timedelta(days=7)
 _START_TIMEOUT_S = 60.0
@@ -163,12 +169,24 @@ def parse_policy(policy: str | None) -> Policy | None:
         ) from None
 
 
-def check_text(text: str, what: str, *, required: bool = True) -> str:
-    if required and not text.strip():
+def check_text(text: str, what: str) -> str:
+    """A person's reason: never empty (whitespace is empty), never silently cut."""
+    if not text.strip():
         raise InputError(f"{what} is empty", f"say why in a few words (at most {MAX_TEXT} characters)")
     if len(text) > MAX_TEXT:
         raise InputError(f"{what} is {len(text)} characters long", f"keep it under {MAX_TEXT} characters")
     return text.strip()
+
+
+def check_actor(actor: str) -> str:
+    """Who decides, as the front door knows them: a decision without a name is refused, as one without a reason."""
+    name = actor.strip()
+    if not name or len(name) > MAX_ACTOR or not name.isprintable():
+        raise InputError(
+            f"the decision's actor {actor[:40]!r} is not a name",
+            f"name who decides in at most {MAX_ACTOR} printable characters (the CLI's --as NAME)",
+        )
+    return name
 
 
 def pipelines(ws: Workspace, *, now: datetime | None = None) -> list[PipelineInfo]:
@@ -257,17 +275,20 @@ def start_run(
 def approve(
     ws: Workspace,
     run_id: str,
-    reason: str = "",
+    reason: str,
     now_ms: int | None = None,
     listener: Callable[[Event], None] | None = None,
+    *,
+    actor: str,
 ) -> RunRecord:
-    return approve_run(
-        ws, run_id, reason=check_text(reason, "the approval's reason", required=False), now_ms=now_ms, listener=listener
-    )
+    """A person's word to go on: a reason and a name at every door, checked before the run is touched."""
+    why, by = check_text(reason, "the approval's reason"), check_actor(actor)
+    return approve_run(ws, run_id, reason=why, now_ms=now_ms, listener=listener, by=by)
 
 
-def reject(ws: Workspace, run_id: str, reason: str) -> RunRecord:
-    return reject_run(ws, run_id, check_text(reason, "the rejection's reason"))
+def reject(ws: Workspace, run_id: str, reason: str, *, actor: str) -> RunRecord:
+    why, by = check_text(reason, "the rejection's reason"), check_actor(actor)
+    return reject_run(ws, run_id, why, by=by)
 
 
 def accept(
@@ -276,11 +297,12 @@ def accept(
     reason: str,
     findings: list[str] | None = None,
     *,
+    actor: str,
     undo: bool = False,
     now_ms: int | None = None,
 ) -> RunRecord:
     why = check_text(reason, "the withdrawal's reason" if undo else "the acceptance's reason")
-    return accept_finding(ws, run_id, why, findings=findings, undo=undo, now_ms=now_ms)
+    return accept_finding(ws, run_id, why, findings=findings, by=check_actor(actor), undo=undo, now_ms=now_ms)
 
 
 def undo(ws: Workspace, run_id: str, changed: ChangedTable = ChangedTable.REFUSE) -> RunRecord:
@@ -291,10 +313,11 @@ def recover(ws: Workspace, run_id: str, changed: ChangedTable = ChangedTable.REF
     return recover_run(ws, run_id, changed=changed)
 
 
-def promote(ws: Workspace, model: str, version: int) -> RunRecord:
+def promote(ws: Workspace, model: str, version: int, reason: str, *, actor: str) -> RunRecord:
     if version < 1:
         raise InputError(f"version {version} is not a model version", "versions count from 1")
-    return promote_version(ws, model, version)
+    why, by = check_text(reason, "the promotion's reason"), check_actor(actor)
+    return promote_version(ws, model, version, reason=why, by=by)
 
 
 def _as_seen(ws: Workspace, record: RunRecord) -> RunRecord:
@@ -481,6 +504,31 @@ def passport(ws: Workspace, model: str, version: int | None = None) -> PassportV
     except SigningError as exc:
         check = PassportCheck(False, UNTRUSTED_KEY, (f"no trusted key: {exc.message}; {exc.fix}",))
     return PassportView(model, number, document, check)
+
+
+@dataclass(frozen=True)
+class TrustView:
+    """A version's trust score as its signed passport states it, and whether that passport verifies now."""
+
+    model: str
+    version: int
+    trust: TrustScore
+    check: PassportCheck
+
+
+def trust(ws: Workspace, model: str, version: int | None = None) -> TrustView:
+    """The trust score (with its named deductions) of a version (default: the champion), read from its passport;
+    a passport that states none cannot be read as trusted."""
+    view = passport(ws, model, version)
+    stated = view.document.get("body", {}).get("trust")
+    try:
+        score = TrustScore.from_dict(stated)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise DamagedRecord(
+            f"the passport of {model} v{view.version} states no readable trust score ({type(exc).__name__})",
+            f"`kintsugi passport verify {model} {view.version}` says whether the passport is intact",
+        ) from exc
+    return TrustView(model, view.version, score, view.check)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,8 @@ __all__ = [
     "IncidentOut",
     "IncidentList",
     "PassportOut",
+    "TrustOut",
+    "trust_out",
     "PromoteOut",
     "DrillOut",
     "DatasetNode",
@@ -251,6 +253,21 @@ class PassportOut(BaseModel):
     verification: Optional[VerificationOut] = Field(
         None, description="Both copies (DataHub's, MLflow's) checked now against the trusted key and the model files"
     )
+
+
+class DeductionOut(BaseModel):
+    reason: str
+    points: int
+    evidence: str
+
+
+class TrustOut(BaseModel):
+    model: str
+    version: int
+    score: int = Field(description="100 minus the deductions")
+    band: str = Field(description="high (from 80) | medium (from 60) | low")
+    deductions: list[DeductionOut]
+    verification: VerificationOut = Field(description="Whether the passport that states the score verifies now")
 
 
 class PromoteOut(BaseModel):
@@ -502,6 +519,17 @@ def passport_out(view: services.PassportView) -> dict[str, Any]:
         "model": view.model,
         "version": view.version,
         "passport": view.document,
+        "verification": {"ok": view.check.ok, "status": view.check.status, "reasons": list(view.check.reasons)},
+    }
+
+
+def trust_out(view: services.TrustView) -> dict[str, Any]:
+    return {
+        "model": view.model,
+        "version": view.version,
+        "score": view.trust.score,
+        "band": view.trust.band.value,
+        "deductions": [d.to_dict() for d in view.trust.deductions],
         "verification": {"ok": view.check.ok, "status": view.check.status, "reasons": list(view.check.reasons)},
     }
 

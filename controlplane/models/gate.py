@@ -79,6 +79,7 @@ class PromotionDecision(Record):
     verdict: Verdict
     reasons: tuple[str, ...]
     gain: float | None
+    champion_kept: bool = False  # BLOCKED only because the candidate lost to the champion: a decision, not a block
 
 
 def check_rules(min_gain: float, max_regression: float, level_within: float = DEFAULT_LEVEL_WITHIN) -> None:
@@ -116,7 +117,7 @@ def decide(
     measured = f" (sampling error ±{error:.2%})" if error is not None and math.isfinite(error) else ""
     if gain < -max_regression:
         regresses = f"candidate regresses beyond {max_regression:.1%}{measured}: {where}"
-        return PromotionDecision(Verdict.BLOCKED, (regresses,), gain)
+        return PromotionDecision(Verdict.BLOCKED, (regresses,), gain, champion_kept=True)
     if gain >= min_gain:
         return _soft(evidence, gain, [f"beats the champion: {where}"], min_gain)
     tolerance = level_within * error if level_within > 0 and error is not None and math.isfinite(error) else None

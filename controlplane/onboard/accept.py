@@ -70,7 +70,7 @@ def accept(
     reason: str,
     *,
     findings: list[str] | None = None,
-    by: str = "operator",
+    by: str,
     now_ms: int | None = None,
     undo: bool = False,
 ) -> RunRecord:

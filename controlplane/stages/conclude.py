@@ -25,7 +25,7 @@ from controlplane.models.trust import TrustEvidence, TrustScore, trust_score
 from controlplane.runs.context import RunContext, crash_point
 from controlplane.stages.acceptances import in_force_since, load_acceptances
 from controlplane.stages.train import Assessment, Trained
-from controlplane.vocab import LedgerKind, Stage, Verdict
+from controlplane.vocab import LedgerKind, RunStatus, Stage, Verdict
 
 __all__ = ["Approval", "Concluded", "conclude", "passport_body", "move_champion"]
 
@@ -36,7 +36,7 @@ class Approval:
 
     approved: bool
     reason: str
-    by: str = "operator"
+    by: str
 
 
 def _final(decision: PromotionDecision, approval: Approval | None) -> tuple[Verdict, list[str]]:
@@ -47,7 +47,7 @@ def _final(decision: PromotionDecision, approval: Approval | None) -> tuple[Verd
         return Verdict.REJECTED, [f"rejected by {approval.by}: {approval.reason}", *reasons]
     if decision.verdict is Verdict.NEEDS_REVIEW:
         return Verdict.APPROVED, [f"approved after review by {approval.by}: {approval.reason}", *reasons]
-    return decision.verdict, reasons + ([f"ratified by {approval.by}: {approval.reason}"] if approval.reason else [])
+    return decision.verdict, reasons + [f"ratified by {approval.by}: {approval.reason}"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,11 @@ class Concluded:
 
     verdict: Verdict
     summary: str
+    champion_kept: bool = False  # the candidate lost to the champion on complete evidence
+
+    @property
+    def run_status(self) -> RunStatus:
+        return self.verdict.run_status(self.champion_kept)
 
 
 def conclude(run: RunContext, trained: Trained, assessment: Assessment, approval: Approval | None = None) -> Concluded:
@@ -66,11 +71,12 @@ def conclude(run: RunContext, trained: Trained, assessment: Assessment, approval
         store = open_store(run.ws)
         model_dir = store.download_model(name, trained.version, run.journal.run_dir / "model")
     document, verdict, reasons, trust = _signed(run, trained, assessment, verdict, reasons, approval, model_dir)
+    kept = assessment.decision.champion_kept and approval is None and verdict is Verdict.BLOCKED
     with training_errors_mapped():
         store.log_json_artifact(trained.mlflow_run, "passport.json", document)
     _write_back(run, trained, verdict, reasons, document, trust, _exceptions(assessment))
     crash_point("conclude:after-datahub")
-    with run.journal.writing(LedgerKind.MLFLOW_TAGS, f"{name}/{trained.version}", verdict=verdict.value):
+    with run.journal.writing(LedgerKind.MLFLOW_TAGS, f"{name}/{trained.version}", verdict=verdict.value, kept=kept):
         with training_errors_mapped():
             store.set_version_tags(
                 name,
@@ -94,8 +100,9 @@ def conclude(run: RunContext, trained: Trained, assessment: Assessment, approval
         gain=assessment.decision.gain,
         trust=trust.to_dict(),
         governance=[f.to_dict() for f in assessment.evidence.governance or ()],
+        champion_kept=kept,
     )
-    return Concluded(verdict, summary)
+    return Concluded(verdict, summary, kept)
 
 
 def _signed(

@@ -97,7 +97,9 @@ def _recover(ws: Workspace, record: RunRecord, changed: ChangedTable) -> RunReco
     with open_run(ws, spec, record, on_error=None) as run:
         if verdict is not None:
             run.event(Stage.RECOVER, "rolled-forward", f"the run had concluded {verdict.value}; its record is finished")
-            run.finish(verdict.run_status, f"recovered: it concluded {verdict.value} before it was interrupted")
+            run.finish(
+                verdict.run_status(_kept(record)), f"recovered: it concluded {verdict.value} before it was interrupted"
+            )
             return record
         why = f"undo of run {record.run_id}" if undoing else f"run {record.run_id} was interrupted"
         retired = take_back(run, plan, retire=UNDONE_KEY if undoing else ABANDONED_KEY, why=why, unfinished=unfinished)
@@ -163,6 +165,12 @@ def _settle_appends(ws: Workspace, record: RunRecord) -> list[str]:
             entry.result.update(created=True, settled_hash=now)
             went_in.append(f"{entry.target} now {now}")
     return went_in
+
+
+def _kept(record: RunRecord) -> bool:
+    """Whether the conclusion kept the champion (its verdict tag's ledger entry says so)."""
+    tags = [e for e in record.entries(LedgerKind.MLFLOW_TAGS, done_only=False) if "verdict" in e.detail]
+    return bool(tags and tags[-1].detail.get("kept"))
 
 
 def _concluded(record: RunRecord) -> Verdict | None:

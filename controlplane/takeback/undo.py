@@ -24,6 +24,7 @@ __all__ = ["undo"]
 
 _UNDOABLE = (
     RunStatus.PROMOTED,
+    RunStatus.KEPT,
     RunStatus.UNCHANGED,
     RunStatus.NEEDS_REVIEW,
     RunStatus.BLOCKED,

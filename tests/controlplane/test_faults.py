@@ -221,7 +221,7 @@ def _every_command_starts(ws: Workspace, target: Path) -> bool:
     version = champion(ws)
     _answers(ws, "run", PIPELINE, "--now", UNDO_AT, "--policy", "dry-run")
     _answers(ws, "land", PIPELINE, str(clean_batch(ws, target.parent / f"{target.name}.parquet")), "--now", UNDO_AT)
-    _answers(ws, "promote", PIPELINE, str(version or 1))
+    _answers(ws, "promote", PIPELINE, str(version or 1), "--reason", "by hand")
     _answers(ws, "watch", "--once", "--now", UNDO_AT)
     return True
 
@@ -356,7 +356,7 @@ def test_a_run_left_undoing_stops_no_command_and_recover_finishes_it(recovered_a
     version = champion(ws)
     for command in (
         ("land", PIPELINE, str(clean_batch(ws, tmp_path / "batch.parquet")), "--now", UNDO_AT),
-        ("promote", PIPELINE, str(version)),
+        ("promote", PIPELINE, str(version), "--reason", "by hand"),
         ("watch", "--once", "--now", UNDO_AT),
         ("recover", run_id),
     ):

@@ -58,7 +58,7 @@ def test_ratify_pauses_survives_a_restart_and_an_incident_is_reused(demo_copy):
     incident_event = next(e for e in second.events if e.stage == "incident")
     assert [i["urn"] for i in incident_event.evidence["incidents"]] == [urn]
     assert incident_event.evidence["incidents"][0]["created"] is False
-    reject(ws, second.run_id, "duplicate of the first run")
+    reject(ws, second.run_id, "duplicate of the first run", by="tester")
     # approve in a new process: the paused run lives on disk, not in this process
     done = subprocess.run(
         [
@@ -67,6 +67,8 @@ def test_ratify_pauses_survives_a_restart_and_an_incident_is_reused(demo_copy):
             "controlplane",
             "approve",
             paused.run_id,
+            "--reason",
+            "the heal is right",
             "-w",
             str(ws.root),
             "--now",
@@ -76,13 +78,13 @@ def test_ratify_pauses_survives_a_restart_and_an_incident_is_reused(demo_copy):
         text=True,
         timeout=300,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 3, done.stdout + done.stderr  # paused at the next gate: a person must decide
     record = load_run(ws, paused.run_id)
     assert record.status == "paused" and record.checkpoint["gate"] == "promote"
     assert content_hash(spec.data) != poisoned
     assert _incidents(ws)[urn].status.state == s.IncidentStateClass.RESOLVED
     champion = _champion(ws)
-    record = approve(ws, paused.run_id, now_ms=LATER_MS + 600_000)
+    record = approve(ws, paused.run_id, reason="reviewed", by="tester", now_ms=LATER_MS + 600_000)
     assert record.status == "promoted", record.outcome
     assert _champion(ws) != champion
 
@@ -92,12 +94,12 @@ def test_reject_at_the_publish_gate_publishes_nothing(demo_copy):
     spec = _poison(ws)
     before = content_hash(spec.data)
     paused = run_pipeline(ws, spec, policy="ratify", now_ms=LATER_MS)
-    record = reject(ws, paused.run_id, "not today")
+    record = reject(ws, paused.run_id, "not today", by="tester")
     assert record.status == "rejected" and "nothing was published" in record.outcome
     assert content_hash(spec.data) == before
     assert any(i.status.state == s.IncidentStateClass.ACTIVE for i in _incidents(ws).values())
     with pytest.raises(RunStateError, match="approve needs it paused"):
-        approve(ws, paused.run_id)
+        approve(ws, paused.run_id, reason="again", by="tester")
 
 
 def test_undo_restores_the_exact_bytes_moves_champion_back_and_reopens(demo_copy):
@@ -131,7 +133,7 @@ def test_undo_of_a_run_that_published_nothing(demo_copy):
 def test_approve_of_an_unknown_run(demo_copy):
     ws, _ = demo_copy
     with pytest.raises(RunNotFound, match="no run 'nope'"):
-        approve(ws, "nope")
+        approve(ws, "nope", reason="none", by="tester")
 
 
 def _land(ws, corrupt):
@@ -181,7 +183,7 @@ def test_a_playbook_over_its_limit_refuses_and_changes_nothing(demo_copy):
 def _paused_at_promote(ws):
     spec = _poison(ws)
     paused = run_pipeline(ws, spec, policy="ratify", now_ms=LATER_MS)
-    record = approve(ws, paused.run_id, reason="the heal looks right", now_ms=LATER_MS + 60_000)
+    record = approve(ws, paused.run_id, reason="the heal looks right", by="tester", now_ms=LATER_MS + 60_000)
     assert record.status == "paused" and record.checkpoint["gate"] == "promote", record.outcome
     return spec, record
 
@@ -194,7 +196,7 @@ def test_approve_at_the_promote_gate_rescores_a_champion_that_moved(demo_copy):
     trained = paused.checkpoint["trained"]
     assert trained["champion_version"] == 2
     open_store(ws).set_champion(PIPELINE, 1)  # someone moved the champion back while the run waited
-    record = approve(ws, paused.run_id, reason="ship it", now_ms=LATER_MS + 120_000)
+    record = approve(ws, paused.run_id, reason="ship it", by="tester", now_ms=LATER_MS + 120_000)
     redecided = next(e for e in record.events if e.status == "re-decided")
     assert "the champion moved from v2 to v1" in redecided.summary
     promote = record.last_event(Stage.PROMOTE)
@@ -205,7 +207,7 @@ def test_approve_at_the_promote_gate_rescores_a_champion_that_moved(demo_copy):
     )
     passport = json.loads(open(local).read())
     assert passport["body"]["metrics"]["champion_version"] == 1  # decided against the champion of now
-    assert passport["body"]["approval"] == {"approved": True, "reason": "ship it", "by": "operator"}
+    assert passport["body"]["approval"] == {"approved": True, "reason": "ship it", "by": "tester"}
 
 
 def test_approve_at_the_promote_gate_blocks_on_an_upstream_incident_raised_meanwhile(demo_copy):
@@ -229,7 +231,7 @@ def test_approve_at_the_promote_gate_blocks_on_an_upstream_incident_raised_meanw
     store = LiteMetadata(ws.datahub_db)
     store.emit([MCP(entityUrn="urn:li:incident:orders-late", aspect=info)], LATER_MS + 90_000)
     store.close()
-    record = approve(ws, paused.run_id, reason="ship it", now_ms=LATER_MS + 120_000)
+    record = approve(ws, paused.run_id, reason="ship it", by="tester", now_ms=LATER_MS + 120_000)
     assert record.status == "blocked", record.outcome
     assert "urn:li:incident:orders-late" in record.outcome
     assert _champion(ws) == champion_before
@@ -243,7 +245,7 @@ def test_approve_at_the_promote_gate_blocks_when_the_table_changed_meanwhile(dem
     champion_before = _champion(ws)
     frame = pd.read_parquet(spec.data)
     frame.assign(distance_km=frame["distance_km"] * 1000).to_parquet(spec.data)  # re-poisoned in place
-    record = approve(ws, paused.run_id, reason="ship it", now_ms=LATER_MS + 120_000)
+    record = approve(ws, paused.run_id, reason="ship it", by="tester", now_ms=LATER_MS + 120_000)
     assert record.status == "blocked" and "changed" in record.outcome, record.outcome
     assert _champion(ws) == champion_before
 

@@ -102,7 +102,7 @@ def test_undo_in_any_order_leaves_the_newest_version_still_eligible_as_champion(
     reseed(ws)  # B's fit differs from A's, so B trains a candidate on the same rows
     second = run_pipeline(ws, load_spec(ws, PIPELINE), now_ms=LATER_MS + 600_000)  # B: clean, v4, needs review
     if second.status == "paused":
-        second = approve(ws, second.run_id, reason="reviewed", now_ms=LATER_MS + 660_000)
+        second = approve(ws, second.run_id, reason="reviewed", by="tester", now_ms=LATER_MS + 660_000)
     assert second.status == "promoted", second.outcome
     assert champion(ws) == 4
     assert undo(ws, first.run_id).status == "undone"  # A first: its v3 is retired, B's v4 stays champion
@@ -127,9 +127,10 @@ def test_reject_racing_approve_exactly_one_wins(demo_copy):
 
     threads = [
         threading.Thread(
-            target=attempt, args=("approve", lambda: approve(ws, paused.run_id, reason="ok", now_ms=LATER_MS + 60_000))
+            target=attempt,
+            args=("approve", lambda: approve(ws, paused.run_id, reason="ok", by="tester", now_ms=LATER_MS + 60_000)),
         ),
-        threading.Thread(target=attempt, args=("reject", lambda: reject(ws, paused.run_id, "no"))),
+        threading.Thread(target=attempt, args=("reject", lambda: reject(ws, paused.run_id, "no", by="tester"))),
     ]
     for thread in threads:
         thread.start()
@@ -222,7 +223,7 @@ def test_free_text_is_length_limited(demo_copy):
     poison(ws)
     paused = run_pipeline(ws, load_spec(ws, PIPELINE), policy="ratify", now_ms=LATER_MS)
     with pytest.raises(Exception, match="characters long"):
-        services.reject(ws, paused.run_id, "x" * 5_000_000)
+        services.reject(ws, paused.run_id, "x" * 5_000_000, actor="tester")
     assert load_run(ws, paused.run_id).status == "paused"
 
 

@@ -110,7 +110,7 @@ def test_over_the_row_budget_training_fits_a_recorded_seeded_sample(spark_story,
     _set_spec(ws, training={"row_budget": 6000})
     record = run_pipeline(ws, load_spec(ws, PIPELINE), now_ms=ms(DEMO_NOW + timedelta(minutes=30)))
     if record.status == "paused":  # NEEDS_REVIEW: the passport is written when a person decides
-        record = reject(ws, record.run_id, "a sample-trained candidate, checked by a test")
+        record = reject(ws, record.run_id, "a sample-trained candidate, checked by a test", by="tester")
     train = _event(record, "train")
     sample = train.evidence["sample"]
     assert train.evidence["rows_train"] + train.evidence["rows_holdout"] == sample["sample_rows"] == 6000

@@ -59,13 +59,13 @@ async def _agent_story(client: Client, ws: Workspace) -> None:
     guard = _ok(await client.call_tool("guard", {"pipeline": PIPELINE, "now": iso(GUARD_AT)}))
     assert guard["verdict"] == "CLEAN" and guard["findings"] == [] and guard["checks"] > 0
 
-    # a worse candidate is trained and BLOCKED by the gate; promoting it through MCP is refused all the same
+    # a worse candidate is trained and the gate keeps the champion; promoting it through MCP is refused all the same
     champion = _ok(await client.call_tool("get_passport", {"model": PIPELINE}))["version"]
     with use_estimator(ws, "sklearn.dummy.DummyRegressor"):
         blocked = _ok(await client.call_tool("run", {"pipeline": PIPELINE, "now": iso(BLOCKED_AT)}))
-    assert blocked["status"] == "blocked", blocked["outcome"]
+    assert blocked["status"] == "kept", blocked["outcome"]
     version = next(e for e in blocked["events"] if e["stage"] == "promote")["evidence"]["version"]
-    refused = await client.call_tool("promote", {"model": PIPELINE, "version": version})
+    refused = await client.call_tool("promote", {"model": PIPELINE, "version": version, "reason": "try it"})
     assert refused.is_error
     assert refused.structured_content["error"]["code"] == "gate_refused"
     assert refused.content[0].text == (
@@ -92,7 +92,7 @@ async def _agent_story(client: Client, ws: Workspace) -> None:
     run_id = paused["run_id"]
     first = _ok(await client.call_tool("approve", {"run_id": run_id, "now": iso(APPROVE_AT), "reason": "heal checked"}))
     assert (first["status"], first["gate"]) == ("paused", "promote")
-    done = _ok(await client.call_tool("approve", {"run_id": run_id, "now": iso(APPROVE_AT)}))
+    done = _ok(await client.call_tool("approve", {"run_id": run_id, "now": iso(APPROVE_AT), "reason": "it beats v1"}))
     assert done["status"] == "promoted", done["outcome"]
     timeline = _ok(await client.call_tool("get_run", {"run_id": run_id}))
     assert [(s["stage"], s["status"]) for s in timeline["stages"]][-2:] == [
@@ -101,7 +101,7 @@ async def _agent_story(client: Client, ws: Workspace) -> None:
     ]
     new_champion = _ok(await client.call_tool("get_passport", {"model": PIPELINE}))["version"]
     assert new_champion not in (champion, version)
-    again = await client.call_tool("approve", {"run_id": run_id})
+    again = await client.call_tool("approve", {"run_id": run_id, "reason": "once more"})
     assert again.is_error and "is promoted; approve needs it paused" in again.content[0].text
 
 
@@ -140,10 +140,11 @@ def test_read_only_mode_hides_and_refuses_every_mutating_tool(demo_copy):
             assert listed == sorted(READ_ONLY_TOOLS)
             for name, arguments in [
                 ("run", {"pipeline": PIPELINE}),
-                ("approve", {"run_id": "x"}),
+                ("approve", {"run_id": "x", "reason": "r"}),
+                ("accept", {"run_id": "x", "reason": "r"}),
                 ("reject", {"run_id": "x", "reason": "r"}),
                 ("undo", {"run_id": "x"}),
-                ("promote", {"model": PIPELINE, "version": 1}),
+                ("promote", {"model": PIPELINE, "version": 1, "reason": "r"}),
                 ("drill", {}),
                 ("recover", {"run_id": "x"}),
             ]:
@@ -155,7 +156,7 @@ def test_read_only_mode_hides_and_refuses_every_mutating_tool(demo_copy):
 
     anyio.run(story)
     assert sorted(p.name for p in ws.runs.iterdir()) == runs_before
-    assert set(MUTATING_TOOLS) == {"run", "approve", "reject", "undo", "promote", "recover", "drill"}
+    assert set(MUTATING_TOOLS) == {"run", "approve", "reject", "accept", "undo", "promote", "recover", "drill"}
 
 
 def test_drill_errors_name_the_fix(demo_copy):

@@ -83,7 +83,7 @@ def test_openapi_documents_the_routes_and_the_bearer_scheme(api):
 def test_every_write_needs_the_token_and_the_right_one_starts_a_run(api, auth):
     client, _ = api
     routes = _write_routes(client)
-    assert len(routes) == 6
+    assert len(routes) == 7
     for path in routes:
         concrete = re.sub(r"\{version\}", "1", re.sub(r"\{[a-z_]+\}", PIPELINE, path))
         for headers, message in [
@@ -130,8 +130,8 @@ def test_errors_are_json_with_stable_codes_and_statuses(api, auth):
         (client.get("/runs/nope/events/stream"), 404, "run_not_found"),
         (client.get("/pipelines/nope/guard"), 404, "pipeline_not_found"),
         (client.post("/pipelines/nope/runs", headers=auth, json={}), 404, "pipeline_not_found"),
-        (client.post("/runs/nope/approve", headers=auth, json={}), 404, "run_not_found"),
-        (client.post(f"/runs/{finished}/approve", headers=auth, json={}), 409, "run_state"),
+        (client.post("/runs/nope/approve", headers=auth, json={"reason": "r"}), 404, "run_not_found"),
+        (client.post(f"/runs/{finished}/approve", headers=auth, json={"reason": "r"}), 409, "run_state"),
         (client.post(f"/pipelines/{PIPELINE}/runs", headers=auth, json={"policy": "yolo"}), 422, "invalid_input"),
         (client.post(f"/pipelines/{PIPELINE}/runs", headers=auth, json={"now": "tuesday"}), 422, "invalid_input"),
         (client.get(f"/runs/{finished}/events/stream", headers={"Last-Event-ID": "x"}), 422, "invalid_input"),
@@ -141,7 +141,7 @@ def test_errors_are_json_with_stable_codes_and_statuses(api, auth):
     for response, status, code in cases:
         assert (response.status_code, response.json()["error"]["code"]) == (status, code), response.text
         assert set(response.json()["error"]) == {"code", "message", "fix"}
-    refused = client.post(f"/runs/{finished}/approve", headers=auth, json={}).json()["error"]
+    refused = client.post(f"/runs/{finished}/approve", headers=auth, json={"reason": "r"}).json()["error"]
     assert refused["message"] == f"run {finished} is promoted; approve needs it paused"
     assert "only a run paused at a gate can be approved" in refused["fix"]
 
@@ -232,7 +232,9 @@ def test_insecure_local_writes_without_a_token_and_read_only_refuses_writes(demo
     ws, _ = demo_copy
     runs_before = sorted(p.name for p in ws.runs.iterdir())
     local = TestClient(create_app(ws, ApiSettings(insecure_local=True)), base_url="http://127.0.0.1")
-    assert local.post("/runs/nope/approve", json={}).json()["error"]["code"] == "run_not_found"  # past the auth
+    assert (
+        local.post("/runs/nope/approve", json={"reason": "r"}).json()["error"]["code"] == "run_not_found"
+    )  # past the auth
     read_only = TestClient(create_app(ws, ApiSettings(read_only=True)), base_url="http://127.0.0.1")
     for headers in ({}, {"Authorization": f"Bearer {TOKEN}"}):
         refused = read_only.post(f"/pipelines/{PIPELINE}/runs", headers=headers, json={})

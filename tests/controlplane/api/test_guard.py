@@ -157,7 +157,7 @@ def test_unknown_versions_and_over_long_ids_are_404(demo_copy):
     client = _client(ws, token=TOKEN)
     auth = {"Authorization": f"Bearer {TOKEN}"}
     cases = [
-        client.post(f"/models/{PIPELINE}/versions/999/promote", headers=auth),
+        client.post(f"/models/{PIPELINE}/versions/999/promote", headers=auth, json={"reason": "r"}),
         client.get("/runs/" + "x" * 5000),
         client.get(f"/models/{PIPELINE}/passport", params={"version": 999}),
         client.post("/runs/" + "y" * 300 + "/undo", headers=auth),

@@ -98,7 +98,7 @@ def _chmod_binds(tmp_path: Path) -> bool:
     [
         ["run", "delivery-eta"],
         ["land", "delivery-eta", "{data}"],
-        ["promote", "delivery-eta", "1"],
+        ["promote", "delivery-eta", "1", "--reason", "by hand"],
         ["watch", "--once"],
     ],
     ids=lambda c: c[0],

@@ -147,7 +147,9 @@ def test_a_promote_that_fails_ends_failed(demo_copy, monkeypatch, capsys):
         raise RuntimeError("boom")
 
     monkeypatch.setattr("controlplane.champion.promote.move_champion", move_champion)
-    code, _, err = kintsugi(monkeypatch, capsys, "promote", PIPELINE, str(version), "-w", str(ws.root))
+    code, _, err = kintsugi(
+        monkeypatch, capsys, "promote", PIPELINE, str(version), "--reason", "by hand", "-w", str(ws.root)
+    )
     assert code == 2
     record = load_run(ws, _one_line(err, "promote"))
     assert record.status is RunStatus.FAILED and record.outcome == "unexpected RuntimeError: boom"
@@ -176,7 +178,7 @@ def test_an_approve_refused_on_its_checkpoint_leaves_the_run_paused(demo_copy, m
     ws, result = demo_copy
     run_id, path = result.first.run_id, ws.run_dir(result.first.run_id) / "run.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), "status": "paused", "checkpoint": {"gate": "promote"}}))
-    code, _, err = kintsugi(monkeypatch, capsys, "approve", run_id, "-w", str(ws.root))
+    code, _, err = kintsugi(monkeypatch, capsys, "approve", run_id, "--reason", "ok", "-w", str(ws.root))
     assert code == 2 and len(err.splitlines()) == 1 and "checkpoint is unreadable" in err, err
     assert load_run(ws, run_id).status is RunStatus.PAUSED
 

@@ -70,7 +70,7 @@ def test_a_changed_model_file_is_named_and_model_signing_rejects_it_too(demo_cop
     assert any("model.pkl" in r for r in check.reasons), check.reasons
     assert subprocess.run(cli, capture_output=True, text=True).returncode != 0
     with pytest.raises(GateRefused, match="passport does not verify"):
-        promote(ws, PIPELINE, version)
+        promote(ws, PIPELINE, version, "by hand", actor="tester")
 
 
 def test_audit_checks_the_model_files_against_the_signed_passport_as_verify_does(demo_copy, monkeypatch, capsys):
@@ -165,11 +165,11 @@ def test_a_flipped_verdict_tag_or_an_edited_passport_does_not_make_a_blocked_ver
     before = champion(ws)
     with use_estimator(ws, "sklearn.dummy.DummyRegressor"):
         record = run_pipeline(ws, load_spec(ws, PIPELINE), now_ms=ms(DEMO_NOW + timedelta(minutes=20)))
-    assert record.status == "blocked", record.outcome
+    assert record.status == "kept", record.outcome  # the candidate lost: the champion stands
     blocked = record.last_event(Stage.PROMOTE).evidence["version"]
     client.set_model_version_tag(PIPELINE, str(blocked), "kintsugi.verdict", "APPROVED")  # a tag is not evidence
     with pytest.raises(GateRefused, match="its signed verdict is BLOCKED"):
-        promote(ws, PIPELINE, blocked)
+        promote(ws, PIPELINE, blocked, "by hand", actor="tester")
     passport = json.loads(
         LiteMetadata(ws.datahub_db, read_only=True)
         .aspect(model_urn(PIPELINE, blocked), s.MLModelPropertiesClass)
@@ -178,7 +178,7 @@ def test_a_flipped_verdict_tag_or_an_edited_passport_does_not_make_a_blocked_ver
     passport["body"]["verdict"]["verdict"] = "APPROVED"
     rewrite_passport(ws, PIPELINE, blocked, passport)
     with pytest.raises(GateRefused, match="passport does not verify"):  # nor is an edited passport
-        promote(ws, PIPELINE, blocked)
+        promote(ws, PIPELINE, blocked, "by hand", actor="tester")
     assert champion(ws) == before
     store = LiteMetadata(ws.datahub_db, read_only=True)
     assert datahub_champion(store, PIPELINE) == [before]  # exactly one version carries the champion tag

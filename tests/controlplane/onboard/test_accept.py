@@ -89,7 +89,7 @@ UNDO_AT, RERUN_AT = "2013-02-01T09:30:00+00:00", "2013-02-01T10:00:00+00:00"
 
 
 def _accept(ws: Workspace, run_id: str, *args: str) -> tuple[int, str, str]:
-    return cli("accept", run_id, "--reason", REASON, "--now", ACCEPT_AT, *args, workspace=ws.root)
+    return cli("accept", run_id, "--reason", REASON, "--as", "operator", "--now", ACCEPT_AT, *args, workspace=ws.root)
 
 
 def test_an_accepted_block_lets_its_batch_into_the_reference_and_the_next_batch_like_it_passes(blocked, tmp_path):
@@ -180,7 +180,16 @@ def test_undo_takes_the_batch_out_of_the_reference_and_the_block_returns(blocked
     before = load_state(ws, NAME)
     assert _accept(ws, run_id, "--finding", "drift:fee", "--finding", "drift:surcharge")[0] == 0
     code, out, err = cli(
-        "accept", run_id, "--undo", "--reason", "the campaign was a mistake", "--now", UNDO_AT, workspace=ws.root
+        "accept",
+        run_id,
+        "--undo",
+        "--reason",
+        "the campaign was a mistake",
+        "--as",
+        "operator",
+        "--now",
+        UNDO_AT,
+        workspace=ws.root,
     )
     assert code == 0, err
     assert out.startswith(f"withdrawn by operator (run {run_id}, batch after-")

@@ -21,7 +21,7 @@ def _paused(ws, at: str, seed: int) -> str:
     reseed(ws, NAME, seed)  # the same rows, another seed: a candidate is fit again, with no gain over the champion
     code, out, err = cli("run", NAME, "--now", at, workspace=ws.root)
     record = list_runs(ws)[-1]
-    assert code == 0, err  # a scheduler sees 0 for a run paused at review: nothing is wrong with the data
+    assert code == 3, err  # a scheduler sees 3 for a run paused at review: a person must decide
     assert record.status.value == "paused" and record.checkpoint["verdict"] == "NEEDS_REVIEW", record.outcome
     assert f"kintsugi approve {record.run_id} --reason" in out
     return record.run_id
@@ -39,7 +39,9 @@ def _passport(ws, version: int) -> dict:
 def test_needs_review_is_approved_by_a_person_with_the_reason_in_the_passport_or_rejected(onboarded, tmp_path):
     ws = copy_ws(onboarded[0], tmp_path / "ws")
     run_id = _paused(ws, "2013-01-02T07:00:00+00:00", seed=1)
-    code, out, err = cli("approve", run_id, "--reason", "same data, checked the residuals", workspace=ws.root)
+    code, out, err = cli(
+        "approve", run_id, "--reason", "same data, checked the residuals", "--as", "operator", workspace=ws.root
+    )
     assert code == 0 and "APPROVED v2" in out, err + out
     assert champion(ws, NAME) == 2
     body = _passport(ws, 2)
@@ -48,7 +50,7 @@ def test_needs_review_is_approved_by_a_person_with_the_reason_in_the_passport_or
     assert any("approved after review" in r for r in body["verdict"]["reasons"])
 
     run_id = _paused(ws, "2013-01-02T08:00:00+00:00", seed=2)
-    code, out, err = cli("reject", run_id, "--reason", "not worth a new version", workspace=ws.root)
+    code, out, err = cli("reject", run_id, "--reason", "not worth a new version", "--as", "operator", workspace=ws.root)
     assert code == 0 and "REJECTED v3" in out, err + out
     assert champion(ws, NAME) == 2
     assert _passport(ws, 3)["approval"] == {"approved": False, "reason": "not worth a new version", "by": "operator"}

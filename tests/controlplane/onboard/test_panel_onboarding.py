@@ -71,7 +71,7 @@ def test_a_panel_key_is_its_entity_and_its_period_and_the_next_periods_run_clean
     contract = (Workspace(root).contracts / f"{PIPELINE}.odcs.yaml").read_text()
     assert "minimum" not in contract.split("name: level", 1)[1].split("name:", 1)[0]  # signed: not bounded at 0
     code, out, err = cli("run", PIPELINE, "--now", "2007-01-01T03:00:00Z", "--json", workspace=root)
-    assert code in (0, 1), err
+    assert code in (0, 1, 3), err  # decided, blocked or paused: never an error
     for first in (6, 7):  # 2007, then 2008, when the flag switches on for every row of the period
         batch = tmp_path / f"batch-{first}.parquet"
         _periods(first, 1).to_parquet(batch, index=False)
@@ -89,4 +89,4 @@ def test_a_panel_key_is_its_entity_and_its_period_and_the_next_periods_run_clean
             if f.get("severity") == "block"
         ]
         assert blocking == [], blocking
-        assert record["status"] != "blocked" or "regresses" in json.dumps(record["outcome"])
+        assert record["status"] != "blocked", record["outcome"]  # a candidate that regresses keeps the champion

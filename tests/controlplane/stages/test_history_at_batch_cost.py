@@ -147,7 +147,9 @@ def test_duplicates_across_batches_come_from_the_key_index_and_an_undo_takes_its
     _land(ws, kept, tmp_path)
     record = run_pipeline(ws, spec, now_ms=int(at.timestamp() * 1000))
     if record.status == "paused":  # a warning on the label (the generator's rising congestion): a person approves
-        record = approve(ws, record.run_id, reason="a clean day", now_ms=int(at.timestamp() * 1000) + 60_000)
+        record = approve(
+            ws, record.run_id, reason="a clean day", by="tester", now_ms=int(at.timestamp() * 1000) + 60_000
+        )
     state = load_state(ws, PIPELINE)
     assert state is not None and record.status in ("promoted", "not_promoted"), record.outcome
     manifest = json.loads((index_folder(ws, PIPELINE) / "index.json").read_text())

@@ -26,7 +26,9 @@ def test_undo_leaves_a_champion_promoted_since_where_it_is(demo_copy):
     ran = kintsugi_process(ws, "run", PIPELINE, "--now", RUN_AT)
     assert ran.returncode == 0 and champion(ws) == 3, ran.stdout[-2000:] + ran.stderr[-2000:]
     run_id = list_runs(ws)[-1].run_id
-    promoted = kintsugi_process(ws, "promote", PIPELINE, "1")  # a person's move after the run
+    promoted = kintsugi_process(
+        ws, "promote", PIPELINE, "1", "--reason", "back to the first"
+    )  # a person's move after the run
     assert promoted.returncode == 0, promoted.stderr
     undone = kintsugi_process(ws, "undo", run_id)
     assert undone.returncode == 0, undone.stdout[-2000:] + undone.stderr[-2000:]

@@ -110,7 +110,7 @@ def test_auto_rolls_the_champion_back_once_and_undo_restores_it(demo_copy, monke
     assert _watch(monkeypatch, capsys, ws)[0] == 0
     assert len(list_runs(ws)) == before and champion(ws) == 1
     # a standing rollback keeps v2 out of settle: undoing an unrelated move of the champion lands on v1, not v2
-    manual = promote_version(ws, PIPELINE, 1)
+    manual = promote_version(ws, PIPELINE, 1, reason="back to the first", by="tester")
     assert undo(ws, manual.run_id).status == "undone" and champion(ws) == 1
     # undo of the rollback restores v2, at risk again; the next pass does not roll back twice: it flags v2
     assert undo(ws, rollback.run_id).status == "undone"
@@ -138,9 +138,11 @@ def test_ratify_proposes_the_rollback_and_approve_applies_it(demo_copy, monkeypa
     assert UNSAFE_TAG in _mark(ws)[2]
     code, out, _ = _watch(monkeypatch, capsys, ws, "--policy", "ratify")
     assert code == 1 and "waits for `kintsugi approve`" in out and len(_records(ws, "rollback")) == 1
-    record = approve(ws, proposal.run_id, reason="orders are wrong", now_ms=ms(WATCH_AT + timedelta(minutes=5)))
+    record = approve(
+        ws, proposal.run_id, reason="orders are wrong", by="tester", now_ms=ms(WATCH_AT + timedelta(minutes=5))
+    )
     assert record.status == "rolled-back", record.outcome
-    assert champion(ws) == 1 and "approved by operator: orders are wrong" in record.outcome
+    assert champion(ws) == 1 and "approved by tester: orders are wrong" in record.outcome
     assert UNSAFE_TAG not in _mark(ws)[2] and "kintsugi.flagged" not in _mlflow_tags(ws, 2)
     assert _watch(monkeypatch, capsys, ws, "--policy", "ratify")[0] == 0
 
