@@ -99,8 +99,11 @@ def revert(pipeline: PipelineOption, workspace: WorkspaceOption = None) -> None:
 
 
 @chaos_app.command("list")
-def list_scenarios(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-    """The registered scenarios: what each corrupts and what the guard should say."""
+def list_scenarios(
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    workspace: WorkspaceOption = None,
+) -> None:
+    """The registered scenarios: what each corrupts and what the guard should say (the same in every workspace)."""
     from chaos.catalog import get_scenario
     from chaos.drill import default_scenarios
     from chaos.observe import expected_outcome

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from controlplane.cli.lazy import contracts, services
-from controlplane.cli.options import WorkspaceOption, require_estate
+from controlplane.cli.options import UnreadWorkspaceOption, WorkspaceOption, require_estate
 from controlplane.workspace import resolve_workspace
 
 __all__ = ["register"]
@@ -22,8 +22,9 @@ def contract_infer(
     dataset: Annotated[str, typer.Option(help="DataHub URN of the dataset the contract governs.")],
     unit: Annotated[Optional[list[str]], typer.Option(help="COLUMN=UNIT, once per numeric column.")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Write the YAML here instead of stdout.")] = None,
+    workspace: UnreadWorkspaceOption = None,
 ) -> None:
-    """Propose an ODCS contract from a reference snapshot, for review."""
+    """Propose an ODCS contract from a reference snapshot, for review (reads the file only, no workspace)."""
     text, unanswered = contracts.infer_contract(data, dataset, unit or [])
     if out is not None:
         out.write_text(text)
