@@ -63,7 +63,9 @@ COUNTS = (
     "ended_blocked",
     "guard_blocks",
     "errors",
+    "decided",
     "promoted",
+    "kept",
     "unchanged",
     "needs_review",
     "failures",
@@ -373,6 +375,14 @@ def _scratch(name: str, keep: str | None) -> Iterator[str]:
     yield str(folder)
 
 
+def _erred(run: dict[str, Any]) -> bool:
+    """A run that ended in an error, or whose guard could not evaluate a check (a `check_error` finding fails closed,
+    but it is the guard's error, not the data's)."""
+    return run["status"] in ("error", "failed") or any(
+        f.get("kind") == "check_error" for f in run.get("detect_blocked_by") or []
+    )
+
+
 def counts(row: dict[str, Any]) -> dict[str, int]:
     runs = row.get("runs", [])
     cases = row.get("drill", {}).get("cases", [])
@@ -382,8 +392,10 @@ def counts(row: dict[str, Any]) -> dict[str, int]:
         "false_blocks": sum(bool(r.get("detect_blocked_by")) for r in runs),  # the guard blocked a clean batch
         "ended_blocked": sum(r["status"] == "blocked" for r in runs),
         "guard_blocks": sum(r["status"] == "blocked" and r.get("stage") != "promote" for r in runs),
-        "errors": sum(r["status"] in ("error", "failed") for r in runs) + sum(c["error"] for c in cases),
+        "errors": sum(_erred(r) for r in runs) + sum(c["error"] for c in cases),
+        "decided": sum(r["status"] in ("promoted", "kept", "unchanged") for r in runs),  # without a person
         "promoted": sum(r["status"] == "promoted" for r in runs),
+        "kept": sum(r["status"] == "kept" for r in runs),  # the candidate lost: the champion stands
         "unchanged": sum(r["status"] == "unchanged" for r in runs),
         "needs_review": sum(r["status"] in ("needs-review", "paused") for r in runs),
         "failures": len(cases),
