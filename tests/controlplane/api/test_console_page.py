@@ -47,7 +47,7 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def console(at_risk_estate) -> Iterator[tuple[str, Workspace, str]]:
     """(url, workspace, paused rollback): the app `kintsugi serve` composes (API, drills, MCP), with a token."""
     ws, proposal = at_risk_estate
-    with served(build_app(ws, ApiSettings(token=TOKEN))) as url:
+    with served(build_app(ws, ApiSettings(token=TOKEN, token_name="console-operator"))) as url:
         yield url, ws, proposal
 
 
@@ -203,7 +203,7 @@ def test_a_rollback_approved_from_the_page_moves_the_champion_in_mlflow(browser,
         record = httpx.get(f"{url}/runs/{proposal}").json()
         assert (
             record["status"] == "rolled-back"
-            and "approved by operator: orders were double-counted" in record["outcome"]
+            and "approved by http:console-operator: orders were double-counted" in record["outcome"]
         )
         page.wait_for_function("document.querySelector('#approvals').textContent.includes('no run waits')")
         page.locator("#queue").screenshot(path=str(shots / "queue-after-approve.png"))
