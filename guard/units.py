@@ -74,7 +74,7 @@ CATALOGUE: dict[str, tuple[str, ...]] = {
     "area": ("m**2", "km**2", "hectare", "ft**2", "acre"),
     "volume": ("l", "ml", "m**3", "gallon"),
     "mass": ("kg", "g", "mg", "lb", "oz", "t"),
-    "time": ("s", "ms", "min", "h", "day"),
+    "time": ("s", "ms", "min", "h", "day", "week", "month", "year"),  # a month is pint's: a twelfth of 365.25 days
     "temperature": ("degC", "degF", "K"),
     "speed": ("m/s", "km/h", "mph", "knot", "ft/s"),
     "pressure": ("Pa", "hPa", "kPa", "bar", "inHg", "mmHg", "psi", "atm"),

@@ -165,6 +165,10 @@ _NAMED: list[tuple[frozenset[str], str]] = [
     (frozenset({"millis", "msec"}), "ms"),
     (frozenset({"mins", "minutes"}), "min"),
     (frozenset({"hr", "hrs", "hours"}), "h"),
+    (frozenset({"days"}), "day"),  # plurals only: a quantity of them; `day`, `week`, `month` alone are date parts
+    (frozenset({"weeks", "wks"}), "week"),
+    (frozenset({"months", "mos"}), "month"),
+    (frozenset({"years", "yrs"}), "year"),
     (frozenset({"pct", "percent", "perc", "percentage"}), "percent"),
     (frozenset({"usd", "dollars"}), "USD"),
     (frozenset({"cents"}), "USD_cent"),

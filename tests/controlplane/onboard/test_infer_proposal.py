@@ -39,6 +39,9 @@ def _frame(n: int = 300, **columns) -> pd.DataFrame:
         ("trip_mi", lambda r, n: r.uniform(0.5, 12, n), "mi", True),
         ("prep_time_min", lambda r, n: r.uniform(2, 40, n), "min", False),  # minutes, or a minimum: asked
         ("wait_minutes", lambda r, n: r.uniform(2, 40, n), "min", True),
+        ("supply_months", lambda r, n: r.uniform(2, 9, n), "month", True),
+        ("lead_days", lambda r, n: r.uniform(1, 30, n), "day", True),
+        ("tenure_years", lambda r, n: r.uniform(0, 30, n), "year", True),
         ("temp", lambda r, n: r.normal(12, 6, n), "degC", True),
         ("temp", lambda r, n: r.normal(55, 12, n) + 40, "degF", True),
         ("wind_mph", lambda r, n: r.uniform(0, 30, n), "mph", True),

@@ -335,3 +335,21 @@ def test_a_rescaling_read_against_a_partner_records_its_correlation_and_its_move
 def test_a_pair_that_moves_together_is_no_rescaling_of_either(tmp_path: Path) -> None:
     found = _panel_findings(tmp_path, {"previous": 2.5, "count": 2.5})
     assert not [f for f in found if f[0] is FindingKind.SCALE_SHIFT or f[2] is Severity.BLOCK], found
+
+
+@pytest.mark.parametrize(
+    "declared, written, factor",
+    [("month", "week", 365.25 / 12 / 7), ("day", "h", 24.0), ("week", "day", 7.0), ("year", "month", 12.0)],
+)
+def test_a_duration_written_in_another_time_unit_is_named_with_its_factor(tmp_path, declared, written, factor):
+    contract = Contract(
+        URN,
+        (ColumnContract("ts", "timestamp"), ColumnContract("level", "number", unit=declared)),
+        event_timestamp_column="ts",
+    )
+    snapshots = _months(tmp_path / "table.parquet", _last_month_times(factor))
+    reference = build_reference([s.batch for s in snapshots[:2]])  # type: ignore[misc]
+    report = run_guard(with_repeats_counted(GuardContext(URN, contract, snapshots[2], reference, (), now_ms=0)))
+    (unit,) = [f for f in report.blocking if f.kind is K.UNIT_MISMATCH]
+    assert (unit.column, unit.params["actual_unit"]) == ("level", written), [f.message for f in report.findings]
+    assert unit.params["scale"] == pytest.approx(factor, rel=1e-6)
