@@ -30,6 +30,7 @@ __all__ = [
     "S3Store",
     "sha256_file",
     "file_hash",
+    "bytes_hash",
     "content_hash",
     "copy_hashing",
 ]
@@ -76,6 +77,11 @@ def sha256_file(path: Path) -> str:
 def file_hash(path: Path) -> str:
     """The one hash of a file's bytes the loop records and compares: `sha256:` and the hex digest."""
     return "sha256:" + sha256_file(path)
+
+
+def bytes_hash(data: bytes | memoryview) -> str:
+    """`file_hash` of bytes already in memory: what a reader that hashes exactly the bytes it decodes compares."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def _sha_stream(handle: BinaryIO) -> str:

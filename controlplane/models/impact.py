@@ -40,7 +40,7 @@ def measure_impact(run: RunContext, trained: Trained) -> Impact | None:
 def _poisoned_scores(run: RunContext, pinned: Pinned, trained: Trained) -> dict[str, float]:
     training = run.spec.training
     verify_file(run.ws, pinned.table, pinned.table_hash, "measuring the heal's impact")
-    labelled, _, _, _ = labelled_of(run, pinned.path(run.ws))  # over the row budget: a sample, as trained
+    labelled, _, _, _ = labelled_of(run, pinned.table, pinned.table_hash)  # over the row budget: a sample, as trained
     holdout = holdout_of(run, trained.view).holdout
     with training_errors_mapped():
         train_df, _ = time_holdout(labelled, training.time_column, training.holdout_fraction)

@@ -21,7 +21,7 @@ from controlplane.runs.facts import Pinned  # a value of the run record; this mo
 from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace
 from tables import locations
-from tables.objectstore import LocationError, file_hash
+from tables.objectstore import LocationError, bytes_hash, file_hash
 from tables.objectstore import TableChanged as LocationChanged
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "append_batch",
     "batch_row_count",
     "verify_file",
+    "read_verified",
     "live_hash",
     "publish_table",
     "restore_table",
@@ -120,6 +121,25 @@ def verify_file(ws: Workspace, table: str, expected: str, stage: str) -> None:
             f"the table changed during the run (before {stage}): {table} no longer hashes to {expected}",
             "start a new run on the current data",
         )
+
+
+def read_verified(ws: Workspace, table: str, expected: str, stage: str) -> bytes:
+    """The bytes of a pinned file, read once and hashed as read: a stage decodes exactly these, so no rewrite of the
+    file between a check and a read can reach it (there is no second read). Not the bytes the guard passed: the run
+    must end (`TableChanged`)."""
+    try:
+        data = ws.path(table).read_bytes()
+    except OSError as exc:
+        raise TableChanged(
+            f"the table changed during the run (before {stage}): {table} cannot be read ({exc.strerror})",
+            "start a new run on the current data",
+        ) from exc
+    if bytes_hash(data) != expected:
+        raise TableChanged(
+            f"the table changed during the run (before {stage}): {table} no longer hashes to {expected}",
+            "start a new run on the current data",
+        )
+    return data
 
 
 def live_hash(ws: Workspace, spec: PipelineSpec) -> str:

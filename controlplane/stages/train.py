@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from controlplane.datahub.datasets import walk_upstream
@@ -29,10 +30,10 @@ from controlplane.onboard.odcs import read_contract
 from controlplane.runs.context import RunContext, crash_point
 from controlplane.stages.detect import TrainingView
 from controlplane.stages.governance import govern
-from controlplane.stages.pin import verify_file
+from controlplane.stages.pin import read_verified, verify_file
 from controlplane.vocab import LedgerKind, Stage
+from profiles.profiler import frame_of
 from profiles.records import Record
-from profiles.snapshot import read_frame
 from training import errors as training_errors
 from training.known import row_keys, score_known
 from training.model import Predictions, fit, gain_error_of, leaned_on, score, time_holdout, training_rows_key
@@ -125,33 +126,36 @@ class Split:
 
 def holdout_of(run: RunContext, view: TrainingView) -> Split:
     """The time split of exactly the guarded bytes' labelled rows (a sample of them over the row budget)."""
-    verify_file(run.ws, view.table, view.table_hash, "training")
-    rows, total, labelled, sample = labelled_of(run, run.ws.path(view.table))
+    rows, total, labelled, sample = labelled_of(run, view.table, view.table_hash)
     with training_errors_mapped():
         train_df, holdout = time_holdout(rows, run.spec.training.time_column, run.spec.training.holdout_fraction)
     return Split(train_df, holdout, total, labelled, sample)
 
 
-def labelled_of(run: RunContext, path: Path) -> tuple[pd.DataFrame, int, int, dict[str, Any] | None]:
-    """(the rows to train on, the table's rows, its labelled rows, the sample's description or None) of a table
-    file: its labelled rows, or a sample of `row_budget` of them drawn by the run's engine."""
-    training = run.spec.training
-    if _labelled_rows(path, training.target) > run.spec.row_budget:
+def labelled_of(run: RunContext, table: str, table_hash: str) -> tuple[pd.DataFrame, int, int, dict[str, Any] | None]:
+    """(the rows to train on, the table's rows, its labelled rows, the sample's description or None) of a pinned
+    table file (workspace-relative, with the hash the guard passed): its labelled rows, decoded from the very
+    bytes that were hashed (`read_verified`: one read, no second open); or, over the row budget, a sample of
+    `row_budget` of them drawn by the run's engine from the file, whose bytes are checked again after the draw."""
+    training, path = run.spec.training, run.ws.path(table)
+    footer = pq.ParquetFile(path)  # which way to read, only: what is learned is read below, verified
+    if footer.metadata.num_rows > run.spec.row_budget and _labelled_rows(footer, training.target) > run.spec.row_budget:
         rows, total, sample = _sample(run, path)
+        verify_file(run.ws, table, table_hash, "training")  # the engine read the file by path: the same bytes?
         return rows, total, int(sample["labelled_rows"]), sample
+    parquet = pq.ParquetFile(pa.BufferReader(read_verified(run.ws, table, table_hash, "training")))
     wanted = {*training.features, training.target, training.time_column}
-    present = [name for name in pq.read_schema(path).names if name in wanted]  # a missing one: fit names it
-    frame = read_frame(path, present)
+    present = [name for name in parquet.schema_arrow.names if name in wanted]  # a missing one: fit names it
+    frame = frame_of(parquet.read(columns=present))
     rows = frame[frame[training.target].notna()] if training.target in frame else frame
     return rows, len(frame), len(rows), None
 
 
-def _labelled_rows(path: Path, target: str) -> int:
+def _labelled_rows(parquet: pq.ParquetFile, target: str) -> int:
     """Rows with a label (all rows when the table has no label column: training says what is missing)."""
-    parquet = pq.ParquetFile(path)
     if target not in parquet.schema_arrow.names:
         return parquet.metadata.num_rows
-    column = pq.read_table(path, columns=[target]).column(0)
+    column = parquet.read(columns=[target]).column(0)
     return len(column) - column.null_count
 
 

@@ -150,3 +150,49 @@ def test_an_in_place_rewrite_at_any_point_of_a_run_is_never_trained_on(demo_copy
         if record.status != baseline.status and not (record.status == "blocked" and CHANGED.search(record.outcome)):
             failures.append(f"{point}: ended {record.status}: {record.outcome}")
     assert not failures, "\n".join(failures)
+
+
+def _pinned_copy(ws: Workspace) -> Path | None:
+    """The newest run's own pinned copy (`runs/<id>/snapshot/files/`), once the run has pinned."""
+    newest = max((p for p in ws.runs.iterdir() if p.is_dir()), default=None)
+    found = sorted(newest.glob("snapshot/files/*.parquet")) if newest is not None else []
+    return found[0] if found else None
+
+
+def test_a_rewrite_of_the_runs_own_pinned_copy_at_any_point_is_never_learned(demo_copy, monkeypatch, tmp_path):
+    """The pin itself rewritten in place (by another job on the host, say) at every stage boundary and after every
+    hash check of a file: training decodes exactly the bytes it hashed, so no version trained on the rewritten
+    bytes is registered, let alone promoted; the run trains on what the guard passed or ends BLOCKED."""
+    pristine, _ = demo_copy
+    reseed(pristine)  # the same rows, another fit: training reads the pin itself
+    now_ms = ms(DEMO_NOW + timedelta(minutes=30))
+    points: list[str] = []
+    baseline_ws = _fresh(pristine, tmp_path / "baseline")
+    baseline = _run(baseline_ws, monkeypatch, points.append, now_ms)
+    guarded = _trained(baseline_ws, baseline)
+    assert guarded is not None, baseline.outcome
+
+    failures, rewritten = [], 0
+    for index, point in enumerate(points):
+        ws = _fresh(pristine, tmp_path / f"at-{index}")
+        done: list[str] = []
+
+        def at_point(name: str, point: str = point, ws: Workspace = ws, done: list[str] = done) -> None:
+            pinned = _pinned_copy(ws)
+            if name == point and not done and pinned is not None:
+                os.chmod(pinned, 0o644)  # its owner can: read-only keeps out accidents, not its owner
+                _rewrite_in_place(pinned, _leaking_bytes(pinned))
+                done.append(name)
+
+        before = champion(ws)
+        record = _run(ws, monkeypatch, at_point, now_ms)
+        rewritten += bool(done)
+        trained = _trained(ws, record)
+        if trained is not None and trained.rows != guarded.rows:
+            failures.append(f"{point}: trained on the rewritten pin {trained} (guarded: {guarded})")
+        if champion(ws) != before and (trained is None or champion(ws) != trained.version):
+            failures.append(f"{point}: the champion moved to v{champion(ws)}, not to the version this run trained")
+        if record.status != baseline.status and not (record.status == "blocked" and CHANGED.search(record.outcome)):
+            failures.append(f"{point}: ended {record.status}: {record.outcome}")
+    assert rewritten >= 3, points  # the pin existed at several points: the guard's, training's, the gate's
+    assert not failures, "\n".join(failures)
