@@ -17,10 +17,11 @@ import numpy as np
 import pandas as pd
 
 from guard.findings import Finding
+from profiles.profile import TimeWindow
 from profiles.relations import epoch_ms_of
 from remediations.registry import PlaybookRefused
 
-__all__ = ["selected_rows", "describe_rows", "row_key"]
+__all__ = ["selected_rows", "window_mask", "describe_rows", "row_key"]
 
 
 def selected_rows(table: pd.DataFrame, finding: Finding) -> np.ndarray:
@@ -40,12 +41,25 @@ def selected_rows(table: pd.DataFrame, finding: Finding) -> np.ndarray:
             f"{values.dtype}, not a timestamp; heal by hand"
         )
     stamps, present = epoch_ms_of(values)
-    mask = present.copy()
-    if rows.after_ms is not None:
-        mask &= stamps > int(rows.after_ms)
-    if rows.through_ms is not None:
-        mask &= stamps <= int(rows.through_ms)
+    mask = _in_window(stamps, present, rows.after_ms, rows.through_ms)
     return mask | _named(table, stamps, present & ~mask, [(r.at_ms, r.key) for r in rows.also])
+
+
+def window_mask(table: pd.DataFrame, window: TimeWindow) -> np.ndarray:
+    """The rows whose time lies in the window (none where the table lacks its time column)."""
+    if window.column not in table.columns:
+        return np.zeros(len(table), dtype=bool)
+    stamps, present = epoch_ms_of(table[window.column])
+    return _in_window(stamps, present, window.after_ms, window.through_ms)
+
+
+def _in_window(stamps: np.ndarray, present: np.ndarray, after_ms: int | None, through_ms: int | None) -> np.ndarray:
+    mask = present.copy()
+    if after_ms is not None:
+        mask &= stamps > int(after_ms)
+    if through_ms is not None:
+        mask &= stamps <= int(through_ms)
+    return mask
 
 
 def _named(table: pd.DataFrame, stamps: np.ndarray, outside: np.ndarray, named: list[tuple[int, str]]) -> np.ndarray:

@@ -12,7 +12,7 @@ from controlplane.errors import KintsugiError
 from controlplane.models.modelstore import training_errors_mapped
 from controlplane.runs.context import RunContext
 from controlplane.runs.facts import Impact
-from controlplane.stages.pin import Pinned, verify_file
+from controlplane.stages.pin import Pinned
 from controlplane.stages.train import Trained, holdout_of, labelled_of
 from training.model import evaluate, fit, time_holdout
 
@@ -39,8 +39,7 @@ def measure_impact(run: RunContext, trained: Trained) -> Impact | None:
 
 def _poisoned_scores(run: RunContext, pinned: Pinned, trained: Trained) -> dict[str, float]:
     training = run.spec.training
-    verify_file(run.ws, pinned.table, pinned.table_hash, "measuring the heal's impact")
-    labelled, _, _, _ = labelled_of(run, pinned.table, pinned.table_hash)  # over the row budget: a sample, as trained
+    labelled = labelled_of(run, pinned.table, pinned.table_hash).rows  # over the row budget: a sample, as trained
     holdout = holdout_of(run, trained.view).holdout
     with training_errors_mapped():
         train_df, _ = time_holdout(labelled, training.time_column, training.holdout_fraction)

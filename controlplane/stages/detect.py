@@ -24,6 +24,7 @@ from guard.findings import GuardReport
 from profiles.engines.keys import KeyHashes
 from profiles.profile import BatchProfile, DatasetProfile
 from profiles.records import Record
+from remediations.aside import SetAside
 
 __all__ = ["Detected", "TrainingView", "detect", "summary", "pin_reading_contract"]
 
@@ -39,8 +40,11 @@ class TrainingView(Record):
     profile: DatasetProfile | None = field(default=None, compare=False)  # their profile (not persisted)
     batch: BatchProfile | None = field(default=None, compare=False)  # their new batch, kept once it passes
     keys: KeyHashes | None = field(default=None, compare=False)  # its keys, hashed, for the key index (`Guarded.keys`)
+    # rows this run set aside (rules), and the workspace-relative table they stay in (what is published)
+    set_aside: tuple[SetAside, ...] = field(default=(), compare=False)
+    published: str = field(default="", compare=False)
 
-    _omit = ("profile", "batch", "keys")  # not persisted
+    _omit = ("profile", "batch", "keys", "set_aside", "published")  # not persisted
 
 
 @dataclass(frozen=True)

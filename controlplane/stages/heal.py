@@ -19,6 +19,7 @@ from guard.contract import Contract
 from guard.findings import Finding, GuardReport, Verdict
 from guard.registry import CHECKS
 from profiles.records import Record
+from remediations.aside import set_aside_by
 from remediations.registry import HealStep
 from remediations.sandbox import HealOutcome, heal_copy
 
@@ -192,7 +193,10 @@ def verify(run: RunContext, healed: Healed) -> TrainingView | Blocked:
     if report.verdict is not Verdict.CLEAN:
         return Blocked(Stage.VERIFY, "BLOCKED: the heal did not verify (incident stays open)")
     profile = guarded.context.snapshot.profile if guarded.context.snapshot is not None else None
-    return TrainingView(healed.view_path, healed.view_hash, "", report, profile, guarded.batch, guarded.keys)
+    rules = tuple(rule for step in healed.steps if (rule := set_aside_by(step)) is not None)
+    return TrainingView(
+        healed.view_path, healed.view_hash, "", report, profile, guarded.batch, guarded.keys, rules, healed.healed_path
+    )
 
 
 def heal_notes(run_id: str, healed: Healed) -> str:

@@ -46,12 +46,13 @@ from controlplane.stages.pin import pin_table
 from controlplane.workspace import Workspace
 from profiles.batches import iter_batches
 from profiles.engines.keys import KeyHashes
-from profiles.fingerprints import FingerprintCache, fingerprint_of_profile, fingerprint_windows
+from profiles.fingerprints import Fingerprint, FingerprintCache, fingerprint_of_profile, fingerprint_windows
 from profiles.hashing import HashFormatError
 from profiles.outline import outline, outline_from_json
 from profiles.profile import BatchProfile, TimeWindow
 from profiles.reference import REFERENCE_FORMAT, Reference, reference_of
 from profiles.snapshot import Snapshot, SnapshotError, read_snapshot
+from remediations.aside import KeptAside, SetAside
 
 __all__ = [
     "ReferenceState",
@@ -61,6 +62,8 @@ __all__ = [
     "load_state",
     "load_reference",
     "save_batch",
+    "kept_asides",
+    "set_aside_rules",
     "establish",
     "new_rows_window",
     "kept_batches",
@@ -100,6 +103,35 @@ def state_path(ws: Workspace, pipeline: str) -> Path:
 
 def _batch_path(ws: Workspace, pipeline: str, batch_id: str) -> Path:
     return _folder(ws, pipeline) / "batches" / _batch_path_name(batch_id)
+
+
+def _aside_path(ws: Workspace, pipeline: str, batch_id: str) -> Path:
+    return _folder(ws, pipeline) / "aside" / _batch_path_name(batch_id)
+
+
+def kept_asides(ws: Workspace, pipeline: str, state: ReferenceState) -> dict[str, KeptAside]:
+    """What the runs that kept the reference's batches set aside, by batch (only batches it still keeps)."""
+    found = {}
+    for batch_id in state.batches:
+        path = _aside_path(ws, pipeline, batch_id)
+        if not path.is_file():
+            continue
+        try:
+            found[batch_id] = KeptAside.from_dict(json.loads(path.read_text()))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise WorkspaceError(
+                f"what was set aside with batch {batch_id} ({ws.rel(path)}) is unreadable ({exc})",
+                "restore it from a backup, or establish the reference again with `kintsugi init --force`",
+            ) from exc
+    return found
+
+
+def set_aside_rules(ws: Workspace, pipeline: str) -> tuple[SetAside, ...]:
+    """Every rule of rows set aside that the kept reference holds: what every training leaves out."""
+    state = load_state(ws, pipeline)
+    if state is None:
+        return ()
+    return tuple(rule for aside in kept_asides(ws, pipeline, state).values() for rule in aside.rules)
 
 
 def _batch_path_name(batch_id: str) -> str:
@@ -276,13 +308,25 @@ def with_window_closed(batch: BatchProfile) -> BatchProfile:
 
 
 def save_batch(
-    ws: Workspace, pipeline: str, batch: BatchProfile, state: ReferenceState, *, keys: KeyHashes | None = None
+    ws: Workspace,
+    pipeline: str,
+    batch: BatchProfile,
+    state: ReferenceState,
+    *,
+    keys: KeyHashes | None = None,
+    aside: KeptAside | None = None,
 ) -> ReferenceState:
     """Keep a passed batch and move the watermark past it (idempotent for a batch already kept). `keys`: every
     complete key of the batch's rows, hashed as its guard read them, for the key index beside the reference
-    (`key_history.extend`; without them the next guard catches the index up from the table)."""
+    (`key_history.extend`; without them the next guard catches the index up from the table). `aside`: what the run
+    that passed it set aside (kept beside it; none: any an earlier keeping of the same batch left is removed)."""
     batch = with_window_closed(batch)
     text = batch.to_json()
+    aside_path = _aside_path(ws, pipeline, batch.batch_id)
+    if aside is not None:
+        _write(aside_path, json.dumps(aside.to_dict(), sort_keys=True))
+    else:
+        aside_path.unlink(missing_ok=True)
     _write(_batch_path(ws, pipeline, batch.batch_id), text)
     new = _kept(state, batch)
     _save_state(ws, pipeline, new)
@@ -417,11 +461,19 @@ def changed_batches(
     hits, reads, footers = cache.hits, cache.reads, cache.footers
     try:
         now, outside = fingerprint_windows(table, windows, cache, rest=new_rows_window(state))
-        moved = [b for b, f in zip(batches, now) if not f.matches(fingerprint_of_profile(b.profile))]
+        asides = kept_asides(ws, pipeline, state)
+        moved = [b for b, f in zip(batches, now) if not f.matches(_expected_print(b, asides))]
         changed = [(kept.whole(b.batch_id), read(table, window=b.window, batch_id=b.batch_id)) for b in moved]
     except (OSError, ValueError, SnapshotError, pa.ArrowException) as exc:
         raise DataError(f"cannot check the history of {table}: {exc}", "replace the table with a readable one") from exc
     return History(changed, outside, cache.reads - reads, cache.hits - hits, cache.footers - footers)
+
+
+def _expected_print(batch: BatchProfile, asides: dict[str, KeptAside]) -> Fingerprint:
+    """What a kept batch's rows must still look like in the table: as the table held them when it passed (its
+    rows set aside included, when its run set any aside), else as the passed rows were profiled."""
+    aside = asides.get(batch.batch_id)
+    return aside.held if aside is not None else fingerprint_of_profile(batch.profile)
 
 
 def forget_after(ws: Workspace, pipeline: str, batches: int, watermark_ms: int | None) -> None:

@@ -17,13 +17,17 @@ from controlplane.stages.kept_reference import (
     load_reference,
     load_state,
     save_batch,
+    set_aside_rules,
+    with_window_closed,
 )
 from controlplane.stages.pin import Pinned, publish_table, verify_file
 from controlplane.vocab import LedgerKind, Stage
 from controlplane.watch.memory import resolution_line
 from guard.findings import GuardReport
 from profiles.engines.keys import KeyHashes
+from profiles.fingerprints import fingerprint_windows
 from profiles.profile import BatchProfile, DatasetProfile
+from remediations.aside import KeptAside
 
 __all__ = ["publish", "resolve", "resolve_cleared", "remember_reference", "keep_batch", "forget_batch"]
 
@@ -85,10 +89,12 @@ def resolve(run: RunContext, incidents: tuple[IncidentRef, ...], healed: Healed)
 
 
 def resolve_cleared(run: RunContext, report: GuardReport) -> None:
-    """ACTIVE incidents this guard raised on the table whose failure it no longer sees: cleared at the source."""
+    """ACTIVE incidents this guard raised on the table whose failure it no longer sees: cleared at the source. Not
+    one whose rows are still set aside (`remediations.aside`): the guard no longer reads them, they are not fixed."""
     if not run.writes:
         return
     failing = {f.key for f in report.blocking}
+    failing |= {rule.key(run.spec.feature_table) for rule in set_aside_rules(run.ws, run.spec.name)}
     cleared = []
     for row in read_incidents(run.metadata):
         if row.state == "ACTIVE" and run.spec.feature_table in row.datasets and row.key and row.key not in failing:
@@ -109,12 +115,21 @@ def remember_reference(run: RunContext, view: TrainingView) -> None:
         return
     state = load_state(run.ws, run.spec.name)
     if state is not None and view.batch is not None:
-        keep_batch(run, view.batch, state, keys=view.keys)
+        keep_batch(run, view.batch, state, keys=view.keys, aside=_aside_of(run, view, view.batch))
         return
     reference = load_reference(run.ws, run.spec.name) if state is not None else None
     profile = reference.profile if reference is not None else view.profile
     if profile is not None:
         _emit_profile(run, profile)
+
+
+def _aside_of(run: RunContext, view: TrainingView, batch: BatchProfile) -> KeptAside | None:
+    """What the run set aside, with the fingerprint of the batch's window as the published table holds it."""
+    window = with_window_closed(batch).window
+    if not view.set_aside or not view.published or window is None:
+        return None
+    held = fingerprint_windows(run.ws.path(view.published), [window])[0][0]
+    return KeptAside(view.set_aside, held)
 
 
 def keep_batch(
@@ -124,6 +139,7 @@ def keep_batch(
     *,
     previous: dict[str, Any] | None = None,
     keys: KeyHashes | None = None,
+    aside: KeptAside | None = None,
 ) -> None:
     """A batch joins the reference: kept in the workspace, journaled with where the reference stood before (what
     an undo goes back to; `previous`, when a retry finds the batch kept already), and the merged reference written
@@ -131,7 +147,7 @@ def keep_batch(
     `keys`: the batch's keys as its guard hashed them, for the key index beside the reference."""
     before = previous or {"batches": len(state.batches), "watermark_ms": state.watermark_ms}
     with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, batch=batch.batch_id, previous=before):
-        save_batch(run.ws, run.spec.name, batch, state, keys=keys)
+        save_batch(run.ws, run.spec.name, batch, state, keys=keys, aside=aside)
     reference = load_reference(run.ws, run.spec.name)
     if reference is not None:
         _emit_profile(run, reference.profile)

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from controlplane.datahub.datasets import walk_upstream
 from controlplane.datahub.history import health_at, unhealed_at
-from controlplane.datahub.incidents import IncidentRef
+from controlplane.datahub.incidents import IncidentRef, read_incidents
 from controlplane.errors import DataError, KintsugiError
 from controlplane.models import passport_signing as passport
 from controlplane.models.champion_scores import PredictionsKey, load_known, save_known
@@ -30,10 +30,12 @@ from controlplane.onboard.odcs import read_contract
 from controlplane.runs.context import RunContext, crash_point
 from controlplane.stages.detect import TrainingView
 from controlplane.stages.governance import govern
+from controlplane.stages.kept_reference import set_aside_rules
 from controlplane.stages.pin import read_verified, verify_file
 from controlplane.vocab import LedgerKind, Stage
 from profiles.profiler import frame_of
 from profiles.records import Record
+from remediations.aside import without_set_aside
 from training import errors as training_errors
 from training.known import row_keys, score_known
 from training.model import Predictions, fit, gain_error_of, leaned_on, score, time_holdout, training_rows_key
@@ -53,6 +55,7 @@ __all__ = [
     "assess",
     "holdout_of",
     "labelled_of",
+    "Labelled",
     "score_champion",
     "rescore_champion",
 ]
@@ -122,33 +125,50 @@ class Split:
     total: int  # rows of the table
     labelled: int  # its labelled rows
     sample: dict[str, Any] | None = None  # the sample's description (`profiles.engines.training`), when drawn
+    set_aside: int = 0  # rows left out of both: set aside by a quarantine the kept reference holds
 
 
 def holdout_of(run: RunContext, view: TrainingView) -> Split:
     """The time split of exactly the guarded bytes' labelled rows (a sample of them over the row budget)."""
-    rows, total, labelled, sample = labelled_of(run, view.table, view.table_hash)
+    labelled = labelled_of(run, view.table, view.table_hash)
     with training_errors_mapped():
-        train_df, holdout = time_holdout(rows, run.spec.training.time_column, run.spec.training.holdout_fraction)
-    return Split(train_df, holdout, total, labelled, sample)
+        train_df, holdout = time_holdout(
+            labelled.rows, run.spec.training.time_column, run.spec.training.holdout_fraction
+        )
+    return Split(train_df, holdout, labelled.total, labelled.labelled, labelled.sample, labelled.set_aside)
 
 
-def labelled_of(run: RunContext, table: str, table_hash: str) -> tuple[pd.DataFrame, int, int, dict[str, Any] | None]:
-    """(the rows to train on, the table's rows, its labelled rows, the sample's description or None) of a pinned
-    table file (workspace-relative, with the hash the guard passed): its labelled rows, decoded from the very
-    bytes that were hashed (`read_verified`: one read, no second open); or, over the row budget, a sample of
-    `row_budget` of them drawn by the run's engine from the file, whose bytes are checked again after the draw."""
+@dataclass(frozen=True)
+class Labelled:
+    """What training reads of a pinned table: its labelled rows (or a sample of them), less the rows set aside."""
+
+    rows: pd.DataFrame  # the rows to train on
+    total: int  # the table's rows (less those set aside)
+    labelled: int  # its labelled rows (less those set aside)
+    sample: dict[str, Any] | None  # the sample's description, when one was drawn
+    set_aside: int  # rows left out: a quarantine the kept reference holds (`remediations.aside`)
+
+
+def labelled_of(run: RunContext, table: str, table_hash: str) -> Labelled:
+    """The labelled rows of a pinned table file (workspace-relative, with the hash the guard passed), decoded from
+    the very bytes that were hashed (`read_verified`: one read, no second open); or, over the row budget, a sample
+    of `row_budget` of them drawn by the run's engine from the file, whose bytes are checked again after the draw.
+    Rows a quarantine set aside (every rule the kept reference holds) are left out either way."""
     training, path = run.spec.training, run.ws.path(table)
+    rules = set_aside_rules(run.ws, run.spec.name)
     footer = pq.ParquetFile(path)  # which way to read, only: what is learned is read below, verified
     if footer.metadata.num_rows > run.spec.row_budget and _labelled_rows(footer, training.target) > run.spec.row_budget:
-        rows, total, sample = _sample(run, path)
+        drawn, total, sample = _sample(run, path)
         verify_file(run.ws, table, table_hash, "training")  # the engine read the file by path: the same bytes?
-        return rows, total, int(sample["labelled_rows"]), sample
+        rows, aside = without_set_aside(drawn, rules)
+        return Labelled(rows, total, int(sample["labelled_rows"]), sample, aside)
     parquet = pq.ParquetFile(pa.BufferReader(read_verified(run.ws, table, table_hash, "training")))
-    wanted = {*training.features, training.target, training.time_column}
+    wanted = {*training.features, training.target, training.time_column, *(r.column for r in rules)}
+    wanted |= {r.window.column for r in rules if r.window is not None}
     present = [name for name in parquet.schema_arrow.names if name in wanted]  # a missing one: fit names it
-    frame = frame_of(parquet.read(columns=present))
+    frame, aside = without_set_aside(frame_of(parquet.read(columns=present)), rules)
     rows = frame[frame[training.target].notna()] if training.target in frame else frame
-    return rows, len(frame), len(rows), None
+    return Labelled(rows, len(frame), len(rows), None, aside)
 
 
 def _labelled_rows(parquet: pq.ParquetFile, target: str) -> int:
@@ -332,6 +352,7 @@ def train(
         rows_train=rows["train"],
         rows_holdout=rows["holdout"],
         rows_unlabelled=rows["unlabelled"],
+        rows_set_aside=split.set_aside,
         **({"sample": _sample_source(split.sample)} if split.sample else {}),
     )
     return Trained(
@@ -386,12 +407,22 @@ def _health_at(
 ) -> tuple[dict[str, list[dict[str, Any]]], tuple[str, ...]]:
     """(the health of the table and its lineage at `at_ms`, the incidents on them unhealed then and not healed by
     this run); `also_now` adds those unhealed at the run's current instant."""
-    datasets, urns = {run.spec.feature_table, *lineage}, [r.urn for r in healed]
+    datasets, urns = {run.spec.feature_table, *lineage}, [r.urn for r in healed] + _set_aside_incidents(run)
     health = health_at(run.metadata, datasets, at_ms)
     found = unhealed_at(health, run.spec.feature_table, urns)
     if also_now and run.now_ms != at_ms:
         found += unhealed_at(health_at(run.metadata, datasets, run.now_ms), run.spec.feature_table, urns)
     return health, tuple(dict.fromkeys(found))
+
+
+def _set_aside_incidents(run: RunContext) -> list[str]:
+    """The table's ACTIVE incidents whose rows every training leaves out (a quarantine the kept reference holds):
+    they stay open, since their cause is not corrected, but they do not stand against a candidate that never read
+    those rows."""
+    keys = {rule.key(run.spec.feature_table) for rule in set_aside_rules(run.ws, run.spec.name)}
+    if not keys:
+        return []
+    return [row.urn for row in read_incidents(run.metadata) if row.state == "ACTIVE" and row.key in keys]
 
 
 def _sealer(run: RunContext) -> tuple[Callable[[Path], None] | None, str | None]:

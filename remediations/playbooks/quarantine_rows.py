@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from guard.kinds import FindingKind
+from remediations.aside import value_hit
 from remediations.registry import HealInput, HealStep, PlaybookRefused, register
 from remediations.rows import describe_rows, selected_rows
 
@@ -47,10 +47,10 @@ def quarantine_rows(heal: HealInput) -> tuple[np.ndarray, HealStep]:
         value = finding.params.get("value")
         if value is None:
             raise PlaybookRefused("quarantine_rows needs the sentinel's params['value']; re-run the guard")
-        hit = (pd.to_numeric(values, errors="coerce") == float(value)).fillna(False).to_numpy(dtype=bool)
+        hit = value_hit(values, float(value))
         reason: dict[str, Any] = {"value": value}
     else:
-        hit = values.isna().to_numpy()
+        hit = value_hit(values, None)
         reason = {"null": True}
     concerned = selected_rows(table, finding)
     mask = concerned & hit
