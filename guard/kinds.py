@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["FindingKind", "Severity", "DEFAULT_SEVERITY"]
+__all__ = ["FindingKind", "Severity", "DEFAULT_SEVERITY", "NOT_THE_DATA"]
 
 
 class Severity(str, Enum):
@@ -68,3 +68,16 @@ DEFAULT_SEVERITY[FindingKind.UNIT_UNCHECKED] = (
 # a column the contract does not name is never read (training reads the contract's columns only): it is named, and
 # the contract's own columns are judged as usual; a rename (a contracted column missing beside it) still blocks
 DEFAULT_SEVERITY[FindingKind.COLUMN_UNEXPECTED] = Severity.WARN
+
+# the guard could not judge the data, or the rows are not the new batch's: nothing a person can take as normal
+NOT_THE_DATA = frozenset(
+    {
+        FindingKind.CONTRACT_MISSING,
+        FindingKind.CONTRACT_INVALID,
+        FindingKind.SNAPSHOT_UNREADABLE,
+        FindingKind.REFERENCE_MISSING,
+        FindingKind.CHECK_ERROR,
+        FindingKind.TIMESTAMP_UNPARSEABLE,
+        FindingKind.HISTORY_CHANGED,
+    }
+)

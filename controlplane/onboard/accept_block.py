@@ -36,25 +36,12 @@ from controlplane.takeback.recovery import recover_pipeline
 from controlplane.vocab import LedgerKind, RunStatus, Stage
 from controlplane.workspace import Workspace
 from guard.findings import Finding
-from guard.kinds import FindingKind
+from guard.kinds import NOT_THE_DATA
 from profiles.profile import BatchProfile, TimeWindow
 
 __all__ = ["blocks_of", "accept_blocks", "withdraw", "remember", "ACCEPTED_URL"]
 
 ACCEPTED_URL = "kintsugi://accepted/"  # the institutional-memory links of accepted blocks and their withdrawals
-
-# the guard could not judge the data, or the rows are not the new batch's: nothing a person can take as normal
-_NOT_THE_DATA = frozenset(
-    {
-        FindingKind.CONTRACT_MISSING,
-        FindingKind.CONTRACT_INVALID,
-        FindingKind.SNAPSHOT_UNREADABLE,
-        FindingKind.REFERENCE_MISSING,
-        FindingKind.CHECK_ERROR,
-        FindingKind.TIMESTAMP_UNPARSEABLE,
-        FindingKind.HISTORY_CHANGED,
-    }
-)
 
 
 def _label(finding: Finding) -> str:
@@ -112,7 +99,7 @@ def _chosen(record: RunRecord, picks: list[str]) -> list[Finding]:
             "see `kintsugi runs`",
         )
     chosen = [f for f in blocks if _named(f, picks)]
-    judged = [f for f in chosen if f.kind in _NOT_THE_DATA]
+    judged = [f for f in chosen if f.kind in NOT_THE_DATA]
     if judged:
         raise RunStateError(
             f"{', '.join(_label(f) for f in judged)} of run {run_id} is not a change in the new batch's data "

@@ -17,13 +17,24 @@ from controlplane.vocab import LedgerKind, Stage
 from controlplane.watch.memory import memory_fact, recall, reuse_all
 from guard.contract import Contract
 from guard.findings import Finding, GuardReport, Verdict
+from guard.kinds import NOT_THE_DATA
 from guard.registry import CHECKS
 from profiles.records import Record
 from remediations.aside import set_aside_by
 from remediations.registry import HealStep
 from remediations.sandbox import HealOutcome, heal_copy
 
-__all__ = ["Healed", "Raised", "raise_incidents", "heal", "verify", "assertion_of", "heal_notes", "quarantine_note"]
+__all__ = [
+    "Healed",
+    "Raised",
+    "raise_incidents",
+    "heal",
+    "verify",
+    "assertion_of",
+    "heal_notes",
+    "quarantine_note",
+    "way_on_of",
+]
 
 
 @dataclass(frozen=True)
@@ -129,8 +140,9 @@ def heal(run: RunContext, detected: Detected, raised: Raised) -> Healed | Blocke
     if not outcome.complete:
         why = [f"no safe playbook for {f.kind.value} ({f.message})" for f in outcome.unhealable]
         why += [w for _, w in outcome.refused]
-        run.event(Stage.HEAL, "failed", "cannot heal: " + "; ".join(why), **evidence)
-        return Blocked(Stage.HEAL, "BLOCKED: " + "; ".join(why) + " (incident stays open)")
+        way_on = way_on_of(run.run_id, run.spec.name, (*outcome.unhealable, *(f for f, _ in outcome.refused)))
+        run.event(Stage.HEAL, "failed", "cannot heal: " + "; ".join(why), way_on=way_on, **evidence)
+        return Blocked(Stage.HEAL, "BLOCKED: " + "; ".join(why) + f" (incident stays open); to move on: {way_on}")
     quarantine = outcome.quarantine
     run.event(
         Stage.HEAL,
@@ -196,6 +208,20 @@ def verify(run: RunContext, healed: Healed) -> TrainingView | Blocked:
     rules = tuple(rule for step in healed.steps if (rule := set_aside_by(step)) is not None)
     return TrainingView(
         healed.view_path, healed.view_hash, "", report, profile, guarded.batch, guarded.keys, rules, healed.healed_path
+    )
+
+
+def way_on_of(run_id: str, pipeline: str, findings: tuple[Finding, ...]) -> str:
+    """The one command that moves on from a block no playbook heals: accept it as the new normal where a person
+    may (a change in the new batch's data), else take the reference again from the table as it is."""
+    if findings and not any(f.kind in NOT_THE_DATA for f in findings):
+        picks = " ".join(
+            dict.fromkeys(f"--finding {f.kind.value}" + (f":{f.column}" if f.column else "") for f in findings)
+        )
+        return f"correct the source and run again, or if it is the new normal `kintsugi accept {run_id} {picks} --reason ...`"
+    return (
+        "correct the source (or put back what passed) and run again, or if the table as it is now is right "
+        f"`kintsugi init {pipeline} --force ...` takes the reference again from it"
     )
 
 
