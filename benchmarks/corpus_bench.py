@@ -13,8 +13,9 @@ in a scratch folder, as a new user would with no code:
 2. for every following clean batch in time order: `kintsugi land NAME BATCH.parquet` an hour after the batch ends,
    then `kintsugi run NAME --json` an hour later. A clean batch the guard blocks at detect is a false block,
    whatever the heal then made of it (`ended_blocked` counts the runs that end BLOCKED); one that exits 2 (or
-   crashes) is a run in error; `promoted` is a run promoted without a person; `unchanged` one whose candidate
-   would be fit on exactly the champion's rows and spec (the champion stands, no person asked);
+   crashes) is a run in error; `promoted` is a run promoted without a person; `kept` one whose candidate lost to
+   the champion (a decision); `unchanged` one whose candidate would be fit on exactly the champion's rows and spec
+   (the champion stands, no person asked); `decided` counts those three; a run that exits 3 waits for a person;
 3. `kintsugi drill --pipeline NAME --json --scope both --controls 0`: every failure kind that applies to the
    contract, in the newest batch only and in all rows, through the real loop on scratch copies: blocked (a
    blocking finding), named right (kind, column, unit), healed (and verified) or quarantined, invented cells;
@@ -154,7 +155,7 @@ def run_once(table: str, pipeline: str, ws: Path, now: pd.Timestamp, label: str)
         detect = next((e.get("evidence") or {} for e in record.get("events") or [] if e.get("stage") == "detect"), {})
     except (json.JSONDecodeError, AttributeError):
         pass
-    error = code not in (0, 1) or status in ("error", "failed")
+    error = code not in (0, 1, 3) or status in ("error", "failed")  # 3: paused for a person, a decision to make
     result = {
         "batch": label,
         "exit": code,
