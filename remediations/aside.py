@@ -10,7 +10,7 @@ run set the rows aside (`controlplane.stages.kept_reference`), so taking that ba
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -52,10 +52,13 @@ class SetAside(Record):
         rows = np.ones(len(table), dtype=bool) if self.window is None else window_mask(table, self.window)
         return rows & value_hit(table[self.column], self.value)
 
-    def describe(self) -> str:
-        what = "null" if self.value is None else f"{self.value:g}"
-        where = "" if self.window is None else f" in ({self.window.after_ms}, {self.window.through_ms}]"
-        return f"{self.column} {what}{where}"
+    def through(self, window: TimeWindow) -> SetAside:
+        """The rule bounded by the end of `window` (its batch's rows): rows that arrive later are never set aside
+        by it, whatever they hold; only the guard, judging them, can set them aside."""
+        mine = self.window if self.window is not None else TimeWindow(window.column)
+        if mine.through_ms is not None:
+            return self
+        return replace(self, window=replace(mine, through_ms=window.through_ms))
 
 
 def set_aside_by(step: HealStep) -> SetAside | None:

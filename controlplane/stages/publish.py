@@ -3,8 +3,10 @@ hash, previous bytes kept), resolve the incidents with heal notes, and record th
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
+
+import pandas as pd
 
 from controlplane.datahub.datasets import profile_mcps
 from controlplane.datahub.incidents import IncidentRef, note_incident, read_incidents, resolve_incident
@@ -26,8 +28,10 @@ from controlplane.watch.memory import resolution_line
 from guard.findings import GuardReport
 from profiles.engines.keys import KeyHashes
 from profiles.fingerprints import fingerprint_windows
-from profiles.profile import BatchProfile, DatasetProfile
+from profiles.profile import BatchProfile, DatasetProfile, TimeWindow
+from profiles.relations import epoch_ms_of
 from remediations.aside import KeptAside
+from remediations.rows import window_mask
 
 __all__ = ["publish", "resolve", "resolve_cleared", "remember_reference", "keep_batch", "forget_batch"]
 
@@ -115,7 +119,8 @@ def remember_reference(run: RunContext, view: TrainingView) -> None:
         return
     state = load_state(run.ws, run.spec.name)
     if state is not None and view.batch is not None:
-        keep_batch(run, view.batch, state, keys=view.keys, aside=_aside_of(run, view, view.batch))
+        batch, aside = _with_set_aside(run, view, view.batch)
+        keep_batch(run, batch, state, keys=view.keys, aside=aside)
         return
     reference = load_reference(run.ws, run.spec.name) if state is not None else None
     profile = reference.profile if reference is not None else view.profile
@@ -123,13 +128,27 @@ def remember_reference(run: RunContext, view: TrainingView) -> None:
         _emit_profile(run, profile)
 
 
-def _aside_of(run: RunContext, view: TrainingView, batch: BatchProfile) -> KeptAside | None:
-    """What the run set aside, with the fingerprint of the batch's window as the published table holds it."""
+def _with_set_aside(run: RunContext, view: TrainingView, batch: BatchProfile) -> tuple[BatchProfile, KeptAside | None]:
+    """The batch as it is kept, and what the run set aside. The batch's window reaches the published table's last
+    new row (a row set aside may be the last: it stays in the table, so in the batch that passed); what was set aside
+    is kept with the fingerprint of that window as the published table holds it."""
+    if not view.set_aside or not view.published or batch.window is None:
+        return batch, None
+    path = run.ws.path(view.published)
+    last = _last_ms(pd.read_parquet(path, columns=[batch.window.column]), batch.window)
+    if last is not None and (batch.end_ms is None or last > batch.end_ms):
+        batch = replace(batch, end_ms=last)
     window = with_window_closed(batch).window
-    if not view.set_aside or not view.published or window is None:
-        return None
-    held = fingerprint_windows(run.ws.path(view.published), [window])[0][0]
-    return KeptAside(view.set_aside, held)
+    assert window is not None
+    held = fingerprint_windows(path, [window])[0][0]
+    return batch, KeptAside(tuple(rule.through(window) for rule in view.set_aside), held)
+
+
+def _last_ms(times: pd.DataFrame, window: TimeWindow) -> int | None:
+    """The latest instant (epoch ms) of the rows in the window, or None when it holds none."""
+    stamps, _ = epoch_ms_of(times[window.column])
+    inside = window_mask(times, window)
+    return int(stamps[inside].max()) if inside.any() else None
 
 
 def keep_batch(

@@ -36,7 +36,9 @@ def test_rows_set_aside_are_left_out_of_the_next_clean_run_which_names_nothing_i
     healed = run_pipeline(ws, load_spec(ws, PIPELINE), now_ms=ms(LATER + timedelta(minutes=5)))
     heal = healed.last_event(Stage.HEAL)
     assert heal is not None and f"{placeholders} row(s) quarantined" in heal.summary, healed.outcome
-    assert [(r.column, r.value) for r in set_aside_rules(ws, PIPELINE)] == [(COLUMN, -1.0)]
+    (rule,) = set_aside_rules(ws, PIPELINE)
+    assert (rule.column, rule.value, rule.kind) == (COLUMN, -1.0, "sentinel")
+    assert rule.window is not None and rule.window.through_ms is not None  # later rows are the guard's to judge
 
     later = LATER + timedelta(days=5)
     land_batch(ws, load_spec(ws, PIPELINE), seed=8, anchor=later, metres=False)
