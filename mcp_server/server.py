@@ -33,7 +33,16 @@ __all__ = ["build_server", "client_actor", "error_result", "unexpected_result", 
 
 log = logging.getLogger(__name__)
 
-READ_ONLY_TOOLS = ("list_pipelines", "list_runs", "get_run", "guard", "list_incidents", "get_passport", "get_trust")
+READ_ONLY_TOOLS = (
+    "list_pipelines",
+    "list_runs",
+    "get_run",
+    "guard",
+    "list_incidents",
+    "get_passport",
+    "get_trust",
+    "governance",
+)
 MUTATING_TOOLS = ("accept", "approve", "drill", "promote", "recover", "reject", "run", "undo")
 
 INSTRUCTIONS = (
@@ -186,7 +195,12 @@ def _read_tools(ws: Workspace) -> list[Callable[..., Any]]:
         states it, and whether that passport verifies now."""
         return views.TrustOut.model_validate(views.trust_out(services.trust(ws, model, version)))
 
-    return [list_pipelines, list_runs, get_run, guard, list_incidents, get_passport, get_trust]
+    def governance(pipeline: Pipeline) -> views.GovernanceOut:
+        """The governance scan of a pipeline's training lineage as DataHub holds it now, read-only and before any
+        training: PII or restricted data on a trained column, lineage leakage, deprecations, with their severity."""
+        return views.GovernanceOut.model_validate(views.governance_out(pipeline, services.governance(ws, pipeline)))
+
+    return [list_pipelines, list_runs, get_run, guard, list_incidents, get_passport, get_trust, governance]
 
 
 def _write_tools(ws: Workspace) -> list[Callable[..., Any]]:

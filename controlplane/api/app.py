@@ -223,6 +223,11 @@ def _read_routes(ws: Workspace) -> APIRouter:
         """A version's trust score (default: the champion's) and its deductions, as its signed passport states it."""
         return views.trust_out(services.trust(ws, model, version))
 
+    @router.get("/pipelines/{name}/governance", response_model=views.GovernanceOut, tags=["pipelines"])
+    def governance(name: Name) -> Any:
+        """The governance scan of the pipeline's training lineage now, read-only, before any training."""
+        return views.governance_out(name, services.governance(ws, name))
+
     @router.get("/watch", response_model=views.WatchOut, tags=["watch"])
     def watch() -> Any:
         """The watch's last pass (its decision per champion), the versions at risk, what it rolled back or flagged."""

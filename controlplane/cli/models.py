@@ -68,6 +68,17 @@ def trust(
     raise typer.Exit(0 if view.check.ok else EXIT_BLOCKED)
 
 
+def governance(pipeline: str, workspace: WorkspaceOption = None) -> None:
+    """The governance scan of PIPELINE's training lineage as DataHub holds it now, read-only, before any training:
+    each finding with its severity. Exit 1 if one would block a candidate."""
+    findings = services.governance(require_estate(workspace), pipeline)
+    for finding in findings:
+        typer.echo(f"{finding.severity.value:<9} {finding.kind.value}: {finding.message}")
+    if not findings:
+        typer.echo(f"{pipeline}: nothing in the training lineage for the gate to block, review or note")
+    raise typer.Exit(EXIT_BLOCKED if any(f.severity.value == "block" for f in findings) else 0)
+
+
 def audit(
     model: Annotated[Optional[str], typer.Argument(help="A model name; omit with --all.")] = None,
     all_models: Annotated[bool, typer.Option("--all", help="Audit every model.")] = False,
@@ -118,4 +129,5 @@ def register(app: typer.Typer) -> None:
     app.add_typer(passport_app, name="passport")
     app.command()(audit)
     app.command()(trust)
+    app.command()(governance)
     app.command()(incidents)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from controlplane.champion.promote import promote_version
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import read_raw_contract
-from controlplane.datahub.datasets import dataset_name, downstream_of, upstreams_of
+from controlplane.datahub.datasets import dataset_name, downstream_of, upstreams_of, walk_upstream
 from controlplane.datahub.incident_records import read_incident
 from controlplane.datahub.incidents import IncidentRow, active_incidents, read_incidents
 from controlplane.datahub.model_risk import RiskMark, risks_of
@@ -39,6 +39,7 @@ from controlplane.errors import (
     NotFound,
 )
 from controlplane.frontdoor.drills import DrillBoard, read_latest_drill
+from controlplane.models.governance import GovernanceFinding
 from controlplane.models.passport import PassportCheck, show_passport, verify_passport
 from controlplane.models.trust import TrustScore
 from controlplane.onboard.accept import accept as accept_finding
@@ -49,6 +50,7 @@ from controlplane.pipeline import run_pipeline
 from controlplane.runs.journal import Event, RunRecord, UnreadableRun, list_runs, load_run, new_run_id, scan_runs
 from controlplane.signing import UNTRUSTED_KEY, SigningError
 from controlplane.spec import PipelineSpec, list_specs, load_spec
+from controlplane.stages.governance import govern
 from controlplane.stages.guarding import context_without_snapshot, guard_table
 from controlplane.stages.pin import pin_table
 from controlplane.takeback.recovery import is_interrupted, recover_run
@@ -101,6 +103,7 @@ __all__ = [
     "passport",
     "TrustView",
     "trust",
+    "governance",
     "WatchView",
     "watch_state",
     "latest_drill",
@@ -529,6 +532,15 @@ def trust(ws: Workspace, model: str, version: int | None = None) -> TrustView:
             f"`kintsugi passport verify {model} {view.version}` says whether the passport is intact",
         ) from exc
     return TrustView(model, view.version, score, view.check)
+
+
+def governance(ws: Workspace, pipeline: str) -> tuple[GovernanceFinding, ...]:
+    """The governance scan of a pipeline's training lineage as DataHub holds it now, read-only and before any
+    training: what the gate would block on, ask a person to review, or only note."""
+    spec = load_spec(ws, pipeline)
+    with metadata_session(ws, read_only=True) as metadata:
+        lineage = tuple(node.urn for node in walk_upstream(metadata, spec.feature_table))
+        return govern(metadata, spec, lineage)
 
 
 @dataclass(frozen=True)

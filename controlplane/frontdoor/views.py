@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from controlplane.errors import KintsugiError
 from controlplane.frontdoor import services
+from controlplane.models.governance import GovernanceFinding
 from controlplane.runs.journal import Event, RunRecord
 from controlplane.vocab import RunKind, RunStatus
 from guard.findings import GuardReport
@@ -38,6 +39,8 @@ __all__ = [
     "PassportOut",
     "TrustOut",
     "trust_out",
+    "GovernanceOut",
+    "governance_out",
     "PromoteOut",
     "DrillOut",
     "DatasetNode",
@@ -268,6 +271,21 @@ class TrustOut(BaseModel):
     band: str = Field(description="high (from 80) | medium (from 60) | low")
     deductions: list[DeductionOut]
     verification: VerificationOut = Field(description="Whether the passport that states the score verifies now")
+
+
+class GovernanceFindingOut(BaseModel):
+    kind: str
+    severity: str = Field(description="block | review | exception | noted")
+    column: Optional[str] = Field(description="The trained column it concerns; none: no trained column")
+    dataset: str
+    source_column: Optional[str]
+    marker: Optional[str] = Field(description="The tag or glossary term URN")
+    message: str
+
+
+class GovernanceOut(BaseModel):
+    pipeline: str
+    findings: list[GovernanceFindingOut]
 
 
 class PromoteOut(BaseModel):
@@ -532,6 +550,10 @@ def trust_out(view: services.TrustView) -> dict[str, Any]:
         "deductions": [d.to_dict() for d in view.trust.deductions],
         "verification": {"ok": view.check.ok, "status": view.check.status, "reasons": list(view.check.reasons)},
     }
+
+
+def governance_out(pipeline: str, findings: tuple[GovernanceFinding, ...]) -> dict[str, Any]:
+    return {"pipeline": pipeline, "findings": [f.to_dict() for f in findings]}
 
 
 def latest_drill_out(ws_folder: str, board: services.DrillBoard | None) -> dict[str, Any]:

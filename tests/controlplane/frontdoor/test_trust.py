@@ -1,4 +1,5 @@
-"""A version's trust score and its named deductions, read from its signed passport, at the CLI and over MCP."""
+"""A version's trust score and its named deductions, read from its signed passport, and the governance scan of a
+pipeline's training lineage, at the CLI and over MCP."""
 
 from __future__ import annotations
 
@@ -34,3 +35,19 @@ def test_an_agent_reads_the_same_trust_score_over_mcp(demo_run):
     assert (found["version"], found["verification"]["status"]) == (1, "valid")
     assert found["score"] == 100 - sum(d["points"] for d in found["deductions"])
     assert any(d["reason"].startswith("no champion to measure a gain against") for d in found["deductions"])
+
+
+def test_governance_scans_the_training_lineage_read_only_at_the_cli_and_over_mcp(demo_run, monkeypatch, capsys):
+    ws, _ = demo_run
+    code, out, err = kintsugi(monkeypatch, capsys, "governance", PIPELINE, "-w", str(ws.root))
+    assert code == 0, err  # only noted: nothing the gate would block on
+    assert out.startswith("noted     pii: PII in the lineage on a column the model does not train on"), out
+
+    async def session():
+        async with Client(build_server(ws, read_only=True)) as client:
+            return await client.call_tool("governance", {"pipeline": PIPELINE})
+
+    result = anyio.run(session)
+    assert not result.is_error, result.content[0].text
+    (finding,) = result.structured_content["findings"]
+    assert (finding["kind"], finding["severity"], finding["column"]) == ("pii", "noted", None)
