@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from controlplane.errors import KintsugiError
 from controlplane.frontdoor import services
 from controlplane.models.governance import GovernanceFinding
+from controlplane.models.passport import PassportCheck
 from controlplane.runs.journal import Event, RunRecord
 from controlplane.vocab import RunKind, RunStatus
 from guard.findings import GuardReport
@@ -537,8 +538,12 @@ def passport_out(view: services.PassportView) -> dict[str, Any]:
         "model": view.model,
         "version": view.version,
         "passport": view.document,
-        "verification": {"ok": view.check.ok, "status": view.check.status, "reasons": list(view.check.reasons)},
+        "verification": _verification(view.check),
     }
+
+
+def _verification(check: PassportCheck) -> dict[str, Any]:
+    return {"ok": check.ok, "status": check.status, "reasons": list(check.reasons)}
 
 
 def trust_out(view: services.TrustView) -> dict[str, Any]:
@@ -548,7 +553,7 @@ def trust_out(view: services.TrustView) -> dict[str, Any]:
         "score": view.trust.score,
         "band": view.trust.band.value,
         "deductions": [d.to_dict() for d in view.trust.deductions],
-        "verification": {"ok": view.check.ok, "status": view.check.status, "reasons": list(view.check.reasons)},
+        "verification": _verification(view.check),
     }
 
 
