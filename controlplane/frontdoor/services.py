@@ -16,7 +16,7 @@ from typing import Any, Callable
 from controlplane.champion.promote import promote_version
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import read_raw_contract
-from controlplane.datahub.datasets import dataset_name, downstream_of, upstreams_of, walk_upstream
+from controlplane.datahub.datasets import dataset_name, downstream_of, upstreams_of
 from controlplane.datahub.incident_records import read_incident
 from controlplane.datahub.incidents import IncidentRow, active_incidents, read_incidents
 from controlplane.datahub.model_risk import RiskMark, risks_of
@@ -50,7 +50,7 @@ from controlplane.pipeline import run_pipeline
 from controlplane.runs.journal import Event, RunRecord, UnreadableRun, list_runs, load_run, new_run_id, scan_runs
 from controlplane.signing import UNTRUSTED_KEY, SigningError
 from controlplane.spec import PipelineSpec, list_specs, load_spec
-from controlplane.stages.governance import govern
+from controlplane.stages.governance import govern, lineage_of
 from controlplane.stages.guarding import context_without_snapshot, guard_table
 from controlplane.stages.pin import pin_table
 from controlplane.takeback.recovery import is_interrupted, recover_run
@@ -539,8 +539,7 @@ def governance(ws: Workspace, pipeline: str) -> tuple[GovernanceFinding, ...]:
     training: what the gate would block on, ask a person to review, or only note."""
     spec = load_spec(ws, pipeline)
     with metadata_session(ws, read_only=True) as metadata:
-        lineage = tuple(node.urn for node in walk_upstream(metadata, spec.feature_table))
-        return govern(metadata, spec, lineage)
+        return govern(metadata, spec, lineage_of(metadata, spec))
 
 
 @dataclass(frozen=True)

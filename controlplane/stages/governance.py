@@ -9,12 +9,17 @@ from typing import Sequence
 
 from controlplane.datahub.classifications import read_classified
 from controlplane.datahub.column_lineage import read_column_lineage
-from controlplane.datahub.datasets import upstreams_of
+from controlplane.datahub.datasets import upstreams_of, walk_upstream
 from controlplane.datahub.port import MetadataPort
 from controlplane.models.governance import GovernanceFinding, TrainingLineage, scan
 from controlplane.spec import PipelineSpec
 
-__all__ = ["read_training_lineage", "govern"]
+__all__ = ["lineage_of", "read_training_lineage", "govern"]
+
+
+def lineage_of(port: MetadataPort, spec: PipelineSpec) -> tuple[str, ...]:
+    """The feature table's upstreams, any depth, as DataHub holds them now (`walk_upstream`)."""
+    return tuple(node.urn for node in walk_upstream(port, spec.feature_table))
 
 
 def read_training_lineage(port: MetadataPort, spec: PipelineSpec, lineage: Sequence[str]) -> TrainingLineage:

@@ -17,7 +17,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from controlplane.datahub.datasets import walk_upstream
 from controlplane.datahub.history import health_at, unhealed_at
 from controlplane.datahub.incidents import IncidentRef, read_incidents
 from controlplane.errors import DataError, KintsugiError
@@ -29,7 +28,7 @@ from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.onboard.odcs import read_contract
 from controlplane.runs.context import RunContext, crash_point
 from controlplane.stages.detect import TrainingView
-from controlplane.stages.governance import govern
+from controlplane.stages.governance import govern, lineage_of
 from controlplane.stages.kept_reference import set_aside_rules
 from controlplane.stages.pin import read_verified, verify_file
 from controlplane.vocab import LedgerKind, Stage
@@ -391,15 +390,11 @@ def _champion_stands(
             return None
         if store.run_tags(store.run_for_version(run.spec.name, version)).get(TRAINING_ROWS_TAG) != rows_key:
             return None
-    lineage = _lineage_of(run)
+    lineage = lineage_of(run.metadata, run.spec)
     _, unhealed = _health_at(run, lineage, run.now_ms, incidents)
     if unhealed or any(f.severity is GovernanceSeverity.BLOCK for f in govern(run.metadata, run.spec, lineage)):
         return None
     return ChampionStands(version, rows_key, rows)
-
-
-def _lineage_of(run: RunContext) -> tuple[str, ...]:
-    return tuple(node.urn for node in walk_upstream(run.metadata, run.spec.feature_table))
 
 
 def _health_at(
@@ -441,7 +436,7 @@ def assess(run: RunContext, trained: Trained, *, also_now: bool = False) -> Asse
     counts); `also_now` adds what is unhealed at the run's current instant (a resumed run's approval). The
     lineage's classification (tags, terms, domains, deprecation, column lineage) is read as DataHub holds it now."""
     spec = run.spec
-    lineage = _lineage_of(run)
+    lineage = lineage_of(run.metadata, run.spec)
     health, unhealed = _health_at(run, lineage, trained.trained_at_ms, trained.incidents, also_now)
     metric = spec.training.metric
     evidence = PromotionEvidence(
