@@ -117,10 +117,7 @@ def verify_file(ws: Workspace, table: str, expected: str, stage: str) -> None:
     """The bytes a stage is about to read are still the ones the guard passed; otherwise the run must end."""
     path = ws.path(table)
     if not path.is_file() or file_hash(path) != expected:
-        raise TableChanged(
-            f"the table changed during the run (before {stage}): {table} no longer hashes to {expected}",
-            "start a new run on the current data",
-        )
+        raise _changed(table, stage, f"no longer hashes to {expected}")
 
 
 def read_verified(ws: Workspace, table: str, expected: str, stage: str) -> bytes:
@@ -130,16 +127,16 @@ def read_verified(ws: Workspace, table: str, expected: str, stage: str) -> bytes
     try:
         data = ws.path(table).read_bytes()
     except OSError as exc:
-        raise TableChanged(
-            f"the table changed during the run (before {stage}): {table} cannot be read ({exc.strerror})",
-            "start a new run on the current data",
-        ) from exc
+        raise _changed(table, stage, f"cannot be read ({exc.strerror})") from exc
     if bytes_hash(data) != expected:
-        raise TableChanged(
-            f"the table changed during the run (before {stage}): {table} no longer hashes to {expected}",
-            "start a new run on the current data",
-        )
+        raise _changed(table, stage, f"no longer hashes to {expected}")
     return data
+
+
+def _changed(table: str, stage: str, how: str) -> TableChanged:
+    return TableChanged(
+        f"the table changed during the run (before {stage}): {table} {how}", "start a new run on the current data"
+    )
 
 
 def live_hash(ws: Workspace, spec: PipelineSpec) -> str:
