@@ -16,7 +16,7 @@ import time
 
 from controlplane.errors import DamagedRecord, DataError, one_line
 from controlplane.runs.context import open_run
-from controlplane.runs.journal import DONE, ROLLED_BACK, RunJournal, RunRecord, list_runs, load_run
+from controlplane.runs.journal import DONE, ROLLED_BACK, LedgerEntry, RunJournal, RunRecord, list_runs, load_run
 from controlplane.runs.locks import lock_holder, pipeline_lock
 from controlplane.spec import load_spec
 from controlplane.stages.pin import live_hash
@@ -167,20 +167,26 @@ def _settle_appends(ws: Workspace, record: RunRecord) -> list[str]:
     return went_in
 
 
+def _verdict_entry(record: RunRecord) -> LedgerEntry | None:
+    """The ledger entry of the conclusion's verdict tag (the last one), if the run got that far."""
+    tags = [e for e in record.entries(LedgerKind.MLFLOW_TAGS, done_only=False) if "verdict" in e.detail]
+    return tags[-1] if tags else None
+
+
 def _kept(record: RunRecord) -> bool:
     """Whether the conclusion kept the champion (its verdict tag's ledger entry says so)."""
-    tags = [e for e in record.entries(LedgerKind.MLFLOW_TAGS, done_only=False) if "verdict" in e.detail]
-    return bool(tags and tags[-1].detail.get("kept"))
+    entry = _verdict_entry(record)
+    return bool(entry is not None and entry.detail.get("kept"))
 
 
 def _concluded(record: RunRecord) -> Verdict | None:
     """The verdict, when the conclusion's last writes (the verdict tag and, for APPROVED, the alias) are done."""
-    tags = [e for e in record.entries(LedgerKind.MLFLOW_TAGS, done_only=False) if "verdict" in e.detail]
-    if not tags or not tags[-1].done:
+    entry = _verdict_entry(record)
+    if entry is None or not entry.done:
         return None
-    said = tags[-1].detail["verdict"]
+    said = entry.detail["verdict"]
     if said not in {v.value for v in Verdict}:
-        raise record.damaged(tags[-1], f"records verdict {str(said)[:40]!r}, which is none of the gate's")
+        raise record.damaged(entry, f"records verdict {str(said)[:40]!r}, which is none of the gate's")
     verdict = Verdict(said)
     champion_writes = [e for e in record.ledger if e.target.endswith("@champion") and not e.detail.get("restore")]
     if verdict is Verdict.APPROVED and len(champion_writes) < 2:
