@@ -82,7 +82,6 @@ MEASURED = (
     Measured("volume_min_row_fraction", 1.0, frozenset({("volume", "volume_drop")})),  # every expected row
     Measured("volume_spike_factor", 1.0, frozenset({("volume", "volume_spike")})),  # the expected rows
     Measured("null_spike_min_increase", 0.0, frozenset({("nulls", "null_spike")})),  # no rise at all
-    Measured("null_spike_factor", 1.0, frozenset({("nulls", "null_spike")})),  # the baseline itself
     Measured("duplicate_rate_limit", 0.0, frozenset({("duplicates", "duplicate_keys")})),  # no repeat at all
     Measured("one_per_instant", 0.5, frozenset({("duplicates", "duplicate_keys")})),  # two rows an instant read 0.5
     Measured("leakage_threshold", 0.0, _LEAKAGE),

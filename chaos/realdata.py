@@ -103,7 +103,7 @@ class RealDataset:
                 minimum=c.minimum,
                 maximum=c.maximum,
                 primary_key=c.role == "key" or (c.role == "event_timestamp" and self._time_is_key),
-                required=c.role != "label",
+                required=c.role == "key" or c.role == "event_timestamp",
                 at_least=c.at_least,
             )
             for c in self.columns

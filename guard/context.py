@@ -42,7 +42,9 @@ class GuardContext:
     history (duplicate keys across batches); empty when the snapshot is the whole table. `repeats` are the
     batch's repeated keys (or whole rows) as its builder counted them from those files, answering what the
     duplicates check asks (`guard.checks.duplicates.repeats_asked`, counted by `profiles.repeats.count_repeats`):
-    the guard reads no file. `policy` holds the thresholds the checks judge by (`guard.policy`).
+    the guard reads no file. `policy` holds the thresholds the checks judge by (`guard.policy`). `same_rows`:
+    the snapshot is the reference's own rows read again (a batch that passed earlier, against its kept profile),
+    not a new sample of the source, so no difference between them is sampling error.
     """
 
     dataset_urn: str
@@ -56,6 +58,7 @@ class GuardContext:
     table_paths: tuple[str, ...] = ()
     policy: Policy = DEFAULT
     repeats: Repeats | None = None
+    same_rows: bool = False
 
     @property
     def reference_profile(self) -> DatasetProfile | None:

@@ -14,7 +14,7 @@ LOGICAL_TYPES = ("number", "integer", "string", "boolean", "timestamp", "date")
 class ColumnContract:
     name: str
     logical_type: str
-    required: bool = True
+    required: bool = False  # ODCS's `required`: a value on every row (none null) unless a null limit says otherwise
     unit: str | None = None
     max_null_fraction: float | None = None
     minimum: float | None = None

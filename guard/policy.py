@@ -121,14 +121,14 @@ class Policy:
     rename_min_period_rows: int = 30
 
     # --- rule: nulls (guard.checks.nulls) -----------------------------------------------------------------------
-    # absolute increase in null fraction over the reference's before a spike is called; provenance: not
-    # measured (carried over from guard.checks.nulls). LODO: decided on no clean batch (none rose past the
-    # multiple as well; the largest rise was 0.038), so nothing chooses it
-    null_spike_min_increase: float = 0.05
-    # a spike's null fraction is also more than this multiple of the reference's; provenance: not measured
-    # (carried over from guard.checks.nulls). LODO: decided on no clean batch (the one infinite multiple, over a
-    # baseline of none, rose 0.021), so nothing chooses it
-    null_spike_factor: float = 3.0
+    # the least rise of a column's null share over the reference's rate (guard.statistics.null_rate) that is a
+    # spike, however unlikely by chance: a point of the batch's rows; provenance: not measured (a floor of
+    # meaning, under the 0.05 carried over from guard.checks.nulls, which decided no clean batch of the corpus)
+    null_spike_min_increase: float = 0.01
+    # the chance, chosen in advance and not fitted, that a clean batch's null share reaches its value by sampling
+    # and the reference's batch-to-batch spread alone (guard.statistics.NullRate.tail): one column-batch in a
+    # thousand
+    null_false_alarm: float = 0.001
 
     # --- rule: volume (guard.checks.volume) ---------------------------------------------------------------------
     # fewer rows than this share of the expected rows is a collapse; carried over from guard.checks.volume. LODO:

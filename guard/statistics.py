@@ -2,8 +2,9 @@
 
 - distances of a batch's values from a reference column's distribution (`ks_distance`, with its sampling
   noise `ks_noise`) and the share of values the reference held (`reference_share`);
-- the highest null share a clean batch of a column reaches (`natural_null_share`): the nulls check's baseline
-  and the share of rows a partial rename may leave empty;
+- the highest null share a clean batch of a column reaches (`natural_null_share`): the share of rows a partial
+  rename may leave empty; the reference's null rate of a column with the spread a clean batch's share has about it
+  (`null_rate`): the nulls check's evidence;
 - what kind of column a profile is (`is_categorical`) and the form two spellings of a category share
   (`normalize_category`);
 - the association of a feature with the label (`association`, `mapping_score`): how well one predicts the
@@ -17,9 +18,11 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
 
 from guard.policy import DEFAULT as POLICY
 from guard.policy import Policy
@@ -35,6 +38,8 @@ __all__ = [
     "normalize_category",
     "is_categorical",
     "natural_null_share",
+    "NullRate",
+    "null_rate",
     "association",
     "association_fit",
     "covered",
@@ -128,6 +133,44 @@ def natural_null_share(reference: Reference | DatasetProfile, name: str, rows: i
     step = max((abs(b - a) for a, b in zip(shares, shares[1:])), default=0.0)
     high = min(1.0, max(shares) + step)  # a share: a column null on every row of some batch reaches 1, no further
     return min(1.0, max(merged, high + 3.0 * math.sqrt(high * (1 - high) / max(rows, 1))))
+
+
+@dataclass(frozen=True)
+class NullRate:
+    """What the reference says of a column's null share in a batch of `rows` rows: its rate over the reference's
+    rows (never under the rule of three's 3 / N for a column it never saw null: an upper 95% bound after N rows
+    without one) and the standard deviation a clean batch's share has about it: the binomial sampling error at
+    `rows` plus the spread between the reference's batches beyond their own sampling error (nulls that come and
+    go by the batch, a column null on every row of a season)."""
+
+    rate: float
+    spread: float
+
+    def tail(self, share: float) -> float:
+        """The chance a clean batch's share reaches `share` or more (one-sided, normal): 1 at or under the rate."""
+        if share <= self.rate:
+            return 1.0
+        return float(norm.sf((share - self.rate) / self.spread)) if self.spread > 0 else 0.0
+
+
+def null_rate(reference: Reference | DatasetProfile, name: str, rows: int, *, same_rows: bool = False) -> NullRate:
+    """The reference's evidence on column `name`'s null share in a batch of `rows` rows (see `NullRate`). A bare
+    profile, or the reference's own rows read again (`same_rows`), is not a sample: its share exactly, no spread."""
+    if same_rows or not isinstance(reference, Reference):
+        column = reference.columns.get(name)
+        return NullRate(column.null_fraction if column is not None else 0.0, 0.0)
+    column = reference.profile.columns.get(name)
+    seen = column.row_count if column is not None else 0
+    batches = [(b.columns[name].null_share, b.rows) for b in reference.batches if name in b.columns and b.rows > 0]
+    total = sum(n for _, n in batches)
+    pooled = sum(share * n for share, n in batches) / total if total else (column.null_fraction if column else 0.0)
+    rate = min(1.0, max(pooled, 3.0 / max(seen, 1)))
+    between = 0.0
+    if len(batches) >= 2:
+        spread = sum(n * (share - pooled) ** 2 for share, n in batches) / total
+        sampling = len(batches) * pooled * (1.0 - pooled) / total  # what binomial draws alone spread them by
+        between = max(0.0, spread - sampling)
+    return NullRate(rate, math.sqrt(between + rate * (1.0 - rate) / max(rows, 1)))
 
 
 def normalize_category(value: str) -> str:

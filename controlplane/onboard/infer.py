@@ -347,7 +347,9 @@ def _categories(column: ColumnProfile) -> tuple[str, ...] | None:
 
 
 def _property(column: ColumnProposal) -> dict[str, Any]:
-    prop: dict[str, Any] = {"name": column.name, "logicalType": column.logical_type, "required": column.nulls_seen == 0}
+    # required where a null would break the loop (the key, the event time: their null limit is 0); a column merely
+    # never null in the rows seen is not promised to stay so: its nulls are judged against its history
+    prop: dict[str, Any] = {"name": column.name, "logicalType": column.logical_type, "required": column.null_limit == 0}
     if column.key:
         prop["primaryKey"] = True
     bounds = {

@@ -325,7 +325,9 @@ def _history_findings(state: ReferenceState, context: GuardContext, history: His
     found: list[Finding] = [_unguarded(context, state, history.unguarded_rows)] if history.unguarded_rows else []
     for kept, now in history.changed:
         against_kept = with_repeats_counted(
-            replace(context, snapshot=now, reference=build_reference([kept]), lineage=(), table_paths=())
+            replace(
+                context, snapshot=now, reference=build_reference([kept]), lineage=(), table_paths=(), same_rows=True
+            )
         )
         findings = [f for f in run_guard(against_kept).findings if f.kind not in _NOT_HISTORY]
         if not any(f.severity.value == "block" for f in findings):

@@ -1,26 +1,30 @@
-"""Nulls: above the contract's limit, or a spike against the reference.
+"""Nulls: more than the contract allows, or more than the reference's evidence allows by sampling alone.
 
-A spike is a null share more than `policy.null_spike_min_increase` above the reference's and more than
-`policy.null_spike_factor` times it. Against a batch `Reference` the baseline is the highest share a reference batch had, plus the
-largest step between consecutive batches (a column whose nulls come and go by the week is not spiking
-when it does it again), plus three binomial standard errors of the new batch's share
-(`guard.statistics.natural_null_share`, which a partial rename's empty rows are judged by too).
+The contract's word comes first: its `nullValues` limit, or, where it states none, `required: true` (a value on
+every row: none may be null). Otherwise the reference's evidence decides (`guard.statistics.null_rate`): its rate
+of nulls in the column (never under the rule of three for a column it never saw null) and the spread a clean
+batch's share has about it (the binomial sampling error at the batch's rows, plus the spread between the
+reference's batches beyond theirs). A spike is a share more than `policy.null_spike_min_increase` above the rate
+that a clean batch reaches with a chance under `policy.null_false_alarm`, whatever the rate: 4% to 33% is a
+spike, so is 28% to 57%, and so are a few percent in a column never null; one null among a few dozen rows is not.
+Rows that passed earlier, judged again against their own kept profile (`ctx.same_rows`), are the same rows, not a
+sample: any rise beyond the floor is theirs.
 
-Closest calls, per column: the share's rise over the baseline (against `null_spike_min_increase`) and its multiple
-of it (against `null_spike_factor`; infinite over a baseline of none), each deciding where the other holds and the
-contract's own limit does not block first.
+Closest calls, per column: the share's rise over the rate (against `null_spike_min_increase`) and its chance
+(against `null_false_alarm`, below it crosses), each deciding where the other holds and the contract's own limit
+does not block first.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Iterator
 
 from guard.context import GuardContext
+from guard.contract import ColumnContract
 from guard.findings import ClosestCall, Finding, make_finding
 from guard.kinds import FindingKind
 from guard.registry import register
-from guard.statistics import natural_null_share
+from guard.statistics import null_rate
 
 __all__ = ["check_nulls"]
 
@@ -35,44 +39,51 @@ def check_nulls(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
         if observed is None:
             continue
         fraction = observed.null_fraction
-        limit = column.max_null_fraction
-        baseline = natural_null_share(ctx.reference, column.name, observed.row_count)
+        limit = _limit_of(column)
+        evidence = null_rate(ctx.reference, column.name, observed.row_count, same_rows=ctx.same_rows)
+        baseline, tail = evidence.rate, evidence.tail(fraction)
         over_limit = limit is not None and fraction > limit
-        yield from _closest_calls(ctx, column.name, fraction, baseline, over_limit)
-        if limit is not None and fraction > limit:
+        yield from _closest_calls(ctx, column.name, fraction - baseline, tail, over_limit)
+        if over_limit:
+            assert limit is not None
+            said = "the contract allows" if column.max_null_fraction is not None else "the contract requires a value:"
             yield make_finding(
                 FindingKind.NULL_LIMIT,
                 ctx.dataset_urn,
                 column.name,
                 observed=round(fraction, 6),
                 expected=limit,
-                message=f"{column.name!r} is {fraction:.1%} null, the contract allows {limit:.1%}",
+                message=f"{column.name!r} is {fraction:.1%} null ({observed.null_count} rows), {said} {limit:.1%}",
                 playbook="null_impute",
                 reference_null_fraction=baseline,
                 null_rows=observed.null_count,
             )
-        elif (
-            fraction > baseline + ctx.policy.null_spike_min_increase
-            and fraction > ctx.policy.null_spike_factor * baseline
-        ):
+        elif fraction - baseline > ctx.policy.null_spike_min_increase and tail < ctx.policy.null_false_alarm:
             yield make_finding(
                 FindingKind.NULL_SPIKE,
                 ctx.dataset_urn,
                 column.name,
                 observed=round(fraction, 6),
                 expected=round(baseline, 6),
-                message=f"{column.name!r} nulls jumped from {baseline:.1%} to {fraction:.1%}",
+                message=(
+                    f"{column.name!r} nulls rose from {baseline:.1%} to {fraction:.1%} "
+                    f"({observed.null_count} of {observed.row_count} rows; by chance: {tail:.1e})"
+                ),
                 playbook="null_impute",
                 reference_null_fraction=baseline,
                 null_rows=observed.null_count,
+                chance=tail,
             )
 
 
-def _closest_calls(
-    ctx: GuardContext, name: str, fraction: float, baseline: float, over_limit: bool
-) -> Iterator[ClosestCall]:
-    increase, factor = ctx.policy.null_spike_min_increase, ctx.policy.null_spike_factor
-    rise = fraction - baseline
-    multiple = fraction / baseline if baseline > 0 else (math.inf if fraction > 0 else 0.0)
-    yield ClosestCall("null_spike_min_increase", name, rise, increase, decides=not over_limit and multiple > factor)
-    yield ClosestCall("null_spike_factor", name, multiple, factor, decides=not over_limit and rise > increase)
+def _limit_of(column: ColumnContract) -> float | None:
+    """The contract's null limit: its `nullValues` rule, else none at all for a column it says is required."""
+    if column.max_null_fraction is not None:
+        return column.max_null_fraction
+    return 0.0 if column.required else None
+
+
+def _closest_calls(ctx: GuardContext, name: str, rise: float, tail: float, over_limit: bool) -> Iterator[ClosestCall]:
+    increase, chance = ctx.policy.null_spike_min_increase, ctx.policy.null_false_alarm
+    yield ClosestCall("null_spike_min_increase", name, rise, increase, decides=not over_limit and tail < chance)
+    yield ClosestCall("null_false_alarm", name, tail, chance, above=False, decides=not over_limit and rise > increase)

@@ -86,7 +86,7 @@ def test_a_clean_batch_records_how_near_each_deciding_threshold_came(
         "volume_min_row_fraction",
         "volume_spike_factor",
         "null_spike_min_increase",
-        "null_spike_factor",
+        "null_false_alarm",
         "duplicate_rate_limit",
     }
     with_unit = {c.name for c in daily_newest_month.dataset.contract().columns if c.unit is not None}

@@ -20,7 +20,7 @@ from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind
 from guard.runner import run_guard
-from guard.statistics import natural_null_share
+from guard.statistics import natural_null_share, null_rate
 from profiles.batches import split_batches
 from profiles.reference import build_reference
 
@@ -114,3 +114,6 @@ def test_the_natural_null_share_is_a_share_for_a_column_null_on_every_row_of_som
     for rows in (1, 20, 10_000):
         found = natural_null_share(reference, "amount", rows)
         assert 0.0 <= found <= 1.0 and math.isfinite(found)
+        evidence = null_rate(reference, "amount", rows)
+        assert 0.0 <= evidence.rate <= 1.0 and math.isfinite(evidence.spread) and evidence.spread >= 0.0
+        assert all(0.0 <= evidence.tail(share) <= 1.0 for share in (0.0, 0.5, 1.0))
