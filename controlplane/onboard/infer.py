@@ -51,6 +51,9 @@ MAX_LISTED_CATEGORIES = 50
 KEY_TYPES = ("string", "integer", "date", "timestamp")
 _NULL_MARGIN = 2.0  # a label's immature share allowed: twice the one seen, at least 5%
 _NUMERIC = ("number", "integer")
+# values seen, none negative, before the history counts as evidence of a floor at 0: by the rule of three, a
+# negative value then comes up in under 3% of rows (3 / N); fewer values say too little of the column's sign
+SIGN_EVIDENCE = 100
 _TIMES = ("timestamp", "date")
 
 
@@ -322,12 +325,21 @@ def _column(column: ColumnProfile, roles: Roles, hints: Hints) -> ColumnProposal
 
 
 def _bounds(column: ColumnProfile, domain: Domain) -> tuple[float | None, float | None, str]:
-    """What the unit or the column allows by definition; what was seen is only evidence for the person."""
+    """What the unit or the column allows by definition; where neither says, a floor at 0 from the history: a
+    quantity never negative among SIGN_EVIDENCE values or more (a count, an amount, a duration, an age) is
+    floored, so a placeholder like -1 on a few percent of rows is named. Nothing else seen becomes a bound."""
     seen = (
         "no values seen"
         if column.minimum is None or column.maximum is None
         else (f"seen {column.minimum:g}..{column.maximum:g}")
     )
+    if domain.low is None and column.minimum is not None and column.minimum >= 0 and column.values >= SIGN_EVIDENCE:
+        high = None if domain.high is None else _tidy(domain.high)
+        return (
+            0.0,
+            high,
+            (f"{seen}; never negative in {column.values} values: floored at 0 (remove the minimum if it may go below)"),
+        )
     if domain.low is None and domain.high is None:
         return None, None, f"{seen}; unbounded: nothing says it cannot take any value (a signed quantity)"
     low = None if domain.low is None else _tidy(domain.low)

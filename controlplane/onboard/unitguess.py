@@ -133,7 +133,8 @@ def given_unit(text: str, *, rain: bool = False) -> UnitGuess:
 def physical_domain(guess: UnitGuess) -> Domain:
     """What the column can take by definition: its calendar or coordinate domain, else what the guard's unit
     allows (`guard.units.plausible_bounds`: one answer for init and the guard). A duration, a speed or an
-    amount of money may be negative (a delay, a velocity component, a balance): unbounded."""
+    amount of money may be negative (a delay, a velocity component, a balance): unbounded by definition (init
+    floors one the history never saw negative: `controlplane.onboard.infer._bounds`)."""
     if guess.domain is not None:
         return guess.domain
     spelt = contract_unit(guess)

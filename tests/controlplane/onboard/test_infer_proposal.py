@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from controlplane.errors import InputError
-from controlplane.onboard.infer import Hints, propose
+from controlplane.onboard.infer import SIGN_EVIDENCE, Hints, propose
 from controlplane.onboard.odcs import parse_odcs
 from controlplane.onboard.unitguess import contract_unit, given_unit, guess_unit
 from profiles.snapshot import read_snapshot
@@ -82,23 +82,28 @@ def test_bounds_take_the_natural_domain_of_the_column_or_unit(tmp_path, name, va
     assert (column.minimum, column.maximum) == bounds, column.bounds_why
 
 
-def test_bounds_are_what_the_unit_allows_never_the_range_seen(tmp_path):
+def test_bounds_are_what_the_unit_allows_or_a_sign_the_history_never_broke(tmp_path):
     proposal = _proposal(
         tmp_path,
         _frame(
             temp_c=lambda r, n: r.uniform(5, 25, n),
             distance_km=lambda r, n: r.uniform(1, 9, n),
-            delay_min=lambda r, n: r.uniform(0, 90, n),
+            delay_min=lambda r, n: r.uniform(-5, 90, n),
             score=lambda r, n: r.uniform(10, 20, n),
         ),
     )
     temp, distance = proposal.column("temp_c"), proposal.column("distance_km")
-    assert (temp.minimum, temp.maximum) == (-273.15, None)  # absolute zero, nothing above
+    assert (temp.minimum, temp.maximum) == (-273.15, None)  # absolute zero, nothing above, though never below 5
     assert (distance.minimum, distance.maximum) == (0, None) and "never negative" in distance.bounds_why
     delay, score = proposal.column("delay_min"), proposal.column("score")
-    assert (delay.minimum, delay.maximum) == (None, None)  # a duration may be negative: a delay, a difference
-    assert (score.minimum, score.maximum) == (None, None) and "signed quantity" in score.bounds_why
+    assert (delay.minimum, delay.maximum) == (None, None) and "signed quantity" in delay.bounds_why  # early: < 0
+    assert (score.minimum, score.maximum) == (0, None) and "never negative in" in score.bounds_why  # not 10..20
     assert "seen 10" in score.bounds_why  # what was seen is evidence for the person, not a bound
+
+
+def test_a_sign_is_evidence_only_over_enough_values(tmp_path):
+    few = _proposal(tmp_path, _frame(SIGN_EVIDENCE - 1, score=lambda r, n: r.uniform(10, 20, n)))
+    assert (few.column("score").minimum, few.column("score").maximum) == (None, None)
 
 
 def test_roles_keys_categories_and_null_limits(tmp_path):
