@@ -11,7 +11,8 @@ the exact value counts of string columns, against the contract's allowed values 
 lists none, against the values the reference has seen. A value equal to an allowed one once trimmed,
 whitespace-collapsed and case-folded is miscased (CATEGORY_CASING, healed by its mapping); any other
 unseen value is a NEW_CATEGORY — blocking against the contract, a warning against the reference (which
-records history, not law) — but for the period's name: a column every kept batch held on one value, one value
+records history, not law) unless one of them is a known value written wrong (`guard.spellings`: a letter slipped,
+two swapped, leetspeak), which blocks and names the value it resembles — but for the period's name: a column every kept batch held on one value, one value
 in this batch too (a month's name in a month's batch), is new in every batch by construction.
 """
 
@@ -27,6 +28,7 @@ from guard.contract import ColumnContract
 from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind, Severity
 from guard.registry import register
+from guard.spellings import resembled
 from guard.statistics import is_categorical, normalize_category
 from guard.units import limits
 from profiles.profile import MAX_CATEGORIES, ColumnProfile
@@ -214,7 +216,15 @@ def _allowed_values(ctx: GuardContext, column: ColumnContract) -> tuple[frozense
 
 def _new_category(ctx: GuardContext, name: str, new: dict[str, int], allowed: frozenset[str], source: str) -> Finding:
     listed = dict(sorted(new.items(), key=lambda item: (-item[1], item[0]))[:MAX_LISTED_VALUES])
-    severity = Severity.BLOCK if source == "contract" else Severity.WARN
+    slips = {value: known for value in new if (known := resembled(value, allowed)) is not None}
+    severity = Severity.BLOCK if source == "contract" or slips else Severity.WARN
+    said = (
+        f"{len(slips)} of them a known value written wrong ("
+        + ", ".join(f"{v!r} for {k!r}" for v, k in sorted(slips.items())[:MAX_LISTED_VALUES])
+        + f"{' …' if len(slips) > MAX_LISTED_VALUES else ''}, {sum(new[v] for v in slips)} rows); "
+        if slips
+        else ""
+    )
     return make_finding(
         FindingKind.NEW_CATEGORY,
         ctx.dataset_urn,
@@ -225,6 +235,7 @@ def _new_category(ctx: GuardContext, name: str, new: dict[str, int], allowed: fr
         new_values=len(new),
         rows_affected=sum(new.values()),
         source=source,
-        message=f"{name!r} has {len(new)} value(s) the {source} does not allow: "
+        resembles=slips,
+        message=f"{name!r} has {len(new)} value(s) the {source} does not allow: {said}"
         f"{', '.join(repr(v) for v in listed)}{' …' if len(new) > len(listed) else ''}",
     )

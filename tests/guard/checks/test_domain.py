@@ -73,6 +73,20 @@ def test_domain_without_allowed_values_judges_against_the_reference(tmp_path: Pa
     assert found[1].severity is Severity.WARN  # the reference records history, not law
 
 
+@pytest.mark.parametrize("slip", ["scotoer", "sc0oter", "bkie"])  # two letters swapped, leetspeak, a short word
+def test_a_known_value_written_wrong_blocks_and_names_the_value_it_resembles(
+    tmp_path: Path, reference: DatasetProfile, slip: str
+) -> None:
+    contract = eta_contract(vehicle_type=ColumnContract("vehicle_type", "string"))
+    frame = eta_frame(1)
+    frame.loc[:9, "vehicle_type"] = slip
+    frame.loc[10:19, "vehicle_type"] = "drone"
+    (found,) = findings(check_domain, context(snapshot_of(tmp_path, frame), reference, contract))
+    assert (found.kind, found.column, found.severity) == (FindingKind.NEW_CATEGORY, "vehicle_type", Severity.BLOCK)
+    assert found.params["resembles"] == {slip: "scooter" if slip != "bkie" else "bike"}
+    assert "written wrong" in found.message
+
+
 def test_domain_edges_all_null_empty_and_no_reference_column(tmp_path: Path, reference: DatasetProfile) -> None:
     nulls = eta_frame(1).assign(distance_km=np.nan, vehicle_type=None)
     assert findings(check_domain, context(snapshot_of(tmp_path, nulls, "nulls"), reference)) == []
