@@ -19,7 +19,7 @@ injectors of `chaos.injectors`, and expects the finding its true cause is:
 A scenario that does not apply to the pipeline (no feature with a unit, no key nor time, fewer than two numeric
 columns) is not built: `Skipped` says why. Features with a declared unit (measurements: what a sensor or a
 feed gets wrong) are corrupted before unitless ones (an hour of day, a count). The same contract and spec always
-give the same scenarios, so a worker process rebuilds them by name (`scenario_named`).
+give the same scenarios, so a worker process rebuilds them by name (`chaos.families.scenario_named`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from typing import Callable
 import pandas as pd
 
 from chaos import injectors as inj
-from chaos.errors import UnknownScenario
 from chaos.registry import Injected, Scenario, TableInjector, Target
 from chaos.selection import Selection
 from controlplane.spec import PipelineSpec
@@ -44,7 +43,6 @@ __all__ = [
     "Skipped",
     "GENERIC_NAMES",
     "generic_scenarios",
-    "scenario_named",
     "unit_target",
     "SENTINEL_VALUE",
     "TIMEZONE_HOURS",
@@ -107,18 +105,6 @@ def generic_scenarios(contract: Contract, spec: PipelineSpec) -> tuple[tuple[Sce
         else:
             built.append(made)
     return tuple(built), tuple(skipped)
-
-
-def scenario_named(contract: Contract, spec: PipelineSpec, name: str) -> Scenario:
-    built, skipped = generic_scenarios(contract, spec)
-    found = next((s for s in built if s.name == name), None)
-    if found is not None:
-        return found
-    why = next((s.why for s in skipped if s.name == name), None)
-    raise UnknownScenario(
-        f"scenario {name!r} does not apply to pipeline {spec.name!r}" + (f": {why}" if why else ""),
-        f"use one of: {', '.join(s.name for s in built)}",
-    )
 
 
 def unit_target(declared: str) -> str | None:

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from chaos.copies import PipelineCopy, contract_of, fork, take_back, write_table
-from chaos.generic import scenario_named
+from chaos.families import scenario_named
 from chaos.observe import Observed, finding_label, observe
 from chaos.registry import Scenario
 from controlplane.pipeline import run_pipeline
