@@ -19,6 +19,9 @@ in a scratch folder, as a new user would with no code:
 3. `kintsugi drill --pipeline NAME --json --scope both --controls 0`: every failure kind that applies to the
    contract, in the newest batch only and in all rows, through the real loop on scratch copies: blocked (a
    blocking finding), named right (kind, column, unit), healed (and verified) or quarantined, invented cells;
+   then `--family badgers --scope batch`: the failures of a library nobody here wrote (`chaos.thirdparty`: each
+   generator on the columns it fits, at its defaults and at half of them), scored apart (`badgers*` columns, and
+   per generator after the totals);
 4. the peers on the same clean batches: pandera's inferred schema (`pandera.infer_schema` on the init data, its
    checks on the event time dropped, then `validate(lazy=True)`: blocked when it raises) and evidently's drift
    preset (`Report([DataDriftPreset()])`, reference the init data, every column but the event time: blocked when
@@ -76,6 +79,9 @@ COUNTS = (
     "invented_cells",
     "pandera_blocks",
     "evidently_blocks",
+    "badgers",
+    "badgers_blocked",
+    "badgers_named",
 )
 
 
@@ -229,9 +235,12 @@ def walk(table: CorpusTable, pipeline: str, folder: Path, ws: Path, batches: lis
 # --- the drill --------------------------------------------------------------------------------------------------
 
 
-def drill(table: str, pipeline: str, ws: Path, jobs: int, out: Path) -> dict[str, Any]:
-    command = [KINTSUGI, "drill", "--pipeline", pipeline, "--workspace", str(ws), "--json", "--scope", "both"]
-    command += ["--controls", "0", "--jobs", str(jobs), "--out", str(out)]
+def drill(table: str, pipeline: str, ws: Path, jobs: int, out: Path, family: str = "ours") -> dict[str, Any]:
+    """The drill of one family of failures: ours in the newest batch and in every row; badgers' in the newest
+    batch (its generators corrupt a batch as it arrives)."""
+    scope = "both" if family == "ours" else "batch"
+    command = [KINTSUGI, "drill", "--pipeline", pipeline, "--workspace", str(ws), "--json", "--scope", scope]
+    command += ["--controls", "0", "--jobs", str(jobs), "--out", str(out), "--family", family]
     log = out.with_suffix(".log")
     out.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as stderr:
@@ -242,7 +251,7 @@ def drill(table: str, pipeline: str, ws: Path, jobs: int, out: Path) -> dict[str
     cases = [_case(row) for row in board["scenarios"]]
     for case in cases:
         _say(
-            table, f"drill {case['scenario']:<26} {case['status']:<12} blocked {case['blocked']} named {case['named']}"
+            table, f"drill {case['scenario']:<32} {case['status']:<12} blocked {case['blocked']} named {case['named']}"
         )
     return {
         "cases": cases,
@@ -354,6 +363,7 @@ def bench_table(
             row.update(walk(table, pipeline, folder, ws, batches))
             if with_drill and "error" not in row:
                 row["drill"] = drill(name, pipeline, ws, drill_jobs, Path(out) / name / "board")
+                row["badgers"] = drill(name, pipeline, ws, drill_jobs, Path(out) / name / "badgers", "badgers")
     except Exception as exc:  # noqa: BLE001 - a table that errors is a row with its error
         row["error"] = f"{type(exc).__name__}: {exc}"
         row["traceback"] = traceback.format_exc()[-3000:]
@@ -387,13 +397,14 @@ def _erred(run: dict[str, Any]) -> bool:
 def counts(row: dict[str, Any]) -> dict[str, int]:
     runs = row.get("runs", [])
     cases = row.get("drill", {}).get("cases", [])
+    theirs = row.get("badgers", {}).get("cases", [])
     peer = row.get("peers", {})
     return {
         "clean_runs": len(runs),
         "false_blocks": sum(bool(r.get("detect_blocked_by")) for r in runs),  # the guard blocked a clean batch
         "ended_blocked": sum(r["status"] == "blocked" for r in runs),
         "guard_blocks": sum(r["status"] == "blocked" and r.get("stage") != "promote" for r in runs),
-        "errors": sum(_erred(r) for r in runs) + sum(c["error"] for c in cases),
+        "errors": sum(_erred(r) for r in runs) + sum(c["error"] for c in cases + theirs),
         "decided": sum(r["status"] in ("promoted", "kept", "unchanged") for r in runs),  # without a person
         "promoted": sum(r["status"] == "promoted" for r in runs),
         "kept": sum(r["status"] == "kept" for r in runs),  # the candidate lost: the champion stands
@@ -406,6 +417,9 @@ def counts(row: dict[str, Any]) -> dict[str, int]:
         "invented_cells": int(row.get("drill", {}).get("invented_cells", 0)),
         "pandera_blocks": int(peer.get("pandera", {}).get("blocked", 0)),
         "evidently_blocks": int(peer.get("evidently", {}).get("blocked", 0)),
+        "badgers": len(theirs),  # failures a library nobody here wrote made (chaos.thirdparty), scored apart
+        "badgers_blocked": sum(c["blocked"] for c in theirs),
+        "badgers_named": sum(c["named"] for c in theirs),
     }
 
 
@@ -420,7 +434,21 @@ def report(rows: list[dict[str, Any]]) -> list[str]:
         )
     total = {k: sum(r["counts"][k] for r in rows) for k in COUNTS}
     lines.append(f"{'total':<57}" + " ".join(f"{total[k]:>9}" for k in COUNTS))
-    return lines
+    return lines + [""] + by_generator(rows)
+
+
+def by_generator(rows: list[dict[str, Any]]) -> list[str]:
+    """badgers' failures per generator and severity, over the tables: cases, blocked, named right."""
+    tally: dict[str, list[int]] = {}
+    for row in rows:
+        for case in row.get("badgers", {}).get("cases", []):
+            counted = tally.setdefault(case["scenario"].split("@")[0], [0, 0, 0])
+            counted[0] += 1
+            counted[1] += case["blocked"]
+            counted[2] += case["named"]
+    lines = [f"{'badgers scenario':<32} {'cases':>6} {'blocked':>8} {'named':>6}"]
+    lines += [f"{name:<32} {c[0]:>6} {c[1]:>8} {c[2]:>6}" for name, c in sorted(tally.items())]
+    return lines if tally else []
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
+from chaos.errors import InjectionError
 from controlplane.errors import WorkspaceError
 from controlplane.workspace import Workspace, resolve_workspace
 
@@ -175,6 +176,13 @@ def drill_command(
             show_default=False,
         ),
     ] = None,
+    family: Annotated[
+        str,
+        typer.Option(
+            help="With --pipeline: whose failures: ours (this project's injectors) or badgers (a library nobody "
+            "here wrote, at its defaults and at half of them; pip install badgers)."
+        ),
+    ] = "ours",
     workspace: WorkspaceOption = None,
 ) -> None:
     """Score the loop like a benchmark: every scenario in a throwaway estate, through the real loop.
@@ -188,9 +196,11 @@ def drill_command(
 
     names = tuple(n.strip() for value in (scenarios or []) for n in value.split(",") if n.strip())
     keep = keep.resolve() if keep is not None else None  # the copies' specs name paths under it: never relative
+    if family != "ours" and pipeline is None:
+        raise InjectionError(f"--family {family} drills an onboarded pipeline", "add --pipeline NAME")
     if pipeline is not None:  # progress on stderr: stdout is the scoreboard
         say: Callable[[str], None] = lambda line: typer.echo(line, err=True)  # noqa: E731
-        board = _pipeline_drill(pipeline, workspace, names, seeds, controls, jobs, scope, now, keep, say)
+        board = _pipeline_drill(pipeline, workspace, names, seeds, controls, jobs, scope, now, keep, say, family)
     else:
         say = lambda line: typer.echo(line, err=json_out)  # noqa: E731
         from chaos.drill import DEFAULT_CONTROLS, DEFAULT_SEEDS, DrillPlan, default_scenarios, run_drill
@@ -228,6 +238,7 @@ def _pipeline_drill(
     now: str | None,
     keep: Path | None,
     say: Callable[[str], None],
+    family: str,
 ) -> dict[str, Any]:
     from chaos.pipeline_drill import DEFAULT_PIPELINE_CONTROLS, PipelinePlan, run_pipeline_drill
     from chaos.pipeline_tasks import SCOPES
@@ -247,6 +258,7 @@ def _pipeline_drill(
         DEFAULT_PIPELINE_CONTROLS if controls is None else controls,
         _jobs(jobs),
         parse_now(now),
+        family,
     )
     return run_pipeline_drill(ws, plan, say=say, keep=keep)
 

@@ -1,5 +1,5 @@
-"""The pipeline drill's families of failures: `ours` (the injectors of `chaos.generic`, written here); a scenario is
-found by name in any."""
+"""The pipeline drill's families of failures: `ours` (the injectors of `chaos.generic`, written here) and
+`badgers` (`chaos.thirdparty`: a library nobody here wrote), scored apart; a scenario is found by name in either."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Callable
 from chaos.errors import UnknownScenario
 from chaos.generic import GENERIC_NAMES, Skipped, generic_scenarios
 from chaos.registry import Scenario
+from chaos.thirdparty import BADGERS_NAMES, badgers_scenarios
 from controlplane.spec import PipelineSpec
 from guard.contract import Contract
 
@@ -16,6 +17,7 @@ __all__ = ["FAMILIES", "NAMES", "family_scenarios", "scenario_named"]
 Built = tuple[tuple[Scenario, ...], tuple[Skipped, ...]]
 FAMILIES: dict[str, tuple[tuple[str, ...], Callable[[Contract, PipelineSpec], Built]]] = {
     "ours": (GENERIC_NAMES, generic_scenarios),
+    "badgers": (BADGERS_NAMES, badgers_scenarios),
 }
 NAMES = {family: names for family, (names, _) in FAMILIES.items()}
 

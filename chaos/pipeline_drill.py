@@ -29,7 +29,8 @@ from typing import Any, Callable
 from chaos.copies import PipelineCopy, contract_of, copy_pipeline
 from chaos.drill import isolated, workers
 from chaos.errors import InjectionError, UnknownScenario
-from chaos.generic import GENERIC_NAMES, Skipped, generic_scenarios
+from chaos.families import FAMILIES, NAMES, family_scenarios
+from chaos.generic import Skipped
 from chaos.pipeline_tasks import SCOPES, expected_of, held_right, judge_case, run_case, run_control
 from chaos.registry import Scenario
 from chaos.scoreboard import build_scoreboard
@@ -48,18 +49,22 @@ Say = Callable[[str], None]
 @dataclass(frozen=True)
 class PipelinePlan:
     pipeline: str
-    scenarios: tuple[str, ...] = ()  # (): every scenario that applies
+    scenarios: tuple[str, ...] = ()  # (): every scenario of the family that applies
     scopes: tuple[str, ...] = SCOPES
     seeds: tuple[int, ...] = (1,)
     controls: int = DEFAULT_PIPELINE_CONTROLS  # clean batches run as controls: the newest, then earlier ones
     jobs: int = 1
     now_ms: int | None = None  # when the runs happen (default: an hour after the workspace's last run)
+    family: str = "ours"  # whose failures: ours (chaos.generic) or badgers (chaos.thirdparty)
 
     def __post_init__(self) -> None:
-        unknown = sorted(set(self.scenarios) - set(GENERIC_NAMES))
+        if self.family not in FAMILIES:
+            raise UnknownScenario(f"unknown family of failures {self.family!r}", f"use one of: {', '.join(FAMILIES)}")
+        unknown = sorted(set(self.scenarios) - set(NAMES[self.family]))
         if unknown:
             raise UnknownScenario(
-                f"unknown pipeline drill scenario(s): {', '.join(unknown)}", f"use some of: {', '.join(GENERIC_NAMES)}"
+                f"unknown {self.family} drill scenario(s): {', '.join(unknown)}",
+                f"use some of: {', '.join(NAMES[self.family])}",
             )
         if not self.scopes or set(self.scopes) - set(SCOPES):
             raise InjectionError(f"scopes {', '.join(self.scopes) or 'none'}", f"use {' and/or '.join(SCOPES)}")
@@ -95,8 +100,8 @@ def run_pipeline_drill(
 
 def _chosen(copy: PipelineCopy, plan: PipelinePlan) -> tuple[dict[str, Scenario], list[Skipped]]:
     spec = load_spec(copy.base, copy.pipeline)
-    built, skipped = generic_scenarios(contract_of(copy.base, spec), spec)
-    wanted = set(plan.scenarios or GENERIC_NAMES)
+    built, skipped = family_scenarios(plan.family, contract_of(copy.base, spec), spec)
+    wanted = set(plan.scenarios or NAMES[plan.family])
     return {s.name: s for s in built if s.name in wanted}, [s for s in skipped if s.name in wanted]
 
 
@@ -184,6 +189,7 @@ def _board(
     board["heal_rate"] = _rate(r["healed"] and r["verified"] and r["passed"] for r in healable)
     board["drill"].update(
         mode="pipeline",
+        family=plan.family,
         scopes=list(plan.scopes),
         newest_batch=copy.batches[-1].batch_id,
         batches=len(copy.batches),
