@@ -216,7 +216,11 @@ def _allowed_values(ctx: GuardContext, column: ColumnContract) -> tuple[frozense
 
 def _new_category(ctx: GuardContext, name: str, new: dict[str, int], allowed: frozenset[str], source: str) -> Finding:
     listed = dict(sorted(new.items(), key=lambda item: (-item[1], item[0]))[:MAX_LISTED_VALUES])
-    slips = {value: known for value in new if (known := resembled(value, allowed)) is not None}
+    slips = {
+        value: known
+        for value in new
+        if (known := resembled(value, allowed, ctx.policy.spelling_min_length)) is not None
+    }
     severity = Severity.BLOCK if source == "contract" or slips else Severity.WARN
     said = (
         f"{len(slips)} of them a known value written wrong ("

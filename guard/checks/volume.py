@@ -16,8 +16,9 @@ millisecond of a one-instant batch, or a whole period more for every step of the
 The natural spread of the reference batches' rates widens both limits: a drop is fewer than
 `policy.volume_min_row_fraction` of the expected rows (times the lowest rate seen over the median, when below 1); a
 spike is more than `policy.volume_spike_factor` times them (times the highest rate seen over the median, when above 1).
-volume_spike_factor = 3: twice as far above as a drop is below, on a log scale the same ratio as halving and a
-half again; a table loaded twice plus one more partition passes it, one loaded three times (or forty) does not.
+volume_min_row_fraction = 0.8, chosen with each domain of the corpus left out: a batch missing a fifth of its rows
+below the lowest rate the reference saw is a partial load. volume_spike_factor = 3: a table loaded twice plus one
+more partition passes it, one loaded three times (or forty) does not.
 
 Closest calls, on every batch: the rows over the expected rows times the lowest rate seen over the median (a drop
 below `volume_min_row_fraction`) and times the highest (a spike above `volume_spike_factor`): the same comparison as

@@ -28,17 +28,19 @@ def test_volume_passes_a_table_as_large_as_the_reference(tmp_path: Path, referen
     assert findings(check_volume, context(snapshot_of(tmp_path, eta_frame(1)), reference)) == []
 
 
-def test_volume_reports_a_collapse_below_half_the_reference(tmp_path: Path, reference: DatasetProfile) -> None:
-    found = findings(check_volume, context(snapshot_of(tmp_path, eta_frame(1, rows=3_000)), reference))
+def test_volume_reports_a_partial_load_missing_a_fifth_of_the_reference(
+    tmp_path: Path, reference: DatasetProfile
+) -> None:
+    found = findings(check_volume, context(snapshot_of(tmp_path, eta_frame(1, rows=4_800)), reference))  # 40% lost
     assert kinds_and_columns(found) == [(FindingKind.VOLUME_DROP, None)]
-    assert (found[0].observed, found[0].expected, found[0].playbook) == (3_000, 4_000, None)
+    assert (found[0].observed, found[0].expected, found[0].playbook) == (4_800, 6_400, None)
     assert found[0].severity is Severity.BLOCK and found[0].params["reference_rows"] == 8_000
 
 
-def test_volume_edges_empty_table_blocks_and_half_exactly_passes(tmp_path: Path, reference: DatasetProfile) -> None:
+def test_volume_edges_empty_table_blocks_and_four_fifths_exactly_pass(tmp_path: Path, reference: DatasetProfile) -> None:
     empty = findings(check_volume, context(snapshot_of(tmp_path, eta_frame(1).head(0), "empty"), reference))
     assert kinds_and_columns(empty) == [(FindingKind.VOLUME_DROP, None)] and empty[0].observed == 0
-    half = snapshot_of(tmp_path, eta_frame(1, rows=4_000), "half")
+    half = snapshot_of(tmp_path, eta_frame(1, rows=6_400), "four-fifths")
     assert findings(check_volume, context(half, reference)) == []
     assert findings(check_volume, context(half, DatasetProfile(row_count=0, columns={}))) == []
 
