@@ -24,7 +24,8 @@ outside the contract's [minimum, maximum] held by any number of rows. It is a se
 - grown: a placeholder-looking value the reference held rarely (under `policy.sentinel_growth_base`: a legitimate mass such
   as an 'unlimited' code held on half the rows, or the zeros of a zero-inflated column, is
   left alone) now holds `policy.sentinel_growth_factor` times its reference share plus `policy.sentinel_growth_margin`, and `policy.sentinel_growth_margin` more
-  than any one reference batch showed.
+  than any one reference batch showed of it, or of its own most frequent value: where each batch has a mode of its
+  own (the most common age moves from week to week), a value that common is the batch's mode, not a code.
 
 Neither is a column that every kept batch held on one value (`Reference.held_per_batch`: a period's month, year
 or flag, constant within a batch by construction) while the batch holds one value too: that is the period's
@@ -585,7 +586,10 @@ class _Judged:
 
 
 def _batch_high(ctx: GuardContext, name: str, value: float, reference: ColumnProfile) -> float:
-    """The highest share of `value` any one reference batch showed, where the reference keeps it (0 otherwise)."""
+    """The highest share of `value` any one reference batch showed, where the reference keeps it; and never less
+    than the highest share any reference batch's most frequent value held, whichever value it was: a column whose
+    batches each have a mode of their own (the most common age moving from week to week) holds a value that common
+    as its mode, not as a code (0 against a bare reference)."""
     if not isinstance(ctx.reference, Reference):
         return 0.0
     shares = []
@@ -594,6 +598,8 @@ def _batch_high(ctx: GuardContext, name: str, value: float, reference: ColumnPro
         if value == 0 and summary.zero_share is not None:
             shares.append(summary.zero_share)
         elif mode is not None and math.isclose(mode[0], value) and summary.point_share is not None:
+            shares.append(summary.point_share)
+        if summary.point_share is not None:
             shares.append(summary.point_share)
     return max(shares, default=0.0)
 

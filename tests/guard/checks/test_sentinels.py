@@ -208,3 +208,40 @@ def test_a_placeholder_on_two_rows_of_an_unbounded_column_is_a_sentinel(tmp_path
     report = _guard(tmp_path, frame, kept=6)
     (found,) = [f for f in report.findings if f.kind is FindingKind.SENTINEL and f.column == "level"]
     assert found.severity is Severity.BLOCK and found.params["value"] == -9999
+
+
+def _with_ages(weeks: int, modes: list[int | None], seed: int = 4) -> pd.DataFrame:
+    """The hourly readings with an `age` column: uniform on 0..39, and in week k its mode `modes[k]` on a quarter of
+    the rows (None: no mode of its own)."""
+    from readings_support import weather
+
+    frame = weather(weeks)
+    rng = np.random.default_rng(seed)
+    ages = rng.integers(0, 40, len(frame))
+    week = np.arange(len(frame)) // 168
+    for k, mode in enumerate(modes):
+        if mode is not None:
+            ages[(week == k) & (rng.random(len(frame)) < 0.25)] = mode
+    return frame.assign(age=ages)
+
+
+def _judged_on_ages(tmp_path: Path, frame: pd.DataFrame):
+    from profiles.batches import split_batches
+
+    from readings_support import contract, judge, week
+
+    path = tmp_path / "ages.parquet"
+    frame.to_parquet(path, index=False)
+    table = (frame, split_batches(path, time_column="time", cadence="week"))
+    terms = contract()
+    terms = Contract(
+        terms.dataset_urn, (*terms.columns, ColumnContract("age", "integer")), event_timestamp_column="time"
+    )
+    return judge(tmp_path, table, week(table, 8), terms=terms)
+
+
+def test_a_mode_that_moves_from_batch_to_batch_is_data_and_a_code_that_grows_is_not(tmp_path: Path) -> None:
+    moving = _judged_on_ages(tmp_path, _with_ages(9, [3, 5, 7, 11, 13, 2, 4, 6, 9]))  # this week's mode: 9
+    assert not [f for f in moving.findings if f.column == "age"], [f.message for f in moving.findings]
+    grown = _judged_on_ages(tmp_path, _with_ages(9, [None] * 8 + [9]))  # 9 comes from nowhere to a quarter
+    assert [(f.kind, f.params.get("value")) for f in grown.blocking if f.column == "age"] == [(FindingKind.SENTINEL, 9)]
