@@ -22,7 +22,7 @@ batch, without rereading a row) and plain JSON:
 - `identities`: exact arithmetic relations c = a + b and c = a * b (differences and ratios are the same
   relations read the other way), as (rows where it holds, rows tested); a relation is kept only while
   every merged batch held it (merging keeps the relations both sides have);
-- `periods`: per timestamp T and low-cardinality string column C ("T|C"), the coarsest calendar period of T
+- `periods`: per timestamp T and low-cardinality string or integer column C ("T|C"), the coarsest calendar period of T
   (`year`, `month`, `day`) within which C holds one value on every row, tested on two rows of one period at
   least (`ANY_PERIOD` where C holds one value on every row): C names the period its row falls in (a month's
   name), so a batch cut finer than that period holds one or two of its values, and a new period brings a new one.
@@ -363,7 +363,7 @@ def learn_relations(sample: pd.DataFrame, types: Mapping[str, str]) -> Relations
         groups=groups,
         spread=_spread(pairs, groups),
         identities=_identities(numbers),
-        periods=_periods(times, categories),
+        periods=_periods(times, {**categories, **_whole_numbers(sample, integers)}),
     )
 
 
@@ -388,6 +388,17 @@ def _periods(times: Mapping[str, tuple[np.ndarray, np.ndarray]], categories: Map
                 if by_period.size().max() >= 2 and (by_period.nunique() == 1).all():
                     found[f"{time}|{column}"] = period
                     break
+    return found
+
+
+def _whole_numbers(sample: pd.DataFrame, integers: list[str]) -> dict[str, pd.Series]:
+    """Integer columns of few values, as labels: a month, a quarter, a week or a year number names its period as a
+    month's name does."""
+    found = {}
+    for column in integers:
+        values = sample[column].astype("object")
+        if values.nunique(dropna=True) <= MAX_GROUPS:
+            found[column] = values.where(values.isna(), values.astype(str))
     return found
 
 
