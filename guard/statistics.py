@@ -137,11 +137,14 @@ def natural_null_share(reference: Reference | DatasetProfile, name: str, rows: i
 
 @dataclass(frozen=True)
 class NullRate:
-    """What the reference says of a column's null share in a batch of `rows` rows: its rate over the reference's
-    rows (never under the rule of three's 3 / N for a column it never saw null: an upper 95% bound after N rows
-    without one) and the standard deviation a clean batch's share has about it: the binomial sampling error at
-    `rows` plus the spread between the reference's batches beyond their own sampling error (nulls that come and
-    go by the batch, a column null on every row of a season)."""
+    """What the reference says of a column's null share in the next batch of `rows` rows: the level it is at (the
+    rate over the reference's rows, or the newest batch's share where the share has risen to it, plus the mean
+    rise from batch to batch where it rises: a rate that trends, as figures not yet reported in the latest years;
+    never under the rule of three's 3 / N for a column never null in N rows: an upper 95% bound after N rows
+    without one) and the standard deviation a clean batch's share has about that level: the binomial sampling
+    error at `rows`, the spread between the reference's batches beyond their own sampling error (nulls that come
+    and go by the batch, a column null on every row of a season), and the spread of its steps from one batch to
+    the next."""
 
     rate: float
     spread: float
@@ -161,16 +164,21 @@ def null_rate(reference: Reference | DatasetProfile, name: str, rows: int, *, sa
         return NullRate(column.null_fraction if column is not None else 0.0, 0.0)
     column = reference.profile.columns.get(name)
     seen = column.row_count if column is not None else 0
-    batches = [(b.columns[name].null_share, b.rows) for b in reference.batches if name in b.columns and b.rows > 0]
+    ordered = sorted(reference.batches, key=lambda b: b.end_ms if b.end_ms is not None else -1)
+    batches = [(b.columns[name].null_share, b.rows) for b in ordered if name in b.columns and b.rows > 0]
     total = sum(n for _, n in batches)
     pooled = sum(share * n for share, n in batches) / total if total else (column.null_fraction if column else 0.0)
-    rate = min(1.0, max(pooled, 3.0 / max(seen, 1)))
+    steps = [later - earlier for (earlier, _), (later, _) in zip(batches, batches[1:])]
+    rise = max(0.0, sum(steps) / len(steps)) if steps else 0.0
+    level = max(pooled, batches[-1][0] + rise if batches else 0.0)
+    rate = min(1.0, max(level, 3.0 / max(seen, 1)))
     between = 0.0
     if len(batches) >= 2:
         spread = sum(n * (share - pooled) ** 2 for share, n in batches) / total
         sampling = len(batches) * pooled * (1.0 - pooled) / total  # what binomial draws alone spread them by
         between = max(0.0, spread - sampling)
-    return NullRate(rate, math.sqrt(between + rate * (1.0 - rate) / max(rows, 1)))
+    stepping = sum((d - rise) ** 2 for d in steps) / len(steps) if len(steps) >= 2 else 0.0
+    return NullRate(rate, math.sqrt(between + stepping + rate * (1.0 - rate) / max(rows, 1)))
 
 
 def normalize_category(value: str) -> str:
