@@ -270,6 +270,7 @@ def _case(row: dict[str, Any]) -> dict[str, Any]:
         "handled": bool((run["healed"] and run["verified"]) or run["quarantined"]),
         "passed": bool(run["passed"]),
         "error": run["status"] in ("error", "failed"),
+        "inapplicable": run["status"] == "inapplicable",  # the injector refused the batch: not a failure scored
     }
 
 
@@ -396,8 +397,8 @@ def _erred(run: dict[str, Any]) -> bool:
 
 def counts(row: dict[str, Any]) -> dict[str, int]:
     runs = row.get("runs", [])
-    cases = row.get("drill", {}).get("cases", [])
-    theirs = row.get("badgers", {}).get("cases", [])
+    cases = [c for c in row.get("drill", {}).get("cases", []) if not c.get("inapplicable")]
+    theirs = [c for c in row.get("badgers", {}).get("cases", []) if not c.get("inapplicable")]
     peer = row.get("peers", {})
     return {
         "clean_runs": len(runs),
@@ -438,16 +439,20 @@ def report(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def by_generator(rows: list[dict[str, Any]]) -> list[str]:
-    """badgers' failures per generator and severity, over the tables: cases, blocked, named right."""
+    """badgers' failures per generator and severity, over the tables: cases, blocked, named right, and the cases
+    the generator refused (too few rows or values of the kind it draws: not scored)."""
     tally: dict[str, list[int]] = {}
     for row in rows:
         for case in row.get("badgers", {}).get("cases", []):
-            counted = tally.setdefault(case["scenario"].split("@")[0], [0, 0, 0])
+            counted = tally.setdefault(case["scenario"].split("@")[0], [0, 0, 0, 0])
+            if case.get("inapplicable"):
+                counted[3] += 1
+                continue
             counted[0] += 1
             counted[1] += case["blocked"]
             counted[2] += case["named"]
-    lines = [f"{'badgers scenario':<32} {'cases':>6} {'blocked':>8} {'named':>6}"]
-    lines += [f"{name:<32} {c[0]:>6} {c[1]:>8} {c[2]:>6}" for name, c in sorted(tally.items())]
+    lines = [f"{'badgers scenario':<32} {'cases':>6} {'blocked':>8} {'named':>6} {'refused':>8}"]
+    lines += [f"{name:<32} {c[0]:>6} {c[1]:>8} {c[2]:>6} {c[3]:>8}" for name, c in sorted(tally.items())]
     return lines if tally else []
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from chaos.copies import PipelineCopy, contract_of, fork, take_back, write_table
+from chaos.errors import InjectionError
 from chaos.families import scenario_named
 from chaos.observe import Observed, finding_label, observe
 from chaos.registry import Scenario
@@ -39,6 +40,7 @@ __all__ = [
     "HEALED",
     "QUARANTINED",
     "BLOCKED",
+    "INAPPLICABLE",
     "run_case",
     "run_control",
     "corrupt",
@@ -51,6 +53,7 @@ __all__ = [
 BATCH, ALL_ROWS = "batch", "all-rows"
 SCOPES = (BATCH, ALL_ROWS)
 HEALED, QUARANTINED, BLOCKED = "healed", "quarantined", "blocked"
+INAPPLICABLE = "inapplicable"  # the scenario's injector refused the batch (a third-party generator's own limits)
 _STOPPED = ("blocked", "failed", "error")
 
 
@@ -71,9 +74,13 @@ def run_case(copy: PipelineCopy, name: str, scope: str, seed: int, keep: bool = 
         spec = load_spec(ws, copy.pipeline)
         contract = contract_of(ws, spec)
         scenario = scenario_named(contract, spec, name)
-        corrupted = corrupt(
-            clean, scenario, contract, seed, scope, copy.batches[copy.newest].after_ms, copy.time_column
-        )
+        try:
+            corrupted = corrupt(
+                clean, scenario, contract, seed, scope, copy.batches[copy.newest].after_ms, copy.time_column
+            )
+        except InjectionError as exc:  # the scenario does not fit this batch: nothing was run
+            _discard(ws, keep)
+            return {**facts, **_errored(exc, ws), "status": INAPPLICABLE, "outcome": f"does not fit: {exc}"}
         write_table(spec.data, corrupted)
         record = run_pipeline(ws, spec, now_ms=copy.now_ms)
         seen = observe(ws, record, scenario, spec.feature_table)

@@ -26,6 +26,10 @@ rows they repeat or drop are whole rows of the batch; a cell already null reache
 median and stays null. `mild` halves each share and count (at least one); every other parameter (how far an
 outlier lies, how long a repeat runs) stays at the library's default.
 
+A generator that refuses a batch (MAR and MNAR weigh rows by values, and a column of a few distinct values
+leaves too few rows to draw from) raises `InjectionError`: the drill records the case as `inapplicable`, not as
+a failure of the loop.
+
 Left out, and why: the drift generators (a population moving, which the guard warns of and does not block by
 design); the in-distribution outliers (uniform instance-attribute and low-density sampling: values each column
 already holds, a failure only of the joint distribution); the imbalance, causal and time-series shape generators
@@ -40,6 +44,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from chaos.errors import InjectionError
 from chaos.generic import Skipped
 from chaos.registry import Injected, Scenario, TableInjector, Target
 from controlplane.spec import PipelineSpec
@@ -299,6 +304,12 @@ def _injector(generator: _Generator, columns: tuple[str, ...], params: dict[str,
     def inject(frame: pd.DataFrame, t: Target) -> Injected:
         module = __import__(generator.module, fromlist=[generator.name])
         made = getattr(module, generator.name)(random_generator=t.rng)
-        return generator.apply(made, frame, columns, params, t.rng)
+        try:
+            return generator.apply(made, frame, columns, params, t.rng)
+        except ValueError as exc:  # the library's own refusal: too few rows or values of the kind it draws
+            raise InjectionError(
+                f"badgers {generator.name} cannot corrupt this batch of {len(frame)} rows ({exc})",
+                "it fits columns with more rows and distinct values than these",
+            ) from exc
 
     return inject

@@ -102,3 +102,13 @@ def test_a_failure_is_named_right_by_any_of_its_kinds_on_any_of_its_columns():
     assert not nulls.localizes(make_finding(K.NULL_SPIKE, URN, "kind", observed=0.1, expected=0.0, message="m"))
     dropped = scenario_named(contract, spec, "badgers_drop_realistic")
     assert dropped.localizes(make_finding(K.VOLUME_DROP, URN, None, observed=1, expected=2, message="m"))
+
+
+def test_a_batch_the_generator_refuses_is_an_injection_error_not_a_crash():
+    from chaos.errors import InjectionError
+
+    contract, spec = _pipeline()
+    scenario = scenario_named(contract, spec, "badgers_mnar_realistic")
+    flat = _frame(40).assign(level=1.0, count=3)  # no value above the minimum: nothing to weigh rows by
+    with pytest.raises(InjectionError, match="cannot corrupt this batch"):
+        scenario.table(flat, scenario.target(contract, seed=1))  # type: ignore[misc]
