@@ -37,7 +37,9 @@ def test_volume_reports_a_partial_load_missing_a_fifth_of_the_reference(
     assert found[0].severity is Severity.BLOCK and found[0].params["reference_rows"] == 8_000
 
 
-def test_volume_edges_empty_table_blocks_and_four_fifths_exactly_pass(tmp_path: Path, reference: DatasetProfile) -> None:
+def test_volume_edges_empty_table_blocks_and_four_fifths_exactly_pass(
+    tmp_path: Path, reference: DatasetProfile
+) -> None:
     empty = findings(check_volume, context(snapshot_of(tmp_path, eta_frame(1).head(0), "empty"), reference))
     assert kinds_and_columns(empty) == [(FindingKind.VOLUME_DROP, None)] and empty[0].observed == 0
     half = snapshot_of(tmp_path, eta_frame(1, rows=6_400), "four-fifths")
