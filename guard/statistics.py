@@ -143,7 +143,7 @@ class NullRate:
     never under the rule of three's 3 / N for a column never null in N rows: an upper 95% bound after N rows
     without one) and the standard deviation a clean batch's share has about that level: the binomial sampling
     error at `rows`, the spread between the reference's batches beyond their own sampling error (nulls that come
-    and go by the batch, a column null on every row of a season), and the spread of its steps from one batch to
+    and go by the batch, a column null on every row of a stretch of batches), and the spread of its steps from one batch to
     the next."""
 
     rate: float
