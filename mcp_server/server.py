@@ -37,6 +37,7 @@ READ_ONLY_TOOLS = (
     "list_pipelines",
     "list_runs",
     "get_run",
+    "get_run_detail",
     "guard",
     "list_incidents",
     "get_passport",
@@ -163,8 +164,14 @@ def _read_tools(ws: Workspace) -> list[Callable[..., Any]]:
         """Runs, newest first, with their stage timeline (optionally of one pipeline)."""
         return views.RunList.model_validate(views.runs_out(services.runs(ws, pipeline, limit)))
 
-    def get_run(run_id: RunId) -> views.RunOut:
-        """A run's timeline: every event with its evidence, the ledger of writes, the gate a paused run waits at."""
+    def get_run(run_id: RunId) -> views.RunDecision:
+        """A run's decision first, in under 2 KB: status, the blocking findings, the gate's verdict and reasons,
+        candidate vs champion, what a person must decide, and the next call. Evidence: `get_run_detail`."""
+        return views.RunDecision.model_validate(views.run_decision(services.get_run(ws, run_id)))
+
+    def get_run_detail(run_id: RunId) -> views.RunOut:
+        """A run's whole timeline: every event with its evidence, the ledger of writes, the gate a paused run waits
+        at."""
         return views.RunOut.model_validate(views.run_out(services.get_run(ws, run_id)))
 
     def guard(pipeline: Pipeline, now: Now = None) -> views.GuardOut:
@@ -200,7 +207,17 @@ def _read_tools(ws: Workspace) -> list[Callable[..., Any]]:
         training: PII or restricted data on a trained column, lineage leakage, deprecations, with their severity."""
         return views.GovernanceOut.model_validate(views.governance_out(pipeline, services.governance(ws, pipeline)))
 
-    return [list_pipelines, list_runs, get_run, guard, list_incidents, get_passport, get_trust, governance]
+    return [
+        list_pipelines,
+        list_runs,
+        get_run,
+        get_run_detail,
+        guard,
+        list_incidents,
+        get_passport,
+        get_trust,
+        governance,
+    ]
 
 
 def _write_tools(ws: Workspace) -> list[Callable[..., Any]]:

@@ -179,6 +179,12 @@ def _read_routes(ws: Workspace) -> APIRouter:
         """A run: its timeline (every event with its evidence) and its ledger of external writes."""
         return views.run_out(services.get_run(ws, run_id))
 
+    @router.get("/runs/{run_id}/decision", response_model=views.RunDecision, tags=["runs"])
+    def run_decision(run_id: RunId) -> Any:
+        """A run's decision first, in under 2 KB: status, blocking findings, the gate's verdict and reasons,
+        candidate vs champion, what a person must decide, and the next call."""
+        return views.run_decision(services.get_run(ws, run_id))
+
     @router.get("/runs/{run_id}/findings", response_model=views.RunFindings, tags=["runs"])
     def run_findings(run_id: RunId) -> Any:
         """What the guard found at each stage that ran it, with the rows each finding names."""

@@ -161,9 +161,24 @@ def runs(
 
 
 @runs_app.command("show")
-def runs_show(run_id: str, workspace: WorkspaceOption = None, json_out: JsonOption = False) -> None:
+def runs_show(
+    run_id: str,
+    workspace: WorkspaceOption = None,
+    json_out: JsonOption = False,
+    decision: Annotated[
+        bool,
+        typer.Option(
+            "--decision",
+            help="Only the decision, as JSON: the blocking findings, the gate's verdict and reasons, candidate vs "
+            "champion, what a person must decide, the next call (what MCP's get_run returns).",
+        ),
+    ] = False,
+) -> None:
     """A run's timeline, stage by stage, with its evidence and ledger."""
     record = services.get_run(require_estate(workspace), run_id)
+    if decision:
+        typer.echo(json.dumps(views.run_decision(record), indent=2))
+        return
     typer.echo(json.dumps(views.run_out(record), indent=2) if json_out else timeline(record))
 
 

@@ -142,6 +142,38 @@ class RunOut(RunSummary):
     ledger: list[LedgerEntryOut]
 
 
+class FindingBrief(BaseModel):
+    kind: str
+    column: Optional[str] = None
+    message: str = Field(description="Its first 200 characters")
+
+
+class Comparison(BaseModel):
+    metric: str
+    candidate: Optional[float] = None
+    champion: Optional[float] = None
+    candidate_version: Optional[int] = None
+    champion_version: Optional[int] = None
+
+
+class RunDecision(BaseModel):
+    """A run's decision first, in under 2 KB: what was decided and why, what a person must decide, the next call.
+    The whole run (every event's evidence, the ledger) is `get_run_detail`'s."""
+
+    run_id: str
+    pipeline: str
+    status: str = Field(description=" | ".join(s.value for s in RunStatus))
+    outcome: str = Field(description="Its first 300 characters")
+    guard_verdict: Optional[str] = Field(None, description="The guard's verdict at detect (CLEAN | BLOCKED)")
+    blocking: list[FindingBrief] = Field([], description="The blocking findings at detect, at most 5")
+    blocking_more: int = Field(0, description="Blocking findings left out of `blocking`")
+    verdict: Optional[str] = Field(None, description="The model gate's verdict, where the run reached it")
+    reasons: list[str] = Field([], description="The gate's reasons, at most 4, each its first 200 characters")
+    comparison: Optional[Comparison] = None
+    to_decide: Optional[str] = Field(None, description="What a person must decide, where the run waits for one")
+    next: str = Field(description="The call that moves on from here")
+
+
 class UnreadableRunOut(BaseModel):
     run_id: str
     why: str
@@ -420,6 +452,76 @@ def run_summary(record: RunRecord) -> dict[str, Any]:
 
 def event_out(event: Event) -> dict[str, Any]:
     return _json(asdict(event))
+
+
+def run_decision(record: RunRecord) -> dict[str, Any]:
+    """The run's decision first (`RunDecision`): the summary an agent reads before asking for the evidence."""
+    by_stage = {e.stage: e for e in record.events}
+    detect, trained = by_stage.get("detect"), _trained(record)
+    blocking = [f for f in (detect.evidence.get("findings") or []) if f.get("severity") == "block"] if detect else []
+    gate = next((e for e in reversed(record.events) if e.stage == "promote" and "verdict" in e.evidence), None)
+    paused = (record.checkpoint or {}) if record.status is RunStatus.PAUSED else {}
+    reasons = list(gate.evidence.get("reasons") or []) if gate else list(paused.get("reasons") or [])
+    return {
+        "run_id": record.run_id,
+        "pipeline": record.pipeline,
+        "status": record.status.value,
+        "outcome": _cut(record.outcome, 300),
+        "guard_verdict": detect.evidence.get("verdict") if detect else None,
+        "blocking": [
+            {"kind": f.get("kind"), "column": f.get("column"), "message": _cut(str(f.get("message", "")), 200)}
+            for f in blocking[:5]
+        ],
+        "blocking_more": max(0, len(blocking) - 5),
+        "verdict": gate.evidence.get("verdict") if gate else paused.get("verdict"),
+        "reasons": [_cut(str(r), 200) for r in reasons[:4]],
+        "comparison": _comparison(trained),
+        "to_decide": _to_decide(record, paused),
+        "next": _next_call(record, bool(blocking)),
+    }
+
+
+def _trained(record: RunRecord) -> Event | None:
+    return next((e for e in reversed(record.events) if e.stage == "train" and e.status == "trained"), None)
+
+
+def _comparison(trained: Event | None) -> dict[str, Any] | None:
+    if trained is None:
+        return None
+    candidate, champion = trained.evidence.get("candidate") or {}, trained.evidence.get("champion") or {}
+    metric = next(iter(candidate), None)
+    if metric is None:
+        return None
+    return {
+        "metric": metric,
+        "candidate": candidate.get(metric),
+        "champion": champion.get(metric),
+        "candidate_version": trained.evidence.get("version"),
+        "champion_version": trained.evidence.get("champion_version"),
+    }
+
+
+def _to_decide(record: RunRecord, paused: dict[str, Any]) -> str | None:
+    if record.status is RunStatus.PAUSED:
+        return f"the {paused.get('gate', 'promote')} gate waits: approve or reject run {record.run_id}, with a reason"
+    if record.status is RunStatus.NEEDS_REVIEW:
+        return f"the candidate of run {record.run_id} needs review: promote it with a reason, or leave the champion"
+    return None
+
+
+def _next_call(record: RunRecord, blocked: bool) -> str:
+    rid = record.run_id
+    if record.status is RunStatus.PAUSED:
+        return f"approve(run_id={rid!r}, reason=...) or reject(run_id={rid!r}, reason=...)"
+    if record.status is RunStatus.INTERRUPTED:
+        return f"recover(run_id={rid!r})"
+    if record.status is RunStatus.BLOCKED and blocked:
+        return f"list_incidents(); a false block: accept(run_id={rid!r}, reason=..., findings=['KIND:COLUMN'])"
+    return f"get_run_detail(run_id={rid!r}) for every event's evidence"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def run_out(record: RunRecord) -> dict[str, Any]:

@@ -88,13 +88,22 @@ async def _agent_story(client: Client, ws: Workspace) -> None:
     )
     assert (paused["status"], paused["gate"]) == ("paused", "publish")
     assert [s["stage"] for s in paused["stages"]] == STAGES_HEALED
+    waiting = await client.call_tool("get_run", {"run_id": paused["run_id"]})
+    assert len(waiting.content[0].text.encode()) < 2048  # the decision first, in under 2 KB
+    decision = _ok(waiting)
+    assert decision["status"] == "paused" and "publish gate waits" in decision["to_decide"]
+    assert decision["next"].startswith(f"approve(run_id={paused['run_id']!r}, reason=...)")
     assert [(n, m.split()[0]) for n, m in progress] == list(enumerate(STAGES_HEALED, start=1))  # live, per stage
     run_id = paused["run_id"]
     first = _ok(await client.call_tool("approve", {"run_id": run_id, "now": iso(APPROVE_AT), "reason": "heal checked"}))
     assert (first["status"], first["gate"]) == ("paused", "promote")
     done = _ok(await client.call_tool("approve", {"run_id": run_id, "now": iso(APPROVE_AT), "reason": "it beats v1"}))
     assert done["status"] == "promoted", done["outcome"]
-    timeline = _ok(await client.call_tool("get_run", {"run_id": run_id}))
+    decided = _ok(await client.call_tool("get_run", {"run_id": run_id}))
+    assert (decided["verdict"], decided["to_decide"]) == ("APPROVED", None)
+    assert any(r.startswith("ratified by mcp:") for r in decided["reasons"]), decided["reasons"]
+    assert decided["comparison"]["candidate_version"] and decided["comparison"]["champion_version"] == champion
+    timeline = _ok(await client.call_tool("get_run_detail", {"run_id": run_id}))
     assert [(s["stage"], s["status"]) for s in timeline["stages"]][-2:] == [
         ("approve", "approved"),
         ("promote", "APPROVED"),

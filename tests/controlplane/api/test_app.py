@@ -146,6 +146,17 @@ def test_errors_are_json_with_stable_codes_and_statuses(api, auth):
     assert "only a run paused at a gate can be approved" in refused["fix"]
 
 
+def test_a_runs_decision_comes_first_in_under_two_kilobytes(api):
+    client, _ = api
+    finished = next(r["run_id"] for r in client.get("/runs").json()["runs"] if r["status"] == "promoted")
+    response = client.get(f"/runs/{finished}/decision")
+    assert response.status_code == 200 and len(response.content) < 2048
+    decision = response.json()
+    assert (decision["status"], decision["verdict"], decision["to_decide"]) == ("promoted", "APPROVED", None)
+    assert decision["comparison"]["metric"] and decision["next"].startswith("get_run_detail(")
+    assert client.get("/runs/nope/decision").json()["error"]["code"] == "run_not_found"
+
+
 _HOLDER = """
 import sys
 from pathlib import Path

@@ -132,6 +132,10 @@ def test_a_run_that_fails_in_training_ends_failed_and_blocks_nothing(demo_copy, 
 
     code, out, _ = kintsugi(monkeypatch, capsys, "runs", "show", record.run_id, "-w", str(ws.root), "--json")
     assert code == 0 and json.loads(out)["status"] == "failed"  # read back as FAILED, not running or interrupted
+    code, out, _ = kintsugi(monkeypatch, capsys, "runs", "show", record.run_id, "-w", str(ws.root), "--decision")
+    decision = json.loads(out)
+    assert code == 0 and (decision["status"], decision["outcome"]) == ("failed", "unexpected RuntimeError: boom")
+    assert len(out.encode()) < 2048 and decision["next"].startswith("get_run_detail(")
     code, out, err = kintsugi(
         monkeypatch, capsys, "run", PIPELINE, "-w", str(ws.root), "--now", iso(GUARD_AT), "--policy", "dry-run"
     )
