@@ -28,6 +28,7 @@ from controlplane.frontdoor.access import read_only_refusal
 from controlplane.models.passport import show_passport
 from controlplane.runs.journal import Event
 from controlplane.workspace import Workspace
+from mcp_server.skill import SKILL_NAME, SKILL_URI, skill_text
 
 __all__ = ["build_server", "client_actor", "error_result", "unexpected_result", "READ_ONLY_TOOLS", "MUTATING_TOOLS"]
 
@@ -51,7 +52,8 @@ INSTRUCTIONS = (
     "Start with list_pipelines, then guard a pipeline; run drives the whole loop (detect, incident, heal, verify, "
     "resolve, train, promote). A run under policy ratify (or a NEEDS_REVIEW candidate) pauses at a gate: read it "
     "with get_run, then approve (with a reason) or reject it. promote moves `champion` only to an APPROVED version; "
-    "undo takes a run back. Errors say what to do."
+    f"undo takes a run back. Errors say what to do. The skill says it all: read {SKILL_URI} (or the prompt "
+    "promote_gate) first."
 )
 
 Pipeline = Annotated[str, Field(max_length=64, description="Pipeline name, as list_pipelines gives it")]
@@ -145,6 +147,7 @@ async def _refuse_mutating(ctx: ServerRequestContext[Any, Any], call_next: CallN
 def build_server(ws: Workspace, *, read_only: bool = False) -> MCPServer:
     """An MCP server over one workspace; `read_only` leaves out (and refuses) every mutating tool."""
     server: MCPServer = MCPServer("kintsugi", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING")
+    _offer_the_skill(server)
     for fn in _read_tools(ws):
         server.add_tool(_mapped(fn), annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
     if read_only:
@@ -153,6 +156,28 @@ def build_server(ws: Workspace, *, read_only: bool = False) -> MCPServer:
     for fn in _write_tools(ws):
         server.add_tool(_mapped(fn), annotations=ToolAnnotations(read_only_hint=False, open_world_hint=False))
     return server
+
+
+def _offer_the_skill(server: MCPServer) -> None:
+    """The skill as a resource to read and a prompt to start from: how to use these tools, and what never to do."""
+
+    @server.resource(
+        SKILL_URI,
+        name=SKILL_NAME,
+        title="How an agent uses Kintsugi on the promote path",
+        description="The skill: the loop, the gates, what each status means, what never to do; read it first.",
+        mime_type="text/markdown",
+    )
+    def skill() -> str:
+        return skill_text()
+
+    @server.prompt(
+        name="promote_gate",
+        title="Work on the promote path with Kintsugi",
+        description="Starts a session with the skill: guard, run, read the decision, approve or reject with a reason.",
+    )
+    def promote_gate() -> str:
+        return skill_text()
 
 
 def _read_tools(ws: Workspace) -> list[Callable[..., Any]]:

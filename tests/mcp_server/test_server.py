@@ -17,6 +17,7 @@ from controlplane.frontdoor.access import ApiSettings
 from controlplane.workspace import Workspace
 from mcp_server.commands import build_app
 from mcp_server.server import MUTATING_TOOLS, READ_ONLY_TOOLS, build_server
+from mcp_server.skill import SKILL_NAME, SKILL_URI
 from tests.support import (
     APPROVE_AT,
     BLOCKED_AT,
@@ -139,6 +140,18 @@ def test_agent_over_streamable_http_on_the_api(demo_copy):
         anyio.run(story, url)
 
 
+async def _the_skill_is_served(client: Client) -> None:
+    """The skill comes over MCP itself, as a resource and as a prompt: an agent needs nothing else."""
+    skill = (ROOT / "skills" / SKILL_NAME / "SKILL.md").read_text()
+    resources = (await client.list_resources()).resources
+    assert [(str(r.uri), r.mime_type) for r in resources] == [(SKILL_URI, "text/markdown")]
+    read = await client.read_resource(SKILL_URI)
+    assert read.contents[0].text == skill
+    assert [p.name for p in (await client.list_prompts()).prompts] == ["promote_gate"]
+    prompt = await client.get_prompt("promote_gate")
+    assert prompt.messages[0].content.text == skill
+
+
 def test_read_only_mode_hides_and_refuses_every_mutating_tool(demo_copy):
     ws, _ = demo_copy
     runs_before = sorted(p.name for p in ws.runs.iterdir())
@@ -147,6 +160,7 @@ def test_read_only_mode_hides_and_refuses_every_mutating_tool(demo_copy):
         async with _stdio(ws, KINTSUGI_READ_ONLY="1") as client:
             listed = sorted(t.name for t in (await client.list_tools()).tools)
             assert listed == sorted(READ_ONLY_TOOLS)
+            await _the_skill_is_served(client)
             for name, arguments in [
                 ("run", {"pipeline": PIPELINE}),
                 ("approve", {"run_id": "x", "reason": "r"}),
