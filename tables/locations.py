@@ -517,6 +517,20 @@ class TableLocation:
                 return self._append_to_file(listing, reading, rows, work_dir)
             return self._append_files(listing, reading, rows, work_dir)
 
+    def batch_as_parquet(self, batch: Path, out: Path) -> Path:
+        """A batch file (parquet or CSV) as a parquet file of the table's column types, at `out`, as `append` would
+        read it: what `kintsugi guard --data` checks. Nothing of the table is written."""
+        listing = self._scan(allow_empty=True)
+        with tempfile.TemporaryDirectory(prefix="kintsugi-batch-") as work:
+            reading = (
+                _read_parts(listing, self._local_copies(listing, Path(work) / "files"), self.time_columns)
+                if listing.entries
+                else _Reading([], pa.schema([]), (), None, {})
+            )
+            rows = _batch_rows(Path(batch), reading, self.time_columns)
+        pq.write_table(rows, out)
+        return out
+
     def _first_batch(self, listing: _Listing, batch: Path, work_dir: Path) -> Appended:
         """Land into a missing or empty location: the batch's bytes as they are when the formats agree,
         else converted (a CSV batch into a .parquet location, or the reverse)."""

@@ -48,7 +48,9 @@ def run(
 def guard(
     pipeline: str,
     workspace: WorkspaceOption = None,
-    data: Annotated[Optional[Path], typer.Option(help="Check this parquet file instead.")] = None,
+    data: Annotated[
+        Optional[Path], typer.Option(help="Check this batch file (parquet or CSV) as the next batch instead.")
+    ] = None,
     now: NowOption = None,
     json_out: JsonOption = False,
 ) -> None:

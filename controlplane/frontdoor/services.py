@@ -52,7 +52,7 @@ from controlplane.signing import UNTRUSTED_KEY, SigningError
 from controlplane.spec import PipelineSpec, list_specs, load_spec
 from controlplane.stages.governance import govern, lineage_of
 from controlplane.stages.guarding import context_without_snapshot, guard_table
-from controlplane.stages.pin import pin_table
+from controlplane.stages.pin import batch_as_parquet, pin_table
 from controlplane.takeback.recovery import is_interrupted, recover_run
 from controlplane.takeback.undo import undo as undo_run
 from controlplane.vocab import ChangedTable, Policy, RunKind, RunStatus, Stage
@@ -215,6 +215,8 @@ def guard(ws: Workspace, pipeline: str, data: Path | None = None, now_ms: int | 
     now_ms = now_ms or int(time.time() * 1000)
     with tempfile.TemporaryDirectory() as scratch, metadata_session(ws, read_only=True) as metadata:
         if data is not None:
+            if data.suffix.lower() == ".csv":  # as `land` reads it: the table's column types, as parquet
+                data = batch_as_parquet(ws, spec, data, Path(scratch) / "batch.parquet")
             return guard_table(ws, metadata, spec, data, now_ms, as_batch=True).report
         try:
             table = pin_table(ws, spec, Path(scratch) / "pin")

@@ -95,6 +95,16 @@ def append_batch(ws: Workspace, spec: PipelineSpec, batch: Path) -> locations.Ap
             ) from exc
 
 
+def batch_as_parquet(ws: Workspace, spec: PipelineSpec, batch: Path, out: Path) -> Path:
+    """A batch file (parquet or CSV) in the table's column types, as parquet at `out` (`kintsugi guard --data`);
+    an unreadable or ill-fitting one is one line."""
+    with locations_mapped(spec):
+        try:
+            return _location(ws, spec).batch_as_parquet(batch, out)
+        except LocationError as exc:
+            raise DataError(exc.message, exc.fix or "pass a readable parquet or CSV batch") from exc
+
+
 def batch_row_count(batch: Path) -> int:
     """How many rows a batch file holds (`kintsugi land` refuses none); an unreadable one is one line."""
     try:

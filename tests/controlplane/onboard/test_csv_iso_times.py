@@ -4,6 +4,7 @@ value that is not ISO-8601 text is one line naming the column and the value, and
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -72,6 +73,9 @@ def test_to_csv_times_with_offsets_onboard_land_and_run_clean(tmp_path, monkeypa
 
     batch = tmp_path / "batch.csv"
     _rows(300, 48, 3).to_csv(batch, index=False)
+    at = (START + timedelta(hours=349)).isoformat()
+    code, out, err = cli("guard", PIPELINE, "--data", str(batch), "--now", at, "--json", workspace=root)
+    assert code == 0 and json.loads(out)["verdict"] == "CLEAN", err + out  # the CSV batch, read as land reads it
     code, out, err = cli(
         "land", PIPELINE, str(batch), "--now", (START + timedelta(hours=349)).isoformat(), workspace=root
     )
