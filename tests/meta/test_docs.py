@@ -118,3 +118,11 @@ def test_the_checks_read_commands_and_targets_from_code_and_catch_a_made_up_one(
     assert make_targets(text) - makefile_targets() == {"frobnicate"}
     assert ("run", "pipeline") not in kintsugi_commands(text)  # an argument in capitals is not a word
     assert {"run", "guard", "runs", "passport", "chaos"} <= set(tree)
+
+
+def test_the_operations_guide_lists_exactly_the_tools_the_mcp_server_serves():
+    from mcp_server.server import MUTATING_TOOLS, READ_ONLY_TOOLS
+
+    text = (ROOT / "docs" / "operations.md").read_text()
+    listed = text[text.index("Tools: ") : text.index(". The skill comes with them")]
+    assert set(re.findall(r"`([a-z_]+)`", listed)) == set(READ_ONLY_TOOLS + MUTATING_TOOLS)

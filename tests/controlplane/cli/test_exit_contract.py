@@ -195,3 +195,10 @@ def test_an_approve_refused_on_its_checkpoint_leaves_the_run_paused(demo_copy, m
         "error: unexpected RuntimeError in reject: boom; report it with the run id"
     ]
     assert load_run(ws, run_id).status is RunStatus.PAUSED
+
+
+@pytest.mark.parametrize("path", sorted(CLICK))
+def test_every_command_takes_the_workspace(path):
+    """README: every command takes --workspace (or KINTSUGI_HOME); a command without it could not be pointed at
+    another workspace."""
+    assert any("--workspace" in param.opts for param in CLICK[path].params), path
