@@ -29,6 +29,9 @@ def test_a_letter_slipped_two_swapped_or_leetspeak_is_a_misspelling(value: str, 
         ("group 11", "group 10"),  # a new number
         ("Niger", "Nigeria"),  # another length: another word
         ("delta", "alpha"),  # more than one place in four
+        ("LAXX", "LAX"),  # a short code: only a letter written as digits or signs slips
+        ("M0n", "MON1"),
+        ("2024-05", "2024-06"),
     ],
 )
 def test_a_new_value_is_not_a_misspelling(value: str, known: str) -> None:
