@@ -27,8 +27,8 @@ median and stays null. `mild` halves each share and count (at least one); every 
 outlier lies, how long a repeat runs) stays at the library's default.
 
 A generator that refuses a batch (MAR and MNAR weigh rows by values, and a column of a few distinct values
-leaves too few rows to draw from) raises `InjectionError`: the drill records the case as `inapplicable`, not as
-a failure of the loop.
+leaves too few rows to draw from), or changes nothing in it (letters are swapped only in words of four letters or
+more), raises `InjectionError`: the drill records the case as `inapplicable`, not as a failure of the loop.
 
 Left out, and why: the drift generators (a population moving, which the guard warns of and does not block by
 design); the in-distribution outliers (uniform instance-attribute and low-density sampling: values each column
@@ -305,11 +305,18 @@ def _injector(generator: _Generator, columns: tuple[str, ...], params: dict[str,
         module = __import__(generator.module, fromlist=[generator.name])
         made = getattr(module, generator.name)(random_generator=t.rng)
         try:
-            return generator.apply(made, frame, columns, params, t.rng)
+            injected = generator.apply(made, frame, columns, params, t.rng)
         except ValueError as exc:  # the library's own refusal: too few rows or values of the kind it draws
             raise InjectionError(
                 f"badgers {generator.name} cannot corrupt this batch of {len(frame)} rows ({exc})",
                 "it fits columns with more rows and distinct values than these",
             ) from exc
+        removed = 0 if injected.removed is None else int(injected.removed.sum())
+        if not injected.corrupted_cells and not injected.rows_added and not removed:
+            raise InjectionError(  # its own rules found nothing here: no word longer than three letters, say
+                f"badgers {generator.name} changed nothing in this batch of {len(frame)} rows",
+                "it fits columns with values of the kind it corrupts",
+            )
+        return injected
 
     return inject

@@ -112,3 +112,7 @@ def test_a_batch_the_generator_refuses_is_an_injection_error_not_a_crash():
     flat = _frame(40).assign(level=1.0, count=3)  # no value above the minimum: nothing to weigh rows by
     with pytest.raises(InjectionError, match="cannot corrupt this batch"):
         scenario.table(flat, scenario.target(contract, seed=1))  # type: ignore[misc]
+    swapped = scenario_named(contract, spec, "badgers_swap_letters_realistic")
+    short = _frame(40).assign(kind="yes")  # no word of four letters: nothing to swap
+    with pytest.raises(InjectionError, match="changed nothing"):
+        swapped.table(short, swapped.target(contract, seed=1))  # type: ignore[misc]
