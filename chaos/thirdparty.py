@@ -190,6 +190,22 @@ _OUTLIERS = "badgers.generators.tabular_data.outliers.distribution_sampling"
 _TEXT = "badgers.generators.text.typos"
 _SERIES = "badgers.generators.time_series.transmission_errors"
 _ZEROS = "badgers.generators.time_series.outliers"
+
+
+def _outliers(short: str, name: str) -> _Generator:
+    """An outlier generator of the library: rows of generated feature values, each far out on some feature."""
+    return _Generator(
+        short,
+        _OUTLIERS,
+        name,
+        {"n_outliers": 10, "scale": 1.0},
+        "numeric",
+        frozenset({K.OUT_OF_RANGE}),
+        True,
+        _appended,
+    )
+
+
 _GENERATORS = (
     _Generator(
         "mcar", _MISSING, "MissingCompletelyAtRandom", {"percentage_missing": 0.1}, "numeric", _NULLS, True, _in_place
@@ -201,26 +217,8 @@ _GENERATORS = (
     _Generator(
         "mnar", _MISSING, "DummyMissingNotAtRandom", {"percentage_missing": 0.1}, "numeric", _NULLS, True, _in_place
     ),
-    _Generator(
-        "zscore",
-        _OUTLIERS,
-        "ZScoreSamplingGenerator",
-        {"n_outliers": 10, "scale": 1.0},
-        "numeric",
-        frozenset({K.OUT_OF_RANGE}),
-        True,
-        _appended,
-    ),
-    _Generator(
-        "hypersphere",
-        _OUTLIERS,
-        "HypersphereSamplingGenerator",
-        {"n_outliers": 10, "scale": 1.0},
-        "numeric",
-        frozenset({K.OUT_OF_RANGE}),
-        True,
-        _appended,
-    ),
+    _outliers("zscore", "ZScoreSamplingGenerator"),
+    _outliers("hypersphere", "HypersphereSamplingGenerator"),
     _Generator(
         "zeros", _ZEROS, "RandomZerosGenerator", {"n_outliers": 10}, "numeric", frozenset({K.SENTINEL}), True, _in_place
     ),
