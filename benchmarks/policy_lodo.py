@@ -10,11 +10,14 @@ run whose block was healed still promotes). The injected failures' are in each t
 
 The rule, one for every threshold: **on the clean batches of the other domains, the smallest value at which none
 of them blocks (the largest deciding statistic for a limit a statistic crosses from below, the smallest for one it
-crosses from above), moved outward by `--margin` (x1.25: a quarter again, on the field's own scale from zero),
-then held between the tightest value the field's meaning allows (`Measured.tightest`: a distance no nearer than
+crosses from above), moved outward by `--margin` (x1.25: a quarter again, on the field's own scale from zero) and
+never nearer than Cantelli's bound on those statistics (mean + k sd, k = sqrt((1 - a) / a) at a = 0.01 chosen in
+advance: a limit another table's clean batch crosses with a chance under 1%, whatever the distribution), then held
+between the tightest value the field's meaning allows (`Measured.tightest`: a distance no nearer than
 the band's edge, a factor no less than 1, a share no more than all rows) and the shipped value: never looser than
-it.** Where the other domains give no deciding statistic (no clean batch of theirs put the threshold in play),
-nothing chooses a value and the shipped one is kept.
+it.** Where the other domains give no deciding statistic (no clean batch of theirs put the threshold in play), or
+the same value on every batch (a statistic that never moved there: a leakage score of 0 on tables with nothing to
+leak), nothing chooses a value and the shipped one is kept.
 
 For each threshold and held-out domain it reports that domain's clean batches the threshold blocks at the chosen
 value and at the shipped one (one of their deciding calls crosses the limit), and its injected failures still
@@ -48,6 +51,9 @@ from guard.findings import ClosestCall  # noqa: E402
 from guard.policy import DEFAULT  # noqa: E402
 
 MARGIN = 1.25
+# the chance, chosen in advance, that a clean batch crosses a limit chosen on other tables' statistics: one in a
+# hundred deciding calls (Cantelli's inequality makes it hold whatever the statistic's distribution)
+FALSE_ALARM = 0.01
 
 
 @dataclass(frozen=True)
@@ -176,6 +182,8 @@ MEASURED = (
 
 # the policy fields that decide no block, or have no statistic of their own to compare: why each is not measured
 UNMEASURED = {
+    "null_false_alarm": "a chance chosen in advance, not fitted: the nulls check's evidence has its sampling error",
+    "spelling_min_length": "where a value is a code rather than a word: a floor of meaning, not a statistic's edge",
     "band_sigmas": "the unit `far` and `unexplained` are measured in (a band of this many standard deviations, and "
     "at least as wide as the farthest kept batch): measured through them",
     "sentinel_adjacent_window": "how wide the reference's share near an edge is read: measured through "
@@ -232,19 +240,38 @@ class HeldOut:
 
 
 def chosen_limit(
-    statistics: Iterable[float], above: bool, tightest: float, shipped: float, margin: float = MARGIN
+    statistics: Iterable[float],
+    above: bool,
+    tightest: float,
+    shipped: float,
+    margin: float = MARGIN,
+    false_alarm: float = FALSE_ALARM,
 ) -> tuple[float | None, float]:
     """(the rule's value, the value chosen): the smallest limit no statistic crosses (`above`: a statistic above
-    the limit crosses it), moved outward by `margin`, held between `tightest` and `shipped`; no statistic: (None,
-    `shipped`)."""
+    the limit crosses it), moved outward by `margin`, and never nearer than Cantelli's bound on the statistics
+    (`cantelli_bound`: a limit a clean batch of another table crosses with a chance under FALSE_ALARM, whatever
+    the statistic's distribution), held between `tightest` and `shipped`; no statistic, or one value on every batch
+    (a statistic that never moved says nothing of its spread): (None, `shipped`)."""
     values = [s for s in statistics if not math.isnan(s)]
-    if not values:
-        return None, shipped
+    if not values or (len(values) > 1 and len(set(values)) == 1):
+        return None, shipped  # none, or one value on every batch: the statistic never moved, nothing of its spread
     edge = max(values) if above else min(values)
     outward = edge * margin if (edge > 0) == above else edge / margin
+    bound = cantelli_bound(values, above, false_alarm)
+    outward = max(outward, bound) if above else min(outward, bound)
     if above:
         return outward, min(max(outward, tightest), shipped)
     return outward, max(min(outward, tightest), shipped)
+
+
+def cantelli_bound(values: Sequence[float], above: bool, false_alarm: float = FALSE_ALARM) -> float:
+    """The mean plus (or, `above` False, minus) k standard deviations of `values`, k = sqrt((1 - a) / a): by
+    Cantelli's inequality a statistic of the same distribution passes it with a chance under `a`, whatever that
+    distribution (Auto-Validate-by-History's bound); one value has no spread, so it is its own bound."""
+    mean = sum(values) / len(values)
+    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
+    k = math.sqrt((1.0 - false_alarm) / false_alarm)
+    return mean + k * spread if above else mean - k * spread
 
 
 def crosses(call: ClosestCall, limit: float) -> bool:
@@ -331,13 +358,16 @@ def _calls(rows: Sequence[Mapping[str, Any]]) -> tuple[ClosestCall, ...]:
 # --- leaving each domain out ------------------------------------------------------------------------------------
 
 
-def leave_one_out(batches: Sequence[Batch], measured: Measured, margin: float = MARGIN) -> list[HeldOut]:
+def leave_one_out(
+    batches: Sequence[Batch], measured: Measured, margin: float = MARGIN, false_alarm: float = FALSE_ALARM
+) -> list[HeldOut]:
     domains = sorted({b.domain for b in batches})
     rows = []
     for domain in domains:
         trained = [c for b in batches if b.clean and b.domain != domain for c in deciding(b, measured.field)]
         above = trained[0].above if trained else _direction(batches, measured.field)
-        rule, chosen = chosen_limit((c.statistic for c in trained), above, measured.tightest, measured.shipped, margin)
+        statistics = (c.statistic for c in trained)
+        rule, chosen = chosen_limit(statistics, above, measured.tightest, measured.shipped, margin, false_alarm)
         held = [b for b in batches if b.domain == domain]
         clean, failures = [b for b in held if b.clean], [b for b in held if not b.clean]
         at_chosen, at_shipped = {measured.field: chosen}, {measured.field: measured.shipped}

@@ -4,6 +4,9 @@ domain's clean batches and failures are judged at the value chosen without it.""
 from __future__ import annotations
 
 import dataclasses
+import math
+
+import pytest
 
 from benchmarks.policy_lodo import (
     MEASURED,
@@ -45,17 +48,27 @@ BATCHES = [
 
 
 def test_the_limit_is_the_clean_edge_moved_out_by_the_margin_and_held_between_the_tightest_and_the_shipped() -> None:
-    assert chosen_limit([0.5, 1.4], True, 1.0, 2.0) == (1.75, 1.75)  # 1.4 x 1.25
+    assert chosen_limit([0.5, 1.4], True, 1.0, 2.0, false_alarm=1.0) == (1.75, 1.75)  # 1.4 x 1.25, no bound
     assert chosen_limit([0.6], True, 1.0, 2.0) == (0.75, 1.0)  # no nearer than the tightest the meaning allows
     assert chosen_limit([3.0], True, 1.0, 2.0) == (3.75, 2.0)  # never looser than shipped
     assert chosen_limit([-0.1], True, 0.0, 0.2) == (-0.08, 0.0)  # a signed edge moves outward too
-    assert chosen_limit([1.0, 0.9], False, 1.0, 0.5) == (0.72, 0.72)  # a limit crossed from above: the lowest / 1.25
+    assert chosen_limit([1.0, 0.9], False, 1.0, 0.5, false_alarm=1.0) == (0.72, 0.72)  # from above: the lowest / 1.25
     assert chosen_limit([0.3], False, 1.0, 0.5) == (0.24, 0.5)
     assert chosen_limit([], True, 1.0, 2.0) == (None, 2.0)  # nothing to choose on: the shipped value stays
 
 
+def test_the_limit_is_never_nearer_than_cantellis_bound_on_the_other_tables_statistics() -> None:
+    rule, chosen = chosen_limit([0.5, 1.4], True, 1.0, 2.0)  # two statistics far apart: little is known of a third
+    assert rule == pytest.approx(0.95 + math.sqrt(99) * 0.6364, rel=1e-3) and chosen == 2.0
+    tight = [1.0, 1.0, 1.0, 1.01]  # statistics that agree: the clean edge x 1.25 is past the bound
+    assert chosen_limit(tight, True, 1.0, 2.0) == (1.2625, 1.2625)
+    assert chosen_limit([0.0, 0.0, 0.0], True, 0.0, 0.98) == (None, 0.98)  # never moved: nothing of its spread
+    rule, chosen = chosen_limit([1.0, 0.9], False, 1.0, 0.5)  # from above: the mean less k sd
+    assert rule == pytest.approx(0.95 - math.sqrt(99) * 0.07071, rel=1e-3) and chosen == 0.5
+
+
 def test_each_domain_is_judged_at_the_value_chosen_on_the_others() -> None:
-    rows = {row.domain: row for row in leave_one_out(BATCHES, FAR)}
+    rows = {row.domain: row for row in leave_one_out(BATCHES, FAR, false_alarm=1.0)}  # the edge rule alone
     assert {d: r.chosen for d, r in rows.items()} == {"a": 1.75, "b": 1.0, "c": 1.75}
     b = rows["b"]  # its clean edge (1.4) lies past what the others allow (0.8 x 1.25)
     assert (b.clean, b.false_blocks_chosen, b.false_blocks_shipped) == (1, 1, 0)
@@ -64,7 +77,9 @@ def test_each_domain_is_judged_at_the_value_chosen_on_the_others() -> None:
         r.false_blocks_chosen == 0 and r.blocked_chosen == r.blocked_shipped == 1 for r in (rows["a"], rows["c"])
     )
     figures = joint(
-        BATCHES, list(rows.values()) + [r for m in MEASURED if m.field != "far" for r in leave_one_out(BATCHES, m)]
+        BATCHES,
+        list(rows.values())
+        + [r for m in MEASURED if m.field != "far" for r in leave_one_out(BATCHES, m, false_alarm=1.0)],
     )
     assert (figures["clean_blocked_chosen"], figures["clean_blocked_shipped"], figures["model_disagrees"]) == (1, 0, 0)
     assert (figures["blocked_chosen"], figures["blocked_shipped"], figures["blocked_recorded"]) == (3, 2, 2)
