@@ -2,9 +2,9 @@
 
 The contract's word comes first: its `nullValues` limit, or, where it states none, `required: true` (a value on
 every row: none may be null). Otherwise the reference's evidence decides (`guard.statistics.null_rate`): its rate
-of nulls in the column (never under the rule of three for a column it never saw null) and the spread a clean
-batch's share has about it (the binomial sampling error at the batch's rows, plus the spread between the
-reference's batches beyond theirs). A spike is a share more than `policy.null_spike_min_increase` above the rate
+of nulls in the column (its newest level where the rate trends upward; never under the rule of three for a column
+it never saw null) and the spread a clean batch's share has about it (the binomial sampling error at the batch's
+rows, plus the spread between the reference's batches beyond theirs and the spread of their steps). A spike is a share more than `policy.null_spike_min_increase` above the rate
 that a clean batch reaches with a chance under `policy.null_false_alarm`, whatever the rate: 4% to 33% is a
 spike, so is 28% to 57%, and so are a few percent in a column never null; one null among a few dozen rows is not.
 Rows that passed earlier, judged again against their own kept profile (`ctx.same_rows`), are the same rows, not a
