@@ -434,7 +434,7 @@ def error_body(exc: KintsugiError) -> dict[str, str]:
 
 def run_summary(record: RunRecord) -> dict[str, Any]:
     """A run without its evidence: who, when, status, and the stage timeline."""
-    detect = next((e for e in record.events if e.stage == "detect"), None)
+    detect = _detect_event(record)
     gate = (record.checkpoint or {}).get("gate") if record.status is RunStatus.PAUSED else None
     return {
         "run_id": record.run_id,
@@ -456,8 +456,7 @@ def event_out(event: Event) -> dict[str, Any]:
 
 def run_decision(record: RunRecord) -> dict[str, Any]:
     """The run's decision first (`RunDecision`): the summary an agent reads before asking for the evidence."""
-    by_stage = {e.stage: e for e in record.events}
-    detect, trained = by_stage.get("detect"), _trained(record)
+    detect, trained = _detect_event(record), _trained(record)
     blocking = [f for f in (detect.evidence.get("findings") or []) if f.get("severity") == "block"] if detect else []
     gate = next((e for e in reversed(record.events) if e.stage == "promote" and "verdict" in e.evidence), None)
     paused = (record.checkpoint or {}) if record.status is RunStatus.PAUSED else {}
@@ -479,6 +478,10 @@ def run_decision(record: RunRecord) -> dict[str, Any]:
         "to_decide": _to_decide(record, paused),
         "next": _next_call(record, bool(blocking)),
     }
+
+
+def _detect_event(record: RunRecord) -> Event | None:
+    return next((e for e in record.events if e.stage == "detect"), None)
 
 
 def _trained(record: RunRecord) -> Event | None:
