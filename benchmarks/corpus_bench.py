@@ -82,6 +82,7 @@ COUNTS = (
     "badgers",
     "badgers_blocked",
     "badgers_named",
+    "badgers_named_whole",
 )
 
 
@@ -267,11 +268,22 @@ def _case(row: dict[str, Any]) -> dict[str, Any]:
         "status": run["status"],
         "blocked": bool(run["detected"]),
         "named": bool(run["localized"]),
+        "named_every_column": bool(run["localized"]) and _every_column_named(row["expected"], run["findings"]),
         "handled": bool((run["healed"] and run["verified"]) or run["quarantined"]),
         "passed": bool(run["passed"]),
         "error": run["status"] in ("error", "failed"),
         "inapplicable": run["status"] == "inapplicable",  # the injector refused the batch: not a failure scored
     }
+
+
+def _every_column_named(expected: dict[str, Any], findings: list[str]) -> bool:
+    """Each column a failure corrupted is named by a blocking finding of a kind that names it right (a failure of
+    several columns, such as nulls in five of them, is named whole only when every one of them is); a finding of
+    the whole batch, or of a key named whole, names them all."""
+    kinds = expected.get("kinds") or [expected.get("kind")]
+    blocking = {tuple(f.rsplit(":", 2)[:2]) for f in findings if f.endswith(":block")}
+    whole = any((kind, "-") in blocking for kind in kinds)  # a finding of the batch, or of a key named whole
+    return whole or all(any((kind, column) in blocking for kind in kinds) for column in expected.get("columns") or [])
 
 
 # --- the peers --------------------------------------------------------------------------------------------------
@@ -421,6 +433,7 @@ def counts(row: dict[str, Any]) -> dict[str, int]:
         "badgers": len(theirs),  # failures a library nobody here wrote made (chaos.thirdparty), scored apart
         "badgers_blocked": sum(c["blocked"] for c in theirs),
         "badgers_named": sum(c["named"] for c in theirs),
+        "badgers_named_whole": sum(c.get("named_every_column", False) for c in theirs),
     }
 
 

@@ -207,6 +207,7 @@ def _board(
             f", then as the clean batch ({control})" if scenario.healable and control else ""
         )
         row["expected"]["unit"] = getattr(scenario, "unit", None) or None
+        row["expected"]["kinds"] = sorted(k.value for k in getattr(scenario, "kinds", None) or {scenario.kind})
     return board
 
 
