@@ -143,7 +143,7 @@ def _judge(
         and share
         >= max(
             ctx.policy.sentinel_growth_factor * was + ctx.policy.sentinel_growth_margin,
-            _batch_high(ctx, name, value, reference) + ctx.policy.sentinel_growth_margin,
+            _batch_high(ctx, name, value) + ctx.policy.sentinel_growth_margin,
         )
     ):
         how = "grown"
@@ -537,7 +537,7 @@ class _Judged:
         `sentinel_growth_factor` times its share plus `sentinel_growth_margin`, and the margin over any one batch."""
         policy = self.ctx.policy
         factor, margin = policy.sentinel_growth_factor, policy.sentinel_growth_margin
-        batch = _batch_high(self.ctx, self.name, self.value, self.reference)
+        batch = _batch_high(self.ctx, self.name, self.value)
         grew = self.share >= factor * was + margin
         return [
             Condition(
@@ -585,7 +585,7 @@ class _Judged:
         return calls + either
 
 
-def _batch_high(ctx: GuardContext, name: str, value: float, reference: ColumnProfile) -> float:
+def _batch_high(ctx: GuardContext, name: str, value: float) -> float:
     """The highest share of `value` any one reference batch showed, where the reference keeps it; and never less
     than the highest share any reference batch's most frequent value held, whichever value it was: a column whose
     batches each have a mode of their own (the most common age moving from week to week) holds a value that common
@@ -593,12 +593,9 @@ def _batch_high(ctx: GuardContext, name: str, value: float, reference: ColumnPro
     if not isinstance(ctx.reference, Reference):
         return 0.0
     shares = []
-    mode = reference.point_mass
-    for summary in ctx.reference.variation(name):
+    for summary in ctx.reference.variation(name):  # the batch's mode share covers `value` where it is the mode
         if value == 0 and summary.zero_share is not None:
             shares.append(summary.zero_share)
-        elif mode is not None and math.isclose(mode[0], value) and summary.point_share is not None:
-            shares.append(summary.point_share)
         if summary.point_share is not None:
             shares.append(summary.point_share)
     return max(shares, default=0.0)
