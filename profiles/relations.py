@@ -394,21 +394,20 @@ def _periods(times: Mapping[str, tuple[np.ndarray, np.ndarray]], categories: Map
 def _whole_numbers(sample: pd.DataFrame, integers: list[str]) -> dict[str, pd.Series]:
     """Integer columns of few values, as labels: a month, a quarter, a week or a year number names its period as a
     month's name does."""
-    found = {}
-    for column in integers:
-        values = sample[column].astype("object")
-        if values.nunique(dropna=True) <= MAX_GROUPS:
-            found[column] = values.where(values.isna(), values.astype(str))
-    return found
+    return _labels(sample, integers)
 
 
 def _categories(sample: pd.DataFrame, types: Mapping[str, str]) -> dict[str, pd.Series]:
+    return _labels(sample, [c for c, kind in types.items() if kind in ("string", "boolean") and c in sample])
+
+
+def _labels(sample: pd.DataFrame, columns: list[str]) -> dict[str, pd.Series]:
+    """The columns of at most MAX_GROUPS distinct values in the sample, as text labels (nulls kept)."""
     found = {}
-    for column, kind in types.items():
-        if kind in ("string", "boolean") and column in sample:
-            values = sample[column].astype("object")
-            if values.nunique(dropna=True) <= MAX_GROUPS:
-                found[column] = values.where(values.isna(), values.astype(str))
+    for column in columns:
+        values = sample[column].astype("object")
+        if values.nunique(dropna=True) <= MAX_GROUPS:
+            found[column] = values.where(values.isna(), values.astype(str))
     return found
 
 
