@@ -333,17 +333,13 @@ def _bounds(column: ColumnProfile, domain: Domain) -> tuple[float | None, float 
         if column.minimum is None or column.maximum is None
         else (f"seen {column.minimum:g}..{column.maximum:g}")
     )
-    if domain.low is None and column.minimum is not None and column.minimum >= 0 and column.values >= SIGN_EVIDENCE:
-        high = None if domain.high is None else _tidy(domain.high)
-        return (
-            0.0,
-            high,
-            (f"{seen}; never negative in {column.values} values: floored at 0 (remove the minimum if it may go below)"),
-        )
-    if domain.low is None and domain.high is None:
-        return None, None, f"{seen}; unbounded: nothing says it cannot take any value (a signed quantity)"
     low = None if domain.low is None else _tidy(domain.low)
     high = None if domain.high is None else _tidy(domain.high)
+    if low is None and column.minimum is not None and column.minimum >= 0 and column.values >= SIGN_EVIDENCE:
+        why = f"never negative in {column.values} values: floored at 0 (remove the minimum if it may go below)"
+        return 0.0, high, f"{seen}; {why}"
+    if low is None and high is None:
+        return None, None, f"{seen}; unbounded: nothing says it cannot take any value (a signed quantity)"
     return low, high, f"{seen}; {domain.why}"
 
 
