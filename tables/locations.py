@@ -525,7 +525,7 @@ class TableLocation:
             reading = (
                 _read_parts(listing, self._local_copies(listing, Path(work) / "files"), self.time_columns)
                 if listing.entries
-                else _Reading([], pa.schema([]), (), None, {})
+                else _nothing_read()
             )
             rows = _batch_rows(Path(batch), reading, self.time_columns)
         pq.write_table(rows, out)
@@ -534,7 +534,7 @@ class TableLocation:
     def _first_batch(self, listing: _Listing, batch: Path, work_dir: Path) -> Appended:
         """Land into a missing or empty location: the batch's bytes as they are when the formats agree,
         else converted (a CSV batch into a .parquet location, or the reverse)."""
-        rows = _batch_rows(batch, _Reading([], pa.schema([]), (), None, {}), self.time_columns)
+        rows = _batch_rows(batch, _nothing_read(), self.time_columns)
         wanted = listing.fmt if listing.shape == "file" or _format_of(self.pattern or "") else _format_of(batch.name)
         staged = batch
         if wanted != _format_of(batch.name):
@@ -641,6 +641,11 @@ class _Reading:
     @property
     def first_dialect(self) -> FileDialect:
         return next(iter(self.dialects.values()), default_dialect())
+
+
+def _nothing_read() -> _Reading:
+    """The reading of a table with no file yet: a batch is taken in its own columns."""
+    return _Reading([], pa.schema([]), (), None, {})
 
 
 def _read_parts(listing: _Listing, files_dir: Path, time_columns: tuple[str, ...] = ()) -> _Reading:
