@@ -13,6 +13,7 @@ Two sorts of playbook, neither of which ever writes an invented value:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 import numpy as np
@@ -41,6 +42,63 @@ class HealStep:
     rows_touched: int
     rows_dropped: int = 0
     rows_quarantined: int = 0  # rows left as they are in the published table and out of the training view
+
+    def note(self) -> str:
+        """One line a person reads: the playbook, the column, the rows it touched, its parameters in words (a unit
+        change as `m -> km (/1000)`, epoch milliseconds as UTC times, the rows it concerns by time)."""
+        counts = [f"{self.rows_touched} rows changed"]
+        counts += [
+            f"{n} rows {what}" for n, what in ((self.rows_dropped, "dropped"), (self.rows_quarantined, "set aside"))
+        ]
+        said = [c for c in counts if not c.startswith("0 ")] or ["no row changed"]
+        return f"{self.playbook} on {self.column or 'the table'}: " + "; ".join([*said, *_params_said(self.params)])
+
+
+def _params_said(params: dict[str, Any]) -> list[str]:
+    """A step's parameters as short phrases; nothing said for a parameter that is None or empty."""
+    shown = {k: v for k, v in params.items() if v is not None and v != {} and v != []}
+    said = []
+    if {"from_unit", "to_unit", "scale"} <= set(shown):
+        offset = float(shown.pop("offset", 0) or 0)
+        scale = float(shown.pop("scale"))
+        said.append(
+            f"{shown.pop('from_unit')} -> {shown.pop('to_unit')} (/{scale:g}"
+            + (f", {-offset:+g}" if offset else "")
+            + ")"
+        )
+    rows = shown.pop("rows", None)
+    if isinstance(rows, dict):
+        said.append(_rows_said(rows))
+    said += [f"{key.removesuffix('_ms')} {_value_said(key, value)}" for key, value in shown.items()]
+    return said
+
+
+def _rows_said(rows: dict[str, Any]) -> str:
+    """A `RowSelector` as heal evidence carries it, in words."""
+    column, after, through = rows.get("column"), rows.get("after_ms"), rows.get("through_ms")
+    bounds = [f"after {_utc(after)}"] if after is not None else []
+    bounds += [f"through {_utc(through)}"] if through is not None else []
+    said = f"rows with {column} " + " and ".join(bounds) if bounds else f"rows by {column}"
+    also = rows.get("also") or []
+    return said + (f", and {len(also)} more named one by one" if also else "")
+
+
+def _value_said(key: str, value: Any) -> str:
+    if key.endswith("_ms") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _utc(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, dict):
+        return ", ".join(
+            f"{k} {_value_said(str(k), v)}" if not isinstance(v, str) else f"{k} -> {v}" for k, v in value.items()
+        )
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def _utc(epoch_ms: Any) -> str:
+    return datetime.fromtimestamp(int(epoch_ms) / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 @dataclass(frozen=True)

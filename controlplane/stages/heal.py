@@ -148,7 +148,7 @@ def heal(run: RunContext, detected: Detected, raised: Raised) -> Healed | Blocke
         Stage.HEAL,
         "healed",
         "sandbox: "
-        + "; ".join(f"{s.playbook} on {s.column} ({s.rows_touched} rows, {s.params})" for s in outcome.steps)
+        + "; ".join(step.note() for step in outcome.steps)
         + (f"; {quarantine.note()}" if quarantine is not None else ""),
         **evidence,
     )
@@ -226,7 +226,7 @@ def way_on_of(run_id: str, pipeline: str, findings: tuple[Finding, ...]) -> str:
 
 
 def heal_notes(run_id: str, healed: Healed) -> str:
-    notes = "; ".join(f"{s.playbook} {s.params} on {s.column}, {s.rows_touched} rows" for s in healed.steps)
+    notes = "; ".join(step.note() for step in healed.steps)
     return f"healed by run {run_id}: {notes}; before {healed.before_hash} after {healed.after_hash}; verified CLEAN"
 
 
