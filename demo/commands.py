@@ -17,7 +17,7 @@ from controlplane.workspace import Workspace, resolve_workspace
 if TYPE_CHECKING:
     from demo.serving import ServedDay
 
-__all__ = ["demo", "register", "served_table", "in_metres", "trust_line"]
+__all__ = ["demo", "register", "served_table", "what_the_gap_measures", "trust_line"]
 
 
 def demo(
@@ -49,13 +49,9 @@ def demo(
     today = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
     # the story ends a day back, so that the next day it serves is today: the estate is never in the future
     result = run_demo(ws.ensure(), seed=seed, now=today - timedelta(days=1), say=typer.echo, listener=echo_event)
-    typer.echo("[6/6] the next day the feed is still broken: its batch lands, the loop runs, the models serve it")
+    typer.echo("[5/5] the next day the feed is still broken: its batch lands, the loop runs, the models serve it")
     served = serve_next_day(ws, result.healed, seed=seed, now=result.now, listener=echo_event)
     typer.echo(f"  outcome: {served.run.outcome}")
-    typer.echo("\n=== customer impact: holdout ETA error (MAE, minutes) ===")
-    typer.echo(f"  model trained on poisoned data: {result.mae_poisoned:6.2f} min")
-    typer.echo(f"  model trained on healed data:   {result.mae_healed:6.2f} min")
-    typer.echo(f"  ({in_metres(result.broken_in_training, result.training_rows)})")
     typer.echo("\n" + served_table(served))
     typer.echo("\n" + trust_line(ws, served.champion))
     typer.echo(f"\nworkspace {ws.root}  ({time.monotonic() - started:.0f} s)")
@@ -64,20 +60,26 @@ def demo(
 def served_table(served: ServedDay) -> str:
     """The next day's served error of each model, as measured, in one short table."""
     rows = [
-        ("without the gate: retrained on the feed as sent", "as the feed sent it", served.without_gate),
-        (f"with Kintsugi: the champion v{served.champion} after the day's run", "healed by the loop", served.healed),
-        (f"clean baseline: the champion v{served.champion}", "as a working feed sends it", served.clean),
+        ("without the gate: the day's retrain", "served the feed as sent", served.without_gate),
+        (
+            f"with Kintsugi: the champion v{served.champion} after the day's run",
+            "served the batch it healed",
+            served.healed,
+        ),
+        (f"clean baseline: the champion v{served.champion}", "served as a working feed sends", served.clean),
     ]
     lines = [f"=== served the next day: {served.rows} deliveries, ETA error ({served.metric.upper()}, minutes) ==="]
-    lines += [f"  {model:<54} {batch:<27} {score:6.2f} min" for model, batch, score in rows]
-    lines.append(f"  (the retrain without the gate: {in_metres(served.broken_in_training, served.training_rows)})")
+    lines += [f"  {model:<54} {batch:<31} {score:6.2f} min" for model, batch, score in rows]
+    lines.append(f"  ({what_the_gap_measures(served.broken_in_training, served.training_rows)})")
     return "\n".join(lines)
 
 
-def in_metres(broken: int, rows: int) -> str:
-    """How many of a model's training rows were in metres, said as measured."""
-    said = f"{broken} of its {rows} training rows in metres"
-    return said + (": the batch in metres is newer than the training split" if broken == 0 else "")
+def what_the_gap_measures(broken: int, rows: int) -> str:
+    """What the first row's error is the cost of, said from how many of the retrain's rows were in metres."""
+    said = f"the retrain without the gate had {broken} of its {rows} training rows in metres"
+    if broken == 0:
+        return said + " (they are newer than its training split): its error is the cost of serving the feed as sent"
+    return said + ": its error is the cost of training on the feed as sent and serving it"
 
 
 def trust_line(ws: Workspace, version: int) -> str:
