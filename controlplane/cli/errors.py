@@ -1,8 +1,8 @@
 """The one place the command line translates errors: one line on stderr — what was wrong; what to do — and exit 2.
 
-Exit codes: 0 nothing wrong with the data (promoted, planned, paused, needs review), 1 blocked (a verdict:
-a scheduler should not retry), 2 an error (the line says what to do) — a bug included: an exception outside the
-error tree is one line too (`error: unexpected <Type> in <command>: ...; report it with the run id [<id>]`),
+Exit codes: 0 decided (promoted, the champion kept, unchanged, planned), 1 blocked (a verdict: a scheduler should
+not retry), 3 a person must decide (paused, needs review), 2 an error (the line says what to do) — a bug
+included: an exception outside the error tree is one line too (`error: unexpected <Type> in <command>: ...; report it with the run id [<id>]`),
 never a traceback. Ctrl-C exits 130, the shell's code for an interrupt, with one line: a run it cut short is
 left as a kill leaves it, for `kintsugi recover` (or the pipeline's next writer) to make consistent.
 """

@@ -39,7 +39,8 @@ def run(
     now: NowOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Run the loop for PIPELINE. Exit 0 promoted, unchanged, planned, paused or needs review; 1 blocked; 2 error."""
+    """Run the loop for PIPELINE. Exit 0 decided (promoted, champion kept, unchanged, planned); 1 blocked; 2 error;
+    3 a person must decide (paused, needs review)."""
     ws = require_estate(workspace)
     record = services.run(ws, pipeline, policy, services.parse_now(now), None if json_out else echo_event)
     _finish(record, json_out)

@@ -1,4 +1,4 @@
-"""The exit-code contract: 0 nothing wrong with the data, 1 blocked, 2 an error. An error nobody foresaw (a bug)
+"""The exit-code contract: 0 decided, 1 blocked, 2 an error, 3 a person must decide. An error nobody foresaw (a bug)
 ends every command with one line on stderr and exit 2, never a traceback; a run it interrupts reads back FAILED.
 
 Every command is enumerated from the app itself (plugins included), so a new command cannot escape the test.
