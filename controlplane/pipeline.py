@@ -41,7 +41,7 @@ from controlplane.runs.journal import Event, RunJournal, RunRecord, load_run, ne
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.stages.blocked import Blocked
-from controlplane.stages.conclude import Approval, Concluded, conclude
+from controlplane.stages.conclude import Approval, Concluded, conclude, passport_draft
 from controlplane.stages.detect import TrainingView, detect
 from controlplane.stages.heal import Healed, heal, raise_incidents, verify
 from controlplane.stages.pin import Pinned, live_hash, verify_file
@@ -151,7 +151,12 @@ def _train_and_promote(
     if verdict is Verdict.NEEDS_REVIEW or (verdict is Verdict.APPROVED and run.policy is Policy.RATIFY):
         _pause(
             run,
-            PromoteCheckpoint(trained, verdict.value, assessment.decision.reasons),
+            PromoteCheckpoint(
+                trained,
+                verdict.value,
+                assessment.decision.reasons,
+                passport_draft=passport_draft(run, trained, assessment),
+            ),
             f"v{trained.version} is {verdict.value}: " + "; ".join(assessment.decision.reasons),
             version=trained.version,
             verdict=verdict.value,

@@ -70,6 +70,11 @@ class Workspace:
         return self.root / "drills"
 
     @property
+    def served(self) -> Path:
+        """Served-error measurements, one file per pipeline (`controlplane.frontdoor.served`): evidence, not state."""
+        return self.root / "served"
+
+    @property
     def keys(self) -> Path:
         return self.root / "keys"
 

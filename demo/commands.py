@@ -17,7 +17,7 @@ from controlplane.workspace import Workspace, resolve_workspace
 if TYPE_CHECKING:
     from demo.serving import ServedDay
 
-__all__ = ["demo", "register", "served_table", "what_the_gap_measures", "trust_line"]
+__all__ = ["demo", "register", "served_table", "trust_line"]
 
 
 def demo(
@@ -70,16 +70,8 @@ def served_table(served: ServedDay) -> str:
     ]
     lines = [f"=== served the next day: {served.rows} deliveries, ETA error ({served.metric.upper()}, minutes) ==="]
     lines += [f"  {model:<54} {batch:<31} {score:6.2f} min" for model, batch, score in rows]
-    lines.append(f"  ({what_the_gap_measures(served.broken_in_training, served.training_rows)})")
+    lines.append(f"  ({served.gap_measures})")
     return "\n".join(lines)
-
-
-def what_the_gap_measures(broken: int, rows: int) -> str:
-    """What the first row's error is the cost of, said from how many of the retrain's rows were in metres."""
-    said = f"the retrain without the gate had {broken} of its {rows} training rows in metres"
-    if broken == 0:
-        return said + " (they are newer than its training split): its error is the cost of serving the feed as sent"
-    return said + ": its error is the cost of training on the feed as sent and serving it"
 
 
 def trust_line(ws: Workspace, version: int) -> str:

@@ -6,7 +6,8 @@ really took: without the gate, a model retrained (the loop's trainer, the loop's
 feed sent it, serving the batch as sent; with the gate, the champion after the loop's run on that day (the version
 that serves), serving the batch the loop healed; and that champion on the batch as a working feed would have sent
 it (the clean baseline). The batch in metres is newer than a retrain's training split (`demo.story.HISTORY_DAYS`),
-so the retrain without the gate learned km only and is served metres.
+so the retrain without the gate learned km only and is served metres. The figures are kept in the workspace
+(`controlplane.frontdoor.served`) for the console's served-error chart.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Callable
 import pandas as pd
 
 from controlplane.errors import WorkspaceError
+from controlplane.frontdoor.served import ServedErrors, keep_served
 from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.pipeline import run_pipeline
 from controlplane.runs.journal import Event, RunRecord
@@ -44,6 +46,14 @@ class ServedDay:
     training_rows: int
     run: RunRecord  # the loop's run on the next day's batch
 
+    @property
+    def gap_measures(self) -> str:
+        """What the first row's error is the cost of, said from how many of the retrain's rows were in metres."""
+        said = f"the retrain without the gate had {self.broken_in_training} of its {self.training_rows} training rows in metres"
+        if self.broken_in_training == 0:
+            return said + " (they are newer than its training split): its error is the cost of serving the feed as sent"
+        return said + ": its error is the cost of training on the feed as sent and serving it"
+
 
 def serve_next_day(
     ws: Workspace,
@@ -62,7 +72,8 @@ def serve_next_day(
     as_meant = new_deliveries(history, seed=seed, anchor=day)
     land_batch(ws, spec, seed=seed, anchor=day, metres=True)
     as_sent = _after(pd.read_parquet(spec.data), training.time_column, served_after)
-    run = run_pipeline(ws, spec, now_ms=ms(day + timedelta(minutes=5)), listener=listener)
+    ran_at_ms = ms(day + timedelta(minutes=5))
+    run = run_pipeline(ws, spec, now_ms=ran_at_ms, listener=listener)
     as_healed = _after(pd.read_parquet(spec.data), training.time_column, served_after)
     # without the gate nothing was ever healed: the table holds the first broken batch as it came, and today's
     sent_table = pd.concat([pd.read_parquet(ws.run_dir(healed_run.run_id) / "sandbox" / "input.parquet"), as_sent])
@@ -79,7 +90,20 @@ def serve_next_day(
             for model, batch in ((without_gate_model, as_sent), (champion_model, as_healed), (champion_model, as_meant))
         )
     broken = broken_training_rows(train, as_generated(sent_table, seed=seed, anchor=day))
-    return ServedDay(training.metric, len(as_sent), without_gate, healed, clean, champion, broken, len(train), run)
+    served = ServedDay(training.metric, len(as_sent), without_gate, healed, clean, champion, broken, len(train), run)
+    measured = ServedErrors(
+        spec.name,
+        training.metric,
+        served.rows,
+        without_gate,
+        healed,
+        clean,
+        champion,
+        ran_at_ms,
+        served.gap_measures,
+    )
+    keep_served(ws, measured)  # for the console's served-error chart
+    return served
 
 
 def _after(frame: pd.DataFrame, time_column: str, moment: pd.Timestamp) -> pd.DataFrame:

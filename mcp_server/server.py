@@ -25,7 +25,6 @@ from chaos.service import drill as run_drill
 from controlplane.errors import InternalError, KintsugiError, report_fix, unexpected
 from controlplane.frontdoor import services, views
 from controlplane.frontdoor.access import read_only_refusal
-from controlplane.models.passport import show_passport
 from controlplane.runs.journal import Event
 from controlplane.workspace import Workspace
 from mcp_server.skill import SKILL_NAME, SKILL_URI, skill_text
@@ -213,11 +212,10 @@ def _read_tools(ws: Workspace) -> list[Callable[..., Any]]:
         model: Annotated[str, Field(max_length=64, description="Model (pipeline) name")],
         version: Annotated[Optional[int], Field(ge=1)] = None,
     ) -> views.PassportOut:
-        """A model version's passport as DataHub holds it (default: the champion's): data, heals, metrics, verdict."""
-        passport = show_passport(ws, model, version)
-        return views.PassportOut.model_validate(
-            {"model": model, "passport": passport, "version": passport.get("body", {}).get("version", version)}
-        )
+        """A model version's passport as DataHub holds it (default: the champion's): data, heals, metrics, verdict,
+        and its verification now. A candidate paused at the promote gate shows its draft (status `draft`): what
+        approving it would sign."""
+        return views.PassportOut.model_validate(views.passport_out(services.passport(ws, model, version)))
 
     def get_trust(
         model: Annotated[str, Field(max_length=64, description="Model (pipeline) name")],

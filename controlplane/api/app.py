@@ -239,6 +239,11 @@ def _read_routes(ws: Workspace) -> APIRouter:
         """The watch's last pass (its decision per champion), the versions at risk, what it rolled back or flagged."""
         return views.watch_out(services.watch_state(ws))
 
+    @router.get("/served", response_model=views.ServedList, tags=["models"])
+    def served() -> Any:
+        """What each pipeline's models served, measured with and without the gate (kept by `kintsugi demo`)."""
+        return views.served_out(services.served(ws))
+
     @router.get("/drills/latest", response_model=views.LatestDrillOut, tags=["drills"])
     def latest_drill() -> Any:
         """The newest drill scoreboard kept in the workspace (under drills/), or none."""

@@ -37,16 +37,19 @@ from controlplane.errors import (
     InternalError,
     KintsugiError,
     NotFound,
+    VersionNotFound,
 )
 from controlplane.frontdoor.drills import DrillBoard, read_latest_drill
+from controlplane.frontdoor.served import ServedErrors, read_served
 from controlplane.models.governance import GovernanceFinding
-from controlplane.models.passport import PassportCheck, show_passport, verify_passport
+from controlplane.models.passport import DRAFT, PassportCheck, show_passport, verify_passport
 from controlplane.models.trust import TrustScore
 from controlplane.onboard.accept import accept as accept_finding
 from controlplane.onboard.contracts import apply_contract_file
 from controlplane.pipeline import approve as approve_run
 from controlplane.pipeline import reject as reject_run
 from controlplane.pipeline import run_pipeline
+from controlplane.runs.checkpoint import PromoteCheckpoint, load_checkpoint
 from controlplane.runs.journal import Event, RunRecord, UnreadableRun, list_runs, load_run, new_run_id, scan_runs
 from controlplane.signing import UNTRUSTED_KEY, SigningError
 from controlplane.spec import PipelineSpec, list_specs, load_spec
@@ -501,14 +504,39 @@ class PassportView:
 def passport(ws: Workspace, model: str, version: int | None = None) -> PassportView:
     """A version's passport as DataHub holds it (default: the champion's) and its verification now: valid, altered,
     untrusted_key, unsigned, legacy_hmac, copies_differ or missing (`controlplane.models.passport`). No trusted
-    key to check it with is untrusted_key: nothing vouches for it."""
-    document = show_passport(ws, model, version)
+    key to check it with is untrusted_key: nothing vouches for it. A candidate paused at the promote gate has no
+    passport yet: its draft (what approving would sign) is shown, `draft` and not ok."""
+    try:
+        document = show_passport(ws, model, version)
+    except VersionNotFound:
+        draft = _paused_draft(ws, model, version)
+        if draft is None:
+            raise
+        return draft
     number = int(document.get("body", {}).get("version") or version or 0)
     try:
         check = verify_passport(ws, model, number)
     except SigningError as exc:
         check = PassportCheck(False, UNTRUSTED_KEY, (f"no trusted key: {exc.message}; {exc.fix}",))
     return PassportView(model, number, document, check)
+
+
+def _paused_draft(ws: Workspace, model: str, version: int | None) -> PassportView | None:
+    """The unsigned passport of `model` v`version` kept by the run paused at the promote gate with it, if one is."""
+    for record in reversed(list_runs(ws)):
+        if record.pipeline != model or record.status is not RunStatus.PAUSED:
+            continue
+        checkpoint = load_checkpoint(record)
+        if isinstance(checkpoint, PromoteCheckpoint) and checkpoint.trained.version == version:
+            if not checkpoint.passport_draft:
+                return None  # paused before drafts were kept
+            why = (
+                f"not signed: v{version} waits at the promote gate of run {record.run_id} "
+                f"({checkpoint.verdict}); this is what approving it would sign, before the gate decides anew"
+            )
+            document = {"body": checkpoint.passport_draft, "draft": {"run_id": record.run_id}}
+            return PassportView(model, version, document, PassportCheck(False, DRAFT, (why,)))
+    return None
 
 
 @dataclass(frozen=True)
@@ -558,6 +586,11 @@ def watch_state(ws: Workspace, limit: int = 10) -> WatchView:
         marks = risks_of(metadata)
     acted = [r for r in runs(ws).runs if r.kind in (RunKind.WATCH, RunKind.ROLLBACK)]
     return WatchView(last, marks, acted[:limit])
+
+
+def served(ws: Workspace) -> tuple[ServedErrors, ...]:
+    """Each pipeline's newest served-error measurement, with and without the gate (`controlplane.frontdoor.served`)."""
+    return read_served(ws)
 
 
 def latest_drill(ws: Workspace) -> DrillBoard | None:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from controlplane.errors import KintsugiError
 from controlplane.frontdoor import services
+from controlplane.frontdoor.served import ServedErrors
 from controlplane.models.governance import GovernanceFinding
 from controlplane.models.passport import PassportCheck
 from controlplane.runs.journal import Event, RunRecord
@@ -116,6 +117,9 @@ class RunSummary(BaseModel):
     outcome: str
     guard_verdict: Optional[str] = Field(None, description="The guard's verdict at detect (CLEAN | BLOCKED)")
     gate: Optional[str] = Field(None, description="The gate a paused run waits at (publish | promote | rollback)")
+    candidate: Optional[int] = Field(
+        None, description="The model version a run paused at the promote gate waits with (its passport is a draft)"
+    )
     stages: list[Stage]
 
 
@@ -277,7 +281,8 @@ class IncidentList(BaseModel):
 class VerificationOut(BaseModel):
     ok: bool
     status: str = Field(
-        description="valid | altered | untrusted_key | unsigned | legacy_hmac | copies_differ | missing"
+        description="valid | altered | untrusted_key | unsigned | legacy_hmac | copies_differ | missing | draft (a "
+        "candidate paused at the promote gate: what approving would sign, not signed yet)"
     )
     reasons: list[str]
 
@@ -360,6 +365,22 @@ class LatestDrillOut(BaseModel):
     folder: str = Field(description="Where drills are kept: POST /drills, or `kintsugi drill --out FOLDER/NAME`")
 
 
+class ServedErrorsOut(BaseModel):
+    pipeline: str
+    metric: str = Field(description="The spec's metric (an error: lower is better)")
+    rows: int = Field(description="The rows served")
+    without_gate: float = Field(description="A retrain without the gate, serving the feed as sent")
+    with_gate: float = Field(description="The champion after the loop's run, serving the batch the loop healed")
+    clean: float = Field(description="That champion, serving the batch as a working feed sends it")
+    champion: int
+    measured_at_ms: int
+    note: str = Field(description="What the gap measures, in words")
+
+
+class ServedList(BaseModel):
+    served: list[ServedErrorsOut] = Field(description="Each pipeline's newest measurement; none before `kintsugi demo`")
+
+
 class DecisionOut(BaseModel):
     pipeline: str
     action: str = Field(description="healthy | rolled-back | proposed | waiting | flagged | reported | watched | none")
@@ -435,7 +456,8 @@ def error_body(exc: KintsugiError) -> dict[str, str]:
 def run_summary(record: RunRecord) -> dict[str, Any]:
     """A run without its evidence: who, when, status, and the stage timeline."""
     detect = _detect_event(record)
-    gate = (record.checkpoint or {}).get("gate") if record.status is RunStatus.PAUSED else None
+    paused = (record.checkpoint or {}) if record.status is RunStatus.PAUSED else {}
+    gate, trained = paused.get("gate"), paused.get("trained") or {}
     return {
         "run_id": record.run_id,
         "pipeline": record.pipeline,
@@ -446,6 +468,7 @@ def run_summary(record: RunRecord) -> dict[str, Any]:
         "outcome": record.outcome,
         "guard_verdict": detect.evidence.get("verdict") if detect else None,
         "gate": gate,
+        "candidate": trained.get("version") if gate == "promote" else None,
         "stages": [{"seq": e.seq, "stage": e.stage, "status": e.status} for e in record.events],
     }
 
@@ -664,6 +687,10 @@ def trust_out(view: services.TrustView) -> dict[str, Any]:
 
 def governance_out(pipeline: str, findings: tuple[GovernanceFinding, ...]) -> dict[str, Any]:
     return {"pipeline": pipeline, "findings": [f.to_dict() for f in findings]}
+
+
+def served_out(measured: tuple[ServedErrors, ...]) -> dict[str, Any]:
+    return {"served": [m.to_dict() for m in measured]}
 
 
 def latest_drill_out(ws_folder: str, board: services.DrillBoard | None) -> dict[str, Any]:

@@ -33,15 +33,17 @@ __all__ = [
     "evidence_refusal",
     "champions_agree",
     "AUDIT_TAG",
+    "DRAFT",
 ]
 
 AUDIT_TAG = "urn:li:tag:audit-unsafe"
+DRAFT = "draft"  # the status of a paused candidate's passport: what approving would sign, not signed yet
 
 
 @dataclass(frozen=True)
 class PassportCheck:
     ok: bool
-    status: str  # valid | altered | untrusted_key | unsigned | legacy_hmac | copies_differ | missing
+    status: str  # valid | altered | untrusted_key | unsigned | legacy_hmac | copies_differ | missing | draft
     reasons: tuple[str, ...]
 
 

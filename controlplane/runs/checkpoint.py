@@ -6,7 +6,7 @@ checkpoint is what the run knew, never what the resumed run must believe.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Union
 
 from controlplane.datahub.incidents import IncidentRef
@@ -47,6 +47,7 @@ class PromoteCheckpoint(Record):
     verdict: str
     reasons: tuple[str, ...]
     gate: Gate = Gate.PROMOTE
+    passport_draft: dict[str, Any] = field(default_factory=dict)  # unsigned: what approving would sign (for people)
 
 
 @dataclass(frozen=True)

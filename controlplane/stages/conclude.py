@@ -27,7 +27,7 @@ from controlplane.stages.acceptances import in_force_since, load_acceptances
 from controlplane.stages.train import Assessment, Trained
 from controlplane.vocab import LedgerKind, RunStatus, Stage, Verdict
 
-__all__ = ["Approval", "Concluded", "conclude", "passport_body", "move_champion"]
+__all__ = ["Approval", "Concluded", "conclude", "passport_body", "passport_draft", "move_champion"]
 
 
 @dataclass(frozen=True)
@@ -130,6 +130,16 @@ def _signed(
     trust = trust_of(run, trained, assessment, accepted, why)
     body = passport_body(run, trained, assessment, Verdict.BLOCKED, reasons, approval, trust, accepted)
     return passport.unsigned(body, why), Verdict.BLOCKED, reasons, trust
+
+
+def passport_draft(run: RunContext, trained: Trained, assessment: Assessment) -> dict[str, Any]:
+    """What the passport of a candidate paused at the promote gate would sign if a person approved it now, unsigned:
+    the gate's verdict, no approval yet, the trust score and governance scan as the gate saw them. A person reads it
+    before deciding; `conclude` signs a new body when the run goes on."""
+    accepted = _acceptances_since_champion(run, trained)
+    trust = trust_of(run, trained, assessment, accepted, None)
+    decision = assessment.decision
+    return passport_body(run, trained, assessment, decision.verdict, list(decision.reasons), None, trust, accepted)
 
 
 def trust_of(

@@ -7,6 +7,7 @@ import shutil
 import pytest
 from mlflow import MlflowClient
 
+from controlplane.frontdoor.served import read_served
 from controlplane.runs.identity import rebase_if_moved
 from controlplane.workspace import Workspace
 from demo.commands import served_table
@@ -41,3 +42,11 @@ def test_the_healed_row_names_the_champion_that_serves_after_the_days_run(served
     table = served_table(day)
     assert f"with Kintsugi: the champion v{champion} after the day's run" in table
     assert f"{day.without_gate:6.2f} min" in table and f"{day.healed:6.2f} min" in table
+
+
+def test_the_day_served_is_kept_for_the_console_as_measured(served):
+    ws, day = served
+    (kept,) = read_served(ws)
+    assert (kept.pipeline, kept.metric, kept.rows, kept.champion) == (PIPELINE, day.metric, day.rows, day.champion)
+    assert (kept.without_gate, kept.with_gate, kept.clean) == (day.without_gate, day.healed, day.clean)
+    assert kept.note == day.gap_measures and "cost of serving the feed as sent" in kept.note

@@ -98,6 +98,9 @@ async def _agent_story(client: Client, ws: Workspace) -> None:
     run_id = paused["run_id"]
     first = _ok(await client.call_tool("approve", {"run_id": run_id, "now": iso(APPROVE_AT), "reason": "heal checked"}))
     assert (first["status"], first["gate"]) == ("paused", "promote")
+    draft = _ok(await client.call_tool("get_passport", {"model": PIPELINE, "version": first["candidate"]}))
+    assert draft["verification"]["status"] == "draft" and draft["passport"]["draft"]["run_id"] == run_id
+    assert draft["passport"]["body"]["approval"] is None and draft["passport"]["body"]["trust"]["score"] > 0
     done = _ok(await client.call_tool("approve", {"run_id": run_id, "now": iso(APPROVE_AT), "reason": "it beats v1"}))
     assert done["status"] == "promoted", done["outcome"]
     decided = _ok(await client.call_tool("get_run", {"run_id": run_id}))
@@ -109,8 +112,12 @@ async def _agent_story(client: Client, ws: Workspace) -> None:
         ("approve", "approved"),
         ("promote", "APPROVED"),
     ]
-    new_champion = _ok(await client.call_tool("get_passport", {"model": PIPELINE}))["version"]
-    assert new_champion not in (champion, version)
+    signed = _ok(await client.call_tool("get_passport", {"model": PIPELINE}))
+    new_champion = signed["version"]
+    assert new_champion not in (champion, version) and new_champion == first["candidate"]
+    assert signed["verification"]["status"] == "valid"
+    approval = signed["passport"]["body"]["approval"]
+    assert approval["reason"] == "it beats v1" and approval["by"].startswith("mcp:"), approval
     again = await client.call_tool("approve", {"run_id": run_id, "reason": "once more"})
     assert again.is_error and "is promoted; approve needs it paused" in again.content[0].text
 

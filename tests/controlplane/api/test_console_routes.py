@@ -159,3 +159,14 @@ def test_health_tells_the_page_whether_it_may_offer_writes_and_the_page_stays_pu
     script = exposed.get("/console.js")
     assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
     assert exposed.get("/").status_code == 200
+
+
+def test_served_errors_are_none_until_the_demo_keeps_one_and_a_damaged_one_says_so(demo_copy):
+    ws, _ = demo_copy
+    client = _client(ws)
+    assert client.get("/served").json() == {"served": []}
+    ws.served.mkdir(parents=True)
+    (ws.served / "delivery-eta.json").write_text('{"pipeline": "delivery-eta"}')
+    refused = client.get("/served")
+    assert refused.status_code == 422 and refused.json()["error"]["code"] == "data"
+    assert "served/delivery-eta.json cannot be read" in refused.json()["error"]["message"]
