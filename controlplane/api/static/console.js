@@ -112,14 +112,30 @@ function showMode() {
 
 // -- approval queue -------------------------------------------------------------------------------------------
 
+let pausedCandidates = [];
 async function loadQueue() {
   const data = await getJSON("/runs?status=paused&limit=100");
   fill($("#approvals"), data.runs.map(queueRow), "no run waits for a decision");
+  pausedCandidates = data.runs.filter((r) => r.candidate).map((r) => ({ model: r.pipeline, version: r.candidate, run: r.run_id }));
+  passportChoices();
   showMode();
 }
 
+function passportLink(model, version) {
+  const link = el("a", "passport v" + version, "run passport-link");
+  link.addEventListener("click", () => {
+    $("#passport-version").value = model + "@" + version;
+    passportPicked = true;
+    showPassport();
+    $("#passport").scrollIntoView();
+  });
+  return link;
+}
+
 function queueRow(r) {
-  const cells = [runLink(r.run_id), r.pipeline, chip(r.gate || "gate", "paused"), el("span", r.outcome)];
+  const what = el("span", r.outcome);
+  if (r.candidate) what.append(" ", passportLink(r.pipeline, r.candidate));
+  const cells = [runLink(r.run_id), r.pipeline, chip(r.gate || "gate", "paused"), what];
   const tr = row(cells);
   const decide = document.createElement("td");
   decide.className = "decide";
@@ -435,15 +451,20 @@ async function loadLineage() {
 
 // -- a model's passport ---------------------------------------------------------------------------------------
 
+let passportPicked = false;
 function passportChoices() {
   const select = $("#passport-version");
-  const wanted = lineageModels.map((m) => m.model + "@" + m.version);
-  const have = [...select.options].map((o) => o.value);
-  if (wanted.join() === have.join()) return;
-  const keep = select.value;
-  select.replaceChildren(...lineageModels.map((m) => {
-    const option = el("option", m.model + " v" + m.version + (m.champion ? " (champion)" : ""));
-    option.value = m.model + "@" + m.version;
+  const signed = lineageModels.map((m) => [m.model + "@" + m.version, m.model + " v" + m.version + (m.champion ? " (champion)" : "")]);
+  const drafts = pausedCandidates.filter((c) => !lineageModels.some((m) => m.model === c.model && m.version === c.version))
+    .map((c) => [c.model + "@" + c.version, c.model + " v" + c.version + " (paused: draft)"]);
+  const choices = [...signed, ...drafts];
+  const wanted = choices.map(([value]) => value);
+  const have = [...select.options].map((o) => [o.value, o.textContent]);
+  if (JSON.stringify(choices) === JSON.stringify(have)) return;
+  const keep = passportPicked ? select.value : "";  // a person's pick stays; until then, the champion
+  select.replaceChildren(...choices.map(([value, label]) => {
+    const option = el("option", label);
+    option.value = value;
     return option;
   }));
   const champion = lineageModels.find((m) => m.champion);
@@ -456,6 +477,18 @@ function showPassport() {
     $("#passport-summary").textContent = "the passport could not be read: " + error.message;
     $("#passport").dataset.ready = "error";
   });
+}
+
+function rounded(value) {
+  return typeof value === "number" && isFinite(value) ? String(Number(value.toPrecision(4))) : "—";
+}
+
+function decidedBy(body, data) {
+  const approval = body.approval;
+  if (approval) return (approval.approved ? "approved by " : "rejected by ") + approval.by + ": " + approval.reason;
+  if (data.passport.draft) return "no one yet: run " + data.passport.draft.run_id + " waits for a person to approve or reject it, with a reason";
+  const verdict = (body.verdict || {}).verdict;
+  return verdict === "APPROVED" ? "the gate, on its own: the pipeline's policy promotes an APPROVED candidate without a person" : "no person's decision is recorded";
 }
 
 async function loadPassport() {
@@ -474,20 +507,82 @@ async function loadPassport() {
   const state = $("#passport-state");
   state.textContent = check.status.replace("_", " ");
   state.className = "chip " + check.status;
-  $("#passport-summary").textContent = model + " v" + data.version + (check.ok ? ": both copies verify against the trusted key" : ": does not verify");
+  $("#passport-summary").textContent = model + " v" + data.version + (check.ok ? ": both copies verify against the trusted key" :
+    data.passport.draft ? ": not signed yet, what approving it would sign" : ": does not verify");
   $("#passport-reasons").replaceChildren(...check.reasons.map((r) => el("li", r)));
   const body = data.passport.body || {};
+  const trust = body.trust || {};
+  $("#passport-trust").textContent = trust.score === undefined || trust.score === null ? "no trust score stated" :
+    "trust " + trust.score + "/100, " + trust.band;
+  $("#passport-deductions").replaceChildren(...(trust.deductions || []).map((d) => {
+    const item = el("li", "−" + d.points + " " + d.reason);
+    item.appendChild(el("div", clip(d.evidence, 240), "muted"));
+    return item;
+  }));
+  if (!(trust.deductions || []).length) $("#passport-deductions").replaceChildren(el("li", "no deduction", "empty"));
+  $("#passport-approval").textContent = decidedBy(body, data);
+  const metrics = body.metrics || {};
+  const candidate = metrics.candidate || {}, champion = metrics.champion || {};
+  fill($("#passport-metrics"), Object.keys(candidate).sort().map((name) => row([
+    el("span", name + (name === metrics.metric ? " (the gate's)" : ""), name === metrics.metric ? "" : "muted"),
+    rounded(candidate[name]), metrics.champion_version ? rounded(champion[name]) + " (v" + metrics.champion_version + ")" : "no champion then",
+  ])), "no metrics stated");
+  const findings = (body.governance || {}).findings || [];
+  fill($("#passport-governance"), findings.map((f) => row([chip(f.severity, f.severity === "block" ? "block" : f.severity === "review" ? "warn" : ""),
+    f.kind, el("span", clip(f.message, 220), "muted")])), "no governance finding");
   const facts = [
     ["trained at", when(body.trained_at_ms)],
-    ["verdict", (body.verdict || {}).verdict || "—"],
-    ["trained on", body.snapshot ? shortUrn(body.snapshot.dataset) + " " + clip(body.snapshot.content_hash || "", 24) : "—"],
-    ["metrics", body.metrics ? JSON.stringify(body.metrics.candidate || body.metrics) : "—"],
-    ["incidents healed", (body.incidents || []).map((i) => i.urn + (i.healed_by ? " by " + i.healed_by : "")).join(", ") || "none"],
+    ["verdict", ((body.verdict || {}).verdict || "—") + ((body.verdict || {}).reasons || []).map((r) => ": " + r).slice(0, 1).join("")],
+    ["trained on", body.snapshot ? shortUrn(body.snapshot.dataset) + ", " + body.snapshot.rows + " rows, " + clip(body.snapshot.content_hash || "", 24) : "—"],
+    ["heals", (body.remediations || []).map((h) => h.playbook + " on " + (h.column || "the table") + ", " + h.rows_touched + " rows").join("; ") || "none"],
+    ["incidents healed", (body.incidents || []).map((i) => i.urn).join(", ") || "none"],
     ["signed by key", data.passport.envelope && data.passport.envelope.signatures && data.passport.envelope.signatures.length ?
       clip(data.passport.envelope.signatures[0].keyid, 20) : "no signature"],
   ];
   $("#passport-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", k), el("dd", v, "mono")]));
   section.dataset.ready = check.status;
+  section.dataset.version = choice;
+}
+
+// -- served error, with and without the gate ------------------------------------------------------------------
+
+async function loadServed() {
+  const data = await getJSON("/served");
+  const chart = $("#served-chart");
+  if (!data.served.length) {
+    $("#served-summary").textContent = "";
+    chart.replaceChildren(el("p", "no served-error measurement here yet: `kintsugi demo` serves its next day and keeps one", "empty"));
+    $("#served").dataset.ready = "none";
+    return;
+  }
+  $("#served-summary").textContent = data.served.map((m) => m.pipeline + ": " + m.rows + " rows served " + when(m.measured_at_ms) + "; " + m.note).join(" · ");
+  chart.replaceChildren(servedChart(data.served));
+  $("#served").dataset.ready = "yes";
+}
+
+function servedChart(measured) {
+  const series = [["without the gate", "without_gate", "#b42318"], ["with Kintsugi", "with_gate", "#2e7d4f"], ["clean baseline", "clean", "#8a8a90"]];
+  const LABEL = 170, PLOT = 420, BAR = 14, GROUP = 3 * BAR + 16, TOP = 28;
+  const width = LABEL + PLOT + 110, height = TOP + measured.length * GROUP + 8;
+  const root = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "served error chart" });
+  series.forEach(([name, , colour], i) => {
+    root.appendChild(svg("rect", { x: LABEL + i * 140, y: 6, width: 12, height: 12, fill: colour }));
+    root.appendChild(svg("text", { x: LABEL + i * 140 + 17, y: 16, "font-size": 12 }, name));
+  });
+  measured.forEach((m, i) => {
+    const y = TOP + i * GROUP;
+    const top = Math.max(...series.map(([, key]) => m[key]), 1e-9);
+    root.appendChild(svg("text", { x: LABEL - 8, y: y + GROUP / 2, "font-size": 12, "text-anchor": "end", class: "pipeline" }, clip(m.pipeline, 24)));
+    root.appendChild(svg("text", { x: LABEL - 8, y: y + GROUP / 2 + 14, "font-size": 11, "text-anchor": "end", fill: "#6b6b70" }, m.metric + ", champion v" + m.champion));
+    series.forEach(([name, key, colour], k) => {
+      const value = m[key], by = y + k * BAR;
+      const bar = svg("rect", { x: LABEL, y: by, width: Math.max(value / top * PLOT, 1.5), height: BAR - 3, fill: colour, class: "bar " + key.replace("_", "-") });
+      bar.appendChild(svg("title", {}, name + ": " + m.metric + " " + rounded(value)));
+      root.appendChild(bar);
+      root.appendChild(svg("text", { x: LABEL + value / top * PLOT + 4, y: by + BAR - 4, "font-size": 11, class: "value" }, rounded(value)));
+    });
+  });
+  return root;
 }
 
 // -- the watch ------------------------------------------------------------------------------------------------
@@ -576,7 +671,7 @@ async function loadServer() {
   showMode();
 }
 
-const VIEWS = [loadQueue, loadPipelines, loadIncidents, loadRuns, loadLineage, loadWatch, loadDrill];
+const VIEWS = [loadQueue, loadPipelines, loadIncidents, loadRuns, loadLineage, loadWatch, loadDrill, loadServed];
 
 async function refresh() {
   const results = await Promise.allSettled(VIEWS.map((view) => view()));
@@ -590,7 +685,7 @@ $("#token-button").addEventListener("click", async () => {
   if (token()) { sessionStorage.removeItem(TOKEN_KEY); showMode(); } else { await askToken(); }
 });
 $("#token-cancel").addEventListener("click", () => $("#token-dialog").close(""));
-$("#passport-version").addEventListener("change", showPassport);
+$("#passport-version").addEventListener("change", () => { passportPicked = true; showPassport(); });
 
 loadServer().catch((error) => { $("#error").textContent = String(error.message || error); }).then(refresh);
 setInterval(refresh, 10000);

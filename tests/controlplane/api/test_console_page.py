@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -16,11 +17,17 @@ import pytest
 
 from controlplane.api.app import create_app
 from controlplane.frontdoor.access import ApiSettings
+from controlplane.pipeline import run_pipeline
+from controlplane.runs.identity import rebase_if_moved
+from controlplane.spec import load_spec
+from controlplane.vocab import Policy, RunStatus
 from controlplane.workspace import Workspace
 from demo.seed import PIPELINE
+from demo.serving import serve_next_day
+from demo.story import land_batch, ms
 from mcp_server.commands import build_app
 from tests.controlplane.watch.test_watch import INCIDENT
-from tests.support import TOKEN, champion, served
+from tests.support import TOKEN, champion, copy_workspace, served
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="chromium is not installed (apt-get install -y chromium)")
@@ -209,3 +216,82 @@ def test_a_rollback_approved_from_the_page_moves_the_champion_in_mlflow(browser,
         page.locator("#queue").screenshot(path=str(shots / "queue-after-approve.png"))
     finally:
         page.close()
+
+
+@pytest.fixture(scope="module")
+def decided_estate(demo_run, tmp_path_factory: pytest.TempPathFactory) -> tuple[Workspace, str, int]:
+    """(workspace, paused run, its candidate): the demo's next day served (which keeps its served errors), then a
+    clean day run under ratify, whose better candidate waits at the promote gate with a draft passport."""
+    source, result = demo_run
+    ws = copy_workspace(source, tmp_path_factory.mktemp("decided") / "ws")
+    rebase_if_moved(ws)
+    serve_next_day(ws, result.healed, seed=7, now=result.now)
+    spec = load_spec(ws, PIPELINE)
+    day = result.now + timedelta(days=2)
+    land_batch(ws, spec, seed=7, anchor=day, metres=False)
+    paused = run_pipeline(ws, spec, now_ms=ms(day + timedelta(minutes=5)), policy=Policy.RATIFY)
+    assert paused.status is RunStatus.PAUSED, paused.outcome
+    return ws, paused.run_id, int(paused.checkpoint["trained"]["version"])
+
+
+def _digits_past_the_point(text: str) -> int:
+    return max((len(m) for m in re.findall(r"\.(\d+)", text)), default=0)
+
+
+def test_the_passport_shows_what_is_signed_a_paused_draft_opens_and_the_served_error_is_drawn(
+    browser, decided_estate, shots
+):
+    ws, paused, candidate = decided_estate
+    with served(build_app(ws, ApiSettings(token=TOKEN, token_name="console-operator"))) as url:
+        page = _open(browser, url + "/")
+        try:
+            # the served error, with and without the gate, as the demo measured it
+            page.wait_for_selector("#served[data-ready=yes]")
+            (measured,) = httpx.get(url + "/served").json()["served"]
+            chart = page.locator("#served-chart svg")
+            assert [chart.locator(f"rect.bar.{k}").count() for k in ("without-gate", "with-gate", "clean")] == [1, 1, 1]
+            values = [float(v) for v in chart.locator("text.value").all_text_contents()]
+            assert values == [pytest.approx(measured[k], rel=1e-3) for k in ("without_gate", "with_gate", "clean")]
+            assert values[0] > 1.5 * values[1] and "the cost of serving the feed as sent" in _text(
+                page, "#served-summary"
+            )
+            page.locator("#served").screenshot(path=str(shots / "served.png"))
+            # the paused candidate's passport opens from the queue: a draft, with its trust and the champion beside it
+            page.locator(f"#approvals tr[data-run='{paused}'] a.passport-link").click()
+            page.wait_for_selector(f"#passport[data-ready=draft][data-version='{PIPELINE}@{candidate}']")
+            assert _text(page, "#passport-state") == "draft"
+            assert f"waits at the promote gate of run {paused}" in _text(page, "#passport-reasons")
+            assert re.fullmatch(r"trust \d+/100, (high|medium|low)", _text(page, "#passport-trust"))
+            assert page.locator("#passport-deductions li").count() >= 1
+            assert f"run {paused} waits for a person" in _text(page, "#passport-approval")
+            metrics = _text(page, "#passport-metrics")
+            assert "mae (the gate's)" in metrics and f"(v{candidate - 1})" in metrics
+            assert _digits_past_the_point(metrics) <= 4, metrics  # rounded, not 16 digits
+            assert "pii" in _text(page, "#passport-governance")
+            page.locator("#passport").screenshot(path=str(shots / "passport-draft.png"))
+            # approved from the page with a reason: the signed passport names the approver and the reason
+            row = page.locator(f"#approvals tr[data-run='{paused}']")
+            row.locator("input.reason").fill("holdout checked against last week's deliveries")
+            row.locator("button.approve").click()
+            page.fill("#token-input", TOKEN)
+            page.click("#token-form button[type=submit]")
+            page.wait_for_function(
+                "document.querySelector('#decision-status').dataset.result === 'promoted'", timeout=120_000
+            )
+            assert champion(ws) == candidate  # read back from MLflow
+            page.wait_for_function(  # the refreshed picker names the signed version, no longer a draft
+                "[...document.querySelectorAll('#passport-version option')]"
+                f".some((o) => o.textContent === '{PIPELINE} v{candidate} (champion)')"
+            )
+            page.select_option("#passport-version", f"{PIPELINE}@{candidate}")
+            page.wait_for_selector(f"#passport[data-ready=valid][data-version='{PIPELINE}@{candidate}']")
+            assert _text(page, "#passport-approval") == (
+                "approved by http:console-operator: holdout checked against last week's deliveries"
+            )
+            trust = httpx.get(f"{url}/models/{PIPELINE}/trust?version={candidate}").json()
+            assert _text(page, "#passport-trust") == f"trust {trust['score']}/100, {trust['band']}"
+            shown = _text(page, "#passport-deductions")
+            assert all(f"−{d['points']} {d['reason']}" in shown for d in trust["deductions"])
+            page.locator("#passport").screenshot(path=str(shots / "passport-approved.png"))
+        finally:
+            page.close()
