@@ -161,15 +161,16 @@ DEMO_SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "label_missing",
-        "a share of rows lost their label",
+        "a share of rows lost their label: set aside, kept in the table",
         K.LABEL_IMMATURE,
         ("eta_minutes",),
-        True,
+        False,
         0.15,
         SHARE,
         (0.02, 0.05, 0.08, 0.15),
         table=inj.label_missing,
         magnitude_is_share=True,
+        quarantines=True,
     ),
     Scenario(
         "duplicate_load",

@@ -11,10 +11,12 @@ run set the rows aside (`controlplane.stages.kept_reference`), so taking that ba
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from profiles.fingerprints import Fingerprint
 from profiles.profile import TimeWindow
@@ -22,7 +24,7 @@ from profiles.records import Record
 from remediations.registry import HealStep
 from remediations.rows import window_mask
 
-__all__ = ["SetAside", "KeptAside", "value_hit", "set_aside_by", "without_set_aside"]
+__all__ = ["SetAside", "KeptAside", "RowsAside", "value_hit", "set_aside_by", "without_set_aside"]
 
 
 def value_hit(values: pd.Series, value: float | None) -> np.ndarray:
@@ -63,7 +65,7 @@ class SetAside(Record):
 
 def set_aside_by(step: HealStep) -> SetAside | None:
     """The rule a quarantine step applied (None: the step set nothing aside)."""
-    if step.playbook != "quarantine_rows" or not step.rows_quarantined or step.column is None:
+    if not step.rows_quarantined or step.column is None:
         return None
     rows: Mapping[str, Any] | None = step.params.get("rows")
     window = None if rows is None else TimeWindow(rows["column"], rows.get("after_ms"), rows.get("through_ms"))
@@ -79,6 +81,30 @@ def without_set_aside(frame: pd.DataFrame, rules: tuple[SetAside, ...]) -> tuple
     for rule in rules:
         aside |= rule.mask(frame)
     return (frame[~aside], int(aside.sum())) if aside.any() else (frame, 0)
+
+
+@dataclass(frozen=True)
+class RowsAside:
+    """Where in time the rows a heal sets aside lie in the table it publishes: what the training view of that table
+    lacks of each batch. The heal's verify guards the training view; a batch that passed earlier and now lacks
+    exactly these rows (the rest passing against its kept profile) was not rewritten by anyone: the rows it lacks
+    are the ones set aside, there in the published table as they came."""
+
+    frame: pd.DataFrame  # the published table's columns the rules and the batches' windows read
+    rules: tuple[SetAside, ...]
+
+    @classmethod
+    def read(cls, published: Path, rules: tuple[SetAside, ...], time_column: str) -> RowsAside:
+        wanted = {time_column} | {r.column for r in rules} | {r.window.column for r in rules if r.window is not None}
+        present = [name for name in pq.read_schema(published).names if name in wanted]
+        return cls(pq.read_table(published, columns=present).to_pandas(), rules)
+
+    def within(self, window: TimeWindow) -> int:
+        """How many rows of `window` the rules set aside."""
+        aside = np.zeros(len(self.frame), dtype=bool)
+        for rule in self.rules:
+            aside |= rule.mask(self.frame)
+        return int((aside & window_mask(self.frame, window)).sum())
 
 
 @dataclass(frozen=True)

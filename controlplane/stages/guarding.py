@@ -65,6 +65,7 @@ from profiles.reference import build_reference
 from profiles.repeats import count_repeats, count_repeats_indexed
 from profiles.repeats_types import Repeats
 from profiles.snapshot import Snapshot, SnapshotError
+from remediations.aside import RowsAside
 from remediations.registry import playbook_for
 
 __all__ = ["Guarded", "guard_table", "context_without_snapshot", "coalesce", "with_repeats_counted", "contract_keys"]
@@ -162,13 +163,16 @@ def guard_table(
     engine: TableEngine | None = None,
     keep_caches: bool = False,
     contract_read: tuple[Contract | None, str | None] | None = None,
+    aside: RowsAside | None = None,
 ) -> Guarded:
     """The guard over a local parquet file of the table (`as_batch`: the file IS the new batch, e.g. `guard
     --data BATCH`), profiled by `engine` (a run's; else the spec's, for this call). An unreadable file is a
     blocking finding, never a pass; an engine that cannot start is a DataError. `keep_caches`: the row groups'
     fingerprints and the key index it made are kept for the next guard (a run's guard, under the pipeline's
     lock); else they are used and not written. `contract_read`: the table's contract as `read_contract` gives
-    it, when the caller read it already (detect parses it while the table is pinned)."""
+    it, when the caller read it already (detect parses it while the table is pinned). `aside`: `table` is the
+    training view of a healed table, less the rows these rules set aside (a heal's verify): a batch that passed
+    earlier and lacks exactly those rows, the rest passing against its kept profile, is not a rewrite of history."""
     if engine is None:
         engine = TableEngine.of(spec)
         try:
@@ -182,6 +186,7 @@ def guard_table(
                 engine=engine,
                 keep_caches=keep_caches,
                 contract_read=contract_read,
+                aside=aside,
             )
         finally:
             engine.close()
@@ -211,7 +216,8 @@ def guard_table(
     report = run_guard(context)
     batches = kept_batches(ws, spec.name, state, kept)
     findings = coalesce(
-        _with_rows(report.findings, window) + _history_findings(state, context, history), windows_of(batches, state)
+        _with_rows(report.findings, window) + _history_findings(state, context, history, aside),
+        windows_of(batches, state),
     )
     findings = pin_table_shift(findings, table, batches, new_rows_window(state))
     findings = pin_batch_shift(findings, table, batches, new_rows_window(state), cache)
@@ -319,9 +325,12 @@ def _read(
     return snapshot, window
 
 
-def _history_findings(state: ReferenceState, context: GuardContext, history: History) -> tuple[Finding, ...]:
+def _history_findings(
+    state: ReferenceState, context: GuardContext, history: History, aside: RowsAside | None = None
+) -> tuple[Finding, ...]:
     """Batches that passed earlier and whose rows changed since, guarded against their own kept profile; and
-    rows in no batch at all (late rows dated before the watermark, rows with no time), which nothing guarded."""
+    rows in no batch at all (late rows dated before the watermark, rows with no time), which nothing guarded. A
+    batch whose only change is the rows `aside` sets aside (a heal's training view) is not a change no check names."""
     found: list[Finding] = [_unguarded(context, state, history.unguarded_rows)] if history.unguarded_rows else []
     for kept, now in history.changed:
         against_kept = with_repeats_counted(
@@ -330,7 +339,9 @@ def _history_findings(state: ReferenceState, context: GuardContext, history: His
             )
         )
         findings = [f for f in run_guard(against_kept).findings if f.kind not in _NOT_HISTORY]
-        if not any(f.severity.value == "block" for f in findings):
+        set_aside = aside.within(kept.window) if aside is not None and kept.window is not None else 0
+        lacks_only_aside = set_aside > 0 and now.profile.row_count + set_aside == kept.profile.row_count
+        if not any(f.severity.value == "block" for f in findings) and not lacks_only_aside:
             findings.append(_changed(context, kept, now))
         found += [
             replace(f, message=f"batch {kept.batch_id} (rows that passed earlier): {f.message}")

@@ -12,6 +12,7 @@ from controlplane.runs.context import RunContext
 from controlplane.stages.blocked import Blocked
 from controlplane.stages.detect import Detected, TrainingView, summary
 from controlplane.stages.guarding import guard_table
+from controlplane.stages.kept_reference import load_state
 from controlplane.stages.pin import file_hash, verify_file
 from controlplane.vocab import LedgerKind, Stage
 from controlplane.watch.memory import memory_fact, recall, reuse_all
@@ -20,7 +21,7 @@ from guard.findings import Finding, GuardReport, Verdict
 from guard.kinds import NOT_THE_DATA
 from guard.registry import CHECKS
 from profiles.records import Record
-from remediations.aside import set_aside_by
+from remediations.aside import RowsAside, set_aside_by
 from remediations.registry import HealStep
 from remediations.sandbox import HealOutcome, heal_copy
 
@@ -193,7 +194,13 @@ def verify(run: RunContext, healed: Healed) -> TrainingView | Blocked:
     if not path.is_file() or file_hash(path) != healed.view_hash:
         run.event(Stage.VERIFY, "failed", f"the healed copy {healed.view_path} is missing or changed after the heal")
         return Blocked(Stage.VERIFY, "BLOCKED: the healed copy could not be read (incident stays open)")
-    guarded = guard_table(run.ws, run.metadata, run.spec, path, run.now_ms, engine=run.engine, keep_caches=run.writes)
+    rules = tuple(rule for step in healed.steps if (rule := set_aside_by(step)) is not None)
+    state, aside = load_state(run.ws, run.spec.name), None
+    if rules and state is not None:  # what the training view lacks of each kept batch, from the table to publish
+        aside = RowsAside.read(run.ws.path(healed.healed_path), rules, state.time_column)
+    guarded = guard_table(
+        run.ws, run.metadata, run.spec, path, run.now_ms, engine=run.engine, keep_caches=run.writes, aside=aside
+    )
     report = guarded.report
     run.event(
         Stage.VERIFY,
@@ -205,7 +212,6 @@ def verify(run: RunContext, healed: Healed) -> TrainingView | Blocked:
     if report.verdict is not Verdict.CLEAN:
         return Blocked(Stage.VERIFY, "BLOCKED: the heal did not verify (incident stays open)")
     profile = guarded.context.snapshot.profile if guarded.context.snapshot is not None else None
-    rules = tuple(rule for step in healed.steps if (rule := set_aside_by(step)) is not None)
     return TrainingView(
         healed.view_path, healed.view_hash, "", report, profile, guarded.batch, guarded.keys, rules, healed.healed_path
     )

@@ -25,7 +25,6 @@ from profiles.profile import DatasetProfile
 from remediations.playbooks import cast_types as cast_pb
 from remediations.playbooks import category_casing as casing_pb
 from remediations.playbooks import dedupe_keys as dedupe_pb
-from remediations.playbooks import label_window as label_pb
 from remediations.playbooks.unit_rescale import rescale_step
 from remediations.registry import PLAYBOOKS, HealInput, HealStep, PlaybookRefused
 
@@ -240,22 +239,4 @@ def dedupe_keys(heal: SparkHeal) -> tuple[Any, HealStep]:
     healed = ranked.where(F.col("__kintsugi_rank") == 1).drop("__kintsugi_rank")
     return healed, HealStep(
         "dedupe_keys", finding.kind.value, finding.column, params, rows_touched=0, rows_dropped=dropped
-    )
-
-
-@_register("label_window")
-def label_window(heal: SparkHeal) -> tuple[Any, HealStep]:
-    F, finding, frame = _F(), heal.finding, heal.frame
-    label = heal.contract.label_column
-    if label is None or label not in frame.columns:
-        raise PlaybookRefused(f"label_window needs the contract's label column {label!r} in the table")
-    rows, dropped = frame.count(), _count(frame, F.col(label).isNull())
-    if rows and dropped / rows > label_pb.MAX_DROP_FRACTION:
-        raise PlaybookRefused(
-            f"label_window would drop {dropped} of {rows} rows ({dropped / rows:.1%}) with no "
-            f"{label!r} yet, over its limit of {label_pb.MAX_DROP_FRACTION:.0%}"
-        )
-    params = {"label_column": label, "rows_before": rows, "rows_dropped": dropped}
-    return frame.where(F.col(label).isNotNull()), HealStep(
-        "label_window", finding.kind.value, label, params, rows_touched=0, rows_dropped=dropped
     )

@@ -19,6 +19,7 @@ from guard.kinds import FindingKind
 from guard.units import conversion
 from profiles.profile import DatasetProfile
 from profiles.snapshot import read_snapshot
+from remediations.aside import SetAside, set_aside_by
 from remediations.registry import HealInput, HealStep, PlaybookRefused, playbook_for
 from remediations.sandbox import PLAYBOOK_ORDER, content_hash, heal_copy, publish, restore
 
@@ -288,27 +289,34 @@ def labelled(labels: list[bool | None]) -> pd.DataFrame:
     )
 
 
-def test_label_window_drops_exactly_the_unlabelled_rows() -> None:
+def test_label_window_sets_aside_exactly_the_unlabelled_rows_and_deletes_none() -> None:
     table = labelled([True, None, None, False, True, False, None, True, False, True])
-    healed, step = heal(table, IMMATURE)
-    assert healed["order_id"].tolist() == [0, 3, 4, 5, 7, 8, 9]
-    assert healed.index.tolist() == list(range(7))
-    assert (step.rows_touched, step.rows_dropped) == (0, 3)
+    mask, step = quarantine(table, IMMATURE)
+    assert table.loc[mask, "order_id"].tolist() == [1, 2, 6]  # the table itself is not touched: a mask of its rows
+    assert (step.rows_touched, step.rows_dropped, step.rows_quarantined) == (0, 0, 3)
+    assert set_aside_by(step) == SetAside("late", None, None, "label_immature")  # what training leaves out
     # rows 1 and 2 are at 18:00 on the 1st and 00:00 on the 2nd (the watermark itself), row 6 at 00:00 on the 3rd
-    assert (step.params["dropped_after_watermark"], step.params["dropped_at_or_before_watermark"]) == (1, 2)
+    assert (step.params["set_aside_after_watermark"], step.params["set_aside_at_or_before_watermark"]) == (1, 2)
 
 
 def test_label_window_refuses_over_its_limit_of_rows() -> None:
     table = labelled([True, None, None, None, True, False, True, False, True, False])  # 3 of 10 is allowed
-    assert heal(table, IMMATURE)[1].rows_dropped == 3
+    assert quarantine(table, IMMATURE)[1].rows_quarantined == 3
     table = labelled([True, None, None, None, None, False, True, False, True, False])  # 4 of 10 is not
-    with pytest.raises(PlaybookRefused, match="drop 4 of 10 rows .*over its limit of 30% of rows"):
-        heal(table, IMMATURE)
+    with pytest.raises(PlaybookRefused, match="set aside 4 of 10 rows .*over its limit of 30% of rows"):
+        quarantine(table, IMMATURE)
 
 
-def test_label_window_is_idempotent() -> None:
-    healed, _ = heal(labelled([True, None, False, True]), IMMATURE)
-    reapplied(healed, IMMATURE)
+def test_label_window_through_the_sandbox_keeps_every_row_in_the_published_table(tmp_path) -> None:
+    table = labelled([True, None, False, True, None, True, False, True, True, False])
+    source = tmp_path / "table.parquet"
+    table.to_parquet(source, index=False)
+    outcome = heal_copy(source, tmp_path / "sandbox", (IMMATURE,), CONTRACT, None)
+    assert outcome.complete and outcome.quarantine is not None and outcome.quarantine.rows == 2
+    assert pd.read_parquet(outcome.healed_path)["order_id"].tolist() == list(range(10))  # no row deleted
+    assert outcome.training_path is not None
+    assert pd.read_parquet(outcome.training_path)["late"].notna().all()  # training sees labelled rows only
+    assert [f.kind for f in outcome.open_findings] == [FindingKind.LABEL_IMMATURE]  # its incident stays open
 
 
 # ---------------------------------------------------------------- dedupe_keys

@@ -26,8 +26,8 @@ def test_an_affine_change_says_its_offset_and_a_window_both_its_ends() -> None:
 
 
 def test_rows_dropped_or_set_aside_are_counted_and_no_parameter_is_said_as_none() -> None:
-    dropped = HealStep("label_window", "label_missing", "y", {"watermark_ms": AFTER_MS, "gone": None}, 0, 40).note()
-    assert dropped == "label_window on y: 40 rows dropped; watermark 2026-11-26 07:59 UTC"
+    dropped = HealStep("dedupe_keys", "duplicate_keys", "id", {"since_ms": AFTER_MS, "gone": None}, 0, 40).note()
+    assert dropped == "dedupe_keys on id: 40 rows dropped; since 2026-11-26 07:59 UTC"
     aside = HealStep("quarantine_rows", "sentinel_value", "age", {"values": [-1]}, 0, rows_quarantined=3).note()
     assert aside == "quarantine_rows on age: 3 rows set aside; values -1"
     renamed = HealStep("rename_columns", "schema_drift", None, {"mapping": {"a": "b"}}, rows_touched=0).note()
