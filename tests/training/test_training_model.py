@@ -452,7 +452,7 @@ def test_the_holdout_and_the_importances_are_predicted_on_one_thread_with_the_sa
 def test_a_large_holdout_is_predicted_in_parts_one_per_core_with_the_same_predictions(
     deliveries: pd.DataFrame, spec_factory: SpecFactory, task: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Past PART_ROWS rows a part, the holdout is cut into one part per core, each predicted in its own thread on
+    """Past PART_ROWS rows a part, the holdout is cut into one part per core, each predicted in a pool thread on
     one OpenMP thread; the predictions are the whole holdout's, in its order."""
     import threading
 
@@ -461,11 +461,11 @@ def test_a_large_holdout_is_predicted_in_parts_one_per_core_with_the_same_predic
     spec = spec_factory(task)
     train, holdout = time_holdout(deliveries, "event_time", 0.25)
     fitted = fit(spec, train)
-    seen: set[tuple[str, int]] = set()
+    seen: list[tuple[str, int, int]] = []  # (thread, OpenMP threads, rows) of each call
 
     class Watched(Pipeline):
         def predict(self, X, **kwargs):  # type: ignore[no-untyped-def, override]
-            seen.add((threading.current_thread().name, _openmp_threads()))
+            seen.append((threading.current_thread().name, _openmp_threads(), len(X)))
             return super().predict(X, **kwargs)
 
     monkeypatch.setattr(threads, "PART_ROWS", len(holdout) // 8)
@@ -474,8 +474,11 @@ def test_a_large_holdout_is_predicted_in_parts_one_per_core_with_the_same_predic
     assert np.array_equal(scored.said.predicted, fitted.predict(features))
     if task == "classification":
         assert scored.said.proba is not None and np.array_equal(scored.said.proba, fitted.predict_proba(features))
-    assert {openmp for _, openmp in seen} == {1}
-    assert len({name for name, _ in seen}) == min(threads.cores(), 8)  # a thread a part (one part: the caller's)
+    assert {openmp for _, openmp, _ in seen} == {1}
+    parts = min(threads.cores(), 8)
+    assert len(seen) == parts and sum(rows for _, _, rows in seen) == len(holdout)  # a call a part, every row once
+    if parts > 1:  # in the pool's threads (which of them takes a part is the scheduler's), not the caller's
+        assert all(name.startswith("predict") for name, _, _ in seen), seen
 
 
 @pytest.mark.parametrize("task", ["regression", "classification"])
