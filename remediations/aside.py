@@ -54,6 +54,14 @@ class SetAside(Record):
         rows = np.ones(len(table), dtype=bool) if self.window is None else window_mask(table, self.window)
         return rows & value_hit(table[self.column], self.value)
 
+    def within(self, window: TimeWindow) -> SetAside:
+        """The rule on the rows of `window` only (a batch that passed earlier): both bounds the tighter of the two."""
+        mine = self.window if self.window is not None else TimeWindow(window.column)
+        after = [b for b in (mine.after_ms, window.after_ms) if b is not None]
+        through = [b for b in (mine.through_ms, window.through_ms) if b is not None]
+        bounded = TimeWindow(window.column, max(after) if after else None, min(through) if through else None)
+        return replace(self, window=bounded)
+
     def through(self, window: TimeWindow) -> SetAside:
         """The rule bounded by the end of `window` (its batch's rows): rows that arrive later are never set aside
         by it, whatever they hold; only the guard, judging them, can set them aside."""

@@ -63,6 +63,7 @@ __all__ = [
     "load_reference",
     "save_batch",
     "kept_asides",
+    "save_aside",
     "set_aside_rules",
     "establish",
     "new_rows_window",
@@ -124,6 +125,15 @@ def kept_asides(ws: Workspace, pipeline: str, state: ReferenceState) -> dict[str
                 "restore it from a backup, or establish the reference again with `kintsugi init --force`",
             ) from exc
     return found
+
+
+def save_aside(ws: Workspace, pipeline: str, batch_id: str, aside: KeptAside | None) -> None:
+    """Keep what was set aside among a kept batch's rows (None: nothing; any earlier record of it is removed)."""
+    path = _aside_path(ws, pipeline, batch_id)
+    if aside is None:
+        path.unlink(missing_ok=True)
+    else:
+        _write(path, json.dumps(aside.to_dict(), sort_keys=True))
 
 
 def set_aside_rules(ws: Workspace, pipeline: str) -> tuple[SetAside, ...]:
@@ -322,11 +332,7 @@ def save_batch(
     that passed it set aside (kept beside it; none: any an earlier keeping of the same batch left is removed)."""
     batch = with_window_closed(batch)
     text = batch.to_json()
-    aside_path = _aside_path(ws, pipeline, batch.batch_id)
-    if aside is not None:
-        _write(aside_path, json.dumps(aside.to_dict(), sort_keys=True))
-    else:
-        aside_path.unlink(missing_ok=True)
+    save_aside(ws, pipeline, batch.batch_id, aside)
     _write(_batch_path(ws, pipeline, batch.batch_id), text)
     new = _kept(state, batch)
     _save_state(ws, pipeline, new)

@@ -14,10 +14,14 @@ from controlplane.runs.context import RunContext, crash_point
 from controlplane.stages.detect import TrainingView
 from controlplane.stages.heal import Healed, heal_notes, quarantine_note
 from controlplane.stages.kept_reference import (
+    KeptBatches,
     ReferenceState,
     forget_after,
+    kept_asides,
+    kept_batches,
     load_reference,
     load_state,
+    save_aside,
     save_batch,
     set_aside_rules,
     with_window_closed,
@@ -30,7 +34,7 @@ from profiles.engines.keys import KeyHashes
 from profiles.fingerprints import fingerprint_windows
 from profiles.profile import BatchProfile, DatasetProfile, TimeWindow
 from profiles.relations import epoch_ms_of
-from remediations.aside import KeptAside
+from remediations.aside import KeptAside, RowsAside
 from remediations.rows import window_mask
 
 __all__ = ["publish", "resolve", "resolve_cleared", "remember_reference", "keep_batch", "forget_batch"]
@@ -121,6 +125,7 @@ def remember_reference(run: RunContext, view: TrainingView) -> None:
     if state is not None and view.batch is not None:
         batch, aside = _with_set_aside(run, view, view.batch)
         keep_batch(run, batch, state, keys=view.keys, aside=aside)
+        _keep_aside_in_earlier_batches(run, view, state)
         return
     reference = load_reference(run.ws, run.spec.name) if state is not None else None
     profile = reference.profile if reference is not None else view.profile
@@ -142,6 +147,32 @@ def _with_set_aside(run: RunContext, view: TrainingView, batch: BatchProfile) ->
     assert window is not None
     held = fingerprint_windows(path, [window])[0][0]
     return batch, KeptAside(tuple(rule.through(window) for rule in view.set_aside), held)
+
+
+def _keep_aside_in_earlier_batches(run: RunContext, view: TrainingView, state: ReferenceState) -> None:
+    """Rows the run set aside among batches that passed earlier are kept with those batches: each rule bounded by
+    the batch's window, and the window's fingerprint as the published table holds it. The next run's history check
+    then finds those batches as published, and every training leaves the rows out, as for the run's own batch.
+    Each write is journaled with what the batch held before (`previous_aside`), which a take-back puts back."""
+    if not view.set_aside or not view.published:
+        return
+    path = run.ws.path(view.published)
+    earlier = [b for b in kept_batches(run.ws, run.spec.name, state, KeptBatches(run.ws, run.spec.name))]
+    earlier = [b for b in earlier if b.window is not None]
+    aside = RowsAside.read(path, view.set_aside, state.time_column)
+    reached = [b for b in earlier if b.window is not None and aside.within(b.window)]
+    if not reached:
+        return
+    held, _ = fingerprint_windows(path, [b.window for b in reached if b.window is not None])
+    before = kept_asides(run.ws, run.spec.name, state)
+    for batch, fingerprint in zip(reached, held):
+        assert batch.window is not None
+        previous = before.get(batch.batch_id)
+        rules = list(previous.rules) if previous is not None else []
+        rules += [r for r in (rule.within(batch.window) for rule in view.set_aside) if r not in rules]
+        detail = {"aside": batch.batch_id, "previous_aside": previous.to_dict() if previous is not None else None}
+        with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, **detail):
+            save_aside(run.ws, run.spec.name, batch.batch_id, KeptAside(tuple(rules), fingerprint))
 
 
 def _last_ms(times: pd.DataFrame, window: TimeWindow) -> int | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from controlplane.datahub.incidents import reopen_incident
 from controlplane.datahub.models import UNDONE_TAG, datahub_champion, read_model_tags, tag_mcps
@@ -17,11 +18,12 @@ from controlplane.runs.context import RunContext, crash_point
 from controlplane.runs.journal import LedgerEntry, RunRecord, list_runs
 from controlplane.spec import PipelineSpec
 from controlplane.stages.conclude import move_champion
-from controlplane.stages.kept_reference import forget_after
+from controlplane.stages.kept_reference import forget_after, save_aside
 from controlplane.stages.pin import check_backup, live_hash
 from controlplane.stages.pin import restore_table as snapshot_restore
 from controlplane.vocab import ChangedTable, LedgerKind, RunKind, RunStatus, Stage, Verdict
 from controlplane.workspace import Workspace
+from remediations.aside import KeptAside
 
 __all__ = [
     "TableRestore",
@@ -275,6 +277,14 @@ class Forget:
 
 
 @dataclass(frozen=True)
+class AsideBack:
+    """A batch that passed earlier among whose rows the run set rows aside, and what it held before (None: none)."""
+
+    batch: str
+    previous: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
 class TakeBack:
     """Everything a take-back will do, read from the run's record and checked before anything is touched."""
 
@@ -282,6 +292,7 @@ class TakeBack:
     versions: tuple[int, ...]  # the run's versions its ledger names (an interrupted run's MLflow may hold more)
     forgets: tuple[Forget, ...]
     champion: ChampionRestore | None = None
+    asides: tuple[AsideBack, ...] = ()
 
 
 def plan_take_back(
@@ -302,6 +313,7 @@ def plan_take_back(
         tuple(versions_of(record, record.entries(LedgerKind.MLFLOW_VERSION, done_only=not unfinished))),
         _still_kept(record, unfinished),
         champion_restore(record),
+        _asides_set(record, unfinished),
     )
 
 
@@ -310,6 +322,8 @@ def _still_kept(record: RunRecord, unfinished: bool) -> tuple[Forget, ...]:
     once, so an undo after a recovery (or a second recovery) leaves the batches later runs kept where they are."""
     kept: dict[str, LedgerEntry] = {}
     for entry in record.entries(LedgerKind.REFERENCE, done_only=False):
+        if "aside" in entry.detail or "aside_back" in entry.detail:
+            continue  # rows set aside in a batch kept earlier: `_asides_set`
         if "forget" in entry.detail and entry.done:
             kept.pop(str(entry.detail["forget"]), None)
         elif "forget" not in entry.detail and (entry.done or unfinished):
@@ -321,6 +335,21 @@ def _still_kept(record: RunRecord, unfinished: bool) -> tuple[Forget, ...]:
             raise record.damaged(entry, "does not say where the reference stood before its batch (previous)")
         forgets.append(Forget(batch, int(previous["batches"]), previous.get("watermark_ms")))
     return tuple(forgets)
+
+
+def _asides_set(record: RunRecord, unfinished: bool) -> tuple[AsideBack, ...]:
+    """The batches kept earlier among whose rows the run set rows aside (`unfinished`: or began to), and what each
+    held before; a take-back puts each back once."""
+    found: dict[str, AsideBack] = {}
+    for entry in record.entries(LedgerKind.REFERENCE, done_only=False):
+        if "aside_back" in entry.detail and entry.done:
+            found.pop(str(entry.detail["aside_back"]), None)
+        elif "aside" in entry.detail and (entry.done or unfinished):
+            previous = entry.detail.get("previous_aside")
+            if previous is not None and not isinstance(previous, dict):
+                raise record.damaged(entry, "does not say what the batch held set aside before (previous_aside)")
+            found.setdefault(str(entry.detail["aside"]), AsideBack(str(entry.detail["aside"]), previous))
+    return tuple(found.values())
 
 
 def take_back(run: RunContext, plan: TakeBack, *, retire: str, why: str, unfinished: bool) -> int:
@@ -341,6 +370,10 @@ def take_back(run: RunContext, plan: TakeBack, *, retire: str, why: str, unfinis
     for forget in plan.forgets:
         with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, forget=forget.batch):
             forget_after(run.ws, run.spec.name, forget.batches, forget.watermark_ms)
+    for aside in plan.asides:
+        previous = KeptAside.from_dict(aside.previous) if aside.previous is not None else None
+        with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, aside_back=aside.batch):
+            save_aside(run.ws, run.spec.name, aside.batch, previous)
     return len(set(versions))
 
 

@@ -58,7 +58,7 @@ def test_rows_set_aside_are_left_out_of_the_next_clean_run_which_names_nothing_i
     assert state is not None and set_aside_rules(ws, PIPELINE) == ()  # taking the batch back takes its rule back
 
 
-def test_labels_lost_on_rows_that_passed_earlier_are_set_aside_not_deleted_and_the_heal_verifies(demo_copy):
+def test_labels_lost_on_rows_that_passed_earlier_are_set_aside_not_deleted_and_known_to_the_next_run(demo_copy):
     ws, _ = demo_copy
     spec = load_spec(ws, PIPELINE)
     land_batch(ws, spec, seed=7, anchor=LATER, metres=False)
@@ -74,3 +74,18 @@ def test_labels_lost_on_rows_that_passed_earlier_are_set_aside_not_deleted_and_t
     assert len(published) == len(table) and int(published["eta_minutes"].isna().sum()) == len(lost)  # none deleted
     states = [info.status.state for info in incidents_on(ws, spec.feature_table).values()]
     assert "ACTIVE" in states  # the labels are not back: set aside, the incident stays open
+    rules = set_aside_rules(ws, PIPELINE)
+    assert rules and {(r.column, r.value, r.kind) for r in rules} == {("eta_minutes", None, "label_immature")}
+    assert len(rules) > 1  # one per batch whose rows it reached: the earlier batches keep theirs too
+
+    later = LATER + timedelta(days=5)
+    land_batch(ws, spec, seed=8, anchor=later, metres=False)
+    again = run_pipeline(ws, spec, now_ms=ms(later + timedelta(minutes=5)))
+    detect = again.last_event(Stage.DETECT)
+    assert detect is not None and detect.status == "CLEAN", detect.summary  # nothing found again in the old rows
+    trained = again.last_event(Stage.TRAIN)
+    assert trained is not None and trained.status == "trained", again.outcome
+
+    assert undo(ws, again.run_id).status == "undone"
+    assert undo(ws, record.run_id, changed=ChangedTable.KEEP).status == "undone"
+    assert set_aside_rules(ws, PIPELINE) == ()  # the take-back puts back what each earlier batch held
