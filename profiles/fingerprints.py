@@ -88,6 +88,34 @@ class Fingerprint(Record):
             for k in set(self.columns[c]) | set(kept.columns[c])
         )
 
+    def moved(self, kept: Fingerprint, *, rel_tol: float = 1e-6) -> dict[str, str]:
+        """How these rows differ from the kept ones, column by column, in words (evidence for a person: which
+        columns to look at; `matches` decides). A column gone, or one whose nulls, least, greatest or total moved."""
+        said: dict[str, str] = {}
+        for name, then in kept.columns.items():
+            now = self.columns.get(name)
+            if now is None:
+                said[name] = "gone"
+                continue
+            changes = [
+                f"{key} {_said(then.get(key))} -> {_said(now.get(key))}"
+                for key in ("nulls", "min", "max", "sum")
+                if not _near(then.get(key), now.get(key), rel_tol)
+            ]
+            if changes:
+                said[name] = ", ".join(changes)
+        return said
+
+
+def _near(a: float | None, b: float | None, rel_tol: float) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(a, b, rel_tol=rel_tol, abs_tol=1e-9)
+
+
+def _said(value: float | None) -> str:
+    return "none" if value is None else f"{value:.6g}"
+
 
 def _close(a: float | None, b: float | None) -> bool:
     if a is None or b is None:

@@ -59,7 +59,7 @@ from guard.findings import Finding, GuardReport, RowSelector, make_finding
 from guard.kinds import FindingKind
 from guard.runner import run_guard
 from profiles.engines.keys import KeyHashes
-from profiles.fingerprints import FingerprintCache
+from profiles.fingerprints import FingerprintCache, fingerprint_of_profile
 from profiles.profile import BatchProfile, TimeWindow
 from profiles.reference import build_reference
 from profiles.repeats import count_repeats, count_repeats_indexed
@@ -365,6 +365,9 @@ def _unguarded(context: GuardContext, state: ReferenceState, rows: int) -> Findi
 
 
 def _changed(context: GuardContext, kept: BatchProfile, now: Snapshot) -> Finding:
+    moved = fingerprint_of_profile(now.profile).moved(fingerprint_of_profile(kept.profile))
+    said = "; ".join(f"{name}: {how}" for name, how in sorted(moved.items())[:6])
+    more = f" and {len(moved) - 6} more columns" if len(moved) > 6 else ""
     return make_finding(
         FindingKind.HISTORY_CHANGED,
         context.dataset_urn,
@@ -372,6 +375,9 @@ def _changed(context: GuardContext, kept: BatchProfile, now: Snapshot) -> Findin
         observed=now.profile.row_count,
         expected=kept.profile.row_count,
         batch=kept.batch_id,
+        moved_columns=sorted(moved),
         message=f"the rows of batch {kept.batch_id}, which passed earlier, changed since ({kept.profile.row_count} "
-        f"rows then, {now.profile.row_count} now) in a way no check names: find who rewrote them",
+        f"rows then, {now.profile.row_count} now"
+        + (f"; {said}{more}" if said else "")
+        + ") in a way no check names: find who rewrote them",
     )

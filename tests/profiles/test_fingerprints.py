@@ -153,3 +153,10 @@ def test_a_cache_that_cannot_be_read_is_empty(tmp_path: Path) -> None:
     (tmp_path / "cache.json").write_text("{not json")
     assert FingerprintCache.load(tmp_path / "cache.json").entries == {}
     assert FingerprintCache.load(tmp_path / "missing.json").entries == {}
+
+
+def test_what_moved_is_said_column_by_column_and_nothing_for_rows_unchanged() -> None:
+    kept = Fingerprint(3, {"a": {"nulls": 0.0, "min": 1.0, "max": 3.0, "sum": 6.0}, "b": {"nulls": 1.0}})
+    assert Fingerprint(3, {name: dict(entry) for name, entry in kept.columns.items()}).moved(kept) == {}
+    now = Fingerprint(3, {"a": {"nulls": 1.0, "min": 1.0, "max": 2.0, "sum": 3.0}})
+    assert now.moved(kept) == {"a": "nulls 0 -> 1, max 3 -> 2, sum 6 -> 3", "b": "gone"}
