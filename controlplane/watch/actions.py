@@ -5,8 +5,9 @@ URNs it names to `controlplane.watch.follow.on_change`, the same handler `kintsu
 level-based pass when one of them is watched. So a replayed, duplicated or out-of-order event changes nothing a
 pass would not, and the action needs no offsets of its own. Runs start and finish inside the pass.
 
-acryl-datahub-actions is not a dependency of Kintsugi: without it this module still imports (the class is a plain
-object), and DataHub Actions loads it as `controlplane.watch.actions:KintsugiWatchAction`.
+acryl-datahub-actions is not a dependency of Kintsugi: its base class comes through the DataHub door
+(`controlplane.datahub.actions_sdk`, a plain object without it), and DataHub Actions loads this action as
+`controlplane.watch.actions:KintsugiWatchAction`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from controlplane.datahub.actions_sdk import ActionBase, event_urns
 from controlplane.watch.follow import on_change
 from controlplane.workspace import resolve_workspace
 
@@ -21,21 +23,8 @@ __all__ = ["KintsugiWatchAction", "event_urns"]
 
 log = logging.getLogger(__name__)
 
-try:  # the base class when DataHub Actions runs us; a plain object otherwise
-    from datahub_actions.action.action import Action as _Base  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - depends on the environment
-    _Base = object
 
-
-def event_urns(event: Any) -> list[str]:
-    """The URNs an event names: an EntityChangeEvent's entity and modifier (an incident, an assertion...), a
-    MetadataChangeLog's entity."""
-    payload = getattr(event, "event", event)
-    found = [getattr(payload, name, None) for name in ("entityUrn", "modifier")]
-    return [urn for urn in found if isinstance(urn, str) and urn.startswith("urn:li:")]
-
-
-class KintsugiWatchAction(_Base):  # type: ignore[misc,valid-type]
+class KintsugiWatchAction(ActionBase):  # type: ignore[misc,valid-type]
     """config: `workspace` (the Kintsugi workspace folder; default $KINTSUGI_HOME or ./.kintsugi)."""
 
     def __init__(self, workspace: str | None = None) -> None:

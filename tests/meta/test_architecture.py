@@ -185,7 +185,8 @@ def _datahub_sdk_importers() -> list[str]:
     return sorted(
         name
         for name, path in _modules().items()
-        if not _within(name, "controlplane.datahub") and any(_within(n, "datahub") for n in _imported_names(path))
+        if not _within(name, "controlplane.datahub")
+        and any(_within(n, sdk) for n in _imported_names(path) for sdk in ("datahub", "datahub_actions"))
     )
 
 
