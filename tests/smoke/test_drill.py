@@ -1,4 +1,5 @@
-"""The demo drill with one seed: every injected failure detected, no scenario in error, no clean control blocked."""
+"""The demo drill with one seed: every injected failure detected, every scenario ending as it should, none in error, no
+clean control blocked."""
 
 from __future__ import annotations
 
@@ -24,3 +25,4 @@ def test_the_drill_detects_every_failure_and_blocks_no_clean_control(tmp_path: P
     assert board["detection_recall"] == 1.0
     assert len(board["controls"]) == 20 and board["false_alarms"] == 0
     assert all(control["status"] != "error" for control in board["controls"])
+    assert board["scenarios_failed"] == [] and done.returncode == 0  # every scenario ends as it should
