@@ -157,9 +157,8 @@ def _keep_aside_in_earlier_batches(run: RunContext, view: TrainingView, state: R
     if not view.set_aside or not view.published:
         return
     path = run.ws.path(view.published)
-    earlier = [b for b in kept_batches(run.ws, run.spec.name, state, KeptBatches(run.ws, run.spec.name))]
-    earlier = [b for b in earlier if b.window is not None]
     aside = RowsAside.read(path, view.set_aside, state.time_column)
+    earlier = kept_batches(run.ws, run.spec.name, state, KeptBatches(run.ws, run.spec.name))
     reached = [b for b in earlier if b.window is not None and aside.within(b.window)]
     if not reached:
         return

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from controlplane.datahub.incidents import reopen_incident
 from controlplane.datahub.models import UNDONE_TAG, datahub_champion, read_model_tags, tag_mcps
@@ -281,7 +280,7 @@ class AsideBack:
     """A batch that passed earlier among whose rows the run set rows aside, and what it held before (None: none)."""
 
     batch: str
-    previous: dict[str, Any] | None
+    previous: KeptAside | None
 
 
 @dataclass(frozen=True)
@@ -345,11 +344,19 @@ def _asides_set(record: RunRecord, unfinished: bool) -> tuple[AsideBack, ...]:
         if "aside_back" in entry.detail and entry.done:
             found.pop(str(entry.detail["aside_back"]), None)
         elif "aside" in entry.detail and (entry.done or unfinished):
-            previous = entry.detail.get("previous_aside")
-            if previous is not None and not isinstance(previous, dict):
-                raise record.damaged(entry, "does not say what the batch held set aside before (previous_aside)")
-            found.setdefault(str(entry.detail["aside"]), AsideBack(str(entry.detail["aside"]), previous))
+            batch = str(entry.detail["aside"])
+            if batch not in found:
+                found[batch] = AsideBack(batch, _previous_aside(record, entry))
     return tuple(found.values())
+
+
+def _previous_aside(record: RunRecord, entry: LedgerEntry) -> KeptAside | None:
+    """What a batch kept earlier held set aside before the run wrote to it, as its ledger entry recorded it."""
+    previous = entry.detail.get("previous_aside")
+    try:
+        return None if previous is None else KeptAside.from_dict(previous)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise record.damaged(entry, f"does not say what the batch held set aside before ({exc})") from exc
 
 
 def take_back(run: RunContext, plan: TakeBack, *, retire: str, why: str, unfinished: bool) -> int:
@@ -371,9 +378,8 @@ def take_back(run: RunContext, plan: TakeBack, *, retire: str, why: str, unfinis
         with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, forget=forget.batch):
             forget_after(run.ws, run.spec.name, forget.batches, forget.watermark_ms)
     for aside in plan.asides:
-        previous = KeptAside.from_dict(aside.previous) if aside.previous is not None else None
         with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, aside_back=aside.batch):
-            save_aside(run.ws, run.spec.name, aside.batch, previous)
+            save_aside(run.ws, run.spec.name, aside.batch, aside.previous)
     return len(set(versions))
 
 
