@@ -24,7 +24,7 @@ from profiles.records import Record
 from remediations.registry import HealStep
 from remediations.rows import window_mask
 
-__all__ = ["SetAside", "KeptAside", "RowsAside", "value_hit", "set_aside_by", "without_set_aside"]
+__all__ = ["SetAside", "KeptAside", "RowsAside", "value_hit", "set_aside_by", "set_aside_mask", "without_set_aside"]
 
 
 def value_hit(values: pd.Series, value: float | None) -> np.ndarray:
@@ -81,13 +81,19 @@ def set_aside_by(step: HealStep) -> SetAside | None:
     return SetAside(step.column, window, value, step.finding_kind)
 
 
+def set_aside_mask(frame: pd.DataFrame, rules: tuple[SetAside, ...]) -> np.ndarray:
+    """The rows of `frame` any of `rules` sets aside, as a boolean mask."""
+    aside = np.zeros(len(frame), dtype=bool)
+    for rule in rules:
+        aside |= rule.mask(frame)
+    return aside
+
+
 def without_set_aside(frame: pd.DataFrame, rules: tuple[SetAside, ...]) -> tuple[pd.DataFrame, int]:
     """The frame less every row a rule sets aside, and how many rows that left out."""
     if not rules or frame.empty:
         return frame, 0
-    aside = np.zeros(len(frame), dtype=bool)
-    for rule in rules:
-        aside |= rule.mask(frame)
+    aside = set_aside_mask(frame, rules)
     return (frame[~aside], int(aside.sum())) if aside.any() else (frame, 0)
 
 
@@ -98,21 +104,19 @@ class RowsAside:
     exactly these rows (the rest passing against its kept profile) was not rewritten by anyone: the rows it lacks
     are the ones set aside, there in the published table as they came."""
 
-    frame: pd.DataFrame  # the published table's columns the rules and the batches' windows read
-    rules: tuple[SetAside, ...]
+    rows: pd.DataFrame  # the rows set aside, with the columns the rules and the batches' windows read
 
     @classmethod
     def read(cls, published: Path, rules: tuple[SetAside, ...], time_column: str) -> RowsAside:
+        """The rows `rules` set aside in the table at `published`, chosen once."""
         wanted = {time_column} | {r.column for r in rules} | {r.window.column for r in rules if r.window is not None}
         present = [name for name in pq.read_schema(published).names if name in wanted]
-        return cls(pq.read_table(published, columns=present).to_pandas(), rules)
+        frame = pq.read_table(published, columns=present).to_pandas()
+        return cls(frame[set_aside_mask(frame, rules)])
 
     def within(self, window: TimeWindow) -> int:
         """How many rows of `window` the rules set aside."""
-        aside = np.zeros(len(self.frame), dtype=bool)
-        for rule in self.rules:
-            aside |= rule.mask(self.frame)
-        return int((aside & window_mask(self.frame, window)).sum())
+        return int(window_mask(self.rows, window).sum())
 
 
 @dataclass(frozen=True)
