@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 from profiles.profile import DatasetProfile, TimeWindow
 from profiles.records import Record
 from profiles.snapshot import footer_bounds
+from tables import readonce
 
 __all__ = [
     "Fingerprint",
@@ -263,7 +264,7 @@ def fingerprint_windows(
     if not windows:
         return [], 0
     column = windows[0].column
-    source = pq.ParquetFile(path)
+    source = readonce.open_parquet(path)
     time_leaf = _leaf(source, column)
     kinds = {f.name: _kind(f.type) for f in source.schema_arrow}
     prints = [Fingerprint(0, {name: {"nulls": 0.0} for name in kinds}) for _ in windows]
@@ -336,7 +337,7 @@ def fingerprint_rows(rows: pa.Table) -> Fingerprint:
 
 def rows_in(path: Path, window: TimeWindow) -> pa.Table:
     """The rows of the parquet file whose time lies in the window, in file order (one pass; for a few rows)."""
-    source = pq.ParquetFile(path)
+    source = readonce.open_parquet(path)
     parts = []
     for group in range(source.num_row_groups):
         inside = _slots(source.read_row_group(group, columns=[window.column]).column(0), [window]) == 0

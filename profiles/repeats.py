@@ -42,6 +42,7 @@ from profiles.engines.keys import DuplicateCount, KeyHashes, KeyIndex
 from profiles.hashing import hash_rows
 from profiles.repeats_types import KeyCount, Repeats, RepeatsAsked
 from profiles.snapshot import SnapshotError, TimeWindow, footer_bounds, window_mask
+from tables import readonce
 
 __all__ = [
     "count_repeats",
@@ -132,7 +133,7 @@ def hash_keys(
     SnapshotError."""
     files = [paths] if isinstance(paths, str) else list(paths)
     try:
-        sources = {f: pq.ParquetFile(f) for f in files}
+        sources = {f: readonce.open_parquet(f) for f in files}
         hashes, rows = _hashes_of(sources, [(f, window, outside) for f in files], list(keys), None)
     except (OSError, pa.ArrowException, ValueError) as exc:
         raise SnapshotError(f"cannot read key columns {list(keys)} of {', '.join(files)}: {exc}") from exc
@@ -153,7 +154,7 @@ def count_duplicate_keys(
     files = [paths] if isinstance(paths, str) else list(paths)
     rest = [(f, None if f not in files else window) for f in history if f not in files or window is not None]
     try:
-        sources = {f: pq.ParquetFile(f) for f in [*files, *(f for f, _ in rest)]}
+        sources = {f: readonce.open_parquet(f) for f in [*files, *(f for f, _ in rest)]}
     except (OSError, pa.ArrowException, ValueError) as exc:
         raise SnapshotError(f"cannot open snapshot {', '.join(files)} to count duplicate keys: {exc}") from exc
     total = sum(sources[f].metadata.num_rows for f in files)
@@ -212,7 +213,7 @@ def _hashes_of(
     def one(task: tuple[str, TimeWindow | None, bool, int]) -> tuple[np.ndarray, int]:
         file, window, outside, index = task
         columns = keys if window is None or window.column in keys else [*keys, window.column]
-        group = pq.ParquetFile(file).read_row_group(index, columns=columns, use_threads=False)
+        group = readonce.open_parquet(file).read_row_group(index, columns=columns, use_threads=False)
         if window is not None:
             mask = window_mask(group.column(window.column), window)
             group = group.filter(pa.array(~mask if outside else mask)).select(keys)

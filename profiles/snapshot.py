@@ -26,6 +26,7 @@ from profiles.engines.keys import KeyHashes
 from profiles.profile import MAX_CATEGORIES, BatchProfile, DatasetProfile, TimeWindow
 from profiles.profiler import ProfileBuilder, as_number, epoch_ms, frame_of, logical_type
 from profiles.snapshot_types import Snapshot, SnapshotError
+from tables import readonce
 
 __all__ = [
     "Snapshot",
@@ -174,7 +175,7 @@ def _as_files(paths: str | Path | Sequence[str | Path]) -> tuple[str, ...]:
 
 def read_frame(path: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """A parquet file as a DataFrame with every stored column a column (`frame_of`)."""
-    return frame_of(pq.read_table(path, columns=list(columns) if columns is not None else None))
+    return frame_of(readonce.read_table(path, columns))
 
 
 def open_files(files: Sequence[str], *, dictionaries: bool = False) -> tuple[list[pq.ParquetFile], pa.Schema]:
@@ -183,10 +184,10 @@ def open_files(files: Sequence[str], *, dictionaries: bool = False) -> tuple[lis
     (their values counted from the indices, never decoded). Page checksums (CRC32, written by writers that set
     them, e.g. pyarrow's `write_page_checksum=True`) are verified as pages are read: a flipped bit in a page
     is an unreadable snapshot, not a different value."""
-    first = pq.ParquetFile(files[0], page_checksum_verification=True)
+    first = readonce.open_parquet(files[0], page_checksum_verification=True)
     schema = first.schema_arrow
     small = _small_dictionaries(first, schema) if dictionaries else []
-    sources = [pq.ParquetFile(f, read_dictionary=small or None, page_checksum_verification=True) for f in files]
+    sources = [readonce.open_parquet(f, read_dictionary=small or None, page_checksum_verification=True) for f in files]
     read_as = sources[0].schema_arrow.remove_metadata()
     for file, source in zip(files[1:], sources[1:]):
         if not source.schema_arrow.remove_metadata().equals(read_as):

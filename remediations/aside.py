@@ -16,13 +16,13 @@ from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
 from profiles.fingerprints import Fingerprint
 from profiles.profile import TimeWindow
 from profiles.records import Record
 from remediations.registry import HealStep
 from remediations.rows import window_mask
+from tables import readonce
 
 __all__ = ["SetAside", "KeptAside", "RowsAside", "value_hit", "set_aside_by", "set_aside_mask", "without_set_aside"]
 
@@ -110,8 +110,8 @@ class RowsAside:
     def read(cls, published: Path, rules: tuple[SetAside, ...], time_column: str) -> RowsAside:
         """The rows `rules` set aside in the table at `published`, chosen once."""
         wanted = {time_column} | {r.column for r in rules} | {r.window.column for r in rules if r.window is not None}
-        present = [name for name in pq.read_schema(published).names if name in wanted]
-        frame = pq.read_table(published, columns=present).to_pandas()
+        present = [name for name in readonce.open_parquet(published).schema_arrow.names if name in wanted]
+        frame = readonce.read_table(published, present).to_pandas()
         return cls(frame[set_aside_mask(frame, rules)])
 
     def within(self, window: TimeWindow) -> int:

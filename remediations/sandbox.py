@@ -35,6 +35,7 @@ from profiles.records import Record
 from profiles.snapshot import read_frame
 from remediations.registry import HealInput, HealStep, Playbook, PlaybookRefused, playbook_for
 from tables.objectstore import file_hash as content_hash  # a file's bytes, as the control plane hashes them
+from tables.readonce import copy_file
 
 __all__ = [
     "HealOutcome",
@@ -161,9 +162,9 @@ def heal_copy(
     `reference` is the reference the guard compared with (a `profiles.reference.Reference` or a
     `DatasetProfile`); playbooks see its merged profile."""
     sandbox.mkdir(parents=True, exist_ok=True)
-    copy = sandbox / "input.parquet"
-    shutil.copyfile(source, copy)
-    progress = _Progress(read_frame(copy))
+    copy = sandbox / "input.parquet"  # kept beside the heal: what it was given
+    before_hash = copy_file(source, copy)
+    progress = _Progress(read_frame(source))  # the source's bytes, checked as they are read (`tables.readonce`)
     profile = getattr(reference, "profile", reference)
     for finding in in_playbook_order(findings):
         _heal_one(progress, finding, contract, profile)
@@ -173,7 +174,7 @@ def heal_copy(
     quarantined = tuple(f for f, _ in progress.masks)
     return HealOutcome(
         healed,
-        content_hash(copy),
+        before_hash,
         content_hash(healed),
         tuple(progress.steps),
         tuple(progress.unhealable),

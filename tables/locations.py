@@ -309,9 +309,9 @@ class TableLocation:
         the bytes that were hashed, whatever a writer does to the live table meanwhile: a writer that replaces
         files atomically (write then rename) and one that rewrites a file IN PLACE (open, truncate, write, as
         `DataFrame.to_parquet(path)` does) alike. A writer active during the copy is caught by the re-listing
-        (a moved version token: "changed while it was being pinned"). The pinned files are read-only; a stage that
-        must be sure of them reads each once and hashes the bytes it decodes (`controlplane.stages.pin.read_verified`,
-        training's door), so a rewrite of the run folder itself cannot reach it between a check and a read.
+        (a moved version token: "changed while it was being pinned"). The pinned files are read-only; the stages read
+        them through `tables.readonce`, which hashes each block it decodes as it reads it, so a rewrite of the run
+        folder itself cannot reach a decoder between a check and a read.
 
         The guard, the heal and training read ONE parquet file, `table_path`: for a single local or S3
         parquet file it is the pinned file itself; otherwise `dest/table.parquet`, every file's rows in name

@@ -14,7 +14,7 @@ from controlplane.onboard.odcs import contract_of
 from controlplane.runs.context import RunContext
 from controlplane.spec import PipelineSpec
 from controlplane.stages.guarding import Guarded, guard_table
-from controlplane.stages.pin import Pinned, pin_table, verify_file
+from controlplane.stages.pin import Pinned, pin_table, reading_pinned
 from controlplane.vocab import LedgerKind, Stage
 from controlplane.workspace import Workspace
 from guard.checks.volume import volume_limits
@@ -77,22 +77,22 @@ class Detected:
 def detect(run: RunContext) -> Detected:
     spec = run.spec
     pinned, contract_read = pin_reading_contract(run.ws, run.metadata, spec, run.journal.run_dir / "snapshot")
-    guarded = guard_table(
-        run.ws,
-        run.metadata,
-        spec,
-        pinned.path(run.ws),
-        run.now_ms,
-        engine=run.engine,
-        keep_caches=run.writes,
-        contract_read=contract_read,
-    )
+    with reading_pinned(run.ws, pinned.table, pinned.table_hash, "the guard", by_path=run.engine.spark) as table:
+        guarded = guard_table(
+            run.ws,
+            run.metadata,
+            spec,
+            table,
+            run.now_ms,
+            engine=run.engine,
+            keep_caches=run.writes,
+            contract_read=contract_read,
+        )
     if guarded.context.snapshot is None:  # an unreadable table: an error before anything is written
         fix = f"replace the table at {pinned.location} with a readable one"
         if run.engine.spark:
             fix += f", or check the Spark master {spec.spark_master} (`kintsugi doctor`)"
         raise DataError(guarded.context.snapshot_error or "the table could not be read", fix)
-    verify_file(run.ws, pinned.table, pinned.table_hash, "the guard")  # the bytes guarded are the bytes pinned
     report, snapshot = guarded.report, guarded.context.snapshot
     run.record.pinned = pinned
     if run.writes:

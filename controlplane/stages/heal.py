@@ -3,7 +3,9 @@ with allowlisted playbooks (pandas, or Spark's for `engine: spark`), and run the
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from controlplane.datahub.incidents import IncidentRef, open_incident
@@ -13,7 +15,7 @@ from controlplane.stages.blocked import Blocked
 from controlplane.stages.detect import Detected, TrainingView, summary
 from controlplane.stages.guarding import guard_table
 from controlplane.stages.kept_reference import load_state
-from controlplane.stages.pin import file_hash, verify_file
+from controlplane.stages.pin import file_hash, reading_pinned, verify_file
 from controlplane.vocab import LedgerKind, Stage
 from controlplane.watch.memory import memory_fact, recall, reuse_all
 from guard.contract import Contract
@@ -123,7 +125,6 @@ def raise_incidents(run: RunContext, report: GuardReport) -> Raised:
 def heal(run: RunContext, detected: Detected, raised: Raised) -> Healed | Blocked:
     """Heal a copy of the pinned bytes, re-using the verified heal of a failure mode `raised` recalls; Blocked when
     any blocking finding cannot be healed."""
-    verify_file(run.ws, detected.pinned.table, detected.pinned.table_hash, "the heal")
     contract = detected.context.contract
     blocking = detected.report.blocking
     if contract is None:  # nothing can be healed against no contract: say what to do
@@ -136,7 +137,11 @@ def heal(run: RunContext, detected: Detected, raised: Raised) -> Healed | Blocke
         )
         return Blocked(Stage.HEAL, "BLOCKED: " + "; ".join(why) + " (incident stays open)")
     blocking, reused = reuse_all(blocking, raised.memory)
-    outcome = _heal_copy(run, detected, blocking, contract)
+    pinned = detected.pinned
+    with reading_pinned(run.ws, pinned.table, pinned.table_hash, "the heal", by_path=run.engine.spark) as source:
+        outcome = _heal_copy(run, source, detected, blocking, contract)
+    if run.engine.spark:  # Spark read the sandbox's copy by path: were they the pinned bytes?
+        verify_file(run.ws, run.ws.rel(_sandbox(run) / "input.parquet"), pinned.table_hash, "the heal")
     evidence = {**_evidence(outcome), "reused": reused, "engine": run.engine.name}
     if not outcome.complete:
         why = [f"no safe playbook for {f.kind.value} ({f.message})" for f in outcome.unhealable]
@@ -166,14 +171,20 @@ def heal(run: RunContext, detected: Detected, raised: Raised) -> Healed | Blocke
     )
 
 
-def _heal_copy(run: RunContext, detected: Detected, blocking: tuple[Finding, ...], contract: Contract) -> HealOutcome:
+def _heal_copy(
+    run: RunContext, source: Path, detected: Detected, blocking: tuple[Finding, ...], contract: Contract
+) -> HealOutcome:
     """The pinned bytes healed in the run's sandbox by the pipeline's engine: pandas playbooks, or Spark's."""
-    source, sandbox = detected.pinned.path(run.ws), run.journal.run_dir / "sandbox"
+    sandbox = _sandbox(run)
     if not run.engine.spark:
         return heal_copy(source, sandbox, blocking, contract, detected.context.reference)
     from remediations.spark.copy import heal_copy_spark
 
     return heal_copy_spark(run.engine.session(), source, sandbox, blocking, contract, detected.context.reference)
+
+
+def _sandbox(run: RunContext) -> Path:
+    return run.journal.run_dir / "sandbox"
 
 
 def _evidence(outcome: HealOutcome) -> dict[str, Any]:
@@ -189,18 +200,22 @@ def _evidence(outcome: HealOutcome) -> dict[str, Any]:
 
 def verify(run: RunContext, healed: Healed) -> TrainingView | Blocked:
     """The same guard on the training view (the healed copy, less any rows set aside): its new batch and its
-    history; Blocked unless CLEAN."""
-    path = run.ws.path(healed.view_path)
-    if not path.is_file() or file_hash(path) != healed.view_hash:
-        run.event(Stage.VERIFY, "failed", f"the healed copy {healed.view_path} is missing or changed after the heal")
-        return Blocked(Stage.VERIFY, "BLOCKED: the healed copy could not be read (incident stays open)")
+    history; Blocked unless CLEAN. The view, and the table to publish where rows were set aside, are read through
+    `reading_pinned`: bytes other than the heal's end the run."""
     rules = tuple(rule for step in healed.steps if (rule := set_aside_by(step)) is not None)
-    state, aside = load_state(run.ws, run.spec.name), None
-    if rules and state is not None:  # what the training view lacks of each kept batch, from the table to publish
-        aside = RowsAside.read(run.ws.path(healed.healed_path), rules, state.time_column)
-    guarded = guard_table(
-        run.ws, run.metadata, run.spec, path, run.now_ms, engine=run.engine, keep_caches=run.writes, aside=aside
-    )
+    state, aside, spark = load_state(run.ws, run.spec.name), None, run.engine.spark
+    with ExitStack() as reading:
+        view = reading.enter_context(
+            reading_pinned(run.ws, healed.view_path, healed.view_hash, "verifying the heal", by_path=spark)
+        )
+        if rules and state is not None:  # what the training view lacks of each kept batch, from the table to publish
+            published = reading.enter_context(
+                reading_pinned(run.ws, healed.healed_path, healed.after_hash, "verifying the heal")
+            )
+            aside = RowsAside.read(published, rules, state.time_column)
+        guarded = guard_table(
+            run.ws, run.metadata, run.spec, view, run.now_ms, engine=run.engine, keep_caches=run.writes, aside=aside
+        )
     report = guarded.report
     run.event(
         Stage.VERIFY,

@@ -5,9 +5,11 @@ files, an s3:// prefix), where its errors become the project's. At detect the ta
 folder as ONE parquet file every later stage reads — the guard, the heal, training — never the live location.
 The pin is a private copy, never a link: each file is read once from the live location and hashed from the very
 bytes written into the copy, and no producer writes the run folder, so whatever a writer then does to the live
-table (replace its files atomically, or rewrite them in place) the stages read the bytes that were hashed. The
-hash, checked again before every use (`verify_file`), still catches tampering with the run folder itself: the
-run ends BLOCKED ("the table changed during the run").
+table (replace its files atomically, or rewrite them in place) the stages read the bytes that were hashed. A stage
+reads a pinned file through `reading_pinned` (`tables.readonce`): every byte it decodes is hashed as it is read
+and compared with the pin's, so a rewrite of the run folder itself, at any moment, ends the run BLOCKED ("the
+table changed during the run") and is never decoded. A Spark session reads files by path, outside that door: its
+reads are checked after they are made (`verify_file`).
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from controlplane.errors import DataError, TableChanged
 from controlplane.runs.facts import Pinned  # a value of the run record; this module makes and checks one
 from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace
-from tables import locations
-from tables.objectstore import LocationError, bytes_hash, file_hash
+from tables import locations, readonce
+from tables.objectstore import LocationError, file_hash
 from tables.objectstore import TableChanged as LocationChanged
 
 __all__ = [
@@ -31,7 +33,7 @@ __all__ = [
     "append_batch",
     "batch_row_count",
     "verify_file",
-    "read_verified",
+    "reading_pinned",
     "live_hash",
     "publish_table",
     "restore_table",
@@ -130,17 +132,20 @@ def verify_file(ws: Workspace, table: str, expected: str, stage: str) -> None:
         raise _changed(table, stage, f"no longer hashes to {expected}")
 
 
-def read_verified(ws: Workspace, table: str, expected: str, stage: str) -> bytes:
-    """The bytes of a pinned file, read once and hashed as read: a stage decodes exactly these, so no rewrite of the
-    file between a check and a read can reach it (there is no second read). Not the bytes the guard passed: the run
-    must end (`TableChanged`)."""
+@contextmanager
+def reading_pinned(ws: Workspace, table: str, expected: str, stage: str, *, by_path: bool = False) -> Iterator[Path]:
+    """The path of a file of the run (workspace-relative `table`, which must hash to `expected`), for a stage to read
+    through `tables.readonce` while the block is open: each byte decoded is checked as it is read, and bytes that
+    are not the ones hashed end the run (`TableChanged`), even where a reader swallowed the error. `by_path`: a
+    reader outside the door (a Spark session) read it too; its bytes are checked again once it is done."""
+    path = ws.path(table)
     try:
-        data = ws.path(table).read_bytes()
-    except OSError as exc:
-        raise _changed(table, stage, f"cannot be read ({exc.strerror})") from exc
-    if bytes_hash(data) != expected:
-        raise _changed(table, stage, f"no longer hashes to {expected}")
-    return data
+        with readonce.verified(path, readonce.digests_of(path, expected)):
+            yield path
+    except readonce.ReadChanged as exc:
+        raise _changed(table, stage, exc.how) from exc
+    if by_path:
+        verify_file(ws, table, expected, stage)
 
 
 def _changed(table: str, stage: str, how: str) -> TableChanged:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from controlplane.datahub.history import health_at, unhealed_at
@@ -30,11 +29,12 @@ from controlplane.runs.context import RunContext, crash_point
 from controlplane.stages.detect import TrainingView
 from controlplane.stages.governance import govern, lineage_of
 from controlplane.stages.kept_reference import set_aside_rules
-from controlplane.stages.pin import read_verified, verify_file
+from controlplane.stages.pin import reading_pinned
 from controlplane.vocab import LedgerKind, Stage
 from profiles.profiler import frame_of
 from profiles.records import Record
 from remediations.aside import without_set_aside
+from tables import readonce
 from training import errors as training_errors
 from training.known import row_keys, score_known
 from training.model import Predictions, fit, gain_error_of, leaned_on, score, time_holdout, training_rows_key
@@ -150,22 +150,24 @@ class Labelled:
 
 def labelled_of(run: RunContext, table: str, table_hash: str) -> Labelled:
     """The labelled rows of a pinned table file (workspace-relative, with the hash the guard passed), decoded from
-    the very bytes that were hashed (`read_verified`: one read, no second open); or, over the row budget, a sample
-    of `row_budget` of them drawn by the run's engine from the file, whose bytes are checked again after the draw.
+    bytes checked as they are read (`reading_pinned`: no check before an open, no second open); or, over the row
+    budget, a sample of `row_budget` of them drawn by the run's engine (a Spark session's reads are checked after).
     Rows a quarantine set aside (every rule the kept reference holds) are left out either way."""
-    training, path = run.spec.training, run.ws.path(table)
+    training = run.spec.training
     rules = set_aside_rules(run.ws, run.spec.name)
-    footer = pq.ParquetFile(path)  # which way to read, only: what is learned is read below, verified
-    if footer.metadata.num_rows > run.spec.row_budget and _labelled_rows(footer, training.target) > run.spec.row_budget:
-        drawn, total, sample = _sample(run, path)
-        verify_file(run.ws, table, table_hash, "training")  # the engine read the file by path: the same bytes?
-        rows, aside = without_set_aside(drawn, rules)
-        return Labelled(rows, total, int(sample["labelled_rows"]), sample, aside)
-    parquet = pq.ParquetFile(pa.BufferReader(read_verified(run.ws, table, table_hash, "training")))
-    wanted = {*training.features, training.target, training.time_column, *(r.column for r in rules)}
-    wanted |= {r.window.column for r in rules if r.window is not None}
-    present = [name for name in parquet.schema_arrow.names if name in wanted]  # a missing one: fit names it
-    frame, aside = without_set_aside(frame_of(parquet.read(columns=present)), rules)
+    with reading_pinned(run.ws, table, table_hash, "training", by_path=run.engine.spark) as path:
+        parquet = readonce.open_parquet(path)
+        if (
+            parquet.metadata.num_rows > run.spec.row_budget
+            and _labelled_rows(parquet, training.target) > run.spec.row_budget
+        ):
+            drawn, total, sample = _sample(run, path)
+            rows, aside = without_set_aside(drawn, rules)
+            return Labelled(rows, total, int(sample["labelled_rows"]), sample, aside)
+        wanted = {*training.features, training.target, training.time_column, *(r.column for r in rules)}
+        wanted |= {r.window.column for r in rules if r.window is not None}
+        present = [name for name in parquet.schema_arrow.names if name in wanted]  # a missing one: fit names it
+        frame, aside = without_set_aside(frame_of(parquet.read(columns=present)), rules)
     rows = frame[frame[training.target].notna()] if training.target in frame else frame
     return Labelled(rows, len(frame), len(rows), None, aside)
 

@@ -26,11 +26,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from profiles.batches import infer_cadence, period_starts
 from profiles.engines.content import ContentDigest, canonical_row_hashes
 from profiles.profiler import epoch_ms, frame_of, sample_scores
+from tables import readonce
 
 __all__ = ["TrainingSample", "training_sample", "allocate", "SAMPLE_FORMAT"]
 
@@ -240,12 +240,12 @@ class _ArrowPasses:
 
     def _tables(self) -> Iterable[pa.Table]:
         for file in self.files:
-            parquet = pq.ParquetFile(file)
+            parquet = readonce.open_parquet(file)
             for group in range(parquet.num_row_groups):
                 yield parquet.read_row_group(group)
 
     def schema(self) -> pa.Schema:
-        return pq.ParquetFile(self.files[0]).schema_arrow
+        return readonce.open_parquet(self.files[0]).schema_arrow
 
 
 class _SparkPasses:

@@ -29,6 +29,7 @@ from profiles.engines.spark import NANOS_PREFIX, read_frame
 from remediations.registry import HealStep, PlaybookRefused, playbook_for
 from remediations.sandbox import HealOutcome, check_limit, content_hash, in_playbook_order
 from remediations.spark.playbooks import SparkHeal, spark_playbook_for
+from tables.readonce import copy_file
 
 __all__ = ["heal_copy_spark", "ROW_GROUP_ROWS"]
 
@@ -42,8 +43,7 @@ def heal_copy_spark(
     table is written only when every finding was healed."""
     sandbox.mkdir(parents=True, exist_ok=True)
     copy = sandbox / "input.parquet"
-    shutil.copyfile(source, copy)
-    before, healed = content_hash(copy), sandbox / "healed.parquet"
+    before, healed = copy_file(source, copy), sandbox / "healed.parquet"  # Spark reads the copy by path
     healed.unlink(missing_ok=True)
     try:
         original = read_frame(session, copy, keep_nanos=True)

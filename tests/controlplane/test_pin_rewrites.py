@@ -23,11 +23,13 @@ from controlplane.pipeline import run_pipeline
 from controlplane.runs.identity import rebase_if_moved
 from controlplane.runs.journal import RunRecord
 from controlplane.spec import load_spec
-from controlplane.stages import pin
+from controlplane.stages import detect, pin
 from controlplane.vocab import Stage
 from controlplane.workspace import Workspace
 from demo.seed import PIPELINE
-from tests.support import DEMO_NOW, LATER_MS, champion, ms, poison, reseed
+from demo.story import land_batch
+from tables import readonce
+from tests.support import DEMO_NOW, LATER, LATER_MS, champion, ms, poison, reseed
 
 CHANGED = re.compile(r"the table( at \S+)? changed")
 
@@ -76,22 +78,32 @@ def _leaking_bytes(table: Path) -> bytes:
 def _run(ws: Workspace, monkeypatch: pytest.MonkeyPatch, at_point: Callable[[str], None], now_ms: int) -> RunRecord:
     """A real run of the healing story, telling `at_point` every stage boundary and every hash check of the pin
     (after the hash was taken, before the stage reads the bytes)."""
-    checked = pin.file_hash
+    checked, digested = pin.file_hash, readonce.digests_of
     counts: dict[str, int] = {}
+
+    def told(path: Path) -> None:
+        counts[path.name] = counts.get(path.name, 0) + 1
+        at_point(f"hash:{path.name}#{counts[path.name]}")
 
     def hashed(path: Path) -> str:
         digest = checked(path)
-        counts[path.name] = counts.get(path.name, 0) + 1
-        at_point(f"hash:{path.name}#{counts[path.name]}")
+        told(path)
         return digest
 
+    def digests(path: Path, expected: str) -> readonce.Digests:  # a stage's check, before it reads through the door
+        taken = digested(path, expected)
+        told(path)
+        return taken
+
     monkeypatch.setattr(pin, "file_hash", hashed)
+    monkeypatch.setattr(readonce, "digests_of", digests)
     try:
         return run_pipeline(
             ws, load_spec(ws, PIPELINE), now_ms=now_ms, listener=lambda e: at_point(f"{e.stage}:{e.status}")
         )
     finally:
         monkeypatch.setattr(pin, "file_hash", checked)
+        monkeypatch.setattr(readonce, "digests_of", digested)
 
 
 FULL = os.environ.get("KINTSUGI_FAULT_MATRIX") == "full"
@@ -196,3 +208,42 @@ def test_a_rewrite_of_the_runs_own_pinned_copy_at_any_point_is_never_learned(dem
             failures.append(f"{point}: ended {record.status}: {record.outcome}")
     assert rewritten >= 3, points  # the pin existed at several points: the guard's, training's, the gate's
     assert not failures, "\n".join(failures)
+
+
+def test_the_guard_decodes_the_pinned_bytes_not_clean_ones_swapped_in_while_it_reads(demo_copy, monkeypatch, tmp_path):
+    """Another job on the host swaps the run's pinned copy for clean bytes once the pin is taken, and puts the
+    poisoned bytes back the moment the guard is done, so that any hash taken after the guard matches the pin. The
+    guard reads through the door (`tables.readonce`): it decodes no byte that is not the pin's, so the run ends
+    BLOCKED (the table changed), nothing is trained and the champion stays. Before the door, the guard passed the
+    clean bytes and the run trained on the poisoned ones."""
+    pristine, _ = demo_copy
+    twin = _fresh(pristine, tmp_path / "twin")
+    land_batch(twin, load_spec(twin, PIPELINE), seed=7, anchor=LATER, metres=False)
+    clean = load_spec(twin, PIPELINE).data.read_bytes()  # the same batch, in kilometres: a guard passes it
+    ws = _fresh(pristine, tmp_path / "run")
+    poison(ws)
+    swapped: dict[str, Any] = {}
+    pin_table, guard_table = detect.pin_table, detect.guard_table
+
+    def pin_then_swap(*args: Any) -> pin.Pinned:
+        pinned = pin_table(*args)
+        path = pinned.path(ws)
+        swapped.update(path=path, poisoned=path.read_bytes())
+        os.chmod(path, 0o644)
+        _rewrite_in_place(path, clean)
+        return pinned
+
+    def guard_then_restore(*args: Any, **options: Any) -> Any:
+        try:
+            return guard_table(*args, **options)
+        finally:
+            _rewrite_in_place(swapped["path"], swapped["poisoned"])
+
+    monkeypatch.setattr(detect, "pin_table", pin_then_swap)
+    monkeypatch.setattr(detect, "guard_table", guard_then_restore)
+    before = champion(ws)
+    record = run_pipeline(ws, load_spec(ws, PIPELINE), now_ms=LATER_MS)
+    assert swapped, "the pin was never taken"
+    assert record.status == "blocked" and CHANGED.search(record.outcome), (record.status, record.outcome)
+    assert record.last_event(Stage.TRAIN) is None, record.outcome
+    assert champion(ws) == before
