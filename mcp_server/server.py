@@ -269,7 +269,11 @@ def _write_tools(ws: Workspace) -> list[Callable[..., Any]]:
         ctx: Context[Any, Any],
         findings: Annotated[
             Optional[list[str]],
-            Field(max_length=100, description="KIND:COLUMN (or KIND) of each finding; default: every warning"),
+            Field(
+                max_length=100,
+                description="KIND:COLUMN (or KIND) of each finding; default: every warning; "
+                "history_changed alone: keep rows restated since they passed as the history",
+            ),
         ] = None,
     ) -> views.RunOut:
         """Accept a run's warnings (or its named blocks) as the new normal, with a reason; kept in DataHub with

@@ -89,15 +89,16 @@ def accept(
         typer.Option(
             "--finding",
             help="KIND:COLUMN (or KIND) of a finding to accept; repeat it. Default: every warning of the run. "
-            "A run blocked at the guard: name each of its blocking findings.",
+            "A run blocked at the guard: name each of its blocking findings; history_changed alone keeps rows "
+            "restated since they passed as the history.",
         ),
     ] = None,
     undo_: Annotated[
         bool,
         typer.Option(
             "--undo",
-            help="Take back RUN_ID's accepted blocks: its batch leaves the reference; the acceptances stay on record, "
-            "marked withdrawn.",
+            help="Take back RUN_ID's accepted blocks: its batch leaves the reference (or the restated batches' "
+            "profiles are put back); the acceptances stay on record, marked withdrawn.",
         ),
     ] = False,
     workspace: WorkspaceOption = None,

@@ -13,6 +13,11 @@ new tariff that steps a level up, a real step in volume): each blocking finding 
 `Acceptance` is kept beside the reference, the block's incident is resolved and the next champion's passport names it
 (`controlplane.onboard.accept_block`). `--undo` takes such an acceptance back. A healed run's blocks were
 corrected, not accepted.
+
+Rows that passed earlier and were rewritten since (`history_changed`) are not a new normal of the new batch: a
+person who knows the rewrite is right accepts it as the history (`--finding history_changed`): each rewritten
+batch is profiled again from the run's snapshot and kept so (`controlplane.onboard.accept_rewrite`); `--undo`
+puts the profiles back.
 """
 
 from __future__ import annotations
@@ -21,10 +26,12 @@ import time
 
 from controlplane.errors import InputError, RunStateError
 from controlplane.onboard.accept_block import accept_blocks, blocks_of, remember, withdraw
+from controlplane.onboard.accept_rewrite import REWRITE, accept_rewrite, names_a_rewrite, withdraw_rewrite
 from controlplane.runs.context import open_run
 from controlplane.runs.journal import RunRecord, load_run
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import load_spec
+from controlplane.stages.acceptances import load_acceptances
 from controlplane.takeback.recovery import recover_pipeline
 from controlplane.vocab import LedgerKind, RunStatus, Stage
 from controlplane.workspace import Workspace
@@ -75,12 +82,18 @@ def accept(
     undo: bool = False,
 ) -> RunRecord:
     """Accept the run's warnings (or the named ones), or its named blocks; `undo`: take accepted blocks back."""
-    record = load_run(ws, run_id)
+    record, picks, at_ms = load_run(ws, run_id), findings or [], now_ms or int(time.time() * 1000)
     if undo:
-        withdraw(ws, run_id, reason, findings or [], by=by, now_ms=now_ms or int(time.time() * 1000))
+        rewritten = any(
+            a.run_id == run_id and a.in_force and a.kind is REWRITE for a in load_acceptances(ws, record.pipeline)
+        )
+        (withdraw_rewrite if rewritten else withdraw)(ws, run_id, reason, picks, by=by, now_ms=at_ms)
         return load_run(ws, run_id)
-    if _names_a_block(record, findings or []):
-        accept_blocks(ws, run_id, reason, findings or [], by=by, now_ms=now_ms or int(time.time() * 1000))
+    if names_a_rewrite(record, picks):
+        accept_rewrite(ws, run_id, reason, by=by, now_ms=at_ms)
+        return load_run(ws, run_id)
+    if _names_a_block(record, picks):
+        accept_blocks(ws, run_id, reason, picks, by=by, now_ms=at_ms)
         return load_run(ws, run_id)
     spec = load_spec(ws, record.pipeline)
     with pipeline_lock(ws, spec.name, f"accept {run_id}"):

@@ -22,7 +22,7 @@ from typing import Any
 from controlplane.datahub.incidents import read_incidents, reopen_incident, resolve_incident
 from controlplane.datahub.notes import memory_link_mcps
 from controlplane.datahub.port import MetadataPort
-from controlplane.errors import InputError, RunStateError, WorkspaceError
+from controlplane.errors import InputError, RunStateError, TableChanged, WorkspaceError
 from controlplane.runs.context import RunContext, open_run
 from controlplane.runs.journal import RunRecord, load_run
 from controlplane.runs.locks import pipeline_lock
@@ -30,7 +30,7 @@ from controlplane.spec import load_spec
 from controlplane.stages.acceptances import Acceptance, acceptances_path, load_acceptances, save_acceptances
 from controlplane.stages.guarding import contract_keys
 from controlplane.stages.kept_reference import ReferenceState, load_state
-from controlplane.stages.pin import file_hash
+from controlplane.stages.pin import reading_pinned
 from controlplane.stages.publish import forget_batch, keep_batch
 from controlplane.takeback.recovery import recover_pipeline
 from controlplane.vocab import LedgerKind, RunStatus, Stage
@@ -38,8 +38,19 @@ from controlplane.workspace import Workspace
 from guard.findings import Finding
 from guard.kinds import NOT_THE_DATA
 from profiles.profile import BatchProfile, TimeWindow
+from profiles.snapshot_types import Snapshot
 
-__all__ = ["blocks_of", "accept_blocks", "withdraw", "remember", "ACCEPTED_URL"]
+__all__ = [
+    "blocks_of",
+    "accept_blocks",
+    "withdraw",
+    "remember",
+    "kept_state",
+    "active_incidents",
+    "store_acceptances",
+    "pinned_snapshot",
+    "ACCEPTED_URL",
+]
 
 ACCEPTED_URL = "kintsugi://accepted/"  # the institutional-memory links of accepted blocks and their withdrawals
 
@@ -104,7 +115,8 @@ def _chosen(record: RunRecord, picks: list[str]) -> list[Finding]:
         raise RunStateError(
             f"{', '.join(_label(f) for f in judged)} of run {run_id} is not a change in the new batch's data "
             "(the guard could not judge it, or it concerns rows that passed earlier)",
-            "fix it upstream and run again",
+            "fix it upstream and run again; rows that passed earlier and were rewritten rightly are accepted as "
+            f"the history on their own: `kintsugi accept {run_id} --finding history_changed --reason TEXT`",
         )
     standing = [f for f in blocks if f not in chosen]
     if standing:
@@ -116,7 +128,7 @@ def _chosen(record: RunRecord, picks: list[str]) -> list[Finding]:
     return chosen
 
 
-def _reference(ws: Workspace, pipeline: str) -> ReferenceState:
+def kept_state(ws: Workspace, pipeline: str) -> ReferenceState:
     state = load_state(ws, pipeline)
     if state is None:
         raise WorkspaceError(
@@ -140,21 +152,34 @@ def _check_joinable(record: RunRecord, batch: _Batch, state: ReferenceState) -> 
 
 def _profile_batch(run: RunContext, record: RunRecord, batch: _Batch, state: ReferenceState) -> BatchProfile:
     """The run's batch profiled again from its pinned snapshot (the bytes the guard judged, never the live table)."""
-    pinned = record.pinned
-    if pinned is None or not pinned.path(run.ws).is_file() or file_hash(pinned.path(run.ws)) != pinned.table_hash:
-        raise RunStateError(
-            f"the pinned snapshot of run {record.run_id} is gone or changed",
-            "run the pipeline again and accept the new run's block",
-        )
     window = TimeWindow(state.time_column, batch.after_ms, None)
-    keys = contract_keys(run.metadata, run.spec)  # sampled and hashed as the guard read the batch
-    snapshot = run.engine.snapshot(pinned.path(run.ws), keys=keys, window=window, batch_id=batch.id)
+    snapshot = pinned_snapshot(run, record, window, batch.id)
     if snapshot.batch is None or snapshot.profile.row_count != batch.rows:
         raise RunStateError(
             f"the batch of run {record.run_id} cannot be found again in its snapshot",
             "run the pipeline again and accept the new run's block",
         )
     return snapshot.batch
+
+
+def pinned_snapshot(run: RunContext, record: RunRecord, window: TimeWindow, batch_id: str) -> Snapshot:
+    """The rows of `window` in the run's pinned snapshot, profiled as the guard profiles a batch, from bytes checked
+    as they are read (`reading_pinned`); a snapshot gone or changed is refused."""
+    pinned = record.pinned
+    if pinned is None or not pinned.path(run.ws).is_file():
+        raise RunStateError(
+            f"the pinned snapshot of run {record.run_id} is gone",
+            "run the pipeline again and accept the new run's block",
+        )
+    keys = contract_keys(run.metadata, run.spec)  # sampled and hashed as the guard read the batch
+    try:
+        with reading_pinned(run.ws, pinned.table, pinned.table_hash, "accepting", by_path=run.engine.spark) as table:
+            return run.engine.snapshot(table, keys=keys, window=window, batch_id=batch_id)
+    except TableChanged as exc:
+        raise RunStateError(
+            f"the pinned snapshot of run {record.run_id} changed: {exc.message}",
+            "run the pipeline again and accept the new run's block",
+        ) from exc
 
 
 def _previous(record: RunRecord, batch_id: str) -> dict[str, Any] | None:
@@ -173,7 +198,7 @@ def accept_blocks(
         recover_pipeline(ws, spec.name)  # as every writer: a run of the pipeline left mid-way is made consistent first
         record = load_run(ws, run_id)
         chosen, batch = _chosen(record, picks), _batch_of_run(record)
-        state = _reference(ws, spec.name)
+        state = kept_state(ws, spec.name)
         _check_joinable(record, batch, state)
         kept = load_acceptances(ws, spec.name)
         already = [a.finding for a in kept if a.run_id == run_id and a.in_force]
@@ -191,7 +216,7 @@ def accept_blocks(
                 + ", ".join(f"{f.kind.value} on {f.column or 'the dataset'}" for f in chosen)
                 + f" — {reason}"
             )
-            open_incidents = _active_incidents(run.metadata, spec.feature_table)
+            open_incidents = active_incidents(run.metadata, spec.feature_table)
             accepted = tuple(
                 Acceptance(run_id, f.kind, f.column or "", by, reason, now_ms, batch.id, open_incidents.get(f.key, ""))
                 for f in chosen
@@ -201,7 +226,7 @@ def accept_blocks(
                     resolve_incident(run.metadata, urn, note, now_ms)
             with run.journal.writing(LedgerKind.DATAHUB, spec.feature_table, aspect="institutionalMemory"):
                 remember(run.metadata, spec.feature_table, f"{run_id}/{now_ms}", note, by, now_ms)
-            _store(run, spec.name, [*kept, *accepted])
+            store_acceptances(run, spec.name, [*kept, *accepted])
             run.event(
                 Stage.APPROVE,
                 "accepted",
@@ -248,7 +273,7 @@ def withdraw(
         recover_pipeline(ws, spec.name)
         record = load_run(ws, run_id)
         standing = _withdrawn(ws, record, picks)
-        batch, state = standing[0].batch, _reference(ws, spec.name)
+        batch, state = standing[0].batch, kept_state(ws, spec.name)
         previous = _previous(record, batch)
         if batch in state.batches and (state.batches[-1] != batch or previous is None):
             raise RunStateError(
@@ -270,7 +295,7 @@ def withdraw(
             for urn in (a.incident for a in standing if a.incident):
                 with run.journal.writing(LedgerKind.DATAHUB, urn, aspect="incidentInfo", state="ACTIVE"):
                     reopen_incident(run.metadata, urn, note, now_ms)
-            _store(run, spec.name, [withdrawn.get(a.key, a) for a in load_acceptances(ws, spec.name)])
+            store_acceptances(run, spec.name, [withdrawn.get(a.key, a) for a in load_acceptances(ws, spec.name)])
             run.event(
                 Stage.UNDO,
                 "withdrawn",
@@ -284,7 +309,7 @@ def withdraw(
     return tuple(withdrawn.values())
 
 
-def _active_incidents(metadata: MetadataPort, dataset: str) -> dict[tuple[str, str, str], str]:
+def active_incidents(metadata: MetadataPort, dataset: str) -> dict[tuple[str, str, str], str]:
     """The ACTIVE incidents on the dataset, by the key of the finding that raised them."""
     return {
         row.key: row.urn
@@ -293,7 +318,7 @@ def _active_incidents(metadata: MetadataPort, dataset: str) -> dict[tuple[str, s
     }
 
 
-def _store(run: RunContext, pipeline: str, acceptances: list[Acceptance]) -> None:
+def store_acceptances(run: RunContext, pipeline: str, acceptances: list[Acceptance]) -> None:
     path = run.ws.rel(acceptances_path(run.ws, pipeline))
     with run.journal.writing(LedgerKind.WORKSPACE_FILE, path, acceptances=len(acceptances)):
         save_acceptances(run.ws, pipeline, acceptances)

@@ -55,8 +55,8 @@ class Acceptance(Record):
         return self.withdrawn is None
 
     @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.run_id, self.kind.value, self.column)
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.run_id, self.kind.value, self.column, self.batch)
 
     def withdraw(self, by: str, reason: str, at_ms: int) -> Acceptance:
         return replace(self, withdrawn=Withdrawal(by, reason, at_ms))
@@ -95,7 +95,7 @@ def in_force_since(
     """The acceptances in force that the previous champion's passport body did not name (all of them when there
     is no previous passport, or it predates acceptances)."""
     named = {
-        (a.get("run_id"), a.get("kind"), a.get("column"))
+        (a.get("run_id"), a.get("kind"), a.get("column"), a.get("batch"))
         for a in (previous_passport or {}).get("acceptances", [])
         if isinstance(a, Mapping)
     }

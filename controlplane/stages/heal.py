@@ -20,7 +20,7 @@ from controlplane.vocab import LedgerKind, Stage
 from controlplane.watch.memory import memory_fact, recall, reuse_all
 from guard.contract import Contract
 from guard.findings import Finding, GuardReport, Verdict
-from guard.kinds import NOT_THE_DATA
+from guard.kinds import NOT_THE_DATA, FindingKind
 from guard.registry import CHECKS
 from profiles.records import Record
 from remediations.aside import RowsAside, set_aside_by
@@ -240,6 +240,11 @@ def way_on_of(run_id: str, pipeline: str, findings: tuple[Finding, ...]) -> str:
             dict.fromkeys(f"--finding {f.kind.value}" + (f":{f.column}" if f.column else "") for f in findings)
         )
         return f"correct the source and run again, or if it is the new normal `kintsugi accept {run_id} {picks} --reason ...`"
+    if findings and all(f.kind is FindingKind.HISTORY_CHANGED and f.rows is not None for f in findings):
+        return (
+            "correct the source (or put back what passed) and run again, or if the rewrite is right "
+            f"`kintsugi accept {run_id} --finding history_changed --reason ...` keeps it as the history"
+        )
     return (
         "correct the source (or put back what passed) and run again, or if the table as it is now is right "
         f"`kintsugi init {pipeline} --force ...` takes the reference again from it"

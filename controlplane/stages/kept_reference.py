@@ -343,6 +343,23 @@ def save_batch(
     return new
 
 
+def batch_text(ws: Workspace, pipeline: str, batch_id: str) -> str:
+    """A kept batch's JSON as it stands (what a rewrite of it keeps, to put back)."""
+    _read_batch(ws, pipeline, batch_id)  # readable, or one line naming the fix
+    return _batch_path(ws, pipeline, batch_id).read_text()
+
+
+def replace_batch(ws: Workspace, pipeline: str, batch_id: str, text: str) -> None:
+    """A kept batch's JSON replaced by `text` (the same batch, profiled again; or its earlier JSON put back): the
+    key index, which covers the batches' JSON by digest, is dropped and caught up by the next guard; the merged
+    reference is taken again."""
+    if BatchProfile.from_json(text).batch_id != batch_id:
+        raise ValueError(f"the profile given for batch {batch_id} is another batch's")
+    key_history.drop(ws, pipeline)  # first: an index never covers a batch's JSON that is no longer kept
+    _write(_batch_path(ws, pipeline, batch_id), text)
+    load_reference(ws, pipeline, keep_cache=True)
+
+
 def _kept(state: ReferenceState, batch: BatchProfile) -> ReferenceState:
     """The state with the batch kept and the watermark moved past it."""
     ids = state.batches if batch.batch_id in state.batches else (*state.batches, batch.batch_id)

@@ -37,7 +37,15 @@ from profiles.relations import epoch_ms_of
 from remediations.aside import KeptAside, RowsAside
 from remediations.rows import window_mask
 
-__all__ = ["publish", "resolve", "resolve_cleared", "remember_reference", "keep_batch", "forget_batch"]
+__all__ = [
+    "publish",
+    "resolve",
+    "resolve_cleared",
+    "remember_reference",
+    "keep_batch",
+    "forget_batch",
+    "emit_reference_profile",
+]
 
 
 def publish(run: RunContext, pinned: Pinned, healed: Healed) -> str:
@@ -197,6 +205,13 @@ def keep_batch(
     before = previous or {"batches": len(state.batches), "watermark_ms": state.watermark_ms}
     with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, batch=batch.batch_id, previous=before):
         save_batch(run.ws, run.spec.name, batch, state, keys=keys, aside=aside)
+    reference = load_reference(run.ws, run.spec.name)
+    if reference is not None:
+        _emit_profile(run, reference.profile)
+
+
+def emit_reference_profile(run: RunContext) -> None:
+    """DataHub's datasetProfile of the table: the reference as it is kept now."""
     reference = load_reference(run.ws, run.spec.name)
     if reference is not None:
         _emit_profile(run, reference.profile)

@@ -17,7 +17,7 @@ from controlplane.runs.context import RunContext, crash_point
 from controlplane.runs.journal import LedgerEntry, RunRecord, list_runs
 from controlplane.spec import PipelineSpec
 from controlplane.stages.conclude import move_champion
-from controlplane.stages.kept_reference import forget_after, save_aside
+from controlplane.stages.kept_reference import forget_after, replace_batch, save_aside
 from controlplane.stages.pin import check_backup, live_hash
 from controlplane.stages.pin import restore_table as snapshot_restore
 from controlplane.vocab import ChangedTable, LedgerKind, RunKind, RunStatus, Stage, Verdict
@@ -284,6 +284,15 @@ class AsideBack:
 
 
 @dataclass(frozen=True)
+class RewriteBack:
+    """A batch that passed earlier whose kept profile the run replaced (a rewrite accepted as the history), and
+    the workspace file that holds the JSON it replaced."""
+
+    batch: str
+    previous: str
+
+
+@dataclass(frozen=True)
 class TakeBack:
     """Everything a take-back will do, read from the run's record and checked before anything is touched."""
 
@@ -292,6 +301,7 @@ class TakeBack:
     forgets: tuple[Forget, ...]
     champion: ChampionRestore | None = None
     asides: tuple[AsideBack, ...] = ()
+    rewrites: tuple[RewriteBack, ...] = ()
 
 
 def plan_take_back(
@@ -313,6 +323,7 @@ def plan_take_back(
         _still_kept(record, unfinished),
         champion_restore(record),
         _asides_set(record, unfinished),
+        _rewrites_made(ws, record, unfinished),
     )
 
 
@@ -321,8 +332,8 @@ def _still_kept(record: RunRecord, unfinished: bool) -> tuple[Forget, ...]:
     once, so an undo after a recovery (or a second recovery) leaves the batches later runs kept where they are."""
     kept: dict[str, LedgerEntry] = {}
     for entry in record.entries(LedgerKind.REFERENCE, done_only=False):
-        if "aside" in entry.detail or "aside_back" in entry.detail:
-            continue  # rows set aside in a batch kept earlier: `_asides_set`
+        if {"aside", "aside_back", "rewrite", "rewrite_back"} & entry.detail.keys():
+            continue  # rows set aside in, or a profile rewritten of, a batch kept earlier: `_asides_set`, `_rewrites_made`
         if "forget" in entry.detail and entry.done:
             kept.pop(str(entry.detail["forget"]), None)
         elif "forget" not in entry.detail and (entry.done or unfinished):
@@ -347,6 +358,21 @@ def _asides_set(record: RunRecord, unfinished: bool) -> tuple[AsideBack, ...]:
             batch = str(entry.detail["aside"])
             if batch not in found:
                 found[batch] = AsideBack(batch, _previous_aside(record, entry))
+    return tuple(found.values())
+
+
+def _rewrites_made(ws: Workspace, record: RunRecord, unfinished: bool) -> tuple[RewriteBack, ...]:
+    """The kept batches whose profile the run replaced (`unfinished`: or began to) and has not put back since, each
+    with the file holding the JSON it replaced (checked readable here, before anything is touched)."""
+    found: dict[str, RewriteBack] = {}
+    for entry in record.entries(LedgerKind.REFERENCE, done_only=False):
+        if "rewrite_back" in entry.detail and entry.done:
+            found.pop(str(entry.detail["rewrite_back"]), None)
+        elif "rewrite" in entry.detail and (entry.done or unfinished):
+            batch, previous = str(entry.detail["rewrite"]), str(record.need(entry, "previous"))
+            if not ws.path(previous).is_file():
+                raise record.damaged(entry, f"names {previous} for the batch's profile before, which is gone")
+            found.setdefault(batch, RewriteBack(batch, previous))
     return tuple(found.values())
 
 
@@ -380,6 +406,9 @@ def take_back(run: RunContext, plan: TakeBack, *, retire: str, why: str, unfinis
     for aside in plan.asides:
         with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, aside_back=aside.batch):
             save_aside(run.ws, run.spec.name, aside.batch, aside.previous)
+    for rewrite in plan.rewrites:
+        with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, rewrite_back=rewrite.batch):
+            replace_batch(run.ws, run.spec.name, rewrite.batch, run.ws.path(rewrite.previous).read_text())
     return len(set(versions))
 
 
