@@ -87,6 +87,7 @@ MEASURED = (
     Measured("pair_scale_correlation", 0.5, frozenset({("units", "scale_shift")})),
     Measured("volume_min_row_fraction", 1.0, frozenset({("volume", "volume_drop")})),  # every expected row
     Measured("volume_spike_factor", 1.0, frozenset({("volume", "volume_spike")})),  # the expected rows
+    Measured("volume_grid_slack_rows", 0.0, frozenset({("volume", "volume_drop")})),  # no row lacking
     Measured("null_spike_min_increase", 0.0, frozenset({("nulls", "null_spike")})),  # no rise at all
     Measured("duplicate_rate_limit", 0.0, frozenset({("duplicates", "duplicate_keys")})),  # no repeat at all
     Measured("one_per_instant", 0.5, frozenset({("duplicates", "duplicate_keys")})),  # two rows an instant read 0.5
@@ -195,6 +196,10 @@ UNMEASURED = {
     "relation_fit_rows": "which column of a broken order is named (and, for an order merely held, tested against the "
     "label): its call would be the label's, `monotone_*`",
     "domain_reference_margin": "it warns only",
+    "volume_grid_batches": "how many kept batches must each be a full grid before its count binds: the evidence's "
+    "size, which no clean batch's statistic sits near",
+    "volume_grid_step_spread": "whether a table's slots are of one length at all (a calendar's edge): measured "
+    "through `volume_grid_slack_rows`' call on the grids it lets be read",
 }
 
 

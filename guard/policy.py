@@ -143,6 +143,17 @@ class Policy:
     # failures blocked 234 at both. On two tables of yearly batches of monthly rows the highest kept rate is
     # ~2.6e9 times the median (a kept batch spanning almost no time), so there the limit never binds
     volume_spike_factor: float = 3.0
+    # a full grid (every kept batch k rows at each slot of one step, or the same k entities at one instant) may lack
+    # this many rows and still be whole: one reading missed once (a local clock's hour that never was in UTC); two
+    # are rows lost. LODO: the rows a clean batch of the corpus lacks of its full grid (see benchmarks/policy_lodo)
+    volume_grid_slack_rows: int = 1
+    # kept batches that must each be a full grid before a grid's count binds; provenance: not measured (the size
+    # of the evidence: three batches of one shape, the least a pattern can be read from)
+    volume_grid_batches: int = 3
+    # how much a batch's time per slot may differ from the others' and still be one step: the months of a year's
+    # batch average within 0.3% of each other's, a month of business days differs from the next by 5% or more;
+    # provenance: not measured (a calendar's, not a statistic's edge)
+    volume_grid_step_spread: float = 0.02
 
     # --- rule: domain (guard.checks.domain) ---------------------------------------------------------------------
     # share of the reference's range: a new batch's extreme further out than that warns; provenance: not

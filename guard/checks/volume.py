@@ -20,8 +20,20 @@ volume_min_row_fraction = 0.8, chosen with each domain of the corpus left out: a
 below the lowest rate the reference saw is a partial load. volume_spike_factor = 3: a table loaded twice plus one
 more partition passes it, one loaded three times (or forty) does not.
 
-Closest calls, on every batch: the rows over the expected rows times the lowest rate seen over the median (a drop
-below `volume_min_row_fraction`) and times the highest (a spike above `volume_spike_factor`): the same comparison as
+A full grid is counted to the row. Where every reference batch (at least `policy.volume_grid_batches`) holds the
+same whole number k of rows at each of its slots, one slot every `step` from its first time to its last (a regular
+series: one row an hour, two causes a day; a panel: the same k entities at one instant), the batch is expected to
+hold k rows at each slot between its own first and last times. The history shows no spread to allow for: a
+batch lacking `policy.volume_grid_slack_rows` rows is still whole (a reading missed once, a local clock's hour
+that never was in UTC), one lacking more has lost rows (a load that dropped some, entities gone from the panel),
+named with the slots' count. The step is the reference batches' median time per slot; a batch's slots are its
+span over the step, rounded, plus one, so steps of unequal length (a month) still count whole; each batch's own
+time per slot must lie within `policy.volume_grid_step_spread` of the step, or the slots are of no one length
+(business days) and there is no grid.
+
+Closest calls, on every batch: the rows a full grid lacks (over `volume_grid_slack_rows`), where there is one; the
+rows over the expected rows times the lowest rate seen over the median (a drop below `volume_min_row_fraction`,
+deciding only where there is no grid) and times the highest (a spike above `volume_spike_factor`): the same comparison as
 the limits, since a whole number of rows is under ceil(x) exactly when it is under x.
 """
 
@@ -37,7 +49,7 @@ from guard.findings import ClosestCall, Finding, make_finding
 from guard.kinds import FindingKind
 from guard.policy import DEFAULT as POLICY
 from guard.registry import register
-from profiles.reference import Reference
+from profiles.reference import BatchSummary, Reference
 
 __all__ = ["check_volume", "expected_volume", "volume_limits", "Expectation"]
 
@@ -48,6 +60,7 @@ class Expectation:
     low: float  # the lowest reference rate over the median rate (<= 1)
     high: float  # the highest over the median (>= 1)
     basis: str  # how `rows` was reached, for the finding
+    exact: bool = False  # a full grid: no row fewer is natural
 
 
 @register("volume", per_column=False, needs_reference=True)
@@ -91,8 +104,15 @@ def check_volume(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
 
 def _closest_calls(observed: int, expected: Expectation) -> Iterator[ClosestCall]:
     low, high = expected.rows * expected.low, expected.rows * expected.high
+    if expected.exact:  # a full grid: the rows it lacks decide, not a share of them
+        yield ClosestCall("volume_grid_slack_rows", None, expected.rows - observed, POLICY.volume_grid_slack_rows)
     yield ClosestCall(
-        "volume_min_row_fraction", None, observed / low if low > 0 else math.inf, POLICY.volume_min_row_fraction, False
+        "volume_min_row_fraction",
+        None,
+        observed / low if low > 0 else math.inf,
+        POLICY.volume_min_row_fraction,
+        False,
+        decides=not expected.exact,
     )
     yield ClosestCall("volume_spike_factor", None, observed / high, POLICY.volume_spike_factor)
 
@@ -106,10 +126,12 @@ def volume_limits(ctx: GuardContext) -> tuple[int, int] | None:
 
 
 def _limits(expected: Expectation) -> tuple[int, int]:
-    return (
-        math.ceil(expected.rows * POLICY.volume_min_row_fraction * expected.low),
-        math.floor(expected.rows * POLICY.volume_spike_factor * expected.high),
+    least = (
+        expected.rows - POLICY.volume_grid_slack_rows
+        if expected.exact
+        else expected.rows * POLICY.volume_min_row_fraction * expected.low
     )
+    return math.ceil(least), math.floor(expected.rows * POLICY.volume_spike_factor * expected.high)
 
 
 def expected_volume(ctx: GuardContext) -> Expectation:
@@ -118,6 +140,9 @@ def expected_volume(ctx: GuardContext) -> Expectation:
     if not isinstance(reference, Reference):
         rows = float(reference.row_count) if reference is not None else 0.0
         return Expectation(rows, 1.0, 1.0, "the reference table's rows")
+    grid = _grid(ctx, reference)
+    if grid is not None:
+        return grid
     if reference.periodic:
         periods = _periods(ctx, reference)
         if periods is not None:
@@ -134,6 +159,57 @@ def expected_volume(ctx: GuardContext) -> Expectation:
         max(1.0, max(rates) / rate),
         f"{rate * 86_400_000:.4g} rows a day over {days:.3g} days",
     )
+
+
+def _grid(ctx: GuardContext, reference: Reference) -> Expectation | None:
+    """k rows at each slot from the snapshot's first time to its last, when every reference batch is such a full
+    grid (None: it is not, or the snapshot's times are not known)."""
+    assert ctx.snapshot is not None
+    batch = ctx.snapshot.batch
+    shape = grid_of(reference.batches)
+    if shape is None or batch is None or batch.start_ms is None or batch.end_ms is None:
+        return None
+    per_slot, step = shape
+    if step is None and batch.end_ms != batch.start_ms:
+        return None  # one instant a batch: a snapshot of several is counted in periods
+    slots = 1 if step is None else round((batch.end_ms - batch.start_ms) / step) + 1
+    every = "at its one time" if step is None else f"every {_duration(step)} from its first time to its last"
+    return Expectation(
+        float(per_slot * slots), 1.0, 1.0, f"a full grid: {per_slot} row(s) {every}, {slots} slot(s)", exact=True
+    )
+
+
+def grid_of(batches: tuple[BatchSummary, ...]) -> tuple[int, float | None] | None:
+    """(rows a slot, the step between slots; None: one instant a batch) when every batch is a full grid of one
+    shape, else None. A batch's slots are its span over the step, rounded, plus one; its rows must be exactly k
+    times its slots, with the same k and step in every batch (k from its rows over its distinct times)."""
+    spans = [
+        (b.rows, b.end_ms - b.start_ms, b.instants) for b in batches if b.start_ms is not None and b.end_ms is not None
+    ]
+    if len(spans) < POLICY.volume_grid_batches or len(spans) != len(batches) or any(rows <= 0 for rows, _, _ in spans):
+        return None
+    if all(span == 0 for _, span, _ in spans):
+        counts = {rows for rows, _, _ in spans}
+        return (counts.pop(), None) if len(counts) == 1 else None
+    if any(span == 0 or not instants for _, span, instants in spans):
+        return None
+    per_slot = round(statistics.median(rows / instants for rows, _, instants in spans if instants))
+    if per_slot < 1 or any(rows <= per_slot for rows, _, _ in spans):
+        return None
+    steps = [span / (rows / per_slot - 1) for rows, span, _ in spans]
+    step = statistics.median(steps)
+    if any(abs(s - step) > POLICY.volume_grid_step_spread * step for s in steps):
+        return None  # slots of no one length (business days, a month of weekdays): not a grid, however it counts
+    if any(rows != per_slot * (round(span / step) + 1) for rows, span, _ in spans):
+        return None
+    return per_slot, step
+
+
+def _duration(ms: float) -> str:
+    for unit, length in (("day", 86_400_000), ("hour", 3_600_000), ("minute", 60_000), ("second", 1000)):
+        if ms >= length:
+            return f"{ms / length:.3g} {unit}s"
+    return f"{ms:.3g} ms"
 
 
 def _periods(ctx: GuardContext, reference: Reference) -> Expectation | None:

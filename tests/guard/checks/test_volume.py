@@ -5,17 +5,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from guard.checks.volume import check_volume
+from guard.checks.volume import check_volume, grid_of
+from guard.context import GuardContext
+from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind, Severity
 from guard.kinds import FindingKind as K
+from guard.runner import run_guard
+from profiles.batches import split_batches
 from profiles.profile import DatasetProfile
+from profiles.reference import build_reference
 
 import deliveries_support
 from deliveries_support import context, eta_frame, findings, kinds_and_columns, snapshot_of
-from panel_support import ENTITIES, _guard, _panel
+from panel_support import ENTITIES, URN, _guard, _panel
 from readings_support import blocking, judge, week
 
 
@@ -60,7 +66,54 @@ def test_a_panel_batch_of_every_entity_at_one_instant_has_the_volume_of_one_peri
     assert not {FindingKind.VOLUME_DROP, FindingKind.VOLUME_SPIKE} & {f.kind for f in report.findings}
 
 
-def test_a_panel_period_missing_most_of_its_entities_is_a_volume_drop(tmp_path: Path) -> None:
-    report = _guard(tmp_path, _panel(7, last_rows=ENTITIES // 4), kept=6)
+@pytest.mark.parametrize("last_rows", [ENTITIES // 4, ENTITIES - 2])
+def test_a_panel_period_missing_any_of_its_entities_is_a_volume_drop(tmp_path: Path, last_rows: int) -> None:
+    """Every kept period held the same entities: a full grid, so two entities missing are rows lost, not noise
+    (one may be a reading missed once)."""
+    report = _guard(tmp_path, _panel(7, last_rows=last_rows), kept=6)
     (drop,) = [f for f in report.findings if f.kind is FindingKind.VOLUME_DROP]
-    assert drop.severity is Severity.BLOCK and "a period" in drop.params["basis"]
+    assert drop.severity is Severity.BLOCK and "full grid" in drop.params["basis"]
+    assert (drop.observed, drop.expected) == (last_rows, ENTITIES - 1)
+
+
+def _series(tmp_path: Path, stamps: pd.DatetimeIndex, dropped: int) -> list:
+    """One reading at each of `stamps`, cut into months; the newest month less `dropped` rows drawn at random."""
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"at": stamps.astype("datetime64[ms, UTC]"), "level": rng.normal(10, 2, len(stamps))})
+    newest = frame.index[frame["at"] >= frame["at"].max().normalize().replace(day=1)]
+    frame = frame.drop(rng.choice(newest[1:-1], dropped, replace=False))
+    path = tmp_path / "series.parquet"
+    frame.to_parquet(path, index=False)
+    contract = Contract(URN, (ColumnContract("at", "timestamp"), ColumnContract("level", "number")), "at")
+    snapshots = split_batches(path, time_column="at", cadence="month")
+    reference = build_reference([s.batch for s in snapshots[:-1]])  # type: ignore[misc]
+    newest_batch = snapshots[-1]
+    assert newest_batch.batch is not None and newest_batch.batch.end_ms is not None
+    report = run_guard(GuardContext(URN, contract, newest_batch, reference, (), now_ms=newest_batch.batch.end_ms + 1))
+    return [f for f in report.findings if f.kind in (K.VOLUME_DROP, K.VOLUME_SPIKE)]
+
+
+@pytest.mark.parametrize("dropped", [0, 1, 2, 10])
+def test_a_regular_series_is_a_full_grid_and_every_hole_in_it_is_rows_lost(tmp_path: Path, dropped: int) -> None:
+    """An hourly series, months of 672 to 744 rows: 10 rows lost is 1.3% of a month, far inside any spread a rate
+    could allow, but no kept month ever missed an hour; two missed are rows lost."""
+    found = _series(tmp_path, pd.date_range("2020-01-01", "2020-07-31 23:00", freq="h", tz="UTC"), dropped)
+    if dropped <= 1:  # one reading missed once is the grid's own
+        assert found == []
+    else:
+        (drop,) = found
+        assert drop.kind is K.VOLUME_DROP and drop.expected - drop.observed == dropped - 1, drop.message
+        assert "every 1 hours" in drop.message
+
+
+def test_business_days_are_slots_of_no_one_length_so_no_grid_is_read_into_them(tmp_path: Path) -> None:
+    stamps = pd.bdate_range("2020-01-01", "2020-07-31", tz="UTC")
+    assert _series(tmp_path, stamps, 0) == []
+    snapshots = split_batches(_written(tmp_path, stamps), time_column="at", cadence="month")
+    assert grid_of(build_reference([s.batch for s in snapshots]).batches) is None  # type: ignore[misc]
+
+
+def _written(tmp_path: Path, stamps: pd.DatetimeIndex) -> Path:
+    path = tmp_path / "days.parquet"
+    pd.DataFrame({"at": stamps.astype("datetime64[ms, UTC]"), "level": 1.0}).to_parquet(path, index=False)
+    return path
