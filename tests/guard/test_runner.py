@@ -104,7 +104,7 @@ def test_the_call_a_failing_batch_crossed_is_the_one_that_blocked_it(
     report = guarded_on(tmp_path, daily_newest_month, frame.iloc[::4])  # a partial load: one day in four
     assert [f.kind for f in report.blocking] == [FindingKind.VOLUME_DROP]
     crossed = [(c.check, c.threshold) for c in report.closest_calls if c.decides and c.crossed]
-    assert crossed == [("volume", "volume_min_row_fraction")]
+    assert crossed == [("volume", "volume_grid_slack_rows")]  # a day a row, every kept month: a full grid
 
 
 def test_a_report_keeps_per_column_the_deciding_call_furthest_toward_its_limit_and_one_nearest_call_that_decides_nothing():
