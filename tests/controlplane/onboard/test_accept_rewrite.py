@@ -105,7 +105,9 @@ def test_an_accepted_rewrite_taken_back_puts_the_kept_profile_back_and_the_block
     assert code == 1 and _history_blocks(record), record["outcome"]
 
 
-def test_a_rewrite_named_with_a_finding_the_run_was_not_blocked_by_is_refused_and_nothing_is_written(restated, tmp_path):
+def test_a_rewrite_named_with_a_finding_the_run_was_not_blocked_by_is_refused_and_nothing_is_written(
+    restated, tmp_path
+):
     ws, run_id = copy_ws(restated[0], tmp_path / "ws"), restated[1]
     before = {p: p.read_bytes() for p in sorted((ws.root / "references").rglob("*")) if p.is_file()}
     code, _, err = cli(
