@@ -27,7 +27,7 @@ IMPLEMENTATION = {
         "_RESCALE_GRID",  # factors tried per pass of the plain-rescale search
     },
     "units.py": {"_DIGITS"},  # rounding of conversions
-    "checks/units.py": {"_FIT_QUANTILES", "_ALL_QUANTILES"},  # which quantiles a fit reads
+    "checks/units/fits.py": {"_FIT_QUANTILES", "_ALL_QUANTILES"},  # which quantiles a fit reads
     "checks/lineage.py": {"_HOUR_MS"},
     "checks/freshness.py": {"_HOUR_MS", "_YEAR_MS"},
     "checks/timeshift.py": {
@@ -36,7 +36,7 @@ IMPLEMENTATION = {
         "_LAG_QUANTILES",
     },  # hours of a day; a cap on a score's weight
     "statistics.py": {"HOURS", "_SEED", "MAX_BINS"},  # hours of a day; shuffle seed; mapping score's binning
-    "checks/swaps.py": {"SUMS_REL_TOL"},  # float rounding of sums added in another order
+    "checks/swaps/values.py": {"SUMS_REL_TOL"},  # float rounding of sums added in another order
     "runner.py": {"MAX_FINDINGS_PER_KIND", "GROUP_LISTED"},  # how findings are reported, not judged
     "checks/domain.py": {"MAX_LISTED_VALUES"},  # values listed in a message
 }

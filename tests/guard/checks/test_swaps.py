@@ -1,4 +1,4 @@
-"""guard/checks/swaps.py: two columns in each other's place are named (columns_swapped) from their orders, correlations,
+"""guard/checks/swaps/: two columns in each other's place are named (columns_swapped) from their orders, correlations,
 ranges or exact values, and told from a rescale of one of them (scale_shift)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from chaos.falsealarms import load_batches
 from chaos.realdata import DATASETS
 from controlplane.stages.guarding import with_repeats_counted
-from guard.checks.swaps import _SwapBatch, check_columns_swapped
+from guard.checks.swaps.check import _SwapBatch, check_columns_swapped
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.findings import Finding

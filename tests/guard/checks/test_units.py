@@ -1,4 +1,4 @@
-"""guard/checks/units.py: a unit change named with its unit (by natural variation or by the decimal grid), a rescale no
+"""guard/checks/units/: a unit change named with its unit (by natural variation or by the decimal grid), a rescale no
 unit explains as scale_shift, and an unexplained change far beyond natural variation as a blocking drift."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from controlplane.stages.guarding import with_repeats_counted
-from guard.checks.units import _outside
+from guard.checks.units.rescales import _outside
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.findings import GuardReport
