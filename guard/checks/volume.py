@@ -26,10 +26,11 @@ series: one row an hour, two causes a day; a panel: the same k entities at one i
 hold k rows at each slot between its own first and last times. The history shows no spread to allow for: a
 batch lacking `policy.volume_grid_slack_rows` rows is still whole (a reading missed once, a local clock's hour
 that never was in UTC), one lacking more has lost rows (a load that dropped some, entities gone from the panel),
-named with the slots' count. The step is the reference batches' median time per slot; a batch's slots are its
-span over the step, rounded, plus one, so steps of unequal length (a month) still count whole; each batch's own
-time per slot must lie within `policy.volume_grid_step_spread` of the step, or the slots are of no one length
-(business days) and there is no grid.
+named with the slots' count. The step is the reference batches' median time per slot; a kept batch's slots are
+those of the window it was cut by (its rows must fill the window: a week of weekdays leaves two slots empty), the
+new batch's those from its first time to its last, each its time over the step, rounded, so steps of unequal
+length (a month) still count whole; each batch's own time per slot must lie within `policy.volume_grid_step_spread`
+of the step, or the slots are of no one length (business days) and there is no grid.
 
 Closest calls, on every batch: the rows a full grid lacks (over `volume_grid_slack_rows`), where there is one; the
 rows over the expected rows times the lowest rate seen over the median (a drop below `volume_min_row_fraction`,
@@ -181,8 +182,9 @@ def _grid(ctx: GuardContext, reference: Reference) -> Expectation | None:
 
 def grid_of(batches: tuple[BatchSummary, ...]) -> tuple[int, float | None] | None:
     """(rows a slot, the step between slots; None: one instant a batch) when every batch is a full grid of one
-    shape, else None. A batch's slots are its span over the step, rounded, plus one; its rows must be exactly k
-    times its slots, with the same k and step in every batch (k from its rows over its distinct times)."""
+    shape, else None. The step is the batches' median time per slot from first row to last; a batch's slots are
+    its window over the step, rounded (`_slots`); its rows must be exactly k times its slots, with the same k and
+    step in every batch (k from its rows over its distinct times)."""
     spans = [
         (b.rows, b.end_ms - b.start_ms, b.instants) for b in batches if b.start_ms is not None and b.end_ms is not None
     ]
@@ -200,9 +202,18 @@ def grid_of(batches: tuple[BatchSummary, ...]) -> tuple[int, float | None] | Non
     step = statistics.median(steps)
     if any(abs(s - step) > POLICY.volume_grid_step_spread * step for s in steps):
         return None  # slots of no one length (business days, a month of weekdays): not a grid, however it counts
-    if any(rows != per_slot * (round(span / step) + 1) for rows, span, _ in spans):
+    if any(b.rows != per_slot * _slots(b, step) for b in batches):
         return None
     return per_slot, step
+
+
+def _slots(batch: BatchSummary, step: float) -> int:
+    """A batch's slots: those of the window it was cut by (its rows must fill it: a week of weekdays does not),
+    else those from its first time to its last."""
+    assert batch.start_ms is not None and batch.end_ms is not None
+    if batch.after_ms is not None and batch.through_ms is not None:
+        return round((batch.through_ms - batch.after_ms) / step)
+    return round((batch.end_ms - batch.start_ms) / step) + 1
 
 
 def _duration(ms: float) -> str:
