@@ -30,7 +30,7 @@ IMPLEMENTATION = {
     "checks/units/fits.py": {"_FIT_QUANTILES", "_ALL_QUANTILES"},  # which quantiles a fit reads
     "checks/lineage.py": {"_HOUR_MS"},
     "checks/freshness.py": {"_HOUR_MS", "_YEAR_MS"},
-    "checks/timeshift.py": {
+    "checks/timeshift/evidence.py": {
         "_HOUR_MS",
         "MAX_WEIGHT",
         "_LAG_QUANTILES",
