@@ -15,9 +15,11 @@ then a clean batch of N rows landed with `kintsugi land`. Every measurement runs
 - floor: pyarrow reads every column of the row groups holding the new rows (the rows the guard must judge), row
   group by row group, and computes null_count and pc.min_max.
 - guard: the shipped guard, as `kintsugi run`'s detect calls it, on a copy of the workspace: the table pinned and
-  its contract parsed beside the pin (`pin_reading_contract`, timed apart), then `guard_table(ws, metadata, spec,
-  pinned, now, engine=TableEngine.of(spec), keep_caches=True, contract_read=...)` (the figure: wall and CPU), then
-  detect's `verify_file` of the pinned bytes (timed apart).
+  its contract parsed beside the pin (`pin_reading_contract`, timed apart), the pinned file's block digests taken
+  (`tables.readonce.digests_of`, detect's check, timed apart as verify), then `guard_table(ws, metadata, spec,
+  pinned, now, engine=TableEngine.of(spec), keep_caches=True, contract_read=...)` reading through the door
+  (`readonce.verified`: every block hashed as it is read; the figure: wall and CPU). Spark reads by path, outside
+  the door: its verify is detect's `verify_file` after the guard.
   The batch is clean: its verdict is printed, and anything but CLEAN is flagged as a failure of the bench.
 - pandera (up to 10M rows): `pd.read_parquet` of the batch + the equivalent DataFrameSchema (as guard_bench).
 - history: the loop's own guard of one new daily batch (--history-rows rows) landed after N kept daily batches,
@@ -36,6 +38,7 @@ times are upper bounds (CPU times less so).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -180,6 +183,7 @@ def run_guard_once(folder: str, engine_name: str) -> dict[str, Any]:
     from controlplane.stages.guarding import guard_table
     from controlplane.stages.pin import verify_file
     from controlplane.workspace import Workspace
+    from tables import readonce
 
     meta = json.loads((Path(folder) / "meta.json").read_text())
     engine = _engine(engine_name)
@@ -196,18 +200,25 @@ def run_guard_once(folder: str, engine_name: str) -> dict[str, Any]:
                 started = time.perf_counter()  # as detect: the contract parsed while the table is pinned
                 pinned, contract = pin_reading_contract(ws, metadata, spec, ws.runs / "timed" / "snapshot")
                 pin_s = time.perf_counter() - started
+                started = time.perf_counter()
+                digests = None if engine.spark else readonce.digests_of(pinned.path(ws), pinned.table_hash)
+                verify_s = time.perf_counter() - started
 
                 def work() -> dict[str, Any]:
-                    guarded = guard_table(
-                        ws,
-                        metadata,
-                        spec,
-                        pinned.path(ws),
-                        meta["now_ms"],
-                        engine=engine,
-                        keep_caches=True,
-                        contract_read=contract,
+                    door = (
+                        readonce.verified(pinned.path(ws), digests) if digests is not None else contextlib.nullcontext()
                     )
+                    with door:
+                        guarded = guard_table(
+                            ws,
+                            metadata,
+                            spec,
+                            pinned.path(ws),
+                            meta["now_ms"],
+                            engine=engine,
+                            keep_caches=True,
+                            contract_read=contract,
+                        )
                     return {
                         **_report(guarded.report),
                         "new_rows": guarded.batch.profile.row_count if guarded.batch else 0,
@@ -219,9 +230,10 @@ def run_guard_once(folder: str, engine_name: str) -> dict[str, Any]:
                     result["cpu_s"] = _tree_cpu_seconds() - tree_before
         finally:
             engine.close()
-        started = time.perf_counter()
-        verify_file(ws, pinned.table, pinned.table_hash, "the guard")
-        verify_s = time.perf_counter() - started
+        if engine.spark:  # read by path, outside the door: checked after
+            started = time.perf_counter()
+            verify_file(ws, pinned.table, pinned.table_hash, "the guard")
+            verify_s = time.perf_counter() - started
     return {**result, "pin_s": pin_s, "verify_s": verify_s, "session_s": session_s}
 
 
