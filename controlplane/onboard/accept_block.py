@@ -49,6 +49,8 @@ __all__ = [
     "active_incidents",
     "store_acceptances",
     "pinned_snapshot",
+    "record_acceptances",
+    "record_withdrawals",
     "ACCEPTED_URL",
 ]
 
@@ -221,21 +223,10 @@ def accept_blocks(
                 Acceptance(run_id, f.kind, f.column or "", by, reason, now_ms, batch.id, open_incidents.get(f.key, ""))
                 for f in chosen
             )
-            for urn in (a.incident for a in accepted if a.incident):
-                with run.journal.writing(LedgerKind.DATAHUB, urn, aspect="incidentInfo", state="RESOLVED"):
-                    resolve_incident(run.metadata, urn, note, now_ms)
-            with run.journal.writing(LedgerKind.DATAHUB, spec.feature_table, aspect="institutionalMemory"):
-                remember(run.metadata, spec.feature_table, f"{run_id}/{now_ms}", note, by, now_ms)
-            store_acceptances(run, spec.name, [*kept, *accepted])
-            run.event(
-                Stage.APPROVE,
-                "accepted",
-                f"{note}; the batch joined the reference",
-                accepted=[f.to_dict() for f in chosen],
-                acceptances=[a.to_dict() for a in accepted],
-                batch=batch.id,
-                reason=reason,
-                by=by,
+            joined = f"{note}; the batch joined the reference"
+            chosen_found = [f.to_dict() for f in chosen]
+            record_acceptances(
+                run, accepted, kept, note, by, now_ms, joined, accepted=chosen_found, batch=batch.id, reason=reason
             )
             run.finish(status, outcome)
     return accepted
@@ -290,20 +281,16 @@ def withdraw(
                 + ", ".join(f"{_said(a)} (accepted by {a.by})" for a in standing)
                 + f" is no longer taken as the new normal — {reason}"
             )
-            with run.journal.writing(LedgerKind.DATAHUB, spec.feature_table, aspect="institutionalMemory"):
-                remember(run.metadata, spec.feature_table, f"{run_id}/{now_ms}/withdrawn", note, by, now_ms)
-            for urn in (a.incident for a in standing if a.incident):
-                with run.journal.writing(LedgerKind.DATAHUB, urn, aspect="incidentInfo", state="ACTIVE"):
-                    reopen_incident(run.metadata, urn, note, now_ms)
-            store_acceptances(run, spec.name, [withdrawn.get(a.key, a) for a in load_acceptances(ws, spec.name)])
-            run.event(
-                Stage.UNDO,
-                "withdrawn",
+            record_withdrawals(
+                run,
+                standing,
+                withdrawn,
+                note,
+                by,
+                now_ms,
                 f"{note}; the batch left the reference",
-                acceptances=[a.to_dict() for a in withdrawn.values()],
                 batch=batch,
                 reason=reason,
-                by=by,
             )
             run.finish(status, outcome)
     return tuple(withdrawn.values())
@@ -316,6 +303,54 @@ def active_incidents(metadata: MetadataPort, dataset: str) -> dict[tuple[str, st
         for row in read_incidents(metadata)
         if row.state == "ACTIVE" and dataset in row.datasets and row.key is not None
     }
+
+
+def record_acceptances(
+    run: RunContext,
+    made: tuple[Acceptance, ...],
+    kept: tuple[Acceptance, ...],
+    note: str,
+    by: str,
+    now_ms: int,
+    summary: str,
+    **evidence: object,
+) -> None:
+    """What every acceptance writes once the data it accepts is kept: the incidents its blocks raised resolved, the
+    person's word in DataHub's institutional memory of the dataset, the acceptances kept (each write journaled),
+    and the run's event saying so."""
+    table = run.spec.feature_table
+    for urn in dict.fromkeys(a.incident for a in made if a.incident):
+        with run.journal.writing(LedgerKind.DATAHUB, urn, aspect="incidentInfo", state="RESOLVED"):
+            resolve_incident(run.metadata, urn, note, now_ms)
+    with run.journal.writing(LedgerKind.DATAHUB, table, aspect="institutionalMemory"):
+        remember(run.metadata, table, f"{run.run_id}/{now_ms}", note, by, now_ms)
+    store_acceptances(run, run.spec.name, [*kept, *made])
+    run.event(Stage.APPROVE, "accepted", summary, acceptances=[a.to_dict() for a in made], by=by, **evidence)
+
+
+def record_withdrawals(
+    run: RunContext,
+    standing: list[Acceptance],
+    withdrawn: dict[tuple[str, str, str, str], Acceptance],
+    note: str,
+    by: str,
+    now_ms: int,
+    summary: str,
+    **evidence: object,
+) -> None:
+    """What every withdrawal writes once the data it took back is out: the word in DataHub, the incidents ACTIVE
+    again, each acceptance kept marked withdrawn (each write journaled), and the run's event saying so."""
+    table = run.spec.feature_table
+    with run.journal.writing(LedgerKind.DATAHUB, table, aspect="institutionalMemory"):
+        remember(run.metadata, table, f"{run.run_id}/{now_ms}/withdrawn", note, by, now_ms)
+    for urn in dict.fromkeys(a.incident for a in standing if a.incident):
+        with run.journal.writing(LedgerKind.DATAHUB, urn, aspect="incidentInfo", state="ACTIVE"):
+            reopen_incident(run.metadata, urn, note, now_ms)
+    everyone = load_acceptances(run.ws, run.spec.name)
+    store_acceptances(run, run.spec.name, [withdrawn.get(a.key, a) for a in everyone])
+    run.event(
+        Stage.UNDO, "withdrawn", summary, acceptances=[a.to_dict() for a in withdrawn.values()], by=by, **evidence
+    )
 
 
 def store_acceptances(run: RunContext, pipeline: str, acceptances: list[Acceptance]) -> None:

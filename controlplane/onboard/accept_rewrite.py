@@ -20,15 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from controlplane.datahub.incidents import reopen_incident, resolve_incident
 from controlplane.errors import InputError, RunStateError
 from controlplane.onboard.accept_block import (
     active_incidents,
     blocks_of,
     kept_state,
     pinned_snapshot,
-    remember,
-    store_acceptances,
+    record_acceptances,
+    record_withdrawals,
 )
 from controlplane.runs.context import RunContext, open_run
 from controlplane.runs.journal import RunRecord, load_run
@@ -163,21 +162,9 @@ def accept_rewrite(ws: Workspace, run_id: str, reason: str, *, by: str, now_ms: 
                 Acceptance(run_id, REWRITE, "", by, reason, now_ms, r.batch.batch_id, incidents.get(r.finding.key, ""))
                 for r in chosen
             )
-            for urn in dict.fromkeys(a.incident for a in accepted if a.incident):
-                with run.journal.writing(LedgerKind.DATAHUB, urn, aspect="incidentInfo", state="RESOLVED"):
-                    resolve_incident(run.metadata, urn, note, now_ms)
-            with run.journal.writing(LedgerKind.DATAHUB, spec.feature_table, aspect="institutionalMemory"):
-                remember(run.metadata, spec.feature_table, f"{run_id}/{now_ms}", note, by, now_ms)
-            store_acceptances(run, spec.name, [*kept, *accepted])
-            run.event(
-                Stage.APPROVE,
-                "accepted",
-                f"{note}; the next run guards its new rows against the history as it is now",
-                acceptances=[a.to_dict() for a in accepted],
-                rewritten=[r.batch.batch_id for r in chosen],
-                reason=reason,
-                by=by,
-            )
+            done = f"{note}; the next run guards its new rows against the history as it is now"
+            batches = [r.batch.batch_id for r in chosen]
+            record_acceptances(run, accepted, kept, note, by, now_ms, done, rewritten=batches, reason=reason)
             run.finish(status, outcome)
     return accepted
 
@@ -231,19 +218,7 @@ def withdraw_rewrite(
                 + ", ".join(f"batch {a.batch}" for a in standing)
                 + f" is no longer the history — {reason}"
             )
-            with run.journal.writing(LedgerKind.DATAHUB, spec.feature_table, aspect="institutionalMemory"):
-                remember(run.metadata, spec.feature_table, f"{run_id}/{now_ms}/withdrawn", note, by, now_ms)
-            for urn in dict.fromkeys(a.incident for a in standing if a.incident):
-                with run.journal.writing(LedgerKind.DATAHUB, urn, aspect="incidentInfo", state="ACTIVE"):
-                    reopen_incident(run.metadata, urn, note, now_ms)
-            store_acceptances(run, spec.name, [withdrawn.get(a.key, a) for a in load_acceptances(ws, spec.name)])
-            run.event(
-                Stage.UNDO,
-                "withdrawn",
-                f"{note}; each batch's profile as it stood before is back",
-                acceptances=[a.to_dict() for a in withdrawn.values()],
-                reason=reason,
-                by=by,
-            )
+            done = f"{note}; each batch's profile as it stood before is back"
+            record_withdrawals(run, standing, withdrawn, note, by, now_ms, done, reason=reason)
             run.finish(status, outcome)
     return tuple(withdrawn.values())
