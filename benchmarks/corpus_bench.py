@@ -3,7 +3,7 @@
     python benchmarks/corpus_bench.py [--tables a,b] [--jobs 1] [--drill-jobs 1] [--no-drill] [--no-peers]
                                       [--json PATH] [--keep DIR]
 
-For each table of `chaos.corpus` (real public tables from many domains, shipped in pip packages, loaded offline),
+For each table of `chaos.corpus.tables` (real public tables from many domains, shipped in pip packages, loaded offline),
 in a scratch folder, as a new user would with no code:
 
 1. `kintsugi init NAME --data FIRST.parquet --target T --time-column C [--key K] [--unit C=U] --yes` on the table's
@@ -19,7 +19,7 @@ in a scratch folder, as a new user would with no code:
 3. `kintsugi drill --pipeline NAME --json --scope both --controls 0`: every failure kind that applies to the
    contract, in the newest batch only and in all rows, through the real loop on scratch copies: blocked (a
    blocking finding), named right (kind, column, unit), healed (and verified) or quarantined, invented cells;
-   then `--family badgers --scope batch`: the failures of a library nobody here wrote (`chaos.thirdparty`: each
+   then `--family badgers --scope batch`: the failures of a library nobody here wrote (`chaos.failures.thirdparty`: each
    generator on the columns it fits, at its defaults and at half of them), scored apart (`badgers*` columns, and
    per generator after the totals);
 4. the peers on the same clean batches: pandera's inferred schema (`pandera.infer_schema` on the init data, its
@@ -57,7 +57,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from chaos.corpus import TABLES, CorpusBatch, CorpusTable  # noqa: E402
+from chaos.corpus.tables import TABLES, CorpusBatch, CorpusTable  # noqa: E402
 
 KINTSUGI = str(Path(sys.executable).with_name("kintsugi"))
 HOUR = pd.Timedelta(hours=1)
@@ -430,7 +430,7 @@ def counts(row: dict[str, Any]) -> dict[str, int]:
         "invented_cells": int(row.get("drill", {}).get("invented_cells", 0)),
         "pandera_blocks": int(peer.get("pandera", {}).get("blocked", 0)),
         "evidently_blocks": int(peer.get("evidently", {}).get("blocked", 0)),
-        "badgers": len(theirs),  # failures a library nobody here wrote made (chaos.thirdparty), scored apart
+        "badgers": len(theirs),  # failures a library nobody here wrote made (chaos.failures.thirdparty), scored apart
         "badgers_blocked": sum(c["blocked"] for c in theirs),
         "badgers_named": sum(c["named"] for c in theirs),
         "badgers_named_whole": sum(c.get("named_every_column", False) for c in theirs),

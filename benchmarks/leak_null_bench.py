@@ -9,7 +9,7 @@ judged against the K before it, and the whole table against the K before the new
 does. Each of the order's two columns is changed on a random share of the rows (10%, 30%, 50% or all): lowered or
 raised by up to 12, halved, shuffled among those rows, or scattered uniformly over the column's range. A trial
 "breaks" when the order fails on at least `policy.relation_min_broken` rows; a "fire" is a target_leakage finding. Then, for
-contrast, the real-data bench's partial leak (`chaos.falsealarms.partial_leak`: the same column dealt out in the
+contrast, the real-data bench's partial leak (`chaos.corpus.falsealarms.partial_leak`: the same column dealt out in the
 label's order) on the same shares.
 """
 
@@ -27,8 +27,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from chaos.falsealarms import load_batches, partial_leak, true_cause  # noqa: E402
-from chaos.realdata import DATASETS  # noqa: E402
+from chaos.corpus.falsealarms import load_batches, partial_leak, true_cause  # noqa: E402
+from chaos.corpus.realdata import DATASETS  # noqa: E402
 from guard.checks.relations import check_relations  # noqa: E402
 from guard.context import GuardContext  # noqa: E402
 from guard.kinds import FindingKind  # noqa: E402

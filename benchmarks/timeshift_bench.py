@@ -3,8 +3,8 @@ dataset, moved by a few hours, against the reference of the batches before it.
 
     python benchmarks/timeshift_bench.py [--hours -6,-5,-4,-3,-2,2,3,4,5,6] [--datasets a,b] [--corpus a,b]
 
-For each dataset of `chaos.realdata` (against the rolling reference of its K batches before it), each table of
-`chaos.corpus` given (`--corpus`: tables whose times fall through the day, cut into their own batches, against
+For each dataset of `chaos.corpus.realdata` (against the rolling reference of its K batches before it), each table of
+`chaos.corpus.tables` given (`--corpus`: tables whose times fall through the day, cut into their own batches, against
 every batch before, from their `init_batches` on, as a kept workspace grows its reference), and each offset: the
 batches (after the first K) whose time column alone moved by that many hours, and of them how many the
 timestamp_shift check names, how many on the time column, and how many within an hour of the true offset. The clean
@@ -25,9 +25,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from chaos.corpus import TABLES  # noqa: E402
-from chaos.falsealarms import load_batches  # noqa: E402
-from chaos.realdata import DATASETS  # noqa: E402
+from chaos.corpus.falsealarms import load_batches  # noqa: E402
+from chaos.corpus.realdata import DATASETS  # noqa: E402
+from chaos.corpus.tables import TABLES  # noqa: E402
 from guard.checks.timeshift import check_timestamp_shift  # noqa: E402
 from guard.context import GuardContext  # noqa: E402
 from guard.contract import ColumnContract, Contract  # noqa: E402

@@ -10,8 +10,8 @@ from typing import Any, Optional
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from chaos.report import write_reports
-from chaos.service import drill
+from chaos.drill.report import write_reports
+from chaos.drill.service import drill
 from controlplane.frontdoor.views import DrillOut
 from controlplane.workspace import Workspace
 
@@ -41,7 +41,7 @@ def drill_router(ws: Workspace) -> APIRouter:
 
 
 def keep_scoreboard(ws: Workspace, board: dict[str, Any], now: datetime | None = None) -> Path:
-    """The drill's reports (`chaos.report.write_reports`) in a new folder under `<workspace>/drills/`, named by
+    """The drill's reports (`chaos.drill.report.write_reports`) in a new folder under `<workspace>/drills/`, named by
     the UTC instant it is kept at; returns the folder."""
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%S%fZ")
     folder = ws.drills / stamp

@@ -56,8 +56,8 @@ def inject(
     ] = None,
 ) -> None:
     """Corrupt PIPELINE's feature table (or its upstreams in DataHub) as SCENARIO; the original bytes are kept."""
-    from chaos.gameday import inject_game_day
-    from chaos.selection import Selection
+    from chaos.failures.selection import Selection
+    from chaos.gameday.corrupt import inject_game_day
 
     game = inject_game_day(
         _workspace(workspace),
@@ -90,7 +90,7 @@ def inject(
 @chaos_app.command("revert")
 def revert(pipeline: PipelineOption, workspace: WorkspaceOption = None) -> None:
     """Restore the exact bytes PIPELINE's table had before `chaos inject`, and undo upstream metadata."""
-    from chaos.gameday import revert_game_day
+    from chaos.gameday.corrupt import revert_game_day
 
     game = revert_game_day(_workspace(workspace), pipeline)
     typer.echo(
@@ -105,9 +105,9 @@ def list_scenarios(
     workspace: WorkspaceOption = None,
 ) -> None:
     """The registered scenarios: what each corrupts and what the guard should say (the same in every workspace)."""
-    from chaos.catalog import get_scenario
-    from chaos.drill import default_scenarios
-    from chaos.observe import expected_outcome
+    from chaos.drill.demo import default_scenarios
+    from chaos.drill.observe import expected_outcome
+    from chaos.failures.catalog import get_scenario
 
     described = [
         {**get_scenario(n).describe(), "outcome": expected_outcome(get_scenario(n))} for n in default_scenarios()
@@ -192,7 +192,7 @@ def drill_command(
     Exit 0 when every scenario passed on every seed with no false alarm, 1 otherwise, 2 on error.
     Never touches your workspace.
     """
-    from chaos.report import markdown, write_reports
+    from chaos.drill.report import markdown, write_reports
 
     names = tuple(n.strip() for value in (scenarios or []) for n in value.split(",") if n.strip())
     keep = keep.resolve() if keep is not None else None  # the copies' specs name paths under it: never relative
@@ -203,7 +203,7 @@ def drill_command(
         board = _pipeline_drill(pipeline, workspace, names, seeds, controls, jobs, scope, now, keep, say, family)
     else:
         say = lambda line: typer.echo(line, err=json_out)  # noqa: E731
-        from chaos.drill import DEFAULT_CONTROLS, DEFAULT_SEEDS, DrillPlan, default_scenarios, run_drill
+        from chaos.drill.demo import DEFAULT_CONTROLS, DEFAULT_SEEDS, DrillPlan, default_scenarios, run_drill
 
         plan = DrillPlan(
             names or default_scenarios(),
@@ -240,8 +240,8 @@ def _pipeline_drill(
     say: Callable[[str], None],
     family: str,
 ) -> dict[str, Any]:
-    from chaos.pipeline_drill import DEFAULT_PIPELINE_CONTROLS, PipelinePlan, run_pipeline_drill
-    from chaos.pipeline_tasks import SCOPES
+    from chaos.drill.pipeline import DEFAULT_PIPELINE_CONTROLS, PipelinePlan, run_pipeline_drill
+    from chaos.drill.pipeline_tasks import SCOPES
     from controlplane.frontdoor.services import parse_now
 
     ws = resolve_workspace(workspace)

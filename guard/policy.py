@@ -11,7 +11,7 @@ The checks read `ctx.policy` (a `GuardContext` carries `DEFAULT` unless given an
 a context, `DEFAULT`.
 
 "LODO" below: measured leaving each domain out (`make bench-policy-lodo`, `benchmarks/policy_lodo.py`) on the
-development corpus (`chaos/corpus.py`: 103 clean batches of 14 tables, 10 domains, and the drill's 242 injected
+development corpus (`chaos/corpus/tables.py`: 103 clean batches of 14 tables, 10 domains, and the drill's 242 injected
 failures), from the closest calls the checks record on every batch (`guard.findings.ClosestCall`). The value chosen
 without a domain is the other domains' clean edge (the largest deciding statistic) x1.25, held between the tightest
 value the field's meaning allows and the shipped one; "decided on N" counts the clean batches where crossing the

@@ -21,7 +21,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from chaos.service import drill as run_drill
+from chaos.drill.service import drill as run_drill
 from controlplane.errors import InternalError, KintsugiError, report_fix, unexpected
 from controlplane.frontdoor import services, views
 from controlplane.frontdoor.access import read_only_refusal

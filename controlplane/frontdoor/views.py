@@ -334,7 +334,7 @@ class PromoteOut(BaseModel):
 
 
 class DrillOut(BaseModel):
-    drill: dict[str, Any] = Field(description="The drill's scoreboard, as chaos.drill.run_drill reports it")
+    drill: dict[str, Any] = Field(description="The drill's scoreboard, as chaos.drill.demo.run_drill reports it")
 
 
 class ScenarioScoreOut(BaseModel):

@@ -31,8 +31,8 @@ def demo_contract(demo_run):
 @pytest.fixture(scope="session")
 def drill_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One throwaway drill estate (seed 1) in the drill's own layout, shared by the drill tests."""
-    from chaos.drill import isolated
-    from chaos.estate import build_estate
+    from chaos.drill.demo import isolated
+    from chaos.drill.estate import build_estate
 
     root = tmp_path_factory.mktemp("drill")
     with isolated():

@@ -15,9 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from chaos.catalog import get_scenario
-from chaos.estate import load_estate
-from chaos.observe import (
+from chaos.drill.estate import load_estate
+from chaos.drill.observe import (
     BLOCKED,
     HELD,
     PROMOTED,
@@ -28,7 +27,8 @@ from chaos.observe import (
     held_correctly,
     judge,
 )
-from chaos.registry import register
+from chaos.failures.catalog import get_scenario
+from chaos.failures.registry import register
 from controlplane.datahub.connect import metadata_session
 from controlplane.onboard.odcs import read_contract
 from controlplane.stages.guarding import with_repeats_counted

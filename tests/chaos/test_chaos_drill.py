@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from chaos.drill import isolated
-from chaos.estate import load_estate
-from chaos.scoreboard import strip_timings
-from chaos.tasks import run_scenario, run_sweep
+from chaos.drill.demo import isolated
+from chaos.drill.demo_tasks import run_scenario, run_sweep
+from chaos.drill.estate import load_estate
+from chaos.drill.scoreboard import strip_timings
 from tests.chaos.helpers import kintsugi
 
 SCENARIOS = ("unit_km_to_m", "volume_drop", "upstream_deprecated")

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from chaos.catalog import get_scenario
-from chaos.scenarios import DEMO_SCENARIOS
-from chaos.tasks import inject
+from chaos.drill.demo_tasks import inject
+from chaos.failures.catalog import get_scenario
+from chaos.failures.scenarios import DEMO_SCENARIOS
 from controlplane.frontdoor.services import guard as guard_pipeline
 from controlplane.spec import load_spec
 from demo.seed import PIPELINE

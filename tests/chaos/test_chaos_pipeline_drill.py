@@ -178,7 +178,7 @@ def _contract_and_spec() -> tuple[Any, Any]:
 
 
 def test_scenarios_follow_the_contract():
-    from chaos.generic import generic_scenarios
+    from chaos.failures.generic import generic_scenarios
     from guard.contract import ColumnContract, Contract
 
     contract, spec = _contract_and_spec()
@@ -203,8 +203,8 @@ def test_scenarios_follow_the_contract():
 
 def test_every_scenario_changes_at_least_one_row_of_a_small_newest_batch():
     # a share of a batch of 12 rows can round to none (2.5% of 12): a case that changes nothing is no failure
-    from chaos.generic import generic_scenarios
-    from chaos.pipeline_tasks import ALL_ROWS, BATCH, corrupt
+    from chaos.drill.pipeline_tasks import ALL_ROWS, BATCH, corrupt
+    from chaos.failures.generic import generic_scenarios
 
     contract, spec = _contract_and_spec()
     months = pd.date_range("2001-01-01", periods=48, freq="MS", tz="UTC")
@@ -222,7 +222,7 @@ def test_every_scenario_changes_at_least_one_row_of_a_small_newest_batch():
 
 
 def test_a_filled_in_cell_is_invented_a_corrected_or_untouched_one_is_not():
-    from chaos.pipeline_tasks import invented_cells
+    from chaos.drill.pipeline_tasks import invented_cells
 
     clean = pd.DataFrame({"t": [10.0, 20.0, 30.0, 40.0], "k": ["a", "b", "c", "d"]})
     corrupted = clean.assign(t=[50.0, 68.0, np.nan, 104.0])  # degC written as degF, and a null

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from chaos.catalog import SCENARIOS, get_scenario
 from chaos.errors import InjectionError, UnknownScenario
-from chaos.registry import register, scenario_rng
-from chaos.scenarios import DEMO_SCENARIOS
-from chaos.selection import Selection, select_rows
+from chaos.failures.catalog import SCENARIOS, get_scenario
+from chaos.failures.registry import register, scenario_rng
+from chaos.failures.scenarios import DEMO_SCENARIOS
+from chaos.failures.selection import Selection, select_rows
 
 
 def test_every_demo_scenario_is_registered_once_and_states_its_expectation():

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from chaos.impact import recovery_ratio, relative_change
-from chaos.registry import Injected
-from chaos.repair import repair_scores
-from chaos.scoreboard import _sweep, stat, strip_timings
+from chaos.drill.impact import recovery_ratio, relative_change
+from chaos.drill.repair import repair_scores
+from chaos.drill.scoreboard import _sweep, stat, strip_timings
+from chaos.failures.registry import Injected
 
 CLEAN = pd.DataFrame(
     {
@@ -82,7 +82,7 @@ def test_stat_and_timings():
 
 
 def test_a_duplicate_of_a_key_of_several_columns_is_named_by_the_whole_key():
-    from chaos.registry import Scenario
+    from chaos.failures.registry import Scenario
     from guard.findings import make_finding
     from guard.kinds import FindingKind
 

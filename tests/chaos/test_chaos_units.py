@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from chaos.injectors import unit_change
-from chaos.registry import Scenario
+from chaos.failures.injectors import unit_change
+from chaos.failures.registry import Scenario
 from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract

@@ -1,4 +1,4 @@
-"""chaos/falsealarms.py: the false-alarm walk holds the guard to account: 0 false blocks over every clean batch of
+"""chaos/corpus/falsealarms.py: the false-alarm walk holds the guard to account: 0 false blocks over every clean batch of
 every dataset, in time order, with the reference established once from the first batches and rolled over the
 last N clean ones, nothing accepted by hand; and the injected unit changes in the newest batch blocked and named
 (kind, column, unit). The whole guard's walk (leakage included, judged against the reference) is asserted clean too."""
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.falsealarms import (
+from chaos.corpus.falsealarms import (
     INJECTIONS,
     GuardJudge,
     inject,
@@ -19,7 +19,7 @@ from chaos.falsealarms import (
     true_cause,
     walk,
 )
-from chaos.realdata import DATASETS
+from chaos.corpus.realdata import DATASETS
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

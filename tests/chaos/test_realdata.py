@@ -1,4 +1,4 @@
-"""chaos/realdata.py: the real datasets load offline and fast, in time order, with the shapes the guard must survive."""
+"""chaos/corpus/realdata.py: the real datasets load offline and fast, in time order, with the shapes the guard must survive."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 import pandas as pd
 import pytest
 
-from chaos.realdata import DATASETS
+from chaos.corpus.realdata import DATASETS
 from guard.contract import LOGICAL_TYPES
 from guard.units import is_known
 

@@ -1,4 +1,4 @@
-"""chaos/thirdparty.py: badgers' generators as drill scenarios, at its defaults and at half of them, on the columns
+"""chaos/failures/thirdparty.py: badgers' generators as drill scenarios, at its defaults and at half of them, on the columns
 they fit. Needs the corpus extra (`pip install -e '.[corpus]'`, which `make bench-corpus` installs): badgers pins
 pandas below the version the rest of the project tests with, so it is not in the dev extra."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from chaos.families import scenario_named
-from chaos.thirdparty import BADGERS_NAMES, ThirdPartyScenario, badgers_scenarios
+from chaos.failures.families import scenario_named
+from chaos.failures.thirdparty import BADGERS_NAMES, ThirdPartyScenario, badgers_scenarios
 from controlplane.spec import PipelineSpec, PromotionRules
 from controlplane.vocab import Policy
 from guard.contract import ColumnContract, Contract

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from chaos.falsealarms import load_batches
-from chaos.realdata import DATASETS, RealDataset
+from chaos.corpus.falsealarms import load_batches
+from chaos.corpus.realdata import DATASETS, RealDataset
 from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.contract import Contract

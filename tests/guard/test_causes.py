@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chaos.falsealarms import load_batches
-from chaos.realdata import DATASETS
+from chaos.corpus.falsealarms import load_batches
+from chaos.corpus.realdata import DATASETS
 from controlplane.stages.guarding import with_repeats_counted
 from guard.causes import explain
 from guard.context import GuardContext

@@ -13,8 +13,8 @@ import pandas as pd
 import pandas.testing as pdt
 import pytest
 
-from chaos.falsealarms import load_batches
-from chaos.realdata import DATASETS
+from chaos.corpus.falsealarms import load_batches
+from chaos.corpus.realdata import DATASETS
 from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract

@@ -22,7 +22,7 @@ WEEKS = 10  # onboarded; the eleventh is landed
 
 
 def _weeks() -> tuple[pd.DataFrame, pd.DataFrame]:
-    from chaos.realdata import get_dataset
+    from chaos.corpus.realdata import get_dataset
 
     frame = get_dataset("pnw_temps").frame()
     start = frame["time"].min()

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from chaos.falsealarms import partial_leak
+from chaos.corpus.falsealarms import partial_leak
 from guard.checks.relations import check_relations
 from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind

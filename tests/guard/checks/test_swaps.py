@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from chaos.falsealarms import load_batches
-from chaos.realdata import DATASETS
+from chaos.corpus.falsealarms import load_batches
+from chaos.corpus.realdata import DATASETS
 from controlplane.stages.guarding import with_repeats_counted
 from guard.checks.swaps.check import _SwapBatch, check_columns_swapped
 from guard.context import GuardContext

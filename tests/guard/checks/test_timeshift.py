@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from chaos.corpus import TABLES
-from chaos.falsealarms import load_batches
-from chaos.realdata import DATASETS
+from chaos.corpus.falsealarms import load_batches
+from chaos.corpus.realdata import DATASETS
+from chaos.corpus.tables import TABLES
 from controlplane.stages.guarding import with_repeats_counted
 from guard.checks.timeshift import check_timestamp_shift, count_shift
 from guard.context import GuardContext

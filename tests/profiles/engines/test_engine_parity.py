@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import chaos.scenarios  # noqa: F401  (registers the demo scenarios)
-from chaos.registry import SCENARIOS
+import chaos.failures.scenarios  # noqa: F401  (registers the demo scenarios)
+from chaos.failures.registry import SCENARIOS
 from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.runner import run_guard

@@ -7,8 +7,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-import chaos.scenarios  # noqa: F401  (registers the demo scenarios)
-from chaos.registry import SCENARIOS
+import chaos.failures.scenarios  # noqa: F401  (registers the demo scenarios)
+from chaos.failures.registry import SCENARIOS
 from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.findings import RowSelector, Verdict

@@ -24,10 +24,10 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 import pandas as pd
 
-from chaos.injectors import rename, sentinel, swap_with, target_leakage, unit_change
-from chaos.realdata import RealDataset
-from chaos.registry import Target
-from chaos.selection import Selection
+from chaos.corpus.realdata import RealDataset
+from chaos.failures.injectors import rename, sentinel, swap_with, target_leakage, unit_change
+from chaos.failures.registry import Target
+from chaos.failures.selection import Selection
 from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.contract import Contract

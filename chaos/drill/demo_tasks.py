@@ -10,14 +10,14 @@ from typing import Any
 
 import pandas as pd
 
-from chaos.catalog import get_scenario
+from chaos.drill.estate import DrillEstate, fork, fork_control, write_table
+from chaos.drill.impact import HARM_THRESHOLD, Score, clean_holdout, holdout_score, recovery_ratio, relative_change
+from chaos.drill.observe import PROMOTED, Observed, expected_outcome, finding_label, held_correctly, judge, observe
+from chaos.drill.repair import repair_scores
 from chaos.errors import InjectionError
-from chaos.estate import DrillEstate, fork, fork_control, write_table
-from chaos.impact import HARM_THRESHOLD, Score, clean_holdout, holdout_score, recovery_ratio, relative_change
-from chaos.observe import PROMOTED, Observed, expected_outcome, finding_label, held_correctly, judge, observe
-from chaos.registry import Injected, Scenario, UpstreamTarget
-from chaos.repair import repair_scores
-from chaos.selection import Selection
+from chaos.failures.catalog import get_scenario
+from chaos.failures.registry import Injected, Scenario, UpstreamTarget
+from chaos.failures.selection import Selection
 from controlplane.datahub.connect import metadata_session
 from controlplane.frontdoor.services import guard as guard_pipeline
 from controlplane.onboard.odcs import read_contract

@@ -1,14 +1,14 @@
-"""The pipeline drill's families of failures: `ours` (the injectors of `chaos.generic`, written here) and
-`badgers` (`chaos.thirdparty`: a library nobody here wrote), scored apart; a scenario is found by name in either."""
+"""The pipeline drill's families of failures: `ours` (the injectors of `chaos.failures.generic`, written here) and
+`badgers` (`chaos.failures.thirdparty`: a library nobody here wrote), scored apart; a scenario is found by name in either."""
 
 from __future__ import annotations
 
 from typing import Callable
 
 from chaos.errors import UnknownScenario
-from chaos.generic import GENERIC_NAMES, Skipped, generic_scenarios
-from chaos.registry import Scenario
-from chaos.thirdparty import BADGERS_NAMES, badgers_scenarios
+from chaos.failures.generic import GENERIC_NAMES, Skipped, generic_scenarios
+from chaos.failures.registry import Scenario
+from chaos.failures.thirdparty import BADGERS_NAMES, badgers_scenarios
 from controlplane.spec import PipelineSpec
 from guard.contract import Contract
 

@@ -16,11 +16,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos.catalog import get_scenario
+from chaos.drill.estate import write_table
 from chaos.errors import GameDayError
-from chaos.estate import write_table
-from chaos.registry import Scenario, UpstreamTarget
-from chaos.selection import Selection
+from chaos.failures.catalog import get_scenario
+from chaos.failures.registry import Scenario, UpstreamTarget
+from chaos.failures.selection import Selection
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.port import AspectWrite
 from controlplane.datahub.writes import UnreadableWrite, writes_from_json, writes_to_json

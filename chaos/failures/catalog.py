@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import chaos.scenarios  # noqa: F401  (registers the demo estate's scenarios)
-from chaos.registry import SCENARIOS, Scenario, lookup
+import chaos.failures.scenarios  # noqa: F401  (registers the demo estate's scenarios)
+from chaos.failures.registry import SCENARIOS, Scenario, lookup
 
 __all__ = ["get_scenario", "SCENARIOS"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.impact import HARM_THRESHOLD
-from chaos.registry import Scenario
+from chaos.drill.impact import HARM_THRESHOLD
+from chaos.failures.registry import Scenario
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.incident_records import IncidentState, all_incidents
 from controlplane.runs.journal import RunRecord

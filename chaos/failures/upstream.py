@@ -7,7 +7,7 @@ that undo it, so `chaos revert` can put the upstream's metadata back.
 from __future__ import annotations
 
 from chaos.errors import InjectionError
-from chaos.registry import UpstreamInjected, UpstreamTarget
+from chaos.failures.registry import UpstreamInjected, UpstreamTarget
 from controlplane.datahub.datasets import is_known
 from controlplane.datahub.deprecations import Deprecation, current_deprecation_mcp, deprecation_mcp
 from controlplane.datahub.incident_records import IncidentState, operational_incident

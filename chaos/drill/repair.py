@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from chaos.registry import Injected
+from chaos.failures.registry import Injected
 
 __all__ = ["Repair", "repair_scores", "cells_equal", "REL_TOLERANCE"]
 

@@ -8,16 +8,16 @@ the label watermark in the future). Rows that cannot be corrected (nulls, sentin
 incident stays open (`Scenario.quarantines`).
 
 Unit changes use the conversions that fit the table's columns (distance_km km->m and km->mi,
-prep_time_min min->s and min->h, rain_mm mm_rain->in_rain); `chaos.injectors.unit_change` takes any pair
+prep_time_min min->s and min->h, rain_mm mm_rain->in_rain); `chaos.failures.injectors.unit_change` takes any pair
 of units `guard.units` names (s->ms, C->F, usd->usd_cents, fraction->percent...).
 """
 
 from __future__ import annotations
 
-from chaos import injectors as inj
-from chaos import upstream as up
-from chaos.registry import Scenario, register
-from chaos.selection import Selection
+from chaos.failures import injectors as inj
+from chaos.failures import upstream as up
+from chaos.failures.registry import Scenario, register
+from chaos.failures.selection import Selection
 from demo.seed import COURIERS, ORDERS, WEATHER
 from guard.kinds import FindingKind as K
 

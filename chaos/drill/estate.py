@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from chaos.drill.impact import clean_holdout, holdout_score
 from chaos.errors import DrillFailed
-from chaos.impact import clean_holdout, holdout_score
 from controlplane.pipeline import run_pipeline
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.workspace import Workspace

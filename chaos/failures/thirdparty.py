@@ -45,8 +45,8 @@ import numpy as np
 import pandas as pd
 
 from chaos.errors import InjectionError
-from chaos.generic import Skipped
-from chaos.registry import Injected, Scenario, TableInjector, Target
+from chaos.failures.generic import Skipped
+from chaos.failures.registry import Injected, Scenario, TableInjector, Target
 from controlplane.spec import PipelineSpec
 from guard.contract import Contract
 from guard.findings import Finding

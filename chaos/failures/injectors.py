@@ -2,7 +2,7 @@
 
 Each factory binds an injector's fixed parameters (a target unit, a new name, a sentinel...) and returns
 a `TableInjector`: `(frame, target) -> Injected`. The magnitude and the rows come from the `Target`.
-Nothing here reads or writes files; `chaos.gameday` and `chaos.drill` do.
+Nothing here reads or writes files; `chaos.gameday.corrupt` and `chaos.drill.demo` do.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from chaos.errors import InjectionError
-from chaos.registry import Injected, TableInjector, Target
+from chaos.failures.registry import Injected, TableInjector, Target
 from guard.units import UNITS, conversion
 
 __all__ = [

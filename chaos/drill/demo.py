@@ -20,11 +20,11 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from chaos.catalog import SCENARIOS, get_scenario
+from chaos.drill.demo_tasks import run_control, run_scenario, run_sweep
+from chaos.drill.estate import DRILL_NOW, DrillEstate, build_estate, load_estate
+from chaos.drill.scoreboard import build_scoreboard
 from chaos.errors import InjectionError
-from chaos.estate import DRILL_NOW, DrillEstate, build_estate, load_estate
-from chaos.scoreboard import build_scoreboard
-from chaos.tasks import run_control, run_scenario, run_sweep
+from chaos.failures.catalog import SCENARIOS, get_scenario
 
 __all__ = ["DrillPlan", "run_drill", "default_scenarios", "isolated", "DEFAULT_SEEDS", "DEFAULT_CONTROLS", "workers"]
 
@@ -63,7 +63,7 @@ class DrillPlan:
 
 
 def default_scenarios() -> tuple[str, ...]:
-    import chaos.scenarios  # noqa: F401  (registers them)
+    import chaos.failures.scenarios  # noqa: F401  (registers them)
 
     return tuple(SCENARIOS)
 

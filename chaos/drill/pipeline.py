@@ -1,13 +1,13 @@
 """The drill on any onboarded pipeline: its own scenarios, each in the newest batch only and in every row, through
 the real loop on scratch copies of its workspace, plus clean controls; then the scoreboard.
 
-    copy the workspace once (chaos.copies) ─► per scenario x scope x seed: fork, corrupt, run the loop, read back
+    copy the workspace once (chaos.drill.copies) ─► per scenario x scope x seed: fork, corrupt, run the loop, read back
                                           └─► per control: fork, the clean batch (the newest, then earlier ones)
 
 The workspace is only read (under the pipeline's lock, while it is copied). Scenarios come from the pipeline's
-contract and spec (`chaos.generic`); those that do not apply are skipped and listed with why. The work runs in
-spawned workers under `chaos.drill.isolated` like the demo's drill. The scoreboard has the demo drill's shape
-(`chaos.scoreboard.build_scoreboard`), with `drill.mode = "pipeline"`, a row per scenario@scope, and:
+contract and spec (`chaos.failures.generic`); those that do not apply are skipped and listed with why. The work runs in
+spawned workers under `chaos.drill.demo.isolated` like the demo's drill. The scoreboard has the demo drill's shape
+(`chaos.drill.scoreboard.build_scoreboard`), with `drill.mode = "pipeline"`, a row per scenario@scope, and:
 `detected` = a blocking finding; `localized` = a blocking finding names the true cause (kind, column, and for a
 unit change the unit); a correction is judged against the clean newest batch's run (a heal that verifies should
 end as the clean batch ended); a quarantine leaves its rows as they came and its incident open; a block leaves
@@ -26,14 +26,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from chaos.copies import PipelineCopy, contract_of, copy_pipeline
-from chaos.drill import isolated, workers
+from chaos.drill.copies import PipelineCopy, contract_of, copy_pipeline
+from chaos.drill.demo import isolated, workers
+from chaos.drill.pipeline_tasks import SCOPES, expected_of, held_right, judge_case, run_case, run_control
+from chaos.drill.scoreboard import build_scoreboard
 from chaos.errors import InjectionError, UnknownScenario
-from chaos.families import FAMILIES, NAMES, family_scenarios
-from chaos.generic import Skipped
-from chaos.pipeline_tasks import SCOPES, expected_of, held_right, judge_case, run_case, run_control
-from chaos.registry import Scenario
-from chaos.scoreboard import build_scoreboard
+from chaos.failures.families import FAMILIES, NAMES, family_scenarios
+from chaos.failures.generic import Skipped
+from chaos.failures.registry import Scenario
 from controlplane.spec import load_spec
 from controlplane.workspace import Workspace
 
@@ -55,7 +55,7 @@ class PipelinePlan:
     controls: int = DEFAULT_PIPELINE_CONTROLS  # clean batches run as controls: the newest, then earlier ones
     jobs: int = 1
     now_ms: int | None = None  # when the runs happen (default: an hour after the workspace's last run)
-    family: str = "ours"  # whose failures: ours (chaos.generic) or badgers (chaos.thirdparty)
+    family: str = "ours"  # whose failures: ours (chaos.failures.generic) or badgers (chaos.failures.thirdparty)
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:

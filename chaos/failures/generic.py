@@ -1,7 +1,7 @@
 """The drill's scenarios for any onboarded pipeline, chosen from its contract and spec.
 
-Each is a `chaos.registry.Scenario` (never registered: its columns are the pipeline's), built on the table
-injectors of `chaos.injectors`, and expects the finding its true cause is:
+Each is a `chaos.failures.registry.Scenario` (never registered: its columns are the pipeline's), built on the table
+injectors of `chaos.failures.injectors`, and expects the finding its true cause is:
 
     unit_change      a feature with a declared unit, written in another unit of its dimension -> unit_mismatch, healed
     rescale          a measured feature x2.5 (another one where there is): no unit explains it -> scale_shift, blocked
@@ -19,7 +19,7 @@ injectors of `chaos.injectors`, and expects the finding its true cause is:
 A scenario that does not apply to the pipeline (no feature with a unit, no key nor time, fewer than two numeric
 columns) is not built: `Skipped` says why. Features with a declared unit (measurements: what a sensor or a
 feed gets wrong) are corrupted before unitless ones (an hour of day, a count). The same contract and spec always
-give the same scenarios, so a worker process rebuilds them by name (`chaos.families.scenario_named`).
+give the same scenarios, so a worker process rebuilds them by name (`chaos.failures.families.scenario_named`).
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from typing import Callable
 
 import pandas as pd
 
-from chaos import injectors as inj
-from chaos.registry import Injected, Scenario, TableInjector, Target
-from chaos.selection import Selection
+from chaos.failures import injectors as inj
+from chaos.failures.registry import Injected, Scenario, TableInjector, Target
+from chaos.failures.selection import Selection
 from controlplane.spec import PipelineSpec
 from guard.contract import Contract
 from guard.findings import Finding

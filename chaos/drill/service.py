@@ -24,10 +24,10 @@ def drill(
     sweep_seeds: int = 0,
     say: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """`chaos.drill.run_drill` over scenarios x seeds in throwaway estates, never the workspace; the scoreboard.
+    """`chaos.drill.demo.run_drill` over scenarios x seeds in throwaway estates, never the workspace; the scoreboard.
 
     The defaults are a quick drill (one seed, two clean controls, no sweep)."""
-    from chaos.drill import DrillPlan, default_scenarios
+    from chaos.drill.demo import DrillPlan, default_scenarios
 
     known = default_scenarios()
     unknown = sorted(set(scenarios or ()) - set(known))
@@ -80,7 +80,7 @@ def _rebuilt(code: str, message: str, fix: str) -> KintsugiError:
 
 
 def _drill_child(plan: Any, queue: Any) -> None:
-    from chaos.drill import run_drill
+    from chaos.drill.demo import run_drill
 
     try:
         queue.put(("done", run_drill(plan, say=lambda line: queue.put(("say", line)))))

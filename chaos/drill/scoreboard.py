@@ -8,10 +8,10 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from chaos.catalog import get_scenario
-from chaos.impact import HARM_THRESHOLD
-from chaos.observe import expected_outcome
-from chaos.registry import Scenario
+from chaos.drill.impact import HARM_THRESHOLD
+from chaos.drill.observe import expected_outcome
+from chaos.failures.catalog import get_scenario
+from chaos.failures.registry import Scenario
 from demo.seed import PIPELINE
 
 __all__ = ["build_scoreboard", "stat", "strip_timings"]

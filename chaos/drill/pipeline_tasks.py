@@ -1,4 +1,4 @@
-"""The pipeline drill's units of work, each on its own fork of the base copy (`chaos.copies`): one scenario in
+"""The pipeline drill's units of work, each on its own fork of the base copy (`chaos.drill.copies`): one scenario in
 one scope through the real loop, or one clean control. Each returns plain JSON-able facts, so the drill can
 run them in worker processes; `judge_case` (pure) decides afterwards, against the clean control.
 
@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chaos.copies import PipelineCopy, contract_of, fork, take_back, write_table
+from chaos.drill.copies import PipelineCopy, contract_of, fork, take_back, write_table
+from chaos.drill.observe import Observed, finding_label, observe
 from chaos.errors import InjectionError
-from chaos.families import scenario_named
-from chaos.observe import Observed, finding_label, observe
-from chaos.registry import Scenario
+from chaos.failures.families import scenario_named
+from chaos.failures.registry import Scenario
 from controlplane.pipeline import run_pipeline
 from controlplane.runs.journal import RunRecord
 from controlplane.spec import load_spec

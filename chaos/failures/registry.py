@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from chaos.errors import UnknownScenario
-from chaos.selection import Selection, select_rows
+from chaos.failures.selection import Selection, select_rows
 from controlplane.datahub.port import AspectWrite, MetadataPort
 from guard.contract import Contract
 from guard.findings import Finding
@@ -166,7 +166,7 @@ def register(scenario: Scenario) -> Scenario:
 
 
 def lookup(name: str) -> Scenario:
-    """A registered scenario (`chaos.catalog.get_scenario` makes sure the demo's are registered first)."""
+    """A registered scenario (`chaos.failures.catalog.get_scenario` makes sure the demo's are registered first)."""
     if name not in SCENARIOS:
         raise UnknownScenario(f"unknown chaos scenario {name!r}", f"use one of: {', '.join(sorted(SCENARIOS))}")
     return SCENARIOS[name]
