@@ -26,11 +26,12 @@ series: one row an hour, two causes a day; a panel: the same k entities at one i
 hold k rows at each slot between its own first and last times. The history shows no spread to allow for: a
 batch lacking `policy.volume_grid_slack_rows` rows is still whole (a reading missed once, a local clock's hour
 that never was in UTC), one lacking more has lost rows (a load that dropped some, entities gone from the panel),
-named with the slots' count. The step is the reference batches' median time per slot; a kept batch's slots are
-those of the window it was cut by (its rows must fill the window: a week of weekdays leaves two slots empty), the
-new batch's those from its first time to its last, each its time over the step, rounded, so steps of unequal
-length (a month) still count whole; each batch's own time per slot must lie within `policy.volume_grid_step_spread`
-of the step, or the slots are of no one length (business days) and there is no grid.
+named with the slots' count. The step is the reference batches' median time per slot; a batch's slots are those
+from its first time to its last (its span over the step, rounded, plus one: steps of unequal length, a month,
+still count whole), and batches next to each other must meet one step apart (a week of weekdays is whole from
+Monday to Friday, but the next starts three steps on); each batch's own time per slot must lie within
+`policy.volume_grid_step_spread` of the step, or the slots are of no one length (business days) and there is no
+grid.
 
 Closest calls, on every batch: the rows a full grid lacks (over `volume_grid_slack_rows`), where there is one; the
 rows over the expected rows times the lowest rate seen over the median (a drop below `volume_min_row_fraction`,
@@ -182,14 +183,18 @@ def _grid(ctx: GuardContext, reference: Reference) -> Expectation | None:
 
 def grid_of(batches: tuple[BatchSummary, ...]) -> tuple[int, float | None] | None:
     """(rows a slot, the step between slots; None: one instant a batch) when every batch is a full grid of one
-    shape, else None. The step is the batches' median time per slot from first row to last; a batch's slots are
-    its window over the step, rounded (`_slots`); its rows must be exactly k times its slots, with the same k and
-    step in every batch (k from its rows over its distinct times)."""
-    spans = [
-        (b.rows, b.end_ms - b.start_ms, b.instants) for b in batches if b.start_ms is not None and b.end_ms is not None
-    ]
-    if len(spans) < POLICY.volume_grid_batches or len(spans) != len(batches) or any(rows <= 0 for rows, _, _ in spans):
+    shape, else None. The step is the batches' median time per slot from first row to last (k rows a slot: a
+    batch's rows over its distinct times). Every batch must hold exactly k rows at each slot from its first time to
+    its last, and two batches next to each other (their gap shorter than two batches' span: not the same season a
+    year before) must meet one step apart, with at least one such pair: a week of weekdays is a full grid from
+    Monday to Friday, but the next week starts three steps later."""
+    timed = sorted(
+        (b for b in batches if b.start_ms is not None and b.end_ms is not None and b.rows > 0),
+        key=lambda b: b.start_ms or 0,
+    )
+    if len(timed) < POLICY.volume_grid_batches or len(timed) != len(batches):
         return None
+    spans = [(b.rows, (b.end_ms or 0) - (b.start_ms or 0), b.instants) for b in timed]
     if all(span == 0 for _, span, _ in spans):
         counts = {rows for rows, _, _ in spans}
         return (counts.pop(), None) if len(counts) == 1 else None
@@ -202,18 +207,14 @@ def grid_of(batches: tuple[BatchSummary, ...]) -> tuple[int, float | None] | Non
     step = statistics.median(steps)
     if any(abs(s - step) > POLICY.volume_grid_step_spread * step for s in steps):
         return None  # slots of no one length (business days, a month of weekdays): not a grid, however it counts
-    if any(b.rows != per_slot * _slots(b, step) for b in batches):
+    if any(rows != per_slot * (round(span / step) + 1) for rows, span, _ in spans):
         return None
+    reach = 2 * max(span for _, span, _ in spans)
+    gaps = [(b.start_ms or 0) - (a.end_ms or 0) for a, b in zip(timed, timed[1:])]
+    meeting = [round(gap / step) for gap in gaps if 0 < gap <= reach]
+    if not meeting or any(slots != 1 for slots in meeting):
+        return None  # no two batches seen to meet, or slots empty between them: no grid across their edges
     return per_slot, step
-
-
-def _slots(batch: BatchSummary, step: float) -> int:
-    """A batch's slots: those of the window it was cut by (its rows must fill it: a week of weekdays does not),
-    else those from its first time to its last."""
-    assert batch.start_ms is not None and batch.end_ms is not None
-    if batch.after_ms is not None and batch.through_ms is not None:
-        return round((batch.through_ms - batch.after_ms) / step)
-    return round((batch.end_ms - batch.start_ms) / step) + 1
 
 
 def _duration(ms: float) -> str:
