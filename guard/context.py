@@ -44,7 +44,9 @@ class GuardContext:
     duplicates check asks (`guard.checks.duplicates.repeats_asked`, counted by `profiles.repeats.count_repeats`):
     the guard reads no file. `policy` holds the thresholds the checks judge by (`guard.policy`). `same_rows`:
     the snapshot is the reference's own rows read again (a batch that passed earlier, against its kept profile),
-    not a new sample of the source, so no difference between them is sampling error.
+    not a new sample of the source, so no difference between them is sampling error. `rows_set_aside`: rows of the
+    snapshot's batch that a heal set aside (the snapshot is its training view, which lacks them; they are in the
+    table as they came), which the volume check counts as the batch's.
     """
 
     dataset_urn: str
@@ -59,6 +61,7 @@ class GuardContext:
     policy: Policy = DEFAULT
     repeats: Repeats | None = None
     same_rows: bool = False
+    rows_set_aside: int = 0
 
     @property
     def reference_profile(self) -> DatasetProfile | None:

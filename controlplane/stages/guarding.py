@@ -207,6 +207,8 @@ def guard_table(
     context = context_without_snapshot(
         ws, metadata, spec, now_ms, snapshot, kept=kept, contract_read=contract_read, keep_cache=keep_caches
     )
+    if aside is not None and window is not None:  # a heal's training view: the batch's rows it set aside are its
+        context = replace(context, rows_set_aside=aside.within(window))
     if state is None or history is None:
         context = with_repeats_counted(context)
         report = run_guard(context)

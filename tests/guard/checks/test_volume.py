@@ -3,6 +3,7 @@ for panels."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -76,8 +77,9 @@ def test_a_panel_period_missing_any_of_its_entities_is_a_volume_drop(tmp_path: P
     assert (drop.observed, drop.expected) == (last_rows, ENTITIES - 1)
 
 
-def _series(tmp_path: Path, stamps: pd.DatetimeIndex, dropped: int) -> list:
-    """One reading at each of `stamps`, cut into months; the newest month less `dropped` rows drawn at random."""
+def _series(tmp_path: Path, stamps: pd.DatetimeIndex, dropped: int, set_aside: int = 0) -> list:
+    """One reading at each of `stamps`, cut into months; the newest month less `dropped` rows drawn at random, of
+    which a heal set aside `set_aside` (the snapshot is its training view)."""
     rng = np.random.default_rng(3)
     frame = pd.DataFrame({"at": stamps.astype("datetime64[ms, UTC]"), "level": rng.normal(10, 2, len(stamps))})
     newest = frame.index[frame["at"] >= frame["at"].max().normalize().replace(day=1)]
@@ -89,7 +91,8 @@ def _series(tmp_path: Path, stamps: pd.DatetimeIndex, dropped: int) -> list:
     reference = build_reference([s.batch for s in snapshots[:-1]])  # type: ignore[misc]
     newest_batch = snapshots[-1]
     assert newest_batch.batch is not None and newest_batch.batch.end_ms is not None
-    report = run_guard(GuardContext(URN, contract, newest_batch, reference, (), now_ms=newest_batch.batch.end_ms + 1))
+    context = GuardContext(URN, contract, newest_batch, reference, (), newest_batch.batch.end_ms + 1)
+    report = run_guard(replace(context, rows_set_aside=set_aside))
     return [f for f in report.findings if f.kind in (K.VOLUME_DROP, K.VOLUME_SPIKE)]
 
 
@@ -104,6 +107,13 @@ def test_a_regular_series_is_a_full_grid_and_every_hole_in_it_is_rows_lost(tmp_p
         (drop,) = found
         assert drop.kind is K.VOLUME_DROP and drop.expected - drop.observed == dropped - 1, drop.message
         assert "every 1 hours" in drop.message
+
+
+def test_rows_a_heal_set_aside_are_the_batchs_own_so_its_training_view_is_no_drop(tmp_path: Path) -> None:
+    stamps = pd.date_range("2020-01-01", "2020-07-31 23:00", freq="h", tz="UTC")
+    assert _series(tmp_path, stamps, 10, set_aside=10) == []
+    (drop,) = _series(tmp_path, stamps, 10, set_aside=5)  # five more lost than were set aside
+    assert drop.kind is K.VOLUME_DROP
 
 
 def test_business_days_are_slots_of_no_one_length_so_no_grid_is_read_into_them(tmp_path: Path) -> None:
