@@ -185,7 +185,7 @@ def grid_of(batches: tuple[BatchSummary, ...]) -> tuple[int, float | None] | Non
     """(rows a slot, the step between slots; None: one instant a batch) when every batch is a full grid of one
     shape, else None. The step is the batches' median time per slot from first row to last (k rows a slot: a
     batch's rows over its distinct times). Every batch must hold exactly k rows at each slot from its first time to
-    its last, and two batches next to each other (their gap shorter than two batches' span: not the same season a
+    its last, and two batches next to each other (their gap shorter than two batches' span: not a batch kept from a
     year before) must meet one step apart, with at least one such pair: a week of weekdays is a full grid from
     Monday to Friday, but the next week starts three steps later."""
     timed = sorted(
