@@ -110,8 +110,8 @@ class RowsAside:
     def read(cls, published: Path, rules: tuple[SetAside, ...], time_column: str) -> RowsAside:
         """The rows `rules` set aside in the table at `published`, chosen once."""
         wanted = {time_column} | {r.column for r in rules} | {r.window.column for r in rules if r.window is not None}
-        present = [name for name in readonce.open_parquet(published).schema_arrow.names if name in wanted]
-        frame = readonce.read_table(published, present).to_pandas()
+        parquet = readonce.open_parquet(published)
+        frame = parquet.read(columns=[name for name in parquet.schema_arrow.names if name in wanted]).to_pandas()
         return cls(frame[set_aside_mask(frame, rules)])
 
     def within(self, window: TimeWindow) -> int:

@@ -56,7 +56,12 @@ REWRITE = FindingKind.HISTORY_CHANGED
 
 def names_a_rewrite(record: RunRecord, picks: list[str]) -> bool:
     """`picks` name the run's `history_changed` blocks (and nothing else): the rewrite's way, and its refusals."""
-    return bool(picks) and all(p in (REWRITE.value, f"{REWRITE.value}:") for p in picks) and bool(_rewrites(record))
+    return bool(picks) and all(_is_rewrite(p) for p in picks) and bool(_rewrites(record))
+
+
+def _is_rewrite(pick: str) -> bool:
+    """`--finding history_changed`, with or without its (empty) column."""
+    return pick in (REWRITE.value, f"{REWRITE.value}:")
 
 
 def _rewrites(record: RunRecord) -> list[Finding]:
@@ -129,9 +134,9 @@ def _profiled_again(run: RunContext, record: RunRecord, kept: BatchProfile) -> B
     return snapshot.batch
 
 
-def _kept_before(run: RunContext, batch_id: str) -> Path:
+def _kept_before(run_dir: Path, batch_id: str) -> Path:
     """Where the run keeps a batch's JSON as it stood before the rewrite was accepted."""
-    return run.journal.run_dir / "history" / f"{batch_id.replace('/', '_')}.json"
+    return run_dir / "history" / f"{batch_id.replace('/', '_')}.json"
 
 
 def accept_rewrite(ws: Workspace, run_id: str, reason: str, *, by: str, now_ms: int) -> tuple[Acceptance, ...]:
@@ -172,7 +177,7 @@ def accept_rewrite(ws: Workspace, run_id: str, reason: str, *, by: str, now_ms: 
 def _replace(run: RunContext, batch_id: str, text: str) -> None:
     """The batch's JSON replaced, journaled with where the JSON it replaces is kept (kept once: a retry keeps the
     first)."""
-    before = _kept_before(run, batch_id)
+    before = _kept_before(run.journal.run_dir, batch_id)
     if not before.is_file():
         with run.journal.writing(LedgerKind.WORKSPACE_FILE, run.ws.rel(before), kept_before=batch_id):
             before.parent.mkdir(parents=True, exist_ok=True)
@@ -191,7 +196,7 @@ def withdraw_rewrite(
         recover_pipeline(ws, spec.name)
         record = load_run(ws, run_id)
         standing = [a for a in load_acceptances(ws, spec.name) if a.run_id == run_id and a.in_force]
-        unknown = [p for p in picks if p not in (REWRITE.value, f"{REWRITE.value}:")]
+        unknown = [p for p in picks if not _is_rewrite(p)]
         if unknown:
             raise InputError(f"run {run_id} has no acceptance of {', '.join(unknown)} in force", "leave --finding out")
         state = kept_state(ws, spec.name)
@@ -200,18 +205,19 @@ def withdraw_rewrite(
             raise RunStateError(
                 f"batch {', '.join(gone)} is no longer kept", "nothing was changed; see `kintsugi runs`"
             )
+        kept_before = {a.batch: _kept_before(ws.run_dir(run_id), a.batch) for a in standing}
+        lost = [ws.rel(path) for path in kept_before.values() if not path.is_file()]
+        if lost:  # checked for every batch before any is put back: nothing half-written
+            raise RunStateError(
+                f"the profile each batch had before the rewrite is gone ({', '.join(lost)}); nothing was changed",
+                "take the reference again with `kintsugi init --force`",
+            )
         withdrawn = {a.key: a.withdraw(by, reason, now_ms) for a in standing}
         status, outcome = record.status, record.outcome
         with open_run(ws, spec, record, on_error=None) as run:
-            for acceptance in standing:
-                before = _kept_before(run, acceptance.batch)
-                if not before.is_file():
-                    raise RunStateError(
-                        f"the profile batch {acceptance.batch} had before the rewrite is gone ({run.ws.rel(before)})",
-                        "take the reference again with `kintsugi init --force`",
-                    )
-                with run.journal.writing(LedgerKind.REFERENCE, spec.name, rewrite_back=acceptance.batch):
-                    replace_batch(run.ws, spec.name, acceptance.batch, before.read_text())
+            for batch_id, before in kept_before.items():
+                with run.journal.writing(LedgerKind.REFERENCE, spec.name, rewrite_back=batch_id):
+                    replace_batch(run.ws, spec.name, batch_id, before.read_text())
             emit_reference_profile(run)
             note = (
                 f"withdrawn by {by} (run {run_id}): the rewrite of "

@@ -138,7 +138,7 @@ def heal(run: RunContext, detected: Detected, raised: Raised) -> Healed | Blocke
         return Blocked(Stage.HEAL, "BLOCKED: " + "; ".join(why) + " (incident stays open)")
     blocking, reused = reuse_all(blocking, raised.memory)
     pinned = detected.pinned
-    with reading_pinned(run.ws, pinned.table, pinned.table_hash, "the heal", by_path=run.engine.spark) as source:
+    with reading_pinned(run.ws, pinned.table, pinned.table_hash, "the heal") as source:  # copied through the door
         outcome = _heal_copy(run, source, detected, blocking, contract)
     if run.engine.spark:  # Spark read the sandbox's copy by path: were they the pinned bytes?
         verify_file(run.ws, run.ws.rel(_sandbox(run) / "input.parquet"), pinned.table_hash, "the heal")

@@ -205,9 +205,7 @@ def keep_batch(
     before = previous or {"batches": len(state.batches), "watermark_ms": state.watermark_ms}
     with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, batch=batch.batch_id, previous=before):
         save_batch(run.ws, run.spec.name, batch, state, keys=keys, aside=aside)
-    reference = load_reference(run.ws, run.spec.name)
-    if reference is not None:
-        _emit_profile(run, reference.profile)
+    emit_reference_profile(run)
 
 
 def emit_reference_profile(run: RunContext) -> None:
@@ -222,9 +220,7 @@ def forget_batch(run: RunContext, batch_id: str, previous: dict[str, Any]) -> No
     batch joined it (`previous`, as `keep_batch` recorded it), and DataHub's datasetProfile with it."""
     with run.journal.writing(LedgerKind.REFERENCE, run.spec.name, forget=batch_id):
         forget_after(run.ws, run.spec.name, previous["batches"], previous["watermark_ms"])
-    reference = load_reference(run.ws, run.spec.name)
-    if reference is not None:
-        _emit_profile(run, reference.profile)
+    emit_reference_profile(run)
 
 
 def _emit_profile(run: RunContext, profile: DatasetProfile) -> None:
