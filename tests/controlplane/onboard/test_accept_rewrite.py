@@ -117,3 +117,42 @@ def test_a_rewrite_named_with_a_finding_the_run_was_not_blocked_by_is_refused_an
     assert code != 0 and err.count("\n") <= 2, err
     after = {p: p.read_bytes() for p in sorted((ws.root / "references").rglob("*")) if p.is_file()}
     assert after == before
+
+
+def test_a_rewrite_is_accepted_and_taken_back_at_the_http_door_and_accepted_in_an_mcp_session(restated, tmp_path):
+    """One rule at every door: HTTP (the token's name) and an MCP client session (the client's name) reach the same
+    acceptance as the CLI, read back from the kept acceptances and the batch's kept profile."""
+    import anyio
+    from fastapi.testclient import TestClient
+    from mcp.client import Client
+    from mcp_types import Implementation
+
+    from controlplane.api.app import create_app
+    from controlplane.frontdoor.access import ApiSettings
+    from mcp_server.server import build_server
+    from tests.support import TOKEN
+
+    ws, run_id, batch = copy_ws(restated[0], tmp_path / "http"), restated[1], restated[2]
+    kept_before = batch_text(ws, NAME, batch)
+    client = TestClient(create_app(ws, ApiSettings(token=TOKEN, token_name="release-bot")), base_url="http://127.0.0.1")
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    body = {"reason": REASON, "findings": ["history_changed"]}
+    accepted = client.post(f"/runs/{run_id}/accept", headers=auth, json=body)
+    assert accepted.status_code == 200, accepted.text
+    assert [(a.by, a.in_force) for a in load_acceptances(ws, NAME)] == [("http:release-bot", True)]
+    assert batch_text(ws, NAME, batch) != kept_before
+    taken_back = client.post(f"/runs/{run_id}/accept", headers=auth, json={"reason": REASON, "undo": True})
+    assert taken_back.status_code == 200, taken_back.text
+    assert batch_text(ws, NAME, batch) == kept_before
+
+    ws = copy_ws(restated[0], tmp_path / "mcp")
+
+    async def session() -> object:
+        async with Client(build_server(ws), client_info=Implementation(name="release-agent", version="1.0")) as mcp:
+            arguments = {"run_id": run_id, "reason": REASON, "findings": ["history_changed"]}
+            return await mcp.call_tool("accept", arguments)
+
+    result = anyio.run(session)
+    assert not result.is_error, result.content[0].text  # type: ignore[attr-defined]
+    assert [(a.by, a.batch) for a in load_acceptances(ws, NAME)] == [("mcp:release-agent", batch)]
+    assert batch_text(ws, NAME, batch) != kept_before
