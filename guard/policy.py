@@ -126,8 +126,8 @@ class Policy:
     # meaning, under the 0.05 carried over from guard.checks.nulls, which decided no clean batch of the corpus)
     null_spike_min_increase: float = 0.01
     # the chance, chosen in advance and not fitted, that a clean batch's null share reaches its value by sampling
-    # and the reference's batch-to-batch spread alone (guard.statistics.NullRate.tail): one column-batch in a
-    # thousand
+    # and the reference's batch-to-batch spread alone (guard.statistics.NullRate.tail), or that so many of its rows
+    # hold a null in columns the reference never saw null (guard.statistics.NeverNull): one in a thousand
     null_false_alarm: float = 0.001
 
     # --- rule: volume (guard.checks.volume) ---------------------------------------------------------------------

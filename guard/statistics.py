@@ -4,7 +4,8 @@
   noise `ks_noise`) and the share of values the reference held (`reference_share`);
 - the highest null share a clean batch of a column reaches (`natural_null_share`): the share of rows a partial
   rename may leave empty; the reference's null rate of a column with the spread a clean batch's share has about it
-  (`null_rate`): the nulls check's evidence;
+  (`null_rate`): the nulls check's evidence; the chance that so many of a batch's rows hold a null in columns the
+  reference never saw null (`never_null_chance`): its evidence across columns;
 - what kind of column a profile is (`is_categorical`) and the form two spellings of a category share
   (`normalize_category`);
 - the association of a feature with the label (`association`, `mapping_score`): how well one predicts the
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
+from scipy.stats import binom, norm
 
 from guard.policy import DEFAULT as POLICY
 from guard.policy import Policy
@@ -40,6 +41,8 @@ __all__ = [
     "natural_null_share",
     "NullRate",
     "null_rate",
+    "NeverNull",
+    "never_null_chance",
     "association",
     "association_fit",
     "covered",
@@ -179,6 +182,34 @@ def null_rate(reference: Reference | DatasetProfile, name: str, rows: int, *, sa
         between = max(0.0, spread - sampling)
     stepping = sum((d - rise) ** 2 for d in steps) / len(steps) if len(steps) >= 2 else 0.0
     return NullRate(rate, math.sqrt(between + stepping + rate * (1.0 - rate) / max(rows, 1)))
+
+
+@dataclass(frozen=True)
+class NeverNull:
+    """Rows of a batch holding a null in some column the reference's rows never held one in: `rows` of `seen`
+    (the rows looked at), against `rate`, the most such rows a clean batch holds by the reference's evidence (the
+    rule of three's 3 / N after N rows without one: an upper 95% bound), and `chance`, the exact binomial chance
+    that a clean batch holds `rows` or more of `seen` at that rate. Rows, not cells: nulls that come a whole row at
+    a time count once, so columns that fail together are not counted as evidence apart."""
+
+    rows: int
+    seen: int
+    rate: float
+    chance: float
+
+    @property
+    def share(self) -> float:
+        return self.rows / self.seen if self.seen else 0.0
+
+
+def never_null_chance(rows: int, seen: int, reference_rows: int) -> NeverNull:
+    """`rows` of `seen` rows hold a null where none of the reference's `reference_rows` rows did (see `NeverNull`).
+    Defined at every edge: no rows seen, none with a null, every one with a null, an empty reference (rate 1)."""
+    if not 0 <= rows <= seen:
+        raise ValueError(f"rows with a null must be between 0 and the {seen} rows seen, not {rows}")
+    rate = min(1.0, 3.0 / reference_rows) if reference_rows > 0 else 1.0
+    chance = float(binom.sf(rows - 1, seen, rate)) if rows > 0 else 1.0
+    return NeverNull(rows, seen, rate, min(1.0, chance))
 
 
 def normalize_category(value: str) -> str:

@@ -73,3 +73,34 @@ def test_required_without_a_null_limit_means_no_null_at_all(tmp_path: Path, tabl
     report = judge(tmp_path, table, batch, terms=required)
     assert _null_kinds(report, "wind") == {K.NULL_LIMIT}
     assert "requires a value" in next(f.message for f in report.blocking if f.kind is K.NULL_LIMIT)
+
+
+def _nulled_on(frame: pd.DataFrame, rows_by_column: dict[str, list[int]]) -> pd.DataFrame:
+    out = frame.copy()
+    for column, rows in rows_by_column.items():
+        out.loc[rows, column] = np.nan
+    return out
+
+
+def test_a_few_nulls_in_each_of_several_columns_never_null_block_together_and_name_each(tmp_path: Path, table) -> None:
+    """Two nulls in a week is within one column's sampling; eight rows with a null across four columns never null
+    before is not: each of the four is named."""
+    columns = ("temp", "wind", "humidity", "visibility")
+    alone = judge(tmp_path, table, _nulled_on(week(table, 9), {"wind": [10, 20]}), name="alone")
+    assert _null_kinds(alone, "wind") == set(), [f.message for f in alone.findings]
+    spread = {column: [10 + 40 * i, 30 + 40 * i] for i, column in enumerate(columns)}
+    report = judge(tmp_path, table, _nulled_on(week(table, 9), spread), name="spread")
+    for column in columns:
+        assert _null_kinds(report, column) == {K.NULL_SPIKE}, [f.message for f in report.findings]
+    spike = next(f for f in report.blocking if f.column == "wind")
+    assert spike.params["rows_with_new_nulls"] == 8 and spike.params["chance"] < 0.001
+    assert "8 of 168 rows hold a null where none was before" in spike.message
+
+
+def test_nulls_that_come_a_whole_row_at_a_time_count_once(tmp_path: Path, table) -> None:
+    """The same eight null cells on two whole rows: two rows with a null, within the evidence."""
+    together = {column: [10, 20] for column in ("temp", "wind", "humidity", "visibility")}
+    report = judge(tmp_path, table, _nulled_on(week(table, 9), together))
+    assert not [f for f in report.blocking if f.kind in (K.NULL_SPIKE, K.NULL_LIMIT)], [
+        f.message for f in report.findings
+    ]
