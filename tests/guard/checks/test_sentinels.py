@@ -1,4 +1,4 @@
-"""guard/checks/sentinels.py: a placeholder code or a feed stuck on one reading is a sentinel; a legitimate mass,
+"""guard/checks/sentinels: a placeholder code or a feed stuck on one reading is a sentinel; a legitimate mass,
 zeros continuing the reference's edge or a period's constant value is not."""
 
 from __future__ import annotations

@@ -1,0 +1,8 @@
+"""Placeholders written where a measurement belongs (`sentinel`): one check, a file per mechanism.
+
+`check`: a value's mass in one column judged against the reference (impossible, new, grown, frozen).
+"""
+
+from guard.checks.sentinels.check import check_sentinels, looks_like_placeholder
+
+__all__ = ["check_sentinels", "looks_like_placeholder"]
