@@ -226,6 +226,16 @@ class Policy:
     leakage_jump_z: float = 4.0
 
     # --- rule: sentinels (guard.checks.sentinels) ---------------------------------------------------------------
+    # resolution steps (1 for integers) between 0 and a column's nearest value for its zeros to be weighed across
+    # columns (guard.checks.sentinels.zeros): two significant figures of the column's own resolution, so 0 is no
+    # neighbour of its values: not a count whose least value was 1 or 30 (a cloud ceiling of 30 m beside fog at 0),
+    # but a price of 5.00, a count in the hundreds, a population; provenance: not measured (a floor of meaning,
+    # chosen after a clean week of cloud ceilings at 0 among 30s blocked at 10: which columns are weighed, not
+    # whether a batch blocks)
+    sentinel_zero_apart_steps: float = 100.0
+    # the chance, chosen in advance and not fitted, that a clean batch holds so many rows with a 0 in columns the
+    # reference never held one in, far from their range (guard.statistics.NeverSeen): one in a thousand
+    zero_false_alarm: float = 0.001
     # sampled rows a value must hold to be a point mass; provenance: not measured (carried over from
     # guard.checks.sentinels)
     sentinel_min_rows: int = 5

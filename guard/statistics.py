@@ -4,8 +4,8 @@
   noise `ks_noise`) and the share of values the reference held (`reference_share`);
 - the highest null share a clean batch of a column reaches (`natural_null_share`): the share of rows a partial
   rename may leave empty; the reference's null rate of a column with the spread a clean batch's share has about it
-  (`null_rate`): the nulls check's evidence; the chance that so many of a batch's rows hold a null in columns the
-  reference never saw null (`never_null_chance`): its evidence across columns;
+  (`null_rate`): the nulls check's evidence; the chance that so many of a batch's rows hold what the reference's
+  rows never held in those columns, a null or a zero (`never_seen_chance`): the evidence across columns;
 - what kind of column a profile is (`is_categorical`) and the form two spellings of a category share
   (`normalize_category`);
 - the association of a feature with the label (`association`, `mapping_score`): how well one predicts the
@@ -41,8 +41,8 @@ __all__ = [
     "natural_null_share",
     "NullRate",
     "null_rate",
-    "NeverNull",
-    "never_null_chance",
+    "NeverSeen",
+    "never_seen_chance",
     "association",
     "association_fit",
     "covered",
@@ -185,12 +185,13 @@ def null_rate(reference: Reference | DatasetProfile, name: str, rows: int, *, sa
 
 
 @dataclass(frozen=True)
-class NeverNull:
-    """Rows of a batch holding a null in some column the reference's rows never held one in: `rows` of `seen`
-    (the rows looked at), against `rate`, the most such rows a clean batch holds by the reference's evidence (the
-    rule of three's 3 / N after N rows without one: an upper 95% bound), and `chance`, the exact binomial chance
-    that a clean batch holds `rows` or more of `seen` at that rate. Rows, not cells: nulls that come a whole row at
-    a time count once, so columns that fail together are not counted as evidence apart."""
+class NeverSeen:
+    """Rows of a batch holding, in some column, what the reference's rows never held in it (a null, a zero):
+    `rows` of `seen` (the rows looked at), against `rate`, the most such rows a clean batch holds by the
+    reference's evidence (the rule of three's 3 / N after N rows without one: an upper 95% bound), and `chance`,
+    the exact binomial chance that a clean batch holds `rows` or more of `seen` at that rate. Rows, not cells:
+    what comes a whole row at a time counts once, so columns that fail together are not counted as evidence
+    apart."""
 
     rows: int
     seen: int
@@ -202,14 +203,14 @@ class NeverNull:
         return self.rows / self.seen if self.seen else 0.0
 
 
-def never_null_chance(rows: int, seen: int, reference_rows: int) -> NeverNull:
-    """`rows` of `seen` rows hold a null where none of the reference's `reference_rows` rows did (see `NeverNull`).
+def never_seen_chance(rows: int, seen: int, reference_rows: int) -> NeverSeen:
+    """`rows` of `seen` rows hold what none of the reference's `reference_rows` rows did (see `NeverSeen`).
     Defined at every edge: no rows seen, none with a null, every one with a null, an empty reference (rate 1)."""
     if not 0 <= rows <= seen:
-        raise ValueError(f"rows with a null must be between 0 and the {seen} rows seen, not {rows}")
+        raise ValueError(f"rows holding it must be between 0 and the {seen} rows seen, not {rows}")
     rate = min(1.0, 3.0 / reference_rows) if reference_rows > 0 else 1.0
     chance = float(binom.sf(rows - 1, seen, rate)) if rows > 0 else 1.0
-    return NeverNull(rows, seen, rate, min(1.0, chance))
+    return NeverSeen(rows, seen, rate, min(1.0, chance))
 
 
 def normalize_category(value: str) -> str:

@@ -12,7 +12,7 @@ sample: any rise beyond the floor is theirs.
 
 Across columns: a few nulls in each of several columns the reference never saw null are each within what one
 column's sampling allows in a small batch, but not together. The rows holding a null in any such column
-(`guard.statistics.never_null_chance`, counted on the batch's row sample: every row of all but the largest
+(`guard.statistics.never_seen_chance`, counted on the batch's row sample: every row of all but the largest
 batches) are tested against the rule of three over the reference's rows, exactly, at the same
 `null_false_alarm`; a whole row of nulls counts once. Where they cross, every such column with a null is named.
 
@@ -30,7 +30,7 @@ from guard.contract import ColumnContract
 from guard.findings import ClosestCall, Finding, make_finding
 from guard.kinds import FindingKind
 from guard.registry import register
-from guard.statistics import NeverNull, never_null_chance, null_rate
+from guard.statistics import NeverSeen, never_seen_chance, null_rate
 
 __all__ = ["check_nulls"]
 
@@ -106,7 +106,7 @@ def _never_null(ctx: GuardContext, named: set[str]) -> Iterator[Finding | Closes
         return
     ctx.require_sample()
     sample = ctx.snapshot.sample[[name for name in never if name in ctx.snapshot.sample.columns]]
-    evidence = never_null_chance(int(sample.isna().any(axis=1).sum()), len(sample), min(never.values()))
+    evidence = never_seen_chance(int(sample.isna().any(axis=1).sum()), len(sample), min(never.values()))
     rise = evidence.share - evidence.rate
     increase, chance = ctx.policy.null_spike_min_increase, ctx.policy.null_false_alarm
     yield ClosestCall("null_spike_min_increase", None, rise, increase, decides=evidence.chance < chance)
@@ -118,7 +118,7 @@ def _never_null(ctx: GuardContext, named: set[str]) -> Iterator[Finding | Closes
 
 
 def _never_null_finding(
-    ctx: GuardContext, name: str, nulled: list[str], evidence: NeverNull, reference_rows: int
+    ctx: GuardContext, name: str, nulled: list[str], evidence: NeverSeen, reference_rows: int
 ) -> Finding:
     assert ctx.snapshot is not None
     observed = ctx.snapshot.profile.columns[name]

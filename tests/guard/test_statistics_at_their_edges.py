@@ -20,7 +20,7 @@ from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind
 from guard.runner import run_guard
-from guard.statistics import natural_null_share, never_null_chance, null_rate
+from guard.statistics import natural_null_share, never_seen_chance, null_rate
 from profiles.batches import split_batches
 from profiles.reference import build_reference
 
@@ -126,8 +126,8 @@ def test_the_natural_null_share_is_a_share_for_a_column_null_on_every_row_of_som
 )
 def test_the_chance_of_rows_with_new_nulls_is_a_chance_at_every_edge(seen: int, reference_rows: int, part: float):
     rows = int(round(seen * part))
-    evidence = never_null_chance(rows, seen, reference_rows)
+    evidence = never_seen_chance(rows, seen, reference_rows)
     assert 0.0 <= evidence.rate <= 1.0 and 0.0 <= evidence.chance <= 1.0 and 0.0 <= evidence.share <= 1.0
     assert evidence.chance == 1.0 if rows == 0 else math.isfinite(evidence.chance)
     if rows and reference_rows and seen:
-        assert never_null_chance(rows, seen, reference_rows * 2).chance <= evidence.chance  # more evidence, rarer
+        assert never_seen_chance(rows, seen, reference_rows * 2).chance <= evidence.chance  # more evidence, rarer

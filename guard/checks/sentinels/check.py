@@ -49,6 +49,7 @@ from typing import Iterator, Mapping
 import numpy as np
 import pandas as pd
 
+from guard.checks.sentinels.zeros import check_new_zeros
 from guard.context import GuardContext
 from guard.findings import ClosestCall, Condition, Finding, make_finding, rule_calls, window_rows
 from guard.kinds import FindingKind
@@ -84,19 +85,24 @@ def check_sentinels(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     if reference is None:
         return
     order = _time_order(ctx) if isinstance(ctx.reference, Reference) else None  # once, for every column
+    judged: list[str] = []
+    named: set[str] = set()
     for column in ctx.contract.columns:
         if column.logical_type not in _NUMERIC or column.primary_key or column.name not in ctx.snapshot.sample:
             continue
         known = reference.columns.get(column.name)
         if known is None or _the_periods_value(ctx, column.name):
             continue
+        judged.append(column.name)
         values = numeric_values(ctx.snapshot.sample[column.name])
         masses = _masses(values, column.minimum, column.maximum, known)
         yield from _closest_calls(ctx, column.name, known, values, masses, order)
         for value, count in masses:
             finding = _judge(ctx, column.name, known, value, count, values)
             if finding is not None:
+                named.add(column.name)
                 yield finding
+    yield from check_new_zeros(ctx, judged, named)
 
 
 def _the_periods_value(ctx: GuardContext, name: str) -> bool:

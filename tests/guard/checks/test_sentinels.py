@@ -9,9 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from controlplane.stages.guarding import with_repeats_counted
 from guard.checks.sentinels import check_sentinels, looks_like_placeholder
+from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind, Severity
+from guard.runner import run_guard
+from profiles.batches import split_batches
 from profiles.reference import Reference, build_reference
 
 import orders_support
@@ -245,3 +249,80 @@ def test_a_mode_that_moves_from_batch_to_batch_is_data_and_a_code_that_grows_is_
     assert not [f for f in moving.findings if f.column == "age"], [f.message for f in moving.findings]
     grown = _judged_on_ages(tmp_path, _with_ages(9, [None] * 8 + [9]))  # 9 comes from nowhere to a quarter
     assert [(f.kind, f.params.get("value")) for f in grown.blocking if f.column == "age"] == [(FindingKind.SENTINEL, 9)]
+
+
+def _wide_panel(periods: int = 7, seed: int = 8) -> pd.DataFrame:
+    """One row per entity and period: two positive quantities spanning orders of magnitude, a count whose least
+    value is 1, and a share in percent."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for i in range(periods):
+        size = np.exp(rng.normal(12, 2, ENTITIES))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "period": pd.Timestamp(f"{2001 + i}-01-01", tz="UTC"),
+                    "entity": [f"e{j:02d}" for j in range(ENTITIES)],
+                    "headcount": size.round(0),
+                    "output": (size * rng.lognormal(1, 0.3, ENTITIES)).round(1),
+                    "visits": rng.poisson(3, ENTITIES) + 1,
+                    "covered": np.clip(rng.normal(40, 20, ENTITIES), 0.5, 99.5).round(1),
+                }
+            )
+        )
+    frame = pd.concat(frames, ignore_index=True)
+    frame["period"] = frame["period"].astype("datetime64[ms, UTC]")
+    return frame
+
+
+def _judge_wide(tmp_path: Path, frame: pd.DataFrame):
+    path = tmp_path / "wide.parquet"
+    frame.to_parquet(path, index=False)
+    snapshots = split_batches(path, time_column="period", cadence="month")
+    contract = Contract(
+        URN,
+        (
+            ColumnContract("period", "timestamp", primary_key=True),
+            ColumnContract("entity", "string", primary_key=True),
+            ColumnContract("headcount", "number", minimum=0.0),
+            ColumnContract("output", "number", minimum=0.0),
+            ColumnContract("visits", "integer", minimum=0.0),
+            ColumnContract("covered", "number", unit="percent"),
+        ),
+        event_timestamp_column="period",
+    )
+    reference = build_reference([s.batch for s in snapshots[:-1]])  # type: ignore[misc]
+    newest = snapshots[-1]
+    return run_guard(
+        with_repeats_counted(GuardContext(URN, contract, newest, reference, (), now_ms=newest.batch.end_ms + 3_600_000))
+    )  # type: ignore[union-attr]
+
+
+def _zeroed(frame: pd.DataFrame, rows_by_column: dict[str, list[int]]) -> pd.DataFrame:
+    out = frame.copy()
+    newest = out.index[out["period"] == out["period"].max()]
+    for column, rows in rows_by_column.items():
+        out.loc[newest[rows], column] = 0
+    return out
+
+
+def _zero_sentinels(report) -> set[str]:
+    return {f.column for f in report.blocking if f.kind is FindingKind.SENTINEL and f.params.get("value") == 0}
+
+
+def test_a_few_zeros_in_each_of_two_columns_far_from_zero_are_placeholders_together(tmp_path: Path) -> None:
+    """Three zeros among forty rows of one wide-ranging quantity are within its evidence; three more in another,
+    on other rows, are not: each column is named. On a linear scale 0 is right beside their least values."""
+    alone = _judge_wide(tmp_path, _zeroed(_wide_panel(), {"headcount": [1, 2, 3]}))
+    assert _zero_sentinels(alone) == set(), [f.message for f in alone.findings]
+    report = _judge_wide(tmp_path, _zeroed(_wide_panel(), {"headcount": [1, 2, 3], "output": [11, 12, 13]}))
+    assert _zero_sentinels(report) == {"headcount", "output"}, [f.message for f in report.findings]
+    named = next(f for f in report.blocking if f.column == "output")
+    assert named.params["rows_with_new_zeros"] == 6 and named.params["chance"] < 0.001
+
+
+def test_zeros_beside_a_least_value_of_one_or_in_a_share_are_measurements(tmp_path: Path) -> None:
+    """The same six rows as two far-from-zero columns', in a count whose least value was 1 (it continues to 0) and a
+    percentage (0 is a level of its scale): not weighed."""
+    report = _judge_wide(tmp_path, _zeroed(_wide_panel(), {"visits": [1, 2, 3], "covered": [11, 12, 13]}))
+    assert _zero_sentinels(report) == set(), [f.message for f in report.findings]
