@@ -184,6 +184,7 @@ MEASURED = (
 # the policy fields that decide no block, or have no statistic of their own to compare: why each is not measured
 UNMEASURED = {
     "null_false_alarm": "a chance chosen in advance, not fitted: the nulls check's evidence has its sampling error",
+    "category_false_alarm": "a chance chosen in advance, not fitted: a closed set's evidence has its sampling error",
     "zero_false_alarm": "a chance chosen in advance, not fitted: the zeros' evidence has its sampling error",
     "sentinel_zero_apart_steps": "which columns' zeros are weighed at all (0 no neighbour of the range), not "
     "whether a batch blocks: `zero_false_alarm` decides that",

@@ -163,6 +163,9 @@ class Policy:
     # letters a value needs before a slip of one of them reads as a known value written wrong (guard.spellings):
     # shorter values are codes, where one letter makes another code; provenance: not measured
     spelling_min_length: int = 4
+    # the chance, chosen in advance and not fitted, that a clean batch holds so many rows of values new to a text
+    # column whose kept batches never brought one (guard.checks.domain, guard.statistics.NeverSeen): one in a thousand
+    category_false_alarm: float = 0.001
 
     # --- rule: freshness (guard.checks.freshness) ---------------------------------------------------------------
     # hours a label watermark may lie past `now` before it is a clock or timezone error; provenance: not

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from profiles.cores import atom_of, core, sketched
@@ -22,7 +22,7 @@ from profiles.profile import BatchProfile, ColumnProfile, DatasetProfile, canoni
 
 __all__ = ["Reference", "BatchSummary", "ColumnSummary", "build_reference", "reference_of", "REFERENCE_FORMAT"]
 
-REFERENCE_FORMAT = "kintsugi.reference/1"
+REFERENCE_FORMAT = "kintsugi.reference/2"
 
 CADENCE_BATCHES = 3  # the newest batches whose spans say how long a batch is now (a median: one odd batch is outvoted)
 
@@ -47,6 +47,9 @@ class ColumnSummary:
     atom_share: float | None = None  # share of values on the reference's point mass (None: it has none)
     core_count: float | None = None  # values in the core, and all values: the sizes behind the statistics
     values: float | None = None
+    # counted text: the share of its values no earlier kept batch held (None: the first batch, or values not counted
+    # in it or in an earlier one)
+    unseen_share: float | None = None
 
     @classmethod
     def of(cls, column: ColumnProfile, atom: float | None = None) -> ColumnSummary:
@@ -202,6 +205,17 @@ class Reference:
             return len(observed.value_counts) == 1
         return observed.minimum is not None and observed.minimum == observed.maximum
 
+    def unseen_values(self, column: str) -> tuple[int, int] | None:
+        """(values no earlier kept batch held, values counted) of a counted text column over the kept batches after
+        the first that holds it: how often the column brings a new value; None where one of them did not count its
+        values, or no batch follows the first."""
+        held = [(b.columns[column], b.rows) for b in self.batches if column in b.columns][1:]
+        if not held or any(summary.unseen_share is None for summary, _ in held):
+            return None
+        values = [rows * (1.0 - summary.null_share) for summary, rows in held]
+        unseen = sum((summary.unseen_share or 0.0) * n for (summary, _), n in zip(held, values))
+        return round(unseen), round(sum(values))
+
     def variation(self, column: str) -> list[ColumnSummary]:
         """The column's summary in each batch that has it, oldest first."""
         return [b.columns[column] for b in self.batches if column in b.columns]
@@ -248,10 +262,11 @@ def reference_of(read: Callable[[], Iterator[BatchProfile]]) -> Reference:
     merged, ids, clock = _merged(read())
     atoms = {name: atom_of(column) if sketched(column) else None for name, column in merged.columns.items()}
     summaries = []
+    seen: dict[str, set[str] | None] = {}
     for position, batch in enumerate(read()):
         if position >= len(ids) or batch.batch_id != ids[position]:
             raise ValueError(_CHANGED)
-        summaries.append(_summary(batch, atoms))
+        summaries.append(_with_unseen(_summary(batch, atoms), batch, seen))
     if len(summaries) != len(ids):
         raise ValueError(_CHANGED)
     return Reference(profile=merged, batches=tuple(summaries), time_column=clock)
@@ -301,6 +316,25 @@ def _summary(batch: BatchProfile, atoms: Mapping[str, float | None]) -> BatchSum
         columns={name: ColumnSummary.of(column, atoms.get(name)) for name, column in batch.profile.columns.items()},
         instants=_instants(batch),
     )
+
+
+def _with_unseen(summary: BatchSummary, batch: BatchProfile, seen: dict[str, set[str] | None]) -> BatchSummary:
+    """The summary with each counted text column's share of values no earlier batch held (`seen`: the values the
+    batches before held, per column; None where one of them did not count its values), and `seen` grown by it."""
+    columns = dict(summary.columns)
+    for name, column in batch.profile.columns.items():
+        counts = column.value_counts if column.logical_type == "string" else None
+        earlier = seen.get(name)
+        if counts is not None and earlier is not None and column.values > 0:
+            unseen = sum(count for value, count in counts if value not in earlier)
+            columns[name] = replace(columns[name], unseen_share=unseen / column.values)
+        if counts is None:
+            seen[name] = None
+        elif name not in seen:
+            seen[name] = {value for value, _ in counts}
+        elif (held := seen[name]) is not None:
+            held.update(value for value, _ in counts)
+    return replace(summary, columns=columns)
 
 
 def _instants(batch: BatchProfile) -> float | None:

@@ -12,7 +12,10 @@ lists none, against the values the reference has seen. A value equal to an allow
 whitespace-collapsed and case-folded is miscased (CATEGORY_CASING, healed by its mapping); any other
 unseen value is a NEW_CATEGORY — blocking against the contract, a warning against the reference (which
 records history, not law) unless one of them is a known value written wrong (`guard.spellings`: a letter slipped,
-two swapped, leetspeak), which blocks and names the value it resembles — but for the period's name: a column every kept batch held on one value, one value
+two swapped, leetspeak), which blocks and names the value it resembles, or the reference's set is closed: no kept
+batch after the first brought a value the ones before had not held, and the batch's rows of new values are more
+than the rule of three over those values gives with a chance of `policy.category_false_alarm`
+(`guard.statistics.never_seen_chance`; a column that gains a value now and then, as routes or products, stays open) — but for the period's name: a column every kept batch held on one value, one value
 in this batch too (a month's name in a month's batch), is new in every batch by construction.
 """
 
@@ -29,7 +32,7 @@ from guard.findings import Finding, make_finding
 from guard.kinds import FindingKind, Severity
 from guard.registry import register
 from guard.spellings import resembled
-from guard.statistics import is_categorical, normalize_category
+from guard.statistics import NeverSeen, is_categorical, never_seen_chance, normalize_category
 from guard.units import limits
 from profiles.profile import MAX_CATEGORIES, ColumnProfile
 from profiles.reference import Reference
@@ -194,7 +197,8 @@ def _category_findings(ctx: GuardContext, column: ColumnContract, observed: Colu
         )
     new = {value: count for value, count in unseen.items() if value not in mapping}
     if new and not (source == "reference" and _the_periods_name(ctx, column.name, observed)):
-        yield _new_category(ctx, column.name, new, values, source)
+        closed = _closed(ctx, column.name, sum(new.values()), observed.values) if source == "reference" else None
+        yield _new_category(ctx, column.name, new, values, source, closed)
 
 
 def _the_periods_name(ctx: GuardContext, name: str, observed: ColumnProfile) -> bool:
@@ -214,14 +218,32 @@ def _allowed_values(ctx: GuardContext, column: ColumnContract) -> tuple[frozense
     return frozenset(value for value, _ in reference.value_counts), "reference"
 
 
-def _new_category(ctx: GuardContext, name: str, new: dict[str, int], allowed: frozenset[str], source: str) -> Finding:
+def _closed(ctx: GuardContext, name: str, rows: int, values: int) -> tuple[NeverSeen, int] | None:
+    """The evidence that the reference's set is closed, where it is: no kept batch after the first brought a value the
+    ones before had not held (`Reference.unseen_values`), and `rows` of the batch's `values` holding new ones are more
+    than the rule of three over the values that history counted gives with a chance of `policy.category_false_alarm`."""
+    history = ctx.reference.unseen_values(name) if isinstance(ctx.reference, Reference) else None
+    if history is None or history[0] > 0 or history[1] <= 0:
+        return None
+    evidence = never_seen_chance(rows, values, history[1])
+    return (evidence, history[1]) if evidence.chance < ctx.policy.category_false_alarm else None
+
+
+def _new_category(
+    ctx: GuardContext,
+    name: str,
+    new: dict[str, int],
+    allowed: frozenset[str],
+    source: str,
+    closed: tuple[NeverSeen, int] | None = None,
+) -> Finding:
     listed = dict(sorted(new.items(), key=lambda item: (-item[1], item[0]))[:MAX_LISTED_VALUES])
     slips = {
         value: known
         for value in new
         if (known := resembled(value, allowed, ctx.policy.spelling_min_length)) is not None
     }
-    severity = Severity.BLOCK if source == "contract" or slips else Severity.WARN
+    severity = Severity.BLOCK if source == "contract" or slips or closed else Severity.WARN
     said = (
         f"{len(slips)} of them a known value written wrong ("
         + ", ".join(f"{v!r} for {k!r}" for v, k in sorted(slips.items())[:MAX_LISTED_VALUES])
@@ -229,6 +251,12 @@ def _new_category(ctx: GuardContext, name: str, new: dict[str, int], allowed: fr
         if slips
         else ""
     )
+    if closed is not None:
+        evidence, history = closed
+        said += (
+            f"a closed set: no kept batch brought a value the ones before had not held ({history} values), and "
+            f"{evidence.rows} of {evidence.seen} rows of new values is no chance ({evidence.chance:.1e}); "
+        )
     return make_finding(
         FindingKind.NEW_CATEGORY,
         ctx.dataset_urn,
@@ -240,6 +268,7 @@ def _new_category(ctx: GuardContext, name: str, new: dict[str, int], allowed: fr
         rows_affected=sum(new.values()),
         source=source,
         resembles=slips,
+        closed_set=closed is not None,
         message=f"{name!r} has {len(new)} value(s) the {source} does not allow: {said}"
         f"{', '.join(repr(v) for v in listed)}{' …' if len(new) > len(listed) else ''}",
     )

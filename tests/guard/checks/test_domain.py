@@ -232,3 +232,86 @@ def test_a_level_on_a_trend_carries_its_extremes_and_is_no_new_extreme(tmp_path:
     assert newest["level"].max() > 35 + 0.25 * 40 and ranges(newest, "w5") == []
     storm = newest.assign(level=newest["level"].where(newest.index != 7, 400.0))
     assert [(f.column, f.severity) for f in ranges(storm, "storm")] == [("level", Severity.WARN)]
+
+
+def _daily_kinds(tmp_path: Path, days: int, kinds_of_day) -> tuple[Contract, list]:
+    """Daily batches of 50 rows, each row's `kind` drawn by `kinds_of_day(day, rng)`."""
+    urn = "urn:li:dataset:(urn:li:dataPlatform:file,kinds,PROD)"
+    rng = np.random.default_rng(3)
+    frames = []
+    for day in range(days):
+        frames.append(
+            pd.DataFrame(
+                {
+                    "at": pd.Timestamp("2024-01-01", tz="UTC")
+                    + pd.Timedelta(days=day)
+                    + pd.to_timedelta(np.arange(50) * 20, unit="m"),
+                    "kind": kinds_of_day(day, rng),
+                    "amount": rng.gamma(2.0, 10.0, 50).round(2),
+                }
+            ).assign(at=lambda f: f["at"].astype("datetime64[ms, UTC]"))
+        )
+    contract = Contract(
+        urn,
+        (ColumnContract("at", "timestamp"), ColumnContract("kind", "string"), ColumnContract("amount", "number")),
+        event_timestamp_column="at",
+    )
+    snaps = []
+    for day, frame in enumerate(frames):
+        path = tmp_path / f"d{day}.parquet"
+        frame.to_parquet(path, index=False)
+        snaps.append(read_snapshot(path, time_column="at", batch_id=f"d{day}"))
+    return contract, snaps
+
+
+def _new_kind(contract: Contract, snaps: list, tmp_path: Path) -> Finding:
+    reference = build_reference([s.batch for s in snaps[:-1]])
+    newest = snaps[-1]
+    (found,) = [
+        f
+        for f in check_domain(GuardContext(contract.dataset_urn, contract, newest, reference, (), now_ms=0))
+        if f.kind is K.NEW_CATEGORY
+    ]
+    return found
+
+
+def test_a_new_value_on_a_tenth_of_rows_of_a_set_no_batch_ever_grew_blocks(tmp_path: Path) -> None:
+    """Ten days of the same three kinds: the set is closed, and five rows of a new one in fifty are no chance."""
+
+    def kinds(day: int, rng: np.random.Generator) -> np.ndarray:
+        drawn = rng.choice(["walk-in", "phone", "online"], 50)
+        if day == 10:
+            drawn[:5] = "kiosk"  # resembles no known value
+        return drawn
+
+    contract, snaps = _daily_kinds(tmp_path, 11, kinds)
+    found = _new_kind(contract, snaps, tmp_path)
+    assert found.severity is Severity.BLOCK and found.params["closed_set"], found.message
+    assert "a closed set" in found.message
+
+
+def test_a_new_value_in_a_set_that_gains_values_now_and_then_only_warns(tmp_path: Path) -> None:
+    """Every few days brings a value never seen before, as new routes do: the set is open."""
+
+    def kinds(day: int, rng: np.random.Generator) -> np.ndarray:
+        drawn = rng.choice(["walk-in", "phone", "online"], 50)
+        if day % 3 == 2 or day == 10:
+            drawn[:5] = f"route {day}"
+        return drawn
+
+    contract, snaps = _daily_kinds(tmp_path, 11, kinds)
+    found = _new_kind(contract, snaps, tmp_path)
+    assert found.severity is Severity.WARN and not found.params["closed_set"], found.message
+
+
+def test_the_reference_counts_the_values_each_batch_brought_that_none_before_held(tmp_path: Path) -> None:
+    def kinds(day: int, rng: np.random.Generator) -> np.ndarray:
+        drawn = np.array(["a"] * 50, dtype=object)
+        if day == 2:
+            drawn[:10] = "b"
+        return drawn
+
+    _, snaps = _daily_kinds(tmp_path, 4, kinds)
+    reference = build_reference([s.batch for s in snaps])
+    assert [s.unseen_share for s in reference.variation("kind")] == [None, 0.0, 0.2, 0.0]
+    assert reference.unseen_values("kind") == (10, 150)
