@@ -40,17 +40,19 @@ def _panel(periods: int, *, last_rows: int = ENTITIES, seed: int = 5) -> pd.Data
     return frame
 
 
-def _guard(tmp_path: Path, frame: pd.DataFrame, kept: int):
+def _guard(tmp_path: Path, frame: pd.DataFrame, kept: int, columns: tuple[ColumnContract, ...] | None = None):
+    """The guard's report on period `kept` against the periods before it, under a contract of the panel's key and
+    `columns` (the panel's `level` and `flag` when none are given)."""
     path = tmp_path / "panel.parquet"
     frame.to_parquet(path, index=False)
     snapshots = split_batches(path, time_column="period", cadence="month")
+    measured = columns or (ColumnContract("level", "number"), ColumnContract("flag", "integer"))
     contract = Contract(
         URN,
         (
             ColumnContract("period", "timestamp", primary_key=True),
             ColumnContract("entity", "string", primary_key=True),
-            ColumnContract("level", "number"),
-            ColumnContract("flag", "integer"),
+            *measured,
         ),
         event_timestamp_column="period",
     )

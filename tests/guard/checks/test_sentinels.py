@@ -9,12 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from controlplane.stages.guarding import with_repeats_counted
 from guard.checks.sentinels import check_sentinels, looks_like_placeholder
-from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind, Severity
-from guard.runner import run_guard
 from profiles.batches import split_batches
 from profiles.reference import Reference, build_reference
 
@@ -230,7 +227,6 @@ def _with_ages(weeks: int, modes: list[int | None], seed: int = 4) -> pd.DataFra
 
 
 def _judged_on_ages(tmp_path: Path, frame: pd.DataFrame):
-    from profiles.batches import split_batches
 
     from readings_support import contract, judge, week
 
@@ -276,26 +272,13 @@ def _wide_panel(periods: int = 7, seed: int = 8) -> pd.DataFrame:
 
 
 def _judge_wide(tmp_path: Path, frame: pd.DataFrame):
-    path = tmp_path / "wide.parquet"
-    frame.to_parquet(path, index=False)
-    snapshots = split_batches(path, time_column="period", cadence="month")
-    contract = Contract(
-        URN,
-        (
-            ColumnContract("period", "timestamp", primary_key=True),
-            ColumnContract("entity", "string", primary_key=True),
-            ColumnContract("headcount", "number", minimum=0.0),
-            ColumnContract("output", "number", minimum=0.0),
-            ColumnContract("visits", "integer", minimum=0.0),
-            ColumnContract("covered", "number", unit="percent"),
-        ),
-        event_timestamp_column="period",
+    columns = (
+        ColumnContract("headcount", "number", minimum=0.0),
+        ColumnContract("output", "number", minimum=0.0),
+        ColumnContract("visits", "integer", minimum=0.0),
+        ColumnContract("covered", "number", unit="percent"),
     )
-    reference = build_reference([s.batch for s in snapshots[:-1]])  # type: ignore[misc]
-    newest = snapshots[-1]
-    return run_guard(
-        with_repeats_counted(GuardContext(URN, contract, newest, reference, (), now_ms=newest.batch.end_ms + 3_600_000))
-    )  # type: ignore[union-attr]
+    return _guard(tmp_path, frame, kept=frame["period"].nunique() - 1, columns=columns)
 
 
 def _zeroed(frame: pd.DataFrame, rows_by_column: dict[str, list[int]]) -> pd.DataFrame:
