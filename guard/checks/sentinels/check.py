@@ -342,7 +342,9 @@ def _time_order(ctx: GuardContext) -> np.ndarray | None:
 
 def _runs(ctx: GuardContext, name: str, wanted: list[float], order: np.ndarray | None) -> Mapping[float, float]:
     """The `wanted` values' longest runs in event-time order (`order`, `_time_order`), as a share of the sampled
-    values: what the frozen rule reads (`_longest_run`), for those values at once."""
+    values: what the frozen rule reads (`_longest_run`), for those values at once. A run is a reading repeated: a
+    value on one row between others has none (0), whatever the batch's size, so a small batch's single row is not a
+    run of a thirtieth of it."""
     assert ctx.snapshot is not None
     if order is None:
         return {}
@@ -357,7 +359,8 @@ def _runs(ctx: GuardContext, name: str, wanted: list[float], order: np.ndarray |
     held, at = np.unique(firsts[kept], return_inverse=True)
     longest = np.zeros(len(held), dtype=np.int64)
     np.maximum.at(longest, at, lengths[kept])
-    return dict(zip(held.tolist(), (longest / len(ordered)).tolist()))
+    repeated = np.where(longest >= 2, longest, 0)  # one row alone repeats no reading: it is no run
+    return dict(zip(held.tolist(), (repeated / len(ordered)).tolist()))
 
 
 class _Judged:

@@ -3,6 +3,7 @@ zeros continuing the reference's edge or a period's constant value is not."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,14 +11,19 @@ import pandas as pd
 import pytest
 
 from guard.checks.sentinels import check_sentinels, looks_like_placeholder
+from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind, Severity
+from guard.policy import DEFAULT
 from profiles.batches import split_batches
 from profiles.reference import Reference, build_reference
+from profiles.snapshot import read_snapshot
 
 import orders_support
 from orders_support import URN, found, orders, snap
 from panel_support import ENTITIES, _guard, _panel
+from readings_support import URN as READINGS
+from readings_support import contract, week
 from real_cases import RealCase, blocking_on
 
 
@@ -228,7 +234,7 @@ def _with_ages(weeks: int, modes: list[int | None], seed: int = 4) -> pd.DataFra
 
 def _judged_on_ages(tmp_path: Path, frame: pd.DataFrame):
 
-    from readings_support import contract, judge, week
+    from readings_support import judge
 
     path = tmp_path / "ages.parquet"
     frame.to_parquet(path, index=False)
@@ -309,3 +315,31 @@ def test_zeros_beside_a_least_value_of_one_or_in_a_share_are_measurements(tmp_pa
     percentage (0 is a level of its scale): not weighed."""
     report = _judge_wide(tmp_path, _zeroed(_wide_panel(), {"visits": [1, 2, 3], "covered": [11, 12, 13]}))
     assert _zero_sentinels(report) == set(), [f.message for f in report.findings]
+
+
+@pytest.mark.parametrize("rows,frozen", [([2, 6, 10, 14, 18, 22], False), ([8, 9, 10, 11, 12, 13], True)])
+def test_a_value_on_single_rows_between_others_is_no_run_and_one_repeated_is(
+    tmp_path: Path, table, rows: list[int], frozen: bool
+) -> None:
+    """A day of hourly readings holding a value the reference never held on six rows: apart, no reading repeats,
+    however small the batch (one row is a twenty-fourth of it); six hours in a row are a run. A run limit of 2% of
+    the rows makes a single row cross it unless one row alone is no run."""
+
+    from readings_support import contract, week
+
+    _, batches = table
+    day = week(table, 9).iloc[:24].copy()
+    day.loc[rows, "wind"] = 7.77
+    path = tmp_path / "day.parquet"
+    day.to_parquet(path, index=False)
+    ctx = GuardContext(
+        READINGS,
+        contract(),
+        read_snapshot(path, time_column="time"),
+        build_reference([b.batch for b in batches[:8]]),
+        (),
+        now_ms=0,
+        policy=replace(DEFAULT, frozen_run_share=0.02),
+    )
+    named = [f for f in check_sentinels(ctx) if getattr(f, "kind", None) is FindingKind.SENTINEL]
+    assert bool(named) is frozen and all(f.params["how"] == "frozen" for f in named), [f.message for f in named]
