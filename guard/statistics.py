@@ -195,6 +195,7 @@ class NeverSeen:
 
     rows: int
     seen: int
+    reference_rows: int  # the N of the rule of three
     rate: float
     chance: float
 
@@ -210,7 +211,7 @@ def never_seen_chance(rows: int, seen: int, reference_rows: int) -> NeverSeen:
         raise ValueError(f"rows holding it must be between 0 and the {seen} rows seen, not {rows}")
     rate = min(1.0, 3.0 / reference_rows) if reference_rows > 0 else 1.0
     chance = float(binom.sf(rows - 1, seen, rate)) if rows > 0 else 1.0
-    return NeverSeen(rows, seen, rate, min(1.0, chance))
+    return NeverSeen(rows, seen, reference_rows, rate, min(1.0, chance))
 
 
 def normalize_category(value: str) -> str:

@@ -218,7 +218,7 @@ def _allowed_values(ctx: GuardContext, column: ColumnContract) -> tuple[frozense
     return frozenset(value for value, _ in reference.value_counts), "reference"
 
 
-def _closed(ctx: GuardContext, name: str, rows: int, values: int) -> tuple[NeverSeen, int] | None:
+def _closed(ctx: GuardContext, name: str, rows: int, values: int) -> NeverSeen | None:
     """The evidence that the reference's set is closed, where it is: no kept batch after the first brought a value the
     ones before had not held (`Reference.unseen_values`), and `rows` of the batch's `values` holding new ones are more
     than the rule of three over the values that history counted gives with a chance of `policy.category_false_alarm`."""
@@ -226,7 +226,7 @@ def _closed(ctx: GuardContext, name: str, rows: int, values: int) -> tuple[Never
     if history is None or history[0] > 0 or history[1] <= 0:
         return None
     evidence = never_seen_chance(rows, values, history[1])
-    return (evidence, history[1]) if evidence.chance < ctx.policy.category_false_alarm else None
+    return evidence if evidence.chance < ctx.policy.category_false_alarm else None
 
 
 def _new_category(
@@ -235,7 +235,7 @@ def _new_category(
     new: dict[str, int],
     allowed: frozenset[str],
     source: str,
-    closed: tuple[NeverSeen, int] | None = None,
+    closed: NeverSeen | None = None,
 ) -> Finding:
     listed = dict(sorted(new.items(), key=lambda item: (-item[1], item[0]))[:MAX_LISTED_VALUES])
     slips = {
@@ -252,10 +252,9 @@ def _new_category(
         else ""
     )
     if closed is not None:
-        evidence, history = closed
         said += (
-            f"a closed set: no kept batch brought a value the ones before had not held ({history} values), and "
-            f"{evidence.rows} of {evidence.seen} rows of new values is no chance ({evidence.chance:.1e}); "
+            f"a closed set: no kept batch brought a value the ones before had not held ({closed.reference_rows} "
+            f"values), and {closed.rows} of {closed.seen} rows of new values is no chance ({closed.chance:.1e}); "
         )
     return make_finding(
         FindingKind.NEW_CATEGORY,

@@ -114,12 +114,10 @@ def _never_null(ctx: GuardContext, named: set[str]) -> Iterator[Finding | Closes
     if rise > increase and evidence.chance < chance:
         for name in nulled:
             if name not in named:
-                yield _never_null_finding(ctx, name, nulled, evidence, min(never.values()))
+                yield _never_null_finding(ctx, name, nulled, evidence)
 
 
-def _never_null_finding(
-    ctx: GuardContext, name: str, nulled: list[str], evidence: NeverSeen, reference_rows: int
-) -> Finding:
+def _never_null_finding(ctx: GuardContext, name: str, nulled: list[str], evidence: NeverSeen) -> Finding:
     assert ctx.snapshot is not None
     observed = ctx.snapshot.profile.columns[name]
     others = [other for other in nulled if other != name]
@@ -132,7 +130,7 @@ def _never_null_finding(
         expected=0.0,
         message=(
             f"{name!r} is null on {observed.null_count} of {observed.row_count} rows, never in the reference's "
-            f"{reference_rows}{together}{evidence.rows} of {evidence.seen} rows hold a null where none was before "
+            f"{evidence.reference_rows}{together}{evidence.rows} of {evidence.seen} rows hold a null where none was before "
             f"(at most {evidence.rate:.1%} by the reference; by chance: {evidence.chance:.1e})"
         ),
         playbook="null_impute",
