@@ -85,7 +85,7 @@ def check_sentinels(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     if reference is None:
         return
     order = _time_order(ctx) if isinstance(ctx.reference, Reference) else None  # once, for every column
-    judged: list[str] = []
+    judged: dict[str, np.ndarray] = {}  # each column's sampled values, as the rules below read them
     named: set[str] = set()
     for column in ctx.contract.columns:
         if column.logical_type not in _NUMERIC or column.primary_key or column.name not in ctx.snapshot.sample:
@@ -93,8 +93,7 @@ def check_sentinels(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
         known = reference.columns.get(column.name)
         if known is None or _the_periods_value(ctx, column.name):
             continue
-        judged.append(column.name)
-        values = numeric_values(ctx.snapshot.sample[column.name])
+        values = judged[column.name] = numeric_values(ctx.snapshot.sample[column.name])
         masses = _masses(values, column.minimum, column.maximum, known)
         yield from _closest_calls(ctx, column.name, known, values, masses, order)
         for value, count in masses:

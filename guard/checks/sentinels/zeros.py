@@ -17,14 +17,15 @@ column of populations from its least value, yet no country has none.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Mapping
 
+import numpy as np
 import pandas as pd
 
 from guard.context import GuardContext
 from guard.findings import ClosestCall, Finding, make_finding, window_rows
 from guard.kinds import FindingKind
-from guard.statistics import NeverSeen, never_seen_chance, numeric_values
+from guard.statistics import NeverSeen, never_seen_chance
 from guard.units import limits
 from profiles.profile import ColumnProfile
 from profiles.relations import resolution
@@ -42,14 +43,17 @@ class _Weighed:
     sampled: int
 
 
-def check_new_zeros(ctx: GuardContext, columns: list[str], named: set[str]) -> Iterator[Finding | ClosestCall]:
-    """Zeros across `columns` (numeric, contracted, sampled) where the reference never held one (see the module's
-    docstring); a column in `named` already has its finding."""
+def check_new_zeros(
+    ctx: GuardContext, columns: Mapping[str, np.ndarray], named: set[str]
+) -> Iterator[Finding | ClosestCall]:
+    """Zeros across `columns` (numeric, contracted, sampled: each one's finite sampled values, as the check read them)
+    where the reference never held one (see the module's docstring); a column in `named` already has its finding."""
     assert ctx.snapshot is not None
     reference = ctx.reference_profile
     if reference is None or ctx.same_rows:
         return
-    weighed = [w for name in columns if (w := _weighed(ctx, name, reference.columns.get(name))) is not None]
+    found = (_weighed(ctx, name, reference.columns.get(name), values) for name, values in columns.items())
+    weighed = [w for w in found if w is not None]
     if not any(w.zeros for w in weighed):
         return
     sample = ctx.snapshot.sample[[w.name for w in weighed]].apply(pd.to_numeric, errors="coerce")
@@ -64,14 +68,12 @@ def check_new_zeros(ctx: GuardContext, columns: list[str], named: set[str]) -> I
             yield _finding(ctx, w, [o.name for o in weighed if o.zeros and o.name != w.name], evidence)
 
 
-def _weighed(ctx: GuardContext, name: str, known: ColumnProfile | None) -> _Weighed | None:
-    assert ctx.snapshot is not None
+def _weighed(ctx: GuardContext, name: str, known: ColumnProfile | None, values: np.ndarray) -> _Weighed | None:
     if known is None or known.zero_count != 0 or not known.values or known.minimum is None or known.maximum is None:
         return None
     if known.minimum <= 0 <= known.maximum or _a_level_of_its_scale(ctx, name):
         return None
     side = 1.0 if known.minimum > 0 else -1.0
-    values = numeric_values(ctx.snapshot.sample[name])
     others = side * values[values != 0]
     if (others < 0).any():
         return None  # the batch crosses 0: a zero lies among its values
