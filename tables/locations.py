@@ -60,6 +60,7 @@ from pathlib import Path, PurePosixPath
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tables import delta
 from tables.csvtable import (
     CsvSchema,
     FileDialect,
@@ -136,14 +137,22 @@ class _Listing:
         return [(e.name, e.version) for e in self.entries]
 
 
-def parse_location(text: str, base: Path, *, time_columns: tuple[str, ...] = ()) -> TableLocation:
-    """Validate a `data:` location's form (no I/O); relative local paths are taken from `base`. A CSV table's
-    `time_columns` must be ISO-8601 text in every file and batch (`tables.csvtable`)."""
+def parse_location(text: str, base: Path, *, time_columns: tuple[str, ...] = ()) -> TableLocation | delta.DeltaLocation:
+    """Validate a `data:` location's form; relative local paths are taken from `base`. A CSV table's
+    `time_columns` must be ISO-8601 text in every file and batch (`tables.csvtable`). The only I/O: whether a
+    local folder holds a Delta log (`tables.delta`)."""
     raw = (text or "").strip()
     if not raw:
         raise LocationError(
             "the pipeline's data: location is empty", "set data: to a parquet/CSV file, folder, glob or s3:// URL"
         )
+    if raw.startswith(delta.PREFIX) or "://" not in raw:
+        named = raw.removeprefix(delta.PREFIX)
+        local = Path(os.path.normpath(Path(base) / os.path.expanduser(named)))
+        if delta.is_delta(raw, local):
+            if "://" in named or _GLOB_CHARS & set(named):
+                raise LocationError(f"data: {raw} is not a local folder", "name a Delta table by its local folder")
+            return delta.DeltaLocation(raw, str(Path(base)), str(local), tuple(time_columns))
     if "**" in raw:
         raise LocationError(f"data: {raw} uses **", "name the folder instead (folders are read recursively)")
     if raw.startswith("s3://"):
@@ -785,9 +794,12 @@ def _renameat2_exchange(first: str, second: str) -> bool:
     raise OSError(code, os.strerror(code), second)
 
 
-def verify_backup(backup: BackupManifest | Path) -> BackupManifest:
+def verify_backup(backup: BackupManifest | Path, *, base: Path | None = None) -> BackupManifest:
     """The backup's manifest, once every kept file has been re-hashed; TableChanged if any is missing or damaged."""
     manifest = backup if isinstance(backup, BackupManifest) else BackupManifest.load(Path(backup))
+    if manifest.versions is not None:  # a Delta table's version before: time travel, no kept bytes
+        _delta_of(manifest, base).verify(manifest)
+        return manifest
     for name, entry in manifest.files.items():
         path = manifest.root / "files" / name
         if not path.is_file() or sha256_file(path) != entry.sha256:
@@ -807,8 +819,11 @@ def restore(backup: BackupManifest | Path, *, check_live: bool = True, base: Pat
     what the publish wrote (or already the old bytes: then nothing is done); pass False to roll back an
     interrupted publish, whose location holds a mix. `base` resolves a relative location (default: the one
     recorded, which is wrong for a workspace that was copied or moved since)."""
-    manifest = verify_backup(backup)
+    manifest = verify_backup(backup, base=base)
+    if manifest.versions is not None:
+        return _delta_of(manifest, base).restore(manifest, check_live=check_live)
     location = parse_location(manifest.location, base or Path(manifest.base))
+    assert isinstance(location, TableLocation)
     listing = location._scan(allow_empty=True, shape=manifest.shape, ignore_marker=True)
     live = {e.name: location.store.sha256(e.path) for e in listing.entries}
     live_hash = content_hash(live.items())
@@ -830,3 +845,13 @@ def restore(backup: BackupManifest | Path, *, check_live: bool = True, base: Pat
             "a writer changed it during the restore: restore again under the pipeline's lock",
         )
     return restored
+
+
+def _delta_of(manifest: BackupManifest, base: Path | None) -> delta.DeltaLocation:
+    location = parse_location(manifest.location, base or Path(manifest.base))
+    if not isinstance(location, delta.DeltaLocation):
+        raise TableChanged(
+            f"the backup at {manifest.root} records Delta versions, but {manifest.location} is no Delta table now",
+            "restore from another copy; the live table was not touched",
+        )
+    return location

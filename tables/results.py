@@ -51,6 +51,7 @@ class PinnedTable:
     partition_columns: tuple[tuple[str, str], ...]  # (name, arrow type), appended after the file columns
     csv_schema: CsvSchema | None = None
     csv_dialects: dict[str, FileDialect] = field(default_factory=dict)
+    snapshot: str | None = None  # the table format's own name of the version read ("delta version 3")
 
     def verify(self) -> None:
         """Re-hash every pinned file (and the table file); raise TableChanged if any byte moved."""
@@ -79,6 +80,7 @@ class PinnedTable:
             "partition_columns": [list(p) for p in self.partition_columns],
             "csv_schema": self.csv_schema.to_json() if self.csv_schema else None,
             "csv_dialects": {n: d.__dict__ for n, d in self.csv_dialects.items()},
+            "snapshot": self.snapshot,
         }
 
 
@@ -93,11 +95,13 @@ class BackupManifest:
     files: dict[str, ManifestEntry]  # the previous version: name -> size, version, sha256
     written: tuple[str, ...]
     deleted: tuple[str, ...]
+    versions: tuple[int, int | None] | None = None  # a Delta table's version before and after; no bytes are kept
 
     def save(self) -> None:
         data = {k: v for k, v in self.__dict__.items() if k not in ("root", "files")}
         data["files"] = {n: m.__dict__ for n, m in self.files.items()}
         data["written"], data["deleted"] = list(self.written), list(self.deleted)
+        data["versions"] = list(self.versions) if self.versions else None
         temporary = self.root / "manifest.json.tmp"
         temporary.write_text(json.dumps(data, indent=2, sort_keys=True))
         os.replace(temporary, self.root / "manifest.json")
@@ -110,6 +114,7 @@ class BackupManifest:
             data = json.loads((folder / "manifest.json").read_text())
             files = {n: ManifestEntry(**m) for n, m in data.pop("files").items()}
             data.update(written=tuple(data["written"]), deleted=tuple(data["deleted"]))
+            data["versions"] = tuple(data["versions"]) if data.get("versions") else None
             return cls(folder, files=files, **data)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise TableChanged(

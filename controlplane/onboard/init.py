@@ -48,7 +48,7 @@ from controlplane.runs.journal import RunJournal, RunRecord, new_run_id
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, check_pipeline_name, parse_spec
 from controlplane.stages.kept_reference import establish_reference
-from controlplane.stages.pin import pin_location
+from controlplane.stages.pin import DELTA_PREFIX, is_delta_table, pin_location
 from controlplane.takeback.recovery import recover_pipeline
 from controlplane.vocab import LedgerKind, Policy, RunKind, RunStatus, Stage
 from controlplane.workspace import Workspace
@@ -145,17 +145,22 @@ def resolve_data(ws: Workspace, data: str, cwd: Path) -> str:
     """The location as the spec will say it: relative paths are the caller's (cwd's); inside the workspace they
     are kept relative to it (a copied workspace takes its table along), elsewhere absolute; s3:// as given."""
     text = data.strip()
+    prefix = DELTA_PREFIX if text.startswith(DELTA_PREFIX) else ""
+    text = text.removeprefix(prefix)
     if not text or "://" in text:
-        return text
+        return prefix + text
     path = Path(os.path.normpath(Path(cwd) / os.path.expanduser(text)))
     try:
-        return path.relative_to(ws.root).as_posix()
+        return prefix + path.relative_to(ws.root).as_posix()
     except ValueError:
-        return str(path)
+        return prefix + str(path)
 
 
-def default_dataset(data_text: str) -> str:
-    """The dataset URN a location names when --dataset is not given: platform s3 or file, the path as its name."""
+def default_dataset(ws: Workspace, data_text: str) -> str:
+    """The dataset URN a location names when --dataset is not given: platform delta-lake, s3 or file, the path as
+    its name."""
+    if is_delta_table(ws, data_text):
+        return dataset_urn("delta-lake", data_text.removeprefix(DELTA_PREFIX).rstrip("/"))
     if data_text.startswith("s3://"):
         return dataset_urn("s3", data_text[len("s3://") :].strip("/"))
     return dataset_urn("file", data_text.rstrip("/"))
@@ -236,7 +241,7 @@ def plan_init(ws: Workspace, request: InitRequest, *, now_ms: int, cwd: Path) ->
     check_request(request)
     refuse_existing(ws, request)
     data_text = resolve_data(ws, request.data, cwd)
-    dataset = check_dataset_urn(request.dataset or default_dataset(data_text), "--dataset")
+    dataset = check_dataset_urn(request.dataset or default_dataset(ws, data_text), "--dataset")
     upstreams = tuple(parse_upstream(u) for u in request.upstreams)
     scratch = Path(tempfile.mkdtemp(prefix=".init-", dir=ws.runs))
     try:

@@ -22,7 +22,7 @@ from controlplane.errors import DataError, TableChanged
 from controlplane.runs.facts import Pinned  # a value of the run record; this module makes and checks one
 from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace
-from tables import locations, readonce
+from tables import delta, locations, readonce
 from tables.objectstore import LocationError, file_hash
 from tables.objectstore import TableChanged as LocationChanged
 
@@ -41,7 +41,11 @@ __all__ = [
     "file_hash",
     "locations_mapped",
     "location_mapped",
+    "is_delta_table",
+    "DELTA_PREFIX",
 ]
+
+DELTA_PREFIX = delta.PREFIX
 
 
 @contextmanager
@@ -85,6 +89,11 @@ def pin_location(
     return Pinned(ws.rel(pinned.table_path), "sha256:" + pinned.table_sha256, pinned.content_hash, data_text), kinds
 
 
+def is_delta_table(ws: Workspace, data_text: str) -> bool:
+    """Whether `data:` names a Delta table (`delta:` said outright, or a local folder holding a Delta log)."""
+    return "://" not in data_text and delta.is_delta(data_text, ws.root / data_text.removeprefix(delta.PREFIX))
+
+
 def append_batch(ws: Workspace, spec: PipelineSpec, batch: Path) -> locations.Appended:
     """Append a batch file to the pipeline's table where it lives (`kintsugi land`)."""
     with locations_mapped(spec):
@@ -115,7 +124,7 @@ def batch_row_count(batch: Path) -> int:
         raise DataError(exc.message, "land a readable parquet or CSV file") from exc
 
 
-def _location(ws: Workspace, spec: PipelineSpec) -> locations.TableLocation:
+def _location(ws: Workspace, spec: PipelineSpec) -> locations.TableLocation | delta.DeltaLocation:
     return locations.parse_location(spec.data_text, ws.root, time_columns=(spec.training.time_column,))
 
 
@@ -177,4 +186,4 @@ def restore_table(ws: Workspace, spec: PipelineSpec, backup: Path, *, check_live
 def check_backup(ws: Workspace, spec: PipelineSpec, backup: Path) -> None:
     """The kept bytes of a publish are whole (every file re-hashed), before anything relies on them."""
     with locations_mapped(spec):
-        locations.verify_backup(backup)
+        locations.verify_backup(backup, base=ws.root)

@@ -4,31 +4,11 @@ converts every row back once, verify passes and the incident is resolved; the ta
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import pandas as pd
 
-from smoke_support import kintsugi
-
-PIPELINE = "delivery-eta"
-SERVED = re.compile(r"^  (without the gate|with Kintsugi|clean baseline): .*?(\d+\.\d+) min$", re.M)
-
-
-def _the_demo_shows_the_served_harm_once_and_quietly(out: str, err: str) -> None:
-    """The closing table: each model's error on the next day's batch, measured; the timeline once; no warning."""
-    assert "=== served the next day: 400 deliveries, ETA error (MAE, minutes) ===" in out, out[-1500:]
-    served = {row: float(score) for row, score in SERVED.findall(out)}
-    assert set(served) == {"without the gate", "with Kintsugi", "clean baseline"}, out[-1500:]
-    assert served["with Kintsugi"] == served["clean baseline"]  # the loop healed the served batch exactly
-    assert served["without the gate"] >= 1.5 * served["with Kintsugi"]  # a retrain that never saw metres, served them
-    assert all(0 < score < 60 for score in served.values())
-    # the champion named is the one that serves after the day's run: the version that run promoted, if it did
-    named = re.search(r"with Kintsugi: the champion v(\d+) after the day's run", out)
-    promoted = re.findall(r"^  outcome: APPROVED v(\d+)", out, re.M)
-    assert named is not None and (not promoted or named.group(1) == promoted[-1]), out[-1500:]
-    assert out.count("  detect   ") == 4  # four runs, each told once (the clean two, the poisoned, the next day)
-    assert "Warning" not in err and "Warning" not in out, err[-1500:]
+from smoke_support import PIPELINE, kintsugi, the_demo_shows_the_served_harm_once_and_quietly
 
 
 def _rewrite_in_metres(table: Path) -> None:
@@ -43,7 +23,7 @@ def test_a_whole_table_in_metres_twice_is_healed_twice_back_to_the_clean_values(
     ws = tmp_path / "ws"
     demo = kintsugi("demo", "--workspace", str(ws))
     assert demo.returncode == 0, demo.stderr[-1500:]
-    _the_demo_shows_the_served_harm_once_and_quietly(demo.stdout, demo.stderr)
+    the_demo_shows_the_served_harm_once_and_quietly(demo.stdout, demo.stderr)
     table = ws / "data" / "eta_features.parquet"
     clean = pd.read_parquet(table)
     for attempt in (1, 2):

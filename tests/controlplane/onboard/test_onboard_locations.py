@@ -1,4 +1,4 @@
-"""Data where teams keep it: a folder of hive partitions, a folder of CSV files and an s3:// prefix each run the
+"""Data where teams keep it: a folder of hive partitions, a folder of CSV files, a Delta table and an s3:// prefix each run the
 loop end to end (init, a first champion, a batch landed, a clean run); a bad location is one line naming the fix
 and changes nothing."""
 
@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from deltalake import write_deltalake
 
 from controlplane.stages.pin import file_hash
 from controlplane.workspace import Workspace
@@ -43,6 +44,14 @@ def _csv_folder(root: Path, tmp_path: Path) -> tuple[str, Path]:
     return "data/csv", batch
 
 
+def _delta(root: Path, tmp_path: Path) -> tuple[str, Path]:
+    for index, half in enumerate(_halves(weather())):  # two commits: the pin reads the version, not loose files
+        write_deltalake(str(root / "data" / "weather"), half, mode="append" if index else "error")
+    batch = tmp_path / "january.parquet"
+    weather("2013-01-01", "2013-02-01").to_parquet(batch, index=False)
+    return "data/weather", batch
+
+
 def _s3_prefix(bucket, tmp_path: Path) -> tuple[str, Path]:
     filesystem, name = bucket
     for index, half in enumerate(_halves(weather())):
@@ -55,7 +64,7 @@ def _s3_prefix(bucket, tmp_path: Path) -> tuple[str, Path]:
     return f"s3://{name}/weather/", batch
 
 
-@pytest.mark.parametrize("kind", ["partitions", "csv-folder", "s3-prefix"])
+@pytest.mark.parametrize("kind", ["partitions", "csv-folder", "delta", "s3-prefix"])
 def test_a_table_kept_where_teams_keep_it_runs_the_loop(kind, tmp_path, request, monkeypatch):
     root = tmp_path / "ws"
     root.mkdir()
@@ -64,10 +73,14 @@ def test_a_table_kept_where_teams_keep_it_runs_the_loop(kind, tmp_path, request,
         data, batch = _partitions(root, tmp_path)
     elif kind == "csv-folder":
         data, batch = _csv_folder(root, tmp_path)
+    elif kind == "delta":
+        data, batch = _delta(root, tmp_path)
     else:
         data, batch = _s3_prefix(request.getfixturevalue("s3_bucket"), tmp_path)
     code, out, err = cli(*init_args(data), workspace=root)
     assert code == 0, err
+    if kind == "delta":  # DataHub's platform for the table, and the pin names the version it read
+        assert "urn:li:dataPlatform:delta-lake" in (root / "pipelines" / f"{NAME}.yaml").read_text()
     code, out, err = cli("run", NAME, "--now", RUN_AT, workspace=root)
     assert code == 0 and "APPROVED v1" in out, err + out
     code, out, err = cli("land", NAME, str(batch), "--now", LATER_LAND, "--upstream", UPSTREAM, workspace=root)

@@ -1,0 +1,397 @@
+"""A Delta Lake table as a pipeline's `data:` (the `deltalake` package, delta-rs), on the local file system.
+
+    data: data/features/            a folder holding `_delta_log/`: read as a Delta table, never as loose files
+    data: delta:data/features/      the same, said outright: how to name a Delta table that a first `land` creates
+
+A Delta table's data files are never rewritten (the protocol adds and removes whole files), and its log says
+which files make each version. So:
+
+  pin       the version read now and the files it names: each file is copied into the run folder and hashed
+            from the bytes copied (as for a folder of parquet files), and the run's ONE parquet file is written
+            from those copies, in file-name order, partition values from the log in the table's own types.
+            `content_hash` is the folder's definition over the version's data files.
+  publish   ONE commit (an overwrite with the healed rows), made only on the version whose files hash to the
+            expected content, with no retry: a writer that committed after it makes delta-rs refuse the commit
+            (`CommitFailedError`), and nothing is written. No copy of the old bytes is kept: the version before
+            is recorded, and time travel brings it back.
+  restore   `DeltaTable.restore(version before)`, a new commit, also without a retry; the restored version's
+            files must hash to the content before the publish.
+  append    ONE commit (`kintsugi land`), the batch's sha256 in the commit's metadata: the same batch landed
+            twice is found in the history and not written again. A batch with other column names is merged
+            into the schema (as a parquet folder shows them, the guard judges a renamed column); a column whose
+            type changed is refused.
+
+A version whose data files were vacuumed, or whose log entries were cleaned up, cannot be read or restored: that
+is one clear error naming the table's retention settings, never a pass. Tables that need a reader feature this
+module does not apply to the rows it reads (deletion vectors, column mapping) are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tables.csvtable import infer_schema, read_raw, to_table
+from tables.results import Appended, BackupManifest, FileEntry, ManifestEntry, PinnedTable, Published, require_empty
+from tables.objectstore import LocalStore, LocationError, TableChanged, content_hash, sha256_file
+from tables.tablefiles import conform, read_healed
+
+__all__ = ["PREFIX", "DeltaLocation", "is_delta", "RETENTION"]
+
+PREFIX = "delta:"
+LOG = "_delta_log"
+BATCH_KEY = "kintsugi.batch_sha256"
+RETENTION = "delta.deletedFileRetentionDuration and delta.logRetentionDuration"
+_READABLE_FEATURES = frozenset({"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"})
+
+
+def is_delta(text: str, path: Path) -> bool:
+    """Whether `data:` names a Delta table: said with `delta:`, or a folder that holds a Delta log."""
+    return text.startswith(PREFIX) or os.path.isdir(path / LOG)  # unreadable: not a Delta table, and the scan says why
+
+
+@dataclass(frozen=True)
+class _DataFile:
+    name: str  # relative to the table's folder, as the log names it
+    size: int
+    partitions: tuple[tuple[str, str | None], ...]  # (column, the log's value) for each partition column
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    version: int
+    files: tuple[_DataFile, ...]  # sorted by name
+    schema: pa.Schema  # the table's columns in its own order, partition columns included
+    partition_columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DeltaLocation:
+    text: str  # as written in the spec
+    base: str  # the folder relative paths were taken from
+    root: str  # the table's folder
+    time_columns: tuple[str, ...] = ()  # a CSV batch's columns that must be ISO-8601 times
+
+    @property
+    def display(self) -> str:
+        return f"the Delta table at {self.root}"
+
+    # ----------------------------------------------------------------------------------- reading the log
+
+    def _table(self, version: int | None = None) -> Any:
+        from deltalake import DeltaTable
+        from deltalake.exceptions import DeltaError, TableNotFoundError
+
+        if not (Path(self.root) / LOG).is_dir():
+            raise LocationError(f"no Delta table at {self.root}", "land a first batch there, or fix the data: path")
+        try:
+            table = DeltaTable(self.root, version=version)
+        except TableNotFoundError as exc:
+            raise LocationError(f"no Delta table at {self.root}", "land a first batch there") from exc
+        except (DeltaError, OSError) as exc:
+            what = f"version {version} of {self.display}" if version is not None else self.display
+            raise TableChanged(
+                f"{what} cannot be read ({_one_line(exc)})",
+                f"its log or files may have been cleaned up: check {RETENTION}",
+            ) from exc
+        features = set(table.protocol().reader_features or ()) - _READABLE_FEATURES
+        if features or table.protocol().min_reader_version == 2:
+            raise LocationError(
+                f"{self.display} needs reader features Kintsugi does not apply ({sorted(features) or 'column mapping'})",
+                "rewrite the table without deletion vectors or column mapping, or export it to parquet",
+            )
+        return table
+
+    def _snapshot(self, table: Any) -> _Snapshot:
+        actions = pa.table(table.get_add_actions(flatten=True))
+        partition_columns = tuple(table.metadata().partition_columns)
+        names = actions.column("path").to_pylist()
+        sizes = actions.column("size_bytes").to_pylist()
+        values = [actions.column(f"partition.{c}").cast(pa.string()).to_pylist() for c in partition_columns]
+        files = sorted(
+            (
+                _DataFile(name, size, tuple(zip(partition_columns, [v[i] for v in values])))
+                for i, (name, size) in enumerate(zip(names, sizes))
+            ),
+            key=lambda f: f.name,
+        )
+        return _Snapshot(table.version(), tuple(files), pa.schema(table.schema().to_arrow()), partition_columns)
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self.root, *name.split("/"))
+
+    def _hashes(self, snapshot: _Snapshot) -> dict[str, str]:
+        try:
+            return {f.name: LocalStore().sha256(self._path(f.name)) for f in snapshot.files}
+        except LocationError as exc:
+            raise _vacuumed(self, snapshot.version, exc) from exc
+
+    def files(self) -> list[FileEntry]:
+        snapshot = self._snapshot(self._table())
+        return [
+            FileEntry(f.name, self._path(f.name), f.size, f"delta-version={snapshot.version}") for f in snapshot.files
+        ]
+
+    def current_hash(self) -> str:
+        """The content hash of the version the table is at now."""
+        return content_hash(self._hashes(self._snapshot(self._table())).items())
+
+    # ----------------------------------------------------------------------------------- pinning
+
+    def pin(self, dest: Path) -> PinnedTable:
+        """The version the table is at now: its files copied into `dest/files/` and hashed from the copies, and the
+        run's one parquet file `dest/table.parquet` written from them (see the module's words)."""
+        dest = Path(dest)
+        if dest.exists() and any(dest.iterdir()):
+            raise LocationError(f"pin folder {dest} is not empty", "pin into a new, empty folder")
+        try:
+            snapshot = self._snapshot(self._table())
+            files_dir = dest / "files"
+            files_dir.mkdir(parents=True)
+            manifest = {}
+            for entry in snapshot.files:
+                target = files_dir / entry.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    sha = LocalStore().fetch(self._path(entry.name), target)
+                except LocationError as exc:
+                    raise _vacuumed(self, snapshot.version, exc) from exc
+                manifest[entry.name] = ManifestEntry(entry.size, f"delta-version={snapshot.version}", sha)
+            table_path = dest / "table.parquet"
+            _materialise(snapshot, files_dir, table_path)
+            pinned = PinnedTable(
+                self.text,
+                self.base,
+                dest,
+                table_path,
+                tuple(files_dir / n for n in manifest),
+                manifest,
+                content_hash((n, m.sha256) for n, m in manifest.items()),
+                sha256_file(table_path),
+                (),
+                snapshot=f"delta version {snapshot.version}",
+            )
+            (dest / "pin.json").write_text(json.dumps(pinned.to_json(), indent=2, sort_keys=True))
+            for written in (*pinned.files, table_path):
+                os.chmod(written, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+            return pinned
+        except BaseException:
+            shutil.rmtree(dest, ignore_errors=True)
+            raise
+
+    # ----------------------------------------------------------------------------------- publishing
+
+    def publish(self, healed: Path, expected_hash: str, backup_dir: Path) -> Published:
+        """The healed rows as ONE commit on the version that holds `expected_hash`, or nothing at all. The record
+        of the version before is `backup_dir/manifest.json` (no bytes are copied: restore is time travel)."""
+        backup_dir = Path(backup_dir)
+        require_empty(backup_dir)
+        table = self._table()
+        before = self._snapshot(table)
+        shas = self._hashes(before)
+        before_hash = content_hash(shas.items())
+        if before_hash != expected_hash:
+            raise TableChanged(
+                f"{self.display} changed since it was pinned (version {before.version} is {before_hash}, not "
+                f"{expected_hash}); nothing was published",
+                "rerun the pipeline on the table as it is now",
+            )
+        rows = _fitted(read_healed(healed), before.schema)
+        manifest = BackupManifest(
+            backup_dir,
+            self.text,
+            self.base,
+            "delta",
+            before_hash,
+            "",
+            {f.name: ManifestEntry(f.size, f"delta-version={before.version}", shas[f.name]) for f in before.files},
+            (),
+            (),
+            versions=(before.version, None),
+        )
+        backup_dir.mkdir(parents=True, exist_ok=True)
+        manifest.save()  # the intent, before the commit: an interrupted publish can be restored to this version
+        after = self._commit_rows(table, rows, before, "overwrite")
+        after_hash = content_hash(self._hashes(after).items())
+        done = BackupManifest(
+            **{**manifest.__dict__, "after_hash": after_hash, "versions": (before.version, after.version)}
+        )
+        done.save()
+        return Published(before_hash, after_hash, done)
+
+    def _commit_rows(self, table: Any, rows: pa.Table, before: _Snapshot, mode: str, **metadata: str) -> _Snapshot:
+        from deltalake import CommitProperties, write_deltalake
+        from deltalake.exceptions import CommitFailedError, DeltaError
+
+        same_columns = rows.schema.names == before.schema.names
+        options: dict[str, Any] = {
+            "mode": mode,
+            "partition_by": list(before.partition_columns) or None,
+            "schema_mode": None if same_columns else ("merge" if mode == "append" else "overwrite"),
+            "commit_properties": CommitProperties(max_commit_retries=0, custom_metadata=metadata or None),
+        }
+        try:
+            write_deltalake(table, rows, **options)
+        except CommitFailedError as exc:
+            raise TableChanged(
+                f"a writer committed to {self.display} after version {before.version}; nothing was written",
+                "rerun the pipeline on the table as it is now",
+            ) from exc
+        except DeltaError as exc:
+            raise LocationError(
+                f"{self.display} refused the commit ({_one_line(exc)})", "check the rows' columns and types"
+            ) from exc
+        after = self._snapshot(self._table())
+        if after.version != before.version + 1:
+            raise TableChanged(
+                f"{self.display} is at version {after.version} after a commit on {before.version}",
+                "another writer committed at the same moment: rerun on the table as it is now",
+            )
+        return after
+
+    def restore(self, manifest: BackupManifest, *, check_live: bool = True) -> str:
+        """Time travel to the version before the publish, as a new commit; returns its content hash."""
+        from deltalake import CommitProperties
+        from deltalake.exceptions import CommitFailedError, DeltaError
+
+        before_version = manifest.versions[0]
+        self.verify(manifest)
+        live = self._snapshot(self._table())
+        live_hash = content_hash(self._hashes(live).items())
+        if live_hash == manifest.before_hash:
+            return live_hash
+        if check_live and live_hash != manifest.after_hash:
+            raise TableChanged(
+                f"{self.display} changed since the publish being undone (version {live.version} is {live_hash}); "
+                "nothing was restored",
+                "restore with check_live=False only if that change may be discarded",
+            )
+        try:
+            self._table().restore(before_version, commit_properties=CommitProperties(max_commit_retries=0))
+        except CommitFailedError as exc:
+            raise TableChanged(
+                f"a writer committed to {self.display} during the restore; nothing was restored",
+                "restore again under the pipeline's lock",
+            ) from exc
+        except DeltaError as exc:
+            raise _vacuumed(self, before_version, exc) from exc
+        restored = self.current_hash()
+        if restored != manifest.before_hash:
+            raise TableChanged(
+                f"the restored {self.display} hashes to {restored}, not {manifest.before_hash}",
+                "a writer changed it during the restore: restore again under the pipeline's lock",
+            )
+        return restored
+
+    def verify(self, manifest: BackupManifest) -> None:
+        """The version before the publish can still be read whole: its log and every file, with the bytes hashed."""
+        old = self._snapshot(self._table(manifest.versions[0]))
+        if {f.name for f in old.files} != set(manifest.files):
+            raise TableChanged(
+                f"version {old.version} of {self.display} no longer names the files recorded; nothing was restored",
+                "restore from another copy; the live table was not touched",
+            )
+        for name, sha in self._hashes(old).items():
+            if sha != manifest.files[name].sha256:
+                raise TableChanged(
+                    f"{name} of version {old.version} of {self.display} does not have its recorded bytes; "
+                    "nothing was restored",
+                    "restore from another copy; the live table was not touched",
+                )
+
+    # ----------------------------------------------------------------------------------- appending
+
+    def append(self, batch: Path) -> Appended:
+        """The batch's rows as ONE commit (the table is created by its first batch)."""
+        from deltalake import CommitProperties, write_deltalake
+
+
+        sha = sha256_file(Path(batch))
+        rows = _batch_rows(Path(batch), self.time_columns)
+        if not (Path(self.root) / LOG).is_dir():
+            write_deltalake(
+                self.root, rows, mode="error", commit_properties=CommitProperties(custom_metadata={BATCH_KEY: sha})
+            )
+            return Appended(("delta version 0",), rows.num_rows, (sha,), True)
+        table = self._table()
+        landed = [h for h in table.history() if h.get(BATCH_KEY) == sha]
+        if landed:
+            return Appended((f"delta version {landed[0]['version']}",), rows.num_rows, (sha,), False)
+        before = self._snapshot(table)
+        after = self._commit_rows(table, _joined(rows, before.schema, batch.name), before, "append", **{BATCH_KEY: sha})
+        return Appended((f"delta version {after.version}",), rows.num_rows, (sha,), True)
+
+    def batch_as_parquet(self, batch: Path, out: Path) -> Path:
+        """A batch file in the table's column types, as `append` would take it, at `out`; nothing is written."""
+        rows = _batch_rows(Path(batch), self.time_columns)
+        if (Path(self.root) / LOG).is_dir():
+            rows = _joined(rows, self._snapshot(self._table()).schema, batch.name)
+        pq.write_table(rows, out)
+        return out
+
+
+# --------------------------------------------------------------------------------------------- helpers
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
+
+
+def _vacuumed(location: DeltaLocation, version: int, exc: BaseException) -> TableChanged:
+    return TableChanged(
+        f"a file of version {version} of {location.display} is gone or unreadable ({_one_line(exc)})",
+        f"it was vacuumed or removed: keep versions a run may read or restore longer ({RETENTION})",
+    )
+
+
+def _materialise(snapshot: _Snapshot, files_dir: Path, out: Path) -> None:
+    """The snapshot's rows from the copies under `files_dir`, file by file in name order, as one parquet file of
+    the table's schema (partition values from the log, in their declared types)."""
+    with pq.ParquetWriter(out, snapshot.schema) as writer:
+        for entry in snapshot.files:
+            piece = pq.read_table(files_dir / entry.name).replace_schema_metadata(None)
+            for column, value in entry.partitions:
+                field = snapshot.schema.field(column)
+                piece = piece.append_column(column, pa.array([value] * piece.num_rows, pa.string()).cast(field.type))
+            writer.write_table(piece.select(snapshot.schema.names).cast(snapshot.schema))
+
+
+def _fitted(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The healed rows in the table's types where no value changes (a heal's real cast is kept)."""
+    return conform(rows.replace_schema_metadata(None), schema) if rows.schema.names == schema.names else rows
+
+
+def _batch_rows(batch: Path, time_columns: tuple[str, ...]) -> pa.Table:
+    name = batch.name.lower()
+    if not batch.is_file() or not name.endswith((".parquet", ".parq", ".pq", ".csv")):
+        raise LocationError(f"batch {batch} is not a .parquet or .csv file", "land a parquet or CSV file")
+    if name.endswith(".csv"):
+        raw = read_raw(batch, str(batch))
+        return to_table(raw, infer_schema([raw], time_columns))
+    return pq.read_table(batch).replace_schema_metadata(None)
+
+
+def _joined(rows: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
+    """The batch in the table's types: the same columns conformed; other names kept (merged into the schema); a
+    shared column whose type changed is refused."""
+    by_name = pa.schema([schema.field(n) if n in schema.names else rows.schema.field(n) for n in rows.column_names])
+    fitted = conform(rows, by_name)
+    changed = [
+        f"{f.name}: {f.type} (the table's is {schema.field(f.name).type})"
+        for f in fitted.schema
+        if f.name in schema.names and f.type != schema.field(f.name).type
+    ]
+    if changed:
+        raise LocationError(
+            f"batch {name} cannot join the Delta table ({'; '.join(changed)})",
+            "give the batch the table's column types",
+        )
+    return fitted
