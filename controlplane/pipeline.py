@@ -121,11 +121,10 @@ def _publish_and_train(
     incidents: tuple[IncidentRef, ...],
     detect_report: dict,
 ) -> None:
-    published = publish(run, pinned, healed)
+    published, snapshot = publish(run, pinned, healed)
     resolve(run, incidents, healed)
-    _train_and_promote(
-        run, replace(view, location_hash=published), detect_report, incidents, tuple(asdict(s) for s in healed.steps)
-    )
+    view = replace(view, location_hash=published, location_version=snapshot)
+    _train_and_promote(run, view, detect_report, incidents, tuple(asdict(s) for s in healed.steps))
 
 
 def _train_and_promote(

@@ -8,7 +8,8 @@ which files make each version. So:
 
   pin       the version read now and the files it names: each file is copied into the run folder and hashed
             from the bytes copied (as for a folder of parquet files), and the run's ONE parquet file is written
-            from those copies, in file-name order, partition values from the log in the table's own types.
+            from those copies in the order the files were added (the log's modification time, then the name:
+            delta-rs names files by a random id), partition values from the log in the table's own types.
             `content_hash` is the folder's definition over the version's data files.
   publish   ONE commit (an overwrite with the healed rows), made only on the version whose files hash to the
             expected content, with no retry: a writer that committed after it makes delta-rs refuse the commit
@@ -39,10 +40,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tables.csvtable import infer_schema, read_raw, to_table
-from tables.results import Appended, BackupManifest, FileEntry, ManifestEntry, PinnedTable, Published, require_empty
+from tables.batches import batch_rows, fitted, joined, one_line
 from tables.objectstore import LocalStore, LocationError, TableChanged, content_hash, sha256_file
-from tables.tablefiles import conform, read_healed
+from tables.results import Appended, BackupManifest, FileEntry, ManifestEntry, PinnedTable, Published, require_empty
+from tables.tablefiles import read_healed
 
 __all__ = ["PREFIX", "DeltaLocation", "is_delta", "RETENTION"]
 
@@ -63,12 +64,13 @@ class _DataFile:
     name: str  # relative to the table's folder, as the log names it
     size: int
     partitions: tuple[tuple[str, str | None], ...]  # (column, the log's value) for each partition column
+    added_ms: int  # when it was written, as the log records it: the rows' order is the order they were added
 
 
 @dataclass(frozen=True)
 class _Snapshot:
     version: int
-    files: tuple[_DataFile, ...]  # sorted by name
+    files: tuple[_DataFile, ...]  # in the order they were added (the log's modification time), then by name
     schema: pa.Schema  # the table's columns in its own order, partition columns included
     partition_columns: tuple[str, ...]
 
@@ -99,7 +101,7 @@ class DeltaLocation:
         except (DeltaError, OSError) as exc:
             what = f"version {version} of {self.display}" if version is not None else self.display
             raise TableChanged(
-                f"{what} cannot be read ({_one_line(exc)})",
+                f"{what} cannot be read ({one_line(exc)})",
                 f"its log or files may have been cleaned up: check {RETENTION}",
             ) from exc
         features = set(table.protocol().reader_features or ()) - _READABLE_FEATURES
@@ -115,13 +117,14 @@ class DeltaLocation:
         partition_columns = tuple(table.metadata().partition_columns)
         names = actions.column("path").to_pylist()
         sizes = actions.column("size_bytes").to_pylist()
+        added = actions.column("modification_time").to_pylist()
         values = [actions.column(f"partition.{c}").cast(pa.string()).to_pylist() for c in partition_columns]
         files = sorted(
             (
-                _DataFile(name, size, tuple(zip(partition_columns, [v[i] for v in values])))
+                _DataFile(name, size, tuple(zip(partition_columns, [v[i] for v in values])), added[i])
                 for i, (name, size) in enumerate(zip(names, sizes))
             ),
-            key=lambda f: f.name,
+            key=lambda f: (f.added_ms, f.name),
         )
         return _Snapshot(table.version(), tuple(files), pa.schema(table.schema().to_arrow()), partition_columns)
 
@@ -204,7 +207,7 @@ class DeltaLocation:
                 f"{expected_hash}); nothing was published",
                 "rerun the pipeline on the table as it is now",
             )
-        rows = _fitted(read_healed(healed), before.schema)
+        rows = fitted(read_healed(healed), before.schema)
         manifest = BackupManifest(
             backup_dir,
             self.text,
@@ -225,7 +228,7 @@ class DeltaLocation:
             **{**manifest.__dict__, "after_hash": after_hash, "versions": (before.version, after.version)}
         )
         done.save()
-        return Published(before_hash, after_hash, done)
+        return Published(before_hash, after_hash, done, f"delta version {after.version}")
 
     def _commit_rows(self, table: Any, rows: pa.Table, before: _Snapshot, mode: str, **metadata: str) -> _Snapshot:
         from deltalake import CommitProperties, write_deltalake
@@ -247,7 +250,7 @@ class DeltaLocation:
             ) from exc
         except DeltaError as exc:
             raise LocationError(
-                f"{self.display} refused the commit ({_one_line(exc)})", "check the rows' columns and types"
+                f"{self.display} refused the commit ({one_line(exc)})", "check the rows' columns and types"
             ) from exc
         after = self._snapshot(self._table())
         if after.version != before.version + 1:
@@ -262,7 +265,7 @@ class DeltaLocation:
         from deltalake import CommitProperties
         from deltalake.exceptions import CommitFailedError, DeltaError
 
-        before_version = manifest.versions[0]
+        before_version = _version_before(manifest)
         self.verify(manifest)
         live = self._snapshot(self._table())
         live_hash = content_hash(self._hashes(live).items())
@@ -293,7 +296,7 @@ class DeltaLocation:
 
     def verify(self, manifest: BackupManifest) -> None:
         """The version before the publish can still be read whole: its log and every file, with the bytes hashed."""
-        old = self._snapshot(self._table(manifest.versions[0]))
+        old = self._snapshot(self._table(_version_before(manifest)))
         if {f.name for f in old.files} != set(manifest.files):
             raise TableChanged(
                 f"version {old.version} of {self.display} no longer names the files recorded; nothing was restored",
@@ -313,9 +316,8 @@ class DeltaLocation:
         """The batch's rows as ONE commit (the table is created by its first batch)."""
         from deltalake import CommitProperties, write_deltalake
 
-
         sha = sha256_file(Path(batch))
-        rows = _batch_rows(Path(batch), self.time_columns)
+        rows = batch_rows(Path(batch), self.time_columns)
         if not (Path(self.root) / LOG).is_dir():
             write_deltalake(
                 self.root, rows, mode="error", commit_properties=CommitProperties(custom_metadata={BATCH_KEY: sha})
@@ -326,14 +328,16 @@ class DeltaLocation:
         if landed:
             return Appended((f"delta version {landed[0]['version']}",), rows.num_rows, (sha,), False)
         before = self._snapshot(table)
-        after = self._commit_rows(table, _joined(rows, before.schema, batch.name), before, "append", **{BATCH_KEY: sha})
+        after = self._commit_rows(
+            table, joined(rows, before.schema, batch.name, "Delta table"), before, "append", **{BATCH_KEY: sha}
+        )
         return Appended((f"delta version {after.version}",), rows.num_rows, (sha,), True)
 
     def batch_as_parquet(self, batch: Path, out: Path) -> Path:
         """A batch file in the table's column types, as `append` would take it, at `out`; nothing is written."""
-        rows = _batch_rows(Path(batch), self.time_columns)
+        rows = batch_rows(Path(batch), self.time_columns)
         if (Path(self.root) / LOG).is_dir():
-            rows = _joined(rows, self._snapshot(self._table()).schema, batch.name)
+            rows = joined(rows, self._snapshot(self._table()).schema, batch.name, "Delta table")
         pq.write_table(rows, out)
         return out
 
@@ -341,19 +345,21 @@ class DeltaLocation:
 # --------------------------------------------------------------------------------------------- helpers
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300]
+def _version_before(manifest: BackupManifest) -> int:
+    if manifest.versions is None:
+        raise TableChanged(f"the backup at {manifest.root} records no Delta version", "restore from another copy")
+    return manifest.versions[0]
 
 
 def _vacuumed(location: DeltaLocation, version: int, exc: BaseException) -> TableChanged:
     return TableChanged(
-        f"a file of version {version} of {location.display} is gone or unreadable ({_one_line(exc)})",
+        f"a file of version {version} of {location.display} is gone or unreadable ({one_line(exc)})",
         f"it was vacuumed or removed: keep versions a run may read or restore longer ({RETENTION})",
     )
 
 
 def _materialise(snapshot: _Snapshot, files_dir: Path, out: Path) -> None:
-    """The snapshot's rows from the copies under `files_dir`, file by file in name order, as one parquet file of
+    """The snapshot's rows from the copies under `files_dir`, file by file in the order added, as one parquet file of
     the table's schema (partition values from the log, in their declared types)."""
     with pq.ParquetWriter(out, snapshot.schema) as writer:
         for entry in snapshot.files:
@@ -362,36 +368,3 @@ def _materialise(snapshot: _Snapshot, files_dir: Path, out: Path) -> None:
                 field = snapshot.schema.field(column)
                 piece = piece.append_column(column, pa.array([value] * piece.num_rows, pa.string()).cast(field.type))
             writer.write_table(piece.select(snapshot.schema.names).cast(snapshot.schema))
-
-
-def _fitted(rows: pa.Table, schema: pa.Schema) -> pa.Table:
-    """The healed rows in the table's types where no value changes (a heal's real cast is kept)."""
-    return conform(rows.replace_schema_metadata(None), schema) if rows.schema.names == schema.names else rows
-
-
-def _batch_rows(batch: Path, time_columns: tuple[str, ...]) -> pa.Table:
-    name = batch.name.lower()
-    if not batch.is_file() or not name.endswith((".parquet", ".parq", ".pq", ".csv")):
-        raise LocationError(f"batch {batch} is not a .parquet or .csv file", "land a parquet or CSV file")
-    if name.endswith(".csv"):
-        raw = read_raw(batch, str(batch))
-        return to_table(raw, infer_schema([raw], time_columns))
-    return pq.read_table(batch).replace_schema_metadata(None)
-
-
-def _joined(rows: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
-    """The batch in the table's types: the same columns conformed; other names kept (merged into the schema); a
-    shared column whose type changed is refused."""
-    by_name = pa.schema([schema.field(n) if n in schema.names else rows.schema.field(n) for n in rows.column_names])
-    fitted = conform(rows, by_name)
-    changed = [
-        f"{f.name}: {f.type} (the table's is {schema.field(f.name).type})"
-        for f in fitted.schema
-        if f.name in schema.names and f.type != schema.field(f.name).type
-    ]
-    if changed:
-        raise LocationError(
-            f"batch {name} cannot join the Delta table ({'; '.join(changed)})",
-            "give the batch the table's column types",
-        )
-    return fitted

@@ -8,6 +8,8 @@ A pipeline's `data:` is one of:
     data/part-*.parquet             a glob (`*`, `?`, `[...]` within path components; no `**`)
     data/table.csv, data/csv/, data/*.csv        the same shapes with CSV files
     s3://bucket/key.parquet, s3://bucket/prefix/, s3://bucket/prefix/part-*.csv  the same on S3
+    data/features/ holding _delta_log/, or delta:data/features   a Delta Lake table: `tables.delta`, not this module
+    iceberg:namespace.table         an Apache Iceberg table: `tables.iceberg`, not this module
 
 Relative paths are relative to the `base` folder given (the workspace root). Files and folders whose name
 starts with `.` or `_` are not part of the table (`_SUCCESS`, `.crc`, our own temporary files), as in
@@ -60,7 +62,7 @@ from pathlib import Path, PurePosixPath
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tables import delta
+from tables import delta, iceberg
 from tables.csvtable import (
     CsvSchema,
     FileDialect,
@@ -137,7 +139,9 @@ class _Listing:
         return [(e.name, e.version) for e in self.entries]
 
 
-def parse_location(text: str, base: Path, *, time_columns: tuple[str, ...] = ()) -> TableLocation | delta.DeltaLocation:
+def parse_location(
+    text: str, base: Path, *, time_columns: tuple[str, ...] = ()
+) -> TableLocation | delta.DeltaLocation | iceberg.IcebergLocation:
     """Validate a `data:` location's form; relative local paths are taken from `base`. A CSV table's
     `time_columns` must be ISO-8601 text in every file and batch (`tables.csvtable`). The only I/O: whether a
     local folder holds a Delta log (`tables.delta`)."""
@@ -146,6 +150,8 @@ def parse_location(text: str, base: Path, *, time_columns: tuple[str, ...] = ())
         raise LocationError(
             "the pipeline's data: location is empty", "set data: to a parquet/CSV file, folder, glob or s3:// URL"
         )
+    if raw.startswith(iceberg.PREFIX):
+        return iceberg.IcebergLocation(raw, str(Path(base)), iceberg.parse_identifier(raw), tuple(time_columns))
     if raw.startswith(delta.PREFIX) or "://" not in raw:
         named = raw.removeprefix(delta.PREFIX)
         local = Path(os.path.normpath(Path(base) / os.path.expanduser(named)))
@@ -797,8 +803,8 @@ def _renameat2_exchange(first: str, second: str) -> bool:
 def verify_backup(backup: BackupManifest | Path, *, base: Path | None = None) -> BackupManifest:
     """The backup's manifest, once every kept file has been re-hashed; TableChanged if any is missing or damaged."""
     manifest = backup if isinstance(backup, BackupManifest) else BackupManifest.load(Path(backup))
-    if manifest.versions is not None:  # a Delta table's version before: time travel, no kept bytes
-        _delta_of(manifest, base).verify(manifest)
+    if manifest.versions is not None:  # a table format's version before: time travel, no kept bytes
+        _table_format_of(manifest, base).verify(manifest)
         return manifest
     for name, entry in manifest.files.items():
         path = manifest.root / "files" / name
@@ -821,7 +827,7 @@ def restore(backup: BackupManifest | Path, *, check_live: bool = True, base: Pat
     recorded, which is wrong for a workspace that was copied or moved since)."""
     manifest = verify_backup(backup, base=base)
     if manifest.versions is not None:
-        return _delta_of(manifest, base).restore(manifest, check_live=check_live)
+        return _table_format_of(manifest, base).restore(manifest, check_live=check_live)
     location = parse_location(manifest.location, base or Path(manifest.base))
     assert isinstance(location, TableLocation)
     listing = location._scan(allow_empty=True, shape=manifest.shape, ignore_marker=True)
@@ -847,11 +853,14 @@ def restore(backup: BackupManifest | Path, *, check_live: bool = True, base: Pat
     return restored
 
 
-def _delta_of(manifest: BackupManifest, base: Path | None) -> delta.DeltaLocation:
+def _table_format_of(manifest: BackupManifest, base: Path | None) -> delta.DeltaLocation | iceberg.IcebergLocation:
+    """The Delta or Iceberg table a publish's record names, which must still be one."""
     location = parse_location(manifest.location, base or Path(manifest.base))
-    if not isinstance(location, delta.DeltaLocation):
+    kinds = {"delta": delta.DeltaLocation, "iceberg": iceberg.IcebergLocation}
+    if isinstance(location, TableLocation) or not isinstance(location, kinds.get(manifest.shape, ())):
         raise TableChanged(
-            f"the backup at {manifest.root} records Delta versions, but {manifest.location} is no Delta table now",
+            f"the backup at {manifest.root} records {manifest.shape} versions, but {manifest.location} is not such a "
+            "table now",
             "restore from another copy; the live table was not touched",
         )
     return location

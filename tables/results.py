@@ -128,6 +128,7 @@ class Published:
     before_hash: str
     after_hash: str
     backup: BackupManifest
+    snapshot: str | None = None  # the table format's own name of the version published ("delta version 4")
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from controlplane.runs.journal import RunJournal, RunRecord, new_run_id
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, check_pipeline_name, parse_spec
 from controlplane.stages.kept_reference import establish_reference
-from controlplane.stages.pin import DELTA_PREFIX, is_delta_table, pin_location
+from controlplane.stages.pin import DELTA_PREFIX, ICEBERG_PREFIX, pin_location, table_format
 from controlplane.takeback.recovery import recover_pipeline
 from controlplane.vocab import LedgerKind, Policy, RunKind, RunStatus, Stage
 from controlplane.workspace import Workspace
@@ -145,6 +145,8 @@ def resolve_data(ws: Workspace, data: str, cwd: Path) -> str:
     """The location as the spec will say it: relative paths are the caller's (cwd's); inside the workspace they
     are kept relative to it (a copied workspace takes its table along), elsewhere absolute; s3:// as given."""
     text = data.strip()
+    if text.startswith(ICEBERG_PREFIX):  # a table in a catalog, not a path
+        return text
     prefix = DELTA_PREFIX if text.startswith(DELTA_PREFIX) else ""
     text = text.removeprefix(prefix)
     if not text or "://" in text:
@@ -157,9 +159,12 @@ def resolve_data(ws: Workspace, data: str, cwd: Path) -> str:
 
 
 def default_dataset(ws: Workspace, data_text: str) -> str:
-    """The dataset URN a location names when --dataset is not given: platform delta-lake, s3 or file, the path as
-    its name."""
-    if is_delta_table(ws, data_text):
+    """The dataset URN a location names when --dataset is not given: platform iceberg (the table's name), delta-lake,
+    s3 or file (the path as its name)."""
+    kind = table_format(ws, data_text)
+    if kind == "iceberg":
+        return dataset_urn("iceberg", data_text.removeprefix(ICEBERG_PREFIX))
+    if kind == "delta":
         return dataset_urn("delta-lake", data_text.removeprefix(DELTA_PREFIX).rstrip("/"))
     if data_text.startswith("s3://"):
         return dataset_urn("s3", data_text[len("s3://") :].strip("/"))

@@ -39,6 +39,7 @@ class Pinned(Record):
     table_hash: str  # sha256 of that file's bytes
     content_hash: str  # the location's content hash when pinned (what publishing compares and swaps)
     location: str  # as the spec names it
+    snapshot: str = ""  # the table format's own name of the version pinned ("delta version 3"); "" for files
 
     def path(self, ws: Workspace) -> Path:
         return ws.path(self.table)

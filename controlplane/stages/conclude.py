@@ -260,6 +260,7 @@ def passport_body(
             "content_hash": trained.view.table_hash,
             "location_hash": trained.view.location_hash,
             "rows": trained.rows["total"],
+            **({"version": trained.view.location_version} if trained.view.location_version else {}),
         },
         "guard_at_detect": {
             "verdict": trained.detect_report.get("verdict"),

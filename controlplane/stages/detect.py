@@ -43,6 +43,7 @@ class TrainingView(Record):
     # rows this run set aside (rules), and the workspace-relative table they stay in (what is published)
     set_aside: tuple[SetAside, ...] = field(default=(), compare=False)
     published: str = field(default="", compare=False)
+    location_version: str = ""  # the table format's own name of that version ("delta version 3"); "" for files
 
     _omit = ("profile", "batch", "keys", "set_aside", "published")  # not persisted
 
@@ -71,6 +72,7 @@ class Detected:
             profile,
             self.guarded.batch,
             self.guarded.keys,
+            location_version=self.pinned.snapshot,
         )
 
 

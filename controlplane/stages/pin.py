@@ -1,8 +1,9 @@
 """The table of a run: pinned, hash-checked at every use, published by compare-and-swap, restored exactly.
 
 The control plane's one door to `tables.locations` (a parquet file, a folder of partitions, a glob, CSV
-files, an s3:// prefix), where its errors become the project's. At detect the table is pinned into the run
-folder as ONE parquet file every later stage reads — the guard, the heal, training — never the live location.
+files, an s3:// prefix, a Delta table), where its errors become the project's. At detect the table is pinned into
+the run folder as ONE parquet file every later stage reads — the guard, the heal, training — never the live
+location.
 The pin is a private copy, never a link: each file is read once from the live location and hashed from the very
 bytes written into the copy, and no producer writes the run folder, so whatever a writer then does to the live
 table (replace its files atomically, or rewrite them in place) the stages read the bytes that were hashed. A stage
@@ -22,7 +23,7 @@ from controlplane.errors import DataError, TableChanged
 from controlplane.runs.facts import Pinned  # a value of the run record; this module makes and checks one
 from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace
-from tables import delta, locations, readonce
+from tables import delta, iceberg, locations, readonce
 from tables.objectstore import LocationError, file_hash
 from tables.objectstore import TableChanged as LocationChanged
 
@@ -41,11 +42,12 @@ __all__ = [
     "file_hash",
     "locations_mapped",
     "location_mapped",
-    "is_delta_table",
+    "table_format",
     "DELTA_PREFIX",
+    "ICEBERG_PREFIX",
 ]
 
-DELTA_PREFIX = delta.PREFIX
+DELTA_PREFIX, ICEBERG_PREFIX = delta.PREFIX, iceberg.PREFIX  # `data:` naming a table format outright
 
 
 @contextmanager
@@ -86,12 +88,16 @@ def pin_location(
     with location_mapped(where):
         pinned = locations.parse_location(data_text, ws.root, time_columns=time_columns).pin(into)
     kinds = {c.name: c.kind for c in pinned.csv_schema.columns} if pinned.csv_schema else {}
-    return Pinned(ws.rel(pinned.table_path), "sha256:" + pinned.table_sha256, pinned.content_hash, data_text), kinds
+    return _pinned(ws, pinned, data_text), kinds
 
 
-def is_delta_table(ws: Workspace, data_text: str) -> bool:
-    """Whether `data:` names a Delta table (`delta:` said outright, or a local folder holding a Delta log)."""
-    return "://" not in data_text and delta.is_delta(data_text, ws.root / data_text.removeprefix(delta.PREFIX))
+def table_format(ws: Workspace, data_text: str) -> str:
+    """The table format `data:` names: `iceberg` (`iceberg:NAMESPACE.TABLE`), `delta` (`delta:` said outright, or a
+    local folder holding a Delta log), or "" (files)."""
+    if data_text.startswith(iceberg.PREFIX):
+        return "iceberg"
+    named = ws.root / data_text.removeprefix(delta.PREFIX)
+    return "delta" if "://" not in data_text and delta.is_delta(data_text, named) else ""
 
 
 def append_batch(ws: Workspace, spec: PipelineSpec, batch: Path) -> locations.Appended:
@@ -124,14 +130,21 @@ def batch_row_count(batch: Path) -> int:
         raise DataError(exc.message, "land a readable parquet or CSV file") from exc
 
 
-def _location(ws: Workspace, spec: PipelineSpec) -> locations.TableLocation | delta.DeltaLocation:
+def _location(
+    ws: Workspace, spec: PipelineSpec
+) -> locations.TableLocation | delta.DeltaLocation | iceberg.IcebergLocation:
     return locations.parse_location(spec.data_text, ws.root, time_columns=(spec.training.time_column,))
 
 
 def pin_table(ws: Workspace, spec: PipelineSpec, into: Path) -> Pinned:
     with locations_mapped(spec):
         pinned = _location(ws, spec).pin(into)
-    return Pinned(ws.rel(pinned.table_path), "sha256:" + pinned.table_sha256, pinned.content_hash, spec.data_text)
+    return _pinned(ws, pinned, spec.data_text)
+
+
+def _pinned(ws: Workspace, pinned: locations.PinnedTable, data_text: str) -> Pinned:
+    table_hash = "sha256:" + pinned.table_sha256
+    return Pinned(ws.rel(pinned.table_path), table_hash, pinned.content_hash, data_text, pinned.snapshot or "")
 
 
 def verify_file(ws: Workspace, table: str, expected: str, stage: str) -> None:
@@ -169,12 +182,14 @@ def live_hash(ws: Workspace, spec: PipelineSpec) -> str:
         return _location(ws, spec).current_hash()
 
 
-def publish_table(ws: Workspace, spec: PipelineSpec, healed: Path, expected_hash: str, backup: Path) -> tuple[str, str]:
+def publish_table(
+    ws: Workspace, spec: PipelineSpec, healed: Path, expected_hash: str, backup: Path
+) -> locations.Published:
     """Write the healed table back to the same kind of location, if it still holds `expected_hash`; the previous
-    bytes are kept under `backup`. Returns (before, after) content hashes."""
+    bytes are kept under `backup` (a Delta table: the version before is recorded there). Returns the before and
+    after content hashes, and the version published where the table's format names one."""
     with locations_mapped(spec):
-        published = _location(ws, spec).publish(healed, expected_hash, backup)
-    return published.before_hash, published.after_hash
+        return _location(ws, spec).publish(healed, expected_hash, backup)
 
 
 def restore_table(ws: Workspace, spec: PipelineSpec, backup: Path, *, check_live: bool = True) -> str:

@@ -48,9 +48,10 @@ __all__ = [
 ]
 
 
-def publish(run: RunContext, pinned: Pinned, healed: Healed) -> str:
+def publish(run: RunContext, pinned: Pinned, healed: Healed) -> tuple[str, str]:
     """Publish the healed copy in place of the table, if the table is still what was guarded (compare-and-swap
-    on the pinned content hash); the previous bytes are kept in the run. Returns the table's new content hash."""
+    on the pinned content hash); the previous bytes are kept in the run. Returns the table's new content hash and
+    the version published where its format names one ("" for files)."""
     verify_file(run.ws, pinned.table, pinned.table_hash, "publishing")
     verify_file(run.ws, healed.healed_path, healed.after_hash, "publishing")
     backup = run.journal.run_dir / "backup"
@@ -62,19 +63,23 @@ def publish(run: RunContext, pinned: Pinned, healed: Healed) -> str:
         healed_hash=healed.after_hash,
     ) as entry:
         crash_point("publish:before-swap")
-        before, after = publish_table(run.ws, run.spec, run.ws.path(healed.healed_path), pinned.content_hash, backup)
+        published = publish_table(run.ws, run.spec, run.ws.path(healed.healed_path), pinned.content_hash, backup)
+        before, after, snapshot = published.before_hash, published.after_hash, published.snapshot or ""
         entry.result["after_hash"] = after
+        if snapshot:
+            entry.result["snapshot"] = snapshot
         crash_point("publish:after-swap")
     run.record.published_hash = after
     run.event(
         Stage.PUBLISH,
         "published",
-        f"healed table published to {run.spec.data_text}",
+        f"healed table published to {run.spec.data_text}" + (f" as {snapshot}" if snapshot else ""),
         before_hash=before,
         after_hash=after,
         backup=run.ws.rel(backup),
+        **({"snapshot": snapshot} if snapshot else {}),
     )
-    return after
+    return after, snapshot
 
 
 def resolve(run: RunContext, incidents: tuple[IncidentRef, ...], healed: Healed) -> None:

@@ -1,6 +1,6 @@
-"""Data where teams keep it: a folder of hive partitions, a folder of CSV files, a Delta table and an s3:// prefix each run the
-loop end to end (init, a first champion, a batch landed, a clean run); a bad location is one line naming the fix
-and changes nothing."""
+"""Data where teams keep it: a folder of hive partitions, a folder of CSV files, a Delta table, an Iceberg table and
+an s3:// prefix each run the loop end to end (init, a first champion, a batch landed, a clean run); a bad location is
+one line naming the fix and changes nothing."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
+from pyiceberg.catalog.sql import SqlCatalog
 
 from controlplane.stages.pin import file_hash
 from controlplane.workspace import Workspace
@@ -52,6 +54,20 @@ def _delta(root: Path, tmp_path: Path) -> tuple[str, Path]:
     return "data/weather", batch
 
 
+def _iceberg(root: Path, tmp_path: Path) -> tuple[str, Path]:
+    (root / "iceberg" / "warehouse").mkdir(parents=True)  # the workspace's own catalog, where `data:` finds it
+    warehouse = (root / "iceberg" / "warehouse").as_uri()
+    catalog = SqlCatalog("kintsugi", uri=f"sqlite:///{root}/iceberg/catalog.db", warehouse=warehouse)
+    catalog.create_namespace("weather")
+    first, second = _halves(weather())
+    table = catalog.create_table("weather.daily", schema=pa.Schema.from_pandas(first, preserve_index=False))
+    for half in (first, second):  # two commits: the pin reads the snapshot
+        table.append(pa.Table.from_pandas(half, preserve_index=False))
+    batch = tmp_path / "january.parquet"
+    weather("2013-01-01", "2013-02-01").to_parquet(batch, index=False)
+    return "iceberg:weather.daily", batch
+
+
 def _s3_prefix(bucket, tmp_path: Path) -> tuple[str, Path]:
     filesystem, name = bucket
     for index, half in enumerate(_halves(weather())):
@@ -64,7 +80,7 @@ def _s3_prefix(bucket, tmp_path: Path) -> tuple[str, Path]:
     return f"s3://{name}/weather/", batch
 
 
-@pytest.mark.parametrize("kind", ["partitions", "csv-folder", "delta", "s3-prefix"])
+@pytest.mark.parametrize("kind", ["partitions", "csv-folder", "delta", "iceberg", "s3-prefix"])
 def test_a_table_kept_where_teams_keep_it_runs_the_loop(kind, tmp_path, request, monkeypatch):
     root = tmp_path / "ws"
     root.mkdir()
@@ -75,12 +91,15 @@ def test_a_table_kept_where_teams_keep_it_runs_the_loop(kind, tmp_path, request,
         data, batch = _csv_folder(root, tmp_path)
     elif kind == "delta":
         data, batch = _delta(root, tmp_path)
+    elif kind == "iceberg":
+        data, batch = _iceberg(root, tmp_path)
     else:
         data, batch = _s3_prefix(request.getfixturevalue("s3_bucket"), tmp_path)
     code, out, err = cli(*init_args(data), workspace=root)
     assert code == 0, err
-    if kind == "delta":  # DataHub's platform for the table, and the pin names the version it read
-        assert "urn:li:dataPlatform:delta-lake" in (root / "pipelines" / f"{NAME}.yaml").read_text()
+    platform = {"delta": "delta-lake", "iceberg": "iceberg"}.get(kind)
+    if platform:  # DataHub's platform for the table
+        assert f"urn:li:dataPlatform:{platform}," in (root / "pipelines" / f"{NAME}.yaml").read_text()
     code, out, err = cli("run", NAME, "--now", RUN_AT, workspace=root)
     assert code == 0 and "APPROVED v1" in out, err + out
     code, out, err = cli("land", NAME, str(batch), "--now", LATER_LAND, "--upstream", UPSTREAM, workspace=root)

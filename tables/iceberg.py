@@ -1,0 +1,449 @@
+"""An Apache Iceberg table as a pipeline's `data:` (the `pyiceberg` package).
+
+    data: iceberg:NAMESPACE.TABLE   the table in the workspace's own catalog (a SQL catalog on sqlite,
+                                    `iceberg/catalog.db`, its data under `iceberg/warehouse/`), or in the catalog
+                                    pyiceberg's own configuration names `kintsugi` (a REST catalog, for example:
+                                    PYICEBERG_CATALOG__KINTSUGI__URI=https://...)
+
+An Iceberg snapshot names exactly the data files it holds, and the files are never rewritten. So:
+
+  pin       the current snapshot: its data files copied into the run folder through the table's FileIO and
+            hashed from the bytes copied, and the run's ONE parquet file written from those copies in the order
+            the files were committed (sequence number, then path), each column found by its Iceberg field id (a
+            renamed column is read as it is named now). `content_hash` is the folder's definition over the
+            snapshot's data files, named relative to the table's location.
+  publish   ONE catalog commit (an overwrite with the healed rows: pyiceberg writes it as a delete snapshot and an
+            append snapshot; a column the heal adds or widens is added to the schema in the same commit), made on the snapshot whose files hash to the expected content, with the
+            catalog's requirement that the branch still points at it and NO retry: pyiceberg would otherwise retry
+            on a fresh snapshot, and an overwrite retried over a writer's commit would undo that commit.
+  restore   the branch set back to the snapshot before (`manage_snapshots().set_current_snapshot`), one catalog
+            commit, conditioned the same way; no bytes are copied.
+  append    ONE commit (`kintsugi land`) whose summary carries the batch's sha256: the same batch landed twice is
+            found in the snapshots' summaries and not written again. The first batch creates the table.
+
+A snapshot that was expired cannot be read or restored: one clear error naming `history.expire.*`. Tables whose
+snapshot holds delete files (merge-on-read deletes) are refused: the rows a pin reads would not be the table's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tables.batches import batch_rows, fitted, joined, one_line
+from tables.objectstore import LocationError, TableChanged, content_hash, copy_hashing, sha256_file
+from tables.results import Appended, BackupManifest, FileEntry, ManifestEntry, PinnedTable, Published, require_empty
+from tables.tablefiles import read_healed
+
+__all__ = ["PREFIX", "IcebergLocation", "CATALOG", "RETENTION"]
+
+PREFIX = "iceberg:"
+CATALOG = "kintsugi"  # the catalog name pyiceberg's configuration may define; else the workspace's own
+BATCH_PROPERTY = "kintsugi.batch-sha256"
+RETENTION = "history.expire.max-snapshot-age-ms and history.expire.min-snapshots-to-keep"
+_FIELD_ID = b"PARQUET:field_id"
+
+
+@dataclass(frozen=True)
+class _DataFile:
+    name: str  # relative to the table's location
+    uri: str  # as the snapshot names it
+    size: int
+    sequence: int  # the commit's sequence number: the rows' order is the order they were committed
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    snapshot_id: int
+    files: tuple[_DataFile, ...]
+    schema: pa.Schema  # with each field's Iceberg id in its metadata
+
+
+@dataclass(frozen=True)
+class IcebergLocation:
+    text: str  # as written in the spec
+    base: str  # the workspace folder that holds the embedded catalog
+    identifier: str  # NAMESPACE.TABLE
+    time_columns: tuple[str, ...] = ()  # a CSV batch's columns that must be ISO-8601 times
+
+    @property
+    def display(self) -> str:
+        return f"the Iceberg table {self.identifier}"
+
+    # ----------------------------------------------------------------------------------- the catalog
+
+    def _catalog(self) -> Any:
+        from pyiceberg.catalog import load_catalog
+        from pyiceberg.catalog.sql import SqlCatalog
+        from pyiceberg.utils.config import Config
+
+        if Config().get_catalog_config(CATALOG) is not None:
+            return load_catalog(CATALOG)
+        folder = Path(self.base) / "iceberg"
+        (folder / "warehouse").mkdir(parents=True, exist_ok=True)
+        return SqlCatalog(
+            CATALOG, uri=f"sqlite:///{folder / 'catalog.db'}", warehouse=(folder / "warehouse").resolve().as_uri()
+        )
+
+    def _table(self) -> Any:
+        from pyiceberg.exceptions import NoSuchTableError
+
+        try:
+            return self._catalog().load_table(self.identifier)
+        except NoSuchTableError as exc:
+            raise LocationError(f"no Iceberg table {self.identifier}", "land a first batch, or fix data:") from exc
+
+    def _snapshot(self, table: Any, snapshot_id: int | None = None) -> _Snapshot:
+        snapshot = table.current_snapshot() if snapshot_id is None else table.snapshot_by_id(snapshot_id)
+        if snapshot is None and snapshot_id is not None:
+            raise TableChanged(
+                f"snapshot {snapshot_id} of {self.display} is gone (expired)",
+                f"keep snapshots a run may read or restore longer ({RETENTION})",
+            )
+        schema = table.schema().as_arrow()
+        if snapshot is None:
+            raise LocationError(f"{self.display} has no snapshot yet", "land a first batch there")
+        entries = table.inspect.entries(snapshot_id=snapshot.snapshot_id).to_pylist()
+        live = [e for e in entries if e["status"] != 2]  # 2: DELETED in this snapshot
+        if any(e["data_file"]["content"] != 0 for e in live):
+            raise LocationError(
+                f"{self.display} holds delete files (merge-on-read) in snapshot {snapshot.snapshot_id}",
+                "compact the table (rewrite its data files) so its rows are its data files",
+            )
+        prefix = table.location().rstrip("/") + "/"
+        files = sorted(
+            (
+                _DataFile(
+                    e["data_file"]["file_path"].removeprefix(prefix),
+                    e["data_file"]["file_path"],
+                    e["data_file"]["file_size_in_bytes"],
+                    e["sequence_number"],
+                )
+                for e in live
+            ),
+            key=lambda f: (f.sequence, f.name),
+        )
+        return _Snapshot(snapshot.snapshot_id, tuple(files), schema)
+
+    def _read(self, table: Any, entry: _DataFile, snapshot_id: int) -> Any:
+        try:
+            return table.io.new_input(entry.uri).open()
+        except (OSError, ValueError) as exc:
+            raise TableChanged(
+                f"{entry.name} of snapshot {snapshot_id} of {self.display} is gone or unreadable ({one_line(exc)})",
+                f"it was removed: keep snapshots a run may read or restore longer ({RETENTION})",
+            ) from exc
+
+    def _hashes(self, table: Any, snapshot: _Snapshot) -> dict[str, str]:
+        shas = {}
+        for entry in snapshot.files:
+            with self._read(table, entry, snapshot.snapshot_id) as stream:
+                shas[entry.name] = _sha_of(stream)
+        return shas
+
+    def files(self) -> list[FileEntry]:
+        table = self._table()
+        snapshot = self._snapshot(table)
+        version = f"iceberg-snapshot={snapshot.snapshot_id}"
+        return [FileEntry(f.name, f.uri, f.size, version) for f in snapshot.files]
+
+    def current_hash(self) -> str:
+        table = self._table()
+        return content_hash(self._hashes(table, self._snapshot(table)).items())
+
+    # ----------------------------------------------------------------------------------- pinning
+
+    def pin(self, dest: Path) -> PinnedTable:
+        """The current snapshot: its files copied into `dest/files/` and hashed from the copies, and the run's one
+        parquet file `dest/table.parquet` written from them (see the module's words)."""
+        dest = Path(dest)
+        if dest.exists() and any(dest.iterdir()):
+            raise LocationError(f"pin folder {dest} is not empty", "pin into a new, empty folder")
+        try:
+            table = self._table()
+            snapshot = self._snapshot(table)
+            files_dir = dest / "files"
+            files_dir.mkdir(parents=True)
+            manifest = {}
+            for entry in snapshot.files:
+                target = files_dir / entry.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with self._read(table, entry, snapshot.snapshot_id) as stream:
+                    sha = copy_hashing(stream, target)
+                version = f"iceberg-snapshot={snapshot.snapshot_id}"
+                manifest[entry.name] = ManifestEntry(entry.size, version, sha)
+            table_path = dest / "table.parquet"
+            _materialise(snapshot, files_dir, table_path)
+            pinned = PinnedTable(
+                self.text,
+                self.base,
+                dest,
+                table_path,
+                tuple(files_dir / n for n in manifest),
+                manifest,
+                content_hash((n, m.sha256) for n, m in manifest.items()),
+                sha256_file(table_path),
+                (),
+                snapshot=f"iceberg snapshot {snapshot.snapshot_id}",
+            )
+            (dest / "pin.json").write_text(json.dumps(pinned.to_json(), indent=2, sort_keys=True))
+            for written in (*pinned.files, table_path):
+                os.chmod(written, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+            return pinned
+        except BaseException:
+            shutil.rmtree(dest, ignore_errors=True)
+            raise
+
+    # ----------------------------------------------------------------------------------- publishing
+
+    def publish(self, healed: Path, expected_hash: str, backup_dir: Path) -> Published:
+        """The healed rows as ONE commit on the snapshot that holds `expected_hash`, or nothing at all. The record of
+        the snapshot before is `backup_dir/manifest.json` (no bytes are copied: restore moves the branch back)."""
+        backup_dir = Path(backup_dir)
+        require_empty(backup_dir)
+        table = self._table()
+        before = self._snapshot(table)
+        shas = self._hashes(table, before)
+        before_hash = content_hash(shas.items())
+        if before_hash != expected_hash:
+            raise TableChanged(
+                f"{self.display} changed since it was pinned (snapshot {before.snapshot_id} is {before_hash}, not "
+                f"{expected_hash}); nothing was published",
+                "rerun the pipeline on the table as it is now",
+            )
+        rows = _iceberg_types(fitted(read_healed(healed), _plain(before.schema)))
+        version = f"iceberg-snapshot={before.snapshot_id}"
+        manifest = BackupManifest(
+            backup_dir,
+            self.text,
+            self.base,
+            "iceberg",
+            before_hash,
+            "",
+            {f.name: ManifestEntry(f.size, version, shas[f.name]) for f in before.files},
+            (),
+            (),
+            versions=(before.snapshot_id, None),
+        )
+        backup_dir.mkdir(parents=True, exist_ok=True)
+        manifest.save()  # the intent, before the commit: an interrupted publish can be restored to this snapshot
+        after = self._commit_rows(table, rows, before, overwrite=True)
+        after_hash = content_hash(self._hashes(self._table(), after).items())
+        done = BackupManifest(
+            **{**manifest.__dict__, "after_hash": after_hash, "versions": (before.snapshot_id, after.snapshot_id)}
+        )
+        done.save()
+        return Published(before_hash, after_hash, done, f"iceberg snapshot {after.snapshot_id}")
+
+    def _commit_rows(
+        self, table: Any, rows: pa.Table, before: _Snapshot | None, *, overwrite: bool, **summary: str
+    ) -> _Snapshot:
+        """One commit of `rows` on the snapshot `table` was loaded at, conditioned on it and never retried."""
+        from pyiceberg.exceptions import CommitFailedException, ValidationError
+
+        strict = _without_retries(table)
+        try:
+            transaction = strict.transaction()
+            if _plain(strict.schema().as_arrow()) != rows.schema:
+                with transaction.update_schema() as update:
+                    update.union_by_name(rows.schema)
+            if overwrite:
+                transaction.overwrite(rows, snapshot_properties=summary)
+            else:
+                transaction.append(rows, snapshot_properties=summary)
+            transaction.commit_transaction()
+        except (CommitFailedException, ValidationError) as exc:
+            since = f"snapshot {before.snapshot_id}" if before else "it was read"
+            raise TableChanged(
+                f"a writer committed to {self.display} after {since}; nothing was written",
+                "rerun the pipeline on the table as it is now",
+            ) from exc
+        except (ValueError, TypeError) as exc:
+            raise LocationError(
+                f"{self.display} refused the commit ({one_line(exc)})", "check the rows' columns and types"
+            ) from exc
+        fresh = self._table()
+        after = self._snapshot(fresh)
+        if before is not None and before.snapshot_id not in _ancestors(fresh, after.snapshot_id):
+            raise TableChanged(
+                f"{self.display} is at snapshot {after.snapshot_id}, not a child of {before.snapshot_id}",
+                "another writer committed at the same moment: rerun on the table as it is now",
+            )
+        return after
+
+    def restore(self, manifest: BackupManifest, *, check_live: bool = True) -> str:
+        """The branch set back to the snapshot before the publish; returns its content hash."""
+        from pyiceberg.exceptions import CommitFailedException
+
+        before_id = _snapshot_before(manifest)
+        self.verify(manifest)
+        table = self._table()
+        live = self._snapshot(table)
+        live_hash = content_hash(self._hashes(table, live).items())
+        if live_hash == manifest.before_hash:
+            return live_hash
+        if check_live and live_hash != manifest.after_hash:
+            raise TableChanged(
+                f"{self.display} changed since the publish being undone (snapshot {live.snapshot_id} is "
+                f"{live_hash}); nothing was restored",
+                "restore with check_live=False only if that change may be discarded",
+            )
+        try:
+            table.manage_snapshots().set_current_snapshot(snapshot_id=before_id).commit()
+        except CommitFailedException as exc:
+            raise TableChanged(
+                f"a writer committed to {self.display} during the restore; nothing was restored",
+                "restore again under the pipeline's lock",
+            ) from exc
+        restored = self.current_hash()
+        if restored != manifest.before_hash:
+            raise TableChanged(
+                f"the restored {self.display} hashes to {restored}, not {manifest.before_hash}",
+                "a writer changed it during the restore: restore again under the pipeline's lock",
+            )
+        return restored
+
+    def verify(self, manifest: BackupManifest) -> None:
+        """The snapshot before the publish can still be read whole: it exists, and every file has its bytes."""
+        table = self._table()
+        old = self._snapshot(table, _snapshot_before(manifest))
+        if {f.name for f in old.files} != set(manifest.files):
+            raise TableChanged(
+                f"snapshot {old.snapshot_id} of {self.display} no longer names the files recorded; nothing was "
+                "restored",
+                "restore from another copy; the live table was not touched",
+            )
+        for name, sha in self._hashes(table, old).items():
+            if sha != manifest.files[name].sha256:
+                raise TableChanged(
+                    f"{name} of snapshot {old.snapshot_id} of {self.display} does not have its recorded bytes; "
+                    "nothing was restored",
+                    "restore from another copy; the live table was not touched",
+                )
+
+    # ----------------------------------------------------------------------------------- appending
+
+    def append(self, batch: Path) -> Appended:
+        """The batch's rows as ONE commit (the table, and its namespace, are created by its first batch)."""
+        from pyiceberg.exceptions import NoSuchTableError
+
+        sha = sha256_file(Path(batch))
+        rows = _iceberg_types(batch_rows(Path(batch), self.time_columns))
+        catalog = self._catalog()
+        try:
+            table = catalog.load_table(self.identifier)
+        except NoSuchTableError:
+            catalog.create_namespace_if_not_exists(self.identifier.rsplit(".", 1)[0])
+            table = catalog.create_table(self.identifier, schema=rows.schema)
+        for snapshot in table.snapshots():
+            if snapshot.summary is not None and snapshot.summary.get(BATCH_PROPERTY) == sha:
+                return Appended((f"iceberg snapshot {snapshot.snapshot_id}",), rows.num_rows, (sha,), False)
+        before = self._snapshot(table) if table.current_snapshot() is not None else None
+        if before is not None:
+            rows = joined(rows, _plain(before.schema), batch.name, "Iceberg table")
+        after = self._commit_rows(table, rows, before, overwrite=False, **{BATCH_PROPERTY: sha})
+        return Appended((f"iceberg snapshot {after.snapshot_id}",), rows.num_rows, (sha,), True)
+
+    def batch_as_parquet(self, batch: Path, out: Path) -> Path:
+        """A batch file in the table's column types, as `append` would take it, at `out`; nothing is written."""
+        rows = _iceberg_types(batch_rows(Path(batch), self.time_columns))
+        table = self._table()
+        if table.current_snapshot() is not None:
+            rows = joined(rows, _plain(self._snapshot(table).schema), batch.name, "Iceberg table")
+        pq.write_table(rows, out)
+        return out
+
+
+# --------------------------------------------------------------------------------------------- helpers
+
+
+def parse_identifier(text: str) -> str:
+    """NAMESPACE.TABLE from `iceberg:NAMESPACE.TABLE`; one clear error for anything else."""
+    identifier = text.removeprefix(PREFIX).strip()
+    parts = identifier.split(".")
+    if len(parts) < 2 or not all(p and p.replace("_", "").replace("-", "").isalnum() for p in parts):
+        raise LocationError(
+            f"data: {text} does not name an Iceberg table", "write it as iceberg:NAMESPACE.TABLE (letters, digits, _)"
+        )
+    return identifier
+
+
+def _ancestors(table: Any, snapshot_id: int) -> list[int]:
+    """The snapshot's parents, newest first (an overwrite commits a delete snapshot and an append snapshot at once)."""
+    found, parent = [], table.snapshot_by_id(snapshot_id).parent_snapshot_id
+    while parent is not None:
+        found.append(parent)
+        snapshot = table.snapshot_by_id(parent)
+        parent = snapshot.parent_snapshot_id if snapshot is not None else None
+    return found
+
+
+def _snapshot_before(manifest: BackupManifest) -> int:
+    if manifest.versions is None:
+        raise TableChanged(f"the backup at {manifest.root} records no Iceberg snapshot", "restore from another copy")
+    return manifest.versions[0]
+
+
+def _sha_of(stream: Any) -> str:
+    digest = hashlib.sha256()
+    while block := stream.read(1 << 20):
+        digest.update(block)
+    return digest.hexdigest()
+
+
+def _plain(schema: pa.Schema) -> pa.Schema:
+    """The schema without Iceberg's field ids and nullability: the types a batch or the healed rows are held to."""
+    return pa.schema([pa.field(f.name, f.type) for f in schema])
+
+
+def _iceberg_types(rows: pa.Table) -> pa.Table:
+    """Nanosecond times as microseconds (Iceberg's precision before format v3), where no value changes."""
+    columns = []
+    for field, column in zip(rows.schema, rows.columns):
+        if pa.types.is_timestamp(field.type) and field.type.unit == "ns":
+            try:
+                column = column.cast(pa.timestamp("us", field.type.tz), safe=True)
+            except pa.ArrowInvalid as exc:
+                raise LocationError(
+                    f"column {field.name} holds times finer than a microsecond", "Iceberg keeps microseconds"
+                ) from exc
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=rows.column_names)
+
+
+def _without_retries(table: Any) -> Any:
+    """The same table whose commits are not retried: the retry setting is read from the loaded metadata, and this
+    copy of it is never written (a commit sends only its own updates)."""
+    from pyiceberg.table import Table, TableProperties
+
+    properties = {**table.metadata.properties, TableProperties.COMMIT_NUM_RETRIES: "0"}
+    metadata = table.metadata.model_copy(update={"properties": properties})
+    return Table(table.name(), metadata, table.metadata_location, table.io, table.catalog)
+
+
+def _materialise(snapshot: _Snapshot, files_dir: Path, out: Path) -> None:
+    """The snapshot's rows from the copies under `files_dir`, file by file in commit order, each column found by its
+    field id, as one parquet file of the table's columns."""
+    schema = _plain(snapshot.schema)
+    with pq.ParquetWriter(out, schema) as writer:
+        for entry in snapshot.files:
+            piece = pq.read_table(files_dir / entry.name)
+            by_id = {
+                int(f.metadata[_FIELD_ID]): i
+                for i, f in enumerate(piece.schema)
+                if f.metadata and _FIELD_ID in f.metadata
+            }
+            columns = []
+            for field in snapshot.schema:
+                index = by_id.get(int(field.metadata[_FIELD_ID]))
+                columns.append(pa.nulls(piece.num_rows, field.type) if index is None else piece.column(index))
+            writer.write_table(pa.Table.from_arrays(columns, names=schema.names).cast(schema))
