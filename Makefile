@@ -19,8 +19,9 @@ demo: install
 	$(BIN)/kintsugi demo
 
 # the headline paths whole, through the installed CLI (tests/smoke; run by CI after `make test`): the demo drill with
-# one seed (recall 1, no scenario in error, no clean control blocked), the whole-table km->m heal twice, a CSV folder
-# with ISO-8601 times onboarded and run, and the README walkthrough
+# one seed (recall 1, no scenario in error, no clean control blocked), the whole-table km->m heal twice, the demo on
+# Delta Lake and Iceberg tables (heal commits, undo by time travel), a CSV folder with ISO-8601 times onboarded and run, and the
+# README walkthrough
 smoke: install-dev
 	KINTSUGI_SMOKE=1 $(BIN)/python -m pytest -q -s --durations=0 tests/smoke tests/controlplane/onboard/test_walkthrough.py
 

@@ -11,7 +11,7 @@ import typer
 
 from controlplane.cli.options import WorkspaceOption, echo_event
 from controlplane.datahub.config import load_gms_config
-from controlplane.errors import WorkspaceError
+from controlplane.errors import InputError, WorkspaceError
 from controlplane.workspace import Workspace, resolve_workspace
 
 if TYPE_CHECKING:
@@ -27,11 +27,24 @@ def demo(
     to_gms: Annotated[
         bool, typer.Option("--to-gms", help="Seed the synthetic estate into the configured DataHub GMS.")
     ] = False,
+    table_format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="How the feature tables are kept: parquet (one file each) or delta (Delta Lake tables: the heal is "
+            "one commit, undo is time travel).",
+        ),
+    ] = "parquet",
 ) -> None:
     """Seed the estate, promote a champion, inject a unit failure, heal it, and show the impact."""
+    from demo.feature_tables import FORMATS
     from demo.serving import serve_next_day
     from demo.story import run_demo
 
+    if table_format not in FORMATS:
+        raise InputError(
+            f"--format {table_format!r} is not a table format the demo keeps", "use --format parquet, delta or iceberg"
+        )
     ws = resolve_workspace(workspace)
     if load_gms_config(ws) is not None and not to_gms:
         raise WorkspaceError(
@@ -48,7 +61,14 @@ def demo(
     started = time.monotonic()
     today = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
     # the story ends a day back, so that the next day it serves is today: the estate is never in the future
-    result = run_demo(ws.ensure(), seed=seed, now=today - timedelta(days=1), say=typer.echo, listener=echo_event)
+    result = run_demo(
+        ws.ensure(),
+        seed=seed,
+        now=today - timedelta(days=1),
+        say=typer.echo,
+        listener=echo_event,
+        table_format=table_format,
+    )
     typer.echo("[5/5] the next day the feed is still broken: its batch lands, the loop runs, the models serve it")
     served = serve_next_day(ws, result.healed, seed=seed, now=result.now, listener=echo_event)
     typer.echo(f"  outcome: {served.run.outcome}")

@@ -5,7 +5,7 @@ trains on, so the governance scan notes it and the trust score shows the deducti
 
 from __future__ import annotations
 
-import shutil
+import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import resources
@@ -24,7 +24,9 @@ from controlplane.onboard.odcs import parse_odcs
 from controlplane.runs.identity import establish_identity
 from controlplane.spec import load_spec
 from controlplane.stages.kept_reference import establish
+from controlplane.stages.pin import pin_table
 from controlplane.workspace import Workspace
+from demo.feature_tables import data_text, platform_of, write_table
 from demo.generate import generate_cancel_features, generate_eta_features
 
 __all__ = [
@@ -112,8 +114,11 @@ def write_feature_table(path: Path, frame: pd.DataFrame) -> None:
     frame.to_parquet(path, index=False, row_group_size=100_000)
 
 
-def seed_estate(ws: Workspace, *, seed: int, anchor: datetime, days: int = INITIAL_DAYS) -> None:
-    """A clean estate: `days` days of orders ending at `anchor`, both feature tables registered and profiled."""
+def seed_estate(
+    ws: Workspace, *, seed: int, anchor: datetime, days: int = INITIAL_DAYS, table_format: str = "parquet"
+) -> None:
+    """A clean estate: `days` days of orders ending at `anchor`, both feature tables registered and profiled, kept
+    as `table_format` (`demo.feature_tables.FORMATS`)."""
     ws.ensure()
     anchor_ms = int(anchor.astimezone(timezone.utc).timestamp() * 1000)
     with metadata_session(ws) as metadata:
@@ -135,22 +140,27 @@ def seed_estate(ws: Workspace, *, seed: int, anchor: datetime, days: int = INITI
             )
         metadata.emit(field_marker_mcps(metadata, *PII_FIELD, anchor_ms), anchor_ms)
         for table in TABLES:
-            data = ws.data / f"{table.name}.parquet"
-            write_feature_table(data, table.generate(days=days, seed=seed, anchor=anchor))
-            metadata.emit(_table_mcps(ws, table, data, anchor_ms), anchor_ms)
+            write_table(ws, data_text(table.name, table_format), table.generate(days=days, seed=seed, anchor=anchor))
+            metadata.emit(_table_mcps(ws, table, table_format, anchor_ms), anchor_ms)
 
 
-def _table_mcps(ws: Workspace, table: DemoTable, data: Path, anchor_ms: int) -> list[AspectWrite]:
-    """The table registered, its contract applied, and its days kept as the reference's batches."""
-    shutil.copyfile(_packaged("pipelines", f"{table.pipeline}.yaml"), ws.pipelines / f"{table.pipeline}.yaml")
-    contract_text = _packaged("contracts", table.contract_file).read_text()
+def _table_mcps(ws: Workspace, table: DemoTable, table_format: str, anchor_ms: int) -> list[AspectWrite]:
+    """The table registered, its contract applied, and its days kept as the reference's batches. A table kept in
+    another format is named by its own platform in DataHub, and its spec's `data:` is its folder."""
+    urn = table.urn.replace("dataPlatform:file,", f"dataPlatform:{platform_of(table_format)},")
+    spec_text = _packaged("pipelines", f"{table.pipeline}.yaml").read_text().replace(table.urn, urn)
+    spec_text = spec_text.replace(f"data/{table.name}.parquet", data_text(table.name, table_format))
+    (ws.pipelines / f"{table.pipeline}.yaml").write_text(spec_text)
+    contract_text = _packaged("contracts", table.contract_file).read_text().replace(table.urn, urn)
     (ws.contracts / table.contract_file).write_text(contract_text)
     contract = parse_odcs(contract_text, f"demo contract {table.contract_file}")
     columns = [SchemaColumn(c.name, c.logical_type) for c in contract.columns]
-    reference = establish(ws, load_spec(ws, table.pipeline), data, cadence="day")
+    spec = load_spec(ws, table.pipeline)
+    with tempfile.TemporaryDirectory(prefix=".seed-", dir=ws.runs) as scratch:  # the table as a run reads it
+        reference = establish(ws, spec, pin_table(ws, spec, Path(scratch) / "pin").path(ws), cadence="day")
     return [
         *dataset_mcps(
-            table.urn,
+            urn,
             name=table.name,
             columns=columns,
             upstreams=list(UPSTREAMS),
@@ -159,7 +169,7 @@ def _table_mcps(ws: Workspace, table: DemoTable, data: Path, anchor_ms: int) -> 
             last_modified_ms=anchor_ms,
         ),
         *contract_mcps(contract, contract_text),
-        *profile_mcps(table.urn, reference.profile, anchor_ms),
+        *profile_mcps(urn, reference.profile, anchor_ms),
     ]
 
 

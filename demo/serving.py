@@ -25,6 +25,7 @@ from controlplane.pipeline import run_pipeline
 from controlplane.runs.journal import Event, RunRecord
 from controlplane.spec import load_spec
 from controlplane.workspace import Workspace
+from demo.feature_tables import read_table
 from demo.seed import PIPELINE
 from demo.story import as_generated, broken_training_rows, land_batch, ms, new_deliveries
 from training.model import evaluate, fit, time_holdout
@@ -66,15 +67,15 @@ def serve_next_day(
     """Land the next day's broken batch, let the loop run on it, and score the three models on that day."""
     spec = load_spec(ws, PIPELINE)
     training = spec.training
-    history = pd.read_parquet(spec.data)
+    history = read_table(ws, spec)
     served_after = history[training.time_column].max()
     day = now + timedelta(days=1)
     as_meant = new_deliveries(history, seed=seed, anchor=day)
     land_batch(ws, spec, seed=seed, anchor=day, metres=True)
-    as_sent = _after(pd.read_parquet(spec.data), training.time_column, served_after)
+    as_sent = _after(read_table(ws, spec), training.time_column, served_after)
     ran_at_ms = ms(day + timedelta(minutes=5))
     run = run_pipeline(ws, spec, now_ms=ran_at_ms, listener=listener)
-    as_healed = _after(pd.read_parquet(spec.data), training.time_column, served_after)
+    as_healed = _after(read_table(ws, spec), training.time_column, served_after)
     # without the gate nothing was ever healed: the table holds the first broken batch as it came, and today's
     sent_table = pd.concat([pd.read_parquet(ws.run_dir(healed_run.run_id) / "sandbox" / "input.parquet"), as_sent])
     with training_errors_mapped():

@@ -17,6 +17,7 @@ from controlplane.pipeline import run_pipeline
 from controlplane.runs.journal import Event, RunRecord
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.workspace import Workspace
+from demo.feature_tables import append_rows, read_table
 from demo.generate import generate_eta_features
 from demo.seed import CANCEL_PIPELINE, PIPELINE, UPSTREAMS, seed_estate
 from training.model import evaluate, fit, time_holdout
@@ -59,11 +60,13 @@ def run_demo(
     now: datetime | None = None,
     say: Callable[[str], None] = lambda _: None,
     listener: Callable[[Event], None] | None = None,
+    table_format: str = "parquet",
 ) -> DemoResult:
     now = (now or datetime.now(timezone.utc)).replace(minute=0, second=0, microsecond=0)
     first_day = now - timedelta(days=NEW_DAYS)
-    say(f"[1/5] seeding the delivery estate: {HISTORY_DAYS} days of orders up to {first_day:%Y-%m-%d}")
-    seed_estate(ws, seed=seed, anchor=first_day, days=HISTORY_DAYS)
+    kept = "" if table_format == "parquet" else f", kept as {table_format} tables"
+    say(f"[1/5] seeding the delivery estate: {HISTORY_DAYS} days of orders up to {first_day:%Y-%m-%d}{kept}")
+    seed_estate(ws, seed=seed, anchor=first_day, days=HISTORY_DAYS, table_format=table_format)
     spec = load_spec(ws, PIPELINE)
     say("[2/5] first runs on clean data: delivery-eta and cancel-risk each promote a first champion")
     first = run_pipeline(ws, spec, now_ms=ms(first_day + timedelta(hours=1)), listener=listener)
@@ -79,7 +82,7 @@ def run_demo(
     if impact is not None and impact.poisoned is not None and impact.healed is not None:  # measured by the run
         mae_poisoned, mae_healed = float(impact.poisoned), float(impact.healed)
     else:
-        mae_poisoned, mae_healed = customer_impact(spec, poisoned_path, spec.data)
+        mae_poisoned, mae_healed = customer_impact(spec, poisoned_path, read_table(ws, spec))
     training = spec.training
     poisoned = pd.read_parquet(poisoned_path)
     with training_errors_mapped():
@@ -92,12 +95,11 @@ def land_batch(ws: Workspace, spec: PipelineSpec, *, seed: int, anchor: datetime
     """A new batch: the deliveries after the table's last one, up to `anchor`, appended to the rows already there
     (which stay exactly as they are, whatever `seed` made them); upstreams report fresh loads. With `metres`, the
     new rows' distance is written in metres — the orders service changed, not the past."""
-    table = pd.read_parquet(spec.data)
+    table = read_table(ws, spec)
     batch = new_deliveries(table, seed=seed, anchor=anchor)
     if metres:
         batch["distance_km"] *= 1000.0
-    frame = pd.concat([table, batch], ignore_index=True)
-    frame.to_parquet(spec.data, index=False, row_group_size=100_000)
+    append_rows(ws, spec, table, batch)
     stamp = ms(anchor)
     with metadata_session(ws) as metadata:
         for urn in UPSTREAMS:
@@ -125,15 +127,14 @@ def broken_training_rows(train: pd.DataFrame, meant: pd.DataFrame) -> int:
     return int((train["distance_km"].to_numpy() != meant_distance.loc[train["order_id"]].to_numpy()).sum())
 
 
-def customer_impact(spec: PipelineSpec, poisoned: Path, healed: Path) -> tuple[float, float]:
+def customer_impact(spec: PipelineSpec, poisoned: Path, healed_frame: pd.DataFrame) -> tuple[float, float]:
     """Holdout error (the spec's metric) on healed data of models trained on poisoned vs healed data."""
     training = spec.training
     with training_errors_mapped():
         scores = []
-        healed_frame = pd.read_parquet(healed)
         _, holdout = time_holdout(healed_frame, training.time_column, training.holdout_fraction)
-        for path in (poisoned, healed):
-            train, _ = time_holdout(pd.read_parquet(path), training.time_column, training.holdout_fraction)
+        for frame in (pd.read_parquet(poisoned), healed_frame):
+            train, _ = time_holdout(frame, training.time_column, training.holdout_fraction)
             scores.append(evaluate(training, fit(training, train), holdout)[training.metric])
     return scores[0], scores[1]
 

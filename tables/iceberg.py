@@ -44,7 +44,7 @@ from tables.objectstore import LocationError, TableChanged, content_hash, copy_h
 from tables.results import Appended, BackupManifest, FileEntry, ManifestEntry, PinnedTable, Published, require_empty
 from tables.tablefiles import read_healed
 
-__all__ = ["PREFIX", "IcebergLocation", "CATALOG", "RETENTION"]
+__all__ = ["PREFIX", "IcebergLocation", "CATALOG", "RETENTION", "workspace_catalog", "parse_identifier"]
 
 PREFIX = "iceberg:"
 CATALOG = "kintsugi"  # the catalog name pyiceberg's configuration may define; else the workspace's own
@@ -82,17 +82,7 @@ class IcebergLocation:
     # ----------------------------------------------------------------------------------- the catalog
 
     def _catalog(self) -> Any:
-        from pyiceberg.catalog import load_catalog
-        from pyiceberg.catalog.sql import SqlCatalog
-        from pyiceberg.utils.config import Config
-
-        if Config().get_catalog_config(CATALOG) is not None:
-            return load_catalog(CATALOG)
-        folder = Path(self.base) / "iceberg"
-        (folder / "warehouse").mkdir(parents=True, exist_ok=True)
-        return SqlCatalog(
-            CATALOG, uri=f"sqlite:///{folder / 'catalog.db'}", warehouse=(folder / "warehouse").resolve().as_uri()
-        )
+        return workspace_catalog(Path(self.base))
 
     def _table(self) -> Any:
         from pyiceberg.exceptions import NoSuchTableError
@@ -364,6 +354,22 @@ class IcebergLocation:
 
 
 # --------------------------------------------------------------------------------------------- helpers
+
+
+def workspace_catalog(base: Path) -> Any:
+    """The catalog `iceberg:` names from the workspace at `base`: the one pyiceberg's configuration calls `kintsugi`,
+    else the workspace's own SQL catalog on sqlite (`iceberg/catalog.db`, data under `iceberg/warehouse/`)."""
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.utils.config import Config
+
+    if Config().get_catalog_config(CATALOG) is not None:
+        return load_catalog(CATALOG)
+    folder = Path(base) / "iceberg"
+    (folder / "warehouse").mkdir(parents=True, exist_ok=True)
+    return SqlCatalog(
+        CATALOG, uri=f"sqlite:///{folder / 'catalog.db'}", warehouse=(folder / "warehouse").resolve().as_uri()
+    )
 
 
 def parse_identifier(text: str) -> str:
