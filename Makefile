@@ -39,7 +39,7 @@ test: lint
 
 test-faults: install-dev   # the whole fault matrix: a run killed at every stage boundary, inside publish and undo
 	KINTSUGI_FAULT_MATRIX=full $(BIN)/python -m pytest -q -s tests/controlplane/test_faults.py tests/controlplane/test_pin_rewrites.py \
-		tests/controlplane/test_quarantine_wedge.py
+		tests/controlplane/test_quarantine_wedge.py tests/controlplane/test_table_format_faults.py
 
 # the profile engines side by side (minutes; ~4 GB of temporary parquet, deleted as it goes), every figure from the
 # path `kintsugi run` takes: the shipped guard of a clean batch vs the scan floor at 1M/10M/50M rows (wall, CPU, peak

@@ -226,7 +226,9 @@ def clean_batch(ws: Workspace, target: Path) -> Path:
 
     from demo.generate import generate_eta_features
 
-    table = pd.read_parquet(load_spec(ws, PIPELINE).data)
+    from demo.feature_tables import read_table
+
+    table = read_table(ws, load_spec(ws, PIPELINE))
     generated = generate_eta_features(days=52, seed=11, anchor=LATER + timedelta(days=1))
     batch = generated[generated["event_ts"] > table["event_ts"].max()].astype(table.dtypes.to_dict())
     batch.to_parquet(target, index=False)
