@@ -222,11 +222,9 @@ def kintsugi_process(ws: Workspace, *args: str, crash: str | None = None) -> Any
 
 def clean_batch(ws: Workspace, target: Path) -> Path:
     """A day of rows after the table's last one, in its units: a batch `land` appends and the guard passes."""
-    import pandas as pd
-
-    from demo.generate import generate_eta_features
 
     from demo.feature_tables import read_table
+    from demo.generate import generate_eta_features
 
     table = read_table(ws, load_spec(ws, PIPELINE))
     generated = generate_eta_features(days=52, seed=11, anchor=LATER + timedelta(days=1))
