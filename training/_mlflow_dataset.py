@@ -42,11 +42,13 @@ _DIGEST_CHARS = 8  # what MLflow's own pandas digests use
 
 
 class DataHubSource(DatasetSource):
-    """An MLflow dataset source naming a DataHub dataset URN and the content hash trained on."""
+    """An MLflow dataset source naming a DataHub dataset URN and the content hash trained on, and where the table's
+    format names one, its version ("delta version 3", "iceberg snapshot 81...")."""
 
-    def __init__(self, urn: str, content_hash: str) -> None:
+    def __init__(self, urn: str, content_hash: str, version: str | None = None) -> None:
         self.urn = urn
         self.content_hash = content_hash
+        self.version = version
 
     @staticmethod
     def _get_source_type() -> str:
@@ -64,11 +66,12 @@ class DataHubSource(DatasetSource):
         raise NotImplementedError("DataHub sources are built explicitly, never resolved")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"urn": self.urn, "content_hash": self.content_hash}
+        named = {"urn": self.urn, "content_hash": self.content_hash}
+        return {**named, "version": self.version} if self.version else named
 
     @classmethod
     def from_dict(cls, source_dict: dict[Any, Any]) -> DataHubSource:
-        return cls(urn=source_dict["urn"], content_hash=source_dict["content_hash"])
+        return cls(source_dict["urn"], source_dict["content_hash"], source_dict.get("version"))
 
 
 if DataHubSource not in get_registered_sources():  # so mlflow.data.get_source reads "datahub" back
@@ -110,7 +113,7 @@ def training_dataset_input(frame: pd.DataFrame, dataset_source: dict[str, Any]) 
         name=str(dataset_source.get("name") or urn),
         digest=dataset_digest(content_hash, len(frame), list(frame.columns)),
         source_type=DataHubSource._get_source_type(),
-        source=DataHubSource(urn, content_hash).to_json(),
+        source=DataHubSource(urn, content_hash, dataset_source.get("version")).to_json(),
         schema=json.dumps({"mlflow_colspec": schema.to_dict()}) if schema else None,
         profile=json.dumps(profile),
     )

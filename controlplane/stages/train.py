@@ -312,6 +312,7 @@ def train(
                     "urn": spec.feature_table,
                     "content_hash": view.table_hash,
                     "location_hash": view.location_hash,
+                    "version": view.location_version or None,  # a table format's version: the same as the passport's
                     "path": spec.data_text,
                     **_sample_source(split.sample),
                 },

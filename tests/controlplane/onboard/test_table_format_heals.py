@@ -13,7 +13,10 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
+from mlflow import MlflowClient
 from pyiceberg.catalog.sql import SqlCatalog
+
+from controlplane.workspace import Workspace
 
 from onboard_support import NAME, RUN_AT, UPSTREAM, cli, init_args, weather
 
@@ -65,6 +68,14 @@ FORMATS = {
 }
 
 
+def _mlflow_training_input(root: Path, run_id: str):
+    client = MlflowClient(tracking_uri=Workspace(root).mlflow_uri)
+    (found,) = client.search_runs(
+        [e.experiment_id for e in client.search_experiments()], f"tags.`kintsugi.run_id` = '{run_id}'"
+    )
+    return found.inputs.dataset_inputs[0].dataset
+
+
 @pytest.mark.parametrize("kind", list(FORMATS))
 def test_a_unit_failure_is_healed_in_one_commit_and_undone_to_the_rows_landed(kind, tmp_path, monkeypatch):
     table = FORMATS[kind]
@@ -91,6 +102,8 @@ def test_a_unit_failure_is_healed_in_one_commit_and_undone_to_the_rows_landed(ki
     assert published["snapshot"] == table.version(root) != landed  # the commit the heal made is the table's now
     code, out, err = cli("passport", "show", NAME, workspace=root)
     assert code == 0 and json.loads(out)["body"]["snapshot"]["version"] == table.version(root), err + out[-2000:]
+    trained = _mlflow_training_input(root, record["run_id"])  # MLflow's dataset input names the same version
+    assert json.loads(trained.source)["version"] == table.version(root)
     code, out, err = cli("undo", record["run_id"], workspace=root)
     assert code == 0, err + out
     pd.testing.assert_frame_equal(table.rows(root), landed_rows, check_exact=True)  # back to exactly the rows landed
