@@ -38,6 +38,7 @@ PASSPORT_PROPERTY = "kintsugi.passport"
 KEY_ID_PROPERTY = "kintsugi.signingKeyId"  # on the model group: the key its passports are signed with
 PUBLIC_KEY_PROPERTY = "kintsugi.signingPublicKey"
 VERDICT_PROPERTY = "kintsugi.verdict"
+TABLE_VERSION_PROPERTY = "kintsugi.tableVersion"  # on the run's dataProcessInstance: the version of its input
 UNDONE_TAG = tag_urn("undone")
 
 
@@ -55,6 +56,7 @@ class TrainedVersion:
     summary: str
     passport: dict[str, Any]
     signing_key: tuple[str, str] | None = None  # (key id, public key PEM) the passport is signed with
+    table_version: str = ""  # a table format's version trained on ("delta version 3"), on the run's lineage
 
 
 def model_mcps(trained: TrainedVersion, current_tags: list[str]) -> list[MCP]:
@@ -80,6 +82,8 @@ def model_mcps(trained: TrainedVersion, current_tags: list[str]) -> list[MCP]:
     verdict_tags = {v.tag for v in Verdict}
     tags = [t for t in current_tags if t not in verdict_tags] + [trained.verdict.tag]
     created = s.AuditStampClass(time=trained.trained_at_ms, actor="urn:li:corpuser:kintsugi")
+    version_read = {TABLE_VERSION_PROPERTY: trained.table_version} if trained.table_version else {}
+    run_properties = {"pipeline": trained.pipeline, **version_read}
     key = (
         {KEY_ID_PROPERTY: trained.signing_key[0], PUBLIC_KEY_PROPERTY: trained.signing_key[1]}
         if trained.signing_key
@@ -101,7 +105,7 @@ def model_mcps(trained: TrainedVersion, current_tags: list[str]) -> list[MCP]:
                 name=f"kintsugi run {trained.run_id}",
                 created=created,
                 type=s.DataProcessTypeClass.BATCH_AD_HOC,
-                customProperties={"pipeline": trained.pipeline},
+                customProperties=run_properties,
             ),
         ),
         MCP(entityUrn=process, aspect=s.DataProcessInstanceInputClass(inputs=[trained.feature_table])),

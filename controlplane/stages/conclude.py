@@ -222,6 +222,7 @@ def _write_back(
         summary=f"{verdict.value}: " + "; ".join(reasons),
         passport=document,
         signing_key=_key_of(document),
+        table_version=trained.view.location_version,
     )
     tags = read_model_tags(run.metadata, model_urn(spec.name, trained.version))
     mcps = model_mcps(version, tags) + trust_mcps(run.metadata, spec.name, trained.version, trust, exceptions)

@@ -12,10 +12,13 @@ from typing import Callable
 import pandas as pd
 import pyarrow as pa
 import pytest
+from datahub.metadata.schema_classes import DataProcessInstancePropertiesClass
 from deltalake import DeltaTable, write_deltalake
 from mlflow import MlflowClient
 from pyiceberg.catalog.sql import SqlCatalog
 
+from controlplane.datahub.lite import LiteMetadata
+from controlplane.datahub.urns import run_urn
 from controlplane.workspace import Workspace
 
 from onboard_support import NAME, RUN_AT, UPSTREAM, cli, init_args, weather
@@ -104,6 +107,10 @@ def test_a_unit_failure_is_healed_in_one_commit_and_undone_to_the_rows_landed(ki
     assert code == 0 and json.loads(out)["body"]["snapshot"]["version"] == table.version(root), err + out[-2000:]
     trained = _mlflow_training_input(root, record["run_id"])  # MLflow's dataset input names the same version
     assert json.loads(trained.source)["version"] == table.version(root)
+    lineage = LiteMetadata(Workspace(root).datahub_db).aspect(
+        run_urn(record["run_id"]), DataProcessInstancePropertiesClass
+    )
+    assert lineage.customProperties["kintsugi.tableVersion"] == table.version(root)  # and DataHub's run lineage
     code, out, err = cli("undo", record["run_id"], workspace=root)
     assert code == 0, err + out
     pd.testing.assert_frame_equal(table.rows(root), landed_rows, check_exact=True)  # back to exactly the rows landed
