@@ -30,7 +30,9 @@ from controlplane.stages.pin import file_hash
 from controlplane.takeback.undo import undo
 from controlplane.vocab import LedgerKind
 from controlplane.workspace import Workspace
+from demo.feature_tables import read_table
 from demo.seed import PIPELINE
+from demo.story import run_demo
 from profiles.engines.content import content_hash_of_tables
 from tests.support import DEMO_NOW, champion, kintsugi, ms, store_hashes
 
@@ -222,3 +224,19 @@ def test_a_bad_engine_value_stops_the_run_in_one_line_before_anything_is_written
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "has engine 'duckdb'; use engine: arrow" in err
     assert store_hashes(ws) == before and set(ws.runs.iterdir()) == runs
+
+
+def test_a_delta_table_on_spark_heals_the_version_pinned_in_one_commit_as_arrow_does(spark_held, tmp_path):
+    """Spark reads the run's pinned file, so a table format's version reaches it as it reaches the arrow engine."""
+    ws = Workspace(tmp_path / "ws").ensure()
+    arrow = run_demo(ws, now=DEMO_NOW, table_format="delta")
+    spec = load_spec(ws, PIPELINE)
+    by_arrow = read_table(ws, spec).sort_values("order_id").reset_index(drop=True)
+    undo(ws, arrow.healed.run_id, now_ms=ms(DEMO_NOW + timedelta(minutes=6)))  # the batch in metres is back
+    _set_spec(ws, engine="spark", spark={"master": MASTER})
+    healed = run_pipeline(ws, load_spec(ws, PIPELINE), now_ms=ms(DEMO_NOW + timedelta(minutes=7)))
+    assert healed.status == "promoted", healed.outcome
+    assert _event(healed, "heal").evidence["engine"] == "spark"
+    assert _event(healed, "publish").evidence["snapshot"] == "delta version 4"  # seeded, landed, healed, undone: 4
+    by_spark = read_table(ws, load_spec(ws, PIPELINE)).sort_values("order_id").reset_index(drop=True)
+    assert by_spark.equals(by_arrow)
