@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo smoke lint test test-faults install install-dev bench bench-parity bench-guard bench-loop bench-realdata bench-realloop bench-corpus bench-policy-lodo bench-leak-null bench-timeshift bench-lite clean
+.PHONY: demo smoke lint test test-faults install install-dev bench bench-parity bench-guard bench-loop bench-realdata bench-realloop bench-corpus bench-policy-lodo bench-leak-null bench-timeshift bench-lite bench-formats clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -81,6 +81,11 @@ bench-loop: install-dev
 COLUMNS ?= 50,200,1000,2000
 bench-wide: install-dev
 	$(BIN)/python benchmarks/wide_loop_bench.py --columns $(COLUMNS)
+
+# the pin of one table kept as a parquet file, a Delta table and an Iceberg table, against the floor (~2 min at 10M rows):
+# the median and range of per-round ratios, wall and CPU, the load beside each round
+bench-formats: install-dev
+	$(BIN)/python benchmarks/format_bench.py
 
 # what closing a writable DataHub Lite handle costs as the store grows (~3 min): Lite's own close() vs the adapter's
 bench-lite: install-dev

@@ -6,10 +6,10 @@
 A Delta table's data files are never rewritten (the protocol adds and removes whole files), and its log says
 which files make each version. So:
 
-  pin       the version read now and the files it names: each file is copied into the run folder and hashed
-            from the bytes copied (as for a folder of parquet files), and the run's ONE parquet file is written
-            from those copies in the order the files were added (the log's modification time, then the name:
-            delta-rs names files by a random id), partition values from the log in the table's own types.
+  pin       the version read now and the files it names, as the run's ONE parquet file: each file read once, its
+            bytes hashed as they come into memory and decoded from there (no copy of a file is kept), in the
+            order the files were added (the log's modification time, then the name: delta-rs names files by a
+            random id), partition values from the log in the table's own types.
             `content_hash` is the folder's definition over the version's data files.
   publish   ONE commit (an overwrite with the healed rows), made only on the version whose files hash to the
             expected content, with no retry: a writer that committed after it makes delta-rs refuse the commit
@@ -40,7 +40,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tables.batches import batch_rows, fitted, joined, one_line
+from tables.batches import batch_rows, fitted, joined, one_line, write_pinned
 from tables.objectstore import LocalStore, LocationError, TableChanged, content_hash, sha256_file
 from tables.results import Appended, BackupManifest, FileEntry, ManifestEntry, PinnedTable, Published, require_empty
 from tables.tablefiles import read_healed
@@ -107,7 +107,8 @@ class DeltaLocation:
         features = set(table.protocol().reader_features or ()) - _READABLE_FEATURES
         if features or table.protocol().min_reader_version == 2:
             raise LocationError(
-                f"{self.display} needs reader features Kintsugi does not apply ({sorted(features) or 'column mapping'})",
+                f"{self.display} needs reader features Kintsugi does not apply "
+                f"({sorted(features) or 'column mapping'})",
                 "rewrite the table without deletion vectors or column mapping, or export it to parquet",
             )
         return table
@@ -131,6 +132,12 @@ class DeltaLocation:
     def _path(self, name: str) -> str:
         return os.path.join(self.root, *name.split("/"))
 
+    def _open(self, name: str, version: int) -> Any:
+        try:
+            return LocalStore().open(self._path(name))
+        except LocationError as exc:
+            raise _vacuumed(self, version, exc) from exc
+
     def _hashes(self, snapshot: _Snapshot) -> dict[str, str]:
         try:
             return {f.name: LocalStore().sha256(self._path(f.name)) for f in snapshot.files}
@@ -150,32 +157,28 @@ class DeltaLocation:
     # ----------------------------------------------------------------------------------- pinning
 
     def pin(self, dest: Path) -> PinnedTable:
-        """The version the table is at now: its files copied into `dest/files/` and hashed from the copies, and the
-        run's one parquet file `dest/table.parquet` written from them (see the module's words)."""
+        """The version the table is at now, as the run's one parquet file `dest/table.parquet`: each of its files read
+        once, hashed and decoded (`batches.write_pinned`; see the module's words)."""
         dest = Path(dest)
         if dest.exists() and any(dest.iterdir()):
             raise LocationError(f"pin folder {dest} is not empty", "pin into a new, empty folder")
         try:
             snapshot = self._snapshot(self._table())
-            files_dir = dest / "files"
-            files_dir.mkdir(parents=True)
-            manifest = {}
-            for entry in snapshot.files:
-                target = files_dir / entry.name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    sha = LocalStore().fetch(self._path(entry.name), target)
-                except LocationError as exc:
-                    raise _vacuumed(self, snapshot.version, exc) from exc
-                manifest[entry.name] = ManifestEntry(entry.size, f"delta-version={snapshot.version}", sha)
+            dest.mkdir(parents=True, exist_ok=True)
             table_path = dest / "table.parquet"
-            _materialise(snapshot, files_dir, table_path)
+            partitions = {f.name: f.partitions for f in snapshot.files}
+            files = [(f.name, lambda name=f.name: self._open(name, snapshot.version)) for f in snapshot.files]
+            shas = write_pinned(
+                table_path, snapshot.schema, files, lambda name, rows: _in_columns(rows, partitions[name], snapshot)
+            )
+            version = f"delta-version={snapshot.version}"
+            manifest = {f.name: ManifestEntry(f.size, version, shas[f.name]) for f in snapshot.files}
             pinned = PinnedTable(
                 self.text,
                 self.base,
                 dest,
                 table_path,
-                tuple(files_dir / n for n in manifest),
+                (),
                 manifest,
                 content_hash((n, m.sha256) for n, m in manifest.items()),
                 sha256_file(table_path),
@@ -183,8 +186,7 @@ class DeltaLocation:
                 snapshot=f"delta version {snapshot.version}",
             )
             (dest / "pin.json").write_text(json.dumps(pinned.to_json(), indent=2, sort_keys=True))
-            for written in (*pinned.files, table_path):
-                os.chmod(written, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+            os.chmod(table_path, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
             return pinned
         except BaseException:
             shutil.rmtree(dest, ignore_errors=True)
@@ -358,13 +360,10 @@ def _vacuumed(location: DeltaLocation, version: int, exc: BaseException) -> Tabl
     )
 
 
-def _materialise(snapshot: _Snapshot, files_dir: Path, out: Path) -> None:
-    """The snapshot's rows from the copies under `files_dir`, file by file in the order added, as one parquet file of
-    the table's schema (partition values from the log, in their declared types)."""
-    with pq.ParquetWriter(out, snapshot.schema) as writer:
-        for entry in snapshot.files:
-            piece = pq.read_table(files_dir / entry.name).replace_schema_metadata(None)
-            for column, value in entry.partitions:
-                field = snapshot.schema.field(column)
-                piece = piece.append_column(column, pa.array([value] * piece.num_rows, pa.string()).cast(field.type))
-            writer.write_table(piece.select(snapshot.schema.names).cast(snapshot.schema))
+def _in_columns(rows: pa.Table, partitions: tuple[tuple[str, str | None], ...], snapshot: _Snapshot) -> pa.Table:
+    """A data file's rows in the table's columns: its partition values from the log, in their declared types."""
+    rows = rows.replace_schema_metadata(None)
+    for column, value in partitions:
+        field = snapshot.schema.field(column)
+        rows = rows.append_column(column, pa.array([value] * rows.num_rows, pa.string()).cast(field.type))
+    return rows.select(snapshot.schema.names).cast(snapshot.schema)

@@ -7,15 +7,16 @@
 
 An Iceberg snapshot names exactly the data files it holds, and the files are never rewritten. So:
 
-  pin       the current snapshot: its data files copied into the run folder through the table's FileIO and
-            hashed from the bytes copied, and the run's ONE parquet file written from those copies in the order
-            the files were committed (sequence number, then path), each column found by its Iceberg field id (a
-            renamed column is read as it is named now). `content_hash` is the folder's definition over the
-            snapshot's data files, named relative to the table's location.
+  pin       the current snapshot as the run's ONE parquet file: each data file read once through the table's
+            FileIO, its bytes hashed as they come into memory and decoded from there (no copy of a file is kept),
+            in the order the files were committed (sequence number, then path), each column found by its Iceberg
+            field id (a renamed column is read as it is named now). `content_hash` is the folder's definition
+            over the snapshot's data files, named relative to the table's location.
   publish   ONE catalog commit (an overwrite with the healed rows: pyiceberg writes it as a delete snapshot and an
-            append snapshot; a column the heal adds or widens is added to the schema in the same commit), made on the snapshot whose files hash to the expected content, with the
-            catalog's requirement that the branch still points at it and NO retry: pyiceberg would otherwise retry
-            on a fresh snapshot, and an overwrite retried over a writer's commit would undo that commit.
+            append snapshot; a column the heal adds or widens is added to the schema in the same commit), made on
+            the snapshot whose files hash to the expected content, with the catalog's requirement that the branch
+            still points at it and NO retry: pyiceberg would otherwise retry on a fresh snapshot, and an overwrite
+            retried over a writer's commit would undo that commit.
   restore   the branch set back to the snapshot before (`manage_snapshots().set_current_snapshot`), one catalog
             commit, conditioned the same way; no bytes are copied.
   append    ONE commit (`kintsugi land`) whose summary carries the batch's sha256: the same batch landed twice is
@@ -39,8 +40,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tables.batches import batch_rows, fitted, joined, one_line
-from tables.objectstore import LocationError, TableChanged, content_hash, copy_hashing, sha256_file
+from tables.batches import batch_rows, fitted, joined, one_line, write_pinned
+from tables.objectstore import LocationError, TableChanged, content_hash, sha256_file
 from tables.results import Appended, BackupManifest, FileEntry, ManifestEntry, PinnedTable, Published, require_empty
 from tables.tablefiles import read_healed
 
@@ -161,24 +162,20 @@ class IcebergLocation:
         try:
             table = self._table()
             snapshot = self._snapshot(table)
-            files_dir = dest / "files"
-            files_dir.mkdir(parents=True)
-            manifest = {}
-            for entry in snapshot.files:
-                target = files_dir / entry.name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with self._read(table, entry, snapshot.snapshot_id) as stream:
-                    sha = copy_hashing(stream, target)
-                version = f"iceberg-snapshot={snapshot.snapshot_id}"
-                manifest[entry.name] = ManifestEntry(entry.size, version, sha)
+            dest.mkdir(parents=True, exist_ok=True)
             table_path = dest / "table.parquet"
-            _materialise(snapshot, files_dir, table_path)
+            files = [(f.name, lambda f=f: self._read(table, f, snapshot.snapshot_id)) for f in snapshot.files]
+            shas = write_pinned(
+                table_path, _plain(snapshot.schema), files, lambda _, rows: _by_field_id(rows, snapshot)
+            )
+            version = f"iceberg-snapshot={snapshot.snapshot_id}"
+            manifest = {f.name: ManifestEntry(f.size, version, shas[f.name]) for f in snapshot.files}
             pinned = PinnedTable(
                 self.text,
                 self.base,
                 dest,
                 table_path,
-                tuple(files_dir / n for n in manifest),
+                (),
                 manifest,
                 content_hash((n, m.sha256) for n, m in manifest.items()),
                 sha256_file(table_path),
@@ -186,8 +183,7 @@ class IcebergLocation:
                 snapshot=f"iceberg snapshot {snapshot.snapshot_id}",
             )
             (dest / "pin.json").write_text(json.dumps(pinned.to_json(), indent=2, sort_keys=True))
-            for written in (*pinned.files, table_path):
-                os.chmod(written, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+            os.chmod(table_path, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
             return pinned
         except BaseException:
             shutil.rmtree(dest, ignore_errors=True)
@@ -436,20 +432,13 @@ def _without_retries(table: Any) -> Any:
     return Table(table.name(), metadata, table.metadata_location, table.io, table.catalog)
 
 
-def _materialise(snapshot: _Snapshot, files_dir: Path, out: Path) -> None:
-    """The snapshot's rows from the copies under `files_dir`, file by file in commit order, each column found by its
-    field id, as one parquet file of the table's columns."""
+def _by_field_id(rows: pa.Table, snapshot: _Snapshot) -> pa.Table:
+    """A data file's rows in the table's columns, each found by its Iceberg field id (null where the file predates
+    the column)."""
     schema = _plain(snapshot.schema)
-    with pq.ParquetWriter(out, schema) as writer:
-        for entry in snapshot.files:
-            piece = pq.read_table(files_dir / entry.name)
-            by_id = {
-                int(f.metadata[_FIELD_ID]): i
-                for i, f in enumerate(piece.schema)
-                if f.metadata and _FIELD_ID in f.metadata
-            }
-            columns = []
-            for field in snapshot.schema:
-                index = by_id.get(int(field.metadata[_FIELD_ID]))
-                columns.append(pa.nulls(piece.num_rows, field.type) if index is None else piece.column(index))
-            writer.write_table(pa.Table.from_arrays(columns, names=schema.names).cast(schema))
+    by_id = {int(f.metadata[_FIELD_ID]): i for i, f in enumerate(rows.schema) if f.metadata and _FIELD_ID in f.metadata}
+    columns = []
+    for field in snapshot.schema:
+        index = by_id.get(int(field.metadata[_FIELD_ID]))
+        columns.append(pa.nulls(rows.num_rows, field.type) if index is None else rows.column(index))
+    return pa.Table.from_arrays(columns, names=schema.names).cast(schema)

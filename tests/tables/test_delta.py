@@ -56,6 +56,7 @@ def test_a_folder_with_a_delta_log_is_read_as_the_version_it_is_at_not_as_its_fi
     assert read.schema.field("zone").type == pa.int32()  # the partition value in the table's own type
     assert pinned.snapshot == "delta version 2"
     assert pinned.content_hash == location.current_hash()
+    assert sorted(p.name for p in (tmp_path / "pin").iterdir()) == ["pin.json", "table.parquet"]  # no copies
     again = location.pin(tmp_path / "pin-again")
     assert again.table_sha256 == pinned.table_sha256  # the same version gives the same bytes: files in name order
 

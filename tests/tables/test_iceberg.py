@@ -69,6 +69,7 @@ def test_the_pin_reads_the_current_snapshot_in_commit_order(base, tmp_path):
     assert read.column("id").to_pylist() == [100, 101, 102, 7, 8, 9]  # the overwrite's rows, then the append's
     assert pinned.snapshot == f"iceberg snapshot {_live(base).current_snapshot().snapshot_id}"
     assert pinned.content_hash == location.current_hash()
+    assert sorted(p.name for p in (tmp_path / "pin").iterdir()) == ["pin.json", "table.parquet"]  # no copies
 
 
 def test_a_renamed_column_is_read_by_its_field_id(base, tmp_path):
