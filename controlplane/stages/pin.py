@@ -43,6 +43,7 @@ __all__ = [
     "locations_mapped",
     "location_mapped",
     "table_format",
+    "version_before",
     "DELTA_PREFIX",
     "ICEBERG_PREFIX",
 ]
@@ -196,6 +197,18 @@ def restore_table(ws: Workspace, spec: PipelineSpec, backup: Path, *, check_live
     """Put a publish's previous bytes back (the backup is checked before the location is touched)."""
     with locations_mapped(spec):
         return locations.restore(backup, check_live=check_live, base=ws.root)
+
+
+def version_before(backup: Path) -> str:
+    """The table format's own name of the version a publish replaced ("delta version 3"), as its backup records it;
+    "" for files, or a backup that cannot be read (`check_backup` says why)."""
+    try:
+        manifest = locations.BackupManifest.load(backup)
+    except LocationChanged:
+        return ""
+    if manifest.versions is None:
+        return ""
+    return f"{'delta version' if manifest.shape == 'delta' else 'iceberg snapshot'} {manifest.versions[0]}"
 
 
 def check_backup(ws: Workspace, spec: PipelineSpec, backup: Path) -> None:

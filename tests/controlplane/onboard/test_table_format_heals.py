@@ -112,7 +112,7 @@ def test_a_unit_failure_is_healed_in_one_commit_and_undone_to_the_rows_landed(ki
     )
     assert lineage.customProperties["kintsugi.tableVersion"] == table.version(root)  # and DataHub's run lineage
     code, out, err = cli("undo", record["run_id"], workspace=root)
-    assert code == 0, err + out
+    assert code == 0 and f"back at the rows of {landed}" in out, err + out  # undo says where time travel took it
     pd.testing.assert_frame_equal(table.rows(root), landed_rows, check_exact=True)  # back to exactly the rows landed
     if kind == "iceberg":  # Iceberg moves the branch back to the very snapshot; Delta restores it as a new version
         assert table.version(root) == landed
