@@ -26,9 +26,13 @@ from typing import Callable, Iterator
 from controlplane.champion.rollout import reject_rollback, resume_rollback
 from controlplane.datahub.incidents import IncidentRef
 from controlplane.errors import TableChanged
-from controlplane.models.impact import measure_impact
 from controlplane.models.modelstore import open_store
-from controlplane.runs.checkpoint import (
+from controlplane.runs.context import RunContext, open_run
+from controlplane.runs.journal import Event, RunJournal, RunRecord, load_run, new_run_id, raise_if_not
+from controlplane.runs.locks import pipeline_lock
+from controlplane.spec import PipelineSpec, load_spec
+from controlplane.stages.blocked import Blocked
+from controlplane.stages.checkpoint import (
     Checkpoint,
     PromoteCheckpoint,
     PublishCheckpoint,
@@ -36,14 +40,10 @@ from controlplane.runs.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from controlplane.runs.context import RunContext, open_run
-from controlplane.runs.journal import Event, RunJournal, RunRecord, load_run, new_run_id, raise_if_not
-from controlplane.runs.locks import pipeline_lock
-from controlplane.spec import PipelineSpec, load_spec
-from controlplane.stages.blocked import Blocked
 from controlplane.stages.conclude import Approval, Concluded, conclude, passport_draft
 from controlplane.stages.detect import TrainingView, detect
 from controlplane.stages.heal import Healed, heal, raise_incidents, verify
+from controlplane.stages.impact import measure_impact
 from controlplane.stages.pin import Pinned, live_hash, verify_file
 from controlplane.stages.publish import publish, remember_reference, resolve, resolve_cleared
 from controlplane.stages.train import ChampionStands, Trained, assess, rescore_champion, train

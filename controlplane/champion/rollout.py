@@ -36,12 +36,12 @@ from controlplane.models.champion_health import (
 )
 from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.models.passport import evidence_refusal
-from controlplane.runs.checkpoint import RollbackCheckpoint, save_checkpoint
 from controlplane.runs.context import RunContext, open_run
 from controlplane.runs.facts import Rollback
 from controlplane.runs.journal import RunRecord, new_run_id
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec
+from controlplane.stages.checkpoint import RollbackCheckpoint, save_checkpoint
 from controlplane.stages.conclude import Approval, move_champion
 from controlplane.takeback.recovery import recover_pipeline
 from controlplane.takeback.rollback import ABANDONED_KEY, UNDONE_KEY

@@ -49,10 +49,10 @@ from controlplane.onboard.contracts import apply_contract_file
 from controlplane.pipeline import approve as approve_run
 from controlplane.pipeline import reject as reject_run
 from controlplane.pipeline import run_pipeline
-from controlplane.runs.checkpoint import PromoteCheckpoint, load_checkpoint
 from controlplane.runs.journal import Event, RunRecord, UnreadableRun, list_runs, load_run, new_run_id, scan_runs
 from controlplane.signing import UNTRUSTED_KEY, SigningError
 from controlplane.spec import PipelineSpec, list_specs, load_spec
+from controlplane.stages.checkpoint import PromoteCheckpoint, load_checkpoint
 from controlplane.stages.governance import govern, lineage_of
 from controlplane.stages.guarding import context_without_snapshot, guard_table
 from controlplane.stages.pin import batch_as_parquet, pin_table

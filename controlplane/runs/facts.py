@@ -47,7 +47,7 @@ class Pinned(Record):
 
 @dataclass(frozen=True)
 class Impact:
-    """The heal's impact, measured in the run that healed (`controlplane.models.impact`): the holdout metric of a
+    """The heal's impact, measured in the run that healed (`controlplane.stages.impact`): the holdout metric of a
     model trained on the poisoned bytes next to the candidate's; `error` says why the poisoned one was not scored."""
 
     metric: str

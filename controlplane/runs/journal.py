@@ -146,7 +146,7 @@ class RunRecord(Record):
     outcome: str = ""
     events: list[Event] = field(default_factory=list)
     ledger: list[LedgerEntry] = field(default_factory=list)
-    checkpoint: dict[str, Any] | None = None  # a paused run's typed checkpoint (controlplane.runs.checkpoint)
+    checkpoint: dict[str, Any] | None = None  # a paused run's typed checkpoint (controlplane.stages.checkpoint)
     pid: int = 0
     kind: RunKind = RunKind.LOOP
     # what later commands need, each set by the stage or command that knows it
