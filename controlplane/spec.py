@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from controlplane.datahub.urns import check_dataset_urn, check_domain_urn
+from controlplane.documents.safeyaml import YamlRefused, load_yaml
 from controlplane.errors import InputError, PipelineNotFound, SpecError
 from controlplane.models.gate import DEFAULT_LEVEL_WITHIN, DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN, check_rules
 from controlplane.models.governance import GovernanceKind, GovernanceRules
-from controlplane.onboard.safeyaml import YamlRefused, load_yaml
 from controlplane.vocab import Policy
 from controlplane.workspace import Workspace
 from training.errors import TrainingError

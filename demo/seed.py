@@ -19,8 +19,8 @@ from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import contract_mcps
 from controlplane.datahub.datasets import SchemaColumn, dataset_mcps, profile_mcps
 from controlplane.datahub.port import AspectWrite
+from controlplane.documents.odcs import parse_odcs
 from controlplane.models.modelstore import open_store
-from controlplane.onboard.odcs import parse_odcs
 from controlplane.runs.identity import establish_identity
 from controlplane.spec import load_spec
 from controlplane.stages.kept_reference import establish

@@ -26,8 +26,8 @@ import pandas as pd
 import yaml
 
 from controlplane.datahub.connect import metadata_session
+from controlplane.documents.odcs import read_contract
 from controlplane.errors import InputError, WorkspaceError
-from controlplane.onboard.odcs import read_contract
 from controlplane.runs.identity import rebase_if_moved
 from controlplane.runs.journal import list_runs
 from controlplane.runs.locks import pipeline_lock

@@ -19,8 +19,8 @@ from chaos.failures.catalog import get_scenario
 from chaos.failures.registry import Injected, Scenario, UpstreamTarget
 from chaos.failures.selection import Selection
 from controlplane.datahub.connect import metadata_session
+from controlplane.documents.odcs import read_contract
 from controlplane.frontdoor.services import guard as guard_pipeline
-from controlplane.onboard.odcs import read_contract
 from controlplane.pipeline import run_pipeline
 from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace

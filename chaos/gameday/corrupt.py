@@ -24,8 +24,8 @@ from chaos.failures.selection import Selection
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.port import AspectWrite
 from controlplane.datahub.writes import UnreadableWrite, writes_from_json, writes_to_json
+from controlplane.documents.odcs import read_contract
 from controlplane.errors import DataError
-from controlplane.onboard.odcs import read_contract
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, load_spec
 from controlplane.workspace import Workspace

@@ -1,1 +1,1 @@
-"""Onboarding a table: init, infer, unit guesses, land, accept, contracts (ODCS), safe YAML."""
+"""Onboarding a table: init, infer, unit guesses, land, accept, contracts (applying ODCS documents)."""

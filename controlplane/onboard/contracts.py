@@ -8,9 +8,9 @@ from pathlib import Path
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.contracts import contract_mcps
 from controlplane.datahub.datasets import profile_mcps
+from controlplane.documents.odcs import parse_odcs
 from controlplane.errors import ContractError, DataError
 from controlplane.onboard.infer import Hints, propose
-from controlplane.onboard.odcs import parse_odcs
 from controlplane.onboard.unitguess import given_unit
 from controlplane.workspace import Workspace
 from profiles.snapshot import SnapshotError, read_snapshot

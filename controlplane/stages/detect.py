@@ -9,8 +9,8 @@ from pathlib import Path
 from controlplane.datahub.assertions import VolumeLimits, assertion_mcps
 from controlplane.datahub.contracts import read_raw_contract
 from controlplane.datahub.port import MetadataPort
+from controlplane.documents.odcs import contract_of
 from controlplane.errors import DataError
-from controlplane.onboard.odcs import contract_of
 from controlplane.runs.context import RunContext
 from controlplane.spec import PipelineSpec
 from controlplane.stages.guarding import Guarded, guard_table

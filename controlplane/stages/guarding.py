@@ -33,7 +33,7 @@ from typing import Callable
 import remediations.playbooks  # noqa: F401  (registers the playbooks whose plans name a failure)
 from controlplane.datahub.datasets import read_profile, walk_upstream
 from controlplane.datahub.port import MetadataPort
-from controlplane.onboard.odcs import read_contract
+from controlplane.documents.odcs import read_contract
 from controlplane.runs.engine import TableEngine
 from controlplane.spec import PipelineSpec
 from controlplane.stages.batchshift import pin_batch_shift

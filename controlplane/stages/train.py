@@ -18,13 +18,13 @@ import pyarrow.parquet as pq
 
 from controlplane.datahub.history import health_at, unhealed_at
 from controlplane.datahub.incidents import IncidentRef, read_incidents
+from controlplane.documents.odcs import read_contract
 from controlplane.errors import DataError, KintsugiError
 from controlplane.models import passport_signing as passport
 from controlplane.models.champion_scores import PredictionsKey, load_known, save_known
 from controlplane.models.gate import GuardWarning, PromotionDecision, PromotionEvidence, decide
 from controlplane.models.governance import GovernanceSeverity
 from controlplane.models.modelstore import open_store, training_errors_mapped
-from controlplane.onboard.odcs import read_contract
 from controlplane.runs.context import RunContext, crash_point
 from controlplane.stages.detect import TrainingView
 from controlplane.stages.governance import govern, lineage_of

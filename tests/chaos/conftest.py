@@ -18,7 +18,7 @@ def demo_clean(demo_run) -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def demo_contract(demo_run):
     from controlplane.datahub.connect import metadata_session
-    from controlplane.onboard.odcs import read_contract
+    from controlplane.documents.odcs import read_contract
     from demo.seed import FEATURE_TABLE
 
     ws, _ = demo_run

@@ -30,7 +30,7 @@ from chaos.drill.observe import (
 from chaos.failures.catalog import get_scenario
 from chaos.failures.registry import register
 from controlplane.datahub.connect import metadata_session
-from controlplane.onboard.odcs import read_contract
+from controlplane.documents.odcs import read_contract
 from controlplane.stages.guarding import with_repeats_counted
 from guard.context import GuardContext
 from guard.findings import Finding, make_finding

@@ -234,7 +234,7 @@ _AT_LEAST = "          - property: atLeast\n            value: {}\n"
 
 def test_a_contract_declares_an_order_between_two_columns_of_one_unit():
     """A delivery's ETA is at least its preparation time (both in minutes): `atLeast`, held as a bound."""
-    from controlplane.onboard.odcs import parse_odcs
+    from controlplane.documents.odcs import parse_odcs
 
     assert parse_odcs(CONTRACT).declared_orders == ()
     declared = parse_odcs(CONTRACT.replace(_LABEL_ROLE, _LABEL_ROLE + _AT_LEAST.format("prep_time_min"), 1))

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from controlplane.documents.odcs import parse_odcs
 from controlplane.errors import InputError
 from controlplane.onboard.infer import SIGN_EVIDENCE, Hints, propose
-from controlplane.onboard.odcs import parse_odcs
 from controlplane.onboard.unitguess import contract_unit, given_unit, guess_unit
 from profiles.snapshot import read_snapshot
 

@@ -16,7 +16,7 @@ from datahub.metadata import schema_classes as s
 from controlplane.datahub.datasets import FRESHNESS_PROPERTY
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.urns import contract_urn
-from controlplane.onboard.odcs import parse_odcs
+from controlplane.documents.odcs import parse_odcs
 from controlplane.onboard.unitguess import UnitGuess, contract_unit
 from controlplane.runs.journal import list_runs
 from controlplane.stages.pin import file_hash

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from controlplane.onboard.odcs import parse_odcs
+from controlplane.documents.odcs import parse_odcs
 from demo.generate import generate_eta_features
 from guard.contract import Contract
 from tests.conftest import DEMO_NOW

@@ -31,8 +31,8 @@ from open_data_contract_standard.model import OpenDataContractStandard, SchemaPr
 from controlplane.datahub.contracts import read_raw_contract
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import check_dataset_urn
+from controlplane.documents.safeyaml import YamlRefused, load_yaml
 from controlplane.errors import ContractError, InputError
-from controlplane.onboard.safeyaml import YamlRefused, load_yaml
 from guard.contract import LOGICAL_TYPES, ColumnContract, Contract
 from guard.units import UNITS, same_unit
 
