@@ -9,7 +9,7 @@
                         the column lineage declared with --column-lineage, as DataHub's fineGrainedLineages),
                         the MLflow store (created with its migrations and marked with the workspace's id, so
                         the first run pays for neither; an existing store is only checked), the contract
-                        (through `services.apply_contract`: a new version of the dataContract aspect, DataHub
+                        (through `contracts.apply_contract_file`: a new version of the dataContract aspect, DataHub
                         keeps the earlier ones), and the reference (`reference.establish_reference`)
 
 Nothing is written before the plan succeeds: a location that is missing, unreadable, forbidden or in another
@@ -37,9 +37,9 @@ from controlplane.datahub.datasets import SchemaColumn, dataset_mcps, upstream_m
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import check_dataset_urn, dataset_urn
 from controlplane.errors import DataError, InputError, KintsugiError, SpecError, TableChanged
-from controlplane.frontdoor import services
 from controlplane.models.gate import DEFAULT_LEVEL_WITHIN, DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN
 from controlplane.models.modelstore import open_store, training_errors_mapped
+from controlplane.onboard.contracts import apply_contract_file
 from controlplane.onboard.infer import KEY_TYPES, Hints, Proposal, infer_task, key_candidates, propose
 from controlplane.onboard.land import operator_urn
 from controlplane.onboard.unitguess import given_unit
@@ -450,7 +450,7 @@ def _write(
     with journal.writing(LedgerKind.MLFLOW_TAGS, "workspace marker", what="the MLflow store, created and marked"):
         open_store(ws)  # its migrations and its marker now, so that the first run pays for neither
     with journal.writing(LedgerKind.DATAHUB, plan.dataset, aspect="dataContract", file=ws.rel(contract_file)):
-        services.apply_contract(ws, contract_file, None, now_ms)
+        apply_contract_file(ws, contract_file, None, now_ms)
     with (
         metadata_session(ws) as metadata,
         journal.writing(LedgerKind.DATAHUB, plan.dataset, aspect="datasetProfile") as entry,
