@@ -77,7 +77,7 @@ def serve_command(
     import uvicorn
 
     from controlplane.api.server import server_config
-    from controlplane.watch.scheduler import Scheduler
+    from controlplane.frontdoor.scheduler import Scheduler
 
     ws = require_estate(workspace)
     settings = resolve_settings(host=host, read_only=read_only, insecure_local=insecure_local)

@@ -193,7 +193,7 @@ def test_an_emptied_datahub_store_is_an_error(demo_copy):
 
 
 def test_a_corrupt_run_record_is_skipped_and_reported(demo_copy, monkeypatch, capsys):
-    from controlplane.watch.scheduler import Scheduler
+    from controlplane.frontdoor.scheduler import Scheduler
 
     ws, result = demo_copy
     (ws.run_dir(result.first.run_id) / "run.json").write_text('{"run_id": "trunc')

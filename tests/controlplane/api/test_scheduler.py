@@ -9,12 +9,12 @@ import pytest
 import yaml
 
 from controlplane.errors import SpecError
+from controlplane.frontdoor.scheduler import Scheduler
 from controlplane.frontdoor.services import pipelines
 from controlplane.frontdoor.views import pipelines_out
 from controlplane.runs.journal import list_runs
 from controlplane.spec import load_spec
 from controlplane.watch.cron import due, latest_fire, next_fire
-from controlplane.watch.scheduler import Scheduler
 from tests.support import PIPELINE
 
 T = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)

@@ -10,12 +10,12 @@ from datahub.metadata import schema_classes as s
 
 from controlplane.datahub.incidents import incident_evidence
 from controlplane.datahub.lite import LiteMetadata
+from controlplane.frontdoor.scheduler import Scheduler
 from controlplane.pipeline import run_pipeline
 from controlplane.runs.journal import list_runs
 from controlplane.spec import load_spec
 from controlplane.watch.memory import fingerprint
 from controlplane.watch.postmortem import read_postmortem
-from controlplane.watch.scheduler import Scheduler
 from demo.seed import FEATURE_TABLE, PIPELINE
 from demo.story import land_batch
 from tests.support import DEMO_NOW, LATER, iso, kintsugi, ms
