@@ -60,7 +60,7 @@ class IncidentRef(Record):
 
 @dataclass(frozen=True)
 class Recurrence:
-    """What the memory of failure modes adds to a new incident (`controlplane.watch.memory`): its fingerprint and
+    """What the memory of failure modes adds to a new incident (`controlplane.stages.memory`): its fingerprint and
     links in the evidence, lines in the description, a raised priority and the upstream owner as assignee."""
 
     evidence: dict[str, Any]

@@ -15,9 +15,9 @@ from controlplane.stages.blocked import Blocked
 from controlplane.stages.detect import Detected, TrainingView, summary
 from controlplane.stages.guarding import guard_table
 from controlplane.stages.kept_reference import load_state
+from controlplane.stages.memory import memory_fact, recall, reuse_all
 from controlplane.stages.pin import file_hash, reading_pinned, verify_file
 from controlplane.vocab import LedgerKind, Stage
-from controlplane.watch.memory import memory_fact, recall, reuse_all
 from guard.contract import Contract
 from guard.findings import Finding, GuardReport, Verdict
 from guard.kinds import NOT_THE_DATA, FindingKind
@@ -66,7 +66,7 @@ class Healed(Record):
 @dataclass(frozen=True)
 class Raised:
     """The incidents a run raised, one per blocking finding, and per incident urn what memory recalled of its
-    failure mode (`controlplane.watch.memory.memory_fact`): the heal re-uses it, the resolution note extends it."""
+    failure mode (`controlplane.stages.memory.memory_fact`): the heal re-uses it, the resolution note extends it."""
 
     incidents: tuple[IncidentRef, ...] = ()
     memory: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -26,9 +26,9 @@ from controlplane.stages.kept_reference import (
     set_aside_rules,
     with_window_closed,
 )
+from controlplane.stages.memory import resolution_line
 from controlplane.stages.pin import Pinned, publish_table, verify_file
 from controlplane.vocab import LedgerKind, Stage
-from controlplane.watch.memory import resolution_line
 from guard.findings import GuardReport
 from profiles.engines.keys import KeyHashes
 from profiles.fingerprints import fingerprint_windows
@@ -84,7 +84,7 @@ def publish(run: RunContext, pinned: Pinned, healed: Healed) -> tuple[str, str]:
 
 def resolve(run: RunContext, incidents: tuple[IncidentRef, ...], healed: Healed) -> None:
     """Resolve the incidents whose cause the heal corrected, each note ending with the verified heal that memory
-    re-uses next time (`controlplane.watch.memory`); those only set aside (quarantined) stay open."""
+    re-uses next time (`controlplane.stages.memory`); those only set aside (quarantined) stay open."""
     note, still_open = heal_notes(run.run_id, healed), set(healed.open_keys)
     steps = [asdict(step) for step in healed.steps]
     memory = run.record.memory  # what raise_incidents recalled, kept on the record across a publish gate

@@ -23,9 +23,9 @@ from controlplane.datahub.notes import incident_note_mcps, memory_link_mcps, rea
 from controlplane.datahub.port import AspectWrite, MetadataPort
 from controlplane.models.champion_health import prior_rollbacks
 from controlplane.runs.journal import RunRecord
+from controlplane.stages.memory import read_heal
 from controlplane.takeback.rollback import resolved_by
 from controlplane.vocab import Stage
-from controlplane.watch.memory import read_heal
 from controlplane.watch.retrain import is_loop_run
 from controlplane.workspace import Workspace
 

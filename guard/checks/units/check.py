@@ -25,7 +25,7 @@ Against a batch `Reference` (per-batch summaries of natural variation, KLL sketc
    wider than that): then the batch cannot say which. UNIT_MISMATCH still names the nearer (its failure
    mode, as memory fingerprints it) with both in `explained_by`, but with no playbook: a heal by the nearer
    alone would be a guess, and a wrong factor still verifies inside the band. What decides is the past: the
-   verified heal of this very failure mode (`controlplane.watch.memory.reuse`), else it stays blocked.
+   verified heal of this very failure mode (`controlplane.stages.memory.reuse`), else it stays blocked.
    The least-squares affine map of the core's quantiles (observed against reference) is reported as
    evidence beside the conversion's own factor and offset.
    Or, from the values themselves: the reference's values sit on a decimal grid (0.1 mm, whole W/m2)

@@ -14,7 +14,7 @@ from controlplane.frontdoor.scheduler import Scheduler
 from controlplane.pipeline import run_pipeline
 from controlplane.runs.journal import list_runs
 from controlplane.spec import load_spec
-from controlplane.watch.memory import fingerprint
+from controlplane.stages.memory import fingerprint
 from controlplane.watch.postmortem import read_postmortem
 from demo.seed import FEATURE_TABLE, PIPELINE
 from demo.story import land_batch
