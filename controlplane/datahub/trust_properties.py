@@ -4,13 +4,14 @@ The property definitions have fixed URNs (`urn:li:structuredProperty:kintsugi.tr
 only when DataHub does not hold them as they are here. The version carries its score, band, deductions (one JSON
 row each: reason, points, evidence) and the governance exceptions in force; the group carries the score, band and
 deductions of its latest concluded version, and which version that is. Every other structured property an entity
-carries is kept.
+carries is kept. The score's value types live here, below `models.trust` that computes them.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Sequence
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
@@ -19,9 +20,13 @@ from datahub.metadata.urns import Urn
 
 from controlplane.datahub.port import AspectWrite, MetadataPort
 from controlplane.datahub.urns import model_group_urn, model_urn, structured_property_urn
-from controlplane.models.trust import Deduction, TrustScore
+from profiles.records import Record
 
 __all__ = [
+    "Deduction",
+    "TrustBand",
+    "TrustScore",
+    "band_of",
     "TrustProperties",
     "TRUST_SCORE",
     "TRUST_BAND",
@@ -32,6 +37,33 @@ __all__ = [
     "trust_mcps",
     "read_trust",
 ]
+
+
+@dataclass(frozen=True)
+class Deduction(Record):
+    """A row of the trust score, as `models.trust` computes it and DataHub holds it."""
+
+    reason: str
+    points: int
+    evidence: str
+
+
+class TrustBand(StrEnum):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+def band_of(score: int) -> TrustBand:
+    return TrustBand.HIGH if score >= 80 else TrustBand.MEDIUM if score >= 60 else TrustBand.LOW
+
+
+@dataclass(frozen=True)
+class TrustScore(Record):
+    score: int
+    band: TrustBand
+    deductions: tuple[Deduction, ...]
+
 
 TRUST_SCORE = structured_property_urn("kintsugi.trust_score")
 TRUST_BAND = structured_property_urn("kintsugi.trust_band")

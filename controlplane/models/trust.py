@@ -10,38 +10,13 @@ its cap. The band: high from 80, medium from 60, low below. The score informs; t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Iterator
 
+from controlplane.datahub.trust_properties import Deduction, TrustBand, TrustScore, band_of
 from controlplane.models.gate import GuardWarning
 from controlplane.models.governance import GovernanceFinding, GovernanceSeverity
-from profiles.records import Record
 
 __all__ = ["Deduction", "TrustBand", "TrustScore", "TrustEvidence", "Cost", "POINTS", "trust_score", "band_of"]
-
-
-@dataclass(frozen=True)
-class Deduction(Record):
-    reason: str
-    points: int
-    evidence: str
-
-
-class TrustBand(StrEnum):
-    HIGH = "high"
-    MEDIUM = "medium"
-    LOW = "low"
-
-
-def band_of(score: int) -> TrustBand:
-    return TrustBand.HIGH if score >= 80 else TrustBand.MEDIUM if score >= 60 else TrustBand.LOW
-
-
-@dataclass(frozen=True)
-class TrustScore(Record):
-    score: int
-    band: TrustBand
-    deductions: tuple[Deduction, ...]
 
 
 @dataclass(frozen=True)
