@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from controlplane.datahub.urns import check_dataset_urn, check_domain_urn
 from controlplane.documents.safeyaml import YamlRefused, load_yaml
 from controlplane.errors import InputError, PipelineNotFound, SpecError
-from controlplane.models.gate import DEFAULT_LEVEL_WITHIN, DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN, check_rules
-from controlplane.models.governance import GovernanceKind, GovernanceRules
 from controlplane.vocab import Policy
 from controlplane.workspace import Workspace
+from profiles.records import Record
 from training.errors import TrainingError
 from training.spec import TrainingSpec
 
@@ -34,10 +34,56 @@ __all__ = [
     "ENGINES",
     "DEFAULT_MASTER",
     "DEFAULT_ROW_BUDGET",
+    "DEFAULT_MIN_GAIN",
+    "DEFAULT_MAX_REGRESSION",
+    "DEFAULT_LEVEL_WITHIN",
+    "check_rules",
+    "GovernanceKind",
+    "GovernanceRules",
 ]
 
 _EXAMPLE = "compare it with demo/pipelines/delivery-eta.yaml"
 ENGINES = ("arrow", "spark")
+# the promotion gate's defaults: a spec may make the gate stricter, never looser (`check_rules`; the gate is
+# `models.gate`)
+DEFAULT_MIN_GAIN = 0.005  # a candidate must beat the champion by 0.5% to be APPROVED
+DEFAULT_MAX_REGRESSION = 0.02  # worse than the champion by more than 2% is BLOCKED
+# A shortfall under one sampling error of the gain is level with the champion. Chosen, not tuned: one standard
+# error is the least a holdout must show before it says the champion is better (a paired bootstrap's spread).
+DEFAULT_LEVEL_WITHIN = 1.0
+
+
+def check_rules(min_gain: float, max_regression: float, level_within: float = DEFAULT_LEVEL_WITHIN) -> None:
+    """Configuration may make the gate stricter, never looser."""
+    if (
+        min_gain < DEFAULT_MIN_GAIN
+        or max_regression > DEFAULT_MAX_REGRESSION
+        or max_regression < 0
+        or not 0 <= level_within <= DEFAULT_LEVEL_WITHIN
+    ):
+        raise SpecError(
+            f"promotion rules min_gain={min_gain} max_regression={max_regression} level_within={level_within} "
+            "loosen the gate",
+            f"use min_gain >= {DEFAULT_MIN_GAIN}, 0 <= max_regression <= {DEFAULT_MAX_REGRESSION} and "
+            f"0 <= level_within <= {DEFAULT_LEVEL_WITHIN}",
+        )
+
+
+class GovernanceKind(StrEnum):
+    PII = "pii"
+    RESTRICTED = "restricted"
+    DEPRECATED_UPSTREAM = "deprecated_upstream"
+    LINEAGE_LEAKAGE = "lineage_leakage"
+
+
+@dataclass(frozen=True)
+class GovernanceRules(Record):
+    """The spec's `governance:` section: rules that only escalate a finding or record an exception."""
+
+    pii_allowed_in_domain: str | None = None  # PII is an exception where its datasets all lie in this domain
+    escalate: tuple[GovernanceKind, ...] = ()  # kinds whose REVIEW findings block
+
+
 DEFAULT_MASTER = "local[2]"  # a spark pipeline without `spark: {master: ...}`
 DEFAULT_ROW_BUDGET = 2_000_000  # labelled rows trained on whole; more: a sample of this many
 _MASTER = re.compile(r"local\[(\d+|\*)\]|sc://[A-Za-z0-9.\-]+(:\d+)?(/.*)?")

@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from controlplane.errors import SpecError
 from controlplane.models.governance import GovernanceFinding, GovernanceSeverity
+from controlplane.spec import DEFAULT_LEVEL_WITHIN, DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN, check_rules
 from controlplane.vocab import Verdict
 from profiles.records import Record
 from training.model import relative_gain
@@ -38,11 +38,6 @@ __all__ = [
     "DEFAULT_LEVEL_WITHIN",
 ]
 
-DEFAULT_MIN_GAIN = 0.005  # a candidate must beat the champion by 0.5% to be APPROVED
-DEFAULT_MAX_REGRESSION = 0.02  # worse than the champion by more than 2% is BLOCKED
-# A shortfall under one sampling error of the gain is level with the champion. Chosen, not tuned: one standard
-# error is the least a holdout must show before it says the champion is better (a paired bootstrap's spread).
-DEFAULT_LEVEL_WITHIN = 1.0
 _UNREAD = frozenset({"column_unexpected"})  # guard warnings on columns training never reads
 
 
@@ -80,22 +75,6 @@ class PromotionDecision(Record):
     reasons: tuple[str, ...]
     gain: float | None
     champion_kept: bool = False  # BLOCKED only because the candidate lost to the champion: a decision, not a block
-
-
-def check_rules(min_gain: float, max_regression: float, level_within: float = DEFAULT_LEVEL_WITHIN) -> None:
-    """Configuration may make the gate stricter, never looser."""
-    if (
-        min_gain < DEFAULT_MIN_GAIN
-        or max_regression > DEFAULT_MAX_REGRESSION
-        or max_regression < 0
-        or not 0 <= level_within <= DEFAULT_LEVEL_WITHIN
-    ):
-        raise SpecError(
-            f"promotion rules min_gain={min_gain} max_regression={max_regression} level_within={level_within} "
-            "loosen the gate",
-            f"use min_gain >= {DEFAULT_MIN_GAIN}, 0 <= max_regression <= {DEFAULT_MAX_REGRESSION} and "
-            f"0 <= level_within <= {DEFAULT_LEVEL_WITHIN}",
-        )
 
 
 def decide(

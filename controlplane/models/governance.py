@@ -28,6 +28,7 @@ from typing import Iterator, Mapping
 
 from controlplane.datahub.classifications import Classified, Marker
 from controlplane.datahub.column_lineage import ColumnEdge, ColumnRef
+from controlplane.spec import GovernanceKind, GovernanceRules
 from profiles.records import Record
 
 __all__ = [
@@ -73,13 +74,6 @@ def classify(name: str) -> tuple[Classification, ...]:
     return tuple(m.classification for m in MARKERS if words & m.words)
 
 
-class GovernanceKind(StrEnum):
-    PII = "pii"
-    RESTRICTED = "restricted"
-    DEPRECATED_UPSTREAM = "deprecated_upstream"
-    LINEAGE_LEAKAGE = "lineage_leakage"
-
-
 class GovernanceSeverity(StrEnum):
     BLOCK = "block"  # the gate blocks
     REVIEW = "review"  # the gate asks a person (NEEDS_REVIEW)
@@ -99,14 +93,6 @@ class GovernanceFinding(Record):
 
     def __str__(self) -> str:
         return self.message
-
-
-@dataclass(frozen=True)
-class GovernanceRules(Record):
-    """The spec's `governance:` section: rules that only escalate a finding or record an exception."""
-
-    pii_allowed_in_domain: str | None = None  # PII is an exception where its datasets all lie in this domain
-    escalate: tuple[GovernanceKind, ...] = ()  # kinds whose REVIEW findings block
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,6 @@ from controlplane.datahub.datasets import SchemaColumn, dataset_mcps, upstream_m
 from controlplane.datahub.port import MetadataPort
 from controlplane.datahub.urns import check_dataset_urn, dataset_urn
 from controlplane.errors import DataError, InputError, KintsugiError, SpecError, TableChanged
-from controlplane.models.gate import DEFAULT_LEVEL_WITHIN, DEFAULT_MAX_REGRESSION, DEFAULT_MIN_GAIN
 from controlplane.models.modelstore import open_store, training_errors_mapped
 from controlplane.onboard.contracts import apply_contract_file
 from controlplane.onboard.infer import KEY_TYPES, Hints, Proposal, infer_task, key_candidates, propose
@@ -46,7 +45,14 @@ from controlplane.onboard.unitguess import given_unit
 from controlplane.runs.identity import check_datahub
 from controlplane.runs.journal import RunJournal, RunRecord, new_run_id
 from controlplane.runs.locks import pipeline_lock
-from controlplane.spec import PipelineSpec, check_pipeline_name, parse_spec
+from controlplane.spec import (
+    DEFAULT_LEVEL_WITHIN,
+    DEFAULT_MAX_REGRESSION,
+    DEFAULT_MIN_GAIN,
+    PipelineSpec,
+    check_pipeline_name,
+    parse_spec,
+)
 from controlplane.stages.kept_reference import establish_reference
 from controlplane.stages.pin import DELTA_PREFIX, ICEBERG_PREFIX, pin_location, table_format
 from controlplane.takeback.recovery import recover_pipeline
