@@ -30,7 +30,7 @@ lint: install-dev   # ruff (lint and format) and mypy, configured in pyproject.t
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-architecture: install-dev   # the house in figures: import cycles, layering breaks, the guard's purity, the root's size
+architecture: install-dev   # the house in figures: import cycles, layering breaks, the control plane's rooms in order, the guard's purity, the root's size
 	$(BIN)/python tests/meta/test_architecture.py
 
 # two workers, a test file each at a time (a file's module fixtures are built once); plain `pytest` runs it serially

@@ -275,6 +275,68 @@ def test_no_check_imports_another_check():
     assert _checks_importing_checks() == []
 
 
+# the control plane's rooms, lowest first: a room imports only rooms before it (its own modules aside). The words and
+# the errors; the passport's signing; the DataHub door; what a team writes (YAML, ODCS); the pipeline spec; a run's
+# record and its context; the models (MLflow, the gate, governance, trust); the loop's stages; taking writes back;
+# the champion's moves; onboarding; the loop's story; the watch; the front door's services; then its doors.
+ROOMS = (
+    "vocab",
+    "errors",
+    "signing",
+    "workspace",
+    "datahub",
+    "documents",
+    "spec",
+    "runs",
+    "models",
+    "stages",
+    "takeback",
+    "champion",
+    "onboard",
+    "pipeline",
+    "watch",
+    "frontdoor",
+    "api",
+    "cli",
+    "__main__",
+)
+
+
+def _room(module: str) -> str | None:
+    """The control plane room a module sits in: its folder under controlplane/, or its own name at the root."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "controlplane" and len(parts) > 1 else None
+
+
+def _against_the_rooms(graph: dict[str, set[str]]) -> list[str]:
+    """Imports inside controlplane/ from a room to one after it in ROOMS (or to or from a room not placed in it)."""
+    place = {room: index for index, room in enumerate(ROOMS)}
+    wrong = []
+    for source, targets in graph.items():
+        for target in targets:
+            rooms = _room(source), _room(target)
+            if None in rooms or rooms[0] == rooms[1]:
+                continue
+            if any(r not in place for r in rooms) or place[rooms[0]] < place[rooms[1]]:  # type: ignore[index]
+                wrong.append(f"{source} imports {target}")
+    return sorted(wrong)
+
+
+def test_the_control_planes_rooms_import_in_their_declared_order():
+    assert _against_the_rooms(_graph()) == []
+
+
+def test_an_import_against_the_rooms_would_be_found():
+    graph = {
+        "controlplane.runs.journal": {"controlplane.stages.pin"},
+        "controlplane.stages.pin": {"controlplane.errors"},
+    }
+    assert _against_the_rooms(graph) == ["controlplane.runs.journal imports controlplane.stages.pin"]
+    assert _against_the_rooms({"controlplane.newroom.x": {"controlplane.errors"}}) == [
+        "controlplane.newroom.x imports controlplane.errors"  # a room must be placed before it is used
+    ]
+
+
 def test_controlplane_root_holds_the_story_and_the_words_only():
     root = sorted(p.name for p in (ROOT / "controlplane").glob("*.py"))
     assert len(root) <= 8, root
@@ -300,6 +362,8 @@ def report() -> list[str]:
         f"modules {len(graph)}, imports between them {sum(len(t) for t in graph.values())}",
         f"import cycles: {len(_cycles(graph))}",
         f"imports against the house's direction: {len(wrong)}",
+        f"control plane rooms, lowest first: {' < '.join(ROOMS)}",
+        f"imports against the rooms' order: {len(_against_the_rooms(graph))}",
         f"modules outside controlplane/datahub importing datahub.*: {len(_datahub_sdk_importers())}",
         f"guard modules touching a file or a table: {len(_guard_io())}",
         f"guard checks importing another check: {len(_checks_importing_checks())}",
