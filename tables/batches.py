@@ -3,9 +3,7 @@ each in the table's own column types where no value changes."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -14,7 +12,7 @@ from tables.csvtable import infer_schema, read_raw, to_table
 from tables.objectstore import LocationError
 from tables.tablefiles import conform
 
-__all__ = ["batch_rows", "joined", "fitted", "one_line", "write_pinned"]
+__all__ = ["batch_rows", "joined", "fitted", "one_line"]
 
 
 def batch_rows(batch: Path, time_columns: tuple[str, ...]) -> pa.Table:
@@ -53,25 +51,3 @@ def fitted(rows: pa.Table, schema: pa.Schema) -> pa.Table:
 def one_line(exc: BaseException) -> str:
     """A library's error, on one short line, for a message of ours."""
     return " ".join(str(exc).split())[:300]
-
-
-def write_pinned(
-    out: Path,
-    schema: pa.Schema,
-    files: Iterable[tuple[str, Callable[[], BinaryIO]]],
-    rows_of: Callable[[str, pa.Table], pa.Table],
-) -> dict[str, str]:
-    """The run's one parquet file, `out`, from a version's data files `(name, open)`, in the order given: each file
-    read ONCE, its bytes hashed as they come into memory and decoded from there, row group by row group, so the rows
-    written are the bytes hashed and no copy of a file is kept (one file's bytes in memory at a time). `rows_of`
-    puts a row group in the table's columns. Returns each file's sha256."""
-    shas = {}
-    with pq.ParquetWriter(out, schema) as writer:
-        for name, open_file in files:
-            with open_file() as stream:
-                data = stream.read()
-            shas[name] = hashlib.sha256(data).hexdigest()
-            parquet = pq.ParquetFile(pa.BufferReader(data))
-            for index in range(parquet.num_row_groups):
-                writer.write_table(rows_of(name, parquet.read_row_group(index)))
-    return shas

@@ -6,7 +6,8 @@
 A Delta table's data files are never rewritten (the protocol adds and removes whole files), and its log says
 which files make each version. So:
 
-  pin       the version read now and the files it names, as the run's ONE parquet file: each file read once, its
+  pin       the version read now and the files it names, as the run's ONE parquet file (`tables.versioned`):
+            each file read once, its
             bytes hashed as they come into memory and decoded from there (no copy of a file is kept), in the
             order the files were added (the log's modification time, then the name: delta-rs names files by a
             random id), partition values from the log in the table's own types.
@@ -29,10 +30,8 @@ module does not apply to the rows it reads (deletion vectors, column mapping) ar
 
 from __future__ import annotations
 
-import json
+import functools
 import os
-import shutil
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,10 +39,20 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tables.batches import batch_rows, fitted, joined, one_line, write_pinned
+from tables.batches import batch_rows, fitted, joined, one_line
 from tables.objectstore import LocalStore, LocationError, TableChanged, content_hash, sha256_file
-from tables.results import Appended, BackupManifest, FileEntry, ManifestEntry, PinnedTable, Published, require_empty
+from tables.results import Appended, BackupManifest, FileEntry, PinnedTable, Published
 from tables.tablefiles import read_healed
+from tables.versioned import (
+    VersionFile,
+    check_recorded,
+    check_restored,
+    pin_version,
+    publish_version,
+    travel_refused,
+    unchanged_since,
+    version_read,
+)
 
 __all__ = ["PREFIX", "DeltaLocation", "is_delta", "RETENTION"]
 
@@ -158,79 +167,37 @@ class DeltaLocation:
 
     def pin(self, dest: Path) -> PinnedTable:
         """The version the table is at now, as the run's one parquet file `dest/table.parquet`: each of its files read
-        once, hashed and decoded (`batches.write_pinned`; see the module's words)."""
-        dest = Path(dest)
-        if dest.exists() and any(dest.iterdir()):
-            raise LocationError(f"pin folder {dest} is not empty", "pin into a new, empty folder")
-        try:
-            snapshot = self._snapshot(self._table())
-            dest.mkdir(parents=True, exist_ok=True)
-            table_path = dest / "table.parquet"
-            partitions = {f.name: f.partitions for f in snapshot.files}
-            files = [(f.name, lambda name=f.name: self._open(name, snapshot.version)) for f in snapshot.files]
-            shas = write_pinned(
-                table_path, snapshot.schema, files, lambda name, rows: _in_columns(rows, partitions[name], snapshot)
-            )
-            version = f"delta-version={snapshot.version}"
-            manifest = {f.name: ManifestEntry(f.size, version, shas[f.name]) for f in snapshot.files}
-            pinned = PinnedTable(
-                self.text,
-                self.base,
-                dest,
-                table_path,
-                (),
-                manifest,
-                content_hash((n, m.sha256) for n, m in manifest.items()),
-                sha256_file(table_path),
-                (),
-                snapshot=f"delta version {snapshot.version}",
-            )
-            (dest / "pin.json").write_text(json.dumps(pinned.to_json(), indent=2, sort_keys=True))
-            os.chmod(table_path, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
-            return pinned
-        except BaseException:
-            shutil.rmtree(dest, ignore_errors=True)
-            raise
+        once, hashed and decoded (`versioned.pin_version`; see the module's words)."""
+        snapshot = self._snapshot(self._table())
+        partitions = {f.name: f.partitions for f in snapshot.files}
+        files = [
+            VersionFile(f.name, f.size, functools.partial(self._open, f.name, snapshot.version)) for f in snapshot.files
+        ]
+        return pin_version(
+            (self.text, self.base),
+            dest,
+            snapshot.schema,
+            files,
+            lambda name, rows: _in_columns(rows, partitions[name], snapshot),
+            (f"delta-version={snapshot.version}", f"delta version {snapshot.version}"),
+        )
 
     # ----------------------------------------------------------------------------------- publishing
 
     def publish(self, healed: Path, expected_hash: str, backup_dir: Path) -> Published:
         """The healed rows as ONE commit on the version that holds `expected_hash`, or nothing at all. The record
         of the version before is `backup_dir/manifest.json` (no bytes are copied: restore is time travel)."""
-        backup_dir = Path(backup_dir)
-        require_empty(backup_dir)
         table = self._table()
         before = self._snapshot(table)
         shas = self._hashes(before)
-        before_hash = content_hash(shas.items())
-        if before_hash != expected_hash:
-            raise TableChanged(
-                f"{self.display} changed since it was pinned (version {before.version} is {before_hash}, not "
-                f"{expected_hash}); nothing was published",
-                "rerun the pipeline on the table as it is now",
-            )
-        rows = fitted(read_healed(healed), before.schema)
-        manifest = BackupManifest(
-            backup_dir,
-            self.text,
-            self.base,
-            "delta",
-            before_hash,
-            "",
-            {f.name: ManifestEntry(f.size, f"delta-version={before.version}", shas[f.name]) for f in before.files},
-            (),
-            (),
-            versions=(before.version, None),
-        )
-        backup_dir.mkdir(parents=True, exist_ok=True)
-        manifest.save()  # the intent, before the commit: an interrupted publish can be restored to this version
-        after = self._commit_rows(table, rows, before, "overwrite")
-        after_hash = content_hash(self._hashes(after).items())
-        done = BackupManifest(
-            **{**manifest.__dict__, "after_hash": after_hash, "versions": (before.version, after.version)}
-        )
-        done.save()
-        return Published(before_hash, after_hash, done, f"delta version {after.version}")
+        files = [(f.name, f.size, shas[f.name]) for f in before.files]
+        backup = version_read(backup_dir, (self.text, self.base), "delta", before.version, files)
+
+        def commit() -> tuple[int, str, str]:
+            after = self._commit_rows(table, fitted(read_healed(healed), before.schema), before, "overwrite")
+            return after.version, content_hash(self._hashes(after).items()), f"delta version {after.version}"
+
+        return publish_version(backup, expected_hash, f"version {before.version} of {self.display}", commit)
 
     def _commit_rows(self, table: Any, rows: pa.Table, before: _Snapshot, mode: str, **metadata: str) -> _Snapshot:
         from deltalake import CommitProperties, write_deltalake
@@ -271,46 +238,20 @@ class DeltaLocation:
         self.verify(manifest)
         live = self._snapshot(self._table())
         live_hash = content_hash(self._hashes(live).items())
-        if live_hash == manifest.before_hash:
+        if unchanged_since(f"version {live.version} of {self.display}", live_hash, manifest, check_live=check_live):
             return live_hash
-        if check_live and live_hash != manifest.after_hash:
-            raise TableChanged(
-                f"{self.display} changed since the publish being undone (version {live.version} is {live_hash}); "
-                "nothing was restored",
-                "restore with check_live=False only if that change may be discarded",
-            )
         try:
             self._table().restore(before_version, commit_properties=CommitProperties(max_commit_retries=0))
         except CommitFailedError as exc:
-            raise TableChanged(
-                f"a writer committed to {self.display} during the restore; nothing was restored",
-                "restore again under the pipeline's lock",
-            ) from exc
+            raise travel_refused(self.display) from exc
         except DeltaError as exc:
             raise _vacuumed(self, before_version, exc) from exc
-        restored = self.current_hash()
-        if restored != manifest.before_hash:
-            raise TableChanged(
-                f"the restored {self.display} hashes to {restored}, not {manifest.before_hash}",
-                "a writer changed it during the restore: restore again under the pipeline's lock",
-            )
-        return restored
+        return check_restored(self.display, self.current_hash(), manifest)
 
     def verify(self, manifest: BackupManifest) -> None:
         """The version before the publish can still be read whole: its log and every file, with the bytes hashed."""
         old = self._snapshot(self._table(_version_before(manifest)))
-        if {f.name for f in old.files} != set(manifest.files):
-            raise TableChanged(
-                f"version {old.version} of {self.display} no longer names the files recorded; nothing was restored",
-                "restore from another copy; the live table was not touched",
-            )
-        for name, sha in self._hashes(old).items():
-            if sha != manifest.files[name].sha256:
-                raise TableChanged(
-                    f"{name} of version {old.version} of {self.display} does not have its recorded bytes; "
-                    "nothing was restored",
-                    "restore from another copy; the live table was not touched",
-                )
+        check_recorded(f"version {old.version} of {self.display}", self._hashes(old), manifest)
 
     # ----------------------------------------------------------------------------------- appending
 

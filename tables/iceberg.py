@@ -28,11 +28,8 @@ snapshot holds delete files (merge-on-read deletes) are refused: the rows a pin 
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import json
-import os
-import shutil
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,10 +37,20 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tables.batches import batch_rows, fitted, joined, one_line, write_pinned
+from tables.batches import batch_rows, fitted, joined, one_line
 from tables.objectstore import LocationError, TableChanged, content_hash, sha256_file
-from tables.results import Appended, BackupManifest, FileEntry, ManifestEntry, PinnedTable, Published, require_empty
+from tables.results import Appended, BackupManifest, FileEntry, PinnedTable, Published
 from tables.tablefiles import read_healed
+from tables.versioned import (
+    VersionFile,
+    check_recorded,
+    check_restored,
+    pin_version,
+    publish_version,
+    travel_refused,
+    unchanged_since,
+    version_read,
+)
 
 __all__ = ["PREFIX", "IcebergLocation", "CATALOG", "RETENTION", "workspace_catalog", "parse_identifier"]
 
@@ -154,81 +161,41 @@ class IcebergLocation:
     # ----------------------------------------------------------------------------------- pinning
 
     def pin(self, dest: Path) -> PinnedTable:
-        """The current snapshot: its files copied into `dest/files/` and hashed from the copies, and the run's one
-        parquet file `dest/table.parquet` written from them (see the module's words)."""
-        dest = Path(dest)
-        if dest.exists() and any(dest.iterdir()):
-            raise LocationError(f"pin folder {dest} is not empty", "pin into a new, empty folder")
-        try:
-            table = self._table()
-            snapshot = self._snapshot(table)
-            dest.mkdir(parents=True, exist_ok=True)
-            table_path = dest / "table.parquet"
-            files = [(f.name, lambda f=f: self._read(table, f, snapshot.snapshot_id)) for f in snapshot.files]
-            shas = write_pinned(
-                table_path, _plain(snapshot.schema), files, lambda _, rows: _by_field_id(rows, snapshot)
-            )
-            version = f"iceberg-snapshot={snapshot.snapshot_id}"
-            manifest = {f.name: ManifestEntry(f.size, version, shas[f.name]) for f in snapshot.files}
-            pinned = PinnedTable(
-                self.text,
-                self.base,
-                dest,
-                table_path,
-                (),
-                manifest,
-                content_hash((n, m.sha256) for n, m in manifest.items()),
-                sha256_file(table_path),
-                (),
-                snapshot=f"iceberg snapshot {snapshot.snapshot_id}",
-            )
-            (dest / "pin.json").write_text(json.dumps(pinned.to_json(), indent=2, sort_keys=True))
-            os.chmod(table_path, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
-            return pinned
-        except BaseException:
-            shutil.rmtree(dest, ignore_errors=True)
-            raise
+        """The current snapshot, as the run's one parquet file `dest/table.parquet`: each of its data files read once,
+        hashed and decoded (`versioned.pin_version`; see the module's words)."""
+        table = self._table()
+        snapshot = self._snapshot(table)
+        files = [
+            VersionFile(f.name, f.size, functools.partial(self._read, table, f, snapshot.snapshot_id))
+            for f in snapshot.files
+        ]
+        return pin_version(
+            (self.text, self.base),
+            dest,
+            _plain(snapshot.schema),
+            files,
+            lambda _, rows: _by_field_id(rows, snapshot),
+            (f"iceberg-snapshot={snapshot.snapshot_id}", f"iceberg snapshot {snapshot.snapshot_id}"),
+        )
 
     # ----------------------------------------------------------------------------------- publishing
 
     def publish(self, healed: Path, expected_hash: str, backup_dir: Path) -> Published:
         """The healed rows as ONE commit on the snapshot that holds `expected_hash`, or nothing at all. The record of
         the snapshot before is `backup_dir/manifest.json` (no bytes are copied: restore moves the branch back)."""
-        backup_dir = Path(backup_dir)
-        require_empty(backup_dir)
         table = self._table()
         before = self._snapshot(table)
         shas = self._hashes(table, before)
-        before_hash = content_hash(shas.items())
-        if before_hash != expected_hash:
-            raise TableChanged(
-                f"{self.display} changed since it was pinned (snapshot {before.snapshot_id} is {before_hash}, not "
-                f"{expected_hash}); nothing was published",
-                "rerun the pipeline on the table as it is now",
-            )
-        rows = _iceberg_types(fitted(read_healed(healed), _plain(before.schema)))
-        version = f"iceberg-snapshot={before.snapshot_id}"
-        manifest = BackupManifest(
-            backup_dir,
-            self.text,
-            self.base,
-            "iceberg",
-            before_hash,
-            "",
-            {f.name: ManifestEntry(f.size, version, shas[f.name]) for f in before.files},
-            (),
-            (),
-            versions=(before.snapshot_id, None),
-        )
-        backup_dir.mkdir(parents=True, exist_ok=True)
-        manifest.save()  # the intent, before the commit: an interrupted publish can be restored to this snapshot
-        after = self._commit_rows(table, rows, before, overwrite=True)
-        after_hash = content_hash(self._hashes(self._table(), after).items())
-        done = BackupManifest(
-            **{**manifest.__dict__, "after_hash": after_hash, "versions": (before.snapshot_id, after.snapshot_id)}
-        )
-        done.save()
-        return Published(before_hash, after_hash, done, f"iceberg snapshot {after.snapshot_id}")
+        files = [(f.name, f.size, shas[f.name]) for f in before.files]
+        backup = version_read(backup_dir, (self.text, self.base), "iceberg", before.snapshot_id, files)
+
+        def commit() -> tuple[int, str, str]:
+            rows = _iceberg_types(fitted(read_healed(healed), _plain(before.schema)))
+            after = self._commit_rows(table, rows, before, overwrite=True)
+            after_hash = content_hash(self._hashes(self._table(), after).items())
+            return after.snapshot_id, after_hash, f"iceberg snapshot {after.snapshot_id}"
+
+        return publish_version(backup, expected_hash, f"snapshot {before.snapshot_id} of {self.display}", commit)
 
     def _commit_rows(
         self, table: Any, rows: pa.Table, before: _Snapshot | None, *, overwrite: bool, **summary: str
@@ -275,46 +242,20 @@ class IcebergLocation:
         table = self._table()
         live = self._snapshot(table)
         live_hash = content_hash(self._hashes(table, live).items())
-        if live_hash == manifest.before_hash:
+        what = f"snapshot {live.snapshot_id} of {self.display}"
+        if unchanged_since(what, live_hash, manifest, check_live=check_live):
             return live_hash
-        if check_live and live_hash != manifest.after_hash:
-            raise TableChanged(
-                f"{self.display} changed since the publish being undone (snapshot {live.snapshot_id} is "
-                f"{live_hash}); nothing was restored",
-                "restore with check_live=False only if that change may be discarded",
-            )
         try:
             table.manage_snapshots().set_current_snapshot(snapshot_id=before_id).commit()
         except CommitFailedException as exc:
-            raise TableChanged(
-                f"a writer committed to {self.display} during the restore; nothing was restored",
-                "restore again under the pipeline's lock",
-            ) from exc
-        restored = self.current_hash()
-        if restored != manifest.before_hash:
-            raise TableChanged(
-                f"the restored {self.display} hashes to {restored}, not {manifest.before_hash}",
-                "a writer changed it during the restore: restore again under the pipeline's lock",
-            )
-        return restored
+            raise travel_refused(self.display) from exc
+        return check_restored(self.display, self.current_hash(), manifest)
 
     def verify(self, manifest: BackupManifest) -> None:
         """The snapshot before the publish can still be read whole: it exists, and every file has its bytes."""
         table = self._table()
         old = self._snapshot(table, _snapshot_before(manifest))
-        if {f.name for f in old.files} != set(manifest.files):
-            raise TableChanged(
-                f"snapshot {old.snapshot_id} of {self.display} no longer names the files recorded; nothing was "
-                "restored",
-                "restore from another copy; the live table was not touched",
-            )
-        for name, sha in self._hashes(table, old).items():
-            if sha != manifest.files[name].sha256:
-                raise TableChanged(
-                    f"{name} of snapshot {old.snapshot_id} of {self.display} does not have its recorded bytes; "
-                    "nothing was restored",
-                    "restore from another copy; the live table was not touched",
-                )
+        check_recorded(f"snapshot {old.snapshot_id} of {self.display}", self._hashes(table, old), manifest)
 
     # ----------------------------------------------------------------------------------- appending
 
