@@ -7,10 +7,9 @@ A Delta table's data files are never rewritten (the protocol adds and removes wh
 which files make each version. So:
 
   pin       the version read now and the files it names, as the run's ONE parquet file (`tables.versioned`):
-            each file read once, its
-            bytes hashed as they come into memory and decoded from there (no copy of a file is kept), in the
-            order the files were added (the log's modification time, then the name: delta-rs names files by a
-            random id), partition values from the log in the table's own types.
+            each file read once, its bytes hashed as they come into memory and decoded from there (no copy of a
+            file is kept), in the order the files were added (the log's modification time, then the name:
+            delta-rs names files by a random id), partition values from the log in the table's own types.
             `content_hash` is the folder's definition over the version's data files.
   publish   ONE commit (an overwrite with the healed rows), made only on the version whose files hash to the
             expected content, with no retry: a writer that committed after it makes delta-rs refuse the commit
