@@ -6,24 +6,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from tables.csvtable import infer_schema, read_raw, to_table
 from tables.objectstore import LocationError
-from tables.tablefiles import conform
+from tables.tablefiles import Part, conform
 
 __all__ = ["batch_rows", "joined", "fitted", "one_line"]
 
 
 def batch_rows(batch: Path, time_columns: tuple[str, ...]) -> pa.Table:
-    """A batch file's rows (parquet, or CSV with `time_columns` read as ISO-8601 times)."""
+    """A batch file's rows (parquet, or CSV with `time_columns` read as ISO-8601 times); a file of neither kind, or
+    one that does not read, is one LocationError."""
     name = batch.name.lower()
     if not batch.is_file() or not name.endswith((".parquet", ".parq", ".pq", ".csv")):
         raise LocationError(f"batch {batch} is not a .parquet or .csv file", "land a parquet or CSV file")
     if name.endswith(".csv"):
         raw = read_raw(batch, str(batch))
         return to_table(raw, infer_schema([raw], time_columns))
-    return pq.read_table(batch).replace_schema_metadata(None)
+    return Part(str(batch), (), batch).read(None).replace_schema_metadata(None)
 
 
 def joined(rows: pa.Table, schema: pa.Schema, name: str, table: str) -> pa.Table:

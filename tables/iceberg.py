@@ -29,7 +29,6 @@ snapshot holds delete files (merge-on-read deletes) are refused: the rows a pin 
 from __future__ import annotations
 
 import functools
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tables.batches import batch_rows, fitted, joined, one_line
-from tables.objectstore import LocationError, TableChanged, content_hash, sha256_file
+from tables.objectstore import LocationError, TableChanged, content_hash, sha256_file, sha256_stream
 from tables.results import Appended, BackupManifest, FileEntry, PinnedTable, Published
 from tables.tablefiles import read_healed
 from tables.versioned import (
@@ -145,7 +144,7 @@ class IcebergLocation:
         shas = {}
         for entry in snapshot.files:
             with self._read(table, entry, snapshot.snapshot_id) as stream:
-                shas[entry.name] = _sha_of(stream)
+                shas[entry.name] = sha256_stream(stream)
         return shas
 
     def files(self) -> list[FileEntry]:
@@ -334,13 +333,6 @@ def _snapshot_before(manifest: BackupManifest) -> int:
     if manifest.versions is None:
         raise TableChanged(f"the backup at {manifest.root} records no Iceberg snapshot", "restore from another copy")
     return manifest.versions[0]
-
-
-def _sha_of(stream: Any) -> str:
-    digest = hashlib.sha256()
-    while block := stream.read(1 << 20):
-        digest.update(block)
-    return digest.hexdigest()
 
 
 def _plain(schema: pa.Schema) -> pa.Schema:

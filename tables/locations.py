@@ -63,6 +63,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tables import delta, iceberg
+from tables.batches import batch_rows
 from tables.csvtable import (
     CsvSchema,
     FileDialect,
@@ -690,14 +691,7 @@ def _batch_rows(batch: Path, reading: _Reading, time_columns: tuple[str, ...] = 
     """The batch's rows, its columns in the table's types where no value changes. A parquet table takes a batch
     whose columns differ (read by name, the table shows them: the guard judges a renamed column); a CSV table,
     a missing partition column or a column whose type changed is refused."""
-    fmt = _format_of(batch.name)
-    if fmt is None or not batch.is_file():
-        raise LocationError(f"batch {batch} is not a .parquet or .csv file", "land a parquet or CSV file")
-    if fmt == "csv":
-        raw = read_raw(batch, str(batch))
-        table = to_table(raw, infer_schema([raw], time_columns))
-    else:
-        table = Part(str(batch), (), batch).read(None).replace_schema_metadata(None)
+    table = batch_rows(batch, time_columns)
     expected = pa.schema(list(reading.schema) + list(reading.fields))
     conformed = conform(table, expected)
     if not reading.parts or [(f.name, f.type) for f in conformed.schema] == [(f.name, f.type) for f in expected]:

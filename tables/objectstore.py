@@ -33,6 +33,7 @@ __all__ = [
     "bytes_hash",
     "content_hash",
     "copy_hashing",
+    "sha256_stream",
 ]
 
 _BLOCK = 1 << 20
@@ -71,7 +72,7 @@ def content_hash(shas: Iterable[tuple[str, str]]) -> str:
 
 def sha256_file(path: Path) -> str:
     with open(path, "rb") as handle:
-        return _sha_stream(handle)
+        return sha256_stream(handle)
 
 
 def file_hash(path: Path) -> str:
@@ -84,7 +85,8 @@ def bytes_hash(data: bytes | memoryview) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def _sha_stream(handle: BinaryIO) -> str:
+def sha256_stream(handle: BinaryIO) -> str:
+    """The sha256 of what is left to read in `handle`, read block by block."""
     digest = hashlib.sha256()
     for block in iter(lambda: handle.read(_BLOCK), b""):
         digest.update(block)
@@ -180,7 +182,7 @@ class LocalStore:
     def sha256(self, path: str) -> str:
         with self.open(path) as handle:
             try:
-                return _sha_stream(handle)
+                return sha256_stream(handle)
             except OSError as exc:
                 raise _explain(exc, path) from exc
 
@@ -309,7 +311,7 @@ class S3Store:
 
     def sha256(self, path: str) -> str:
         with self.open(path) as stream:
-            return self._call(path, _sha_stream, stream)
+            return self._call(path, sha256_stream, stream)
 
     def put(self, path: str, source: Path) -> None:
         def upload() -> None:

@@ -148,3 +148,11 @@ def test_a_delta_location_that_is_not_there_is_one_clear_error(tmp_path):
     with pytest.raises(LocationError, match="no Delta table"):
         locations.parse_location("delta:nowhere", tmp_path).pin(tmp_path / "pin")
     assert not (tmp_path / "pin").exists()
+
+
+def test_an_unreadable_batch_is_one_clear_error_and_nothing_is_written(table, tmp_path):
+    batch = tmp_path / "broken.parquet"
+    batch.write_bytes(b"PAR1 not really")
+    with pytest.raises(LocationError, match="not a readable parquet file"):
+        locations.parse_location("features", table.parent).append(batch)
+    assert DeltaTable(str(table)).version() == 2
