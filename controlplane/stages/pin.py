@@ -95,10 +95,13 @@ def pin_location(
 def table_format(ws: Workspace, data_text: str) -> str:
     """The table format `data:` names: `iceberg` (`iceberg:NAMESPACE.TABLE`), `delta` (`delta:` said outright, or a
     local folder holding a Delta log), or "" (files)."""
-    if data_text.startswith(iceberg.PREFIX):
+    try:
+        location = locations.parse_location(data_text, ws.root)  # the one place a location's kind is decided
+    except LocationError:
+        return ""  # a malformed location: the pin names what is wrong with it
+    if isinstance(location, iceberg.IcebergLocation):
         return "iceberg"
-    named = ws.root / data_text.removeprefix(delta.PREFIX)
-    return "delta" if "://" not in data_text and delta.is_delta(data_text, named) else ""
+    return "delta" if isinstance(location, delta.DeltaLocation) else ""
 
 
 def append_batch(ws: Workspace, spec: PipelineSpec, batch: Path) -> locations.Appended:
