@@ -50,6 +50,7 @@ from tables.versioned import (
     publish_version,
     travel_refused,
     unchanged_since,
+    version_before,
     version_read,
 )
 
@@ -233,7 +234,7 @@ class DeltaLocation:
         from deltalake import CommitProperties
         from deltalake.exceptions import CommitFailedError, DeltaError
 
-        before_version = _version_before(manifest)
+        before_version = version_before(manifest)
         self.verify(manifest)
         live = self._snapshot(self._table())
         live_hash = content_hash(self._hashes(live).items())
@@ -249,7 +250,7 @@ class DeltaLocation:
 
     def verify(self, manifest: BackupManifest) -> None:
         """The version before the publish can still be read whole: its log and every file, with the bytes hashed."""
-        old = self._snapshot(self._table(_version_before(manifest)))
+        old = self._snapshot(self._table(version_before(manifest)))
         check_recorded(f"version {old.version} of {self.display}", self._hashes(old), manifest)
 
     # ----------------------------------------------------------------------------------- appending
@@ -285,12 +286,6 @@ class DeltaLocation:
 
 
 # --------------------------------------------------------------------------------------------- helpers
-
-
-def _version_before(manifest: BackupManifest) -> int:
-    if manifest.versions is None:
-        raise TableChanged(f"the backup at {manifest.root} records no Delta version", "restore from another copy")
-    return manifest.versions[0]
 
 
 def _vacuumed(location: DeltaLocation, version: int, exc: BaseException) -> TableChanged:

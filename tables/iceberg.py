@@ -48,6 +48,7 @@ from tables.versioned import (
     publish_version,
     travel_refused,
     unchanged_since,
+    version_before,
     version_read,
 )
 
@@ -236,7 +237,7 @@ class IcebergLocation:
         """The branch set back to the snapshot before the publish; returns its content hash."""
         from pyiceberg.exceptions import CommitFailedException
 
-        before_id = _snapshot_before(manifest)
+        before_id = version_before(manifest)
         self.verify(manifest)
         table = self._table()
         live = self._snapshot(table)
@@ -253,7 +254,7 @@ class IcebergLocation:
     def verify(self, manifest: BackupManifest) -> None:
         """The snapshot before the publish can still be read whole: it exists, and every file has its bytes."""
         table = self._table()
-        old = self._snapshot(table, _snapshot_before(manifest))
+        old = self._snapshot(table, version_before(manifest))
         check_recorded(f"snapshot {old.snapshot_id} of {self.display}", self._hashes(table, old), manifest)
 
     # ----------------------------------------------------------------------------------- appending
@@ -327,12 +328,6 @@ def _ancestors(table: Any, snapshot_id: int) -> list[int]:
         snapshot = table.snapshot_by_id(parent)
         parent = snapshot.parent_snapshot_id if snapshot is not None else None
     return found
-
-
-def _snapshot_before(manifest: BackupManifest) -> int:
-    if manifest.versions is None:
-        raise TableChanged(f"the backup at {manifest.root} records no Iceberg snapshot", "restore from another copy")
-    return manifest.versions[0]
 
 
 def _plain(schema: pa.Schema) -> pa.Schema:

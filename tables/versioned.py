@@ -25,6 +25,7 @@ __all__ = [
     "write_pinned",
     "version_read",
     "publish_version",
+    "version_before",
     "unchanged_since",
     "check_recorded",
     "travel_refused",
@@ -137,6 +138,15 @@ def publish_version(
     done = replace(backup, after_hash=after_hash, versions=(backup.versions[0], after))
     done.save()
     return Published(backup.before_hash, after_hash, done, name)
+
+
+def version_before(backup: BackupManifest) -> int:
+    """The version a publish replaced, as its record names it (a Delta version, an Iceberg snapshot id)."""
+    if backup.versions is None:
+        raise TableChanged(
+            f"the backup at {backup.root} records no {backup.shape} version", "restore from another copy"
+        )
+    return backup.versions[0]
 
 
 def unchanged_since(what: str, live_hash: str, backup: BackupManifest, *, check_live: bool) -> bool:
