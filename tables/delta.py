@@ -51,6 +51,7 @@ from tables.versioned import (
     travel_refused,
     unchanged_since,
     version_before,
+    version_name,
     version_read,
 )
 
@@ -179,7 +180,7 @@ class DeltaLocation:
             snapshot.schema,
             files,
             lambda name, rows: _in_columns(rows, partitions[name], snapshot),
-            (f"delta-version={snapshot.version}", f"delta version {snapshot.version}"),
+            (f"delta-version={snapshot.version}", version_name("delta", snapshot.version)),
         )
 
     # ----------------------------------------------------------------------------------- publishing
@@ -195,7 +196,7 @@ class DeltaLocation:
 
         def commit() -> tuple[int, str, str]:
             after = self._commit_rows(table, fitted(read_healed(healed), before.schema), before, "overwrite")
-            return after.version, content_hash(self._hashes(after).items()), f"delta version {after.version}"
+            return after.version, content_hash(self._hashes(after).items()), version_name("delta", after.version)
 
         return publish_version(backup, expected_hash, f"version {before.version} of {self.display}", commit)
 
@@ -269,12 +270,12 @@ class DeltaLocation:
         table = self._table()
         landed = [h for h in table.history() if h.get(BATCH_KEY) == sha]
         if landed:
-            return Appended((f"delta version {landed[0]['version']}",), rows.num_rows, (sha,), False)
+            return Appended((version_name("delta", landed[0]["version"]),), rows.num_rows, (sha,), False)
         before = self._snapshot(table)
         after = self._commit_rows(
             table, joined(rows, before.schema, batch.name, "Delta table"), before, "append", **{BATCH_KEY: sha}
         )
-        return Appended((f"delta version {after.version}",), rows.num_rows, (sha,), True)
+        return Appended((version_name("delta", after.version),), rows.num_rows, (sha,), True)
 
     def batch_as_parquet(self, batch: Path, out: Path) -> Path:
         """A batch file in the table's column types, as `append` would take it, at `out`; nothing is written."""

@@ -49,6 +49,7 @@ from tables.versioned import (
     travel_refused,
     unchanged_since,
     version_before,
+    version_name,
     version_read,
 )
 
@@ -175,7 +176,7 @@ class IcebergLocation:
             _plain(snapshot.schema),
             files,
             lambda _, rows: _by_field_id(rows, snapshot),
-            (f"iceberg-snapshot={snapshot.snapshot_id}", f"iceberg snapshot {snapshot.snapshot_id}"),
+            (f"iceberg-snapshot={snapshot.snapshot_id}", version_name("iceberg", snapshot.snapshot_id)),
         )
 
     # ----------------------------------------------------------------------------------- publishing
@@ -193,7 +194,7 @@ class IcebergLocation:
             rows = _iceberg_types(fitted(read_healed(healed), _plain(before.schema)))
             after = self._commit_rows(table, rows, before, overwrite=True)
             after_hash = content_hash(self._hashes(self._table(), after).items())
-            return after.snapshot_id, after_hash, f"iceberg snapshot {after.snapshot_id}"
+            return after.snapshot_id, after_hash, version_name("iceberg", after.snapshot_id)
 
         return publish_version(backup, expected_hash, f"snapshot {before.snapshot_id} of {self.display}", commit)
 
@@ -273,12 +274,12 @@ class IcebergLocation:
             table = catalog.create_table(self.identifier, schema=rows.schema)
         for snapshot in table.snapshots():
             if snapshot.summary is not None and snapshot.summary.get(BATCH_PROPERTY) == sha:
-                return Appended((f"iceberg snapshot {snapshot.snapshot_id}",), rows.num_rows, (sha,), False)
+                return Appended((version_name("iceberg", snapshot.snapshot_id),), rows.num_rows, (sha,), False)
         before = self._snapshot(table) if table.current_snapshot() is not None else None
         if before is not None:
             rows = joined(rows, _plain(before.schema), batch.name, "Iceberg table")
         after = self._commit_rows(table, rows, before, overwrite=False, **{BATCH_PROPERTY: sha})
-        return Appended((f"iceberg snapshot {after.snapshot_id}",), rows.num_rows, (sha,), True)
+        return Appended((version_name("iceberg", after.snapshot_id),), rows.num_rows, (sha,), True)
 
     def batch_as_parquet(self, batch: Path, out: Path) -> Path:
         """A batch file in the table's column types, as `append` would take it, at `out`; nothing is written."""

@@ -25,6 +25,7 @@ __all__ = [
     "write_pinned",
     "version_read",
     "publish_version",
+    "version_name",
     "version_before",
     "unchanged_since",
     "check_recorded",
@@ -138,6 +139,11 @@ def publish_version(
     done = replace(backup, after_hash=after_hash, versions=(backup.versions[0], after))
     done.save()
     return Published(backup.before_hash, after_hash, done, name)
+
+
+def version_name(shape: str, version: int) -> str:
+    """A version as people read it, in the format's own word: "delta version 3", "iceberg snapshot 8151..."."""
+    return f"{'iceberg snapshot' if shape == 'iceberg' else 'delta version'} {version}"
 
 
 def version_before(backup: BackupManifest) -> int:

@@ -5,7 +5,7 @@ files, an s3:// prefix, a Delta table), where its errors become the project's. A
 the run folder as ONE parquet file every later stage reads — the guard, the heal, training — never the live
 location.
 The pin is a private copy, never a link: each file is read once from the live location and hashed from the very
-bytes written into the copy, and no producer writes the run folder, so whatever a writer then does to the live
+bytes written into the copy (a Delta or Iceberg version: from the bytes decoded into the run's file, no copy kept), and no producer writes the run folder, so whatever a writer then does to the live
 table (replace its files atomically, or rewrite them in place) the stages read the bytes that were hashed. A stage
 reads a pinned file through `reading_pinned` (`tables.readonce`): every byte it decodes is hashed as it is read
 and compared with the pin's, so a rewrite of the run folder itself, at any moment, ends the run BLOCKED ("the
@@ -23,7 +23,7 @@ from controlplane.errors import DataError, TableChanged
 from controlplane.runs.facts import Pinned  # a value of the run record; this module makes and checks one
 from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace
-from tables import delta, iceberg, locations, readonce
+from tables import delta, iceberg, locations, readonce, versioned
 from tables.objectstore import LocationError, file_hash
 from tables.objectstore import TableChanged as LocationChanged
 
@@ -43,7 +43,7 @@ __all__ = [
     "locations_mapped",
     "location_mapped",
     "table_format",
-    "version_before",
+    "version_replaced",
     "DELTA_PREFIX",
     "ICEBERG_PREFIX",
 ]
@@ -190,7 +190,7 @@ def publish_table(
     ws: Workspace, spec: PipelineSpec, healed: Path, expected_hash: str, backup: Path
 ) -> locations.Published:
     """Write the healed table back to the same kind of location, if it still holds `expected_hash`; the previous
-    bytes are kept under `backup` (a Delta table: the version before is recorded there). Returns the before and
+    bytes are kept under `backup` (a Delta or Iceberg table: the version before is recorded there, no bytes). Returns the before and
     after content hashes, and the version published where the table's format names one."""
     with locations_mapped(spec):
         return _location(ws, spec).publish(healed, expected_hash, backup)
@@ -202,7 +202,7 @@ def restore_table(ws: Workspace, spec: PipelineSpec, backup: Path, *, check_live
         return locations.restore(backup, check_live=check_live, base=ws.root)
 
 
-def version_before(backup: Path) -> str:
+def version_replaced(backup: Path) -> str:
     """The table format's own name of the version a publish replaced ("delta version 3"), as its backup records it;
     "" for files, or a backup that cannot be read (`check_backup` says why)."""
     try:
@@ -211,7 +211,7 @@ def version_before(backup: Path) -> str:
         return ""
     if manifest.versions is None:
         return ""
-    return f"{'delta version' if manifest.shape == 'delta' else 'iceberg snapshot'} {manifest.versions[0]}"
+    return versioned.version_name(manifest.shape, manifest.versions[0])
 
 
 def check_backup(ws: Workspace, spec: PipelineSpec, backup: Path) -> None:

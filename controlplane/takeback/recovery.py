@@ -19,7 +19,7 @@ from controlplane.runs.context import open_run
 from controlplane.runs.journal import DONE, ROLLED_BACK, LedgerEntry, RunJournal, RunRecord, list_runs, load_run
 from controlplane.runs.locks import lock_holder, pipeline_lock
 from controlplane.spec import load_spec
-from controlplane.stages.pin import live_hash, version_before
+from controlplane.stages.pin import live_hash, version_replaced
 from controlplane.takeback.rollback import ABANDONED_KEY, UNDONE_KEY, plan_take_back, take_back
 from controlplane.vocab import ChangedTable, LedgerKind, RunStatus, Stage, Verdict
 from controlplane.workspace import Workspace
@@ -108,7 +108,7 @@ def _recover(ws: Workspace, record: RunRecord, changed: ChangedTable) -> RunReco
                 entry.state = ROLLED_BACK
         restored = sum(not r.kept for r in plan.restores)
         kept = "".join(f"; {spec.data_text} kept as changed since ({r.kept})" for r in plan.restores if r.kept)
-        versions = [v for r in plan.restores if r.needed and not r.kept and (v := version_before(r.backup))]
+        versions = [v for r in plan.restores if r.needed and not r.kept and (v := version_replaced(r.backup))]
         kept += "".join(f"; {spec.data_text} back at the rows of {v}" for v in versions)
         if undoing:
             run.finish(

@@ -18,7 +18,7 @@ from controlplane.runs.journal import LedgerEntry, RunRecord, list_runs
 from controlplane.spec import PipelineSpec
 from controlplane.stages.conclude import move_champion
 from controlplane.stages.kept_reference import forget_after, replace_batch, save_aside
-from controlplane.stages.pin import check_backup, live_hash, version_before
+from controlplane.stages.pin import check_backup, live_hash, version_replaced
 from controlplane.stages.pin import restore_table as snapshot_restore
 from controlplane.vocab import ChangedTable, LedgerKind, RunKind, RunStatus, Stage, Verdict
 from controlplane.workspace import Workspace
@@ -131,7 +131,7 @@ def restore_table(run: RunContext, plan: TableRestore) -> None:
     ):
         crash_point("undo:before-restore")
         restored = snapshot_restore(run.ws, run.spec, plan.backup, check_live=not plan.mixed)
-    version = version_before(plan.backup)  # a table format's: time travel to it
+    version = version_replaced(plan.backup)  # a table format's: time travel to it
     said = f"{run.spec.data_text} restored to {restored}" + (f" (the rows of {version})" if version else "")
     run.event(Stage.UNDO, "restored", said, restored_hash=restored, **({"version": version} if version else {}))
 
