@@ -186,6 +186,8 @@ UNMEASURED = {
     "null_false_alarm": "a chance chosen in advance, not fitted: the nulls check's evidence has its sampling error",
     "category_false_alarm": "a chance chosen in advance, not fitted: a closed set's evidence has its sampling error",
     "zero_false_alarm": "a chance chosen in advance, not fitted: the zeros' evidence has its sampling error",
+    "frozen_run_chance": "a chance chosen in advance, not fitted: a run of one value has its chance at the "
+    "value's share",
     "sentinel_zero_apart_steps": "which columns' zeros are weighed at all (0 no neighbour of the range), not "
     "whether a batch blocks: `zero_false_alarm` decides that",
     "spelling_min_length": "where a value is a code rather than a word: a floor of meaning, not a statistic's edge",

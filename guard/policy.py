@@ -290,6 +290,10 @@ class Policy:
     # ...or this share in one run in event-time order (the longest run of one value on a clean real batch is a
     # third of a batch: one column at its maximum for 41 of the 126 hours of a short week of the real-data bench)
     frozen_run_share: float = 0.5
+    # ...where a run that long of a value at the reference's share (its upper bound) has under this chance of coming
+    # about by chance (guard.statistics.run_chance): chosen in advance and not fitted, as `null_false_alarm` is; a
+    # value repeated on two days of a small batch is a run by the share alone, not by its chance
+    frozen_run_chance: float = 0.001
     # ...in a column where no reference batch's most frequent value held more than this share; provenance: not
     # measured (carried over from guard.checks.sentinels)
     frozen_batch_high: float = 0.5

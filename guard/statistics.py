@@ -5,7 +5,8 @@
 - the highest null share a clean batch of a column reaches (`natural_null_share`): the share of rows a partial
   rename may leave empty; the reference's null rate of a column with the spread a clean batch's share has about it
   (`null_rate`): the nulls check's evidence; the chance that so many of a batch's rows hold what the reference's
-  rows never held in those columns, a null or a zero (`never_seen_chance`): the evidence across columns;
+  rows never held in those columns, a null or a zero (`never_seen_chance`): the evidence across columns; the chance
+  that a value stands on so many rows in a row by chance (`run_chance`): a feed stuck, or a value merely repeated;
 - what kind of column a profile is (`is_categorical`) and the form two spellings of a category share
   (`normalize_category`);
 - the association of a feature with the label (`association`, `mapping_score`): how well one predicts the
@@ -43,6 +44,7 @@ __all__ = [
     "null_rate",
     "NeverSeen",
     "never_seen_chance",
+    "run_chance",
     "association",
     "association_fit",
     "covered",
@@ -212,6 +214,18 @@ def never_seen_chance(rows: int, seen: int, reference_rows: int) -> NeverSeen:
     rate = min(1.0, 3.0 / reference_rows) if reference_rows > 0 else 1.0
     chance = float(binom.sf(rows - 1, seen, rate)) if rows > 0 else 1.0
     return NeverSeen(rows, seen, reference_rows, rate, min(1.0, chance))
+
+
+def run_chance(run: int, rows: int, share: float) -> float:
+    """The chance that a value each of `rows` rows holds with chance `share`, each row apart from the others, stands
+    on `run` rows in a row somewhere among them: at most the places such a run can start times `share` ** `run` (the
+    union bound). Defined at every edge: a run of one row, or none, is no evidence (1); a run longer than the rows
+    cannot happen (0)."""
+    if run <= 1:
+        return 1.0
+    if run > rows:
+        return 0.0
+    return min(1.0, (rows - run + 1) * min(1.0, max(0.0, share)) ** run)
 
 
 def normalize_category(value: str) -> str:

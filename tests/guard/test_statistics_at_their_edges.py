@@ -20,7 +20,7 @@ from guard.context import GuardContext
 from guard.contract import ColumnContract, Contract
 from guard.kinds import FindingKind
 from guard.runner import run_guard
-from guard.statistics import natural_null_share, never_seen_chance, null_rate
+from guard.statistics import natural_null_share, never_seen_chance, null_rate, run_chance
 from profiles.batches import split_batches
 from profiles.reference import build_reference
 
@@ -131,3 +131,18 @@ def test_the_chance_of_rows_with_new_nulls_is_a_chance_at_every_edge(seen: int, 
     assert evidence.chance == 1.0 if rows == 0 else math.isfinite(evidence.chance)
     if rows and reference_rows and seen:
         assert never_seen_chance(rows, seen, reference_rows * 2).chance <= evidence.chance  # more evidence, rarer
+
+
+@given(
+    st.integers(min_value=-1, max_value=100_000),
+    st.integers(min_value=0, max_value=100_000),
+    st.floats(min_value=0.0, max_value=1.0),
+)
+def test_the_chance_of_a_run_is_a_chance_at_every_edge(run: int, rows: int, share: float):
+    """Defined for no run, a run of one row, a run longer than the rows, and shares of 0 and 1; a longer run of the
+    same value is never likelier, nor is a rarer value's."""
+    chance = run_chance(run, rows, share)
+    assert 0.0 <= chance <= 1.0
+    assert chance == 1.0 if run <= 1 else (chance == 0.0 if run > rows else math.isfinite(chance))
+    assert run_chance(run + 1, rows, share) <= chance or run <= 0
+    assert run_chance(run, rows, share / 2) <= chance

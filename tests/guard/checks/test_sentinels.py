@@ -317,19 +317,28 @@ def test_zeros_beside_a_least_value_of_one_or_in_a_share_are_measurements(tmp_pa
     assert _zero_sentinels(report) == set(), [f.message for f in report.findings]
 
 
-@pytest.mark.parametrize("rows,frozen", [([2, 6, 10, 14, 18, 22], False), ([8, 9, 10, 11, 12, 13], True)])
+@pytest.mark.parametrize(
+    "value,rows,frozen",
+    [
+        (7.77, [2, 6, 10, 14, 18, 22], False),
+        (7.77, [8, 9, 10, 11, 12, 13], True),
+        (2.4, [4, 5, 11, 12, 18, 19], False),
+        (2.4, [8, 9, 10, 11, 12, 13], True),
+    ],
+)
 def test_a_value_on_single_rows_between_others_is_no_run_and_one_repeated_is(
-    tmp_path: Path, table, rows: list[int], frozen: bool
+    tmp_path: Path, table, value: float, rows: list[int], frozen: bool
 ) -> None:
-    """A day of hourly readings holding a value the reference never held on six rows: apart, no reading repeats,
-    however small the batch (one row is a twenty-fourth of it); six hours in a row are a run. A run limit of 2% of
-    the rows makes a single row cross it unless one row alone is no run."""
+    """A day of hourly readings holding a value the reference never held (7.77) or held on 2.4% of its rows, on six
+    rows: apart, no reading repeats, however small the batch (one row is a twenty-fourth of it); six hours in a row
+    are a run; three runs of two hours are what a value at 2.4% of rows makes by chance (`frozen_run_chance`). A
+    run limit of 2% of the rows makes each cross it unless one row alone is no run and a run's chance is weighed."""
 
     from readings_support import contract, week
 
     _, batches = table
     day = week(table, 9).iloc[:24].copy()
-    day.loc[rows, "wind"] = 7.77
+    day.loc[rows, "wind"] = value
     path = tmp_path / "day.parquet"
     day.to_parquet(path, index=False)
     ctx = GuardContext(
