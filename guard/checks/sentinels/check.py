@@ -18,7 +18,7 @@ outside the contract's [minimum, maximum] held by any number of rows. It is a se
     reference (`policy.sentinel_rest_distance`; a unit change moves a clipped minimum far outside too) and one code;
 - frozen: any value the reference held rarely now holds `policy.frozen_share` of a batch's rows, or `policy.frozen_run_share` of
   them in one unbroken run in event-time order (the feed stuck from some hour on) that a value at its reference share
-  (`_share_bound`) makes by chance under `policy.frozen_run_chance` (`guard.statistics.run_chance`), in a column where no
+  (`share_bound`) makes by chance under `policy.frozen_run_chance` (`guard.statistics.run_chance`), in a column where no
   reference batch's most frequent value held more than `policy.frozen_batch_high` (a feed stuck on its last reading;
   a column with a mass of its own, a capped reading whose cap moved, is left alone; the longest run of one value
   on a clean batch of the real-data bench is a third of that batch: a reading saturated at its bound);
@@ -45,24 +45,21 @@ which the call of `sentinel_near_factor` measures: it has no statistic of its ow
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Iterator, Mapping
 
 import numpy as np
-import pandas as pd
 
+from guard.checks.sentinels.runs import NO_RUN, Run, longest_run, runs_of, share_bound, stuck, time_order
 from guard.checks.sentinels.zeros import check_new_zeros
 from guard.context import GuardContext
 from guard.findings import ClosestCall, Condition, Finding, make_finding, rule_calls, window_rows
 from guard.kinds import FindingKind
 from guard.policy import DEFAULT as POLICY
-from guard.policy import Policy
 from guard.registry import register
-from guard.statistics import ks_distance, ks_noise, numeric_values, reference_share, run_chance
+from guard.statistics import ks_distance, ks_noise, numeric_values, reference_share
 from profiles.profile import ColumnProfile
 from profiles.reference import Reference
 from profiles.relations import resolution
-from profiles.sketches import KLL_RANK_ERROR
 
 __all__ = [
     "check_sentinels",
@@ -88,7 +85,7 @@ def check_sentinels(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     reference = ctx.reference_profile
     if reference is None:
         return
-    order = _time_order(ctx) if isinstance(ctx.reference, Reference) else None  # once, for every column
+    order = time_order(ctx) if isinstance(ctx.reference, Reference) else None  # once, for every column
     judged: dict[str, np.ndarray] = {}  # each column's sampled values, as the rules below read them
     named: set[str] = set()
     for column in ctx.contract.columns:
@@ -158,7 +155,7 @@ def _judge(
         how = "grown"
     else:
         how = None
-    if how is None and _frozen(ctx, name, value, share, (was, _share_bound(reference, was, exact)), len(values)):
+    if how is None and _frozen(ctx, name, value, share, (was, share_bound(reference, was, exact)), len(values)):
         how = "frozen"
     return None if how is None else _finding(ctx, name, value, share, was, count, len(values), how)
 
@@ -167,7 +164,7 @@ def _frozen(
     ctx: GuardContext, name: str, value: float, share: float, reference: tuple[float, float], rows: int
 ) -> bool:
     """Nearly every row, or half of them in one run that chance does not make, hold one value the reference held
-    rarely (`reference`: its share there, and the most it may be by that evidence, `_share_bound`), in a column where
+    rarely (`reference`: its share there, and the most it may be by that evidence, `share_bound`), in a column where
     no batch that passed held any one value on more than `policy.frozen_batch_high` of its rows: a feed stuck on its
     last reading (a plausible value, so no other rule of this check sees it)."""
     was, bound = reference
@@ -177,37 +174,11 @@ def _frozen(
         or was >= ctx.policy.sentinel_growth_base
     ):
         return False
-    stuck = _stuck(ctx.policy, share, _longest_run(ctx, name, value), bound)
-    if share < ctx.policy.frozen_share and not all(c.holds for c in stuck):
+    run = stuck(ctx.policy, share, longest_run(ctx, name, value), bound)
+    if share < ctx.policy.frozen_share and not all(c.holds for c in run):
         return False
     highs = [s.point_share for s in ctx.reference.variation(name)]
     return bool(highs) and None not in highs and max(h for h in highs if h is not None) <= ctx.policy.frozen_batch_high
-
-
-def _longest_run(ctx: GuardContext, name: str, value: float) -> Run:
-    """The longest run of `value` in event-time order among the sampled values (none with no event time). A row
-    sample keeps a stuck stretch in one run: every sampled row inside it holds the value."""
-    return _runs(ctx, name, [value], _time_order(ctx)).get(value, NO_RUN)
-
-
-def _stuck(policy: Policy, share: float, run: Run, bound: float) -> tuple[Condition, Condition]:
-    """A value stuck in one run: its run's share of the values (never more than the value's share of the batch)
-    against `policy.frozen_run_share`, and the chance that a value at `bound`, its most by the reference's evidence,
-    stands that many rows in a row by chance (`run_chance`) against `policy.frozen_run_chance`."""
-    held = min(share, run.share)
-    chance = run_chance(run.rows, run.of, bound)
-    return (
-        Condition("frozen_run_share", held, policy.frozen_run_share, held >= policy.frozen_run_share),
-        Condition("frozen_run_chance", chance, policy.frozen_run_chance, chance < policy.frozen_run_chance, False),
-    )
-
-
-def _share_bound(reference: ColumnProfile, was: float, exact: bool) -> float:
-    """The most of the reference's values one value may hold by its evidence: the share it showed, plus the error
-    of the two sketch ranks it was read between where it was not counted exactly, and never under the rule of
-    three's 3 / N after N values without it."""
-    least = 3.0 / reference.values if reference.values > 0 else 1.0
-    return min(1.0, max(least, was + (0.0 if exact else 2 * KLL_RANK_ERROR)))
 
 
 def _contract_bounds(ctx: GuardContext, name: str) -> tuple[float | None, float | None]:
@@ -347,61 +318,13 @@ def _closest_calls(
         value, count = float(found[i]), int(counts[i])
         if value not in judged and (coded[i] or looks_like_placeholder(value)):
             judged[value] = count
-    runs = _runs(ctx, name, list(judged), order) if isinstance(ctx.reference, Reference) and len(values) else {}
+    runs = runs_of(ctx, name, list(judged), order) if isinstance(ctx.reference, Reference) and len(values) else {}
     for value, count in judged.items():
         yield from _Judged(ctx, name, reference, values, value, count, low, high, runs, (found, counts)).calls()
 
 
 def _call(name: str, condition: Condition, decides: bool) -> ClosestCall:
     return ClosestCall(condition.threshold, name, condition.statistic, condition.limit, condition.above, decides)
-
-
-def _time_order(ctx: GuardContext) -> np.ndarray | None:
-    """The sample's rows with an event time, in event-time order (ties as sampled); None without an event time."""
-    assert ctx.contract is not None and ctx.snapshot is not None
-    time, sample = ctx.contract.event_timestamp_column, ctx.snapshot.sample
-    if time is None or time not in sample:
-        return None
-    timed = sample[time].notna().to_numpy()
-    return np.flatnonzero(timed)[sample[time][timed].argsort(kind="stable").to_numpy()]
-
-
-@dataclass(frozen=True)
-class Run:
-    """The longest run of one value: `rows` in a row, of the `of` sampled values in event-time order."""
-
-    rows: int
-    of: int
-
-    @property
-    def share(self) -> float:
-        return self.rows / self.of if self.of else 0.0
-
-
-NO_RUN = Run(0, 0)
-
-
-def _runs(ctx: GuardContext, name: str, wanted: list[float], order: np.ndarray | None) -> Mapping[float, Run]:
-    """The `wanted` values' longest runs in event-time order (`order`, `_time_order`) among the sampled values: what
-    the frozen rule reads (`_longest_run`), for those values at once. A run is a reading repeated: a value on one row
-    between others has none (0 rows), whatever the batch's size, so a small batch's single row is not a run of a
-    thirtieth of it."""
-    assert ctx.snapshot is not None
-    if order is None:
-        return {}
-    floats = pd.to_numeric(ctx.snapshot.sample[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[order]
-    ordered = floats[np.isfinite(floats)]
-    if not len(ordered):
-        return {}
-    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
-    lengths = np.diff(np.concatenate([starts, [len(ordered)]]))
-    firsts = ordered[starts]
-    kept = np.isin(firsts, wanted)  # a judged value's runs only: a continuous column has a run per row
-    held, at = np.unique(firsts[kept], return_inverse=True)
-    longest = np.zeros(len(held), dtype=np.int64)
-    np.maximum.at(longest, at, lengths[kept])
-    repeated = np.where(longest >= 2, longest, 0)  # one row alone repeats no reading: it is no run
-    return {value: Run(int(rows), len(ordered)) for value, rows in zip(held.tolist(), repeated.tolist())}
 
 
 class _Judged:
@@ -457,7 +380,7 @@ class _Judged:
                 rule = [*gate, *self._grown(was)]
                 calls += rule_calls(self.name, *rule)
                 fired = all(c.holds for c in rule)
-        return calls + self._frozen(gate, (was, _share_bound(self.reference, was, exact)), fired)
+        return calls + self._frozen(gate, (was, share_bound(self.reference, was, exact)), fired)
 
     def _gate(self) -> list[Condition]:
         """A value counts as a point mass on `policy.sentinel_min_rows` rows and `policy.sentinel_min_share` of them,
@@ -606,9 +529,9 @@ class _Judged:
         """Where no other rule named the value, against a batch reference: the sampled values against
         `policy.frozen_rows`, the reference's share under `sentinel_growth_base`, the share against
         `policy.frozen_share` or the longest run against `policy.frozen_run_share` and its chance against
-        `policy.frozen_run_chance` (`_stuck`), and the highest share any kept batch's most frequent value held against
+        `policy.frozen_run_chance` (`stuck`), and the highest share any kept batch's most frequent value held against
         `policy.frozen_batch_high`. The share and the run are alternatives: each decides where the other does not
-        hold. `reference`: the value's share there and the most it may be by that evidence (`_share_bound`)."""
+        hold. `reference`: the value's share there and the most it may be by that evidence (`share_bound`)."""
         if fired or not isinstance(self.ctx.reference, Reference):
             return []
         highs = [s.point_share for s in self.ctx.reference.variation(self.name)]
@@ -629,10 +552,10 @@ class _Judged:
             ),
         ]
         whole = Condition("frozen_share", self.share, policy.frozen_share, self.share >= policy.frozen_share)
-        stuck = _stuck(policy, self.share, self.runs.get(self.value, NO_RUN), bound)
-        held = all(c.holds for c in stuck)
+        run = stuck(policy, self.share, self.runs.get(self.value, NO_RUN), bound)
+        held = all(c.holds for c in run)
         calls = rule_calls(self.name, *common, whole, when=not held)[-1:]
-        calls += rule_calls(self.name, *common, *stuck, when=not whole.holds)[-len(stuck) :]
+        calls += rule_calls(self.name, *common, *run, when=not whole.holds)[-len(run) :]
         either = rule_calls(self.name, *common, when=whole.holds or held)
         return calls + either
 
