@@ -27,6 +27,8 @@ batch, without rereading a row) and plain JSON:
   least (`ANY_PERIOD` where C holds one value on every row): C names the period its row falls in (a month's
   name), so a batch cut finer than that period holds one or two of its values, and a new period brings a new one.
   Merged, the finer period of two batches stands (a batch holding one value says nothing against a period).
+- `calendar`: per timestamp T, integer column C and calendar part P ("T|C|P": a weekday, a day of the month, a month,
+  a year), the offset C - P(T) most rows hold and on how many (`profiles.calendar`): C is the time's part.
 
 Learned from the batch's seeded row sample (every row when the batch has at most `sample_rows` rows), so
 the cost stays bounded whatever the batch size; merged by adding, a batch weighs by its sampled rows.
@@ -42,6 +44,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from profiles.calendar import CalendarPart, learn_calendar, merge_calendar
 from profiles.sketches import Moments, QuantileSketch
 
 __all__ = [
@@ -209,6 +212,7 @@ class Relations:
     spread: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     identities: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     periods: Mapping[str, str] = field(default_factory=dict)
+    calendar: Mapping[str, CalendarPart] = field(default_factory=dict)
 
     def period_named(self, time: str, column: str) -> str | None:
         """The calendar period of `time` that `column` names (`PERIODS`), where the rows showed one; else None."""
@@ -247,6 +251,7 @@ class Relations:
             spread=_common(self.spread, other.spread, lambda a, b: (min(a[0], b[0]), max(a[1], b[1]))),
             identities=_common(self.identities, other.identities, _add_counts),
             periods=_common(self.periods, other.periods, _finer_period),
+            calendar=merge_calendar(self.calendar, other.calendar),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -267,6 +272,7 @@ class Relations:
             "spread": {k: list(v) for k, v in sorted(self.spread.items())},
             "identities": {k: list(v) for k, v in sorted(self.identities.items())},
             "periods": dict(sorted(self.periods.items())),
+            "calendar": {k: part.to_list() for k, part in sorted(self.calendar.items())},
         }
 
     @classmethod
@@ -300,6 +306,7 @@ class Relations:
             spread={k: (float(v[0]), float(v[1])) for k, v in data.get("spread", {}).items()},
             identities={k: (int(v[0]), int(v[1])) for k, v in data.get("identities", {}).items()},
             periods={k: str(v) for k, v in data.get("periods", {}).items()},  # none before periods were kept
+            calendar={k: CalendarPart.from_list(v) for k, v in data.get("calendar", {}).items()},  # nor parts
         )
 
 
@@ -364,6 +371,7 @@ def learn_relations(sample: pd.DataFrame, types: Mapping[str, str]) -> Relations
         spread=_spread(pairs, groups),
         identities=_identities(numbers),
         periods=_periods(times, {**categories, **_whole_numbers(sample, integers)}),
+        calendar=learn_calendar(times, numbers, integers),
     )
 
 

@@ -1,4 +1,4 @@
-"""Sums, ratios and hours of the day the reference always held: `relation_broken`.
+"""Sums, ratios, hours of the day and calendar parts the reference always held: `relation_broken`.
 
 An identity c = a + b or c = a * b (a difference or a ratio, read the other way) that held on at least
 `policy.relation_held` of at least `policy.relation_min_rows` informative reference rows (`profiles.relations`) is evaluated on the batch's row
@@ -13,6 +13,13 @@ one offset, or two adjacent ones) departs from it on a batch's rows when its off
 longer derived from T there. Where, on the departed rows, H determines the label (`guard.checks.leakage`'s
 association, at least `policy.leakage_jump_floor`) and the hour it should have been does not come within `policy.leakage_jump` of that, H was
 computed from the outcome on those rows: `target_leakage`. Otherwise `relation_broken` on H.
+
+An integer column C the reference holds as a calendar part of a timestamp T (`profiles.calendar`: a weekday, a
+day of the month, a month, a year, on one offset from the time's part) breaks where a batch's sampled row holds
+another value, or C is missing where T is not and the reference never had it so: on `policy.relation_min_broken`
+rows and `policy.relation_broken_share` of them, learned on `policy.relation_held` of `policy.relation_min_rows` rows
+where the part moved. Nulls alone are `null_spike` on C; otherwise `relation_broken`, which says where every row
+moved by one offset (a batch stamped a period late).
 
 A bound a <= b between two columns the contract gives one unit (an order the reference held and reached,
 `PairMoments.bound`: a lower series that meets its upper one at a limit; two ranges that merely did not
@@ -51,6 +58,7 @@ from guard.policy import Policy
 from guard.registry import register
 from guard.statistics import association, hour_of_shares, hour_of_shift, learned_offsets, learned_share
 from guard.units import same_unit
+from profiles.calendar import CYCLES, CalendarPart, calendar_part, part_offsets, whole_values
 from profiles.relations import (
     HOURS,
     PairMoments,
@@ -109,6 +117,10 @@ def check_relations(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
         for h, counts in columns.items():
             if t in sample and h in sample:
                 yield from _departed_hours(ctx, t, h, counts)
+    for key, part in (relations.calendar if relations else {}).items():
+        t, c, name = key.split("|")
+        if t in sample and c in sample:
+            yield from _calendar_broken(ctx, t, c, name, part)
 
 
 def _enough_rows(ctx: GuardContext, rows: int) -> Condition:
@@ -169,6 +181,85 @@ def _judge(
         message=f"{key} held on every reference row; it is broken on {broken} of {int(rows.sum())} sampled rows "
         f"({share:.1%}): one of its columns changed",
     )
+
+
+def _calendar_broken(
+    ctx: GuardContext, t: str, c: str, part: str, learned: CalendarPart
+) -> Iterator[Finding | ClosestCall]:
+    """C is a calendar part of T on every reference row (`profiles.calendar`): on the batch's sampled rows with a T,
+    the rows where C is another value (for a part with a cycle, also one the reference's numbering cannot write,
+    `_numbered_as_learned`), or missing where the reference never had it missing, break it. Learned where
+    it held on `policy.relation_held` of at least `policy.relation_min_rows` rows and the part moved there; broken
+    on `policy.relation_min_broken` rows and `policy.relation_broken_share` of them. Nulls alone are new nulls in C
+    (`null_spike`); otherwise a broken relation, moved as a whole where every row moved by one offset."""
+    assert ctx.snapshot is not None
+    stamps, present = epoch_ms_of(ctx.snapshot.sample[t])
+    values = _floats(ctx.snapshot.sample[c])
+    whole = present & whole_values(values)
+    offsets = part_offsets(calendar_part(stamps[whole], part), values[whole], part)
+    moved = offsets[(offsets != learned.offset) | ~_numbered_as_learned(values[whole], learned, part)]
+    wrong = len(moved) + int((present & ~np.isnan(values) & ~whole).sum())
+    nulls = int((present & np.isnan(values)).sum()) if learned.missing == 0 else 0
+    tested, broken = int(present.sum()), wrong + nulls
+    held = learned.holds / learned.tested if learned.tested else 0.0
+    conditions = [
+        _enough_rows(ctx, learned.tested),
+        Condition("relation_held", held, ctx.policy.relation_held, held >= ctx.policy.relation_held),
+        *_broken(ctx, broken, tested),
+    ]
+    yield from rule_calls(c, *conditions, when=learned.high > learned.low)
+    if learned.high == learned.low or not all(condition.holds for condition in conditions):
+        return
+    relation = f"{c}={part}({t})" + (f"{learned.offset:+d}" if learned.offset else "")
+    stated = f"{c!r} is the {part} of {t!r} on every reference row ({relation}); on {broken} of {tested} sampled rows"
+    if not wrong:
+        yield make_finding(
+            FindingKind.NULL_SPIKE,
+            ctx.dataset_urn,
+            c,
+            observed=round(nulls / tested, 6),
+            expected=0.0,
+            message=f"{stated} it is missing, though {t!r} is not: the {part} was not written there",
+            reference_null_fraction=0.0,
+            null_rows=nulls,
+            relation=relation,
+            columns=[c, t],
+        )
+        return
+    together = len(moved) == broken and len(set(moved.tolist())) == 1
+    how = (
+        f"every one moved by {_signed_move(moved, learned.offset, part):+d}: {t!r} or {c!r} was shifted"
+        if together
+        else ""
+    )
+    yield make_finding(
+        FindingKind.RELATION_BROKEN,
+        ctx.dataset_urn,
+        c,
+        observed={"relation": relation, "broken_share": round(broken / tested, 6)},
+        expected={"relation": relation, "broken_share": 0.0},
+        relation=relation,
+        columns=[c, t],
+        broken_rows=broken,
+        tested_rows=tested,
+        message=f"{stated} it is not ({broken / tested:.0%}{'; ' + how if how else ''}): {c!r} or {t!r} changed",
+    )
+
+
+def _numbered_as_learned(written: np.ndarray, learned: CalendarPart, part: str) -> np.ndarray:
+    """Values of a part with a cycle that the reference's numbering can write: within one cycle of every value it
+    wrote (a weekday the reference wrote from 1 to 7 is never 0, which the cycle alone reads as its 7; a month
+    written from 7 to 12 may still be 1). Every value of a part without a cycle."""
+    cycle = CYCLES[part]
+    if not cycle:
+        return np.ones(len(written), dtype=bool)
+    return (written >= learned.most - cycle + 1) & (written <= learned.least + cycle - 1)
+
+
+def _signed_move(moved: np.ndarray, offset: int, part: str) -> int:
+    """How far a part moved as a whole, the nearer way round its cycle (a month back, not eleven on)."""
+    step, cycle = int(moved[0]) - offset, CYCLES[part]
+    return (step + cycle // 2) % cycle - cycle // 2 if cycle else step
 
 
 def _departed_hours(ctx: GuardContext, t: str, h: str, counts: tuple[int, ...]) -> Iterator[Finding | ClosestCall]:

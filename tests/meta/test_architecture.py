@@ -207,6 +207,7 @@ PROFILES_VALUE_TYPES = (
     "profiles.sketches",
     "profiles.reference",
     "profiles.relations",
+    "profiles.calendar",
     "profiles.cores",
     "profiles.snapshot_types",
     "profiles.repeats_types",
