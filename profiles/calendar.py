@@ -8,7 +8,8 @@ or from 1 holds one offset too; exact for a day of the month and a year, so a fi
 the rows holding it of the rows tested (both present), the rows where C is missing though T is not, the least
 and the most P(T) the rows held it on (a part that never moved, one year's rows, is no evidence that C follows it),
 and the least and the most C they held (a weekday written 1 to 7 holds its Saturday as 7, never as 0, which the
-cycle alone would not tell apart).
+cycle alone would not tell apart). A part with a cycle is written within one cycle: a day of the year or a count of
+days steps with the weekday, one offset modulo 7, but spans more than seven values, and is no weekday.
 
 Merged batch by batch while every batch holds the same offset; two offsets are two different relations, and the
 key is dropped (merging keeps what both sides hold). A C that is constant while P(T) is too (one month of rows)
@@ -53,8 +54,10 @@ class CalendarPart:
     least: int
     most: int
 
-    def merge(self, other: CalendarPart) -> CalendarPart | None:
-        if other.offset != self.offset:
+    def merge(self, other: CalendarPart, cycle: int) -> CalendarPart | None:
+        if other.offset != self.offset or not _one_cycle(
+            min(self.least, other.least), max(self.most, other.most), cycle
+        ):
             return None
         return CalendarPart(
             self.offset,
@@ -128,6 +131,8 @@ def learn_calendar(
                     continue  # no offset holds most rows: not this part
                 on = offsets == kept[best]
                 held, written = of_time[rows][on], values[rows][on]
+                if not _one_cycle(int(written.min()), int(written.max()), CYCLES[part]):
+                    continue  # a count of days steps with the weekday, but is no weekday
                 found[f"{time}|{name}|{part}"] = CalendarPart(
                     int(kept[best]),
                     int(counts[best]),
@@ -141,10 +146,15 @@ def learn_calendar(
     return found
 
 
+def _one_cycle(least: int, most: int, cycle: int) -> bool:
+    """Values from `least` to `most` can number a part with this cycle: no more apart than one cycle holds."""
+    return not cycle or most - least <= cycle - 1
+
+
 def merge_calendar(a: Mapping[str, CalendarPart], b: Mapping[str, CalendarPart]) -> dict[str, CalendarPart]:
-    """The relations both sides hold on one offset, added up."""
+    """The relations both sides hold on one offset (and, for a part with a cycle, within one cycle), added up."""
     merged = {}
     for key in sorted(a):
-        if key in b and (both := a[key].merge(b[key])) is not None:
+        if key in b and (both := a[key].merge(b[key], CYCLES[key.rsplit("|", 1)[1]])) is not None:
             merged[key] = both
     return merged

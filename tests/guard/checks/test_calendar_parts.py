@@ -139,16 +139,20 @@ def test_a_part_that_never_moved_in_the_reference_teaches_nothing(tmp_path: Path
 
 def test_two_batches_on_different_offsets_keep_no_relation() -> None:
     """A constant column reads as 'the month plus k' in each month's rows, with another k each month: merged, it is
-    no relation. Batches on one offset add up."""
+    no relation. Batches on one offset add up. A day of the year is one offset from the weekday modulo 7, but no
+    weekday."""
 
     def learned(first: str, last: str) -> dict[str, CalendarPart]:
-        frame = _days(first, last).assign(code=3)
+        frame = _days(first, last).assign(code=3, day_of_year=lambda f: f["date"].dt.dayofyear)
         ms, present = epoch_ms_of(frame["date"])
-        numbers = {c: frame[c].to_numpy(dtype=float) for c in ("weekday", "month", "year", "visits", "code")}
+        numbers = {
+            c: frame[c].to_numpy(dtype=float) for c in ("weekday", "month", "year", "visits", "code", "day_of_year")
+        }
         return learn_calendar({"date": (ms, present)}, numbers, list(numbers))
 
     november, december = learned("2023-11-01", "2023-11-30"), learned("2023-12-01", "2023-12-31")
     assert "date|code|month" in november and "date|code|month" in december
+    assert "date|day_of_year|weekday" not in november  # steps with the weekday, over more than a week's values
     merged = merge_calendar(november, december)
     assert "date|code|month" not in merged
     assert merged["date|month|month"] == CalendarPart(0, 61, 61, 0, 11, 12, 11, 12)
