@@ -10,7 +10,11 @@ The pipeline, onboarded by the real CLI as a user would (setup, not timed): a 10
 (`guard_bench.write_table`: a string key, an event time one row a second, five numbers, two categories, a label)
 of three days, `kintsugi init --key order_id --yes` on it, `kintsugi run` (a first champion; the newest day kept),
 then a clean batch of N rows landed with `kintsugi land`. Every measurement runs in its own fresh child process
-(imports excluded from the time, peak RSS = the child's VmHWM), round robin, best of --repeat:
+(imports excluded from the time, peak RSS = the child's VmHWM). Each of --repeat rounds runs the contenders back to
+back, so a busy moment weighs on a round's contenders alike; a ratio is taken within each round, and the lines
+`detect/floor`, `guard/floor`, `guard/pandera` print the median of the per-round ratios, wall and CPU, with their
+range and the rounds' load (a round whose load passed the cores is counted). The contenders' own lines are each one's
+best round.
 
 - floor: pyarrow reads every column of the row groups holding the new rows (the rows the guard must judge), row
   group by row group, and computes null_count and pc.min_max.
@@ -19,13 +23,16 @@ then a clean batch of N rows landed with `kintsugi land`. Every measurement runs
   (`tables.readonce.digests_of`, detect's check, timed apart as verify), then `guard_table(ws, metadata, spec,
   pinned, now, engine=TableEngine.of(spec), keep_caches=True, contract_read=...)` reading through the door
   (`readonce.verified`: every block hashed as it is read; the figure: wall and CPU). Spark reads by path, outside
-  the door: its verify is detect's `verify_file` after the guard.
+  the door: its verify is detect's `verify_file` after the guard. Detect is what every run pays: the pin, the
+  verify and the guard, summed (`detect/floor`).
   The batch is clean: its verdict is printed, and anything but CLEAN is flagged as a failure of the bench.
 - pandera (up to 10M rows): `pd.read_parquet` of the batch + the equivalent DataFrameSchema (as guard_bench).
 - history: the loop's own guard of one new daily batch (--history-rows rows) landed after N kept daily batches,
-  N = 1, 10, 30, in a demo workspace left as a run leaves it: the time, wall and CPU, should not grow with N. A
-  guard of a day takes a fraction of a second, where a moment's load moves the best of a few runs by a fifth: the
-  histories are all prepared first, then run round robin for --history-repeat rounds, and the medians compared.
+  N = 1, 10, 30, in a demo workspace left as a run leaves it (warm) and without the caches it leaves (cold: the
+  first run after `kintsugi init`, or `kintsugi guard`): the time, wall and CPU, should not grow with N. A guard of
+  a day takes a fraction of a second, where a moment's load moves the best of a few runs by a fifth: the histories
+  are all prepared first, then each of --history-repeat rounds runs every history warm and cold back to back, and
+  `history warm 1->30` / `history cold 1->30` print the median of the per-round ratios.
 - spark: the same guard with `engine: spark` on local[2] (session start-up apart) beside arrow at --spark-rows,
   same verdict expected (its CPU: this process, the JVM and its Python workers); and the two engines' snapshots
   of the batch as the guard reads them, compared: the same sample rows (`--parity-only`: this check alone,
@@ -80,9 +87,11 @@ def _kintsugi(*args: str) -> str:
     return done.stdout
 
 
-def prepare_pipeline(folder: Path, rows: int) -> dict[str, Any]:
+def prepare_pipeline(folder: Path, rows: int, table_format: str = "parquet") -> dict[str, Any]:
     """A pipeline onboarded on three days of the table, its first run done, and a clean batch of `rows` rows landed
-    (see the module's docstring); returns what the children need (meta.json in `folder`)."""
+    (see the module's docstring), the table kept as one parquet file, a Delta table or an Iceberg table in the
+    workspace's catalog (each landed batch one commit); returns what the children need (meta.json in `folder`):
+    the row groups of the parquet table, or the data files of the format's table, that hold the new rows."""
     import pyarrow.parquet as pq
 
     from controlplane.stages.kept_reference import load_state
@@ -92,25 +101,62 @@ def prepare_pipeline(folder: Path, rows: int) -> dict[str, Any]:
     table, batch, ws = folder / "table.parquet", folder / "batch.parquet", folder / "ws"
     write_table(table, history_rows, seed=1)
     write_table(batch, rows, seed=0, offset=history_rows)
+    data = _as_format(table, ws, table_format)
     first_now = _iso(TABLE_START + timedelta(seconds=history_rows, hours=1))
     now = TABLE_START + timedelta(seconds=history_rows + rows - 1, hours=1)
     common = ("--workspace", str(ws))
-    _kintsugi("init", PIPELINE, "--data", str(table), "--target", "eta_minutes", "--time-column", "event_ts",
+    _kintsugi("init", PIPELINE, "--data", data, "--target", "eta_minutes", "--time-column", "event_ts",
               "--key", "order_id", "--now", first_now, "--yes", *common)  # fmt: skip
     _kintsugi("run", PIPELINE, "--now", first_now, *common)
+    before = set(_data_files(ws, data))
     _kintsugi("land", PIPELINE, str(batch), "--now", _iso(now), *common)
     state = load_state(Workspace(ws), PIPELINE)
     assert state is not None and state.watermark_ms is not None
-    source = pq.ParquetFile(table)
-    column = source.schema_arrow.get_field_index("event_ts")
-    new_groups = [
-        group
-        for group in range(source.num_row_groups)
-        if _max_ms(source.metadata.row_group(group).column(column).statistics) > state.watermark_ms
-    ]
-    meta = {"table": str(table), "batch": str(batch), "groups": new_groups, "now_ms": int(now.timestamp() * 1000)}
+    meta: dict[str, Any] = {"table": str(table), "batch": str(batch), "now_ms": int(now.timestamp() * 1000)}
+    if table_format != "parquet":  # the commit's new data files
+        meta["files"] = sorted(set(_data_files(ws, data)) - before)
+    else:
+        source = pq.ParquetFile(table)
+        column = source.schema_arrow.get_field_index("event_ts")
+        meta["groups"] = [
+            group
+            for group in range(source.num_row_groups)
+            if _max_ms(source.metadata.row_group(group).column(column).statistics) > state.watermark_ms
+        ]
     (folder / "meta.json").write_text(json.dumps(meta))
     return meta
+
+
+def _as_format(table: Path, ws: Path, table_format: str) -> str:
+    """The parquet `table` kept in `table_format` (written once, setup); returns the spec's `data:` for it."""
+    if table_format == "parquet":
+        return str(table)
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(table)
+    if table_format == "delta":
+        from deltalake import write_deltalake
+
+        write_deltalake(str(ws.parent / "delta"), rows)
+        return str(ws.parent / "delta")
+    from tables.iceberg import workspace_catalog
+
+    catalog = workspace_catalog(ws)
+    catalog.create_namespace("bench")
+    catalog.create_table("bench.features", schema=rows.schema).append(rows)
+    return "iceberg:bench.features"
+
+
+def _data_files(ws: Path, data: str) -> list[str]:
+    """The local paths of the data files of a Delta or Iceberg table's current version."""
+    if data.startswith("iceberg:"):
+        from tables.iceberg import workspace_catalog
+
+        files = workspace_catalog(ws).load_table(data.removeprefix("iceberg:")).inspect.files()
+        return [path.removeprefix("file://") for path in files.column("file_path").to_pylist()]
+    from deltalake import DeltaTable
+
+    return [uri.removeprefix("file://") for uri in DeltaTable(data).file_uris()]
 
 
 def _max_ms(statistics: Any) -> float:
@@ -127,19 +173,23 @@ def _report(report: Any) -> dict[str, Any]:
 
 
 def run_floor_once(folder: str) -> dict[str, Any]:
-    """pyarrow over every column of the row groups holding the new rows: the least any guard of them reads."""
+    """pyarrow over every column of the row groups holding the new rows (of a Delta or Iceberg table: the data files
+    the batch's commit added): the least any guard of them reads."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     meta = json.loads((Path(folder) / "meta.json").read_text())
 
     def work() -> dict[str, Any]:
-        parquet, nbytes, rows = pq.ParquetFile(meta["table"]), 0, 0
-        for index in meta["groups"]:
-            group = parquet.read_row_group(index)
-            nbytes, rows = nbytes + group.nbytes, rows + group.num_rows
-            for column in group.columns:
-                _ = column.null_count, pc.min_max(column)
+        nbytes, rows = 0, 0
+        parts = [(meta["table"], meta["groups"])] if "groups" in meta else [(path, None) for path in meta["files"]]
+        for path, groups in parts:
+            parquet = pq.ParquetFile(path)
+            for index in range(parquet.num_row_groups) if groups is None else groups:
+                group = parquet.read_row_group(index)
+                nbytes, rows = nbytes + group.nbytes, rows + group.num_rows
+                for column in group.columns:
+                    _ = column.null_count, pc.min_max(column)
         return {"table_mb": nbytes / 2**20, "rows": rows}
 
     return _measure(work)
@@ -197,12 +247,12 @@ def run_guard_once(folder: str, engine_name: str) -> dict[str, Any]:
         session_s = time.perf_counter() - started
         try:
             with metadata_session(ws) as metadata:
-                started = time.perf_counter()  # as detect: the contract parsed while the table is pinned
+                started, cpu = time.perf_counter(), time.process_time()  # as detect: contract parsed during the pin
                 pinned, contract = pin_reading_contract(ws, metadata, spec, ws.runs / "timed" / "snapshot")
-                pin_s = time.perf_counter() - started
-                started = time.perf_counter()
+                pin_s, pin_cpu_s = time.perf_counter() - started, time.process_time() - cpu
+                started, cpu = time.perf_counter(), time.process_time()
                 digests = None if engine.spark else readonce.digests_of(pinned.path(ws), pinned.table_hash)
-                verify_s = time.perf_counter() - started
+                verify_s, verify_cpu_s = time.perf_counter() - started, time.process_time() - cpu
 
                 def work() -> dict[str, Any]:
                     door = (
@@ -231,10 +281,14 @@ def run_guard_once(folder: str, engine_name: str) -> dict[str, Any]:
         finally:
             engine.close()
         if engine.spark:  # read by path, outside the door: checked after
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             verify_file(ws, pinned.table, pinned.table_hash, "the guard")
-            verify_s = time.perf_counter() - started
-    return {**result, "pin_s": pin_s, "verify_s": verify_s, "session_s": session_s}
+            verify_s, verify_cpu_s = time.perf_counter() - started, time.process_time() - cpu
+    detect = {
+        "detect_s": pin_s + verify_s + result["seconds"],
+        "detect_cpu_s": pin_cpu_s + verify_cpu_s + result["cpu_s"],
+    }
+    return {**result, **detect, "pin_s": pin_s, "verify_s": verify_s, "session_s": session_s}
 
 
 def run_parity_once(folder: str, _: str) -> dict[str, Any]:
@@ -284,10 +338,12 @@ def _counts(snapshot: Any) -> dict[str, tuple[Any, ...]]:
     return {n: (c.row_count, c.null_count, c.minimum, c.maximum) for n, c in snapshot.profile.columns.items()}
 
 
-def run_history_once(path: str, _: str) -> dict[str, Any]:
+def run_history_once(path: str, _: str, *, cold: bool = False) -> dict[str, Any]:
     """The loop's own guard of one new batch (`controlplane.stages.guarding.guard_table`, as detect calls it) in a
     workspace prepared by `prepare_history`: a copy of the workspace is pinned as a run pins it, its contract parsed
-    beside the pin (not timed), then the guard is timed on the pinned copy."""
+    beside the pin (not timed), then the guard is timed on the pinned copy. `cold`: without the caches a previous
+    run's guard left (the workspace's `cache/`: row groups' fingerprints, merged references), as the first run after
+    `kintsugi init` or a `kintsugi guard` finds it."""
     from controlplane.datahub.connect import metadata_session
     from controlplane.spec import load_spec
     from controlplane.stages.detect import pin_reading_contract
@@ -298,6 +354,8 @@ def run_history_once(path: str, _: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="history-run-") as tmp:
         ws = Workspace(Path(tmp) / "ws")
         shutil.copytree(Path(path) / "ws", ws.root)
+        if cold:
+            shutil.rmtree(ws.cache, ignore_errors=True)
         spec = load_spec(ws, DEMO_PIPELINE)
         with metadata_session(ws) as metadata:
             started = time.perf_counter()
@@ -319,6 +377,7 @@ CHILDREN = {
     "guard": lambda a: run_guard_once(a.path, a.engine),
     "pandera": lambda a: run_pandera_once(json.loads((Path(a.path) / "meta.json").read_text())["batch"]),
     "history": lambda a: run_history_once(a.path, a.engine),
+    "history-cold": lambda a: run_history_once(a.path, a.engine, cold=True),
     "parity": lambda a: run_parity_once(a.path, a.engine),
 }
 
@@ -349,12 +408,37 @@ def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {**fastest, **least, "peak_mb": max(r["peak_mb"] for r in runs)}
 
 
+def rounds_of(kinds: list[tuple[str, str]], path: Path, repeat: int) -> list[dict[tuple[str, str], dict[str, Any]]]:
+    """`repeat` rounds, each running every contender back to back (a busy moment slows a round's contenders alike),
+    with the round's 1-minute load average under "load"."""
+    rounds = []
+    for _ in range(repeat):
+        done: dict[Any, Any] = {(kind, engine): run_child(kind, path, engine) for kind, engine in kinds}
+        done["load"] = os.getloadavg()[0]
+        rounds.append(done)
+    return rounds
+
+
 def measure(kinds: list[tuple[str, str]], path: Path, repeat: int) -> dict[tuple[str, str], dict[str, Any]]:
-    runs: dict[tuple[str, str], list[dict[str, Any]]] = {kind: [] for kind in kinds}
-    for _ in range(repeat):  # round robin: a busy machine slows every contender alike
-        for kind, engine in kinds:
-            runs[(kind, engine)].append(run_child(kind, path, engine))
-    return {kind: best(kind_runs) for kind, kind_runs in runs.items()}
+    rounds = rounds_of(kinds, path, repeat)
+    return {kind: best([r[kind] for r in rounds]) for kind in kinds}
+
+
+def per_round(
+    rounds: list[dict[Any, Any]], top: tuple[tuple[str, str], str, str], bottom: tuple[tuple[str, str], str, str]
+) -> str:
+    """The median and range of the per-round ratios of one contender's (wall, CPU) keys to another's: each round's
+    two runs came back to back, so the machine's load that round weighs on both."""
+    (a, a_wall, a_cpu), (b, b_wall, b_cpu) = top, bottom
+    walls = [r[a][a_wall] / r[b][b_wall] for r in rounds]
+    cpus = [r[a][a_cpu] / max(r[b][b_cpu], 1e-9) for r in rounds]
+    loads = [r["load"] for r in rounds]
+    busy = sum(load > (os.cpu_count() or 1) for load in loads)
+    return (
+        f"wall {statistics.median(walls):.2f}x ({min(walls):.2f}-{max(walls):.2f}) "
+        f"cpu {statistics.median(cpus):.2f}x ({min(cpus):.2f}-{max(cpus):.2f}); {len(rounds)} rounds, load "
+        f"{min(loads):.1f}-{max(loads):.1f}" + (f", {busy} beyond the cores" if busy else "")
+    )
 
 
 def _line(name: str, run: dict[str, Any], floor: dict[str, Any] | None) -> str:
@@ -377,7 +461,8 @@ def _line(name: str, run: dict[str, Any], floor: dict[str, Any] | None) -> str:
 
 def section_size(rows: int, folder: Path, setup_s: float, repeat: int) -> None:
     kinds = [("floor", "arrow"), ("guard", "arrow")] + ([("pandera", "arrow")] if rows <= PANDERA_MAX_ROWS else [])
-    results = measure(kinds, folder, repeat if rows <= 10_000_000 else 1)
+    rounds = rounds_of(kinds, folder, repeat)
+    results = {kind: best([r[kind] for r in rounds]) for kind in kinds}
     floor = results[("floor", "arrow")]
     print(
         f"  {rows:>11,} new rows  (set up in {setup_s:.0f} s; the floor reads {floor['rows']:,} rows, "
@@ -389,6 +474,32 @@ def section_size(rows: int, folder: Path, setup_s: float, repeat: int) -> None:
                 {"guard": "shipped guard"}.get(kind, kind), results[(kind, engine)], floor if kind != "floor" else None
             )
         )
+    size = f"{rows / 1e6:g}M"
+    guard, scan = (("guard", "arrow"), "seconds", "cpu_s"), (("floor", "arrow"), "seconds", "cpu_s")
+    detect = (("guard", "arrow"), "detect_s", "detect_cpu_s")
+    peak = max(r[("guard", "arrow")]["peak_mb"] for r in rounds)
+    print(f"detect/floor {size}: {per_round(rounds, detect, scan)}; peak RSS {peak:.0f} MB")
+    print(f"guard/floor {size}: {per_round(rounds, guard, scan)}")
+    if ("pandera", "arrow") in kinds:
+        print(f"guard/pandera {size}: {per_round(rounds, guard, (('pandera', 'arrow'), 'seconds', 'cpu_s'))}")
+    print(f"    {load_note()}", flush=True)
+
+
+def section_format(rows: int, folder: Path, table_format: str, setup_s: float, repeat: int) -> None:
+    """Detect of the same clean batch landed as one commit of a Delta or Iceberg table, against the floor of the
+    data files that commit added: the pin reads the version's files once (`tables.versioned`)."""
+    kinds = [("floor", "arrow"), ("guard", "arrow")]
+    rounds = rounds_of(kinds, folder, repeat)
+    floor, guard = (best([r[kind] for r in rounds]) for kind in kinds)
+    print(
+        f"  {rows:>11,} new rows, one commit of a {table_format} table (set up in {setup_s:.0f} s; the floor reads "
+        f"{floor['rows']:,} rows of the commit's files, {floor['table_mb']:.0f} MB in memory)"
+    )
+    print(_line("floor", floor, None))
+    print(_line("shipped guard", guard, floor))
+    scan, detect = (kinds[0], "seconds", "cpu_s"), (kinds[1], "detect_s", "detect_cpu_s")
+    peak = max(r[kinds[1]]["peak_mb"] for r in rounds)
+    print(f"detect/floor {rows / 1e6:g}M {table_format}: {per_round(rounds, detect, scan)}; peak RSS {peak:.0f} MB")
     print(f"    {load_note()}", flush=True)
 
 
@@ -491,8 +602,8 @@ def section_history(counts: list[int], workdir: Path, repeat: int, rows_per_day:
 
     print(
         f"\n== the loop's guard (guard_table, as `kintsugi run` calls it) of one new {rows_per_day:,}-row daily batch "
-        f"vs kept history (target: flat within 1.2x); {repeat} rounds, round robin over the histories: the median "
-        "(and the best) of each"
+        f"vs kept history (target: flat within 1.2x), warm (with the caches a run leaves) and cold (without them); "
+        f"{repeat} rounds, each running every history back to back: the median of each, and of the per-round ratios"
     )
     frame = generate_eta_features(days=max(counts) + 1, seed=7, anchor=HISTORY_ANCHOR, rows_per_day=rows_per_day)
     day = frame["event_ts"].dt.floor("D")
@@ -502,29 +613,32 @@ def section_history(counts: list[int], workdir: Path, repeat: int, rows_per_day:
     for n, folder in folders.items():
         folder.mkdir()
         prepare_history(folder, n, rows_per_day, days)
-    runs: dict[int, list[dict[str, Any]]] = {n: [] for n in counts}
-    for _ in range(repeat):  # round robin: a busy moment slows every history alike
-        for n in counts:
-            runs[n].append(run_child("history", folders[n]))
+    rounds: list[dict[Any, Any]] = []
+    for _ in range(repeat):  # each round: every history, warm then cold, back to back
+        done: dict[Any, Any] = {(kind, str(n)): run_child(kind, folders[n]) for n in counts for kind in HISTORY_KINDS}
+        done["load"] = os.getloadavg()[0]
+        rounds.append(done)
     for folder in folders.values():
         shutil.rmtree(folder)
-    middle = {n: median(r) for n, r in runs.items()}
-    fastest = {n: {**best(r), "pin_s": min(x["pin_s"] for x in r)} for n, r in runs.items()}
-    base, base_best = middle[min(counts)], fastest[min(counts)]
-    for n in counts:
-        run, top = middle[n], fastest[n]
-        print(
-            f"    {n:>3} kept  {run['seconds']:6.2f} s wall  {run['seconds'] / base['seconds']:5.2f}x   "
-            f"cpu {run['cpu_s']:6.2f} s  {run['cpu_s'] / base['cpu_s']:5.2f}x   (best: "
-            f"{top['seconds'] / base_best['seconds']:.2f}x wall, {top['cpu_s'] / base_best['cpu_s']:.2f}x cpu)   "
-            f"peak RSS {top['peak_mb']:5.0f} MB   (pin, not timed: {top['pin_s']:.2f} s)  "
-            f"{top['verdict']} {top['findings'] or ''}"
-        )
-    last = middle[max(counts)]
-    print(
-        f"    {min(counts)} -> {max(counts)} kept, medians: wall {last['seconds'] / base['seconds']:.2f}x, "
-        f"cpu {last['cpu_s'] / base['cpu_s']:.2f}x (target <= 1.2x); {load_note()}"
-    )
+    for kind in HISTORY_KINDS:
+        middle = {n: median([r[(kind, str(n))] for r in rounds]) for n in counts}
+        base = middle[min(counts)]
+        for n in counts:
+            run, top = middle[n], best([r[(kind, str(n))] for r in rounds])
+            print(
+                f"    {kind.removeprefix('history-') if kind != 'history' else 'warm':<5} {n:>3} kept  "
+                f"{run['seconds']:6.2f} s wall  {run['seconds'] / base['seconds']:5.2f}x   cpu {run['cpu_s']:6.2f} s  "
+                f"{run['cpu_s'] / base['cpu_s']:5.2f}x   peak RSS {top['peak_mb']:5.0f} MB   (pin, not timed: "
+                f"{top['pin_s']:.2f} s)  {top['verdict']} {top['findings'] or ''}"
+            )
+    low, high = str(min(counts)), str(max(counts))
+    for kind, name in (("history", "warm"), ("history-cold", "cold")):
+        ratio = per_round(rounds, ((kind, high), "seconds", "cpu_s"), ((kind, low), "seconds", "cpu_s"))
+        print(f"history {name} {low}->{high}: {ratio} (target <= 1.2x)")
+    print(f"    {load_note()}", flush=True)
+
+
+HISTORY_KINDS = ("history", "history-cold")  # with the caches a run leaves, and without them
 
 
 def main() -> None:
@@ -533,9 +647,11 @@ def main() -> None:
     parser.add_argument("--history", default="1,10,30")
     parser.add_argument("--history-rows", type=int, default=200_000, help="rows per kept daily batch")
     parser.add_argument("--spark-rows", type=int, default=10_000_000)
-    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds per size (the median of per-round ratios)")
     parser.add_argument("--history-repeat", type=int, default=7, help="rounds of the history section (median)")
     parser.add_argument("--skip-spark", action="store_true")
+    parser.add_argument("--formats", default="delta,iceberg", help="table formats detect is also measured on")
+    parser.add_argument("--format-rows", type=int, default=10_000_000, help="new rows of the formats' batch")
     parser.add_argument("--parity-only", action="store_true", help="only whether both engines sample alike")
     parser.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
@@ -548,7 +664,8 @@ def main() -> None:
     history = [] if args.parity_only else [int(n) for n in args.history.split(",") if n]
     spark_rows = None if args.skip_spark else args.spark_rows
     print(
-        f"engine benchmark: best of {args.repeat} (1 at 50M and for spark); each measurement in a fresh child; "
+        f"engine benchmark: {args.repeat} rounds a size, contenders back to back in each (1 round for spark); the "
+        "ratio lines are medians of per-round ratios (range in parentheses); each measurement in a fresh child; "
         f"peak = its VmHWM; {load_note()}"
     )
     with tempfile.TemporaryDirectory(prefix="engine-bench-") as tmp:
@@ -572,6 +689,16 @@ def main() -> None:
                 if not args.parity_only:
                     section_spark(rows, folder)
                 section_parity(rows, folder)
+            shutil.rmtree(folder)
+        formats = [] if args.parity_only else [f for f in args.formats.split(",") if f]
+        if formats:
+            print("\n== detect of a clean batch landed as one commit of a table format, vs the floor of its files")
+        for table_format in formats:
+            folder = workdir / f"pipeline-{table_format}"
+            folder.mkdir()
+            started = time.perf_counter()
+            prepare_pipeline(folder, args.format_rows, table_format)
+            section_format(args.format_rows, folder, table_format, time.perf_counter() - started, args.repeat)
             shutil.rmtree(folder)
         if history:
             section_history(history, workdir, args.history_repeat, args.history_rows)
