@@ -38,6 +38,7 @@ import pyarrow as pa
 
 from controlplane.datahub.datasets import profile_mcps
 from controlplane.datahub.port import MetadataPort
+from controlplane.documents.odcs import read_contract
 from controlplane.errors import DataError, WorkspaceError
 from controlplane.spec import PipelineSpec
 from controlplane.stages import key_history
@@ -513,6 +514,19 @@ class Established:
     content_hash: str  # the table's content hash when its reference was taken
 
 
+def warm_caches(ws: Workspace, pipeline: str, table: Path, state: ReferenceState, keys: tuple[str, ...]) -> None:
+    """What a run's guard keeps for the next one, made where a reference is set (`kintsugi init`): the row groups'
+    fingerprints of the kept batches (`fingerprint_cache_path`) and, for a declared key, the key index of their rows
+    (`key_history`), so the first run reads its new rows and their keys only, as every run after it does. Both are
+    caches: one that is missing or stale is built again by the guard that needs it."""
+    windows = [b.window for b in kept_batches(ws, pipeline, state) if b.window is not None]
+    cache = FingerprintCache()
+    fingerprint_windows(table, windows, cache, rest=new_rows_window(state))
+    cache.save(fingerprint_cache_path(ws, pipeline))
+    if keys:
+        key_history.current_index(ws, pipeline, table, keys, KeptBatches(ws, pipeline).covered(state), save=True)
+
+
 def establish_reference(ws: Workspace, spec: PipelineSpec, metadata: MetadataPort, now_ms: int) -> Established:
     """A new pipeline's reference from its table as it is now (`kintsugi init`): the table pinned, cut into batches
     by its time column and kept (`establish`), and their merged profile written as DataHub's datasetProfile.
@@ -529,6 +543,11 @@ def establish_reference(ws: Workspace, spec: PipelineSpec, metadata: MetadataPor
             forget_after(ws, spec.name, len(state.batches) - 1, before_newest.end_ms)
         reference = load_reference(ws, spec.name, keep_cache=True)
         assert reference is not None
+        kept_state = load_state(ws, spec.name)
+        assert kept_state is not None
+        contract, _ = read_contract(metadata, spec.feature_table)
+        keys = tuple(contract.key_columns) if contract is not None else ()
+        warm_caches(ws, spec.name, pinned.path(ws), kept_state, keys)
         metadata.emit(profile_mcps(spec.feature_table, reference.profile, now_ms), now_ms)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

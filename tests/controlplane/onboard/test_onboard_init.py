@@ -218,3 +218,26 @@ def test_init_creates_the_mlflow_store_marked_for_the_workspace_so_the_first_run
     code, _, err = cli(*init_args(str(table), "--force"), workspace=ws.root)  # again: the same store, only checked
     assert code == 0, err
     assert ModelStore(ws.mlflow_uri, ws.artifacts).workspace_marker() == identity.workspace_id
+
+
+def test_init_leaves_the_caches_a_run_leaves_so_the_first_run_reads_only_its_new_rows(tmp_path):
+    """`kintsugi init` keeps the kept batches' row-group fingerprints and the key index of their rows, as a run's
+    guard does: the first run's history check reads no row group of them, and its duplicates across batches come
+    from the index (it covers exactly the batches kept), not from the table's key columns read again."""
+    from controlplane.stages.kept_reference import changed_batches, fingerprint_cache_path, load_state
+    from controlplane.stages.key_history import index_folder
+    from profiles.fingerprints import FingerprintCache
+
+    ws = Workspace(tmp_path / "ws")
+    (ws.root / "data").mkdir(parents=True)
+    table = ws.root / "data" / "seattle-weather.parquet"
+    frame = weather()
+    frame.assign(reading_id="r" + frame.index.astype(str)).to_parquet(table, index=False, row_group_size=30)
+    code, _, err = cli(*init_args(str(table), "--key", "reading_id"), workspace=ws.root)
+    assert code == 0, err
+    state = load_state(ws, NAME)
+    assert state is not None and len(state.batches) > 1
+    history = changed_batches(ws, NAME, table, state, cache=FingerprintCache.load(fingerprint_cache_path(ws, NAME)))
+    assert history.intact and history.groups_read == 0 and history.groups_cached > 0
+    covered = json.loads((index_folder(ws, NAME) / "index.json").read_text())["covered"]
+    assert [batch for batch, _ in covered["batches"]] == list(state.batches)
