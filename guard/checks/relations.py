@@ -46,7 +46,7 @@ which column, and which kind, a broken relation names, never whether it blocks: 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
@@ -168,18 +168,40 @@ def _judge(
         return
     if broken < ctx.policy.relation_min_broken or share < ctx.policy.relation_broken_share:
         return
-    yield make_finding(
+    yield _broken_relation(
+        ctx,
+        target,
+        key,
+        [name for name in parse_identity(key) if name not in "+*"],
+        (broken, int(rows.sum())),
+        f"{key} held on every reference row; it is broken on {broken} of {int(rows.sum())} sampled rows "
+        f"({share:.1%}): one of its columns changed",
+    )
+
+
+def _broken_relation(
+    ctx: GuardContext,
+    column: str,
+    relation: str,
+    columns: list[str],
+    rows: tuple[int, int],
+    message: str,
+    **evidence: Any,
+) -> Finding:
+    """`relation_broken` on `column`: `relation` (the columns it holds between) broken on `rows` (broken, tested)."""
+    broken, tested = rows
+    return make_finding(
         FindingKind.RELATION_BROKEN,
         ctx.dataset_urn,
-        target,
-        observed={"relation": key, "broken_share": round(share, 6)},
-        expected={"relation": key, "broken_share": 0.0},
-        relation=key,
-        columns=[name for name in parse_identity(key) if name not in "+*"],
+        column,
+        observed={"relation": relation, "broken_share": round(broken / tested, 6)},
+        expected={"relation": relation, "broken_share": 0.0},
+        relation=relation,
+        columns=columns,
         broken_rows=broken,
-        tested_rows=int(rows.sum()),
-        message=f"{key} held on every reference row; it is broken on {broken} of {int(rows.sum())} sampled rows "
-        f"({share:.1%}): one of its columns changed",
+        tested_rows=tested,
+        message=message,
+        **evidence,
     )
 
 
@@ -232,17 +254,13 @@ def _calendar_broken(
         if together
         else ""
     )
-    yield make_finding(
-        FindingKind.RELATION_BROKEN,
-        ctx.dataset_urn,
+    yield _broken_relation(
+        ctx,
         c,
-        observed={"relation": relation, "broken_share": round(broken / tested, 6)},
-        expected={"relation": relation, "broken_share": 0.0},
-        relation=relation,
-        columns=[c, t],
-        broken_rows=broken,
-        tested_rows=tested,
-        message=f"{stated} it is not ({broken / tested:.0%}{'; ' + how if how else ''}): {c!r} or {t!r} changed",
+        relation,
+        [c, t],
+        (broken, tested),
+        f"{stated} it is not ({broken / tested:.0%}{'; ' + how if how else ''}): {c!r} or {t!r} changed",
     )
 
 
@@ -312,17 +330,8 @@ def _departed_hours(ctx: GuardContext, t: str, h: str, counts: tuple[int, ...]) 
                 f"{t!r} gives {was.get(key, 0.0):.3f}): computed from the outcome on those rows?",
             )
             return
-    yield make_finding(
-        FindingKind.RELATION_BROKEN,
-        ctx.dataset_urn,
-        h,
-        observed={"relation": f"{h}=hour({t})", "broken_share": round(broken / tested, 6)},
-        expected={"relation": f"{h}=hour({t})", "broken_share": 0.0},
-        relation=f"{h}=hour({t})",
-        columns=[h, t],
-        broken_rows=broken,
-        tested_rows=tested,
-        message=f"{stated}: {h!r} or {t!r} changed on those rows",
+    yield _broken_relation(
+        ctx, h, f"{h}=hour({t})", [h, t], (broken, tested), f"{stated}: {h!r} or {t!r} changed on those rows"
     )
 
 
@@ -434,18 +443,8 @@ def _broken_order(
         if unlike is not None
         else "one of them changed"
     )
-    yield make_finding(
-        FindingKind.RELATION_BROKEN,
-        ctx.dataset_urn,
-        changed,
-        observed={"relation": relation, "broken_share": round(broken / tested, 6)},
-        expected={"relation": relation, "broken_share": 0.0},
-        relation=relation,
-        columns=[low, high],
-        broken_rows=broken,
-        tested_rows=tested,
-        unlike_elsewhere=unlike,
-        message=f"{stated}: {why}",
+    yield _broken_relation(
+        ctx, changed, relation, [low, high], (broken, tested), f"{stated}: {why}", unlike_elsewhere=unlike
     )
 
 
