@@ -162,3 +162,24 @@ def test_a_batch_whose_column_changed_type_is_refused_and_nothing_is_written(bas
 def test_a_name_that_is_no_table_is_one_clear_error(text, tmp_path):
     with pytest.raises(LocationError, match="iceberg:NAMESPACE.TABLE"):
         locations.parse_location(text, tmp_path)
+
+
+def test_a_catalog_named_kintsugi_in_pyicebergs_configuration_is_used_instead_of_the_workspaces(tmp_path, monkeypatch):
+    """A team's own catalog (a REST catalog, say) configured as `kintsugi` the way pyiceberg reads its
+    configuration (here from the environment, a SQL catalog elsewhere on disk): `iceberg:` names its tables, and
+    the workspace keeps no catalog of its own."""
+    elsewhere = tmp_path / "team-catalog"
+    (elsewhere / "warehouse").mkdir(parents=True)
+    monkeypatch.setenv("PYICEBERG_CATALOG__KINTSUGI__TYPE", "sql")
+    monkeypatch.setenv("PYICEBERG_CATALOG__KINTSUGI__URI", f"sqlite:///{elsewhere / 'catalog.db'}")
+    monkeypatch.setenv("PYICEBERG_CATALOG__KINTSUGI__WAREHOUSE", (elsewhere / "warehouse").as_uri())
+    from pyiceberg.catalog import load_catalog
+
+    team = load_catalog("kintsugi")
+    team.create_namespace("features")
+    team.create_table("features.trips", schema=_rows(0, 0).schema).append(_rows(1, 4))
+    workspace = tmp_path / "ws"
+    pinned = _location(workspace).pin(tmp_path / "pin")
+    assert pq.read_table(pinned.table_path).column("id").to_pylist() == [1, 2, 3, 4]
+    assert pinned.snapshot == f"iceberg snapshot {team.load_table('features.trips').current_snapshot().snapshot_id}"
+    assert not (workspace / "iceberg").exists()
