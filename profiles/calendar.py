@@ -9,7 +9,9 @@ the rows holding it of the rows tested (both present), the rows where C is missi
 and the most P(T) the rows held it on (a part that never moved, one year's rows, is no evidence that C follows it),
 and the least and the most C they held (a weekday written 1 to 7 holds its Saturday as 7, never as 0, which the
 cycle alone would not tell apart). A part with a cycle is written within one cycle: a day of the year or a count of
-days steps with the weekday, one offset modulo 7, but spans more than seven values, and is no weekday.
+days steps with the weekday, one offset modulo 7, but spans more than seven values, and is no weekday. And it is
+evidence only once the part went round its cycle (`CalendarPart.shown`): a few yearly rows' weekdays are matched
+modulo 7 by a year number or a flag by chance.
 
 Merged batch by batch while every batch holds the same offset; two offsets are two different relations, and the
 key is dropped (merging keeps what both sides hold). A C that is constant while P(T) is too (one month of rows)
@@ -69,6 +71,12 @@ class CalendarPart:
             min(self.least, other.least),
             max(self.most, other.most),
         )
+
+    def shown(self, cycle: int) -> bool:
+        """The rows are evidence that C follows the part: the part moved on them, and, for a part with a cycle, went
+        round all of it (every weekday, January to December). Three years' first days fall on three weekdays, which
+        a year column or a flag of one year matches modulo 7 by chance; seven cannot."""
+        return self.high - self.low >= (cycle - 1 if cycle else 1)
 
     def to_list(self) -> list[int]:
         return [self.offset, self.holds, self.tested, self.missing, self.low, self.high, self.least, self.most]

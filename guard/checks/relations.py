@@ -211,7 +211,8 @@ def _calendar_broken(
     """C is a calendar part of T on every reference row (`profiles.calendar`): on the batch's sampled rows with a T,
     the rows where C is another value (for a part with a cycle, also one the reference's numbering cannot write,
     `_numbered_as_learned`), or missing where the reference never had it missing, break it. Learned where
-    it held on `policy.relation_held` of at least `policy.relation_min_rows` rows and the part moved there; broken
+    it held on `policy.relation_held` of at least `policy.relation_min_rows` rows and the part moved there, round its
+    whole cycle for a part with one (`CalendarPart.shown`); broken
     on `policy.relation_min_broken` rows and `policy.relation_broken_share` of them. Nulls alone are new nulls in C
     (`null_spike`); otherwise a broken relation, moved as a whole where every row moved by one offset."""
     assert ctx.snapshot is not None
@@ -229,8 +230,9 @@ def _calendar_broken(
         Condition("relation_held", held, ctx.policy.relation_held, held >= ctx.policy.relation_held),
         *_broken(ctx, broken, tested),
     ]
-    yield from rule_calls(c, *conditions, when=learned.high > learned.low)
-    if learned.high == learned.low or not all(condition.holds for condition in conditions):
+    shown = learned.shown(CYCLES[part])
+    yield from rule_calls(c, *conditions, when=shown)
+    if not shown or not all(condition.holds for condition in conditions):
         return
     relation = f"{c}={part}({t})" + (f"{learned.offset:+d}" if learned.offset else "")
     stated = f"{c!r} is the {part} of {t!r} on every reference row ({relation}); on {broken} of {tested} sampled rows"

@@ -59,7 +59,7 @@ def _snap(tmp_path: Path, frame: pd.DataFrame, name: str):  # type: ignore[no-un
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
     tmp = tmp_path_factory.mktemp("calendar")
-    months = pd.period_range("2023-07", "2023-12", freq="M")
+    months = pd.period_range("2023-01", "2023-12", freq="M")
     return build_reference(
         [
             _snap(tmp, _days(str(m.start_time.date()), str(m.end_time.date()), i), f"m{i}").batch
@@ -87,7 +87,7 @@ def test_the_parts_are_the_dates_own() -> None:
 
 
 def test_a_new_month_and_year_that_agree_with_the_time_are_data(tmp_path: Path, reference: Reference) -> None:
-    """January 2024 after July to December 2023: a month number and a year the reference never held, each the
+    """January 2024 after the twelve months of 2023: a year the reference never held, and January again, each the
     date's own."""
     relations = reference.profile.relations
     assert relations is not None
@@ -156,3 +156,28 @@ def test_two_batches_on_different_offsets_keep_no_relation() -> None:
     merged = merge_calendar(november, december)
     assert "date|code|month" not in merged
     assert merged["date|month|month"] == CalendarPart(0, 61, 61, 0, 11, 12, 11, 12)
+
+
+def test_a_year_number_or_a_flag_that_matches_a_few_weekdays_by_chance_is_no_weekday(tmp_path: Path) -> None:
+    """Yearly rows stamped on each year's first day: three years fall on three weekdays, which the year number
+    (one a year, as the weekday of the first day moves outside leap years) and a flag of one year match modulo 7.
+    The weekday never went round its cycle there: no relation is kept, and a later year breaks none."""
+
+    def year(first: str, n: int) -> pd.DataFrame:
+        date = pd.Series(pd.to_datetime([first] * n, utc=True))
+        number = date.dt.year.astype(np.int64)
+        return pd.DataFrame({"date": date, "year": number, "flag": (number == 2013).astype(np.int64)})
+
+    years = [year(f"{y}-01-01", 40) for y in (2013, 2014, 2015)]
+    contract = Contract(
+        URN,
+        (ColumnContract("date", "timestamp"), ColumnContract("year", "integer"), ColumnContract("flag", "integer")),
+        event_timestamp_column="date",
+    )
+    reference = build_reference([_snap(tmp_path, frame, f"y{i}").batch for i, frame in enumerate(years)])
+    assert reference.profile.relations is not None
+    assert "date|year|weekday" in reference.profile.relations.calendar  # kept as the rows show it...
+    judged = check_relations(
+        GuardContext(URN, contract, _snap(tmp_path, year("2017-01-01", 40), "batch"), reference, (), now_ms=0)
+    )
+    assert [f for f in judged if isinstance(f, Finding)] == []  # ...but no evidence of a weekday
