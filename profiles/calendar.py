@@ -76,7 +76,7 @@ class CalendarPart:
         """The rows are evidence that C follows the part: the part moved on them, and, for a part with a cycle, went
         round all of it (every weekday, January to December). Three years' first days fall on three weekdays, which
         a year column or a flag of one year matches modulo 7 by chance; seven cannot."""
-        return self.high - self.low >= (cycle - 1 if cycle else 1)
+        return self.high - self.low >= (cycle - 1 if cycle else 2)
 
     def to_list(self) -> list[int]:
         return [self.offset, self.holds, self.tested, self.missing, self.low, self.high, self.least, self.most]

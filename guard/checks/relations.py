@@ -18,7 +18,7 @@ An integer column C the reference holds as a calendar part of a timestamp T (`pr
 day of the month, a month, a year, on one offset from the time's part) breaks where a batch's sampled row holds
 another value, or C is missing where T is not and the reference never had it so: on `policy.relation_min_broken`
 rows and `policy.relation_broken_share` of them, learned on `policy.relation_held` of `policy.relation_min_rows` rows
-where the part moved. Nulls alone are `null_spike` on C; otherwise `relation_broken`, which says where every row
+where the part moved over three values (round its whole cycle, for a weekday or a month). Nulls alone are `null_spike` on C; otherwise `relation_broken`, which says where every row
 moved by one offset (a batch stamped a period late).
 
 A bound a <= b between two columns the contract gives one unit (an order the reference held and reached,
@@ -211,8 +211,8 @@ def _calendar_broken(
     """C is a calendar part of T on every reference row (`profiles.calendar`): on the batch's sampled rows with a T,
     the rows where C is another value (for a part with a cycle, also one the reference's numbering cannot write,
     `_numbered_as_learned`), or missing where the reference never had it missing, break it. Learned where
-    it held on `policy.relation_held` of at least `policy.relation_min_rows` rows and the part moved there, round its
-    whole cycle for a part with one (`CalendarPart.shown`); broken
+    it held on `policy.relation_held` of at least `policy.relation_min_rows` rows and the part moved over three values
+    there, round its whole cycle for a part with one (`CalendarPart.shown`); broken
     on `policy.relation_min_broken` rows and `policy.relation_broken_share` of them. Nulls alone are new nulls in C
     (`null_spike`); otherwise a broken relation, moved as a whole where every row moved by one offset."""
     assert ctx.snapshot is not None

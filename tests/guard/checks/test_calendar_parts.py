@@ -160,8 +160,9 @@ def test_two_batches_on_different_offsets_keep_no_relation() -> None:
 
 def test_a_year_number_or_a_flag_that_matches_a_few_weekdays_by_chance_is_no_weekday(tmp_path: Path) -> None:
     """Yearly rows stamped on each year's first day: three years fall on three weekdays, which the year number
-    (one a year, as the weekday of the first day moves outside leap years) and a flag of one year match modulo 7.
-    The weekday never went round its cycle there: no relation is kept, and a later year breaks none."""
+    (one a year, as the weekday of the first day moves outside leap years) matches modulo 7. The weekday never went
+    round its cycle there: no relation is kept, and a later year breaks none. Nor is a flag of the second of two
+    years their year, though it is the year less the first on both."""
 
     def year(first: str, n: int) -> pd.DataFrame:
         date = pd.Series(pd.to_datetime([first] * n, utc=True))
@@ -181,3 +182,7 @@ def test_a_year_number_or_a_flag_that_matches_a_few_weekdays_by_chance_is_no_wee
         GuardContext(URN, contract, _snap(tmp_path, year("2017-01-01", 40), "batch"), reference, (), now_ms=0)
     )
     assert [f for f in judged if isinstance(f, Finding)] == []  # ...but no evidence of a weekday
+    two = build_reference([_snap(tmp_path, frame.assign(flag=i), f"t{i}").batch for i, frame in enumerate(years[:2])])
+    assert two.profile.relations is not None and "date|flag|year" in two.profile.relations.calendar  # year - 2013
+    judged = check_relations(GuardContext(URN, contract, _snap(tmp_path, years[2], "third"), two, (), now_ms=0))
+    assert [f for f in judged if isinstance(f, Finding)] == []  # two years are no evidence of a year
