@@ -18,8 +18,9 @@ An integer column C the reference holds as a calendar part of a timestamp T (`pr
 day of the month, a month, a year, on one offset from the time's part) breaks where a batch's sampled row holds
 another value, or C is missing where T is not and the reference never had it so: on `policy.relation_min_broken`
 rows and `policy.relation_broken_share` of them, learned on `policy.relation_held` of `policy.relation_min_rows` rows
-where the part moved over three values (round its whole cycle, for a weekday or a month). Nulls alone are `null_spike` on C; otherwise `relation_broken`, which says where every row
-moved by one offset (a batch stamped a period late).
+where the part moved over three values (round its whole cycle, for a weekday or a month). Nulls alone are
+`null_spike` on C; otherwise `relation_broken`, which says where every row moved by one offset (a batch stamped a
+period late).
 
 A bound a <= b between two columns the contract gives one unit (an order the reference held and reached,
 `PairMoments.bound`: a lower series that meets its upper one at a limit; two ranges that merely did not
