@@ -10,8 +10,8 @@ and the most P(T) the rows held it on (a part that never moved, one year's rows,
 and the least and the most C they held (a weekday written 1 to 7 holds its Saturday as 7, never as 0, which the
 cycle alone would not tell apart). A part with a cycle is written within one cycle: a day of the year or a count of
 days steps with the weekday, one offset modulo 7, but spans more than seven values, and is no weekday. And it is
-evidence only once the part went round its cycle (`CalendarPart.shown`): a few yearly rows' weekdays are matched
-modulo 7 by a year number or a flag by chance.
+evidence only once the part took every value of its cycle (`CalendarPart.shown`: the values seen, as bits), and any
+other part three values at least: a few yearly rows' weekdays are matched modulo 7 by a year number by chance.
 
 Merged batch by batch while every batch holds the same offset; two offsets are two different relations, and the
 key is dropped (merging keeps what both sides hold). A C that is constant while P(T) is too (one month of rows)
@@ -45,7 +45,8 @@ _THURSDAY = 3  # 1970-01-01, Monday = 0
 @dataclass(frozen=True)
 class CalendarPart:
     """C = P(T) + `offset` on `holds` of `tested` rows (both present); C missing on `missing` rows with T present;
-    P(T) from `low` to `high`, and C from `least` to `most`, on the rows it held."""
+    P(T) from `low` to `high`, and C from `least` to `most`, on the rows it held; for a part with a cycle, `seen`
+    has bit P set for each P(T) the rows held it on (every weekday: 0b1111111)."""
 
     offset: int
     holds: int
@@ -55,6 +56,7 @@ class CalendarPart:
     high: int
     least: int
     most: int
+    seen: int = 0
 
     def merge(self, other: CalendarPart, cycle: int) -> CalendarPart | None:
         if other.offset != self.offset or not _one_cycle(
@@ -70,16 +72,24 @@ class CalendarPart:
             max(self.high, other.high),
             min(self.least, other.least),
             max(self.most, other.most),
+            self.seen | other.seen,
         )
 
     def shown(self, cycle: int) -> bool:
-        """The rows are evidence that C follows the part: the part moved on them, and, for a part with a cycle, went
-        round all of it (every weekday, January to December). Three years' first days fall on three weekdays, which
-        a year column or a flag of one year matches modulo 7 by chance; seven cannot."""
-        return self.high - self.low >= (cycle - 1 if cycle else 2)
+        """The rows are evidence that C follows the part: the part moved over three values at least, and, for a part
+        with a cycle, took every value of it (every weekday, January to December). A flag of the second of two years
+        is the year less the first on both; four years' first days fall on four weekdays, which a year number matches
+        modulo 7 by chance; seven cannot."""
+        if cycle:
+            return bin(self.seen).count("1") == cycle
+        return self.high - self.low >= 2
 
     def to_list(self) -> list[int]:
-        return [self.offset, self.holds, self.tested, self.missing, self.low, self.high, self.least, self.most]
+        return [
+            *(self.offset, self.holds, self.tested, self.missing),
+            *(self.low, self.high, self.least, self.most),
+            self.seen,
+        ]
 
     @classmethod
     def from_list(cls, values: list[Any]) -> CalendarPart:
@@ -150,8 +160,14 @@ def learn_calendar(
                     int(held.max()),
                     int(written.min()),
                     int(written.max()),
+                    _bits(held) if CYCLES[part] else 0,
                 )
     return found
+
+
+def _bits(parts: np.ndarray) -> int:
+    """One bit per part value held (a weekday 0-6, a month 1-12)."""
+    return sum(1 << int(value) for value in np.unique(parts))
 
 
 def _one_cycle(least: int, most: int, cycle: int) -> bool:
