@@ -41,7 +41,7 @@ test-faults: install-dev   # the whole fault matrix: a run killed at every stage
 	KINTSUGI_FAULT_MATRIX=full $(BIN)/python -m pytest -q -s tests/controlplane/test_faults.py tests/controlplane/test_pin_rewrites.py \
 		tests/controlplane/test_quarantine_wedge.py tests/controlplane/test_table_format_faults.py
 
-# the profile engines side by side (~40 min; ~4 GB of temporary parquet, deleted as it goes), every figure from the
+# the profile engines side by side (~20 min; ~4 GB of temporary parquet, deleted as it goes), every figure from the
 # path `kintsugi run` takes, as the median of per-round ratios (contenders back to back in each round): detect (pin +
 # verify + guard) and the guard of a clean batch vs the scan floor and pandera at 1M/10M/50M rows (wall, CPU, peak
 # RSS, verdict), detect of a Delta and an Iceberg commit at 10M, guard time vs history size warm and cold, spark

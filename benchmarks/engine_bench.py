@@ -492,7 +492,7 @@ def section_format(rows: int, folder: Path, table_format: str, setup_s: float, r
     rounds = rounds_of(kinds, folder, repeat)
     floor, guard = (best([r[kind] for r in rounds]) for kind in kinds)
     print(
-        f"  {rows:>11,} new rows, one commit of a {table_format} table (set up in {setup_s:.0f} s; the floor reads "
+        f"  {rows:>11,} new rows, one commit of the {table_format} table (set up in {setup_s:.0f} s; the floor reads "
         f"{floor['rows']:,} rows of the commit's files, {floor['table_mb']:.0f} MB in memory)"
     )
     print(_line("floor", floor, None))
