@@ -301,8 +301,11 @@ def workspace_catalog(base: Path) -> Any:
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.utils.config import Config
 
-    if Config().get_catalog_config(CATALOG) is not None:
-        return load_catalog(CATALOG)
+    configured = Config().get_catalog_config(
+        CATALOG
+    )  # read now: load_catalog alone keeps the environment of its import
+    if configured is not None:
+        return load_catalog(CATALOG, **{key: value for key, value in configured.items() if isinstance(value, str)})
     folder = Path(base) / "iceberg"
     (folder / "warehouse").mkdir(parents=True, exist_ok=True)
     return SqlCatalog(

@@ -166,16 +166,18 @@ def test_a_name_that_is_no_table_is_one_clear_error(text, tmp_path):
 
 def test_a_catalog_named_kintsugi_in_pyicebergs_configuration_is_used_instead_of_the_workspaces(tmp_path, monkeypatch):
     """A team's own catalog (a REST catalog, say) configured as `kintsugi` the way pyiceberg reads its
-    configuration (here from the environment, a SQL catalog elsewhere on disk): `iceberg:` names its tables, and
-    the workspace keeps no catalog of its own."""
+    configuration (here from the environment, a SQL catalog elsewhere on disk, set after pyiceberg was imported):
+    `iceberg:` names its tables, and the workspace keeps no catalog of its own."""
     elsewhere = tmp_path / "team-catalog"
     (elsewhere / "warehouse").mkdir(parents=True)
     monkeypatch.setenv("PYICEBERG_CATALOG__KINTSUGI__TYPE", "sql")
     monkeypatch.setenv("PYICEBERG_CATALOG__KINTSUGI__URI", f"sqlite:///{elsewhere / 'catalog.db'}")
     monkeypatch.setenv("PYICEBERG_CATALOG__KINTSUGI__WAREHOUSE", (elsewhere / "warehouse").as_uri())
-    from pyiceberg.catalog import load_catalog
+    from pyiceberg.catalog.sql import SqlCatalog
 
-    team = load_catalog("kintsugi")
+    team = SqlCatalog(
+        "kintsugi", uri=f"sqlite:///{elsewhere / 'catalog.db'}", warehouse=(elsewhere / "warehouse").as_uri()
+    )
     team.create_namespace("features")
     team.create_table("features.trips", schema=_rows(0, 0).schema).append(_rows(1, 4))
     workspace = tmp_path / "ws"
