@@ -174,8 +174,10 @@ def _frozen(
         or was >= ctx.policy.sentinel_growth_base
     ):
         return False
-    run = stuck(ctx.policy, share, longest_run(ctx, name, value), bound)
-    if share < ctx.policy.frozen_share and not all(c.holds for c in run):
+    if share < ctx.policy.frozen_share and (
+        share < ctx.policy.frozen_run_share  # no run can hold more than the value's share: none read
+        or not all(c.holds for c in stuck(ctx.policy, share, longest_run(ctx, name, value), bound))
+    ):
         return False
     highs = [s.point_share for s in ctx.reference.variation(name)]
     return bool(highs) and None not in highs and max(h for h in highs if h is not None) <= ctx.policy.frozen_batch_high
