@@ -133,18 +133,11 @@ def _as_format(table: Path, ws: Path, table_format: str) -> str:
         return str(table)
     import pyarrow.parquet as pq
 
-    rows = pq.read_table(table)
-    if table_format == "delta":
-        from deltalake import write_deltalake
+    from demo.feature_tables import write_rows
 
-        write_deltalake(str(ws.parent / "delta"), rows)
-        return str(ws.parent / "delta")
-    from tables.iceberg import workspace_catalog
-
-    catalog = workspace_catalog(ws)
-    catalog.create_namespace("bench")
-    catalog.create_table("bench.features", schema=rows.schema).append(rows)
-    return "iceberg:bench.features"
+    data = str(ws.parent / "delta") if table_format == "delta" else "iceberg:bench.features"
+    write_rows(ws, data, pq.read_table(table), append=False)
+    return data
 
 
 def _data_files(ws: Path, data: str) -> list[str]:

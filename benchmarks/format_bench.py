@@ -42,20 +42,15 @@ FORMATS = ("parquet", "delta", "iceberg")
 def prepare(folder: Path, rows: int, files: int) -> dict[str, str]:
     """The same rows in each format; returns each table's `data:` text (relative to `folder`)."""
     import pyarrow.parquet as pq
-    from deltalake import write_deltalake
 
-    from tables.iceberg import workspace_catalog
+    from demo.feature_tables import write_rows
 
     write_table(folder / "table.parquet", rows, seed=7)
     table = pq.read_table(folder / "table.parquet")
     step = -(-rows // files)
-    catalog = workspace_catalog(folder)
-    catalog.create_namespace("bench")
-    iceberg = catalog.create_table("bench.table", schema=table.schema)
     for start in range(0, rows, step):
-        piece = table.slice(start, step)
-        write_deltalake(str(folder / "delta"), piece, mode="append")
-        iceberg.append(piece)
+        for data in ("delta", "iceberg:bench.table"):
+            write_rows(folder, data, table.slice(start, step), append=True)
     return {"parquet": "table.parquet", "delta": "delta", "iceberg": "iceberg:bench.table"}
 
 

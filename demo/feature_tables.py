@@ -7,6 +7,8 @@ one door (`controlplane.stages.pin`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,7 +17,7 @@ from controlplane.spec import PipelineSpec
 from controlplane.workspace import Workspace
 from tables.iceberg import workspace_catalog
 
-__all__ = ["FORMATS", "data_text", "platform_of", "write_table", "read_table", "append_rows"]
+__all__ = ["FORMATS", "data_text", "platform_of", "write_table", "write_rows", "read_table", "append_rows"]
 
 FORMATS = ("parquet", "delta", "iceberg")
 _NAMESPACE = "delivery"
@@ -36,20 +38,32 @@ def platform_of(table_format: str) -> str:
 
 def write_table(ws: Workspace, data: str, frame: pd.DataFrame) -> None:
     """A new table at `data` (as `data_text` says it) holding `frame`."""
+    write_rows(ws.root, data, pa.Table.from_pandas(frame, preserve_index=False), append=False)
+
+
+def write_rows(base: Path, data: str, rows: pa.Table, *, append: bool) -> None:
+    """`rows` written as a team's own job writes them into the table `data` names (relative to `base`, where an
+    Iceberg table's catalog is too): a new parquet file, or one commit to a Delta or Iceberg table, which
+    `append=False` creates (it must not exist) and `append=True` adds to (created by its first rows). The one
+    writer of the demo's producer and of the benches' tables."""
     if data.startswith("iceberg:"):
-        catalog = workspace_catalog(ws.root)
-        catalog.create_namespace_if_not_exists(_NAMESPACE)
-        rows = _microseconds(pa.Table.from_pandas(frame, preserve_index=False))
-        catalog.create_table(data.removeprefix("iceberg:"), schema=rows.schema).append(rows)
+        identifier = data.removeprefix("iceberg:")
+        catalog = workspace_catalog(base)
+        catalog.create_namespace_if_not_exists(identifier.rsplit(".", 1)[0])
+        rows = _microseconds(rows)
+        create = catalog.create_table_if_not_exists if append else catalog.create_table
+        create(identifier, schema=rows.schema).append(rows)
         return
-    path = ws.path(data)
+    path = base / data
     path.parent.mkdir(parents=True, exist_ok=True)
     if data.endswith(".parquet"):
-        frame.to_parquet(path, index=False, row_group_size=100_000)
+        if append:
+            raise ValueError(f"{data} is one parquet file: a producer rewrites it whole")
+        pq.write_table(rows, path, row_group_size=100_000)
         return
     from deltalake import write_deltalake
 
-    write_deltalake(str(path), frame, mode="error")
+    write_deltalake(str(path), rows, mode="append" if append else "error")
 
 
 def read_table(ws: Workspace, spec: PipelineSpec) -> pd.DataFrame:
@@ -79,17 +93,10 @@ def append_rows(ws: Workspace, spec: PipelineSpec, table: pd.DataFrame, batch: p
     """The producer's load: a parquet file rewritten with the batch after its rows; a Delta or Iceberg table, one
     append commit."""
     data, batch = spec.data_text, batch.astype(table.dtypes.to_dict())
-    if data.startswith("iceberg:"):
-        rows = _microseconds(pa.Table.from_pandas(batch, preserve_index=False))
-        workspace_catalog(ws.root).load_table(data.removeprefix("iceberg:")).append(rows)
+    if data.endswith(".parquet"):
+        pd.concat([table, batch], ignore_index=True).to_parquet(ws.path(data), index=False, row_group_size=100_000)
         return
-    path = ws.path(data)
-    if not path.is_dir():
-        pd.concat([table, batch], ignore_index=True).to_parquet(path, index=False, row_group_size=100_000)
-        return
-    from deltalake import write_deltalake
-
-    write_deltalake(str(path), batch, mode="append")
+    write_rows(ws.root, data, pa.Table.from_pandas(batch, preserve_index=False), append=True)
 
 
 def _microseconds(rows: pa.Table) -> pa.Table:
