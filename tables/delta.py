@@ -46,6 +46,9 @@ from tables.versioned import (
     VersionFile,
     check_recorded,
     check_restored,
+    commit_lost,
+    commit_raced,
+    commit_refused,
     pin_version,
     publish_version,
     travel_refused,
@@ -214,20 +217,12 @@ class DeltaLocation:
         try:
             write_deltalake(table, rows, **options)
         except CommitFailedError as exc:
-            raise TableChanged(
-                f"a writer committed to {self.display} after version {before.version}; nothing was written",
-                "rerun the pipeline on the table as it is now",
-            ) from exc
+            raise commit_lost(self.display, f"version {before.version}") from exc
         except DeltaError as exc:
-            raise LocationError(
-                f"{self.display} refused the commit ({one_line(exc)})", "check the rows' columns and types"
-            ) from exc
+            raise commit_refused(self.display, exc) from exc
         after = self._snapshot(self._table())
         if after.version != before.version + 1:
-            raise TableChanged(
-                f"{self.display} is at version {after.version} after a commit on {before.version}",
-                "another writer committed at the same moment: rerun on the table as it is now",
-            )
+            raise commit_raced(self.display, f"version {after.version}", str(before.version))
         return after
 
     def restore(self, manifest: BackupManifest, *, check_live: bool = True) -> str:

@@ -44,6 +44,9 @@ from tables.versioned import (
     VersionFile,
     check_recorded,
     check_restored,
+    commit_lost,
+    commit_raced,
+    commit_refused,
     pin_version,
     publish_version,
     travel_refused,
@@ -216,21 +219,14 @@ class IcebergLocation:
                 transaction.append(rows, snapshot_properties=summary)
             transaction.commit_transaction()
         except (CommitFailedException, ValidationError) as exc:
-            since = f"snapshot {before.snapshot_id}" if before else "it was read"
-            raise TableChanged(
-                f"a writer committed to {self.display} after {since}; nothing was written",
-                "rerun the pipeline on the table as it is now",
-            ) from exc
+            raise commit_lost(self.display, f"snapshot {before.snapshot_id}" if before else "it was read") from exc
         except (ValueError, TypeError) as exc:
-            raise LocationError(
-                f"{self.display} refused the commit ({one_line(exc)})", "check the rows' columns and types"
-            ) from exc
+            raise commit_refused(self.display, exc) from exc
         fresh = self._table()
         after = self._snapshot(fresh)
         if before is not None and before.snapshot_id not in _ancestors(fresh, after.snapshot_id):
-            raise TableChanged(
-                f"{self.display} is at snapshot {after.snapshot_id}, not a child of {before.snapshot_id}",
-                "another writer committed at the same moment: rerun on the table as it is now",
+            raise commit_raced(
+                self.display, f"snapshot {after.snapshot_id}", f"{before.snapshot_id}, not a child of it"
             )
         return after
 

@@ -16,6 +16,7 @@ from typing import BinaryIO, Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tables.batches import one_line
 from tables.objectstore import LocationError, TableChanged, content_hash, sha256_file
 from tables.results import BackupManifest, ManifestEntry, PinnedTable, Published, require_empty
 
@@ -29,6 +30,9 @@ __all__ = [
     "version_before",
     "unchanged_since",
     "check_recorded",
+    "commit_lost",
+    "commit_refused",
+    "commit_raced",
     "travel_refused",
     "check_restored",
 ]
@@ -182,6 +186,27 @@ def check_recorded(what: str, shas: dict[str, str], backup: BackupManifest) -> N
                 f"{name} of {what} does not have its recorded bytes; nothing was restored",
                 "restore from another copy; the live table was not touched",
             )
+
+
+def commit_lost(display: str, since: str) -> TableChanged:
+    """A commit conditioned on the version read (`since`) lost to a writer's commit: nothing was written."""
+    return TableChanged(
+        f"a writer committed to {display} after {since}; nothing was written",
+        "rerun the pipeline on the table as it is now",
+    )
+
+
+def commit_refused(display: str, exc: BaseException) -> LocationError:
+    """The format refused the rows themselves (their columns or types): nothing was written."""
+    return LocationError(f"{display} refused the commit ({one_line(exc)})", "check the rows' columns and types")
+
+
+def commit_raced(display: str, after: str, before: str) -> TableChanged:
+    """The version after a commit does not follow the one it was conditioned on: a writer committed with it."""
+    return TableChanged(
+        f"{display} is at {after} after a commit on {before}",
+        "another writer committed at the same moment: rerun on the table as it is now",
+    )
 
 
 def travel_refused(display: str) -> TableChanged:
