@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from guard.contract import ColumnContract, Contract
-from profiles.profile import TimeWindow
+from profiles.profile import ColumnProfile, TimeWindow
 
 URN = "urn:li:dataset:(urn:li:dataPlatform:file,test.batches,PROD)"
 
@@ -37,6 +37,19 @@ def write(tmp_path: Path, frame: pd.DataFrame, name: str, row_group: int = 1_000
     path = tmp_path / f"{name}.parquet"
     frame.to_parquet(path, index=False, row_group_size=row_group)
     return path
+
+
+def exact_parts(column: ColumnProfile) -> tuple:
+    """What two profiles of the same rows must hold to the value (the sketches and moments only approximately)."""
+    return (
+        column.null_count,
+        column.minimum,
+        column.maximum,
+        column.value_counts,
+        column.zero_count,
+        column.hours,
+        column.weekdays,
+    )
 
 
 def month_window(month: str) -> TimeWindow:

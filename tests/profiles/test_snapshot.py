@@ -13,7 +13,7 @@ import pytest
 
 from profiles.profile import TimeWindow
 from profiles.snapshot import SnapshotError, read_snapshot
-from tests.profiles.batches_support import month_window, table, write
+from tests.profiles.batches_support import exact_parts, month_window, table, write
 
 
 def test_a_corrupted_page_with_a_checksum_is_unreadable(tmp_path):
@@ -40,23 +40,7 @@ def test_a_window_reads_exactly_the_rows_a_filtered_file_holds(tmp_path: Path) -
     assert batch.profile.row_count == len(inside) == alone.profile.row_count
     for name in frame.columns:
         ours, theirs = batch.profile.columns[name], alone.profile.columns[name]
-        assert (
-            ours.null_count,
-            ours.minimum,
-            ours.maximum,
-            ours.value_counts,
-            ours.zero_count,
-            ours.hours,
-            ours.weekdays,
-        ) == (
-            theirs.null_count,
-            theirs.minimum,
-            theirs.maximum,
-            theirs.value_counts,
-            theirs.zero_count,
-            theirs.hours,
-            theirs.weekdays,
-        )
+        assert exact_parts(ours) == exact_parts(theirs), name
     pd.testing.assert_frame_equal(batch.sample.reset_index(drop=True), alone.sample.reset_index(drop=True))
     assert batch.batch is not None and batch.batch.window == window and batch.files == (str(path),)
     assert batch.batch.start_ms == alone.profile.columns["ts"].minimum

@@ -15,27 +15,14 @@ from mlflow import MlflowClient
 from controlplane.datahub.lite import LiteMetadata
 from controlplane.datahub.models import PASSPORT_PROPERTY
 from controlplane.datahub.urns import model_urn
-from controlplane.models.gate import GuardWarning, PromotionEvidence, decide
+from controlplane.models.gate import GuardWarning, decide
 from controlplane.models.passport import audit_versions, verify_passport
 from controlplane.pipeline import reject, run_pipeline
 from controlplane.spec import load_spec
 from controlplane.vocab import Verdict as PromotionVerdict
 from demo.seed import PIPELINE, UPSTREAMS
+from tests.controlplane.models.evidence_support import GOOD
 from tests.support import DEMO_NOW
-
-GOOD = PromotionEvidence(
-    metric="mae",
-    guard_verdict="CLEAN",
-    guard_warnings=(),
-    unhealed_upstream_incidents=(),
-    candidate_score=2.0,
-    has_champion=True,
-    champion_score=2.5,
-    snapshot_hash="sha256:x",
-    label="eta",
-    leaned_on=("distance",),
-    governance=(),
-)
 
 
 def _ms(delta: timedelta) -> int:

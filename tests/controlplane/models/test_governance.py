@@ -10,7 +10,7 @@ import pytest
 
 from controlplane.datahub.classifications import Classified, FieldMarker, Marker
 from controlplane.datahub.column_lineage import ColumnEdge, ColumnRef
-from controlplane.models.gate import GuardWarning, PromotionEvidence, decide
+from controlplane.models.gate import GuardWarning, decide
 from controlplane.models.governance import (
     Classification,
     GovernanceKind,
@@ -22,6 +22,7 @@ from controlplane.models.governance import (
 )
 from controlplane.models.trust import POINTS, TrustBand, TrustEvidence, band_of, trust_score
 from controlplane.vocab import Verdict
+from tests.controlplane.models.evidence_support import GOOD
 
 TABLE = "urn:li:dataset:(urn:li:dataPlatform:file,features,PROD)"
 SOURCE = "urn:li:dataset:(urn:li:dataPlatform:postgres,db.source,PROD)"
@@ -127,20 +128,6 @@ def test_a_feature_made_from_the_labels_source_column_is_lineage_leakage():
     assert (finding.kind, finding.severity) == (GovernanceKind.LINEAGE_LEAKAGE, GovernanceSeverity.BLOCK)
     assert (finding.column, finding.dataset, finding.source_column) == ("b", SOURCE, "total")
     assert scan(_lineage(edges=edges[:1]), GovernanceRules()) == ()  # the label made from another column: none
-
-
-GOOD = PromotionEvidence(
-    metric="mae",
-    guard_verdict="CLEAN",
-    guard_warnings=(),
-    unhealed_upstream_incidents=(),
-    candidate_score=2.0,
-    has_champion=True,
-    champion_score=2.5,
-    snapshot_hash="sha256:x",
-    label="y",
-    governance=(),
-)
 
 
 def test_the_gate_blocks_on_a_blocking_finding_asks_on_a_review_and_names_an_exception():
