@@ -20,6 +20,7 @@ import sqlite3
 from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -219,12 +220,14 @@ def take_back(ws: Workspace, copy: PipelineCopy, index: int) -> pd.DataFrame:
     return table
 
 
-def contract_of(ws: Workspace, spec: PipelineSpec) -> Contract:
+def contract_of(ws: Workspace, spec: PipelineSpec, refusal: Callable[[str, str], Exception] = InputError) -> Contract:
+    """The pipeline's contract as DataHub holds it; none readable is `refusal(message, fix)`, raised (the caller's
+    error: a drill's input, an injection that cannot be made, a game day's data)."""
     with metadata_session(ws, read_only=True) as metadata:
         contract, error = read_contract(metadata, spec.feature_table)
     if contract is None:
-        raise InputError(
-            f"no readable contract for {spec.feature_table} ({error or 'missing'})",
+        raise refusal(
+            f"no readable contract for {spec.feature_table} in {ws.root} ({error or 'missing'})",
             "apply one with `kintsugi contract apply FILE`",
         )
     return contract

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from chaos.drill.copies import contract_of
 from chaos.drill.estate import DrillEstate, fork, fork_control, write_table
 from chaos.drill.impact import HARM_THRESHOLD, Score, clean_holdout, holdout_score, recovery_ratio, relative_change
 from chaos.drill.observe import PROMOTED, Observed, expected_outcome, finding_label, held_correctly, judge, observe
@@ -19,7 +20,6 @@ from chaos.failures.catalog import get_scenario
 from chaos.failures.registry import Injected, Scenario, UpstreamTarget
 from chaos.failures.selection import Selection
 from controlplane.datahub.connect import metadata_session
-from controlplane.documents.odcs import read_contract
 from controlplane.frontdoor.services import guard as guard_pipeline
 from controlplane.pipeline import run_pipeline
 from controlplane.spec import PipelineSpec
@@ -53,7 +53,7 @@ def inject(
         return None
     assert scenario.table is not None
     injected = scenario.table(
-        pd.read_parquet(spec.data), scenario.target(_contract(ws, spec), seed, magnitude, selection)
+        pd.read_parquet(spec.data), scenario.target(contract_of(ws, spec, InjectionError), seed, magnitude, selection)
     )
     write_table(spec.data, injected.frame)
     return injected
@@ -76,7 +76,7 @@ def run_scenario(estate: DrillEstate, name: str, keep: bool = False) -> dict[str
     healed_path = ws.run_dir(record.run_id) / "sandbox" / "healed.parquet"
     healed = pd.read_parquet(healed_path) if seen.healed and healed_path.is_file() else None
     impact = _impact(estate, spec, clean, injected, healed)
-    repair = _repair(clean, injected, healed, _contract(ws, spec))
+    repair = _repair(clean, injected, healed, contract_of(ws, spec, InjectionError))
     _discard(ws, keep)
     return {
         **_verdict(scenario, estate.seed, seen, impact),
@@ -240,17 +240,6 @@ def _errored(scenario: Scenario, estate: DrillEstate, exc: Exception, ws: Worksp
         "seconds": None,
         "seconds_to_promoted": None,
     }
-
-
-def _contract(ws: Workspace, spec: PipelineSpec) -> Contract:
-    with metadata_session(ws, read_only=True) as metadata:
-        contract, error = read_contract(metadata, spec.feature_table)
-    if contract is None:
-        raise InjectionError(
-            f"no readable contract for {spec.feature_table} in {ws.root} ({error or 'missing'})",
-            "apply one with `kintsugi contract apply FILE`",
-        )
-    return contract
 
 
 def _discard(ws: Workspace, keep: bool) -> None:

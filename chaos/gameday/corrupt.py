@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chaos.drill.copies import contract_of
 from chaos.drill.estate import write_table
 from chaos.errors import GameDayError
 from chaos.failures.catalog import get_scenario
@@ -24,7 +25,6 @@ from chaos.failures.selection import Selection
 from controlplane.datahub.connect import metadata_session
 from controlplane.datahub.port import AspectWrite
 from controlplane.datahub.writes import UnreadableWrite, writes_from_json, writes_to_json
-from controlplane.documents.odcs import read_contract
 from controlplane.errors import DataError
 from controlplane.runs.locks import pipeline_lock
 from controlplane.spec import PipelineSpec, load_spec
@@ -166,13 +166,7 @@ def _inject(
         undo, summary = writes_to_json(done.undo), done.summary
     else:
         assert scenario.table is not None
-        with metadata_session(ws, read_only=True) as metadata:
-            contract, error = read_contract(metadata, spec.feature_table)
-        if contract is None:
-            raise DataError(
-                f"no readable contract for {spec.feature_table} ({error or 'missing'})",
-                "apply one with `kintsugi contract apply FILE`",
-            )
+        contract = contract_of(ws, spec, DataError)
         injected = scenario.table(read_frame(spec.data), scenario.target(contract, seed, value, selection))
         write_table(spec.data, injected.frame)
         summary = (

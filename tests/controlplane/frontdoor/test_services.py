@@ -204,34 +204,24 @@ def test_a_check_that_raises_blocks(demo_run, monkeypatch):
     assert error.kind is K.CHECK_ERROR and "boom" in error.message and error.check == "broken"
 
 
-def test_a_missing_contract_blocks(demo_copy):
+@pytest.mark.parametrize(
+    "raw, kind",
+    [("", K.CONTRACT_MISSING), ("kind: [oops", K.CONTRACT_INVALID)],
+    ids=["missing", "no-longer-parses"],
+)
+def test_a_missing_or_unparseable_contract_blocks(demo_copy, raw, kind):
     ws, _ = demo_copy
     with metadata_session(ws) as metadata:
         metadata.emit(
             [
                 MCP(
                     entityUrn=contract_urn(FEATURE_TABLE),
-                    aspect=s.DataContractPropertiesClass(entity=FEATURE_TABLE, rawContract=""),
+                    aspect=s.DataContractPropertiesClass(entity=FEATURE_TABLE, rawContract=raw),
                 )
             ]
         )
     report = guard_pipeline(ws, PIPELINE, None, NOW_MS)
-    assert [f.kind for f in report.blocking] == [K.CONTRACT_MISSING]
-
-
-def test_a_contract_that_no_longer_parses_blocks(demo_copy):
-    ws, _ = demo_copy
-    with metadata_session(ws) as metadata:
-        metadata.emit(
-            [
-                MCP(
-                    entityUrn=contract_urn(FEATURE_TABLE),
-                    aspect=s.DataContractPropertiesClass(entity=FEATURE_TABLE, rawContract="kind: [oops"),
-                )
-            ]
-        )
-    report = guard_pipeline(ws, PIPELINE, None, NOW_MS)
-    assert [f.kind for f in report.blocking] == [K.CONTRACT_INVALID]
+    assert [f.kind for f in report.blocking] == [kind]
 
 
 def test_an_unparseable_label_timestamp_blocks(demo_run, clean, tmp_path):
