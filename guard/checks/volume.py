@@ -74,34 +74,26 @@ def check_volume(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     observed = ctx.snapshot.profile.row_count + ctx.rows_set_aside  # a heal's training view lacks them, not the batch
     yield from _closest_calls(observed, expected)
     minimum, maximum = _limits(expected)
-    shown = round(expected.rows, 1)
-    if observed < minimum:
-        yield make_finding(
-            FindingKind.VOLUME_DROP,
-            ctx.dataset_urn,
-            None,
-            observed=observed,
-            expected=minimum,
-            reference_rows=shown,
-            fraction=round(observed / expected.rows, 6),
-            basis=expected.basis,
-            message=f"the snapshot has {observed} rows, {observed / expected.rows:.1%} of the {shown:g} expected "
-            f"({expected.basis}); at least {minimum} are expected: look for a partial load upstream",
-        )
-    elif observed > maximum:
-        yield make_finding(
-            FindingKind.VOLUME_SPIKE,
-            ctx.dataset_urn,
-            None,
-            observed=observed,
-            expected=maximum,
-            reference_rows=shown,
-            fraction=round(observed / expected.rows, 6),
-            basis=expected.basis,
-            message=f"the snapshot has {observed} rows, {observed / expected.rows:.1f}x the {shown:g} expected "
-            f"({expected.basis}); at most {maximum} are expected: a table loaded more than once, or a "
-            "join that fanned out?",
-        )
+    if minimum <= observed <= maximum:
+        return
+    shown, fraction, drop = round(expected.rows, 1), observed / expected.rows, observed < minimum
+    if drop:
+        said = f"{fraction:.1%} of the {shown:g} expected ({expected.basis}); at least {minimum} are expected: look "
+        said += "for a partial load upstream"
+    else:
+        said = f"{fraction:.1f}x the {shown:g} expected ({expected.basis}); at most {maximum} are expected: a table "
+        said += "loaded more than once, or a join that fanned out?"
+    yield make_finding(
+        FindingKind.VOLUME_DROP if drop else FindingKind.VOLUME_SPIKE,
+        ctx.dataset_urn,
+        None,
+        observed=observed,
+        expected=minimum if drop else maximum,
+        reference_rows=shown,
+        fraction=round(fraction, 6),
+        basis=expected.basis,
+        message=f"the snapshot has {observed} rows, {said}",
+    )
 
 
 def _closest_calls(observed: int, expected: Expectation) -> Iterator[ClosestCall]:
