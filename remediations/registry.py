@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -24,11 +24,28 @@ from guard.findings import Finding
 from guard.kinds import FindingKind
 from profiles.profile import DatasetProfile
 
-__all__ = ["HealInput", "HealStep", "Playbook", "PlaybookRefused", "PLAYBOOKS", "ALIASES", "register", "playbook_for"]
+__all__ = [
+    "HealInput",
+    "HealStep",
+    "Playbook",
+    "PlaybookRefused",
+    "table_column",
+    "PLAYBOOKS",
+    "ALIASES",
+    "register",
+    "playbook_for",
+]
 
 
 class PlaybookRefused(Exception):
     """A playbook would exceed its safety limit, or cannot act on this table; the message says why."""
+
+
+def table_column(columns: Iterable[str], name: str | None, playbook: str) -> str:
+    """`name`, a column a finding tells `playbook` to act on, which the table must hold."""
+    if name is None or name not in columns:
+        raise PlaybookRefused(f"{playbook} found no column {name!r} in the table; re-run the guard")
+    return name
 
 
 @dataclass(frozen=True)

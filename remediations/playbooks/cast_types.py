@@ -22,7 +22,7 @@ import pyarrow as pa
 from guard.checks.schema import types_compatible
 from guard.kinds import FindingKind
 from profiles.snapshot import logical_type
-from remediations.registry import HealInput, HealStep, PlaybookRefused, register
+from remediations.registry import HealInput, HealStep, PlaybookRefused, register, table_column
 
 __all__ = ["cast_types", "MAX_UNPARSED_FRACTION", "cast_series", "logical_type_of"]
 
@@ -42,9 +42,8 @@ _EXAMPLES = 5
 )
 def cast_types(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     """Cast the finding's column to its contracted type, nulling (and counting) what does not parse."""
-    finding, table, column = heal.finding, heal.table, heal.finding.column
-    if column is None or column not in table.columns:
-        raise PlaybookRefused(f"cast_types found no column {column!r} in the table; re-run the guard")
+    finding, table = heal.finding, heal.table
+    column = table_column(table.columns, finding.column, "cast_types")
     target = _target_type(heal)
     values = table[column]
     current = logical_type_of(values)

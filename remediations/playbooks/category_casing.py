@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from guard.kinds import FindingKind
-from remediations.registry import HealInput, HealStep, PlaybookRefused, register
+from remediations.registry import HealInput, HealStep, PlaybookRefused, register, table_column
 
 __all__ = ["category_casing"]
 
@@ -30,9 +30,8 @@ __all__ = ["category_casing"]
 )
 def category_casing(heal: HealInput) -> tuple[pd.DataFrame, HealStep]:
     """Replace each seen variant in the finding's column by its canonical value."""
-    finding, table, column = heal.finding, heal.table, heal.finding.column
-    if column is None or column not in table.columns:
-        raise PlaybookRefused(f"category_casing found no column {column!r} in the table; re-run the guard")
+    finding, table = heal.finding, heal.table
+    column = table_column(table.columns, finding.column, "category_casing")
     mapping = _checked_mapping(heal)
     values = table[column]
     hits = values.isin(list(mapping))

@@ -21,7 +21,7 @@ import numpy as np
 
 from guard.kinds import FindingKind
 from remediations.aside import value_hit
-from remediations.registry import HealInput, HealStep, PlaybookRefused, register
+from remediations.registry import HealInput, HealStep, PlaybookRefused, register, table_column
 from remediations.rows import describe_rows, selected_rows
 
 __all__ = ["quarantine_rows", "MAX_QUARANTINE_FRACTION"]
@@ -66,9 +66,7 @@ def quarantine_rows(heal: HealInput) -> tuple[np.ndarray, HealStep]:
 
 
 def _check_column(heal: HealInput) -> None:
-    column, contract = heal.finding.column, heal.contract
-    if column is None or column not in heal.table.columns:
-        raise PlaybookRefused(f"quarantine_rows found no column {column!r} in the table; re-run the guard")
+    column, contract = table_column(heal.table.columns, heal.finding.column, "quarantine_rows"), heal.contract
     if column == contract.label_column:
         raise PlaybookRefused(f"quarantine_rows leaves the label column {column!r} to label_window")
     if column in contract.key_columns:

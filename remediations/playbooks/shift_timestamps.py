@@ -24,7 +24,7 @@ import pandas as pd
 
 from guard.kinds import FindingKind
 from profiles.relations import epoch_ms_of
-from remediations.registry import HealInput, HealStep, PlaybookRefused, register
+from remediations.registry import HealInput, HealStep, PlaybookRefused, register, table_column
 from remediations.rows import describe_rows, selected_rows
 
 __all__ = ["shift_timestamps"]
@@ -76,8 +76,7 @@ def _plan_params(heal: HealInput) -> tuple[dict[str, int], dict[str, int]]:
             "shift_timestamps needs params['shifts_hours'] or params['hour_columns'] in the finding; re-run the guard"
         )
     for column in (*shifts, *hours):
-        if column not in heal.table.columns:
-            raise PlaybookRefused(f"shift_timestamps found no column {column!r} in the table; re-run the guard")
+        table_column(heal.table.columns, column, "shift_timestamps")
     for column in shifts:
         if not pd.api.types.is_datetime64_any_dtype(heal.table[column].dtype):
             raise PlaybookRefused(

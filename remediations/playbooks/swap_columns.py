@@ -24,7 +24,7 @@ import pandas as pd
 from guard.checks.schema import types_compatible
 from guard.kinds import FindingKind
 from remediations.playbooks.cast_types import cast_series, logical_type_of
-from remediations.registry import HealInput, HealStep, PlaybookRefused, register
+from remediations.registry import HealInput, HealStep, PlaybookRefused, register, table_column
 from remediations.rows import describe_rows, selected_rows
 
 __all__ = ["swap_columns"]
@@ -66,8 +66,7 @@ def _columns(heal: HealInput) -> tuple[str, str]:
         raise PlaybookRefused(f"swap_columns needs params['columns'] = [a, b], not {columns!r}; re-run the guard")
     a, b = (str(c) for c in columns)
     for column in (a, b):
-        if column not in heal.table.columns:
-            raise PlaybookRefused(f"swap_columns found no column {column!r} in the table; re-run the guard")
+        table_column(heal.table.columns, column, "swap_columns")
         if heal.contract.column(column) is None:
             raise PlaybookRefused(f"swap_columns only swaps contracted columns; {column!r} is not in the contract")
     return a, b

@@ -26,7 +26,7 @@ from remediations.playbooks import cast_types as cast_pb
 from remediations.playbooks import category_casing as casing_pb
 from remediations.playbooks import dedupe_keys as dedupe_pb
 from remediations.playbooks.unit_rescale import rescale_step
-from remediations.registry import PLAYBOOKS, HealInput, HealStep, PlaybookRefused
+from remediations.registry import PLAYBOOKS, HealInput, HealStep, PlaybookRefused, table_column
 
 __all__ = ["SparkHeal", "SPARK_PLAYBOOKS", "spark_playbook_for"]
 
@@ -74,9 +74,7 @@ def _F() -> Any:
 
 
 def _column(heal: SparkHeal, name: str | None) -> str:
-    if name is None or name not in heal.frame.columns:
-        raise PlaybookRefused(f"{heal.finding.playbook} found no column {name!r} in the table; re-run the guard")
-    return name
+    return table_column(heal.frame.columns, name, str(heal.finding.playbook))
 
 
 def _rows(heal: SparkHeal) -> Any:
