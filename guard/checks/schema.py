@@ -13,7 +13,7 @@ new one has values, `rename_null_slack` (`guard.renames`), which decides one whe
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -48,35 +48,21 @@ def check_schema(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
     yield from _rename_calls(ctx, [c.name for c in missing], unexpected)
     renames = {old: new for old, (new, _) in matched.items()}
     for old, (new, evidence) in matched.items():
-        yield make_finding(
-            FindingKind.COLUMN_RENAMED,
-            urn,
-            old,
-            observed=new,
-            expected=old,
-            evidence=evidence,
-            message=f"column {old!r} arrives as {new!r} (same type; {evidence})",
-            playbook="rename_columns",
-            mapping={new: old},
-        )
+        yield _renamed(urn, old, new, f"column {old!r} arrives as {new!r} (same type; {evidence})", evidence=evidence)
     rest = [name for name in unexpected if name not in renames.values()]
     calls: list[ClosestCall] = []
     partial = split_renames(ctx.contract, ctx.snapshot, ctx.reference, rest, calls)
     yield from calls
     for old, new in partial.items():
         rows = observed[new].row_count - observed[new].null_count
-        yield make_finding(
-            FindingKind.COLUMN_RENAMED,
+        yield _renamed(
             urn,
             old,
-            observed=new,
-            expected=old,
-            playbook="rename_columns",
-            mapping={new: old},
+            new,
+            f"column {old!r} arrives as {new!r} in {rows} rows (a batch renamed it: {new!r} holds values exactly "
+            f"where {old!r} has none)",
             merge=True,
             rows_renamed=rows,
-            message=f"column {old!r} arrives as {new!r} in {rows} rows (a batch renamed it: "
-            f"{new!r} holds values exactly where {old!r} has none)",
         )
     renames.update(partial)
     for column in missing:
@@ -112,6 +98,21 @@ def check_schema(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
                 playbook="cast_types",
                 target_type=column.logical_type,
             )
+
+
+def _renamed(urn: str, old: str, new: str, message: str, **evidence: Any) -> Finding:
+    """COLUMN_RENAMED: `old` arrives as `new`, healed by renaming it back."""
+    return make_finding(
+        FindingKind.COLUMN_RENAMED,
+        urn,
+        old,
+        observed=new,
+        expected=old,
+        playbook="rename_columns",
+        mapping={new: old},
+        message=message,
+        **evidence,
+    )
 
 
 def _rename_calls(ctx: GuardContext, missing: list[str], unexpected: list[str]) -> Iterator[ClosestCall]:
