@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 from guard.context import GuardContext, UpstreamNode
 from guard.findings import Finding, make_finding
@@ -21,58 +21,45 @@ def check_lineage(ctx: GuardContext) -> Iterator[Finding]:
 
 
 def _node_findings(ctx: GuardContext, node: UpstreamNode) -> Iterator[Finding]:
-    urn = ctx.dataset_urn
+    def upstream(kind: FindingKind, observed: Any, expected: Any, message: str) -> Finding:
+        """A finding on the table for what is wrong with this upstream (named in `upstream`)."""
+        return make_finding(
+            kind, ctx.dataset_urn, None, observed=observed, expected=expected, message=message, upstream=node.urn
+        )
+
     if not node.known:
-        yield make_finding(
+        yield upstream(
             FindingKind.UPSTREAM_UNKNOWN,
-            urn,
-            None,
-            observed=node.urn,
-            expected="a dataset known to DataHub",
-            message=f"upstream {node.urn} (depth {node.depth}) is not registered in DataHub",
-            upstream=node.urn,
+            node.urn,
+            "a dataset known to DataHub",
+            f"upstream {node.urn} (depth {node.depth}) is not registered in DataHub",
         )
         return
     if node.deprecated:
-        yield make_finding(
-            FindingKind.UPSTREAM_DEPRECATED,
-            urn,
-            None,
-            observed=node.urn,
-            expected="not deprecated",
-            message=f"upstream {node.urn} is deprecated",
-            upstream=node.urn,
+        yield upstream(
+            FindingKind.UPSTREAM_DEPRECATED, node.urn, "not deprecated", f"upstream {node.urn} is deprecated"
         )
     if node.active_incidents:
-        yield make_finding(
+        yield upstream(
             FindingKind.UPSTREAM_INCIDENT,
-            urn,
-            None,
-            observed=list(node.active_incidents),
-            expected="no ACTIVE incident",
-            upstream=node.urn,
-            message=f"upstream {node.urn} has {len(node.active_incidents)} ACTIVE incident(s)",
+            list(node.active_incidents),
+            "no ACTIVE incident",
+            f"upstream {node.urn} has {len(node.active_incidents)} ACTIVE incident(s)",
         )
     if node.freshness_hours is not None:
         if node.last_updated_ms is None:
-            yield make_finding(
+            yield upstream(
                 FindingKind.UPSTREAM_STALE,
-                urn,
                 None,
-                observed=None,
-                expected=node.freshness_hours,
-                message=f"upstream {node.urn} has a freshness SLA but no last-updated time",
-                upstream=node.urn,
+                node.freshness_hours,
+                f"upstream {node.urn} has a freshness SLA but no last-updated time",
             )
             return
         age = (ctx.now_ms - node.last_updated_ms) / _HOUR_MS
         if age > node.freshness_hours:
-            yield make_finding(
+            yield upstream(
                 FindingKind.UPSTREAM_STALE,
-                urn,
-                None,
-                observed=round(age, 3),
-                expected=node.freshness_hours,
-                upstream=node.urn,
-                message=f"upstream {node.urn} last updated {age:.1f} h ago, SLA {node.freshness_hours:g} h",
+                round(age, 3),
+                node.freshness_hours,
+                f"upstream {node.urn} last updated {age:.1f} h ago, SLA {node.freshness_hours:g} h",
             )
