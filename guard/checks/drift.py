@@ -34,7 +34,7 @@ it is beyond `unexplained` as one batch) and the rest of its limit is passed.
 from __future__ import annotations
 
 import math
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
@@ -155,14 +155,11 @@ def _distribution_drift(
         return _dispersion_drift(
             ctx, column, observed, reference, severity, len(values), _reference_size(ctx, reference), calls
         )
-    return make_finding(
-        FindingKind.DRIFT,
-        ctx.dataset_urn,
+    return _drift(
+        ctx,
         column.name,
-        observed=round(gap, 4),
-        expected=round(limit, 4),
-        severity=severity,
-        statistic="max_cdf_gap",
+        ("max_cdf_gap", gap, limit),
+        severity,
         at_level=level,
         reference_median=reference.quantile(0.5),
         observed_median=observed.quantile(0.5),
@@ -223,14 +220,11 @@ def _dispersion_drift(
     )
     if max(ratio, 1 / ratio) <= limit:
         return None
-    return make_finding(
-        FindingKind.DRIFT,
-        ctx.dataset_urn,
+    return _drift(
+        ctx,
         column.name,
-        observed=round(ratio, 4),
-        expected=round(limit, 4),
-        severity=severity,
-        statistic="stdev_ratio",
+        ("stdev_ratio", ratio, limit),
+        severity,
         reference_stdev=reference.stdev,
         observed_stdev=observed.stdev,
         message=f"{column.name!r} spread changed x{ratio:.3g} (stdev {reference.stdev:.4g} -> {observed.stdev:.4g}); "
@@ -260,16 +254,30 @@ def _category_drift(
     calls += _gap_calls(column.name, distance, n, m, severity)
     if distance <= limit:
         return None
+    return _drift(
+        ctx,
+        column.name,
+        ("total_variation", distance, limit),
+        severity,
+        message=f"{column.name!r} changed its mix of values: {distance:.1%} of rows moved between categories; "
+        f"the limit is {limit:.1%}",
+    )
+
+
+def _drift(
+    ctx: GuardContext, name: str, measured: tuple[str, float, float], severity: Severity, **evidence: Any
+) -> Finding:
+    """DRIFT on `name`: `measured` is the statistic's name, its value and its limit (each to four places)."""
+    statistic, value, limit = measured
     return make_finding(
         FindingKind.DRIFT,
         ctx.dataset_urn,
-        column.name,
-        observed=round(distance, 4),
+        name,
+        observed=round(value, 4),
         expected=round(limit, 4),
         severity=severity,
-        statistic="total_variation",
-        message=f"{column.name!r} changed its mix of values: {distance:.1%} of rows moved between categories; "
-        f"the limit is {limit:.1%}",
+        statistic=statistic,
+        **evidence,
     )
 
 
