@@ -132,6 +132,21 @@ def served(app: Any) -> Iterator[str]:
         sock.close()
 
 
+def active_incident(
+    entity: str, title: str, at_ms: int, *, actor: str = "urn:li:corpuser:oncall", **more: Any
+) -> s.IncidentInfoClass:
+    """An operational incident a person raised on `entity` at `at_ms`, ACTIVE (`more`: startedAt, priority)."""
+    stamp = s.AuditStampClass(time=at_ms, actor=actor)
+    return s.IncidentInfoClass(
+        type=s.IncidentTypeClass.OPERATIONAL,
+        entities=[entity],
+        title=title,
+        status=s.IncidentStatusClass(state=s.IncidentStateClass.ACTIVE, lastUpdated=stamp),
+        created=stamp,
+        **more,
+    )
+
+
 def incidents_on(ws: Workspace, dataset: str) -> dict[str, Any]:
     """urn -> IncidentInfo of every incident on `dataset`, read from DataHub Lite."""
     from datahub.metadata import schema_classes as s

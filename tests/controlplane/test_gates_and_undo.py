@@ -20,7 +20,7 @@ from controlplane.stages.pin import file_hash as content_hash
 from controlplane.takeback.undo import undo
 from controlplane.vocab import Stage
 from demo.seed import FEATURE_TABLE, PIPELINE
-from tests.support import DEMO_NOW, LATER, LATER_MS, champion, incidents_on, poison, store_hashes
+from tests.support import DEMO_NOW, LATER, LATER_MS, active_incident, champion, incidents_on, poison, store_hashes
 
 
 def _poison(ws):
@@ -219,13 +219,11 @@ def test_approve_at_the_promote_gate_blocks_on_an_upstream_incident_raised_meanw
     ws, _ = demo_copy
     spec, paused = _paused_at_promote(ws)
     champion_before = _champion(ws)
-    stamp = s.AuditStampClass(time=LATER_MS + 90_000, actor="urn:li:corpuser:orders-oncall")
-    info = s.IncidentInfoClass(
-        type=s.IncidentTypeClass.OPERATIONAL,
-        entities=[UPSTREAMS[0]],
-        title="orders late",
-        status=s.IncidentStatusClass(state=s.IncidentStateClass.ACTIVE, lastUpdated=stamp),
-        created=stamp,
+    info = active_incident(
+        UPSTREAMS[0],
+        "orders late",
+        LATER_MS + 90_000,
+        actor="urn:li:corpuser:orders-oncall",
         startedAt=LATER_MS + 90_000,
     )
     store = LiteMetadata(ws.datahub_db)

@@ -18,7 +18,7 @@ from controlplane.runs.journal import load_run
 from controlplane.spec import load_spec
 from controlplane.stages.pin import file_hash as content_hash
 from demo.seed import FEATURE_TABLE, PIPELINE, UPSTREAMS
-from tests.support import DEMO_NOW
+from tests.support import DEMO_NOW, active_incident
 
 
 @pytest.fixture
@@ -141,14 +141,7 @@ def test_one_upstream_incident_marks_both_demo_models_at_risk(demo_copy):
     from demo.seed import CANCEL_PIPELINE
 
     ws, _ = demo_copy
-    stamp = s.AuditStampClass(time=1, actor="urn:li:corpuser:oncall")
-    info = s.IncidentInfoClass(
-        type=s.IncidentTypeClass.OPERATIONAL,
-        entities=[UPSTREAMS[0]],
-        title="orders duplicated",
-        status=s.IncidentStatusClass(state=s.IncidentStateClass.ACTIVE, lastUpdated=stamp),
-        created=stamp,
-    )
+    info = active_incident(UPSTREAMS[0], "orders duplicated", 1)
     store = LiteMetadata(ws.datahub_db)
     store.emit([MCP(entityUrn="urn:li:incident:orders-dup", aspect=info)])
     store.close()

@@ -19,7 +19,7 @@ from demo.seed import FEATURE_TABLE, PIPELINE, UPSTREAMS
 from guard import registry
 from guard.findings import Verdict
 from guard.kinds import FindingKind as K
-from tests.support import DEMO_NOW
+from tests.support import DEMO_NOW, active_incident
 
 NOW_MS = int((DEMO_NOW + timedelta(minutes=10)).timestamp() * 1000)
 
@@ -157,14 +157,7 @@ def test_a_unit_failure_names_the_actual_unit_and_a_rename_gives_the_mapping(dem
 
 def test_an_upstream_incident_raised_by_hand_blocks_the_pipeline(demo_copy, clean, tmp_path):
     ws, _ = demo_copy
-    stamp = s.AuditStampClass(time=NOW_MS - 60_000, actor="urn:li:corpuser:oncall")
-    info = s.IncidentInfoClass(
-        type=s.IncidentTypeClass.OPERATIONAL,
-        entities=[UPSTREAMS[0]],
-        title="orders late",
-        status=s.IncidentStatusClass(state=s.IncidentStateClass.ACTIVE, lastUpdated=stamp),
-        created=stamp,
-    )
+    info = active_incident(UPSTREAMS[0], "orders late", NOW_MS - 60_000)
     with metadata_session(ws) as metadata:
         metadata.emit([MCP(entityUrn="urn:li:incident:by-hand", aspect=info)], NOW_MS - 60_000)
     report = guard_pipeline(ws, PIPELINE, None, NOW_MS)

@@ -22,7 +22,7 @@ from controlplane.spec import load_spec
 from controlplane.vocab import Verdict as PromotionVerdict
 from demo.seed import PIPELINE, UPSTREAMS
 from tests.controlplane.models.evidence_support import GOOD
-from tests.support import DEMO_NOW
+from tests.support import DEMO_NOW, active_incident
 
 
 def _ms(delta: timedelta) -> int:
@@ -164,14 +164,8 @@ def test_audit_flags_the_version_trained_inside_a_later_recorded_incident(demo_c
     healed_at = result.healed.now_ms
     store = LiteMetadata(ws.datahub_db)
     incident = "urn:li:incident:recorded-late"
-    stamp = s.AuditStampClass(time=healed_at + 3_600_000, actor="urn:li:corpuser:oncall")
-    info = s.IncidentInfoClass(
-        type=s.IncidentTypeClass.OPERATIONAL,
-        entities=[UPSTREAMS[0]],
-        title="orders double-counted for a day",
-        status=s.IncidentStatusClass(state=s.IncidentStateClass.ACTIVE, lastUpdated=stamp),
-        created=stamp,
-        startedAt=first_at - 3_600_000,
+    info = active_incident(
+        UPSTREAMS[0], "orders double-counted for a day", healed_at + 3_600_000, startedAt=first_at - 3_600_000
     )
     store.emit([MCP(entityUrn=incident, aspect=info)], healed_at + 3_600_000)
     info.status = s.IncidentStatusClass(

@@ -24,7 +24,7 @@ from controlplane.watch.actions import event_urns
 from controlplane.watch.follow import on_change, watch_pass
 from controlplane.watch.retrain import in_quiet_hours, is_loop_run, last_loop_run_ms
 from demo.seed import CANCEL_PIPELINE, PIPELINE, UPSTREAMS
-from tests.support import DEMO_NOW, champion, iso, kintsugi, ms, store_hashes
+from tests.support import DEMO_NOW, active_incident, champion, iso, kintsugi, ms, store_hashes
 
 ORDERS = UPSTREAMS[0]
 INCIDENT = "urn:li:incident:orders-double-counted"
@@ -38,15 +38,8 @@ def raise_upstream_incident(ws, *, resolved_at=None, port=None) -> None:
     """Another team's incident on the orders table (priority HIGH), optionally resolved later; written to the
     workspace's DataHub Lite, or through `port` (a GMS)."""
     store = port or LiteMetadata(ws.datahub_db)
-    stamp = s.AuditStampClass(time=ms(RAISED), actor=ONCALL)
-    info = s.IncidentInfoClass(
-        type=s.IncidentTypeClass.OPERATIONAL,
-        entities=[ORDERS],
-        title="orders double-counted since yesterday",
-        status=s.IncidentStatusClass(state=s.IncidentStateClass.ACTIVE, lastUpdated=stamp),
-        created=stamp,
-        startedAt=ms(STARTED),
-        priority=1,
+    info = active_incident(
+        ORDERS, "orders double-counted since yesterday", ms(RAISED), actor=ONCALL, startedAt=ms(STARTED), priority=1
     )
     store.emit([MCP(entityUrn=INCIDENT, aspect=info)], ms(RAISED))
     if resolved_at is not None:
