@@ -13,7 +13,16 @@ import pandas as pd
 from chaos.drill.copies import contract_of
 from chaos.drill.estate import DrillEstate, fork, fork_control, write_table
 from chaos.drill.impact import HARM_THRESHOLD, Score, clean_holdout, holdout_score, recovery_ratio, relative_change
-from chaos.drill.observe import PROMOTED, Observed, expected_outcome, finding_label, held_correctly, judge, observe
+from chaos.drill.observe import (
+    PROMOTED,
+    Observed,
+    errored,
+    expected_outcome,
+    finding_label,
+    held_correctly,
+    judge,
+    observe,
+)
 from chaos.drill.repair import repair_scores
 from chaos.errors import InjectionError
 from chaos.failures.catalog import get_scenario
@@ -214,30 +223,18 @@ def _repair(
 
 def _errored(scenario: Scenario, estate: DrillEstate, exc: Exception, ws: Workspace, keep: bool) -> dict[str, Any]:
     _discard(ws, keep)
-    reason = f"the loop raised {type(exc).__name__}: {str(exc).replace(str(ws.root), '<workspace>')}"
-    return {
+    record = errored(exc, ws)
+    return record | {
         "scenario": scenario.name,
         "seed": estate.seed,
         "magnitude": scenario.magnitude,
         "selection": scenario.selection.label(),
-        "status": "error",
-        "outcome": reason,
-        "findings": [],
-        "detected": False,
-        "blocking": False,
-        "localized": False,
-        "healed": False,
-        "verified": False,
-        "promoted": False,
-        "held": True,
-        "incident_open": False,
         "expected_outcome": expected_outcome(scenario),
         "blocked_correctly": None if scenario.healable else False,
         "passed": False,
-        "failures": [reason],
+        "failures": [record["outcome"]],
         "repair": None,
         "impact": {},
-        "seconds": None,
         "seconds_to_promoted": None,
     }
 

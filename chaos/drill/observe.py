@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from chaos.drill.impact import HARM_THRESHOLD
@@ -25,6 +27,7 @@ __all__ = [
     "held_correctly",
     "expected_outcome",
     "finding_label",
+    "errored",
     "PROMOTED",
     "BLOCKED",
     "HELD",
@@ -157,3 +160,27 @@ def _heal_shortfalls(seen: Observed, impact: dict[str, Any]) -> list[str]:
 def _where(scenario: Scenario) -> str:
     where = scenario.upstream or "/".join(scenario.columns) or "the dataset"
     return f"{scenario.kind.value} on {where}"
+
+
+def errored(exc: Exception, ws: Workspace) -> dict[str, Any]:
+    """A scenario whose loop raised: the error, where in Kintsugi it broke, and a run that did nothing (held, no
+    finding); each drill adds the fields it records."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    stack = [f for f in frames if "site-packages" not in f.filename] or list(frames)
+    frame = stack[-1] if stack else None
+    where = f" (at {Path(frame.filename).name}:{frame.lineno} in {frame.name})" if frame is not None else ""
+    reason = f"the loop raised {type(exc).__name__}: {str(exc).replace(str(ws.root), '<workspace>')}{where}"
+    return {
+        "status": "error",
+        "outcome": reason,
+        "findings": [],
+        "detected": False,
+        "blocking": False,
+        "localized": False,
+        "healed": False,
+        "verified": False,
+        "promoted": False,
+        "held": True,
+        "incident_open": False,
+        "seconds": None,
+    }

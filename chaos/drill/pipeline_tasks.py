@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import shutil
 import time
-import traceback
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from chaos.drill.copies import PipelineCopy, contract_of, fork, take_back, write_table
-from chaos.drill.observe import Observed, finding_label, observe
+from chaos.drill.observe import Observed, errored, finding_label, observe
 from chaos.errors import InjectionError
 from chaos.failures.families import scenario_named
 from chaos.failures.registry import Scenario
@@ -154,32 +152,14 @@ def _facts(scenario: Scenario, seen: Observed, record: RunRecord) -> dict[str, A
 
 
 def _errored(exc: Exception, ws: Workspace) -> dict[str, Any]:
-    frames = traceback.extract_tb(exc.__traceback__)
-    ours = [f for f in frames if "site-packages" not in f.filename]  # where in Kintsugi it broke
-    stack = ours or list(frames)
-    frame = stack[-1] if stack else None
-    where = f" (at {Path(frame.filename).name}:{frame.lineno} in {frame.name})" if frame is not None else ""
-    reason = f"the loop raised {type(exc).__name__}: {str(exc).replace(str(ws.root), '<workspace>')}{where}"
-    return {
-        "status": "error",
-        "outcome": reason,
-        "findings": [],
-        "detected": False,
-        "blocking": False,
-        "localized": False,
+    return errored(exc, ws) | {
         "blocked_by": [],
         "closest_calls": [],
-        "healed": False,
-        "verified": False,
         "quarantined": 0,
         "published": False,
-        "promoted": False,
-        "held": True,
-        "incident_open": False,
         "heal_summary": "",
         "invented_cells": 0,
         "rows": {},
-        "seconds": None,
     }
 
 
