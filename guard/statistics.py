@@ -54,6 +54,7 @@ __all__ = [
     "MAX_BINS",
     "HOURS",
     "learned_offsets",
+    "on_one_hour",
     "learned_share",
     "hour_of_shift",
     "hour_of_shares",
@@ -327,6 +328,16 @@ def _categories(feature: pd.Series) -> np.ndarray:
 
 
 HOURS = 24
+
+
+def on_one_hour(hours: tuple[int, ...] | None, *, policy: Policy = POLICY) -> bool:
+    """The reference's rows all but fall on one hour of the day (`policy.hour_of_learned` of them: a daily, weekly or
+    monthly table stamped at midnight). Each row of a batch is then a witness of its own: ten rows off that hour
+    are as plain a move as twenty spread over the day; and no column can be an hour of that timestamp, since its
+    hour never varies (a constant column would read as one)."""
+    if not hours or not sum(hours):
+        return False
+    return max(hours) / sum(hours) >= policy.hour_of_learned
 
 
 def learned_offsets(counts: tuple[int, ...], least: float | None = None) -> set[int] | None:

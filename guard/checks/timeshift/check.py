@@ -54,14 +54,13 @@ from guard.checks.timeshift.evidence import (
     diurnal_evidence,
     hour_distances,
     lag_shift,
-    on_one_hour,
 )
 from guard.context import GuardContext
 from guard.findings import ClosestCall, Finding, make_finding, moved_across, window_rows
 from guard.kinds import FindingKind
 from guard.policy import Policy
 from guard.registry import register
-from guard.statistics import hour_of_shares, hour_of_shift, learned_offsets, learned_share, signed
+from guard.statistics import hour_of_shares, hour_of_shift, learned_offsets, learned_share, on_one_hour, signed
 from profiles.profile import DatasetProfile
 from profiles.relations import Relations, learn_relations
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from guard.policy import DEFAULT as POLICY
 from guard.policy import Policy
-from guard.statistics import HOURS, signed
+from guard.statistics import HOURS, on_one_hour, signed
 from profiles.relations import Diurnal
 from profiles.sketches import QuantileSketch
 
@@ -93,16 +93,6 @@ def count_shift(
     ):
         return Evidence("hour_counts", 0, float(distances[0]), float(distances[0]), not best and pinned)
     return None
-
-
-def on_one_hour(hours: tuple[int, ...] | None, *, policy: Policy = POLICY) -> bool:
-    """The reference's rows all but fall on one hour of the day (`policy.hour_of_learned` of them: a daily, weekly or
-    monthly table stamped at midnight). Each row of a batch is then a witness of its own: ten rows off that hour
-    are as plain a move as twenty spread over the day; and no column can be an hour of that timestamp, since its
-    hour never varies (a constant column would read as one)."""
-    if not hours or not sum(hours):
-        return False
-    return max(hours) / sum(hours) >= policy.hour_of_learned
 
 
 @functools.lru_cache(maxsize=1024)
