@@ -8,7 +8,9 @@ a finding that names it explains this one (`guard.causes`).
 
 An integer column H the reference holds as the hour of a timestamp T (`hour_of`: (H - hour(T)) mod 24 on
 one offset, or two adjacent ones) departs from it on a batch's rows when its offset is none of those
-(give or take the hour daylight saving time moves a local hour). On at least `policy.relation_departed_share` and
+(give or take the hour daylight saving time moves a local hour). A timestamp whose reference rows all but fall on
+one hour (`on_one_hour`: a daily or monthly table stamped at midnight) has no hour column: its hour never varies, so
+any column constant there reads as one. On at least `policy.relation_departed_share` and
 `policy.relation_min_broken` rows, and not moved as a whole (that is a timestamp shift, `guard.checks.timeshift`), H is no
 longer derived from T there. Where, on the departed rows, H determines the label (`guard.checks.leakage`'s
 association, at least `policy.leakage_jump_floor`) and the hour it should have been does not come within `policy.leakage_jump` of that, H was
@@ -57,7 +59,14 @@ from guard.findings import ClosestCall, Condition, Finding, make_finding, rule_c
 from guard.kinds import FindingKind
 from guard.policy import Policy
 from guard.registry import register
-from guard.statistics import association, hour_of_shares, hour_of_shift, learned_offsets, learned_share
+from guard.statistics import (
+    association,
+    hour_of_shares,
+    hour_of_shift,
+    learned_offsets,
+    learned_share,
+    on_one_hour,
+)
 from guard.units import same_unit
 from profiles.calendar import CYCLES, CalendarPart, calendar_part, part_offsets, whole_values
 from profiles.relations import (
@@ -115,6 +124,8 @@ def check_relations(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
         learned = [] if rows is None else [_enough_rows(ctx, rows)]
         yield from _broken_order(ctx, low, high, how, learned)
     for t, columns in (relations.hour_of if relations else {}).items():
+        if _hour_never_varies(ctx, t):
+            continue
         for h, counts in columns.items():
             if t in sample and h in sample:
                 yield from _departed_hours(ctx, t, h, counts)
@@ -122,6 +133,12 @@ def check_relations(ctx: GuardContext) -> Iterator[Finding | ClosestCall]:
         t, c, name = key.split("|")
         if t in sample and c in sample:
             yield from _calendar_broken(ctx, t, c, name, part)
+
+
+def _hour_never_varies(ctx: GuardContext, t: str) -> bool:
+    reference = ctx.reference_profile
+    column = reference.columns.get(t) if reference is not None else None
+    return column is not None and on_one_hour(column.hours, policy=ctx.policy)
 
 
 def _enough_rows(ctx: GuardContext, rows: int) -> Condition:

@@ -171,3 +171,21 @@ def test_a_leak_into_one_category_breaks_a_declared_order_and_is_blocked(
     assert blocking_on(tmp_path, case, dealt, undeclared) == set()
     assert blocking_on(tmp_path, case, dealt, declared) == {(FindingKind.RELATION_BROKEN, "temp_max")}
     assert blocking_on(tmp_path, case, case.frame, declared) == set()
+
+
+def test_a_code_constant_where_the_time_never_leaves_midnight_is_not_read_as_its_hour(tmp_path: Path) -> None:
+    """Every reference row stamped at midnight and a code 0 on every one of them: 0 is the hour of each stamp, but
+    only because neither moves. The code taking other values on a third of a batch's rows is data, not an hour
+    column broken."""
+
+    def at_midnight(seed: int, raised: float = 0.0) -> pd.DataFrame:
+        frame = orders(seed)
+        rng = np.random.default_rng(seed)
+        code = np.where(rng.random(len(frame)) < raised, rng.integers(2, 40, len(frame)), 0)
+        return frame.assign(event_ts=frame["event_ts"].dt.floor("D"), code=code.astype("int64"))
+
+    kept = build_reference([snap(tmp_path, at_midnight(seed), f"b{seed}").batch for seed in range(4)])
+    relations = kept.profile.relations
+    assert relations is not None and relations.hour_of["event_ts"]["code"][0] > 0  # held on offset 0
+    findings = found(check_relations, tmp_path, at_midnight(9, raised=0.3), kept)
+    assert [(f.kind, f.column) for f in findings if f.column == "code"] == []
