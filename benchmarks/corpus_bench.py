@@ -56,6 +56,9 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from realdata_bench import drift_share  # noqa: E402
 
 from chaos.corpus.tables import TABLES, CorpusBatch, CorpusTable  # noqa: E402
 
@@ -329,19 +332,11 @@ def evidently_verdicts(init: pd.DataFrame, clean: list[pd.DataFrame], time_colum
                 result = Report([DataDriftPreset()]).run(
                     current_data=frame.drop(columns=[time_column]), reference_data=reference
                 )
-            share = _drift_share(result.dict())
+            share = drift_share(result.dict())
             verdicts.append(None if share is None else share >= 0.5)
         except Exception:  # noqa: BLE001
             verdicts.append(None)
     return verdicts
-
-
-def _drift_share(result: dict[str, Any]) -> float | None:
-    for metric in result.get("metrics", []):
-        value = metric.get("value")
-        if isinstance(value, dict) and "share" in value and "count" in value:
-            return float(value["share"])
-    return None
 
 
 def peers(table: CorpusTable, batches: list[CorpusBatch]) -> dict[str, Any]:

@@ -99,13 +99,14 @@ class EvidentlyJudge:
                 result = self._report().run(current_data=current, reference_data=frame).dict()
         except Exception as exc:  # noqa: BLE001
             return Outcome(None, (f"error: {type(exc).__name__}",))
-        share = _drift_share(result)
+        share = drift_share(result)
         if share is None:
             return Outcome(None, ("error: no DriftedColumnsCount",))
         return Outcome(share >= 0.5, (f"drifted share {share:.2f}",) if share >= 0.5 else ())
 
 
-def _drift_share(result: dict[str, Any]) -> float | None:
+def drift_share(result: dict[str, Any]) -> float | None:
+    """The share of columns an evidently report's DriftedColumnsCount metric calls drifted (None: no such metric)."""
     for metric in result.get("metrics", []):
         value = metric.get("value")
         if isinstance(value, dict) and "share" in value and "count" in value:
