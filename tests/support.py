@@ -12,7 +12,7 @@ import time
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import uvicorn
 from datahub.emitter.mcp import MetadataChangeProposalWrapper as MCP
@@ -145,6 +145,35 @@ def active_incident(
         created=stamp,
         **more,
     )
+
+
+def as_nobody(attempt: Callable[[], str]) -> str:
+    """What `attempt` says when run as a user without root's rights (chmod does not deny root): in a forked child
+    that dropped to uid 65534 and exits without pytest's teardown. Skips where the drop is not allowed."""
+    import os
+
+    import pytest
+
+    if os.geteuid() != 0:
+        return attempt()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            message = "said:" + attempt()
+        except BaseException as exc:  # noqa: BLE001 - reported to the test as text
+            message = f"setup: {type(exc).__name__}: {exc}"
+        os.write(write, message.encode()[:4000])
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        message = pipe.read().decode()
+    os.waitpid(pid, 0)
+    if not message.startswith("said:"):
+        pytest.skip(f"running as root and cannot drop to uid 65534 ({message})")
+    return message.removeprefix("said:")
 
 
 def incidents_on(ws: Workspace, dataset: str) -> dict[str, Any]:

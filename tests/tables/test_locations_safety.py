@@ -15,6 +15,7 @@ import pytest
 
 from tables.csvtable import infer_schema, read_raw, render, to_table
 from tables.locations import MARKER, LocationError, TableChanged, parse_location, restore
+from tests.support import as_nobody
 
 from locations_support import LocalBackend, csv_bytes, parquet_bytes, table_rows
 
@@ -148,28 +149,6 @@ def _unreadable_attempt(text: str, base: Path, dest: Path) -> str:
     return "pinned"
 
 
-def _as_nobody(text: str, base: Path, dest: Path) -> str:
-    """Run the attempt in a forked child that dropped root (chmod does not deny root)."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: drop privileges, try, report, exit without running pytest's teardown
-        try:
-            os.setgid(65534)
-            os.setuid(65534)
-            message = _unreadable_attempt(text, base, dest)
-        except BaseException as exc:  # noqa: BLE001
-            message = f"setup: {exc}"
-        os.write(write, message.encode()[:4000])
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        message = pipe.read().decode()
-    os.waitpid(pid, 0)
-    if message.startswith("setup:"):
-        pytest.skip(f"running as root and cannot drop to uid 65534 to test permissions ({message})")
-    return message
-
-
 @pytest.mark.parametrize("what", ["file", "folder"])
 def test_no_permission_is_one_line_naming_the_fix(what: str):
     base = Path(tempfile.mkdtemp(prefix="kintsugi-perm-"))  # not under pytest's 0700 tmp: nobody must reach it
@@ -183,9 +162,7 @@ def test_no_permission_is_one_line_naming_the_fix(what: str):
         target = base / "t" / "a.parquet" if what == "file" else base / "t"
         os.chmod(target, 0)
         text = "t/a.parquet" if what == "file" else "t"
-        message = (
-            _as_nobody(text, base, dest / "pin") if os.geteuid() == 0 else _unreadable_attempt(text, base, dest / "pin")
-        )
+        message = as_nobody(lambda: _unreadable_attempt(text, base, dest / "pin"))
         assert message.startswith("LocationError: ") and "permission denied" in message, message
         assert "\n" not in message and "give the user running kintsugi read" in message
         assert not (dest / "pin").exists()

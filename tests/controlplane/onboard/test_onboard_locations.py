@@ -16,6 +16,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 
 from controlplane.stages.pin import file_hash
 from controlplane.workspace import Workspace
+from tests.support import as_nobody
 
 from onboard_support import NAME, RUN_AT, UPSTREAM, cli, init_args, weather
 
@@ -164,8 +165,8 @@ def test_no_permission_on_the_data_is_one_line_naming_the_fix(tmp_path):
         table = base / "weather.parquet"
         weather().to_parquet(table, index=False)
         os.chmod(table, 0)
-        code, err = _init_as_nobody(base, str(table)) if os.geteuid() == 0 else _init(base, str(table))
-        assert code == 2 and err.count("\n") == 1 and "permission denied" in err, err
+        code, _, err = as_nobody(lambda: _init(base, str(table))).partition("|")
+        assert code == "2" and err.count("\n") == 1 and "permission denied" in err, err
         assert "give the user running kintsugi read" in err or "give this user read access" in err, err
         assert not (base / "ws" / "datahub.db").exists()
     finally:
@@ -173,32 +174,9 @@ def test_no_permission_on_the_data_is_one_line_naming_the_fix(tmp_path):
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _init(base: Path, data: str) -> tuple[int, str]:
+def _init(base: Path, data: str) -> str:
+    """`kintsugi init` on `data`: its exit code and stderr, as `CODE|ERR`."""
     code, _, err = cli(
         "init", NAME, "--data", data, "--target", "temp_max", "--time-column", "date", "--yes", workspace=base / "ws"
     )
-    return code, err
-
-
-def _init_as_nobody(base: Path, data: str) -> tuple[int, str]:
-    """chmod does not deny root: the attempt runs in a forked child that dropped to uid 65534."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgid(65534)
-            os.setuid(65534)
-            code, err = _init(base, data)
-            message = f"{code}|{err}"
-        except BaseException as exc:  # noqa: BLE001 - reported to the test as text
-            message = f"setup|{type(exc).__name__}: {exc}"
-        os.write(write, message.encode()[:4000])
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        message = pipe.read().decode()
-    os.waitpid(pid, 0)
-    code, _, err = message.partition("|")
-    if code == "setup":
-        pytest.skip(f"running as root and cannot drop to uid 65534 ({err})")
-    return int(code), err
+    return f"{code}|{err}"
