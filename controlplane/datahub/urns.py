@@ -5,6 +5,8 @@ Built and parsed with the SDK's typed URN classes, never by splitting strings.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from datahub.emitter.mce_builder import datahub_guid
 from datahub.metadata.urns import (
     AssertionUrn,
@@ -116,24 +118,24 @@ def dataset_platform(urn: str) -> str:
 
 def check_dataset_urn(urn: str, where: str) -> str:
     """The URN if it is a well-formed dataset URN; one clear error otherwise."""
-    try:
-        DatasetUrn.from_string(urn)
-    except Exception as exc:
-        raise InputError(
-            f"{where}: {urn[:200]!r} is not a DataHub dataset URN ({type(exc).__name__})",
-            "write it as urn:li:dataset:(urn:li:dataPlatform:PLATFORM,NAME,PROD)",
-        ) from exc
-    return urn
+    return _checked(
+        urn, where, DatasetUrn.from_string, "dataset", "urn:li:dataset:(urn:li:dataPlatform:PLATFORM,NAME,PROD)"
+    )
 
 
 def check_domain_urn(urn: str, where: str) -> str:
     """The URN if it is a well-formed DataHub domain URN; one clear error otherwise."""
+    return _checked(
+        urn, where, DomainUrn.from_string, "domain", "urn:li:domain:ID (the domain's URN as DataHub shows it)"
+    )
+
+
+def _checked(urn: str, where: str, parse: Callable[[str], object], name: str, form: str) -> str:
     try:
-        DomainUrn.from_string(urn)
+        parse(urn)
     except Exception as exc:
         raise InputError(
-            f"{where}: {urn[:200]!r} is not a DataHub domain URN ({type(exc).__name__})",
-            "write it as urn:li:domain:ID (the domain's URN as DataHub shows it)",
+            f"{where}: {urn[:200]!r} is not a DataHub {name} URN ({type(exc).__name__})", f"write it as {form}"
         ) from exc
     return urn
 
