@@ -160,28 +160,50 @@ def open_incident(
 
 
 def resolve_incident(port: MetadataPort, urn: str, note: str, now_ms: int) -> None:
-    info = port.aspect(urn, s.IncidentInfoClass)
-    if info is None or info.status.state == s.IncidentStateClass.RESOLVED:
-        return
-    info.status = _status(s.IncidentStateClass.RESOLVED, s.IncidentStageClass.FIXED, note, now_ms)
-    port.emit([MCP(entityUrn=urn, aspect=info)], now_ms)
+    _move(
+        port,
+        urn,
+        note,
+        now_ms,
+        was=s.IncidentStateClass.ACTIVE,
+        to=s.IncidentStateClass.RESOLVED,
+        stage=s.IncidentStageClass.FIXED,
+    )
 
 
 def note_incident(port: MetadataPort, urn: str, note: str, now_ms: int) -> None:
     """Add a note to an ACTIVE incident (its status message), leaving it ACTIVE."""
-    info = port.aspect(urn, s.IncidentInfoClass)
-    if info is None or info.status.state != s.IncidentStateClass.ACTIVE:
-        return
-    info.status = _status(s.IncidentStateClass.ACTIVE, s.IncidentStageClass.INVESTIGATION, note, now_ms)
-    port.emit([MCP(entityUrn=urn, aspect=info)], now_ms)
+    _move(
+        port,
+        urn,
+        note,
+        now_ms,
+        was=s.IncidentStateClass.ACTIVE,
+        to=s.IncidentStateClass.ACTIVE,
+        stage=s.IncidentStageClass.INVESTIGATION,
+    )
 
 
 def reopen_incident(port: MetadataPort, urn: str, note: str, now_ms: int) -> bool:
     """Make a RESOLVED incident ACTIVE again (an undone heal); False when it was not resolved."""
+    return _move(
+        port,
+        urn,
+        note,
+        now_ms,
+        was=s.IncidentStateClass.RESOLVED,
+        to=s.IncidentStateClass.ACTIVE,
+        stage=s.IncidentStageClass.TRIAGE,
+    )
+
+
+def _move(port: MetadataPort, urn: str, note: str, now_ms: int, *, was: str, to: str, stage: str) -> bool:
+    """An incident that `was` in a state moved `to` another at a `stage`, with `note`; False, and nothing written,
+    for an incident in another state, or none."""
     info = port.aspect(urn, s.IncidentInfoClass)
-    if info is None or info.status.state != s.IncidentStateClass.RESOLVED:
+    if info is None or info.status.state != was:
         return False
-    info.status = _status(s.IncidentStateClass.ACTIVE, s.IncidentStageClass.TRIAGE, note, now_ms)
+    info.status = _status(to, stage, note, now_ms)
     port.emit([MCP(entityUrn=urn, aspect=info)], now_ms)
     return True
 
