@@ -207,6 +207,12 @@ def _paused(ws: Workspace, run_id: str, action: str) -> RunRecord:
     return record
 
 
+def _decided(run: RunContext, stage: Stage, checkpoint: Checkpoint, reason: str, by: str) -> None:
+    """The run's event of a person's decision at its gate: `stage` is APPROVE or REJECT."""
+    done = "approved" if stage is Stage.APPROVE else "rejected"
+    run.event(stage, done, f"{done} at the {checkpoint.gate.value} gate by {by}: {reason}", reason=reason, by=by)
+
+
 def _claim(ws: Workspace, run_id: str, action: str) -> tuple[RunRecord, Checkpoint]:
     """Under the pipeline's lock: the run must still be paused; it becomes running (one of two racers wins).
     Its checkpoint is read first: one that cannot be read refuses the claim and leaves the run paused."""
@@ -235,13 +241,7 @@ def approve(
         record.now_ms = now_ms or int(time.time() * 1000)
         with open_run(ws, spec, record, listener) as run, _blocked_on_change(run):
             save_checkpoint(record, None)
-            run.event(
-                Stage.APPROVE,
-                "approved",
-                f"approved at the {checkpoint.gate.value} gate by {by}: {reason}",
-                reason=reason,
-                by=by,
-            )
+            _decided(run, Stage.APPROVE, checkpoint, reason, by)
             if isinstance(checkpoint, PublishCheckpoint):
                 _resume_publish(run, checkpoint)
             elif isinstance(checkpoint, RollbackCheckpoint):
@@ -307,13 +307,7 @@ def reject(ws: Workspace, run_id: str, reason: str, *, by: str) -> RunRecord:
         record, checkpoint = _claim(ws, run_id, "reject")
         with open_run(ws, spec, record) as run:
             save_checkpoint(record, None)
-            run.event(
-                Stage.REJECT,
-                "rejected",
-                f"rejected at the {checkpoint.gate.value} gate by {by}: {reason}",
-                reason=reason,
-                by=by,
-            )
+            _decided(run, Stage.REJECT, checkpoint, reason, by)
             if isinstance(checkpoint, PromoteCheckpoint):
                 rejected = Approval(False, reason, by)
                 _end(run, conclude(run, checkpoint.trained, assess(run, checkpoint.trained), rejected))
