@@ -34,6 +34,7 @@ __all__ = [
 
 ACTOR = "urn:li:corpuser:kintsugi"
 EVIDENCE_MARKER = "evidence: "
+_ACTIVE, _RESOLVED = s.IncidentStateClass.ACTIVE, s.IncidentStateClass.RESOLVED
 _TYPE_BY_KIND = {
     FindingKind.UNIT_MISMATCH: s.IncidentTypeClass.FIELD,
     FindingKind.SCALE_SHIFT: s.IncidentTypeClass.FIELD,
@@ -160,41 +161,17 @@ def open_incident(
 
 
 def resolve_incident(port: MetadataPort, urn: str, note: str, now_ms: int) -> None:
-    _move(
-        port,
-        urn,
-        note,
-        now_ms,
-        was=s.IncidentStateClass.ACTIVE,
-        to=s.IncidentStateClass.RESOLVED,
-        stage=s.IncidentStageClass.FIXED,
-    )
+    _move(port, urn, note, now_ms, was=_ACTIVE, to=_RESOLVED, stage=s.IncidentStageClass.FIXED)
 
 
 def note_incident(port: MetadataPort, urn: str, note: str, now_ms: int) -> None:
     """Add a note to an ACTIVE incident (its status message), leaving it ACTIVE."""
-    _move(
-        port,
-        urn,
-        note,
-        now_ms,
-        was=s.IncidentStateClass.ACTIVE,
-        to=s.IncidentStateClass.ACTIVE,
-        stage=s.IncidentStageClass.INVESTIGATION,
-    )
+    _move(port, urn, note, now_ms, was=_ACTIVE, to=_ACTIVE, stage=s.IncidentStageClass.INVESTIGATION)
 
 
 def reopen_incident(port: MetadataPort, urn: str, note: str, now_ms: int) -> bool:
     """Make a RESOLVED incident ACTIVE again (an undone heal); False when it was not resolved."""
-    return _move(
-        port,
-        urn,
-        note,
-        now_ms,
-        was=s.IncidentStateClass.RESOLVED,
-        to=s.IncidentStateClass.ACTIVE,
-        stage=s.IncidentStageClass.TRIAGE,
-    )
+    return _move(port, urn, note, now_ms, was=_RESOLVED, to=_ACTIVE, stage=s.IncidentStageClass.TRIAGE)
 
 
 def _move(port: MetadataPort, urn: str, note: str, now_ms: int, *, was: str, to: str, stage: str) -> bool:
