@@ -297,9 +297,8 @@ def workspace_catalog(base: Path) -> Any:
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.utils.config import Config
 
-    configured = Config().get_catalog_config(
-        CATALOG
-    )  # read now: load_catalog alone keeps the environment of its import
+    # read now and passed on: load_catalog alone keeps the environment pyiceberg saw when it was imported
+    configured = Config().get_catalog_config(CATALOG)
     if configured is not None:
         return load_catalog(CATALOG, **{key: value for key, value in configured.items() if isinstance(value, str)})
     folder = Path(base) / "iceberg"
